@@ -1,0 +1,66 @@
+/* Model configuration: the shape of a transformer and how it is trained.
+ *
+ * Read from configs/models/*.json (schema in DESIGN.md, "Model config").
+ * Every field is validated: types, ranges, divisibility (heads by tensor
+ * parallelism, ...), and that the largest tensor sizes fit 64 bits. T5 adds
+ * two optional fields: `decoder_layers` (default: layers) and
+ * `decoder_seq_len` (default: seq_len). */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+G_BEGIN_DECLS
+
+typedef enum { ROK_ARCH_GPT, ROK_ARCH_BERT, ROK_ARCH_T5, ROK_ARCH_LLAMA } RokArch;
+typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;
+typedef enum { ROK_OPTIMIZER_ADAM, ROK_OPTIMIZER_SGD } RokOptimizer;
+typedef enum { ROK_PRECISION_MIXED, ROK_PRECISION_PURE } RokPrecision;
+/* Element types of tensors; u8 is a dropout mask, i64 token ids. */
+typedef enum { ROK_DTYPE_BF16, ROK_DTYPE_FP16, ROK_DTYPE_FP32, ROK_DTYPE_U8, ROK_DTYPE_I64 } RokDtype;
+
+typedef struct {
+  char *name;   /* default: the file name without .json */
+  char *source; /* free text: where the numbers come from (may be NULL) */
+  RokArch arch;
+  guint64 layers;         /* T5: encoder layers */
+  guint64 decoder_layers; /* T5 only; 0 otherwise */
+  guint64 hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;
+  guint64 seq_len;
+  guint64 decoder_seq_len; /* T5 only; 0 otherwise */
+  guint64 micro_batch, global_batch;
+  RokDtype dtype;      /* bf16, fp16 or fp32: activations and 16-bit weights */
+  double dropout;      /* probability; 0 removes masks and dropout copies */
+  guint64 mask_bytes;  /* bytes per dropout-mask element (1, 2 or 4) */
+  RokAttention attention;
+  guint64 tensor_parallel, pipeline_parallel, data_parallel;
+  gboolean sequence_parallel;
+  RokOptimizer optimizer;
+  RokPrecision precision;
+  guint64 zero_stage; /* 0..3 */
+} RokModel;
+
+/* Load and validate a config; `overrides` (may be NULL) is a NULL-terminated
+ * list of "key=value" from --set, applied before validation. */
+RokModel *rok_model_load(const char *path, const char *const *overrides, GError **error);
+RokModel *rok_model_parse(const char *name, const char *text, gsize length, const char *const *overrides,
+                          GError **error);
+RokModel *rok_model_copy(const RokModel *model);
+void rok_model_free(RokModel *model);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokModel, rok_model_free)
+
+/* The config with every default filled in; reads back to an equal model. */
+json_object *rok_model_to_json(const RokModel *model);
+
+/* Names of enum values as they appear in configs ("gpt", "flash", ...). */
+const char *rok_arch_name(RokArch arch);
+const char *rok_dtype_name(RokDtype dtype);
+guint rok_dtype_bytes(RokDtype dtype);
+
+/* Parameters of the whole model (all ranks together), embeddings included,
+ * tied embeddings counted once. */
+guint64 rok_model_param_count(const RokModel *model);
+/* Micro-batches per optimizer step on one data-parallel rank. */
+guint64 rok_model_micro_batches_per_step(const RokModel *model);
+
+G_END_DECLS

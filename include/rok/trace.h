@@ -1,0 +1,147 @@
+/* The trace: the ops of one micro-batch in forward order, and every tensor
+ * they produce, with what backward needs of each.
+ *
+ * A tensor is one storage: a tensor that several backward ops need (the
+ * softmax output without dropout is needed by the softmax backward and by
+ * the attention-times-V backward) appears once, with several entries in
+ * `needed_by`. A tensor with an empty `needed_by` is transient: it lives in
+ * forward only until its last consumer has run. Tensors are saved for
+ * backward exactly when `needed_by` is not empty.
+ *
+ * Layers: transformer layers are numbered from 0 in forward order (T5: the
+ * encoder's, then the decoder's); ops and tensors outside them (input,
+ * embedding, loss head) have layer -1. A tensor's layer is the layer whose
+ * activation memory it counts towards (a layer's input belongs to that
+ * layer, as in Korthikanti et al.).
+ *
+ * Op dims are [batch, m, n, k]: a batched GEMM C(m×n) = A(m×k)·B(k×n) for
+ * linear, attn_scores, attn_context and flash_attention (n = keys, k = head
+ * dim for the latter); [1, rows, cols, 0] for the others (embedding:
+ * [1, tokens, hidden, vocab]; cross_entropy: [1, tokens, vocab, 0]).
+ *
+ * File format `rok-trace/1`: see rok_trace_to_json(). */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "rok/model.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  ROK_OP_INPUT,           /* token ids and labels enter: no work */
+  ROK_OP_EMBEDDING,       /* token (+ position) embedding lookup */
+  ROK_OP_LAYERNORM,
+  ROK_OP_RMSNORM,
+  ROK_OP_LINEAR,          /* x·W (+ bias) */
+  ROK_OP_ROTARY,          /* rotary position embedding of q and k */
+  ROK_OP_ATTN_SCORES,     /* Q·Kᵀ, scaled (+ mask, + position bias) */
+  ROK_OP_SOFTMAX,
+  ROK_OP_DROPOUT,         /* outputs: mask, then result */
+  ROK_OP_ATTN_CONTEXT,    /* P·V */
+  ROK_OP_FLASH_ATTENTION, /* fused attention core; outputs: context, log-sum-exp */
+  ROK_OP_ADD,             /* residual add */
+  ROK_OP_GELU,
+  ROK_OP_RELU,
+  ROK_OP_SWIGLU,          /* silu(gate) · up, from one [gate|up] tensor */
+  ROK_OP_CROSS_ENTROPY,   /* softmax + loss; output: the saved probabilities */
+  ROK_OP_OTHER,           /* imported op of no known kind */
+  ROK_OP_KIND_COUNT
+} RokOpKind;
+
+typedef struct {
+  guint id;
+  char *name;   /* "layer3.attn.qkv" */
+  gint layer;
+  RokOpKind kind;
+  guint64 dims[4];
+  double dropout;                /* probability, dropout and flash_attention ops */
+  guint64 fwd_flops, bwd_flops;  /* floating-point operations */
+  guint64 fwd_bytes, bwd_bytes;  /* memory traffic (reads + writes) */
+  double fwd_time_s, bwd_time_s; /* measured in a real run; < 0 when unknown */
+  GArray *inputs;                /* guint tensor ids */
+  GArray *outputs;               /* guint tensor ids */
+} RokOp;
+
+typedef struct {
+  guint id;
+  char *name;  /* "layer3.mlp.gelu_in" */
+  gint layer;
+  RokDtype dtype;
+  guint rank;
+  guint64 shape[4];
+  guint64 bytes;          /* product of shape × dtype size */
+  guint producer;         /* op id */
+  GArray *needed_by;      /* guint op ids whose backward reads it */
+  gboolean recomputable;  /* FALSE for data (token ids) */
+  GArray *recompute_from; /* guint tensor ids its producer reads */
+} RokTensor;
+
+/* Memory that does not depend on the plan, for one GPU. */
+typedef struct {
+  guint64 params_total;         /* the whole model */
+  guint64 params_per_gpu;       /* after tensor and pipeline parallelism */
+  guint64 weight_bytes;         /* after ZeRO-3 sharding */
+  guint64 gradient_bytes;       /* after ZeRO-2 sharding */
+  guint64 optimizer_bytes;      /* states + fp32 master copy, after ZeRO-1 */
+  guint64 optimizer_step_bytes; /* memory traffic of one optimizer step */
+} RokFixedMemory;
+
+typedef struct {
+  char *model_name;
+  RokModel *model;                /* the config it came from; NULL for imported traces */
+  guint layers;                   /* transformer layers in the trace */
+  guint64 tokens_per_micro_batch; /* tokens one micro-batch trains on (per GPU) */
+  guint64 micro_batches_per_step; /* gradient accumulation steps */
+  RokFixedMemory fixed;
+  GArray *ops;     /* RokOp, index == id, forward order */
+  GArray *tensors; /* RokTensor, index == id, in order of production */
+} RokTrace;
+
+/* From a model config (src/model/transformer.c). */
+RokTrace *rok_trace_new_from_model(const RokModel *model, GError **error);
+
+/* Building by hand (tests, importers). Ids are given in order. */
+RokTrace *rok_trace_new(const char *model_name);
+guint rok_trace_add_op(RokTrace *trace, const char *name, gint layer, RokOpKind kind, guint64 batch,
+                       guint64 m, guint64 n, guint64 k);
+/* A tensor produced by `producer` (appended to its outputs). */
+guint rok_trace_add_tensor(RokTrace *trace, const char *name, gint layer, RokDtype dtype, guint rank,
+                           const guint64 *shape, guint producer);
+void rok_trace_add_input(RokTrace *trace, guint op, guint tensor);
+/* The backward of `op` reads `tensor`: it is saved (added once). */
+void rok_trace_need(RokTrace *trace, guint tensor, guint op);
+/* Fill every tensor's recompute_from from its producer's inputs, then check
+ * the trace (ids in range, producers before consumers, bytes = shape). */
+gboolean rok_trace_finish(RokTrace *trace, GError **error);
+
+void rok_trace_free(RokTrace *trace);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTrace, rok_trace_free)
+
+static inline RokOp *rok_trace_op(const RokTrace *trace, guint id) {
+  return &g_array_index(trace->ops, RokOp, id);
+}
+static inline RokTensor *rok_trace_tensor(const RokTrace *trace, guint id) {
+  return &g_array_index(trace->tensors, RokTensor, id);
+}
+static inline gboolean rok_tensor_is_saved(const RokTensor *tensor) {
+  return tensor->needed_by->len > 0;
+}
+
+/* Bytes of tensors saved for backward in `layer` (-1: outside the layers). */
+guint64 rok_trace_saved_bytes(const RokTrace *trace, gint layer);
+/* Bytes of all tensors saved for backward. */
+guint64 rok_trace_total_saved_bytes(const RokTrace *trace);
+
+const char *rok_op_kind_name(RokOpKind kind);
+
+/* rok-trace/1 files. Reading checks every reference; a trace written and
+ * read back writes identical bytes. A `model` object in the file is read
+ * back as the config it came from. */
+json_object *rok_trace_to_json(const RokTrace *trace);
+RokTrace *rok_trace_load(const char *path, GError **error);
+RokTrace *rok_trace_parse(const char *name, const char *text, gsize length, GError **error);
+gboolean rok_trace_save(const RokTrace *trace, const char *path, GError **error);
+
+G_END_DECLS

@@ -15,14 +15,33 @@
 #include "exec/opencl/cl-numeric.h"
 #include "rok/error.h"
 
+/* One activation dtype's kernels on the shared device, with the tolerances
+ * its outputs are held to: bf16 rounding (2⁻⁹ relative) for bf16, float
+ * arithmetic for fp32 — the fp32 variant is what catches subtle formula
+ * errors that bf16 rounding would hide. */
 typedef struct {
   RokClDevice *device;
-  RokClKernels *kernels; /* bf16 activations */
+  RokClKernels *kernels;
   RokDtype act;
+  double rtol, atol; /* atol as a fraction of the largest expected value */
+  gboolean owns_device;
 } Fixture;
 
-/* Open the default device and build the kernels; exits 77 (skip) when no
- * OpenCL device exists here. */
+G_GNUC_UNUSED static Fixture *fixture_variant(RokClDevice *device, RokDtype act, gboolean owns_device) {
+  g_autoptr(GError) error = NULL;
+  Fixture *f = g_new0(Fixture, 1);
+  f->device = device;
+  f->act = act;
+  f->owns_device = owns_device;
+  f->rtol = act == ROK_DTYPE_FP32 ? 2e-5 : 0.008;
+  f->atol = act == ROK_DTYPE_FP32 ? 2e-6 : 0.004;
+  f->kernels = rok_cl_kernels_new(device, act, &error);
+  g_assert_no_error(error);
+  return f;
+}
+
+/* Open the default device and build the bf16 kernels; exits 77 (skip) when
+ * no OpenCL device exists here. */
 G_GNUC_UNUSED static Fixture *fixture_open(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) devices = rok_cl_device_list(&error);
@@ -30,20 +49,28 @@ G_GNUC_UNUSED static Fixture *fixture_open(void) {
     g_printerr("no OpenCL device: %s\n", error != NULL ? error->message : "empty list");
     exit(77);
   }
-  Fixture *f = g_new0(Fixture, 1);
-  f->act = ROK_DTYPE_BF16;
-  f->device = rok_cl_device_open(-1, &error);
+  RokClDevice *device = rok_cl_device_open(-1, &error);
   g_assert_no_error(error);
-  f->kernels = rok_cl_kernels_new(f->device, f->act, &error);
-  g_assert_no_error(error);
-  return f;
+  return fixture_variant(device, ROK_DTYPE_BF16, TRUE);
 }
 
+/* Close variants first, the device's owner last. */
 G_GNUC_UNUSED static void fixture_close(Fixture *f) {
   rok_cl_kernels_free(f->kernels);
-  g_assert_cmpuint(rok_cl_device_buffer_count(f->device), ==, 0); /* every test freed its buffers */
-  rok_cl_device_free(f->device);
+  if (f->owns_device) {
+    g_assert_cmpuint(rok_cl_device_buffer_count(f->device), ==, 0); /* every test freed its buffers */
+    rok_cl_device_free(f->device);
+  }
   g_free(f);
+}
+
+/* Register `test` as /opencl/GROUP/bf16/NAME and /opencl/GROUP/fp32/NAME. */
+G_GNUC_UNUSED static void add_both(Fixture *bf16, Fixture *fp32, const char *group, const char *name,
+                                   GTestDataFunc test) {
+  g_autofree char *a = g_strdup_printf("/opencl/%s/bf16/%s", group, name);
+  g_autofree char *b = g_strdup_printf("/opencl/%s/fp32/%s", group, name);
+  g_test_add_data_func(a, bf16, test);
+  g_test_add_data_func(b, fp32, test);
 }
 
 /* n uniform values in [low, high) from a seeded generator. */
@@ -141,8 +168,5 @@ G_GNUC_UNUSED static void assert_same_bytes(RokClBuffer *buffer, const guint8 *e
   }
 }
 
-/* Tolerances for bf16 outputs computed in float. */
-#define BF16_RTOL 0.02
-#define BF16_ATOL 0.01
 
 #endif /* ROK_WITH_OPENCL */

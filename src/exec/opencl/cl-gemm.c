@@ -131,8 +131,9 @@ gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_el
   double wanted_k = MAX((double)flops / per_k, 1.0);
   guint64 batch = (guint64)ceil(wanted_k / (double)k_max);
   guint64 k = (guint64)llround(wanted_k / (double)batch);
-  /* Few FLOPs over a big output: shrink m instead of going below k = 1. */
+  /* Few FLOPs over a big output: shrink C instead of going below k = 1. */
   if (flops < per_k) {
+    n = MAX(MIN(n, flops / 2), 1);
     m = MAX((guint64)llround((double)flops / (2.0 * (double)n)), 1);
     k = 1;
     batch = 1;

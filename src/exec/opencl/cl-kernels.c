@@ -51,10 +51,11 @@ const char *rok_cl_kernel_name(RokClKernelId id) {
   return id < K_COUNT ? kernel_names[id] : "?";
 }
 
-/* Tile and work-group sizes. A GPU wants many items per group and big
- * tiles; PoCL's CPU device runs a group's items as vectorised loops and
- * prefers smaller groups that stay in cache. Sizes shrink to fit the
- * device's work-group limit. */
+/* Tile and work-group sizes. A GPU wants 256 items per GEMM group, each with
+ * a 4×4 block. PoCL's CPU device runs a group's items one after another and
+ * gains from each item's wide vectors (an 8×16 block: float16 rows) and a
+ * large tile; measured with tests/bench/bench-opencl. Sizes shrink to fit
+ * the device's work-group limit. */
 static RokClTuning choose_tuning(const RokClDeviceInfo *info) {
   gboolean gpu = g_strcmp0(info->type, "gpu") == 0;
   RokClTuning t = {
@@ -62,7 +63,7 @@ static RokClTuning choose_tuning(const RokClDeviceInfo *info) {
       .wg = 256, .attn_bq = 64, .attn_max_bk = 32, .local_memory = info->local_memory,
   };
   if (!gpu) {
-    t.gemm_tm = 32, t.gemm_tn = 32, t.gemm_tk = 32, t.gemm_wm = 4, t.gemm_wn = 4;
+    t.gemm_tm = 128, t.gemm_tn = 128, t.gemm_tk = 16, t.gemm_wm = 8, t.gemm_wn = 16;
     t.wg = 64, t.attn_bq = 16;
   }
   while (t.wg > 1 && t.wg > info->max_work_group)
@@ -71,6 +72,8 @@ static RokClTuning choose_tuning(const RokClDeviceInfo *info) {
     t.attn_bq /= 2;
   while ((t.gemm_tm / t.gemm_wm) * (t.gemm_tn / t.gemm_wn) > info->max_work_group && t.gemm_wm < t.gemm_tm)
     t.gemm_wm *= 2;
+  while (2 * t.gemm_tk * (t.gemm_tm + t.gemm_tn) * sizeof(float) > t.local_memory && t.gemm_tk > 1)
+    t.gemm_tk /= 2;
   return t;
 }
 

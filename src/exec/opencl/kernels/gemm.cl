@@ -1,12 +1,12 @@
 /* Batched GEMM: C = alpha·op(A)·op(B) + beta·C (+ bias per column), with
  * op(X) = X or Xᵀ as stored, tiled through local memory.
  *
- * A work-group computes a GEMM_TM × GEMM_TN tile of C; each of its
- * (GEMM_TN/GEMM_WN) × (GEMM_TM/GEMM_WM) items keeps a GEMM_WM × GEMM_WN block
- * of accumulators in registers, interleaved (rows ty + i·LY, columns
- * tx + j·LX) so neighbouring items touch neighbouring addresses. Every
- * element of C sums its k products in increasing k, whatever the tiling of
- * the launch: results are reproducible bit for bit.
+ * A work-group computes a GEMM_TM × GEMM_TN tile of C, staging GEMM_TK-deep
+ * slices of A and B in local memory; each of its (GEMM_TN/GEMM_WN) ×
+ * (GEMM_TM/GEMM_WM) items keeps a GEMM_WM × GEMM_WN block of accumulators
+ * in registers, one float vector per row. Every element of C adds its k
+ * products in increasing k with a fixed multiply-add: results are
+ * reproducible bit for bit.
  *
  * Batch entry z (global dimension 2) is outer = z / inner, head = z % inner;
  * an operand starts at offset + outer·stride + (head / group)·head_stride,
@@ -28,6 +28,9 @@
 #ifndef GEMM_WN
 #define GEMM_WN 4
 #endif
+#if GEMM_WN != 2 && GEMM_WN != 4 && GEMM_WN != 8 && GEMM_WN != 16
+#error "GEMM_WN must be an OpenCL vector width: 2, 4, 8 or 16"
+#endif
 #define GEMM_LX (GEMM_TN / GEMM_WN)
 #define GEMM_LY (GEMM_TM / GEMM_WM)
 #define GEMM_ITEMS (GEMM_LX * GEMM_LY)
@@ -36,10 +39,20 @@ inline ulong gemm_base(ulong offset, ulong stride, ulong head_stride, uint group
   return offset + (ulong)(z / inner) * stride + (ulong)((z % inner) / group) * head_stride;
 }
 
+/* Vector types of GEMM_WN floats: each item's columns are contiguous, so a
+ * row of its block is one vector and the compiler emits SIMD multiply-adds
+ * (CPU devices do not vectorise across work-items inside loops). */
+#define GEMM_CAT2(a, b) a##b
+#define GEMM_CAT(a, b) GEMM_CAT2(a, b)
+#define floatW GEMM_CAT(float, GEMM_WN)
+#define vloadW GEMM_CAT(vload, GEMM_WN)
+#define vstoreW GEMM_CAT(vstore, GEMM_WN)
+
 /* Accumulate the tile at (row0, col0) into acc. As holds A's tile k-major
  * (As[kk·TM + row]) and Bs B's (Bs[kk·TN + col]); out-of-range elements
- * load as zero on both sides, so they add exact zeros. */
-inline void gemm_accumulate(float acc[GEMM_WM][GEMM_WN], __global const act_t *a, ulong a_base, ulong lda,
+ * load as zero on both sides, so they add exact zeros. Item (tx, ty) owns
+ * rows ty·WM .. +WM and columns tx·WN .. +WN of the tile. */
+inline void gemm_accumulate(floatW acc[GEMM_WM], __global const act_t *a, ulong a_base, ulong lda,
                             uint trans_a, __global const act_t *b, ulong b_base, ulong ldb, uint trans_b, uint m,
                             uint n, uint k, uint row0, uint col0, __local float *As, __local float *Bs) {
   const uint tx = get_local_id(0), ty = get_local_id(1);
@@ -66,14 +79,9 @@ inline void gemm_accumulate(float acc[GEMM_WM][GEMM_WN], __global const act_t *a
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint kk = 0; kk < GEMM_TK; kk++) {
-      float av[GEMM_WM], bv[GEMM_WN];
+      const floatW bv = vloadW(0, Bs + kk * GEMM_TN + tx * GEMM_WN);
       for (uint i = 0; i < GEMM_WM; i++)
-        av[i] = As[kk * GEMM_TM + ty + i * GEMM_LY];
-      for (uint j = 0; j < GEMM_WN; j++)
-        bv[j] = Bs[kk * GEMM_TN + tx + j * GEMM_LX];
-      for (uint i = 0; i < GEMM_WM; i++)
-        for (uint j = 0; j < GEMM_WN; j++)
-          acc[i][j] = mad(av[i], bv[j], acc[i][j]);
+        acc[i] = mad((floatW)(As[kk * GEMM_TM + ty * GEMM_WM + i]), bv, acc[i]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -91,10 +99,9 @@ inline void gemm_accumulate(float acc[GEMM_WM][GEMM_WN], __global const act_t *a
   const uint z = get_global_id(2);                                                                                \
   const uint row0 = get_group_id(1) * GEMM_TM, col0 = get_group_id(0) * GEMM_TN;                                 \
   const uint tx = get_local_id(0), ty = get_local_id(1);                                                          \
-  float acc[GEMM_WM][GEMM_WN];                                                                                    \
+  floatW acc[GEMM_WM];                                                                                            \
   for (uint i = 0; i < GEMM_WM; i++)                                                                              \
-    for (uint j = 0; j < GEMM_WN; j++)                                                                            \
-      acc[i][j] = 0.0f;                                                                                           \
+    acc[i] = (floatW)(0.0f);                                                                                      \
   gemm_accumulate(acc, a, gemm_base(a_offset, a_stride, a_head_stride, a_group, inner, z), lda, trans_a, b,      \
                   gemm_base(b_offset, b_stride, b_head_stride, b_group, inner, z), ldb, trans_b, m, n, k, row0,  \
                   col0, As, Bs);                                                                                  \
@@ -106,13 +113,15 @@ gemm_act(GEMM_ARGS, __global act_t *c, ulong c_offset, ulong ldc, ulong c_stride
          __global const act_t *bias, uint has_bias, uint inner, uint m, uint n, uint k, float alpha, float beta) {
   GEMM_PROLOGUE;
   for (uint i = 0; i < GEMM_WM; i++) {
-    const uint row = row0 + ty + i * GEMM_LY;
+    const uint row = row0 + ty * GEMM_WM + i;
+    float values[GEMM_WN];
+    vstoreW(acc[i], 0, values);
     for (uint j = 0; j < GEMM_WN; j++) {
-      const uint col = col0 + tx + j * GEMM_LX;
+      const uint col = col0 + tx * GEMM_WN + j;
       if (row >= m || col >= n)
         continue;
       const ulong at = c_base + (ulong)row * ldc + col;
-      float v = alpha * acc[i][j];
+      float v = alpha * values[j];
       if (beta != 0.0f)
         v += beta * act_load(c, at);
       if (has_bias)
@@ -128,13 +137,15 @@ gemm_f32(GEMM_ARGS, __global float *c, ulong c_offset, ulong ldc, ulong c_stride
          __global const act_t *bias, uint has_bias, uint inner, uint m, uint n, uint k, float alpha, float beta) {
   GEMM_PROLOGUE;
   for (uint i = 0; i < GEMM_WM; i++) {
-    const uint row = row0 + ty + i * GEMM_LY;
+    const uint row = row0 + ty * GEMM_WM + i;
+    float values[GEMM_WN];
+    vstoreW(acc[i], 0, values);
     for (uint j = 0; j < GEMM_WN; j++) {
-      const uint col = col0 + tx + j * GEMM_LX;
+      const uint col = col0 + tx * GEMM_WN + j;
       if (row >= m || col >= n)
         continue;
       const ulong at = c_base + (ulong)row * ldc + col;
-      float v = alpha * acc[i][j];
+      float v = alpha * values[j];
       if (beta != 0.0f)
         v += beta * c[at];
       if (has_bias)

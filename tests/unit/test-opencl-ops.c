@@ -178,8 +178,22 @@ static void test_norms(gconstpointer data) {
       assert_close_f32(mean, want.mean, rows, "mean");
       assert_close_f32(dbeta, want.dbeta, cols, "dbeta");
     }
-    /* Backward reads the saved input: a corrupted copy changes dx. */
+    /* Reruns give the same bits. */
+    SNAPSHOT(y);
     SNAPSHOT(dx);
+    if (rms) {
+      rok_cl_rmsnorm_forward(f->kernels, x.device, gamma.device, y, rstd, rows, cols, eps, &error);
+      rok_cl_rmsnorm_backward(f->kernels, x.device, gamma.device, rstd, dy.device, dx, NULL, rows, cols, &error);
+    } else {
+      rok_cl_layernorm_forward(f->kernels, x.device, gamma.device, beta.device, y, mean, rstd, rows, cols, eps,
+                               &error);
+      rok_cl_layernorm_backward(f->kernels, x.device, gamma.device, mean, rstd, dy.device, dx, NULL, NULL, rows,
+                                cols, &error);
+    }
+    g_assert_no_error(error);
+    ASSERT_RERUN_SAME(y, "norm forward");
+    ASSERT_RERUN_SAME(dx, "norm backward");
+    /* Backward reads the saved input: a corrupted copy changes dx. */
     g_autofree float *corrupt = g_memdup2(x.host, rows * cols * sizeof(float));
     corrupt[5 * cols + 17] += 1.0f;
     g_autoptr(RokClBuffer) bad_x = upload(f, f->act, corrupt, rows * cols, "corrupted x");
@@ -251,6 +265,15 @@ static void test_activations(gconstpointer data) {
     g_autofree float *got_y = download(y), *got_dx = download(dx);
     assert_close(got_y, want_y, n, f->rtol, f->atol, kind == 0 ? "gelu" : "relu");
     assert_close(got_dx, want_dx, n, f->rtol, f->atol, kind == 0 ? "gelu backward" : "relu backward");
+    if (kind == 0) {
+      SNAPSHOT(y);
+      SNAPSHOT(dx);
+      rok_cl_gelu_forward(f->kernels, x.device, y, n, &error);
+      rok_cl_gelu_backward(f->kernels, x.device, dy.device, dx, n, &error);
+      g_assert_no_error(error);
+      ASSERT_RERUN_SAME(y, "gelu");
+      ASSERT_RERUN_SAME(dx, "gelu backward");
+    }
   }
   /* Residual add, in place. */
   Tensor b = tensor_random(f, 42, n, -1, 1, "b");

@@ -36,9 +36,9 @@ gboolean rok_cl_embedding_forward(RokClKernels *kernels, RokClBuffer *ids, RokCl
   rok_cl_arg_u32(&launch, (guint32)hidden);
   rok_cl_arg_u64(&launch, vocab);
   rok_cl_arg_u32(&launch, (guint32)seq_len);
-  size_t local[2] = {kernels->tuning.wg, 1};
-  size_t global[2] = {(size_t)hidden, (size_t)tokens};
-  return rok_cl_launch_run(&launch, 2, global, local, error);
+  rok_cl_arg_u64(&launch, tokens);
+  size_t wg = kernels->tuning.wg, global = (size_t)(tokens * hidden);
+  return rok_cl_launch_run(&launch, 1, &global, &wg, error);
 }
 
 /* Scratch of the counting sort: counts and starts per id, the sorted token
@@ -105,7 +105,7 @@ gboolean rok_cl_embedding_backward(RokClKernels *kernels, RokClBuffer *ids, RokC
     return TRUE;
   SortScratch s = {0};
   gboolean ok = sort_tokens(kernels, ids, tokens, vocab, &s, error);
-  size_t local[2] = {kernels->tuning.wg, 1};
+  size_t wg = kernels->tuning.wg;
   if (ok) {
     RokClLaunch launch = rok_cl_launch(kernels, K_EMBEDDING_REDUCE);
     rok_cl_arg_buffer(&launch, ids);
@@ -116,8 +116,8 @@ gboolean rok_cl_embedding_backward(RokClKernels *kernels, RokClBuffer *ids, RokC
     rok_cl_arg_buffer(&launch, dtable);
     rok_cl_arg_u32(&launch, (guint32)hidden);
     rok_cl_arg_u32(&launch, (guint32)tokens);
-    size_t global[2] = {(size_t)hidden, (size_t)tokens};
-    ok = rok_cl_launch_run(&launch, 2, global, local, error);
+    size_t global = (size_t)(tokens * hidden);
+    ok = rok_cl_launch_run(&launch, 1, &global, &wg, error);
   }
   /* Freeing with the kernels still queued is safe (OpenCL holds the memory
    * until they finish). */
@@ -130,8 +130,8 @@ gboolean rok_cl_embedding_backward(RokClKernels *kernels, RokClBuffer *ids, RokC
   rok_cl_arg_u32(&launch, (guint32)hidden);
   rok_cl_arg_u64(&launch, tokens);
   rok_cl_arg_u32(&launch, (guint32)seq_len);
-  size_t global[2] = {(size_t)hidden, (size_t)seq_len};
-  return rok_cl_launch_run(&launch, 2, global, local, error);
+  size_t global = (size_t)(seq_len * hidden);
+  return rok_cl_launch_run(&launch, 1, &global, &wg, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -11,12 +11,13 @@ RokClMatrix rok_cl_matrix(RokClBuffer *buffer, guint64 ld, gboolean trans) {
 }
 
 /* One past the last element an operand of logical size rows × cols touches
- * over the batch; FALSE when that overflows or a row overlaps the next. */
-static gboolean operand_extent(const RokClMatrix *x, const char *role, guint64 rows, guint64 cols,
-                               guint64 outers, guint64 inner, guint64 *extent, GError **error) {
+ * over the batch; FALSE when that overflows, or when rows of the output
+ * overlap (inputs may overlap: reading is harmless). */
+static gboolean operand_extent(const RokClMatrix *x, const char *role, gboolean output, guint64 rows,
+                               guint64 cols, guint64 outers, guint64 inner, guint64 *extent, GError **error) {
   guint64 stored_rows = x->trans ? cols : rows, stored_cols = x->trans ? rows : cols;
   guint64 group = MAX(x->group, 1);
-  if (stored_rows > 1 && x->ld < stored_cols) {
+  if (output && stored_rows > 1 && x->ld < stored_cols) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
                 "gemm: %s has rows of %" G_GUINT64_FORMAT " elements but ld = %" G_GUINT64_FORMAT, role,
                 stored_cols, x->ld);
@@ -49,16 +50,16 @@ static gboolean check_gemm(const RokClKernels *kernels, const RokClGemm *g, guin
     return FALSE;
   guint64 outers = g->batch / inner, extent = 0;
   if (g->k > 0) {
-    if (!operand_extent(&g->a, "A", g->m, g->k, outers, inner, &extent, error) ||
+    if (!operand_extent(&g->a, "A", FALSE, g->m, g->k, outers, inner, &extent, error) ||
         !rok_cl_check_act(kernels, g->a.buffer, extent, "gemm", "A", error) ||
-        !operand_extent(&g->b, "B", g->k, g->n, outers, inner, &extent, error) ||
+        !operand_extent(&g->b, "B", FALSE, g->k, g->n, outers, inner, &extent, error) ||
         !rok_cl_check_act(kernels, g->b.buffer, extent, "gemm", "B", error))
       return FALSE;
   }
   RokClMatrix c = g->c;
   c.trans = FALSE;
   c.group = 1;
-  if (!operand_extent(&c, "C", g->m, g->n, outers, inner, &extent, error))
+  if (!operand_extent(&c, "C", TRUE, g->m, g->n, outers, inner, &extent, error))
     return FALSE;
   RokDtype c_dtype = g->c.buffer != NULL && g->c.buffer->dtype == ROK_DTYPE_FP32 ? ROK_DTYPE_FP32 : kernels->act;
   if (!rok_cl_check_buffer(g->c.buffer, c_dtype, extent, "gemm", "C", error))
@@ -115,19 +116,21 @@ gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *g, GError **error) 
 
 gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_elements, RokClStandin *shape,
                               GError **error) {
-  if (in_elements == 0 || out_elements == 0) {
+  if (in_elements < 2 || out_elements == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                "stand-in GEMM: needs an input and an output of at least one element (got %" G_GUINT64_FORMAT
+                "stand-in GEMM: needs an input of at least 2 elements and an output of at least 1 (got %" G_GUINT64_FORMAT
                 " and %" G_GUINT64_FORMAT ")",
                 in_elements, out_elements);
     return FALSE;
   }
-  /* C covers the output as a near-square m × n, capped so that A (m × k)
-   * and B (k × n) fit the input with k >= 1. */
+  /* C covers the output as a near-square m × n. A and B read the input as
+   * sliding windows (row i starts at element i: ld = 1), so m + k and
+   * k + n must fit it; that leaves k free to carry the FLOPs. */
+  guint64 half = in_elements / 2;
   guint64 side = MAX((guint64)floor(sqrt((double)out_elements)), 1);
-  guint64 m = MIN(MIN(side, in_elements), G_MAXUINT32), n = MIN(MIN(out_elements / m, in_elements), G_MAXUINT32);
+  guint64 m = MIN(MIN(side, half), G_MAXUINT32), n = MIN(MIN(out_elements / m, half), G_MAXUINT32);
+  guint64 k_max = MIN(in_elements - MAX(m, n), (guint64)G_MAXUINT32);
   double per_k = 2.0 * (double)m * (double)n; /* FLOPs per unit of k */
-  guint64 k_max = MAX(MIN(in_elements / MAX(m, n), (guint64)G_MAXUINT32), 1);
   double wanted_k = MAX((double)flops / per_k, 1.0);
   guint64 batch = (guint64)ceil(wanted_k / (double)k_max);
   guint64 k = (guint64)llround(wanted_k / (double)batch);
@@ -138,7 +141,9 @@ gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_el
     k = 1;
     batch = 1;
   }
-  *shape = (RokClStandin){.batch = MIN(batch, G_MAXUINT32), .m = m, .n = n, .k = MAX(MIN(k, k_max), 1)};
+  /* A GPU's third grid dimension holds 65535 entries: beyond that, fewer
+   * FLOPs than asked (only when the buffers are tiny for the work). */
+  *shape = (RokClStandin){.batch = MIN(batch, 65535), .m = m, .n = n, .k = MAX(MIN(k, k_max), 1)};
   return TRUE;
 }
 
@@ -148,7 +153,7 @@ gboolean rok_cl_standin_run(RokClKernels *kernels, const RokClStandin *shape, Ro
    * the work of the unknown op, not its arithmetic. */
   RokClGemm g = {
       .batch = shape->batch, .inner = 1, .m = shape->m, .n = shape->n, .k = shape->k,
-      .a = rok_cl_matrix(in, shape->k, FALSE), .b = rok_cl_matrix(in, shape->n, FALSE),
+      .a = rok_cl_matrix(in, 1, FALSE), .b = rok_cl_matrix(in, 1, FALSE),
       .c = rok_cl_matrix(out, shape->n, FALSE), .alpha = 1.0f, .beta = 0.0f,
   };
   return rok_cl_gemm(kernels, &g, error);

@@ -49,7 +49,8 @@ const char *rok_cl_kernels_build_options(const RokClKernels *kernels);
 /* One operand of a batched GEMM. Element (r, c) of the logical matrix of
  * batch entry z = outer·inner + head is stored at
  *   offset + outer·stride + (head / group)·head_stride + (trans ? c·ld + r : r·ld + c).
- * group 0 means 1. For C, trans and group are ignored. */
+ * group 0 means 1. For C, trans and group are ignored, and its rows may not
+ * overlap (ld >= n); inputs may overlap themselves. */
 typedef struct {
   RokClBuffer *buffer;
   guint64 offset; /* elements */
@@ -79,10 +80,12 @@ gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *gemm, GError **erro
 
 /* ---- Stand-in for ops with no kernel --------------------------------- */
 
-/* A GEMM of about `flops` floating-point operations that reads a buffer of
- * `in_elements` (as both A and B) and writes one of `out_elements`:
- * m·k, k·n <= in_elements, m·n <= out_elements, repeated `batch` times
- * over the same buffers, 2·batch·m·n·k ≈ flops. */
+/* A GEMM of about `flops` floating-point operations (2·batch·m·n·k) that
+ * reads a buffer of `in_elements` and writes one of `out_elements`: C is a
+ * dense m×n <= out_elements; A (m×k) and B (k×n) are sliding windows over
+ * the input (row i starts at element i), so m + k and k + n <= in_elements;
+ * `batch` repeats over the same buffers. When the buffers are tiny for the
+ * FLOPs, batch caps at 65535 and the FLOPs fall short. */
 typedef struct {
   guint64 batch, m, n, k;
 } RokClStandin;

@@ -50,10 +50,11 @@ gboolean rok_cl_rotary(RokClKernels *kernels, const RokClRotary *r, RokClBuffer 
   rok_cl_arg_u32(&launch, (guint32)r->seq_len);
   rok_cl_arg_f32(&launch, (float)log2(r->base));
   rok_cl_arg_f32(&launch, backward ? -1.0f : 1.0f);
+  rok_cl_arg_u64(&launch, r->tokens * r->heads);
   /* One item per rotated pair or passed-through value of a head. */
-  size_t per_head = r->rot_dim / 2 + (r->head_dim - r->rot_dim);
-  size_t global[2] = {per_head, (size_t)(r->tokens * r->heads)};
-  return rok_cl_launch_run(&launch, 2, global, NULL, error);
+  guint64 per_head = r->rot_dim / 2 + (r->head_dim - r->rot_dim);
+  size_t wg = kernels->tuning.wg, global = (size_t)(per_head * r->tokens * r->heads);
+  return rok_cl_launch_run(&launch, 1, &global, &wg, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

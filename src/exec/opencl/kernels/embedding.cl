@@ -11,11 +11,15 @@
  * segment, column) sums its segment in that order and adds the total to
  * the fp32 table gradient once. */
 
+/* Launches are 1-D over (row, column) pairs, columns fastest: a GPU's
+ * second and third grid dimensions are too small for token counts. */
+
 __kernel void embedding_fwd(__global const long *ids, __global const act_t *table, __global const act_t *positions,
-                            uint has_positions, __global act_t *y, uint hidden, ulong vocab, uint seq_len) {
-  const uint col = get_global_id(0);
-  const ulong token = get_global_id(1);
-  if (col >= hidden)
+                            uint has_positions, __global act_t *y, uint hidden, ulong vocab, uint seq_len,
+                            ulong tokens) {
+  const ulong i = get_global_id(0), token = i / hidden;
+  const uint col = i % hidden;
+  if (token >= tokens)
     return;
   const long id = ids[token];
   float v = 0.0f;
@@ -94,8 +98,9 @@ embedding_place(__global const long *ids, __global const uint *starts, __global 
 __kernel void embedding_reduce(__global const long *ids, __global const uint *order, __global const uint *starts,
                                __global const uint *counts, __global const act_t *dy, __global float *dtable,
                                uint hidden, uint tokens) {
-  const uint col = get_global_id(0), p = get_global_id(1);
-  if (col >= hidden || p >= tokens || order[p] == UINT_MAX)
+  const ulong i = get_global_id(0);
+  const uint p = i / hidden, col = i % hidden;
+  if (p >= tokens || order[p] == UINT_MAX)
     return;
   const long id = ids[order[p]];
   if (starts[id] != p)
@@ -109,8 +114,9 @@ __kernel void embedding_reduce(__global const long *ids, __global const uint *or
 /* dpositions[pos] += Σ over batch entries b of dy[b·seq_len + pos]. */
 __kernel void embedding_positions_bwd(__global const act_t *dy, __global float *dpositions, uint hidden,
                                       ulong tokens, uint seq_len) {
-  const uint col = get_global_id(0), pos = get_global_id(1);
-  if (col >= hidden || pos >= seq_len)
+  const ulong i = get_global_id(0);
+  const uint pos = i / hidden, col = i % hidden;
+  if (pos >= seq_len)
     return;
   float sum = 0.0f;
   for (ulong t = pos; t < tokens; t += seq_len)

@@ -9,11 +9,13 @@
 
 __kernel void rotary(__global const act_t *x, ulong x_offset, ulong x_ld, __global act_t *y, ulong y_offset,
                      ulong y_ld, uint heads, uint head_dim, uint rot_dim, uint seq_len, float log2_base,
-                     float sign) {
-  const uint half_rot = rot_dim / 2;
-  const uint p = get_global_id(0);
-  const ulong row = get_global_id(1);
-  if (p >= half_rot + (head_dim - rot_dim))
+                     float sign, ulong rows) {
+  const uint half_rot = rot_dim / 2, per_head = half_rot + (head_dim - rot_dim);
+  /* 1-D over (token·heads + head, p): too many rows for a GPU's second grid
+   * dimension. */
+  const ulong item = get_global_id(0), row = item / per_head;
+  const uint p = item % per_head;
+  if (row >= rows)
     return;
   const ulong token = row / heads;
   const uint head = row % heads;

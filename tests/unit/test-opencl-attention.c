@@ -50,7 +50,7 @@ static double keep_factor(const RokClAttention *a, guint64 bh, guint64 i, guint6
   if (a->dropout.p <= 0.0)
     return 1.0;
   guint64 element = (bh * a->queries + i) * a->keys + j;
-  return rok_random_word(a->dropout.seed, a->dropout.stream, element) >= rok_dropout_threshold(a->dropout.p)
+  return rok_cl_random_word(a->dropout.seed, a->dropout.stream, element) >= rok_cl_dropout_threshold(a->dropout.p)
              ? 1.0 / (1.0 - a->dropout.p)
              : 0.0;
 }

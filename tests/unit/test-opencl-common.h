@@ -86,8 +86,8 @@ G_GNUC_UNUSED static float *random_floats(guint32 seed, gsize n, double low, dou
  * references start from exactly what the device sees. */
 G_GNUC_UNUSED static void round_to_act(Fixture *f, float *values, gsize n) {
   g_autofree guint8 *raw = g_malloc(n * 4 + 8);
-  g_assert_true(rok_dtype_from_float(f->act, values, raw, n));
-  g_assert_true(rok_dtype_to_float(f->act, raw, values, n));
+  g_assert_true(rok_cl_dtype_from_float(f->act, values, raw, n));
+  g_assert_true(rok_cl_dtype_to_float(f->act, raw, values, n));
 }
 
 /* A device buffer of `dtype` holding values (converted; i64 and u8 callers
@@ -97,7 +97,7 @@ G_GNUC_UNUSED static RokClBuffer *upload(Fixture *f, RokDtype dtype, const float
   RokClBuffer *buffer = rok_cl_buffer_new(f->device, dtype, n, label, FALSE, &error);
   g_assert_no_error(error);
   g_autofree guint8 *raw = g_malloc(n * 4 + 8);
-  g_assert_true(rok_dtype_from_float(dtype, values, raw, n));
+  g_assert_true(rok_cl_dtype_from_float(dtype, values, raw, n));
   rok_cl_buffer_write(buffer, ROK_CL_QUEUE_COMPUTE, 0, buffer->bytes, raw, TRUE, 0, NULL, NULL, &error);
   g_assert_no_error(error);
   return buffer;
@@ -137,7 +137,7 @@ G_GNUC_UNUSED static guint8 *download_raw(RokClBuffer *buffer) {
 G_GNUC_UNUSED static float *download(RokClBuffer *buffer) {
   g_autofree guint8 *raw = download_raw(buffer);
   float *values = g_new(float, MAX(buffer->elements, 1));
-  g_assert_true(rok_dtype_to_float(buffer->dtype, raw, values, buffer->elements));
+  g_assert_true(rok_cl_dtype_to_float(buffer->dtype, raw, values, buffer->elements));
   return values;
 }
 

@@ -96,7 +96,7 @@ static void test_transfers_and_events(gconstpointer data) {
   g_assert_no_error(error);
   /* bf = round(x) + round(x): the compute queue saw the write. */
   g_autofree guint16 *raw = g_new(guint16, 301);
-  g_assert_true(rok_dtype_from_float(ROK_DTYPE_BF16, values, raw, 301));
+  g_assert_true(rok_cl_dtype_from_float(ROK_DTYPE_BF16, values, raw, 301));
   rok_cl_buffer_write(bf, ROK_CL_QUEUE_COMPUTE, 0, bf->bytes, raw, TRUE, 0, NULL, NULL, &error);
   rok_cl_add(f->kernels, bf, bf, bf, 301, &error);
   g_assert_no_error(error);
@@ -108,7 +108,7 @@ static void test_transfers_and_events(gconstpointer data) {
   rok_cl_events_wait(1, &read, &error);
   g_assert_no_error(error);
   for (int i = 0; i < 301; i++)
-    g_assert_cmpfloat(rok_bf16_to_float(back[i]), ==, 2.0f * rok_bf16_to_float(raw[i]));
+    g_assert_cmpfloat(rok_cl_bf16_to_float(back[i]), ==, 2.0f * rok_cl_bf16_to_float(raw[i]));
   guint64 start = 0, end = 0;
   rok_cl_event_times(read, &start, &end, &error);
   g_assert_no_error(error);
@@ -163,33 +163,33 @@ static void test_checksum_host(gconstpointer data) {
   guint8 bytes[67];
   for (int i = 0; i < 67; i++)
     bytes[i] = (guint8)(i * 37 + 11);
-  guint64 reference = rok_checksum(bytes, sizeof bytes);
+  guint64 reference = rok_cl_checksum_bytes(bytes, sizeof bytes);
   /* Any single flipped bit, anywhere, changes the value. */
   for (int i = 0; i < 67; i++)
     for (int bit = 0; bit < 8; bit++) {
       bytes[i] ^= (guint8)(1u << bit);
-      g_assert_cmpuint(rok_checksum(bytes, sizeof bytes), !=, reference);
+      g_assert_cmpuint(rok_cl_checksum_bytes(bytes, sizeof bytes), !=, reference);
       bytes[i] ^= (guint8)(1u << bit);
     }
-  g_assert_cmpuint(rok_checksum(bytes, sizeof bytes), ==, reference);
+  g_assert_cmpuint(rok_cl_checksum_bytes(bytes, sizeof bytes), ==, reference);
   /* Length counts: a trailing zero byte is a different tensor. */
   guint8 longer[68] = {0};
   memcpy(longer, bytes, 67);
-  g_assert_cmpuint(rok_checksum(longer, 68), !=, reference);
+  g_assert_cmpuint(rok_cl_checksum_bytes(longer, 68), !=, reference);
   /* Streaming in uneven pieces gives the one-shot value. */
-  RokChecksum state;
-  rok_checksum_init(&state);
+  RokClChecksum state;
+  rok_cl_checksum_init(&state);
   gsize pieces[] = {3, 0, 9, 1, 16, 30, 8};
   gsize at = 0;
   for (gsize p = 0; p < G_N_ELEMENTS(pieces); p++) {
-    rok_checksum_update(&state, bytes + at, pieces[p]);
+    rok_cl_checksum_update(&state, bytes + at, pieces[p]);
     at += pieces[p];
   }
   g_assert_cmpuint(at, ==, 67);
-  g_assert_cmpuint(rok_checksum_finish(&state), ==, reference);
+  g_assert_cmpuint(rok_cl_checksum_finish(&state), ==, reference);
   /* Combining is order-sensitive. */
   guint64 values[2] = {1, 2}, swapped[2] = {2, 1};
-  g_assert_cmpuint(rok_checksum_combine(values, 2), !=, rok_checksum_combine(swapped, 2));
+  g_assert_cmpuint(rok_cl_checksum_combine(values, 2), !=, rok_cl_checksum_combine(swapped, 2));
 }
 
 static void test_checksum_device(gconstpointer data) {
@@ -203,14 +203,14 @@ static void test_checksum_device(gconstpointer data) {
       bytes[i] = (guint8)((i * 2654435761u) >> 13);
     g_autoptr(RokClBuffer) buffer = upload_raw((Fixture *)f, ROK_DTYPE_U8, bytes, n, "tensor");
     guint64 device_value = 0;
-    rok_cl_checksum(f->kernels, buffer, &device_value, &error);
+    rok_cl_checksum_buffer(f->kernels, buffer, &device_value, &error);
     g_assert_no_error(error);
-    g_assert_cmpuint(device_value, ==, rok_checksum(bytes, n));
+    g_assert_cmpuint(device_value, ==, rok_cl_checksum_bytes(bytes, n));
     /* A flipped bit in the device copy shows in the device checksum. */
     guint8 flipped = bytes[n / 2] ^ 0x10;
     rok_cl_buffer_write(buffer, ROK_CL_QUEUE_COMPUTE, n / 2, 1, &flipped, TRUE, 0, NULL, NULL, &error);
     guint64 after = 0;
-    rok_cl_checksum(f->kernels, buffer, &after, &error);
+    rok_cl_checksum_buffer(f->kernels, buffer, &after, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(after, !=, device_value);
   }
@@ -223,7 +223,7 @@ static void test_checksum_device(gconstpointer data) {
   rok_cl_checksum_enqueue(f->kernels, buffer, 16, 101, results, 3, &error);
   g_assert_no_error(error);
   g_autofree guint64 *values = (guint64 *)download_raw(results);
-  g_assert_cmpuint(values[3], ==, rok_checksum(bytes + 16, 101));
+  g_assert_cmpuint(values[3], ==, rok_cl_checksum_bytes(bytes + 16, 101));
   g_assert_false(rok_cl_checksum_enqueue(f->kernels, buffer, 3, 8, results, 0, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_DEVICE);
 }
@@ -231,19 +231,19 @@ static void test_checksum_device(gconstpointer data) {
 static void test_numeric(gconstpointer data) {
   (void)data;
   /* bf16: ties go to even, NaN stays NaN. */
-  g_assert_cmphex(rok_float_to_bf16(1.0f), ==, 0x3f80);
-  g_assert_cmphex(rok_float_to_bf16(1.00390625f), ==, 0x3f80);  /* 1 + 2⁻⁸: tie, down to even */
-  g_assert_cmphex(rok_float_to_bf16(1.01171875f), ==, 0x3f82);  /* 1 + 3·2⁻⁸: tie, up to even */
-  g_assert_cmphex(rok_float_to_bf16(1.0f + 1.0f / 256 + 1.0f / 8388608), ==, 0x3f81); /* above the tie */
-  g_assert_true(isnan(rok_bf16_to_float(rok_float_to_bf16(NAN))));
+  g_assert_cmphex(rok_cl_float_to_bf16(1.0f), ==, 0x3f80);
+  g_assert_cmphex(rok_cl_float_to_bf16(1.00390625f), ==, 0x3f80);  /* 1 + 2⁻⁸: tie, down to even */
+  g_assert_cmphex(rok_cl_float_to_bf16(1.01171875f), ==, 0x3f82);  /* 1 + 3·2⁻⁸: tie, up to even */
+  g_assert_cmphex(rok_cl_float_to_bf16(1.0f + 1.0f / 256 + 1.0f / 8388608), ==, 0x3f81); /* above the tie */
+  g_assert_true(isnan(rok_cl_bf16_to_float(rok_cl_float_to_bf16(NAN))));
   /* fp16: every non-NaN value survives a round trip; rounding is to even. */
   for (guint32 bits = 0; bits < 0x10000; bits++) {
-    float value = rok_fp16_to_float((guint16)bits);
+    float value = rok_cl_fp16_to_float((guint16)bits);
     if (!isnan(value))
-      g_assert_cmphex(rok_float_to_fp16(value), ==, bits);
+      g_assert_cmphex(rok_cl_float_to_fp16(value), ==, bits);
   }
-  g_assert_cmphex(rok_float_to_fp16(65520.0f), ==, 0x7c00);
-  g_assert_cmphex(rok_float_to_fp16(1.0f + 1.0f / 2048.0f), ==, 0x3c00);
+  g_assert_cmphex(rok_cl_float_to_fp16(65520.0f), ==, 0x7c00);
+  g_assert_cmphex(rok_cl_float_to_fp16(1.0f + 1.0f / 2048.0f), ==, 0x3c00);
   /* Philox4x32-10 known answers (Random123, tests/kat_vectors). */
   const guint32 kat[3][10] = {
       {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
@@ -253,12 +253,12 @@ static void test_numeric(gconstpointer data) {
   };
   for (int v = 0; v < 3; v++) {
     guint32 out[4];
-    rok_philox4x32_10(kat[v], kat[v] + 4, out);
+    rok_cl_philox4x32_10(kat[v], kat[v] + 4, out);
     for (int w = 0; w < 4; w++)
       g_assert_cmphex(out[w], ==, kat[v][6 + w]);
   }
-  g_assert_cmpuint(rok_dropout_threshold(0.0), ==, 0);
-  g_assert_cmpuint(rok_dropout_threshold(0.5), ==, 0x80000000u);
+  g_assert_cmpuint(rok_cl_dropout_threshold(0.0), ==, 0);
+  g_assert_cmpuint(rok_cl_dropout_threshold(0.5), ==, 0x80000000u);
 }
 
 /* The device draws the same words as the host mirror. */
@@ -275,9 +275,9 @@ static void test_device_random(gconstpointer data) {
   g_autofree gint64 *got = (gint64 *)download_raw(ids);
   g_autofree float *values = download(u);
   for (guint64 i = 0; i < 1001; i++) {
-    guint64 bits = rok_random_word(seed, stream, 2 * i) | ((guint64)rok_random_word(seed, stream, 2 * i + 1) << 32);
+    guint64 bits = rok_cl_random_word(seed, stream, 2 * i) | ((guint64)rok_cl_random_word(seed, stream, 2 * i + 1) << 32);
     g_assert_cmpint(got[i], ==, (gint64)(bits % vocab));
-    double expected = -2.0 + 4.0 * (double)(rok_random_word(seed, stream, i) >> 8) / 16777216.0;
+    double expected = -2.0 + 4.0 * (double)(rok_cl_random_word(seed, stream, i) >> 8) / 16777216.0;
     g_assert_cmpfloat_with_epsilon(values[i], expected, 1e-6);
   }
 }

@@ -62,7 +62,7 @@ static void check_gemm(Fixture *f, RokClGemm *g, guint64 a_elements, guint64 b_e
   /* Same inputs, same bits. */
   g_autofree guint8 *first = download_raw(dc);
   g_autofree guint8 *c0_raw = g_malloc(dc->bytes + 8);
-  g_assert_true(rok_dtype_from_float(c_dtype, c0, c0_raw, c_elements));
+  g_assert_true(rok_cl_dtype_from_float(c_dtype, c0, c0_raw, c_elements));
   rok_cl_buffer_write(dc, ROK_CL_QUEUE_COMPUTE, 0, dc->bytes, c0_raw, TRUE, 0, NULL, NULL, &error);
   rok_cl_gemm(f->kernels, g, &error);
   g_assert_no_error(error);

@@ -325,11 +325,11 @@ static void test_dropout(gconstpointer data) {
   g_assert_no_error(error);
   g_autofree guint8 *m = download_raw(mask);
   g_autofree float *got_y = download(y), *got_dx = download(dx);
-  guint32 threshold = rok_dropout_threshold(d.p);
+  guint32 threshold = rok_cl_dropout_threshold(d.p);
   guint kept = 0;
   g_autofree double *want_y = g_new(double, n), *want_dx = g_new(double, n);
   for (guint64 i = 0; i < n; i++) {
-    g_assert_cmpuint(m[i], ==, rok_random_word(d.seed, d.stream, i) >= threshold);
+    g_assert_cmpuint(m[i], ==, rok_cl_random_word(d.seed, d.stream, i) >= threshold);
     kept += m[i];
     want_y[i] = m[i] ? x.host[i] / 0.9 : 0.0;
     want_dx[i] = m[i] ? dy.host[i] / 0.9 : 0.0;

@@ -88,7 +88,7 @@ static void arg_params(RokClLaunch *launch, const RokClAttention *a) {
   rok_cl_arg_u32(launch, a->causal ? 1 : 0);
   rok_cl_arg_f32(launch, a->scale);
   rok_cl_arg_u32(launch, dropout ? 1 : 0);
-  rok_cl_arg_u32(launch, rok_dropout_threshold(a->dropout.p));
+  rok_cl_arg_u32(launch, rok_cl_dropout_threshold(a->dropout.p));
   rok_cl_arg_f32(launch, dropout ? (float)(1.0 / (1.0 - a->dropout.p)) : 1.0f);
   rok_cl_arg_seed(launch, a->dropout.seed);
   rok_cl_arg_u64(launch, a->dropout.stream);

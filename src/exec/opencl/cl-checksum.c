@@ -27,11 +27,11 @@ static guint64 load_le64(const guint8 *p) {
   return word;
 }
 
-void rok_checksum_init(RokChecksum *state) {
+void rok_cl_checksum_init(RokClChecksum *state) {
   memset(state, 0, sizeof *state);
 }
 
-void rok_checksum_update(RokChecksum *state, const void *data, gsize bytes) {
+void rok_cl_checksum_update(RokClChecksum *state, const void *data, gsize bytes) {
   const guint8 *p = data;
   /* Finish the partial word first, then whole words, then keep the rest. */
   while (bytes > 0 && state->bytes % 8 != 0) {
@@ -49,7 +49,7 @@ void rok_checksum_update(RokChecksum *state, const void *data, gsize bytes) {
   state->bytes += bytes;
 }
 
-guint64 rok_checksum_finish(const RokChecksum *state) {
+guint64 rok_cl_checksum_finish(const RokClChecksum *state) {
   guint64 sum = state->sum;
   guint rest = state->bytes % 8;
   if (rest != 0) {
@@ -60,14 +60,14 @@ guint64 rok_checksum_finish(const RokChecksum *state) {
   return fmix64(sum + state->bytes * GOLDEN);
 }
 
-guint64 rok_checksum(const void *data, guint64 bytes) {
-  RokChecksum state;
-  rok_checksum_init(&state);
-  rok_checksum_update(&state, data, bytes);
-  return rok_checksum_finish(&state);
+guint64 rok_cl_checksum_bytes(const void *data, guint64 bytes) {
+  RokClChecksum state;
+  rok_cl_checksum_init(&state);
+  rok_cl_checksum_update(&state, data, bytes);
+  return rok_cl_checksum_finish(&state);
 }
 
-guint64 rok_checksum_combine(const guint64 *values, gsize n) {
+guint64 rok_cl_checksum_combine(const guint64 *values, gsize n) {
   guint64 hash = fmix64(n + SALT);
   for (gsize i = 0; i < n; i++)
     hash = fmix64(hash ^ values[i]) + (guint64)(i + 1) * GOLDEN;
@@ -110,7 +110,7 @@ gboolean rok_cl_checksum_enqueue(RokClKernels *kernels, RokClBuffer *buffer, gui
   return rok_cl_launch_run(&launch, 1, &one, &one, error);
 }
 
-gboolean rok_cl_checksum(RokClKernels *kernels, RokClBuffer *buffer, guint64 *value, GError **error) {
+gboolean rok_cl_checksum_buffer(RokClKernels *kernels, RokClBuffer *buffer, guint64 *value, GError **error) {
   return rok_cl_checksum_enqueue(kernels, buffer, 0, buffer->bytes, kernels->checksum_result, 0, error) &&
          rok_cl_buffer_read(kernels->checksum_result, ROK_CL_QUEUE_COMPUTE, 0, sizeof *value, value, TRUE, 0, NULL,
                             NULL, error);

@@ -23,22 +23,22 @@
 G_BEGIN_DECLS
 
 /* The checksum of `bytes` bytes at `data`. */
-guint64 rok_checksum(const void *data, guint64 bytes);
+guint64 rok_cl_checksum_bytes(const void *data, guint64 bytes);
 
 /* The same over bytes that arrive in pieces, in order. */
 typedef struct {
   guint64 sum;
   guint64 bytes;        /* seen so far */
   guint8 pending[8];    /* the current partial word */
-} RokChecksum;
+} RokClChecksum;
 
-void rok_checksum_init(RokChecksum *state);
-void rok_checksum_update(RokChecksum *state, const void *data, gsize bytes);
-guint64 rok_checksum_finish(const RokChecksum *state);
+void rok_cl_checksum_init(RokClChecksum *state);
+void rok_cl_checksum_update(RokClChecksum *state, const void *data, gsize bytes);
+guint64 rok_cl_checksum_finish(const RokClChecksum *state);
 
 /* Combine per-tensor checksums into one value (the gradients' checksum at
  * the end of a run): order-sensitive, so list them in a fixed order. */
-guint64 rok_checksum_combine(const guint64 *values, gsize n);
+guint64 rok_cl_checksum_combine(const guint64 *values, gsize n);
 
 #ifdef ROK_WITH_OPENCL
 /* Enqueue the checksum of `bytes` bytes at byte `offset` (a multiple of 8)
@@ -48,7 +48,7 @@ guint64 rok_checksum_combine(const guint64 *values, gsize n);
 gboolean rok_cl_checksum_enqueue(RokClKernels *kernels, RokClBuffer *buffer, guint64 offset, guint64 bytes,
                                  RokClBuffer *results, guint64 slot, GError **error);
 /* The same, waited for: the checksum of the whole buffer. */
-gboolean rok_cl_checksum(RokClKernels *kernels, RokClBuffer *buffer, guint64 *value, GError **error);
+gboolean rok_cl_checksum_buffer(RokClKernels *kernels, RokClBuffer *buffer, guint64 *value, GError **error);
 #endif
 
 G_END_DECLS

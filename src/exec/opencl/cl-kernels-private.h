@@ -69,7 +69,7 @@ struct _RokClKernels {
   cl_program program;
   cl_kernel kernels[K_COUNT];
   RokClBuffer *checksum_partial; /* ROK_CL_CHECKSUM_GROUPS × u64 */
-  RokClBuffer *checksum_result;  /* one u64 for rok_cl_checksum() */
+  RokClBuffer *checksum_result;  /* one u64 for rok_cl_checksum_buffer() */
 };
 
 const char *rok_cl_kernel_name(RokClKernelId id);

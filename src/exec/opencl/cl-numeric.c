@@ -16,11 +16,11 @@ static float bits_float(guint32 bits) {
   return value;
 }
 
-float rok_bf16_to_float(guint16 bits) {
+float rok_cl_bf16_to_float(guint16 bits) {
   return bits_float((guint32)bits << 16);
 }
 
-guint16 rok_float_to_bf16(float value) {
+guint16 rok_cl_float_to_bf16(float value) {
   guint32 bits = float_bits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u)
     return (guint16)((bits >> 16) | 0x0040u); /* quiet NaN */
@@ -28,7 +28,7 @@ guint16 rok_float_to_bf16(float value) {
   return (guint16)(bits >> 16);
 }
 
-float rok_fp16_to_float(guint16 bits) {
+float rok_cl_fp16_to_float(guint16 bits) {
   guint32 sign = (guint32)(bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
   if (exponent == 0x1f)
     return bits_float(sign | 0x7f800000u | (mantissa << 13));
@@ -37,7 +37,7 @@ float rok_fp16_to_float(guint16 bits) {
   return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 
-guint16 rok_float_to_fp16(float value) {
+guint16 rok_cl_float_to_fp16(float value) {
   guint32 bits = float_bits(value);
   guint16 sign = (guint16)((bits >> 16) & 0x8000u);
   guint32 magnitude = bits & 0x7fffffffu;
@@ -55,15 +55,15 @@ guint16 rok_float_to_fp16(float value) {
   return sign | (guint16)(rebased >> 13);
 }
 
-gboolean rok_dtype_from_float(RokDtype dtype, const float *src, void *dst, gsize n) {
+gboolean rok_cl_dtype_from_float(RokDtype dtype, const float *src, void *dst, gsize n) {
   switch (dtype) {
   case ROK_DTYPE_BF16:
     for (gsize i = 0; i < n; i++)
-      ((guint16 *)dst)[i] = rok_float_to_bf16(src[i]);
+      ((guint16 *)dst)[i] = rok_cl_float_to_bf16(src[i]);
     return TRUE;
   case ROK_DTYPE_FP16:
     for (gsize i = 0; i < n; i++)
-      ((guint16 *)dst)[i] = rok_float_to_fp16(src[i]);
+      ((guint16 *)dst)[i] = rok_cl_float_to_fp16(src[i]);
     return TRUE;
   case ROK_DTYPE_FP32:
     memcpy(dst, src, n * sizeof(float));
@@ -73,15 +73,15 @@ gboolean rok_dtype_from_float(RokDtype dtype, const float *src, void *dst, gsize
   }
 }
 
-gboolean rok_dtype_to_float(RokDtype dtype, const void *src, float *dst, gsize n) {
+gboolean rok_cl_dtype_to_float(RokDtype dtype, const void *src, float *dst, gsize n) {
   switch (dtype) {
   case ROK_DTYPE_BF16:
     for (gsize i = 0; i < n; i++)
-      dst[i] = rok_bf16_to_float(((const guint16 *)src)[i]);
+      dst[i] = rok_cl_bf16_to_float(((const guint16 *)src)[i]);
     return TRUE;
   case ROK_DTYPE_FP16:
     for (gsize i = 0; i < n; i++)
-      dst[i] = rok_fp16_to_float(((const guint16 *)src)[i]);
+      dst[i] = rok_cl_fp16_to_float(((const guint16 *)src)[i]);
     return TRUE;
   case ROK_DTYPE_FP32:
     memcpy(dst, src, n * sizeof(float));
@@ -91,7 +91,7 @@ gboolean rok_dtype_to_float(RokDtype dtype, const void *src, float *dst, gsize n
   }
 }
 
-void rok_philox4x32_10(const guint32 counter[4], const guint32 key[2], guint32 out[4]) {
+void rok_cl_philox4x32_10(const guint32 counter[4], const guint32 key[2], guint32 out[4]) {
   guint32 c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
   guint32 k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; round++) {
@@ -109,15 +109,15 @@ void rok_philox4x32_10(const guint32 counter[4], const guint32 key[2], guint32 o
   out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
 }
 
-guint32 rok_random_word(guint64 seed, guint64 stream, guint64 element) {
+guint32 rok_cl_random_word(guint64 seed, guint64 stream, guint64 element) {
   guint64 block = element >> 2;
   guint32 counter[4] = {(guint32)block, (guint32)(block >> 32), (guint32)stream, (guint32)(stream >> 32)};
   guint32 key[2] = {(guint32)seed, (guint32)(seed >> 32)}, out[4];
-  rok_philox4x32_10(counter, key, out);
+  rok_cl_philox4x32_10(counter, key, out);
   return out[element & 3];
 }
 
-guint32 rok_dropout_threshold(double p) {
+guint32 rok_cl_dropout_threshold(double p) {
   if (!(p > 0.0))
     return 0;
   double scaled = nearbyint(p * 4294967296.0);

@@ -123,7 +123,7 @@ gboolean rok_cl_dropout_forward(RokClKernels *kernels, const RokClDropout *dropo
   rok_cl_arg_u64(&launch, n);
   rok_cl_arg_seed(&launch, dropout->seed);
   rok_cl_arg_u64(&launch, dropout->stream);
-  rok_cl_arg_u32(&launch, rok_dropout_threshold(dropout->p));
+  rok_cl_arg_u32(&launch, rok_cl_dropout_threshold(dropout->p));
   rok_cl_arg_f32(&launch, keep_scale(dropout));
   return run_items(&launch, (n + 3) / 4, error);
 }
@@ -138,7 +138,7 @@ gboolean rok_cl_dropout_mask(RokClKernels *kernels, const RokClDropout *dropout,
   rok_cl_arg_u64(&launch, n);
   rok_cl_arg_seed(&launch, dropout->seed);
   rok_cl_arg_u64(&launch, dropout->stream);
-  rok_cl_arg_u32(&launch, rok_dropout_threshold(dropout->p));
+  rok_cl_arg_u32(&launch, rok_cl_dropout_threshold(dropout->p));
   return run_items(&launch, (n + 3) / 4, error);
 }
 

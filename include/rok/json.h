@@ -104,6 +104,11 @@ gboolean rok_json_get_array(const RokJsonObj *obj, const char *key, gboolean req
 gboolean rok_json_get_index_array(const RokJsonObj *obj, const char *key, gboolean required, guint max,
                                   GArray *out, GError **error);
 
+/* An array of at most `capacity` integers each in [0, max], into `out`;
+ * *length is how many there were. */
+gboolean rok_json_get_uint_array(const RokJsonObj *obj, const char *key, gboolean required, guint64 max,
+                                 guint64 *out, gsize capacity, gsize *length, GError **error);
+
 /* Check a file's "format" member: it must equal `expected` ("rok-trace/1").
  * Anything else, newer versions included, is ROK_ERROR_FORMAT. */
 gboolean rok_json_check_format(const RokJsonObj *root, const char *expected, GError **error);

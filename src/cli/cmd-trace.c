@@ -24,9 +24,28 @@ static char *needers_text(const RokTrace *trace, const RokTensor *t) {
   GString *text = g_string_new(NULL);
   for (guint i = 0; i < t->needed_by->len; i++) {
     const RokOp *op = rok_trace_op(trace, g_array_index(t->needed_by, guint, i));
-    g_string_append_printf(text, "%s%s", i ? ", " : "", local_name(op->name));
+    g_string_append_printf(text, "%s%s", i ? ", " : "", t->layer >= 0 ? local_name(op->name) : op->name);
   }
   return g_string_free(text, FALSE);
+}
+
+/* printf's widths count bytes; "×" is two. Pad by characters instead. */
+static void print_cell(const char *text, int width, gboolean right) {
+  int pad = MAX(width - (int)g_utf8_strlen(text, -1), 0);
+  if (right)
+    printf("%*s%s ", pad, "", text);
+  else
+    printf("%s%*s ", text, pad, "");
+}
+
+static void print_row(const char *name, const char *shape, const char *dtype, const char *bytes,
+                      const char *needers) {
+  printf("  ");
+  print_cell(name, 28, FALSE);
+  print_cell(shape, 22, FALSE);
+  print_cell(dtype, 5, FALSE);
+  print_cell(bytes, 10, TRUE);
+  printf(" %s\n", needers);
 }
 
 /* Two layers are alike when they save the same tensors, name for name. */
@@ -47,15 +66,14 @@ static gboolean layers_alike(const RokTrace *trace, gint a, gint b) {
 }
 
 static void print_tensors(const RokTrace *trace, gint layer) {
-  printf("  %-28s %-22s %-5s %10s  %s\n", "tensor", "shape", "dtype", "bytes", "needed by");
+  print_row("tensor", "shape", "dtype", "bytes", "needed by");
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);
     if (t->layer != layer || !rok_tensor_is_saved(t))
       continue;
     g_autofree char *shape = shape_text(t), *needers = needers_text(trace, t);
     g_autofree char *bytes = rok_units_format_size(t->bytes);
-    printf("  %-28s %-22s %-5s %10s  %s\n", layer >= 0 ? local_name(t->name) : t->name, shape,
-           rok_dtype_name(t->dtype), bytes, needers);
+    print_row(layer >= 0 ? local_name(t->name) : t->name, shape, rok_dtype_name(t->dtype), bytes, needers);
   }
 }
 
@@ -66,13 +84,11 @@ static void print_group(const RokTrace *trace, gint first, gint last) {
   else
     printf("\nLayers %d–%d (alike; layer %d shown):\n", first, last, first);
   print_tensors(trace, first);
-  printf("  %-28s %-22s %-5s %10s", "total per layer", "", "", total);
   guint64 reference = trace->model != NULL ? rok_model_reference_layer_bytes(trace->model) : 0;
-  if (reference > 0) {
-    g_autofree char *formula = rok_units_format_size(reference);
-    printf("  (Korthikanti et al.: %s; the rest is norm statistics)", formula);
-  }
-  printf("\n");
+  g_autofree char *formula = reference > 0 ? rok_units_format_size(reference) : NULL;
+  g_autofree char *note =
+      reference > 0 ? g_strdup_printf("(Korthikanti et al.: %s without norm statistics)", formula) : g_strdup("");
+  print_row("total per layer", "", "", total, note);
 }
 
 static void print_summary(const RokTrace *trace, const RokHw *hw) {

@@ -237,27 +237,54 @@ gboolean rok_json_get_array(const RokJsonObj *obj, const char *key, gboolean req
   return TRUE;
 }
 
+/* Element i of the array member `key`: an integer in [0, max]. */
+static gboolean element_uint(const RokJsonObj *obj, const char *key, json_object *array, gsize i, guint64 max,
+                             guint64 *out, GError **error) {
+  json_object *element = json_object_array_get_idx(array, i);
+  gboolean integer = json_object_is_type(element, json_type_int) && json_object_get_int64(element) >= 0;
+  guint64 v = integer ? json_object_get_uint64(element) : 0;
+  if (!integer || v > max) {
+    g_autofree char *element_key = g_strdup_printf("%s[%" G_GSIZE_FORMAT "]", key, i);
+    g_autofree char *expected = uint_expectation(0, max);
+    return rok_json_wrong_value(obj, element_key, element, expected, error);
+  }
+  *out = v;
+  return TRUE;
+}
+
 gboolean rok_json_get_index_array(const RokJsonObj *obj, const char *key, gboolean required, guint max,
                                   GArray *out, GError **error) {
   g_return_val_if_fail(out != NULL && g_array_get_element_size(out) == sizeof(guint), FALSE);
   json_object *array = NULL;
   if (!rok_json_get_array(obj, key, required, &array, error))
     return FALSE;
-  if (array == NULL)
-    return TRUE;
   guint old_length = out->len;
-  gsize n = json_object_array_length(array);
-  for (gsize i = 0; i < n; i++) {
-    json_object *element = json_object_array_get_idx(array, i);
-    gint64 v = json_object_is_type(element, json_type_int) ? json_object_get_int64(element) : -1;
-    if (v < 0 || v > (gint64)max) {
+  for (gsize i = 0; array != NULL && i < json_object_array_length(array); i++) {
+    guint64 v = 0;
+    if (!element_uint(obj, key, array, i, max, &v, error)) {
       g_array_set_size(out, old_length);
-      g_autofree char *element_key = g_strdup_printf("%s[%" G_GSIZE_FORMAT "]", key, i);
-      g_autofree char *expected = uint_expectation(0, max);
-      return rok_json_wrong_value(obj, element_key, element, expected, error);
+      return FALSE;
     }
     guint index = (guint)v;
     g_array_append_val(out, index);
   }
+  return TRUE;
+}
+
+gboolean rok_json_get_uint_array(const RokJsonObj *obj, const char *key, gboolean required, guint64 max,
+                                 guint64 *out, gsize capacity, gsize *length, GError **error) {
+  json_object *array = NULL;
+  *length = 0;
+  if (!rok_json_get_array(obj, key, required, &array, error))
+    return FALSE;
+  if (array == NULL)
+    return TRUE;
+  gsize n = json_object_array_length(array);
+  if (n > capacity)
+    return rok_json_member_error(obj, key, error, "must hold at most %" G_GSIZE_FORMAT " numbers", capacity);
+  for (gsize i = 0; i < n; i++)
+    if (!element_uint(obj, key, array, i, max, &out[i], error))
+      return FALSE;
+  *length = n;
   return TRUE;
 }

@@ -152,6 +152,8 @@ static void fill_defaults(RokModel *m, const char *doc_name) {
     m->kv_heads = m->heads;
   if (m->ffn_hidden == 0)
     m->ffn_hidden = 4 * m->hidden;
+  if (m->vocab == 0)
+    m->vocab = 50257; /* GPT-2's BPE vocabulary */
   if (m->global_batch == 0)
     m->global_batch = m->micro_batch * m->data_parallel;
   if (m->arch == ROK_ARCH_T5) {

@@ -116,8 +116,8 @@ static RokOpKind norm_kind(const RokModel *m) {
 static guint dropout_add(RokBuilder *b, const char *name, guint branch, guint residual) {
   guint64 rows = b->seq_tokens, h = b->model->hidden;
   char dropout[48], add[48];
-  g_snprintf(dropout, sizeof dropout, "%s_dropout", name);
-  g_snprintf(add, sizeof add, "%s_residual", name);
+  g_snprintf(dropout, sizeof dropout, "%s.out_dropout", name);
+  g_snprintf(add, sizeof add, "%s.residual", name);
   guint dropped = rok_build_dropout(b, dropout, branch, 2, (const guint64[]){rows, h});
   return rok_build_add(b, add, dropped, residual, rows, h);
 }

@@ -20,7 +20,8 @@ grep -q '"format": "rok-trace/1"' "$tmp/a.json"
 "$rok" trace "$tmp/a.json" --json | cmp - "$tmp/a.json"
 
 # --set changes the model; its bad values name the option.
-"$rok" trace gpt3-1.3b --set micro_batch=4 --json | grep -q '"micro_batch": 4'
+"$rok" trace gpt3-1.3b --set micro_batch=4 --json > "$tmp/set.json"
+grep -q '"micro_batch": 4' "$tmp/set.json"
 expect_fail 2 "--set micro_batch=many" "$rok" trace gpt3-1.3b --set micro_batch=many
 expect_fail 2 "a trace file has no model config" "$rok" trace "$tmp/a.json" --set micro_batch=2
 
@@ -38,8 +39,8 @@ expect_fail 2 "Unknown option" "$rok" trace gpt3-13b --frobnicate
 expect_fail 2 "unknown command" "$rok" frobnicate
 
 # Help, and a full disk behind stdout is an error.
-"$rok" help trace | grep -q -- "--hw"
-"$rok" trace --help | grep -q "Exit codes"
+expect_in "$("$rok" help trace)" "--hw"
+expect_in "$("$rok" trace --help)" "Exit codes"
 if [ -w /dev/full ]; then
   expect_fail 1 "writing standard output" "$rok" trace gpt3-175b --json ">/dev/full"
 fi

@@ -66,7 +66,7 @@ static void test_bad(void) {
        "\"hbm_bandwidth\": 1e12, \"tdp\": 400}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
        "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}}",
        "\"gpu.tdp\""},
-      {"{\"gpu\": {}}", "\"gpu.memory\""},
+      {"{\"gpu\": {}}", "\"memory\" is missing"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     GError *error = NULL;

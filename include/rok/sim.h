@@ -73,6 +73,8 @@
  * dropout mask: a function of the seed) is rebuilt without inputs, in
  * bytes / hbm_bandwidth + launch_overhead; otherwise a re-run costs the op's
  * forward time. Recomputed tensors of layer -1 are rebuilt each on its own.
+ * With options.rebuild_whole_layers, a layer's rebuild re-runs all of the
+ * layer's ops (everything they make that nobody keeps is an intermediate).
  * Recompute time counts as compute and is also reported as recompute_ns.
  *
  * Memory waits. Compute that would take live memory over the budget waits
@@ -151,9 +153,12 @@ typedef struct {
   guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
   guint detail_micro_batches; /* >= 1 */
   gboolean record;            /* keep the action log and memory samples */
+  /* A layer's rebuild re-runs every op of the layer, as Megatron's
+   * activation checkpointing does, not only the ops its tensors need. */
+  gboolean rebuild_whole_layers;
 } RokSimOptions;
 
-#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 2
+#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 1
 #define ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES 3
 
 /* A plan as the simulator consumes it: one decision per tensor id. */

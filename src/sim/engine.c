@@ -149,8 +149,9 @@ void sim_mem_sub(SimEngine *e, guint64 bytes) {
     sim_record_sample(e);
 }
 
-void sim_staging_add(SimEngine *e, gint64 bytes) {
-  e->staging_used += bytes;
+void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take) {
+  g_assert(take || e->staging_used >= bytes);
+  e->staging_used = take ? e->staging_used + bytes : e->staging_used - bytes;
   e->staging_peak = MAX(e->staging_peak, e->staging_used);
   sim_record_sample(e);
 }

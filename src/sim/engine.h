@@ -135,7 +135,8 @@ void sim_mem_sub(SimEngine *e, guint64 bytes);
 void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
 /* Free a tensor's GPU memory; `cause` is the action after which it goes. */
 void sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
-void sim_staging_add(SimEngine *e, gint64 bytes);
+/* Take or give back bytes of the staging buffer. */
+void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
 
 /* transfer.c */
 void sim_offload_start(SimEngine *e, guint mb, guint tensor);

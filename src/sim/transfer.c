@@ -82,7 +82,7 @@ static void staging_unref(SimEngine *e, SimTensorState *ts, guint64 bytes, guint
   g_assert(ts->staging_refs > 0);
   if (--ts->staging_refs > 0)
     return;
-  sim_staging_add(e, -(gint64)bytes);
+  sim_staging_change(e, bytes, FALSE);
   e->last_staging_release = action;
 }
 
@@ -172,7 +172,7 @@ static void start_leg(SimEngine *e, RokSimStream s, guint id) {
   }
   if (leg_takes_staging(j)) {
     ts->staging_refs++;
-    sim_staging_add(e, (gint64)j->bytes);
+    sim_staging_change(e, j->bytes, TRUE);
   }
   record_leg(e, s, id);
   j->waited_staging = FALSE;

@@ -55,8 +55,12 @@
  * (a run of backward work of one layer), tensors first needed up to chunk
  * c + prefetch_layers may be read, each only when live memory plus its
  * bytes stays within the budget (memory is reserved when the read is
- * issued). The tensor the next compute work needs is always read, budget
- * or not, so the step cannot deadlock. Forwarding: a tensor whose GPU copy
+ * issued); with prefetch_layers 0, a read is issued only when the compute
+ * work that needs it is next. The tensor the next compute work needs is
+ * always read, budget or not, so the step cannot deadlock. A read held
+ * back by the budget that the compute then waits for is a memory stall.
+ * A copy still running when its GPU memory would be freed (after its last
+ * use) holds the memory until it ends. Forwarding: a tensor whose GPU copy
  * still exists when its read would be issued (its copy out is still
  * running or queued) is used from GPU memory, is not read back, stays until
  * its last backward use, and a copy not yet started is dropped. A tensor
@@ -158,6 +162,8 @@ typedef struct {
   gboolean rebuild_whole_layers;
 } RokSimOptions;
 
+/* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
+ * attention and MLP blocks as its modules, that is one layer. */
 #define ROK_SIM_DEFAULT_PREFETCH_LAYERS 1
 #define ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES 3
 

@@ -386,10 +386,21 @@ gboolean sim_engine_run(SimEngine *e, const RokSimPlan *plan, GError **error) {
       sim_transfer_event(e, event.kind, event.arg);
     pump(e);
   }
+  /* Only a bug can fail these: every wait has something in flight, and
+   * every tensor is released once it is no longer needed. */
+  const RokFixedMemory *fixed = &e->sim->trace->fixed;
+  guint64 fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
   if (e->phase != PHASE_DONE) {
-    /* Only a bug can get here: every wait has something in flight. */
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "simulation stopped with work left (micro-batch %u, %s item %u)",
-                e->mb, e->phase == PHASE_FORWARD ? "forward" : "backward", e->index);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "internal error: simulation stopped with work left (micro-batch %u, %s item %u)", e->mb,
+                e->phase == PHASE_FORWARD ? "forward" : "backward", e->index);
+    return FALSE;
+  }
+  if (e->live != fixed_bytes || e->staging_used != 0 || e->host_used != 0 || e->pending_free != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "internal error: %" G_GUINT64_FORMAT " bytes of GPU memory, %" G_GUINT64_FORMAT
+                " of staging and %" G_GUINT64_FORMAT " of host memory left at the end of the step",
+                e->live - fixed_bytes, e->staging_used, e->host_used);
     return FALSE;
   }
   return TRUE;

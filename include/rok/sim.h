@@ -215,6 +215,7 @@ typedef struct {
   guint64 fixed_bytes, budget_bytes, gpu_memory_bytes;
   guint64 peak_bytes, activation_peak_bytes; /* activation peak = peak - fixed */
   gboolean fits;                             /* peak <= gpu.memory */
+  gboolean within_budget;                    /* peak <= budget */
   /* Where the peak was reached: the compute work running or next to run. */
   RokActionKind peak_kind;
   guint peak_op, peak_micro_batch;

@@ -53,7 +53,8 @@ static void reset_tensors(SimEngine *e) {
   for (gsize i = 0; i < n; i++)
     e->ts[i] = (SimTensorState){.write_job = ROK_SIM_NONE, .read_job = ROK_SIM_NONE,
                                 .producer_action = ROK_SIM_NONE, .stored_action = ROK_SIM_NONE,
-                                .ready_action = ROK_SIM_NONE};
+                                .ready_action = ROK_SIM_NONE, .copy_action = ROK_SIM_NONE,
+                                .use_action = ROK_SIM_NONE};
 }
 
 static void reset_streams(SimEngine *e) {
@@ -163,7 +164,7 @@ void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor) {
   sim_mem_add(e, rok_trace_tensor(e->sim->trace, tensor)->bytes);
 }
 
-void sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
   g_assert(ts->resident);
   guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
@@ -172,6 +173,7 @@ void sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, 
   guint action = sim_record_begin(e, ROK_ACTION_FREE, stream, mb, ROK_SIM_NONE, tensor, bytes);
   sim_record_dep(e, action, cause);
   e->last_free_action = action;
+  return action;
 }
 
 /* ---- the compute stream ---- */
@@ -268,6 +270,7 @@ static void compute_try_start(SimEngine *e) {
 static void forward_release(SimEngine *e, guint tensor) {
   SimTensorState *ts = sim_ts(e, e->mb, tensor);
   ts->fwd_done = 1;
+  ts->use_action = e->compute_action;
   switch (e->sim->prog.eff[tensor]) {
   case ROK_DECISION_OFFLOAD_NVME:
   case ROK_DECISION_OFFLOAD_HOST:

@@ -95,11 +95,12 @@
  * overlapping across micro-batch boundaries, then the optimizer step. The
  * step ends when its compute ends: every read it needs has arrived by then,
  * and a copy still running is that of a forwarded tensor, which nobody
- * reads (its bytes are still counted). With more
- * micro-batches in the step, the others are taken to repeat the last
- * detailed period (start of the last detailed micro-batch minus start of
- * the one before; with one detailed micro-batch, its own forward and
- * backward), for the time and for every counter. */
+ * reads (its bytes are still counted). With more micro-batches in the
+ * step, the others are taken to repeat the last detailed period (start of
+ * the last detailed micro-batch minus start of the one before; with one
+ * detailed micro-batch, its own forward and backward), for the time and
+ * for every counter. Not modelled: gradient all-reduce, pipeline bubbles,
+ * ZeRO-3 weight gathers (data-parallel communication is outside the trace). */
 #pragma once
 
 #include <glib.h>

@@ -58,14 +58,14 @@ typedef enum {
  * marker shape, so one index per strategy keeps it recognisable across
  * charts. Indices wrap around modulo ROK_PLOT_COLORS. */
 enum {
-  ROK_COLOR_BLUE,           /* #0072B2, circle */
-  ROK_COLOR_VERMILLION,     /* #D55E00, square */
-  ROK_COLOR_GREEN,          /* #009E73, triangle */
-  ROK_COLOR_PURPLE,         /* #CC79A7, diamond */
-  ROK_COLOR_ORANGE,         /* #E69F00, inverted triangle */
-  ROK_COLOR_SKY,            /* #56B4E9, pentagon */
-  ROK_COLOR_BLACK,          /* #000000, hexagon */
-  ROK_COLOR_YELLOW,         /* #F0E442, star (low contrast on white: last) */
+  ROK_COLOR_BLUE,       /* #0072B2, circle */
+  ROK_COLOR_VERMILLION, /* #D55E00, square */
+  ROK_COLOR_GREEN,      /* #009E73, triangle */
+  ROK_COLOR_PURPLE,     /* #CC79A7, diamond */
+  ROK_COLOR_ORANGE,     /* #E69F00, inverted triangle */
+  ROK_COLOR_SKY,        /* #56B4E9, pentagon */
+  ROK_COLOR_BLACK,      /* #000000, hexagon */
+  ROK_COLOR_YELLOW,     /* #F0E442, star (low contrast on white: last) */
   ROK_PLOT_COLORS
 };
 
@@ -122,8 +122,7 @@ void rok_timeline_set_size(RokTimeline *timeline, double width, double height);
 guint rok_timeline_add_track(RokTimeline *timeline, const char *name);
 /* A kind of bar (forward, backward, ...): a legend entry and its colour. */
 guint rok_timeline_add_kind(RokTimeline *timeline, const char *name, guint color);
-void rok_timeline_add_bar(RokTimeline *timeline, guint track, guint kind, double start,
-                          double end);
+void rok_timeline_add_bar(RokTimeline *timeline, guint track, guint kind, double start, double end);
 /* Memory in use is `bytes` from `time` until the next sample's time; samples
  * must come in nondecreasing time order. Without samples there is no panel. */
 void rok_timeline_add_memory(RokTimeline *timeline, double time, double bytes);

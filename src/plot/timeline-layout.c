@@ -50,8 +50,8 @@ static void place_title(TimelineContext *ctx) {
   if (timeline->title[0] == '\0')
     return;
   double size;
-  g_auto(GStrv) lines = rok_text_fit(ctx->cr, timeline->title, TRUE, ROK_TITLE_SIZE,
-                                     ROK_TITLE_MIN, timeline->width - 2 * ROK_LAYOUT_PAD, 3, &size);
+  g_auto(GStrv) lines = rok_text_fit(ctx->cr, timeline->title, TRUE, ROK_TITLE_SIZE, ROK_TITLE_MIN,
+                                     timeline->width - 2 * ROK_LAYOUT_PAD, 3, &size);
   double line_h = rok_text_height(ctx->cr, size);
   for (char **line = lines; *line != NULL; line++, ctx->top += line_h) {
     double w = rok_text_width(ctx->cr, *line, size, TRUE);
@@ -75,8 +75,10 @@ static void place_legend(TimelineContext *ctx, double left) {
       x = left;
       y += line_h + 3.0;
     }
-    RokLegendEntry entry = {.box = {x, y, w, line_h}, .color = kind->color,
-                            .sample_x = x, .sample_y = y + line_h / 2.0};
+    RokLegendEntry entry = {.box = {x, y, w, line_h},
+                            .color = kind->color,
+                            .sample_x = x,
+                            .sample_y = y + line_h / 2.0};
     g_array_append_val(layout->legend_entries, entry);
     rok_text_add(layout->texts, ctx->cr, kind->name, ROK_LEGEND_SIZE, FALSE, x + SWATCH + 5.0, y);
     x += w + 16.0;
@@ -90,8 +92,8 @@ static double widest(TimelineContext *ctx, const RokTicks *ticks) {
   for (guint i = 0; ticks != NULL && i < ticks->count; i++)
     w = MAX(w, rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE));
   for (guint t = 0; t < ctx->timeline->tracks->len; t++)
-    w = MAX(w, rok_text_width(ctx->cr, g_ptr_array_index(ctx->timeline->tracks, t),
-                              ROK_TICK_SIZE, FALSE));
+    w = MAX(w, rok_text_width(ctx->cr, g_ptr_array_index(ctx->timeline->tracks, t), ROK_TICK_SIZE,
+                              FALSE));
   return w;
 }
 
@@ -116,8 +118,8 @@ static void choose_time_ticks(TimelineContext *ctx, double panel_w) {
                       ticks);
     double widest_label = 0.0;
     for (guint i = 0; i < ticks->count; i++)
-      widest_label = MAX(widest_label,
-                         rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE));
+      widest_label =
+          MAX(widest_label, rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE));
     if (ticks->count < 2 || panel_w / (ticks->count - 1) >= widest_label + 14.0)
       return;
   }
@@ -164,8 +166,8 @@ static void frame(TimelineContext *ctx) {
     if (!layout->has_memory)
       break;
     choose_memory_ticks(ctx, layout->memory.h);
-    double needed = ROK_LAYOUT_PAD + widest(ctx, &layout->memory_ticks) + ROK_TICK_LEN +
-                    ROK_TICK_GAP;
+    double needed =
+        ROK_LAYOUT_PAD + widest(ctx, &layout->memory_ticks) + ROK_TICK_LEN + ROK_TICK_GAP;
     if (needed == left)
       break;
     left = needed;
@@ -257,10 +259,10 @@ static double memory_peak_between(TimelineContext *ctx, double x0, double x1) {
   for (guint i = 0; i < memory->len; i++) {
     const RokMemorySample *sample = &g_array_index(memory, RokMemorySample, i);
     double from = rok_timeline_layout_x(ctx->layout, sample->time);
-    double to = i + 1 < memory->len
-                  ? rok_timeline_layout_x(ctx->layout,
-                                          g_array_index(memory, RokMemorySample, i + 1).time)
-                  : ctx->layout->memory.x + ctx->layout->memory.w;
+    double to =
+        i + 1 < memory->len
+            ? rok_timeline_layout_x(ctx->layout, g_array_index(memory, RokMemorySample, i + 1).time)
+            : ctx->layout->memory.x + ctx->layout->memory.w;
     if (to >= x0 && from <= x1)
       peak = MAX(peak, sample->bytes);
   }
@@ -275,44 +277,62 @@ static gboolean clear_of_texts(const RokTimelineLayout *layout, const RokBox *bo
   return TRUE;
 }
 
-/* Above the line at the right, else at the left, else below; a spot that
- * hides the memory curve only if nothing else is free. */
-static void emit_limit_label(TimelineContext *ctx, const RokMemoryLimit *limit) {
+/* Whether the box comes near a limit line other than its own: a reader
+ * could take the label for that line's. */
+static gboolean near_other_limit(TimelineContext *ctx, const RokBox *box, guint own) {
+  RokBox near = rok_box_grow(*box, 3.0);
+  for (guint i = 0; i < ctx->timeline->limits->len; i++) {
+    double y = rok_timeline_layout_memory_y(
+        ctx->layout, g_array_index(ctx->timeline->limits, RokMemoryLimit, i).bytes);
+    if (i != own && near.y <= y && y <= near.y + near.h)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Above the line at the right, else at the left, else below, else on the
+ * line (its halo breaks the line); a spot that hides the memory curve only
+ * if nothing else is free. */
+static void emit_limit_label(TimelineContext *ctx, guint own) {
+  const RokMemoryLimit *limit = &g_array_index(ctx->timeline->limits, RokMemoryLimit, own);
   RokTimelineLayout *layout = ctx->layout;
   const RokBox *panel = &layout->memory;
   double w = rok_text_width(ctx->cr, limit->label, ROK_LABEL_SIZE, FALSE);
   double h = rok_text_height(ctx->cr, ROK_LABEL_SIZE);
   double y = rok_timeline_layout_memory_y(layout, limit->bytes);
   double right = panel->x + panel->w - 4.0 - w, left = panel->x + 4.0;
+  double centre = panel->x + (panel->w - w) / 2.0;
   RokBox spots[] = {{right, y - 2.0 - h, w, h}, {left, y - 2.0 - h, w, h},
-                    {right, y + 2.0, w, h},     {left, y + 2.0, w, h}};
+                    {right, y + 2.0, w, h},     {left, y + 2.0, w, h},
+                    {right, y - h / 2.0, w, h}, {left, y - h / 2.0, w, h},
+                    {centre, y - h / 2.0, w, h}};
   int chosen = -1;
   for (int pass = 0; pass < 2 && chosen < 0; pass++)
     for (int i = 0; i < (int)G_N_ELEMENTS(spots) && chosen < 0; i++) {
       const RokBox *s = &spots[i];
-      if (!rok_box_contains(panel, s) || !clear_of_texts(layout, s))
+      if (!rok_box_contains(panel, s) || !clear_of_texts(layout, s) ||
+          near_other_limit(ctx, s, own))
         continue;
-      double curve_y = rok_timeline_layout_memory_y(
-        layout, memory_peak_between(ctx, s->x, s->x + s->w));
+      double curve_y =
+          rok_timeline_layout_memory_y(layout, memory_peak_between(ctx, s->x, s->x + s->w));
       if (pass == 1 || s->y + s->h <= curve_y - 1.0)
         chosen = i;
     }
-  RokBox box = chosen >= 0 ? spots[chosen] : spots[0];
+  RokBox box = chosen >= 0 ? spots[chosen] : spots[4];
   box.y = CLAMP(box.y, panel->y, panel->y + panel->h - h);
   RokText *text =
-    rok_text_add(layout->texts, ctx->cr, limit->label, ROK_LABEL_SIZE, FALSE, box.x, box.y);
+      rok_text_add(layout->texts, ctx->cr, limit->label, ROK_LABEL_SIZE, FALSE, box.x, box.y);
   text->color = (RokRgb){0.2, 0.2, 0.2};
+  text->backdrop = TRUE;
 }
 
 static void emit_texts(TimelineContext *ctx) {
   emit_track_names(ctx);
   if (ctx->layout->has_memory) {
     emit_memory_axis(ctx);
-    for (guint i = 0; i < ctx->timeline->limits->len; i++) {
-      const RokMemoryLimit *limit = &g_array_index(ctx->timeline->limits, RokMemoryLimit, i);
-      if (limit->label != NULL)
-        emit_limit_label(ctx, limit);
-    }
+    for (guint i = 0; i < ctx->timeline->limits->len; i++)
+      if (g_array_index(ctx->timeline->limits, RokMemoryLimit, i).label != NULL)
+        emit_limit_label(ctx, i);
   }
   emit_time_axis(ctx);
 }

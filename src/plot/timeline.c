@@ -1,8 +1,8 @@
 /* The timeline as the caller builds it, checks on its data, and saving. */
 #include <math.h>
 
-#include "rok/error.h"
 #include "plot/plot-private.h"
+#include "rok/error.h"
 
 static void kind_clear(gpointer data) {
   g_free(((RokBarKind *)data)->name);
@@ -79,7 +79,7 @@ void rok_timeline_add_memory_limit(RokTimeline *timeline, double bytes, const ch
 }
 
 static gboolean input_error(GError **error, const RokTimeline *timeline, const char *format, ...)
-  G_GNUC_PRINTF(3, 4);
+    G_GNUC_PRINTF(3, 4);
 
 static gboolean input_error(GError **error, const RokTimeline *timeline, const char *format, ...) {
   va_list args;
@@ -108,8 +108,8 @@ static gboolean validate_memory(const RokTimeline *timeline, GError **error) {
   for (guint i = 0; i < timeline->memory->len; i++) {
     const RokMemorySample *sample = &g_array_index(timeline->memory, RokMemorySample, i);
     if (!isfinite(sample->time) || !isfinite(sample->bytes) || sample->bytes < 0.0)
-      return input_error(error, timeline,
-                         "memory sample %u must have a finite time and bytes >= 0", i + 1);
+      return input_error(error, timeline, "memory sample %u must have a finite time and bytes >= 0",
+                         i + 1);
     if (i > 0 && sample->time < g_array_index(timeline->memory, RokMemorySample, i - 1).time)
       return input_error(error, timeline,
                          "memory sample %u (at %g s) comes before the one it follows", i + 1,

@@ -2,6 +2,7 @@
  * canvas, no overlaps, legend off the data), deterministic PNG/SVG/PDF
  * output, and errors. */
 #include <cairo.h>
+#include <dlfcn.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
@@ -31,8 +32,7 @@ static void test_ticks_examples(void) {
   assert_ticks(&t, "", (const char *[]){"0.0", "0.2", "0.4", "0.6", "0.8", "1.0", NULL}, 0.0, 1.0);
 
   rok_ticks_compute(0.013, 0.0171, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
-  assert_ticks(&t, "",
-               (const char *[]){"0.013", "0.014", "0.015", "0.016", "0.017", "0.018", NULL},
+  assert_ticks(&t, "", (const char *[]){"0.013", "0.014", "0.015", "0.016", "0.017", "0.018", NULL},
                0.013, 0.018);
 
   rok_ticks_compute(1.0, 64.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
@@ -52,9 +52,8 @@ static void test_ticks_examples(void) {
   assert_ticks(&t, "", (const char *[]){"−4", "−3", "−2", "−1", "0", NULL}, -4.0, 0.0);
 
   rok_ticks_compute(-1e-3, 2e-3, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, 8, &t);
-  assert_ticks(&t, "ms",
-               (const char *[]){"−1.0", "−0.5", "0.0", "0.5", "1.0", "1.5", "2.0", NULL}, -1.0,
-               2.0);
+  assert_ticks(&t, "ms", (const char *[]){"−1.0", "−0.5", "0.0", "0.5", "1.0", "1.5", "2.0", NULL},
+               -1.0, 2.0);
 
   rok_ticks_compute(0.0, 41000.0, ROK_UNIT_RATE, "tokens/s", ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "k tokens/s", (const char *[]){"0", "10", "20", "30", "40", "50", NULL}, 0.0,
@@ -127,8 +126,9 @@ static void test_ticks_random(void) {
       a = 0.0, b = fabs(b) + scale * 1e-3;
     check_linear_ticks(a, b, units[i % G_N_ELEMENTS(units)]);
   }
-  const double fixed[][2] = {{0, 1}, {0.013, 0.0171}, {1, 64}, {3.2e9, 4.1e10}, {-3.7, -0.2},
-                             {-1e-3, 2e-3}, {0, 15}, {0.1, 0.3}, {99, 101}, {-1e6, 1e6}};
+  const double fixed[][2] = {{0, 1},       {0.013, 0.0171}, {1, 64}, {3.2e9, 4.1e10},
+                             {-3.7, -0.2}, {-1e-3, 2e-3},   {0, 15}, {0.1, 0.3},
+                             {99, 101},    {-1e6, 1e6}};
   for (gsize i = 0; i < G_N_ELEMENTS(fixed); i++)
     check_linear_ticks(fixed[i][0], fixed[i][1], ROK_UNIT_NONE);
 }
@@ -140,23 +140,23 @@ static void test_ticks_units(void) {
     const char *name;
     const char *shown;
   } cases[] = {
-    {512, ROK_UNIT_BYTES, NULL, "B"},
-    {2048, ROK_UNIT_BYTES, NULL, "KiB"},
-    {300 * 1048576.0, ROK_UNIT_BYTES, NULL, "MiB"},
-    {1.5 * GIB, ROK_UNIT_BYTES, NULL, "GiB"},
-    {3 * 1024 * GIB, ROK_UNIT_BYTES, NULL, "TiB"},
-    {5e-6, ROK_UNIT_SECONDS, NULL, "µs"},
-    {4e-8, ROK_UNIT_SECONDS, NULL, "ns"},
-    {0.25, ROK_UNIT_SECONDS, NULL, "ms"},
-    {9.0, ROK_UNIT_SECONDS, NULL, "ms"},
-    {20.0, ROK_UNIT_SECONDS, NULL, "s"},
-    {800, ROK_UNIT_RATE, "tokens/s", "tokens/s"},
-    {2.4e10, ROK_UNIT_RATE, "B/s", "GB/s"},
-    {3.1e14, ROK_UNIT_RATE, "FLOP/s", "TFLOP/s"},
-    {5e6, ROK_UNIT_RATE, "samples/s", "M samples/s"},
-    {64, ROK_UNIT_NONE, NULL, ""},
-    {50000, ROK_UNIT_NONE, NULL, ""},
-    {2e6, ROK_UNIT_NONE, NULL, "×10⁶"},
+      {512, ROK_UNIT_BYTES, NULL, "B"},
+      {2048, ROK_UNIT_BYTES, NULL, "KiB"},
+      {300 * 1048576.0, ROK_UNIT_BYTES, NULL, "MiB"},
+      {1.5 * GIB, ROK_UNIT_BYTES, NULL, "GiB"},
+      {3 * 1024 * GIB, ROK_UNIT_BYTES, NULL, "TiB"},
+      {5e-6, ROK_UNIT_SECONDS, NULL, "µs"},
+      {4e-8, ROK_UNIT_SECONDS, NULL, "ns"},
+      {0.25, ROK_UNIT_SECONDS, NULL, "ms"},
+      {9.0, ROK_UNIT_SECONDS, NULL, "ms"},
+      {20.0, ROK_UNIT_SECONDS, NULL, "s"},
+      {800, ROK_UNIT_RATE, "tokens/s", "tokens/s"},
+      {2.4e10, ROK_UNIT_RATE, "B/s", "GB/s"},
+      {3.1e14, ROK_UNIT_RATE, "FLOP/s", "TFLOP/s"},
+      {5e6, ROK_UNIT_RATE, "samples/s", "M samples/s"},
+      {64, ROK_UNIT_NONE, NULL, ""},
+      {50000, ROK_UNIT_NONE, NULL, ""},
+      {2e6, ROK_UNIT_NONE, NULL, "×10⁶"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     RokTicks t;
@@ -268,8 +268,8 @@ static void test_text_wrap(void) {
     g_assert_cmpfloat(rok_text_width(cr, *line, size, TRUE), <=, 200.0);
   /* Fits when shrunk a little: one line, smaller font. */
   double full = rok_text_width(cr, "Throughput by micro-batch", 15.0, TRUE);
-  g_auto(GStrv) one = rok_text_fit(cr, "Throughput by micro-batch", TRUE, 15.0, 11.0, full * 0.9,
-                                   1, &size);
+  g_auto(GStrv) one =
+      rok_text_fit(cr, "Throughput by micro-batch", TRUE, 15.0, 11.0, full * 0.9, 1, &size);
   g_assert_cmpuint(g_strv_length(one), ==, 1);
   g_assert_cmpfloat(size, <, 15.0);
   g_assert_cmpfloat(size, >=, 11.0);
@@ -312,8 +312,8 @@ static RokChart *rok_curve_chart(void) {
   }
   const double x[] = {30.4, 4.1, 12.5, 9.0, 18.2}, y[] = {9800, 7150, 9300, 9510, 9760};
   for (guint s = 0; s < 5; s++) {
-    guint id = rok_chart_add_series(chart, strategies[s], ROK_SERIES_MARKERS |
-                                    ROK_SERIES_NO_LEGEND, s);
+    guint id =
+        rok_chart_add_series(chart, strategies[s], ROK_SERIES_MARKERS | ROK_SERIES_NO_LEGEND, s);
     rok_chart_add_point(chart, id, x[s] * GIB, y[s], ROK_POINT_FILLED, strategies[s]);
   }
   rok_chart_add_reference(chart, ROK_AXIS_X, 20 * GIB, "budget 20 GiB");
@@ -388,9 +388,9 @@ static void assert_legend_clear(const RokChartLayout *layout) {
 
 static RokChart *crowded_chart(void) {
   RokChart *chart = throughput_chart(
-    "An exceptionally long chart title that goes on and on about throughput, micro-batch sizes, "
-    "strategies and hardware until it cannot fit on one line",
-    " (with a rather long descriptive series name)");
+      "An exceptionally long chart title that goes on and on about throughput, micro-batch sizes, "
+      "strategies and hardware until it cannot fit on one line",
+      " (with a rather long descriptive series name)");
   rok_chart_set_axis(chart, ROK_AXIS_X,
                      "Micro-batch size per data-parallel rank and pipeline stage, in sequences",
                      ROK_UNIT_NONE, NULL);
@@ -483,7 +483,7 @@ static void test_layout_timeline(void) {
   const double sizes[][2] = {{720, 440}, {400, 300}, {1200, 500}};
   for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
     g_autoptr(RokTimeline) timeline = step_timeline(
-      "A timeline with a long title describing the model, the hardware and the plan in detail");
+        "A timeline with a long title describing the model, the hardware and the plan in detail");
     rok_timeline_set_size(timeline, sizes[i][0], sizes[i][1]);
     g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
     assert_texts_apart(layout->texts, sizes[i][0], sizes[i][1]);
@@ -769,5 +769,13 @@ int main(int argc, char **argv) {
              fixture_tear_down);
   g_test_add("/plot/save/input-errors", Fixture, NULL, fixture_set_up, test_input_errors,
              fixture_tear_down);
-  return g_test_run();
+  int status = g_test_run();
+  /* Leave no caches for the leak checker of sanitizer builds: cairo's own,
+   * and fontconfig's (cairo loads it; called by name, as the test does not
+   * link it directly). */
+  cairo_debug_reset_static_data();
+  void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
+  if (fc_fini != NULL)
+    fc_fini();
+  return status;
 }

@@ -124,7 +124,8 @@ guint rok_timeline_add_track(RokTimeline *timeline, const char *name);
 guint rok_timeline_add_kind(RokTimeline *timeline, const char *name, guint color);
 void rok_timeline_add_bar(RokTimeline *timeline, guint track, guint kind, double start, double end);
 /* Memory in use is `bytes` from `time` until the next sample's time; samples
- * must come in nondecreasing time order. Without samples there is no panel. */
+ * must come in nondecreasing time order. Without samples there is no memory
+ * panel, and the chart may come out lower than its set height. */
 void rok_timeline_add_memory(RokTimeline *timeline, double time, double bytes);
 void rok_timeline_add_memory_limit(RokTimeline *timeline, double bytes, const char *label);
 

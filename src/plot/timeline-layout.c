@@ -131,7 +131,7 @@ static void split_panels(TimelineContext *ctx, double room, double memory_title_
   RokTimelineLayout *layout = ctx->layout;
   guint tracks = MAX(ctx->timeline->tracks->len, 1);
   if (!layout->has_memory) {
-    layout->row_h = MIN(room / tracks, ROW_MAX_HEIGHT * 1.5);
+    layout->row_h = MIN(room / tracks, ROW_MAX_HEIGHT * 1.75);
     layout->gantt.h = layout->row_h * tracks;
     return;
   }
@@ -195,6 +195,15 @@ RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline) {
   frame(&ctx);
   emit_texts(&ctx);
   cairo_destroy(ctx.cr);
+  if (!layout->has_memory) {
+    /* Rows do not grow without bound: the canvas ends below the axis title. */
+    double bottom = 0.0;
+    for (guint i = 0; i < layout->texts->len; i++) {
+      const RokBox *box = &g_array_index(layout->texts, RokText, i).box;
+      bottom = MAX(bottom, box->y + box->h);
+    }
+    layout->height = MIN(layout->height, ceil(bottom + ROK_LAYOUT_PAD));
+  }
   return layout;
 }
 
@@ -247,9 +256,9 @@ static void emit_time_axis(TimelineContext *ctx) {
   }
   g_autofree char *title = rok_ticks_axis_title(ticks, "Time");
   double w = rok_text_width(ctx->cr, title, ROK_AXIS_TITLE_SIZE, FALSE);
-  double h = rok_text_height(ctx->cr, ROK_AXIS_TITLE_SIZE);
+  y += rok_text_height(ctx->cr, ROK_TICK_SIZE) + ROK_LAYOUT_GAP / 2.0;
   rok_text_add(layout->texts, ctx->cr, title, ROK_AXIS_TITLE_SIZE, FALSE,
-               panel->x + (panel->w - w) / 2.0, ctx->timeline->height - ROK_LAYOUT_PAD - h);
+               panel->x + (panel->w - w) / 2.0, y);
 }
 
 /* The highest memory in use between two canvas x positions. */

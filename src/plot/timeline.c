@@ -137,16 +137,24 @@ double rok_timeline_end(const RokTimeline *timeline) {
   return end;
 }
 
+typedef struct {
+  const RokTimeline *timeline;
+  const RokTimelineLayout *layout;
+} RokTimelineDrawing;
+
 static void draw_timeline(cairo_t *cr, gconstpointer data) {
-  const RokTimeline *timeline = data;
-  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
-  rok_timeline_draw(cr, timeline, layout);
+  const RokTimelineDrawing *drawing = data;
+  rok_timeline_draw(cr, drawing->timeline, drawing->layout);
 }
 
 gboolean rok_timeline_save(const RokTimeline *timeline, const char *path, GError **error) {
   g_return_val_if_fail(timeline != NULL && path != NULL, FALSE);
   if (!rok_plot_check_path(path, error) || !rok_timeline_validate(timeline, error))
     return FALSE;
-  return rok_plot_write(path, timeline->width, timeline->height, timeline->title, draw_timeline,
-                        timeline, error);
+  /* The layout decides the height: a timeline without memory may be lower
+   * than asked for. */
+  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+  RokTimelineDrawing drawing = {timeline, layout};
+  return rok_plot_write(path, layout->width, layout->height, timeline->title, draw_timeline,
+                        &drawing, error);
 }

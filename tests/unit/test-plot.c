@@ -273,6 +273,20 @@ static void test_text_wrap(void) {
   g_assert_cmpuint(g_strv_length(one), ==, 1);
   g_assert_cmpfloat(size, <, 15.0);
   g_assert_cmpfloat(size, >=, 11.0);
+  /* At most two lines, the rest cut short with an ellipsis. */
+  g_auto(GStrv) two = rok_text_wrap_lines(cr, text, 11.0, FALSE, 150.0, 2);
+  g_assert_cmpuint(g_strv_length(two), ==, 2);
+  g_assert_true(g_str_has_suffix(two[1], "…"));
+  g_assert_true(g_str_has_prefix(text, two[0]));
+  for (char **line = two; *line != NULL; line++)
+    g_assert_cmpfloat(rok_text_width(cr, *line, 11.0, FALSE), <=, 150.0);
+  /* A word wider than the room is cut too. */
+  g_auto(GStrv) word = rok_text_wrap_lines(cr, "Incomprehensibilities", 11.0, FALSE, 60.0, 1);
+  g_assert_cmpuint(g_strv_length(word), ==, 1);
+  g_assert_true(g_str_has_suffix(word[0], "…"));
+  g_assert_cmpfloat(rok_text_width(cr, word[0], 11.0, FALSE), <=, 60.0);
+  g_auto(GStrv) fits = rok_text_wrap_lines(cr, "short", 11.0, FALSE, 150.0, 1);
+  g_assert_cmpstr(fits[0], ==, "short");
   cairo_destroy(cr);
 }
 
@@ -479,6 +493,24 @@ static void test_layout_legend_outside(void) {
   assert_legend_clear(layout);
 }
 
+/* Without memory samples the Gantt chart takes the room; rows stay a
+ * sensible height. */
+static void test_layout_timeline_no_memory(void) {
+  g_autoptr(RokTimeline) timeline = rok_timeline_new("Bars only");
+  rok_timeline_add_track(timeline, "compute");
+  rok_timeline_add_track(timeline, "PCIe d2h");
+  rok_timeline_add_kind(timeline, "forward", 0);
+  rok_timeline_add_bar(timeline, 0, 0, 0.0, 2e-3);
+  rok_timeline_add_bar(timeline, 1, 0, 1e-3, 4e-3);
+  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+  g_assert_false(layout->has_memory);
+  assert_texts_apart(layout->texts, layout->width, layout->height);
+  g_assert_cmpfloat(layout->row_h, >, 20.0);
+  g_assert_cmpfloat(layout->row_h, <, 60.0);
+  g_assert_cmpstr(layout->time_ticks.unit, ==, "ms");
+  g_assert_cmpfloat(rok_timeline_layout_x(layout, 0.0), ==, layout->gantt.x);
+}
+
 static void test_layout_timeline(void) {
   const double sizes[][2] = {{720, 440}, {400, 300}, {1200, 500}};
   for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
@@ -612,14 +644,18 @@ static void check_outputs(const char *dir, const char *stem, SaveFunc save, gcon
   }
 }
 
+static guint32 rgb24(RokRgb color) {
+  return ((guint32)lround(color.r * 255) << 16) | ((guint32)lround(color.g * 255) << 8) |
+         (guint32)lround(color.b * 255);
+}
+
 /* How many pixels of the PNG have exactly this colour. */
 static guint count_color(const char *path, RokRgb color) {
   cairo_surface_t *png = cairo_image_surface_create_from_png(path);
   int w = cairo_image_surface_get_width(png), h = cairo_image_surface_get_height(png);
   int stride = cairo_image_surface_get_stride(png);
   const guint8 *data = cairo_image_surface_get_data(png);
-  guint32 want = ((guint32)lround(color.r * 255) << 16) | ((guint32)lround(color.g * 255) << 8) |
-                 (guint32)lround(color.b * 255);
+  guint32 want = rgb24(color);
   guint n = 0;
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++)
@@ -640,6 +676,12 @@ static void test_save_charts(Fixture *f, gconstpointer data) {
   check_outputs(f->dir, "timeline", save_timeline, timeline, 1440, 880);
   g_autoptr(RokChart) empty = rok_chart_new(NULL);
   check_outputs(f->dir, "empty", save_chart, empty, 1200, 760);
+  /* Without memory the canvas ends below the time axis. */
+  g_autoptr(RokTimeline) bare = rok_timeline_new(NULL);
+  g_autoptr(RokTimelineLayout) bare_layout = rok_timeline_layout_new(bare);
+  g_assert_cmpfloat(bare_layout->height, <, 200.0);
+  check_outputs(f->dir, "empty-timeline", save_timeline, bare, 1440,
+                (int)(bare_layout->height * 2));
 
   /* The series colours really reach the pixels. */
   g_autofree char *png = g_build_filename(f->dir, "throughput.png", NULL);
@@ -660,7 +702,43 @@ static void test_save_charts(Fixture *f, gconstpointer data) {
   g_assert_cmpint(cairo_image_surface_get_width(small), ==, 600);
   cairo_surface_destroy(small);
   /* Nothing but the charts themselves is left behind. */
-  g_assert_cmpuint(count_files(f->dir), ==, 5 * 6 + 1);
+  g_assert_cmpuint(count_files(f->dir), ==, 6 * 6 + 1);
+}
+
+/* The colour of the PNG pixel at canvas point (x, y). */
+static guint32 pixel_at(const char *path, double x, double y) {
+  cairo_surface_t *png = cairo_image_surface_create_from_png(path);
+  int stride = cairo_image_surface_get_stride(png);
+  const guint8 *data = cairo_image_surface_get_data(png);
+  int px = (int)lround(x * 2.0), py = (int)lround(y * 2.0); /* 2 pixels per point */
+  guint32 value = *(const guint32 *)(data + py * stride + 4 * px) & 0xFFFFFF;
+  cairo_surface_destroy(png);
+  return value;
+}
+
+/* A hollow point is white inside its coloured outline; a filled one is not. */
+static void test_save_hollow(Fixture *f, gconstpointer data) {
+  (void)data;
+  g_autoptr(RokChart) chart = rok_chart_new("Hollow");
+  guint s = rok_chart_add_series(chart, "offload", ROK_SERIES_MARKERS, ROK_COLOR_VERMILLION);
+  rok_chart_add_point(chart, s, 1.0, 1.0, ROK_POINT_FILLED, NULL);
+  rok_chart_add_point(chart, s, 2.0, 2.0, ROK_POINT_HOLLOW, NULL);
+  g_autofree char *path = g_build_filename(f->dir, "hollow.png", NULL);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(rok_chart_save(chart, path, &error));
+  g_assert_no_error(error);
+  g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+  double x, y;
+  guint32 vermillion = rgb24(rok_palette_color(ROK_COLOR_VERMILLION));
+  rok_chart_layout_map(layout, 1.0, 1.0, &x, &y);
+  g_assert_cmphex(pixel_at(path, x, y), ==, vermillion);
+  rok_chart_layout_map(layout, 2.0, 2.0, &x, &y);
+  g_assert_cmphex(pixel_at(path, x, y), ==, 0xFFFFFF);
+  /* The outline (1.5 points wide) lies about 3.3 points right of the centre. */
+  gboolean outline = FALSE;
+  for (double dx = 2.5; dx <= 4.5; dx += 0.25)
+    outline |= pixel_at(path, x + dx, y) == vermillion;
+  g_assert_true(outline);
 }
 
 static void test_save_errors(Fixture *f, gconstpointer data) {
@@ -763,7 +841,10 @@ int main(int argc, char **argv) {
   g_test_add_func("/plot/layout/legend-avoids-data", test_layout_legend_avoids_data);
   g_test_add_func("/plot/layout/legend-outside", test_layout_legend_outside);
   g_test_add_func("/plot/layout/timeline", test_layout_timeline);
+  g_test_add_func("/plot/layout/timeline-no-memory", test_layout_timeline_no_memory);
   g_test_add("/plot/save/charts", Fixture, NULL, fixture_set_up, test_save_charts,
+             fixture_tear_down);
+  g_test_add("/plot/save/hollow", Fixture, NULL, fixture_set_up, test_save_hollow,
              fixture_tear_down);
   g_test_add("/plot/save/errors", Fixture, NULL, fixture_set_up, test_save_errors,
              fixture_tear_down);

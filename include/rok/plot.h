@@ -6,7 +6,11 @@
  * axis titles carry the unit ("Peak memory (GiB)") and ticks are plain
  * numbers in 1-2-5 steps; the palette is Okabe–Ito (colour-blind safe) and
  * every colour has its own marker shape, so charts read in greyscale too;
- * the legend goes where it hides no data; labels never overlap.
+ * the legend goes where it hides no data (else beside or below the plot);
+ * labels are placed clear of each other and of the legend. On a canvas too
+ * small for its text, text gets smaller, long names are cut short with "…"
+ * and a point label with no free spot left is left out; nothing runs off
+ * the canvas.
  *
  * Output is deterministic: the same data give byte-identical files (fixed
  * font "DejaVu Sans", no timestamps in SVG or PDF). A file is written to a
@@ -40,7 +44,8 @@ typedef enum {
   ROK_AXIS_Y,
 } RokAxisId;
 
-/* How a series is drawn; flags, combine with |. */
+/* How a series is drawn; flags, combine with |. Without LINE, a series is
+ * drawn as markers. */
 typedef enum {
   ROK_SERIES_LINE = 1 << 0,      /* joins the points in the order added */
   ROK_SERIES_MARKERS = 1 << 1,   /* a marker at every point */
@@ -76,6 +81,7 @@ RokChart *rok_chart_new(const char *title);
 void rok_chart_free(RokChart *chart);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokChart, rok_chart_free)
 
+/* At least 240 × 180 points. */
 void rok_chart_set_size(RokChart *chart, double width, double height);
 
 /* The axis title without unit ("Peak memory"); the unit is added to it. For
@@ -117,6 +123,7 @@ RokTimeline *rok_timeline_new(const char *title);
 void rok_timeline_free(RokTimeline *timeline);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimeline, rok_timeline_free)
 
+/* At least 300 × 200 points. */
 void rok_timeline_set_size(RokTimeline *timeline, double width, double height);
 /* Rows are drawn top to bottom in the order added. */
 guint rok_timeline_add_track(RokTimeline *timeline, const char *name);

@@ -136,11 +136,22 @@ static int choose_spot(const LayoutContext *ctx, const RokBox *spots, int count,
   return -1;
 }
 
-/* A box that does not fit anywhere is pushed inside the plot at least. */
-static RokBox clamp_to_plot(const RokBox *plot, RokBox box) {
-  box.x = CLAMP(box.x, plot->x, MAX(plot->x, plot->x + plot->w - box.w));
-  box.y = CLAMP(box.y, plot->y, MAX(plot->y, plot->y + plot->h - box.h));
-  return box;
+/* When no spot near the anchor is free: the free spot of the plot nearest
+ * to the first one (a leader line will show whose label it is). FALSE when
+ * the plot has no room left for the label at all. */
+static gboolean nearest_free_spot(const LayoutContext *ctx, const RokBox *wanted, RokBox *found) {
+  const RokBox *plot = &ctx->layout->plot;
+  double step = MAX(wanted->h / 2.0, 2.0), best = G_MAXDOUBLE;
+  for (double y = plot->y; y + wanted->h <= plot->y + plot->h; y += step)
+    for (double x = plot->x; x + wanted->w <= plot->x + plot->w; x += step) {
+      RokBox box = {x, y, wanted->w, wanted->h};
+      double distance = hypot(x - wanted->x, y - wanted->y);
+      if (distance < best && spot_allowed(ctx, plot, &box, -1)) {
+        best = distance;
+        *found = box;
+      }
+    }
+  return best < G_MAXDOUBLE;
 }
 
 /* Spots along a reference line, the line's end first: horizontal lines get
@@ -172,10 +183,18 @@ static guint reference_spots(const LayoutContext *ctx, const RokReference *refer
 }
 
 /* Adds a label at the best of the spots (all of the label's size). */
+/* Adds a label at the best of the spots (all of the label's size), or NULL
+ * when it fits nowhere; *chosen is -1 when it went to a spot of its own. */
 static RokText *add_label(LayoutContext *ctx, const char *text, const RokBox *spots, int count,
                           int own, RokRgb color, int *chosen) {
   *chosen = choose_spot(ctx, spots, count, own);
-  RokBox box = *chosen >= 0 ? spots[*chosen] : clamp_to_plot(&ctx->layout->plot, spots[0]);
+  RokBox box = spots[0];
+  if (*chosen >= 0)
+    box = spots[*chosen];
+  else if (!nearest_free_spot(ctx, &spots[0], &box)) {
+    ctx->layout->compromises++;
+    return NULL; /* better left out than written over other text */
+  }
   RokText *added = rok_text_add(ctx->layout->texts, ctx->cr, text, ROK_SCALED(ctx, ROK_LABEL_SIZE),
                                 FALSE, box.x, box.y);
   added->color = color;
@@ -195,8 +214,10 @@ static void place_reference(LayoutContext *ctx, const RokReference *reference, i
   int chosen;
   RokText *text =
       add_label(ctx, label, spots, (int)count, own, (RokRgb){0.25, 0.25, 0.25}, &chosen);
-  text->halo = FALSE;
-  text->backdrop = TRUE;
+  if (text != NULL) {
+    text->halo = FALSE;
+    text->backdrop = TRUE;
+  }
 }
 
 #define SPOT_RINGS 4
@@ -235,9 +256,11 @@ static void place_point_label(LayoutContext *ctx, const RokSeries *series, const
   RokBox spots[SPOT_RINGS * SPOT_DIRECTIONS];
   point_spots(px, py, radius, w, h, spots);
   int chosen;
-  const RokBox *box =
-      &add_label(ctx, label, spots, G_N_ELEMENTS(spots), -1, (RokRgb){0.13, 0.13, 0.13}, &chosen)
-           ->box;
+  const RokText *text =
+      add_label(ctx, label, spots, G_N_ELEMENTS(spots), -1, (RokRgb){0.13, 0.13, 0.13}, &chosen);
+  if (text == NULL)
+    return;
+  const RokBox *box = &text->box;
   if (chosen >= SPOT_DIRECTIONS || chosen < 0) {
     /* A far label gets a leader from the marker's edge to its nearest point. */
     double tx = CLAMP(px, box->x, box->x + box->w), ty = CLAMP(py, box->y, box->y + box->h);

@@ -361,17 +361,25 @@ static RokChartLayout *layout_at_scale(const RokChart *chart, double text_scale)
 }
 
 /* A small canvas with much text: all text a little smaller, until the plot
- * keeps a fair share of the canvas. */
+ * keeps a fair share of the canvas and nothing had to give way (else the
+ * layout where least did). */
 RokChartLayout *rok_chart_layout_new(const RokChart *chart) {
   static const double scales[] = {1.0, 0.9, 0.8, 0.7};
-  RokChartLayout *layout = NULL;
+  RokChartLayout *best = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
-    g_clear_pointer(&layout, rok_chart_layout_free);
-    layout = layout_at_scale(chart, scales[i]);
-    if (layout->plot.w >= chart->width * 0.35 && layout->plot.h >= chart->height * 0.3)
+    RokChartLayout *layout = layout_at_scale(chart, scales[i]);
+    if (layout->plot.w < chart->width * 0.35 || layout->plot.h < chart->height * 0.3)
+      layout->compromises++;
+    if (best == NULL || layout->compromises < best->compromises) {
+      g_clear_pointer(&best, rok_chart_layout_free);
+      best = layout;
+    } else {
+      rok_chart_layout_free(layout);
+    }
+    if (best->compromises == 0)
       break;
   }
-  return layout;
+  return best;
 }
 
 void rok_chart_layout_free(RokChartLayout *layout) {

@@ -152,6 +152,7 @@ gboolean rok_layout_legend_inside(LayoutContext *ctx) {
 void rok_layout_legend_least_covering(LayoutContext *ctx) {
   RokBox spots[8];
   guint n = inside_spots(ctx, spots), best_hits = G_MAXUINT;
+  ctx->layout->compromises++;
   const RokBox *plot = &ctx->layout->plot;
   ctx->layout->legend =
       (RokBox){plot->x + plot->w - ctx->legend_w, plot->y, ctx->legend_w, ctx->legend_h};

@@ -50,7 +50,7 @@ void rok_chart_free(RokChart *chart) {
 }
 
 void rok_chart_set_size(RokChart *chart, double width, double height) {
-  g_return_if_fail(chart != NULL && width >= 100.0 && height >= 100.0);
+  g_return_if_fail(chart != NULL && width >= 240.0 && height >= 180.0);
   chart->width = width;
   chart->height = height;
 }

@@ -182,6 +182,7 @@ typedef struct {
   RokBox legend;          /* frame of the legend */
   GArray *legend_entries; /* RokLegendEntry */
   GArray *leaders;        /* RokBox used as segments (x,y)-(x+w,y+h): label leader lines */
+  guint compromises;      /* a legend over data, labels left out: fewer is better */
 } RokChartLayout;
 
 RokChartLayout *rok_chart_layout_new(const RokChart *chart);

@@ -8,6 +8,9 @@
 
 #define ROW_MAX_HEIGHT 34.0
 #define SWATCH 11.0
+#define MEMORY_MIN_HEIGHT 40.0
+/* Rows lower than this make the text smaller everywhere. */
+#define ROW_MIN_HEIGHT 9.0
 
 typedef struct {
   const RokTimeline *timeline;
@@ -15,6 +18,7 @@ typedef struct {
   RokTimelineLayout *layout;
   double top;
   double time_lo, time_hi, memory_hi;
+  double text_scale; /* below 1 when the canvas is small for its text */
 } TimelineContext;
 
 double rok_timeline_layout_x(const RokTimelineLayout *layout, double time) {
@@ -50,8 +54,9 @@ static void place_title(TimelineContext *ctx) {
   if (timeline->title[0] == '\0')
     return;
   double size;
-  g_auto(GStrv) lines = rok_text_fit(ctx->cr, timeline->title, TRUE, ROK_TITLE_SIZE, ROK_TITLE_MIN,
-                                     timeline->width - 2 * ROK_LAYOUT_PAD, 3, &size);
+  g_auto(GStrv) lines =
+      rok_text_fit(ctx->cr, timeline->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE),
+                   ROK_SCALED(ctx, ROK_TITLE_MIN), timeline->width - 2 * ROK_LAYOUT_PAD, 3, &size);
   double line_h = rok_text_height(ctx->cr, size);
   for (char **line = lines; *line != NULL; line++, ctx->top += line_h) {
     double w = rok_text_width(ctx->cr, *line, size, TRUE);
@@ -66,11 +71,12 @@ static void place_title(TimelineContext *ctx) {
 static void place_legend(TimelineContext *ctx, double left) {
   RokTimelineLayout *layout = ctx->layout;
   const GArray *kinds = ctx->timeline->kinds;
-  double line_h = rok_text_height(ctx->cr, ROK_LEGEND_SIZE);
+  double line_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
   double x = left, y = ctx->top, right = ctx->timeline->width - ROK_LAYOUT_PAD;
   for (guint k = 0; k < kinds->len; k++) {
     const RokBarKind *kind = &g_array_index(kinds, RokBarKind, k);
-    double w = SWATCH + 5.0 + rok_text_width(ctx->cr, kind->name, ROK_LEGEND_SIZE, FALSE);
+    double w =
+        SWATCH + 5.0 + rok_text_width(ctx->cr, kind->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE);
     if (x > left && x + w > right) {
       x = left;
       y += line_h + 3.0;
@@ -80,7 +86,8 @@ static void place_legend(TimelineContext *ctx, double left) {
                             .sample_x = x,
                             .sample_y = y + line_h / 2.0};
     g_array_append_val(layout->legend_entries, entry);
-    rok_text_add(layout->texts, ctx->cr, kind->name, ROK_LEGEND_SIZE, FALSE, x + SWATCH + 5.0, y);
+    rok_text_add(layout->texts, ctx->cr, kind->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
+                 x + SWATCH + 5.0, y);
     x += w + 16.0;
   }
   if (kinds->len > 0)
@@ -90,16 +97,16 @@ static void place_legend(TimelineContext *ctx, double left) {
 static double widest(TimelineContext *ctx, const RokTicks *ticks) {
   double w = 0.0;
   for (guint i = 0; ticks != NULL && i < ticks->count; i++)
-    w = MAX(w, rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE));
+    w = MAX(w, rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
   for (guint t = 0; t < ctx->timeline->tracks->len; t++)
-    w = MAX(w, rok_text_width(ctx->cr, g_ptr_array_index(ctx->timeline->tracks, t), ROK_TICK_SIZE,
-                              FALSE));
+    w = MAX(w, rok_text_width(ctx->cr, g_ptr_array_index(ctx->timeline->tracks, t),
+                              ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
   return w;
 }
 
 /* Memory ticks at least two label heights apart. */
 static void choose_memory_ticks(TimelineContext *ctx, double panel_h) {
-  double need = rok_text_height(ctx->cr, ROK_TICK_SIZE) * 1.9;
+  double need = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) * 1.9;
   guint n = (guint)CLAMP(floor(panel_h / need) + 1, 2, 6);
   for (; n >= 2; n--) {
     rok_ticks_compute(0.0, ctx->memory_hi, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, n,
@@ -118,8 +125,8 @@ static void choose_time_ticks(TimelineContext *ctx, double panel_w) {
                       ticks);
     double widest_label = 0.0;
     for (guint i = 0; i < ticks->count; i++)
-      widest_label =
-          MAX(widest_label, rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE));
+      widest_label = MAX(widest_label, rok_text_width(ctx->cr, ticks->labels[i],
+                                                      ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
     if (ticks->count < 2 || panel_w / (ticks->count - 1) >= widest_label + 14.0)
       return;
   }
@@ -135,10 +142,13 @@ static void split_panels(TimelineContext *ctx, double room, double memory_title_
     layout->gantt.h = layout->row_h * tracks;
     return;
   }
+  /* The memory panel keeps room for a few ticks; on a low canvas the rows
+   * give way (and their names get smaller). */
   double panels = room - ROK_LAYOUT_GAP * 1.5 - memory_title_h;
   layout->row_h = MIN(panels * 0.6 / tracks, ROW_MAX_HEIGHT);
+  layout->row_h = MAX(MIN(layout->row_h, (panels - MEMORY_MIN_HEIGHT) / tracks), 4.0);
   layout->gantt.h = layout->row_h * tracks;
-  layout->memory.h = MAX(panels - layout->gantt.h, 30.0);
+  layout->memory.h = MAX(panels - layout->gantt.h, 20.0);
   layout->memory.y = layout->gantt.y + layout->gantt.h + ROK_LAYOUT_GAP * 1.5 + memory_title_h;
 }
 
@@ -148,8 +158,8 @@ static void split_panels(TimelineContext *ctx, double room, double memory_title_
 static void frame(TimelineContext *ctx) {
   RokTimelineLayout *layout = ctx->layout;
   const RokTimeline *timeline = ctx->timeline;
-  double tick_h = rok_text_height(ctx->cr, ROK_TICK_SIZE);
-  double axis_h = rok_text_height(ctx->cr, ROK_AXIS_TITLE_SIZE);
+  double tick_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
+  double axis_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE));
   double memory_title_h = tick_h + tick_h / 2.0 + 2.0;
   double bottom = timeline->height - ROK_LAYOUT_PAD - axis_h - ROK_LAYOUT_GAP / 2.0 - tick_h -
                   ROK_TICK_LEN - ROK_TICK_GAP;
@@ -174,7 +184,8 @@ static void frame(TimelineContext *ctx) {
   }
   choose_time_ticks(ctx, timeline->width - left - ROK_LAYOUT_PAD);
   const RokTicks *tt = &layout->time_ticks;
-  double last_w = rok_text_width(ctx->cr, tt->labels[tt->count - 1], ROK_TICK_SIZE, FALSE);
+  double last_w =
+      rok_text_width(ctx->cr, tt->labels[tt->count - 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
   layout->gantt.w = timeline->width - ROK_LAYOUT_PAD - MAX(last_w / 2.0, 4.0) - left;
   layout->memory.x = layout->gantt.x;
   layout->memory.w = layout->gantt.w;
@@ -182,14 +193,17 @@ static void frame(TimelineContext *ctx) {
 
 static void emit_texts(TimelineContext *ctx);
 
-RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline) {
+static RokTimelineLayout *layout_at_scale(const RokTimeline *timeline, double text_scale) {
   RokTimelineLayout *layout = g_new0(RokTimelineLayout, 1);
   layout->width = timeline->width;
   layout->height = timeline->height;
   layout->has_memory = timeline->memory->len > 0;
   layout->texts = rok_text_array_new();
   layout->legend_entries = g_array_new(FALSE, TRUE, sizeof(RokLegendEntry));
-  TimelineContext ctx = {.timeline = timeline, .cr = rok_text_context_new(), .layout = layout};
+  TimelineContext ctx = {.timeline = timeline,
+                         .cr = rok_text_context_new(),
+                         .layout = layout,
+                         .text_scale = text_scale};
   data_ranges(&ctx);
   place_title(&ctx);
   frame(&ctx);
@@ -207,6 +221,20 @@ RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline) {
   return layout;
 }
 
+/* A low canvas with many tracks: all text a little smaller, until the rows
+ * are high enough to read. */
+RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline) {
+  static const double scales[] = {1.0, 0.9, 0.8, 0.7};
+  RokTimelineLayout *layout = NULL;
+  for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
+    g_clear_pointer(&layout, rok_timeline_layout_free);
+    layout = layout_at_scale(timeline, scales[i]);
+    if (layout->row_h >= ROW_MIN_HEIGHT)
+      break;
+  }
+  return layout;
+}
+
 void rok_timeline_layout_free(RokTimelineLayout *layout) {
   if (layout == NULL)
     return;
@@ -217,30 +245,33 @@ void rok_timeline_layout_free(RokTimelineLayout *layout) {
 
 /* ---- text around the panels ---- */
 
+/* Names at the tick size, smaller when rows are too low for it. */
 static void emit_track_names(TimelineContext *ctx) {
   RokTimelineLayout *layout = ctx->layout;
-  double h = rok_text_height(ctx->cr, ROK_TICK_SIZE);
+  double size = ROK_SCALED(ctx, ROK_TICK_SIZE);
+  while (size > 4.0 && rok_text_height(ctx->cr, size) > layout->row_h)
+    size -= 0.5;
+  double h = rok_text_height(ctx->cr, size);
   for (guint t = 0; t < ctx->timeline->tracks->len; t++) {
     const char *name = g_ptr_array_index(ctx->timeline->tracks, t);
-    double w = rok_text_width(ctx->cr, name, ROK_TICK_SIZE, FALSE);
+    double w = rok_text_width(ctx->cr, name, size, FALSE);
     double y = layout->gantt.y + (t + 0.5) * layout->row_h - h / 2.0;
-    rok_text_add(layout->texts, ctx->cr, name, ROK_TICK_SIZE, FALSE,
-                 layout->gantt.x - ROK_TICK_GAP - w, y);
+    rok_text_add(layout->texts, ctx->cr, name, size, FALSE, layout->gantt.x - ROK_TICK_GAP - w, y);
   }
 }
 
 static void emit_memory_axis(TimelineContext *ctx) {
   RokTimelineLayout *layout = ctx->layout;
   const RokTicks *ticks = &layout->memory_ticks;
-  double h = rok_text_height(ctx->cr, ROK_TICK_SIZE);
+  double h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
   for (guint i = 0; i < ticks->count; i++) {
     double y = rok_timeline_layout_memory_y(layout, ticks->values[i] * ticks->scale);
-    double w = rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE);
-    rok_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE,
+    double w = rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+    rok_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
                  layout->memory.x - ROK_TICK_LEN - ROK_TICK_GAP - w, y - h / 2.0);
   }
   g_autofree char *title = rok_ticks_axis_title(ticks, "GPU memory");
-  rok_text_add(layout->texts, ctx->cr, title, ROK_TICK_SIZE, FALSE, ROK_LAYOUT_PAD,
+  rok_text_add(layout->texts, ctx->cr, title, ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE, ROK_LAYOUT_PAD,
                layout->memory.y - h / 2.0 - 2.0 - h);
 }
 
@@ -251,13 +282,14 @@ static void emit_time_axis(TimelineContext *ctx) {
   double y = panel->y + panel->h + ROK_TICK_LEN + ROK_TICK_GAP;
   for (guint i = 0; i < ticks->count; i++) {
     double x = rok_timeline_layout_x(layout, ticks->values[i] * ticks->scale);
-    double w = rok_text_width(ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE);
-    rok_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_TICK_SIZE, FALSE, x - w / 2.0, y);
+    double w = rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+    rok_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
+                 x - w / 2.0, y);
   }
   g_autofree char *title = rok_ticks_axis_title(ticks, "Time");
-  double w = rok_text_width(ctx->cr, title, ROK_AXIS_TITLE_SIZE, FALSE);
-  y += rok_text_height(ctx->cr, ROK_TICK_SIZE) + ROK_LAYOUT_GAP / 2.0;
-  rok_text_add(layout->texts, ctx->cr, title, ROK_AXIS_TITLE_SIZE, FALSE,
+  double w = rok_text_width(ctx->cr, title, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), FALSE);
+  y += rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) + ROK_LAYOUT_GAP / 2.0;
+  rok_text_add(layout->texts, ctx->cr, title, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), FALSE,
                panel->x + (panel->w - w) / 2.0, y);
 }
 
@@ -306,8 +338,8 @@ static void emit_limit_label(TimelineContext *ctx, guint own) {
   const RokMemoryLimit *limit = &g_array_index(ctx->timeline->limits, RokMemoryLimit, own);
   RokTimelineLayout *layout = ctx->layout;
   const RokBox *panel = &layout->memory;
-  double w = rok_text_width(ctx->cr, limit->label, ROK_LABEL_SIZE, FALSE);
-  double h = rok_text_height(ctx->cr, ROK_LABEL_SIZE);
+  double w = rok_text_width(ctx->cr, limit->label, ROK_SCALED(ctx, ROK_LABEL_SIZE), FALSE);
+  double h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LABEL_SIZE));
   double y = rok_timeline_layout_memory_y(layout, limit->bytes);
   double right = panel->x + panel->w - 4.0 - w, left = panel->x + 4.0;
   double centre = panel->x + (panel->w - w) / 2.0;
@@ -329,8 +361,8 @@ static void emit_limit_label(TimelineContext *ctx, guint own) {
     }
   RokBox box = chosen >= 0 ? spots[chosen] : spots[4];
   box.y = CLAMP(box.y, panel->y, panel->y + panel->h - h);
-  RokText *text =
-      rok_text_add(layout->texts, ctx->cr, limit->label, ROK_LABEL_SIZE, FALSE, box.x, box.y);
+  RokText *text = rok_text_add(layout->texts, ctx->cr, limit->label,
+                               ROK_SCALED(ctx, ROK_LABEL_SIZE), FALSE, box.x, box.y);
   text->color = (RokRgb){0.2, 0.2, 0.2};
   text->backdrop = TRUE;
 }

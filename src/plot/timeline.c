@@ -40,7 +40,7 @@ void rok_timeline_free(RokTimeline *timeline) {
 }
 
 void rok_timeline_set_size(RokTimeline *timeline, double width, double height) {
-  g_return_if_fail(timeline != NULL && width >= 200.0 && height >= 150.0);
+  g_return_if_fail(timeline != NULL && width >= 300.0 && height >= 200.0);
   timeline->width = width;
   timeline->height = height;
 }

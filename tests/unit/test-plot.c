@@ -451,6 +451,31 @@ static void test_layout_no_overlaps(void) {
   g_assert_cmpuint(labels, ==, 5);
 }
 
+/* Any canvas from the smallest allowed up: all text on it, none overlapping. */
+static void test_layout_random_sizes(void) {
+  g_autoptr(GRand) rand = g_rand_new_with_seed(7);
+  for (int i = 0; i < 120; i++) {
+    double w = g_rand_double_range(rand, 240, 1200), h = g_rand_double_range(rand, 180, 900);
+    g_autoptr(RokChart) chart = i % 3 == 0   ? crowded_chart()
+                                : i % 3 == 1 ? throughput_chart("Throughput by micro-batch", "")
+                                             : rok_curve_chart();
+    rok_chart_set_size(chart, w, h);
+    g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+    assert_texts_apart(layout->texts, w, h);
+    assert_legend_clear(layout);
+    /* Ordinary charts need no compromise at any of these sizes. */
+    if (i % 3 != 0)
+      g_assert_cmpuint(layout->compromises, ==, 0);
+  }
+  for (int i = 0; i < 40; i++) {
+    double w = g_rand_double_range(rand, 300, 1200), h = g_rand_double_range(rand, 200, 900);
+    g_autoptr(RokTimeline) timeline = step_timeline("A timeline with a rather long title");
+    rok_timeline_set_size(timeline, w, h);
+    g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+    assert_texts_apart(layout->texts, w, h);
+  }
+}
+
 /* Data only at the top left: the legend goes elsewhere and covers no marker. */
 static void test_layout_legend_avoids_data(void) {
   g_autoptr(RokChart) chart = rok_chart_new("Legend placement");
@@ -838,6 +863,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/plot/text/boxes", test_boxes);
   g_test_add_func("/plot/text/wrap", test_text_wrap);
   g_test_add_func("/plot/layout/no-overlaps", test_layout_no_overlaps);
+  g_test_add_func("/plot/layout/random-sizes", test_layout_random_sizes);
   g_test_add_func("/plot/layout/legend-avoids-data", test_layout_legend_avoids_data);
   g_test_add_func("/plot/layout/legend-outside", test_layout_legend_outside);
   g_test_add_func("/plot/layout/timeline", test_layout_timeline);

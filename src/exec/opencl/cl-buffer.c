@@ -4,26 +4,6 @@
 #include "exec/opencl/cl-device-private.h"
 #include "rok/error.h"
 
-guint rok_cl_dtype_bytes(RokDtype dtype) {
-  switch (dtype) {
-  case ROK_DTYPE_BF16:
-  case ROK_DTYPE_FP16:
-    return 2;
-  case ROK_DTYPE_FP32:
-    return 4;
-  case ROK_DTYPE_U8:
-    return 1;
-  case ROK_DTYPE_I64:
-    return 8;
-  }
-  return 0;
-}
-
-const char *rok_cl_dtype_name(RokDtype dtype) {
-  static const char *const names[] = {"bf16", "fp16", "fp32", "u8", "i64"};
-  return (guint)dtype < G_N_ELEMENTS(names) ? names[dtype] : "?";
-}
-
 /* ---- Ledger ------------------------------------------------------------ */
 
 /* Reserve `bytes` against the device's global memory; the message says who
@@ -113,12 +93,16 @@ static gboolean commit_buffer(RokClBuffer *buffer, GError **error) {
 
 RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elements, const char *label,
                                gboolean commit, GError **error) {
-  guint size = rok_cl_dtype_bytes(dtype);
   if (label == NULL)
     label = "buffer";
-  if (size == 0 || elements > G_MAXUINT64 / size) {
+  if ((guint)dtype > ROK_DTYPE_I64) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "allocating '%s': unknown dtype %d", label, (int)dtype);
+    return NULL;
+  }
+  guint size = rok_dtype_bytes(dtype);
+  if (elements > G_MAXUINT64 / size) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "allocating '%s': %" G_GUINT64_FORMAT " elements of %s do not fit 64 bits",
-                label, elements, rok_cl_dtype_name(dtype));
+                label, elements, rok_dtype_name(dtype));
     return NULL;
   }
   guint64 bytes = elements * size;

@@ -110,10 +110,6 @@ RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elem
 void rok_cl_buffer_free(RokClBuffer *buffer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClBuffer, rok_cl_buffer_free)
 
-/* Bytes per element of a dtype (bf16 and fp16: 2, fp32: 4, u8: 1, i64: 8). */
-guint rok_cl_dtype_bytes(RokDtype dtype);
-const char *rok_cl_dtype_name(RokDtype dtype);
-
 /* Transfers of `bytes` at byte `offset` of the buffer, on `queue`. A
  * non-blocking transfer needs its host memory untouched until its event
  * completes. `wait` (n_wait events, may be NULL) must complete first;

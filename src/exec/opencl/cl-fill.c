@@ -13,7 +13,7 @@ gboolean rok_cl_fill_uniform(RokClKernels *kernels, RokClBuffer *buffer, guint64
     id = K_FILL_UNIFORM_F32;
   else {
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "fill_uniform: '%s' holds %s, not %s or fp32", buffer->label,
-                rok_cl_dtype_name(buffer->dtype), rok_cl_dtype_name(kernels->act));
+                rok_dtype_name(buffer->dtype), rok_dtype_name(kernels->act));
     return FALSE;
   }
   RokClLaunch launch = rok_cl_launch(kernels, id);

@@ -110,7 +110,7 @@ static gboolean create_kernels(RokClKernels *kernels, GError **error) {
 RokClKernels *rok_cl_kernels_new(RokClDevice *device, RokDtype act_dtype, GError **error) {
   if (act_define(act_dtype) == NULL) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "activations must be bf16, fp16 or fp32, not %s",
-                rok_cl_dtype_name(act_dtype));
+                rok_dtype_name(act_dtype));
     return NULL;
   }
   g_autoptr(RokClKernels) kernels = g_new0(RokClKernels, 1);

@@ -5,7 +5,7 @@
  * device and an activation dtype (bf16, fp16 or fp32: how activations,
  * weights and activation gradients are stored). Kernels compute in float and
  * round to the activation dtype on store (bf16: to nearest even). Other
- * element types are fixed: dropout masks u8, token ids i64, norm statistics,
+ * element types are fixed: dropout masks u8/u16/u32, token ids i64, norm statistics,
  * log-sum-exp, cross-entropy probabilities and losses fp32, and weight
  * gradients fp32 (accumulated: the kernels add into them).
  *
@@ -154,10 +154,11 @@ gboolean rok_cl_add(RokClKernels *kernels, RokClBuffer *a, RokClBuffer *b, RokCl
 /* ---- Dropout -------------------------------------------------------------- */
 
 /* Element e is kept when Philox4x32-10 word e of (seed, stream) is at least
- * round(p·2³²); kept elements are scaled by 1/(1−p). The mask (u8, 1 =
- * kept) is a pure function of (seed, stream, e): give every dropout op its
- * own stream (e.g. its op id) and regenerating its mask during recompute is
- * bit-identical. p in [0, 1). */
+ * round(p·2³²); kept elements are scaled by 1/(1−p). The mask (a u8, u16
+ * or u32 buffer, as wide as the trace's mask dtype; 1 = kept) is a pure
+ * function of (seed, stream, e): give every dropout op its own stream (e.g.
+ * its op id) and regenerating its mask during recompute is bit-identical.
+ * p in [0, 1). */
 typedef struct {
   guint64 seed;
   guint64 stream;

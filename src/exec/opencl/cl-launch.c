@@ -78,7 +78,7 @@ gboolean rok_cl_check_buffer(const RokClBuffer *buffer, RokDtype dtype, guint64 
   }
   if (buffer->dtype != dtype) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "%s: %s '%s' holds %s, the kernel needs %s", op, role,
-                buffer->label, rok_cl_dtype_name(buffer->dtype), rok_cl_dtype_name(dtype));
+                buffer->label, rok_dtype_name(buffer->dtype), rok_dtype_name(dtype));
     return FALSE;
   }
   if (buffer->elements < elements) {

@@ -105,6 +105,16 @@ static gboolean check_dropout(const RokClDropout *dropout, const char *op, GErro
   return TRUE;
 }
 
+/* A mask buffer of n elements: u8, u16 or u32 (the trace's mask width). */
+static gboolean check_mask(const RokClBuffer *mask, guint64 n, const char *op, GError **error) {
+  if (mask != NULL && mask->dtype != ROK_DTYPE_U8 && mask->dtype != ROK_DTYPE_U16 && mask->dtype != ROK_DTYPE_U32) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "%s: mask '%s' holds %s, the kernel needs u8, u16 or u32", op,
+                mask->label, rok_dtype_name(mask->dtype));
+    return FALSE;
+  }
+  return rok_cl_check_buffer(mask, mask != NULL ? mask->dtype : ROK_DTYPE_U8, n, op, "mask", error);
+}
+
 static float keep_scale(const RokClDropout *dropout) {
   return (float)(1.0 / (1.0 - dropout->p));
 }
@@ -113,12 +123,13 @@ gboolean rok_cl_dropout_forward(RokClKernels *kernels, const RokClDropout *dropo
                                 RokClBuffer *mask, RokClBuffer *y, guint64 n, GError **error) {
   const char *op = "dropout_forward";
   if (!check_dropout(dropout, op, error) || !rok_cl_check_act(kernels, x, n, op, "x", error) ||
-      !rok_cl_check_buffer(mask, ROK_DTYPE_U8, n, op, "mask", error) ||
+      !check_mask(mask, n, op, error) ||
       !rok_cl_check_act(kernels, y, n, op, "y", error))
     return FALSE;
   RokClLaunch launch = rok_cl_launch(kernels, K_DROPOUT_FWD);
   rok_cl_arg_buffer(&launch, x);
   rok_cl_arg_buffer(&launch, mask);
+  rok_cl_arg_u32(&launch, rok_dtype_bytes(mask->dtype));
   rok_cl_arg_buffer(&launch, y);
   rok_cl_arg_u64(&launch, n);
   rok_cl_arg_seed(&launch, dropout->seed);
@@ -131,10 +142,11 @@ gboolean rok_cl_dropout_forward(RokClKernels *kernels, const RokClDropout *dropo
 gboolean rok_cl_dropout_mask(RokClKernels *kernels, const RokClDropout *dropout, RokClBuffer *mask, guint64 n,
                              GError **error) {
   const char *op = "dropout_mask";
-  if (!check_dropout(dropout, op, error) || !rok_cl_check_buffer(mask, ROK_DTYPE_U8, n, op, "mask", error))
+  if (!check_dropout(dropout, op, error) || !check_mask(mask, n, op, error))
     return FALSE;
   RokClLaunch launch = rok_cl_launch(kernels, K_DROPOUT_MASK);
   rok_cl_arg_buffer(&launch, mask);
+  rok_cl_arg_u32(&launch, rok_dtype_bytes(mask->dtype));
   rok_cl_arg_u64(&launch, n);
   rok_cl_arg_seed(&launch, dropout->seed);
   rok_cl_arg_u64(&launch, dropout->stream);
@@ -145,11 +157,12 @@ gboolean rok_cl_dropout_mask(RokClKernels *kernels, const RokClDropout *dropout,
 gboolean rok_cl_dropout_backward(RokClKernels *kernels, const RokClDropout *dropout, RokClBuffer *mask,
                                  RokClBuffer *dy, RokClBuffer *dx, guint64 n, GError **error) {
   const char *op = "dropout_backward";
-  if (!check_dropout(dropout, op, error) || !rok_cl_check_buffer(mask, ROK_DTYPE_U8, n, op, "mask", error) ||
+  if (!check_dropout(dropout, op, error) || !check_mask(mask, n, op, error) ||
       !rok_cl_check_act(kernels, dy, n, op, "dy", error) || !rok_cl_check_act(kernels, dx, n, op, "dx", error))
     return FALSE;
   RokClLaunch launch = rok_cl_launch(kernels, K_DROPOUT_BWD);
   rok_cl_arg_buffer(&launch, mask);
+  rok_cl_arg_u32(&launch, rok_dtype_bytes(mask->dtype));
   rok_cl_arg_buffer(&launch, dy);
   rok_cl_arg_buffer(&launch, dx);
   rok_cl_arg_u64(&launch, n);

@@ -70,9 +70,17 @@ __kernel void add_fwd(__global const act_t *a, __global const act_t *b, __global
 }
 
 /* Element e is kept when its random word is at least `threshold`
- * (= round(p·2³²)): the mask is a pure function of (seed, stream, e). */
-__kernel void dropout_fwd(__global const act_t *x, __global uchar *mask, __global act_t *y, ulong n, uint2 seed,
-                          ulong stream, uint threshold, float scale) {
+ * (= round(p·2³²)): the mask is a pure function of (seed, stream, e).
+ * Masks are 1, 2 or 4 bytes per element (the trace's mask width): element
+ * e is the little-endian integer at bytes e·width.., 1 = kept. */
+inline void mask_store(__global uchar *mask, uint width, ulong e, uchar keep) {
+  mask[e * width] = keep;
+  for (uint b = 1; b < width; b++)
+    mask[e * width + b] = 0;
+}
+
+__kernel void dropout_fwd(__global const act_t *x, __global uchar *mask, uint width, __global act_t *y, ulong n,
+                          uint2 seed, ulong stream, uint threshold, float scale) {
   const ulong block = get_global_id(0), first = block * 4;
   if (first >= n)
     return;
@@ -80,25 +88,30 @@ __kernel void dropout_fwd(__global const act_t *x, __global uchar *mask, __globa
   const uint words[4] = {r.x, r.y, r.z, r.w};
   for (uint l = 0; l < 4 && first + l < n; l++) {
     const uchar keep = words[l] >= threshold;
-    mask[first + l] = keep;
+    mask_store(mask, width, first + l, keep);
     act_store(y, first + l, keep ? act_load(x, first + l) * scale : 0.0f);
   }
 }
 
 /* The mask alone: what dropout_fwd writes, regenerated. */
-__kernel void dropout_mask(__global uchar *mask, ulong n, uint2 seed, ulong stream, uint threshold) {
+__kernel void dropout_mask(__global uchar *mask, uint width, ulong n, uint2 seed, ulong stream, uint threshold) {
   const ulong block = get_global_id(0), first = block * 4;
   if (first >= n)
     return;
   const uint4 r = rok_random4(seed, stream, block);
   const uint words[4] = {r.x, r.y, r.z, r.w};
   for (uint l = 0; l < 4 && first + l < n; l++)
-    mask[first + l] = words[l] >= threshold;
+    mask_store(mask, width, first + l, words[l] >= threshold);
 }
 
-__kernel void dropout_bwd(__global const uchar *mask, __global const act_t *dy, __global act_t *dx, ulong n,
-                          float scale) {
+/* Any nonzero byte of an element keeps it: the saved mask decides. */
+__kernel void dropout_bwd(__global const uchar *mask, uint width, __global const act_t *dy, __global act_t *dx,
+                          ulong n, float scale) {
   const ulong i = get_global_id(0);
-  if (i < n)
-    act_store(dx, i, mask[i] ? act_load(dy, i) * scale : 0.0f);
+  if (i >= n)
+    return;
+  uchar keep = 0;
+  for (uint b = 0; b < width; b++)
+    keep |= mask[i * width + b];
+  act_store(dx, i, keep ? act_load(dy, i) * scale : 0.0f);
 }

@@ -157,25 +157,28 @@ static void test_norms(gconstpointer data) {
     g_autoptr(RokClBuffer) dgamma = upload(f, ROK_DTYPE_FP32, dgamma0, cols, "dgamma");
     g_autoptr(RokClBuffer) dbeta = upload(f, ROK_DTYPE_FP32, dbeta0, cols, "dbeta");
     g_autoptr(RokClBuffer) y = zeros(f, f->act, rows * cols, "y"), dx = zeros(f, f->act, rows * cols, "dx");
-    g_autoptr(RokClBuffer) mean = zeros(f, ROK_DTYPE_FP32, rows, "mean"), rstd = zeros(f, ROK_DTYPE_FP32, rows, "rstd");
+    g_autoptr(RokClBuffer) stats = zeros(f, ROK_DTYPE_FP32, 2 * rows, "stats"), rstd = zeros(f, ROK_DTYPE_FP32, rows, "rstd");
     if (rms) {
       rok_cl_rmsnorm_forward(f->kernels, x.device, gamma.device, y, rstd, rows, cols, eps, &error);
       rok_cl_rmsnorm_backward(f->kernels, x.device, gamma.device, rstd, dy.device, dx, dgamma, rows, cols, &error);
     } else {
-      rok_cl_layernorm_forward(f->kernels, x.device, gamma.device, beta.device, y, mean, rstd, rows, cols, eps,
-                               &error);
-      rok_cl_layernorm_backward(f->kernels, x.device, gamma.device, mean, rstd, dy.device, dx, dgamma, dbeta, rows,
-                                cols, &error);
+      rok_cl_layernorm_forward(f->kernels, x.device, gamma.device, beta.device, y, stats, rows, cols, eps, &error);
+      rok_cl_layernorm_backward(f->kernels, x.device, gamma.device, stats, dy.device, dx, dgamma, dbeta, rows, cols,
+                                &error);
     }
     g_assert_no_error(error);
     NormReference want = norm_reference(rms, x.host, gamma.host, beta.host, dy.host, dgamma0, dbeta0, rows, cols, eps);
     g_autofree float *got_y = download(y), *got_dx = download(dx);
     assert_close(got_y, want.y, rows * cols, f->rtol, f->atol, rms ? "rmsnorm" : "layernorm");
     assert_close(got_dx, want.dx, rows * cols, f->rtol, f->atol, rms ? "rmsnorm dx" : "layernorm dx");
-    assert_close_f32(rstd, want.rstd, rows, "rstd");
     assert_close_f32(dgamma, want.dgamma, cols, "dgamma");
-    if (!rms) {
-      assert_close_f32(mean, want.mean, rows, "mean");
+    if (rms) {
+      assert_close_f32(rstd, want.rstd, rows, "rstd");
+    } else {
+      g_autofree double *want_stats = g_new(double, 2 * rows);
+      for (guint64 r = 0; r < rows; r++)
+        want_stats[2 * r] = want.mean[r], want_stats[2 * r + 1] = want.rstd[r];
+      assert_close_f32(stats, want_stats, 2 * rows, "mean and rstd");
       assert_close_f32(dbeta, want.dbeta, cols, "dbeta");
     }
     /* Reruns give the same bits. */
@@ -185,10 +188,9 @@ static void test_norms(gconstpointer data) {
       rok_cl_rmsnorm_forward(f->kernels, x.device, gamma.device, y, rstd, rows, cols, eps, &error);
       rok_cl_rmsnorm_backward(f->kernels, x.device, gamma.device, rstd, dy.device, dx, NULL, rows, cols, &error);
     } else {
-      rok_cl_layernorm_forward(f->kernels, x.device, gamma.device, beta.device, y, mean, rstd, rows, cols, eps,
-                               &error);
-      rok_cl_layernorm_backward(f->kernels, x.device, gamma.device, mean, rstd, dy.device, dx, NULL, NULL, rows,
-                                cols, &error);
+      rok_cl_layernorm_forward(f->kernels, x.device, gamma.device, beta.device, y, stats, rows, cols, eps, &error);
+      rok_cl_layernorm_backward(f->kernels, x.device, gamma.device, stats, dy.device, dx, NULL, NULL, rows, cols,
+                                &error);
     }
     g_assert_no_error(error);
     ASSERT_RERUN_SAME(y, "norm forward");
@@ -200,7 +202,7 @@ static void test_norms(gconstpointer data) {
     if (rms)
       rok_cl_rmsnorm_backward(f->kernels, bad_x, gamma.device, rstd, dy.device, dx, NULL, rows, cols, &error);
     else
-      rok_cl_layernorm_backward(f->kernels, bad_x, gamma.device, mean, rstd, dy.device, dx, NULL, NULL, rows, cols,
+      rok_cl_layernorm_backward(f->kernels, bad_x, gamma.device, stats, dy.device, dx, NULL, NULL, rows, cols,
                                 &error);
     g_assert_no_error(error);
     g_autofree guint8 *changed = download_raw(dx);
@@ -273,6 +275,12 @@ static void test_activations(gconstpointer data) {
       g_assert_no_error(error);
       ASSERT_RERUN_SAME(y, "gelu");
       ASSERT_RERUN_SAME(dx, "gelu backward");
+    } else {
+      /* The trace saves ReLU's output: backward from it gives the same. */
+      SNAPSHOT(dx);
+      rok_cl_relu_backward(f->kernels, y, dy.device, dx, n, &error);
+      g_assert_no_error(error);
+      ASSERT_RERUN_SAME(dx, "relu backward from its output");
     }
   }
   /* Residual add, in place. */

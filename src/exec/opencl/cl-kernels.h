@@ -101,16 +101,17 @@ char *rok_cl_standin_describe(const char *op_name, const char *kind, const RokCl
 
 /* ---- Normalisation ---------------------------------------------------- */
 
-/* y = (x − mean)·rstd·gamma + beta per row of x [rows, cols]; saves mean and
- * rstd (fp32 [rows]). */
+/* y = (x − mean)·rstd·gamma + beta per row of x [rows, cols]; saves the
+ * statistics as the trace's `_stats` tensor: fp32 [rows, 2] = (mean, rstd). */
 gboolean rok_cl_layernorm_forward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *beta,
-                                  RokClBuffer *y, RokClBuffer *mean, RokClBuffer *rstd, guint64 rows,
-                                  guint64 cols, float eps, GError **error);
-/* dx from the saved x, mean, rstd; dgamma, dbeta (fp32 [cols]) accumulate.
+                                  RokClBuffer *y, RokClBuffer *stats, guint64 rows, guint64 cols, float eps,
+                                  GError **error);
+/* dx from the saved x and stats; dgamma, dbeta (fp32 [cols]) accumulate.
  * dgamma and dbeta may be NULL (frozen parameters). */
-gboolean rok_cl_layernorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *mean,
-                                   RokClBuffer *rstd, RokClBuffer *dy, RokClBuffer *dx, RokClBuffer *dgamma,
-                                   RokClBuffer *dbeta, guint64 rows, guint64 cols, GError **error);
+gboolean rok_cl_layernorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *stats,
+                                   RokClBuffer *dy, RokClBuffer *dx, RokClBuffer *dgamma, RokClBuffer *dbeta,
+                                   guint64 rows, guint64 cols, GError **error);
+/* y = x·rstd·gamma; stats are fp32 [rows] = rstd. dgamma may be NULL. */
 gboolean rok_cl_rmsnorm_forward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *y,
                                 RokClBuffer *rstd, guint64 rows, guint64 cols, float eps, GError **error);
 gboolean rok_cl_rmsnorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *rstd,
@@ -133,8 +134,9 @@ gboolean rok_cl_softmax_backward(RokClKernels *kernels, RokClBuffer *y, RokClBuf
 
 /* ---- Element-wise --------------------------------------------------------- */
 
-/* GeLU (tanh approximation) and ReLU on n elements; backward from the saved
- * input x. y may be x. */
+/* GeLU (tanh approximation) and ReLU on n elements. GeLU's backward reads
+ * the saved input; ReLU's reads its saved input or output alike (both are
+ * positive at the same elements: the trace saves the output). y may be x. */
 gboolean rok_cl_gelu_forward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *y, guint64 n, GError **error);
 gboolean rok_cl_gelu_backward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *dy, RokClBuffer *dx, guint64 n,
                               GError **error);

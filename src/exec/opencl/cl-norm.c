@@ -25,37 +25,34 @@ static gboolean run_columns(RokClLaunch *launch, guint64 cols, GError **error) {
 }
 
 gboolean rok_cl_layernorm_forward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *beta,
-                                  RokClBuffer *y, RokClBuffer *mean, RokClBuffer *rstd, guint64 rows,
-                                  guint64 cols, float eps, GError **error) {
+                                  RokClBuffer *y, RokClBuffer *stats, guint64 rows, guint64 cols, float eps,
+                                  GError **error) {
   const char *op = "layernorm_forward";
   guint64 n = 0;
   if (!row_shape(rows, cols, &n, op, error) || !rok_cl_check_act(kernels, x, n, op, "x", error) ||
       !rok_cl_check_act(kernels, gamma, cols, op, "gamma", error) ||
       !rok_cl_check_act(kernels, beta, cols, op, "beta", error) || !rok_cl_check_act(kernels, y, n, op, "y", error) ||
-      !rok_cl_check_buffer(mean, ROK_DTYPE_FP32, rows, op, "mean", error) ||
-      !rok_cl_check_buffer(rstd, ROK_DTYPE_FP32, rows, op, "rstd", error))
+      !rok_cl_check_buffer(stats, ROK_DTYPE_FP32, 2 * rows, op, "stats", error))
     return FALSE;
   RokClLaunch launch = rok_cl_launch(kernels, K_LAYERNORM_FWD);
   rok_cl_arg_buffer(&launch, x);
   rok_cl_arg_buffer(&launch, gamma);
   rok_cl_arg_buffer(&launch, beta);
   rok_cl_arg_buffer(&launch, y);
-  rok_cl_arg_buffer(&launch, mean);
-  rok_cl_arg_buffer(&launch, rstd);
+  rok_cl_arg_buffer(&launch, stats);
   rok_cl_arg_u32(&launch, (guint32)cols);
   rok_cl_arg_f32(&launch, eps);
   return run_rows(&launch, rows, error);
 }
 
-gboolean rok_cl_layernorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *mean,
-                                   RokClBuffer *rstd, RokClBuffer *dy, RokClBuffer *dx, RokClBuffer *dgamma,
-                                   RokClBuffer *dbeta, guint64 rows, guint64 cols, GError **error) {
+gboolean rok_cl_layernorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClBuffer *gamma, RokClBuffer *stats,
+                                   RokClBuffer *dy, RokClBuffer *dx, RokClBuffer *dgamma, RokClBuffer *dbeta,
+                                   guint64 rows, guint64 cols, GError **error) {
   const char *op = "layernorm_backward";
   guint64 n = 0;
   if (!row_shape(rows, cols, &n, op, error) || !rok_cl_check_act(kernels, x, n, op, "x", error) ||
       !rok_cl_check_act(kernels, gamma, cols, op, "gamma", error) ||
-      !rok_cl_check_buffer(mean, ROK_DTYPE_FP32, rows, op, "mean", error) ||
-      !rok_cl_check_buffer(rstd, ROK_DTYPE_FP32, rows, op, "rstd", error) ||
+      !rok_cl_check_buffer(stats, ROK_DTYPE_FP32, 2 * rows, op, "stats", error) ||
       !rok_cl_check_act(kernels, dy, n, op, "dy", error) || !rok_cl_check_act(kernels, dx, n, op, "dx", error))
     return FALSE;
   if ((dgamma == NULL) != (dbeta == NULL)) {
@@ -65,8 +62,7 @@ gboolean rok_cl_layernorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClB
   RokClLaunch launch = rok_cl_launch(kernels, K_LAYERNORM_BWD);
   rok_cl_arg_buffer(&launch, x);
   rok_cl_arg_buffer(&launch, gamma);
-  rok_cl_arg_buffer(&launch, mean);
-  rok_cl_arg_buffer(&launch, rstd);
+  rok_cl_arg_buffer(&launch, stats);
   rok_cl_arg_buffer(&launch, dy);
   rok_cl_arg_buffer(&launch, dx);
   rok_cl_arg_u32(&launch, (guint32)cols);
@@ -79,8 +75,7 @@ gboolean rok_cl_layernorm_backward(RokClKernels *kernels, RokClBuffer *x, RokClB
     return FALSE;
   launch = rok_cl_launch(kernels, K_LAYERNORM_PARAMS_BWD);
   rok_cl_arg_buffer(&launch, x);
-  rok_cl_arg_buffer(&launch, mean);
-  rok_cl_arg_buffer(&launch, rstd);
+  rok_cl_arg_buffer(&launch, stats);
   rok_cl_arg_buffer(&launch, dy);
   rok_cl_arg_buffer(&launch, dgamma);
   rok_cl_arg_buffer(&launch, dbeta);

@@ -1,5 +1,7 @@
 /* LayerNorm and RMSNorm over the last dimension, forward and backward, and
  * the column sums their parameter gradients (and a linear bias's) need.
+ * Saved statistics are fp32 per row: LayerNorm's [rows, 2] = (mean, rstd),
+ * RMSNorm's [rows] = rstd (the trace's `_stats` tensors).
  *
  * Row kernels: one work-group of ROK_WG items per row; item i takes columns
  * i, i + ROK_WG, ... in order, then wg_sum() combines the items in a fixed
@@ -9,7 +11,7 @@
 
 __kernel __attribute__((reqd_work_group_size(ROK_WG, 1, 1))) void
 layernorm_fwd(__global const act_t *x, __global const act_t *gamma, __global const act_t *beta, __global act_t *y,
-              __global float *mean_out, __global float *rstd_out, uint cols, float eps) {
+              __global float *stats, uint cols, float eps) {
   __local float scratch[ROK_WG];
   const ulong row = get_group_id(0), base = row * cols;
   const uint lid = get_local_id(0);
@@ -28,19 +30,19 @@ layernorm_fwd(__global const act_t *x, __global const act_t *gamma, __global con
     act_store(y, base + j, mad(xhat, act_load(gamma, j), act_load(beta, j)));
   }
   if (lid == 0) {
-    mean_out[row] = mean;
-    rstd_out[row] = rstd;
+    stats[2 * row] = mean;
+    stats[2 * row + 1] = rstd;
   }
 }
 
 /* dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·gamma. */
 __kernel __attribute__((reqd_work_group_size(ROK_WG, 1, 1))) void
-layernorm_bwd(__global const act_t *x, __global const act_t *gamma, __global const float *mean_in,
-              __global const float *rstd_in, __global const act_t *dy, __global act_t *dx, uint cols) {
+layernorm_bwd(__global const act_t *x, __global const act_t *gamma, __global const float *stats,
+              __global const act_t *dy, __global act_t *dx, uint cols) {
   __local float scratch[ROK_WG];
   const ulong row = get_group_id(0), base = row * cols;
   const uint lid = get_local_id(0);
-  const float mean = mean_in[row], rstd = rstd_in[row];
+  const float mean = stats[2 * row], rstd = stats[2 * row + 1];
   float sum_g = 0.0f, sum_gx = 0.0f;
   for (uint j = lid; j < cols; j += ROK_WG) {
     const float g = act_load(dy, base + j) * act_load(gamma, j);
@@ -57,9 +59,8 @@ layernorm_bwd(__global const act_t *x, __global const act_t *gamma, __global con
 }
 
 /* dgamma += Σ dy·x̂, dbeta += Σ dy over the rows. */
-__kernel void layernorm_params_bwd(__global const act_t *x, __global const float *mean_in,
-                                   __global const float *rstd_in, __global const act_t *dy, __global float *dgamma,
-                                   __global float *dbeta, uint rows, uint cols) {
+__kernel void layernorm_params_bwd(__global const act_t *x, __global const float *stats, __global const act_t *dy,
+                                   __global float *dgamma, __global float *dbeta, uint rows, uint cols) {
   const uint col = get_global_id(0);
   if (col >= cols)
     return;
@@ -67,7 +68,7 @@ __kernel void layernorm_params_bwd(__global const act_t *x, __global const float
   for (uint r = 0; r < rows; r++) {
     const ulong at = (ulong)r * cols + col;
     const float g = act_load(dy, at);
-    sum_gamma = mad(g, (act_load(x, at) - mean_in[r]) * rstd_in[r], sum_gamma);
+    sum_gamma = mad(g, (act_load(x, at) - stats[2 * r]) * stats[2 * r + 1], sum_gamma);
     sum_beta += g;
   }
   dgamma[col] += sum_gamma;

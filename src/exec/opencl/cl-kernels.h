@@ -1,13 +1,14 @@
 /* The compute kernels of the executor: every op of a trace, forward and
  * backward, on an OpenCL device.
  *
- * rok_cl_kernels_new() builds the embedded kernels (the .cl files in kernels/) once for a
- * device and an activation dtype (bf16, fp16 or fp32: how activations,
- * weights and activation gradients are stored). Kernels compute in float and
- * round to the activation dtype on store (bf16: to nearest even). Other
- * element types are fixed: dropout masks u8/u16/u32, token ids i64, norm statistics,
- * log-sum-exp, cross-entropy probabilities and losses fp32, and weight
- * gradients fp32 (accumulated: the kernels add into them).
+ * rok_cl_kernels_new() builds the embedded kernels (the .cl files in
+ * kernels/) once for a device and an activation dtype (bf16, fp16 or fp32:
+ * how activations, weights and activation gradients are stored). Kernels
+ * compute in float and round to the activation dtype on store (bf16: to
+ * nearest even). Other element types are fixed: dropout masks u8/u16/u32,
+ * token ids i64, norm statistics, log-sum-exp, cross-entropy probabilities
+ * and losses fp32, and weight gradients fp32 (accumulated: the kernels add
+ * into them).
  *
  * Every launcher enqueues on the device's compute queue (in order) and
  * returns at once; it checks the buffers' dtypes and that every element it
@@ -21,8 +22,20 @@
  * bits differ between devices and between activation dtypes.
  *
  * Layout conventions (all row-major, rows contiguous unless a stride says
- * otherwise): activations [tokens, features] with tokens batch-major, so token
- * t has position t % seq_len. */
+ * otherwise): activations [tokens, features] with tokens batch-major, so
+ * token t has position t % seq_len. Trace ops map to launchers as follows:
+ *   embedding       rok_cl_embedding_forward / _backward
+ *   layernorm       rok_cl_layernorm_*   (stats tensor [rows, 2])
+ *   rmsnorm         rok_cl_rmsnorm_*     (stats tensor [rows])
+ *   linear          rok_cl_gemm (+ bias; rok_cl_bias_backward)
+ *   rotary          rok_cl_rotary (q and k heads side by side in one row)
+ *   attn_scores     rok_cl_gemm with inner = heads, B transposed, alpha = scale
+ *   softmax         rok_cl_softmax_* (causal: queries = seq_q)
+ *   dropout         rok_cl_dropout_* (mask regenerable: rok_cl_dropout_mask)
+ *   attn_context    rok_cl_gemm with inner = heads
+ *   flash_attention rok_cl_attention_forward / _backward
+ *   add, gelu, relu, swiglu, cross_entropy: the launchers of those names
+ *   other           rok_cl_standin_shape + rok_cl_standin_run */
 #pragma once
 
 #ifdef ROK_WITH_OPENCL

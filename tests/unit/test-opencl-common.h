@@ -15,6 +15,13 @@
 #include "exec/opencl/cl-numeric.h"
 #include "rok/error.h"
 
+/* PoCL keeps its LLVM compiler state until exit: LeakSanitizer would report
+ * it whenever kernels are compiled (a fresh kernel cache). Not our leaks. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+  return "leak:libpocl.so\nleak:libLLVM\n";
+}
+
 /* One activation dtype's kernels on the shared device, with the tolerances
  * its outputs are held to: bf16 rounding (2⁻⁹ relative) for bf16, float
  * arithmetic for fp32 — the fp32 variant is what catches subtle formula

@@ -124,16 +124,16 @@ static const Shape full_shapes[] = {
     {"square", 1, 512, 512, 512},
     {"square", 1, 1024, 1024, 1024},
     {"odd", 1, 1000, 1000, 1000},
-    {"linear fwd (x·W)", 1, 2048, 1024, 1024},
-    {"linear dgrad (dy·Wᵀ)", 1, 2048, 1024, 1024, FALSE, TRUE},
-    {"linear wgrad (xᵀ·dy)", 1, 1024, 1024, 2048, TRUE, FALSE, TRUE},
-    {"attn scores (Q·Kᵀ)", 16, 512, 512, 64, FALSE, TRUE},
+    {"linear fwd x.W", 1, 2048, 1024, 1024},
+    {"linear dgrad dy.W^T", 1, 2048, 1024, 1024, FALSE, TRUE},
+    {"linear wgrad x^T.dy", 1, 1024, 1024, 2048, TRUE, FALSE, TRUE},
+    {"attn scores Q.K^T", 16, 512, 512, 64, FALSE, TRUE},
 };
 
 static const Shape quick_shapes[] = {
     {"square", 1, 256, 256, 256},
     {"square", 1, 512, 512, 512},
-    {"linear wgrad (xᵀ·dy)", 1, 512, 512, 1024, TRUE, FALSE, TRUE},
+    {"linear wgrad x^T.dy", 1, 512, 512, 1024, TRUE, FALSE, TRUE},
 };
 
 int main(int argc, char **argv) {

@@ -102,9 +102,10 @@ typedef struct {
 
 /* Allocate (uninitialised). More bytes than one allocation may have, or than
  * the device has left according to the ledger, fails at once with "out of
- * device memory". OpenCL implementations allocate lazily: pass
- * `commit` = TRUE to touch the buffer and wait, so that a failure shows here
- * rather than at the first kernel that uses it. */
+ * device memory" naming `label`. OpenCL implementations allocate lazily:
+ * pass `commit` = TRUE to touch the buffer and wait for it (on the compute
+ * queue), so that a failure shows here rather than at the first kernel
+ * that uses it. */
 RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elements, const char *label,
                                gboolean commit, GError **error);
 void rok_cl_buffer_free(RokClBuffer *buffer);

@@ -1,42 +1,60 @@
-/* The io_uring backend: one ring for all files, registered files and
- * buffers, and a reaper thread that takes completions.
+/* The io_uring backend: one ring, owned by one thread that sets it up,
+ * submits every request and takes every completion.
  *
- * Submitters share the submission queue under a mutex; only the reaper
- * touches the completion queue, so the two sides never wait for each other.
- * The ring has one entry per request the queue depth allows, plus one for
- * the no-op that stops the reaper, so an SQE is always free. */
+ * Why one owner: block I/O completions are finished by task work of the
+ * task that submitted them. If the executor's threads submitted directly,
+ * each completion would interrupt whichever of them submitted it (perhaps
+ * one busy driving the device) and would wait while it sleeps. With one
+ * owner, that work runs in the thread that is waiting for it anyway, the
+ * ring can be IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN, and requests
+ * batch naturally. Other threads hand requests over through a queue and an
+ * eventfd the owner keeps a read posted on; requests the owner issues itself
+ * (resubmissions, the next pending request of a file, submissions from
+ * completion callbacks) go straight into its submission queue.
+ *
+ * The ring has an entry for every request the queue depth allows plus the
+ * eventfd read, so an SQE is always free and the CQ cannot overflow. */
 #ifdef ROK_WITH_URING
 
 #include "exec/io/backend-impl.h"
 
 #include <errno.h>
 #include <liburing.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* user_data of the eventfd read; requests carry their RokIoReq pointer. */
+#define WAKE_TAG ((void *)&wake_tag)
+static const char wake_tag;
 
 typedef struct {
   struct io_uring ring;
-  GMutex sq_lock;
-  GThread *reaper;
+  GThread *owner;        /* set by the owner itself */
   gboolean fixed_files;
+  int wake_fd;
+  guint64 wake_value;    /* the eventfd read lands here */
+
+  GMutex lock;           /* guards the fields below */
+  GCond ready;
+  gboolean started;      /* set-up finished: init_res tells how */
+  int init_res;
+  char *init_note;
+  const RokIoBackendConfig *config; /* during set-up only */
+  GQueue incoming;       /* requests from other threads */
+  gboolean woken;        /* wake_fd written since the owner last looked */
+  gboolean stopping;
 } RokUring;
 
-/* Hands everything queued in the SQ to the kernel. EINTR, EAGAIN and EBUSY
- * are passing conditions (the kernel is short of memory or the CQ is
- * overflowing): the SQEs stay queued, so try again shortly. */
-static void submit_locked(RokUring *u) {
-  for (int tries = 0; io_uring_sq_ready(&u->ring) > 0; tries++) {
-    int r = io_uring_submit(&u->ring);
-    if (r >= 0 || r == -EINTR)
-      continue;
-    if ((r != -EAGAIN && r != -EBUSY) || tries > 10000) {
-      /* Left queued: the next submit or the reaper will push it. */
-      g_warning("io_uring_submit: %s", g_strerror(-r));
-      return;
-    }
-    g_usleep(50);
-  }
+static struct io_uring_sqe *get_sqe(RokUring *u) {
+  struct io_uring_sqe *sqe;
+  while ((sqe = io_uring_get_sqe(&u->ring)) == NULL)
+    io_uring_submit(&u->ring); /* only if many were queued since the last submit */
+  return sqe;
 }
 
-static void prep(RokUring *u, RokIoBackend *be, struct io_uring_sqe *sqe, RokIoReq *req) {
+/* Queues REQ's attempt in the SQ (owner thread only). */
+static void prep(RokUring *u, RokIoBackend *be, RokIoReq *req) {
+  struct io_uring_sqe *sqe = get_sqe(u);
   int fd = u->fixed_files ? (int)req->file : be->fds[req->file];
   unsigned len = (unsigned)req->a_len;
   gboolean fixed = be->fixed_buffers && req->buf_index >= 0;
@@ -55,72 +73,86 @@ static void prep(RokUring *u, RokIoBackend *be, struct io_uring_sqe *sqe, RokIoR
   io_uring_sqe_set_data(sqe, req);
 }
 
-static struct io_uring_sqe *get_sqe_locked(RokUring *u) {
-  struct io_uring_sqe *sqe;
-  /* Only if a submit failed above can the SQ be full; push it and retry. */
-  while ((sqe = io_uring_get_sqe(&u->ring)) == NULL) {
-    submit_locked(u);
-    g_usleep(50);
-  }
-  return sqe;
+static void arm_wake(RokUring *u) {
+  struct io_uring_sqe *sqe = get_sqe(u);
+  io_uring_prep_read(sqe, u->wake_fd, &u->wake_value, sizeof u->wake_value, 0);
+  io_uring_sqe_set_data(sqe, WAKE_TAG);
 }
 
 static void uring_issue(RokIoBackend *be, RokIoReq *req) {
   RokUring *u = be->impl;
-  g_mutex_lock(&u->sq_lock);
-  prep(u, be, get_sqe_locked(u), req);
-  submit_locked(u);
-  g_mutex_unlock(&u->sq_lock);
-}
-
-static gpointer reap(gpointer data) {
-  RokIoBackend *be = data;
-  RokUring *u = be->impl;
-  for (;;) {
-    struct io_uring_cqe *cqe = NULL;
-    int r = io_uring_wait_cqe(&u->ring, &cqe);
-    if (r < 0) {
-      if (r != -EINTR && r != -EAGAIN && r != -ETIME) {
-        g_warning("io_uring_wait_cqe: %s", g_strerror(-r));
-        g_usleep(1000);
-      }
-      continue;
-    }
-    RokIoReq *req = io_uring_cqe_get_data(cqe);
-    int res = cqe->res;
-    io_uring_cqe_seen(&u->ring, cqe);
-    if (req == NULL)
-      return NULL; /* the stop no-op */
-    rok_io_backend_attempt_done(be, req, res);
+  if (g_thread_self() == u->owner) {
+    prep(u, be, req); /* submitted when the owner next waits */
+    return;
   }
+  g_mutex_lock(&u->lock);
+  g_queue_push_tail(&u->incoming, req);
+  gboolean wake = !u->woken;
+  u->woken = TRUE;
+  g_mutex_unlock(&u->lock);
+  guint64 one = 1;
+  if (wake && write(u->wake_fd, &one, sizeof one) != (ssize_t)sizeof one)
+    g_warning("io_uring backend: cannot wake its thread: %s", g_strerror(errno));
 }
 
-static void uring_shutdown(RokIoBackend *be) {
-  RokUring *u = be->impl;
-  g_mutex_lock(&u->sq_lock);
-  struct io_uring_sqe *sqe = get_sqe_locked(u);
-  io_uring_prep_nop(sqe);
-  io_uring_sqe_set_data(sqe, NULL);
-  submit_locked(u);
-  g_mutex_unlock(&u->sq_lock);
-  g_thread_join(u->reaper);
-  io_uring_queue_exit(&u->ring);
-  g_mutex_clear(&u->sq_lock);
-  g_free(u);
-  be->impl = NULL;
+/* The eventfd fired: take what other threads queued. FALSE when stopping. */
+static gboolean take_incoming(RokUring *u, RokIoBackend *be) {
+  g_mutex_lock(&u->lock);
+  GQueue batch = u->incoming;
+  g_queue_init(&u->incoming);
+  u->woken = FALSE;
+  gboolean stopping = u->stopping;
+  g_mutex_unlock(&u->lock);
+  for (GList *l = batch.head; l != NULL; l = l->next)
+    prep(u, be, l->data);
+  g_list_free(batch.head);
+  if (!stopping)
+    arm_wake(u);
+  return !stopping;
 }
 
-static const RokIoBackendOps uring_ops = {
-  .name = "io_uring",
-  .issue = uring_issue,
-  .shutdown = uring_shutdown,
-};
+/* Submits what is queued, waits for at least one completion and handles
+ * all that are there. FALSE once told to stop. */
+static gboolean turn(RokUring *u, RokIoBackend *be) {
+  int r = io_uring_submit_and_wait(&u->ring, 1);
+  if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ETIME) {
+    g_warning("io_uring_submit_and_wait: %s", g_strerror(-r));
+    g_usleep(1000);
+  }
+  gboolean running = TRUE;
+  unsigned head, seen = 0;
+  struct io_uring_cqe *cqe;
+  io_uring_for_each_cqe(&u->ring, head, cqe) {
+    void *data = io_uring_cqe_get_data(cqe);
+    seen++;
+    if (data == WAKE_TAG)
+      running = take_incoming(u, be) && running;
+    else
+      rok_io_backend_attempt_done(be, data, cqe->res);
+  }
+  io_uring_cq_advance(&u->ring, seen);
+  return running;
+}
+
+/* Without SINGLE_ISSUER / DEFER_TASKRUN (Linux 6.1) or COOP_TASKRUN (5.19)
+ * the ring still works; it only costs a little more per completion. */
+static int init_ring(RokUring *u, unsigned entries) {
+  static const unsigned flags[] = {
+    IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+    IORING_SETUP_COOP_TASKRUN,
+    0,
+  };
+  int r = -EINVAL;
+  for (guint i = 0; i < G_N_ELEMENTS(flags) && r == -EINVAL; i++)
+    r = io_uring_queue_init(entries, &u->ring, flags[i]);
+  return r;
+}
 
 /* Registration only speeds things up: where it is refused (registered
  * buffers count against RLIMIT_MEMLOCK for unprivileged users) the ring
- * still works with plain file descriptors and addresses. */
+ * still works with plain descriptors and addresses. */
 static char *register_all(RokUring *u, RokIoBackend *be, const RokIoBackendConfig *config) {
-  GString *note = g_string_new(NULL);
+  g_autoptr(GString) note = g_string_new(NULL);
   int r = io_uring_register_files(&u->ring, config->fds, config->n_files);
   u->fixed_files = r == 0;
   if (r < 0)
@@ -133,28 +165,93 @@ static char *register_all(RokUring *u, RokIoBackend *be, const RokIoBackendConfi
                              note->len > 0 ? "; " : "", config->n_buffers, g_strerror(-r),
                              r == -ENOMEM ? ": RLIMIT_MEMLOCK too low?" : "");
   }
-  if (note->len == 0) {
-    g_string_free(note, TRUE);
+  if (note->len == 0)
     return NULL;
-  }
   g_string_append(note, ": using plain descriptors and buffers");
-  return g_string_free(note, FALSE);
+  return g_strdup(note->str);
 }
+
+static gpointer owner_main(gpointer data) {
+  RokIoBackend *be = data;
+  RokUring *u = be->impl;
+  u->owner = g_thread_self();
+  const RokIoBackendConfig *config = u->config;
+  int r = init_ring(u, config->queue_depth * config->n_files + 1);
+  char *note = r == 0 ? register_all(u, be, config) : NULL;
+  g_mutex_lock(&u->lock);
+  u->started = TRUE;
+  u->init_res = r;
+  u->init_note = note;
+  g_cond_signal(&u->ready);
+  g_mutex_unlock(&u->lock);
+  if (r < 0)
+    return NULL;
+  arm_wake(u);
+  while (turn(u, be))
+    ;
+  io_uring_queue_exit(&u->ring);
+  return NULL;
+}
+
+static void uring_free(RokUring *u) {
+  if (u->wake_fd >= 0)
+    close(u->wake_fd);
+  g_mutex_clear(&u->lock);
+  g_cond_clear(&u->ready);
+  g_free(u);
+}
+
+/* Called once nothing is in flight: only the eventfd read is posted. */
+static void uring_shutdown(RokIoBackend *be) {
+  RokUring *u = be->impl;
+  g_mutex_lock(&u->lock);
+  u->stopping = TRUE;
+  gboolean wake = !u->woken;
+  u->woken = TRUE;
+  g_mutex_unlock(&u->lock);
+  guint64 one = 1;
+  if (wake && write(u->wake_fd, &one, sizeof one) != (ssize_t)sizeof one)
+    g_warning("io_uring backend: cannot stop its thread: %s", g_strerror(errno));
+  g_thread_join(u->owner);
+  uring_free(u);
+  be->impl = NULL;
+}
+
+static const RokIoBackendOps uring_ops = {
+  .name = "io_uring",
+  .issue = uring_issue,
+  .shutdown = uring_shutdown,
+};
 
 int rok_io_uring_init(RokIoBackend *be, const RokIoBackendConfig *config, char **note) {
   RokUring *u = g_new0(RokUring, 1);
-  unsigned entries = config->queue_depth * config->n_files + 1;
-  int r = io_uring_queue_init(entries, &u->ring, 0);
-  if (r < 0) {
-    g_free(u);
-    return r;
+  g_mutex_init(&u->lock);
+  g_cond_init(&u->ready);
+  g_queue_init(&u->incoming);
+  u->config = config;
+  u->wake_fd = eventfd(0, EFD_CLOEXEC);
+  if (u->wake_fd < 0) {
+    int e = errno;
+    uring_free(u);
+    return -e;
   }
   be->impl = u;
   be->ops = &uring_ops;
-  *note = register_all(u, be, config);
-  g_mutex_init(&u->sq_lock);
-  u->reaper = g_thread_new("rok-uring", reap, be);
-  return 0;
+  GThread *thread = g_thread_new("rok-uring", owner_main, be);
+  g_mutex_lock(&u->lock);
+  while (!u->started)
+    g_cond_wait(&u->ready, &u->lock);
+  g_mutex_unlock(&u->lock);
+  int r = u->init_res;
+  *note = u->init_note;
+  u->config = NULL;
+  if (r < 0) {
+    g_thread_join(thread);
+    uring_free(u);
+    be->impl = NULL;
+    be->ops = NULL;
+  }
+  return r;
 }
 
 #endif /* ROK_WITH_URING */

@@ -80,10 +80,12 @@ void rok_io_backend_submit(RokIoBackend *be, RokIoReq *req) {
     req->forced = -ECANCELED;
   be->active++;
   gboolean now = q->in_flight < be->queue_depth;
-  if (now)
+  if (now) {
     q->in_flight++;
-  else
+    be->stats.max_in_flight = MAX(be->stats.max_in_flight, q->in_flight);
+  } else {
     g_queue_push_tail(&q->pending, req);
+  }
   g_mutex_unlock(&be->lock);
   if (now)
     issue_attempt(be, req);

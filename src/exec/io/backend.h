@@ -75,8 +75,9 @@ typedef struct {
 } RokIoBackendConfig;
 
 typedef struct {
-  guint64 requests;  /* completed requests */
-  guint64 retries;   /* resubmissions after short transfers, EINTR or EAGAIN */
+  guint64 requests;     /* completed requests */
+  guint64 retries;      /* resubmissions after short transfers, EINTR or EAGAIN */
+  guint max_in_flight;  /* most requests a file had in flight at once */
 } RokIoBackendStats;
 
 /* Sets the backend up; the fds stay the caller's (close them after

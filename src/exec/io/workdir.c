@@ -39,9 +39,10 @@ static gboolean is_workdir_name(const char *name) {
   return TRUE;
 }
 
-/* Unlinks our regular files in the folder DIRFD, markers last (markers
- * only when MARKERS): a removal cut short still leaves a marker, so the next
- * sweep can finish it. Returns 0 or the first errno. */
+/* Unlinks our regular files in the folder DIRFD: the data files when not
+ * MARKERS, else the markers. Returns 0, the first errno, or ENOTEMPTY when
+ * the data pass meets anything rok does not write (then the markers stay,
+ * and with them the record of whose folder it is). */
 static int unlink_ours(int dirfd, gboolean markers) {
   DIR *d = fdopendir(dup(dirfd));
   if (d == NULL)
@@ -51,9 +52,14 @@ static int unlink_ours(int dirfd, gboolean markers) {
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     struct stat st;
-    if (!is_ours(e->d_name) || is_marker(e->d_name) != markers)
+    if (g_str_equal(e->d_name, ".") || g_str_equal(e->d_name, ".."))
       continue;
-    if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    gboolean regular = fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    if (!regular || !is_ours(e->d_name)) {
+      err = err != 0 ? err : ENOTEMPTY;
+      continue;
+    }
+    if (is_marker(e->d_name) != markers)
       continue;
     if (unlinkat(dirfd, e->d_name, 0) != 0 && errno != ENOENT && err == 0)
       err = errno;
@@ -75,6 +81,10 @@ static int remove_folder(const char *path) {
   if (err == 0 && rmdir(path) != 0 && errno != ENOENT)
     err = errno;
   return err;
+}
+
+static const char *not_ours_hint(int err) {
+  return err == ENOTEMPTY ? " (it holds files rok did not write)" : "";
 }
 
 RokWorkdir *rok_workdir_new(const char *dir, GError **error) {
@@ -116,7 +126,7 @@ gboolean rok_workdir_remove(RokWorkdir *w, GError **error) {
   int err = remove_folder(w->path);
   if (err != 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot remove work folder %s: %s%s", w->path,
-                g_strerror(err), err == ENOTEMPTY ? " (it holds files rok did not write)" : "");
+                g_strerror(err), not_ours_hint(err));
     return FALSE;
   }
   w->removed = TRUE;
@@ -176,8 +186,8 @@ guint rok_workdir_sweep(const char *dir, GPtrArray *notes) {
     if (err == 0)
       removed++;
     g_ptr_array_add(notes, err == 0 ? g_strdup_printf("removed stale work folder %s (%s)", path, why)
-                                    : g_strdup_printf("could not remove stale work folder %s (%s): %s",
-                                                      path, why, g_strerror(err)));
+                                    : g_strdup_printf("could not remove stale work folder %s (%s): %s%s",
+                                                      path, why, g_strerror(err), not_ours_hint(err)));
   }
   rok_owner_clear(&self);
   return removed;

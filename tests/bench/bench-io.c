@@ -8,8 +8,6 @@
  * of the write time), then reads it back. The staging slots hold random
  * data, so the reads come from written extents. Prints one line per trial
  * and the medians, in bytes per second, as key=value pairs. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 

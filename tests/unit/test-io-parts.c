@@ -238,6 +238,8 @@ static void owner_round_trip(void) {
   g_assert_true(rok_owner_parse(text, &back));
   g_assert_cmpstr(back.host, ==, self.host);
   g_assert_cmpstr(back.boot, ==, self.boot);
+  g_assert_true(g_str_has_prefix(self.pidns, "pid:["));
+  g_assert_cmpstr(back.pidns, ==, self.pidns);
   g_assert_cmpint(back.pid, ==, self.pid);
   g_assert_cmpuint(back.start, ==, self.start);
   g_assert_cmpuint(back.uid, ==, self.uid);
@@ -251,14 +253,18 @@ static void owner_round_trip(void) {
 static void owner_bad_markers(void) {
   static const char *const bad[] = {
     "",
-    "rok-workdir/2\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\n",
-    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\n",            /* no uid */
-    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\nuid=0\n", /* twice */
-    "rok-workdir/1\nhost=a\nboot=b\npid=0\nstart=1\nuid=0\n",     /* pid 0 */
-    "rok-workdir/1\nhost=a\nboot=b\npid=x\nstart=1\nuid=0\n",
-    "rok-workdir/1\nhost=\nboot=b\npid=1\nstart=1\nuid=0\n",
-    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\ncolour=red\n",
+    "rok-workdir/2\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\npidns=p\n",
+    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\npidns=p\n",              /* no uid */
+    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\n",                 /* no pidns */
+    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\nuid=0\npidns=p\n", /* twice */
+    "rok-workdir/1\nhost=a\nboot=b\npid=0\nstart=1\nuid=0\npidns=p\n",       /* pid 0 */
+    "rok-workdir/1\nhost=a\nboot=b\npid=x\nstart=1\nuid=0\npidns=p\n",
+    "rok-workdir/1\nhost=\nboot=b\npid=1\nstart=1\nuid=0\npidns=p\n",
+    "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\npidns=p\ncolour=red\n",
   };
+  RokOwner good;
+  g_assert_true(rok_owner_parse("rok-workdir/1\nhost=a\nboot=\npid=1\nstart=1\nuid=0\npidns=\n", &good));
+  rok_owner_clear(&good);
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     RokOwner o;
     if (rok_owner_parse(bad[i], &o))
@@ -267,7 +273,7 @@ static void owner_bad_markers(void) {
 }
 
 /* Another boot, a pid that is gone, a pid now another process: gone. Another
- * host or user: not ours to judge. */
+ * host, user or pid namespace: not ours to judge. */
 static void owner_states(void) {
   RokOwner self;
   rok_owner_self(&self);
@@ -276,17 +282,21 @@ static void owner_states(void) {
   g_assert_true(g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &child, NULL));
   int status;
   g_assert_cmpint(waitpid(child, &status, 0), ==, child); /* now a pid nobody has */
+  char *host = self.host, *boot = self.boot, *ns = self.pidns;
   struct {
     RokOwner o;
     RokOwnerState state;
     const char *why;
   } cases[] = {
-    { { self.host, "other-boot", self.pid, self.start, self.uid }, ROK_OWNER_GONE, "before the machine last booted" },
-    { { self.host, self.boot, child, 0, self.uid }, ROK_OWNER_GONE, "is gone" },
-    { { self.host, self.boot, self.pid, self.start + 1, self.uid }, ROK_OWNER_GONE, "now another process" },
-    { { self.host, "", self.pid, self.start, self.uid }, ROK_OWNER_LIVE, NULL },
-    { { "another-host", "other-boot", child, 1, self.uid }, ROK_OWNER_FOREIGN, NULL },
-    { { self.host, self.boot, child, 1, self.uid + 1 }, ROK_OWNER_FOREIGN, NULL },
+    { { host, "other-boot", ns, self.pid, self.start, self.uid }, ROK_OWNER_GONE, "before the machine last booted" },
+    { { host, boot, ns, child, 0, self.uid }, ROK_OWNER_GONE, "is gone" },
+    { { host, boot, "", child, 0, self.uid }, ROK_OWNER_GONE, "is gone" },
+    { { host, boot, ns, self.pid, self.start + 1, self.uid }, ROK_OWNER_GONE, "now another process" },
+    { { host, "", ns, self.pid, self.start, self.uid }, ROK_OWNER_LIVE, NULL },
+    { { host, boot, ns, self.pid, 0, self.uid }, ROK_OWNER_LIVE, NULL },
+    { { "another-host", "other-boot", ns, child, 1, self.uid }, ROK_OWNER_FOREIGN, NULL },
+    { { host, boot, ns, child, 1, self.uid + 1 }, ROK_OWNER_FOREIGN, NULL },
+    { { host, boot, "pid:[1]", child, 1, self.uid }, ROK_OWNER_FOREIGN, NULL },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *why = NULL;

@@ -197,8 +197,9 @@ static char *marker_of_self(void) {
   g_auto(GStrv) f = g_strsplit(strrchr(stat, ')') + 2, " ", 0);
   g_autofree char *boot = NULL;
   g_assert_true(g_file_get_contents("/proc/sys/kernel/random/boot_id", &boot, NULL, NULL));
-  return g_strdup_printf("rok-workdir/1\nhost=%s\nboot=%s\npid=%d\nstart=%s\nuid=%u\n",
-                         g_get_host_name(), g_strstrip(boot), (int)getpid(), f[19], (unsigned)getuid());
+  g_autofree char *ns = g_file_read_link("/proc/self/ns/pid", NULL);
+  return g_strdup_printf("rok-workdir/1\nhost=%s\nboot=%s\npid=%d\nstart=%s\nuid=%u\npidns=%s\n",
+                         g_get_host_name(), g_strstrip(boot), (int)getpid(), f[19], (unsigned)getuid(), ns);
 }
 
 /* SIGKILL leaves the folder; the next store removes it, and only it. */
@@ -214,21 +215,28 @@ static void killed_then_swept(void) {
   g_assert_true(g_file_test(data, G_FILE_TEST_IS_REGULAR)); /* left behind */
 
   /* Not ours or not stale: a folder without marker, one of a live process
-   * (this one), one of another host, and a stale one holding a foreign file. */
+   * (this one), one of another host, one of another pid namespace, and a
+   * stale one holding a foreign file. */
   g_autofree char *foreign = g_build_filename(dir, "rok-abc123", NULL);
   g_autofree char *live = g_build_filename(dir, "rok-live01", NULL);
   g_autofree char *remote = g_build_filename(dir, "rok-host01", NULL);
   g_autofree char *mixed = g_build_filename(dir, "rok-mixd01", NULL);
+  g_autofree char *other_ns = g_build_filename(dir, "rok-pidn01", NULL);
   g_autofree char *self_marker = marker_of_self();
   g_autofree char *remote_marker = g_strdup_printf(
-      "rok-workdir/1\nhost=elsewhere\nboot=x\npid=%d\nstart=1\nuid=%u\n", (int)s.pid, (unsigned)getuid());
-  g_autofree char *dead_marker = g_strdup_printf(
-      "rok-workdir/1\nhost=%s\nboot=\npid=%d\nstart=1\nuid=%u\n", g_get_host_name(), (int)s.pid,
+      "rok-workdir/1\nhost=elsewhere\nboot=x\npid=%d\nstart=1\nuid=%u\npidns=\n", (int)s.pid,
       (unsigned)getuid());
+  g_autofree char *dead_marker = g_strdup_printf(
+      "rok-workdir/1\nhost=%s\nboot=\npid=%d\nstart=1\nuid=%u\npidns=\n", g_get_host_name(),
+      (int)s.pid, (unsigned)getuid());
   make_folder(foreign, NULL, "data");
   make_folder(live, self_marker, NULL);
   make_folder(remote, remote_marker, NULL);
   make_folder(mixed, dead_marker, "notes.txt");
+  g_autofree char *ns_marker = g_strdup_printf(
+      "rok-workdir/1\nhost=%s\nboot=\npid=%d\nstart=1\nuid=%u\npidns=pid:[1]\n", g_get_host_name(),
+      (int)s.pid, (unsigned)getuid());
+  make_folder(other_ns, ns_marker, NULL);
 
   g_autoptr(RokStaging) pool = rok_staging_new(SLOT, SLOT, NULL);
   const char *dirs[] = { dir, NULL };
@@ -252,6 +260,7 @@ static void killed_then_swept(void) {
   remove_folder(foreign, "data");
   remove_folder(live, NULL);
   remove_folder(remote, NULL);
+  remove_folder(other_ns, NULL);
   /* The stale folder holding a foreign file keeps its marker, so that later
    * runs still know it was rok's and say so. */
   g_autofree char *mixed_marker = g_build_filename(mixed, "rok-owner", NULL);

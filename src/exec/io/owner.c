@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #define MARKER_FORMAT "rok-workdir/1"
-#define ALL_KEYS 0x1fu /* host, boot, pid, start, uid */
+#define ALL_KEYS 0x3fu /* host, boot, pid, start, uid, pidns */
 
 /* Start time of PID (clock ticks since boot, /proc/PID/stat field 22):
  * 1 when found, 0 when there is no such process, -1 when /proc cannot
@@ -39,6 +39,9 @@ void rok_owner_self(RokOwner *owner) {
     boot = g_strdup("");
   owner->host = g_strdup(g_get_host_name());
   owner->boot = g_strdup(g_strstrip(boot));
+  owner->pidns = g_file_read_link("/proc/self/ns/pid", NULL);
+  if (owner->pidns == NULL)
+    owner->pidns = g_strdup("");
   owner->pid = getpid();
   owner->uid = getuid();
   if (proc_start_time(owner->pid, &owner->start) != 1)
@@ -48,13 +51,14 @@ void rok_owner_self(RokOwner *owner) {
 void rok_owner_clear(RokOwner *owner) {
   g_clear_pointer(&owner->host, g_free);
   g_clear_pointer(&owner->boot, g_free);
+  g_clear_pointer(&owner->pidns, g_free);
 }
 
 char *rok_owner_to_text(const RokOwner *owner) {
   return g_strdup_printf(MARKER_FORMAT "\nhost=%s\nboot=%s\npid=%d\nstart=%" G_GUINT64_FORMAT
-                                       "\nuid=%u\n",
+                                       "\nuid=%u\npidns=%s\n",
                          owner->host, owner->boot, (int)owner->pid, owner->start,
-                         (unsigned)owner->uid);
+                         (unsigned)owner->uid, owner->pidns);
 }
 
 static gboolean parse_number(const char *text, guint64 max, guint64 *value) {
@@ -64,7 +68,7 @@ static gboolean parse_number(const char *text, guint64 max, guint64 *value) {
 /* One "key=value" line into OWNER; FALSE for a line that does not belong
  * (unknown or repeated key, bad value). */
 static gboolean parse_line(const char *line, RokOwner *owner, guint *seen) {
-  static const char *const keys[] = { "host", "boot", "pid", "start", "uid" };
+  static const char *const keys[] = { "host", "boot", "pid", "start", "uid", "pidns" };
   g_auto(GStrv) kv = g_strsplit(line, "=", 2);
   if (kv[0] == NULL || kv[1] == NULL)
     return FALSE;
@@ -90,10 +94,13 @@ static gboolean parse_line(const char *line, RokOwner *owner, guint *seen) {
     return TRUE;
   case 3:
     return parse_number(v, G_MAXUINT64, &owner->start);
-  default:
+  case 4:
     if (!parse_number(v, G_MAXUINT32, &n))
       return FALSE;
     owner->uid = (uid_t)n;
+    return TRUE;
+  default:
+    owner->pidns = g_strdup(v);
     return TRUE;
   }
 }
@@ -124,6 +131,10 @@ RokOwnerState rok_owner_state(const RokOwner *owner, const RokOwner *self, char 
     *why = g_strdup_printf("pid %d ran before the machine last booted", (int)owner->pid);
     return ROK_OWNER_GONE;
   }
+  /* A process in another pid namespace (another container on this kernel)
+   * cannot be looked up from here: its pid says nothing. */
+  if (*owner->pidns != '\0' && *self->pidns != '\0' && !g_str_equal(owner->pidns, self->pidns))
+    return ROK_OWNER_FOREIGN;
   guint64 start = 0;
   int found = proc_start_time(owner->pid, &start);
   if (found < 0) /* no /proc: only whether the pid exists can be checked */

@@ -10,6 +10,7 @@ G_BEGIN_DECLS
 typedef struct {
   char *host;
   char *boot;     /* "" where /proc does not tell */
+  char *pidns;    /* the pid namespace, "pid:[N]"; "" where /proc does not tell */
   pid_t pid;
   guint64 start;  /* 0 where /proc does not tell */
   uid_t uid;
@@ -18,7 +19,7 @@ typedef struct {
 typedef enum {
   ROK_OWNER_LIVE,    /* that process still runs: hands off */
   ROK_OWNER_GONE,    /* ours, and its process is gone: stale */
-  ROK_OWNER_FOREIGN, /* another host or user: not ours to judge */
+  ROK_OWNER_FOREIGN, /* another host, user or pid namespace: not ours to judge */
 } RokOwnerState;
 
 /* The calling process. */

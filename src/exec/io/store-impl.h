@@ -26,9 +26,12 @@ struct _RokStore {
   RokIoBackend *backend;
   GPtrArray *notes; /* strings, NULL-terminated */
 
-  GMutex lock; /* guards the extents, next_dir, n_tensors and stats */
+  GMutex lock; /* guards the extents, next_dir and n_tensors */
   guint next_dir;
   guint n_tensors;
+  /* Apart, so that completions never wait for an allocation (which may
+   * grow a file, and fallocate waits for the file's direct I/O). */
+  GMutex stats_lock;
   RokStoreStats stats;
 };
 

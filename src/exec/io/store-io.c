@@ -95,8 +95,11 @@ RokStoreTensor *rok_store_tensor_new(RokStore *s, guint64 bytes, GError **error)
 void rok_store_tensor_free(RokStoreTensor *t) {
   if (t == NULL)
     return;
-  if (g_atomic_int_get(&t->pending) != 0)
+  if (g_atomic_int_get(&t->pending) != 0) {
+    /* Freeing it would let the completions write into freed memory: leak. */
     g_critical("rok_store_tensor_free: %d operations outstanding", g_atomic_int_get(&t->pending));
+    return;
+  }
   RokStore *s = t->store;
   g_mutex_lock(&s->lock);
   release_runs(t);
@@ -130,13 +133,13 @@ static void chunk_done(RokIoReq *io, int res) {
   RokStore *s = t->store;
   gboolean write = io->op == ROK_IO_WRITE;
   gsize bytes = rok_store_tensor_chunk_bytes(t, op->chunk);
-  g_mutex_lock(&s->lock);
+  g_mutex_lock(&s->stats_lock);
   *(write ? &s->stats.writes : &s->stats.reads) += 1;
   if (res == 0)
     *(write ? &s->stats.bytes_written : &s->stats.bytes_read) += bytes;
   else
     s->stats.errors++;
-  g_mutex_unlock(&s->lock);
+  g_mutex_unlock(&s->stats_lock);
   /* Counted down first: the callback may free the tensor. */
   RokStoreDoneFunc done = op->done;
   gpointer user_data = op->user_data;
@@ -205,9 +208,9 @@ gboolean rok_store_sync(RokStore *s, GError **error) {
 }
 
 void rok_store_stats(RokStore *s, RokStoreStats *stats) {
-  g_mutex_lock(&s->lock);
+  g_mutex_lock(&s->stats_lock);
   *stats = s->stats;
-  g_mutex_unlock(&s->lock);
+  g_mutex_unlock(&s->stats_lock);
   RokIoBackendStats be;
   rok_io_backend_stats(s->backend, &be);
   stats->retries = be.retries;

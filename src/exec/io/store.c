@@ -41,6 +41,7 @@ void rok_store_free(RokStore *s) {
   rok_fault_free(s->fault);
   g_ptr_array_unref(s->notes);
   g_mutex_clear(&s->lock);
+  g_mutex_clear(&s->stats_lock);
   g_free(s);
 }
 
@@ -162,6 +163,7 @@ RokStore *rok_store_open(const char *const *dirs, RokStaging *staging,
     return NULL;
   g_autoptr(RokStore) s = g_new0(RokStore, 1);
   g_mutex_init(&s->lock);
+  g_mutex_init(&s->stats_lock);
   s->notes = g_ptr_array_new_with_free_func(g_free);
   g_ptr_array_add(s->notes, NULL);
   s->staging = staging;

@@ -9,17 +9,20 @@
  *   pid=<process id>
  *   start=<process start time: field 22 of /proc/PID/stat, clock ticks since boot>
  *   uid=<user id>
+ *   pidns=<pid namespace: the link /proc/self/ns/pid>
  *
  * The data files it holds are named "data" or "data.*". On success, error
  * and cancellation the folder is removed (rok_workdir_free). A run killed
  * with SIGKILL cannot clean up; the next run in the same directory sweeps:
  * a rok-XXXXXX folder is stale, and removed, only when it is a real
  * directory (not a link) of this user holding a marker that names this host
- * and this user and a process that is gone: another boot, no such pid, or
- * the pid now belongs to a process started at another time. Folders of live
- * rok processes, of other hosts and users, and anything without a readable
- * marker (a folder of another program, or one whose marker was never
- * written) are never touched. Removal unlinks only the marker and data
+ * and this user and a process that is gone: another boot, or, in this pid
+ * namespace, no such pid or the pid now belongs to a process started at
+ * another time (the host name is taken to name one machine). Folders of
+ * live rok processes, of other hosts, users and pid namespaces (containers
+ * sharing a directory), and anything without a readable marker (a folder of
+ * another program, or one whose marker was never written) are never
+ * touched. Removal unlinks only the marker and data
  * files, relative to an open handle of the folder (no links followed), then
  * the folder; a folder holding anything else stays, with a note. */
 #pragma once

@@ -2,14 +2,22 @@
  *
  * A RokJsonDoc is a parsed file (json-c, strict mode) plus its text, so that
  * any value can be located again as file:line:col when it turns out to be
- * wrong. Parsing rejects syntax errors (file:line:col), duplicate keys
- * (file:line:col of the second one) and nesting deeper than 64.
+ * wrong (lines and columns count from 1, columns in characters). Parsing
+ * rejects, located at file:line:col: syntax errors (json-c's description),
+ * what json-c's strict mode still lets through (NaN, Infinity, 'quotes',
+ * "1.", raw control characters in strings), duplicate keys (at the second
+ * one), integers that do not fit 64 bits, numbers beyond the double range,
+ * invalid UTF-8, NUL bytes, and more than 64 levels of nested values (the
+ * top-level value is level 1). An empty file and text after the value are
+ * errors too. All of these are ROK_ERROR_INPUT.
  *
  * Typed getters read one member of an object. An absent member is an error
  * when `required`, otherwise the output keeps the default the caller put
- * there. Every wrong value is an error of kind ROK_ERROR_INPUT worded as
- *   configs/models/x.json:12:7: "gpu.memory": must be a size such as "40GiB"
+ * there. A member that is null is present and of the wrong type. Every wrong
+ * value is an error of kind ROK_ERROR_INPUT worded as
+ *   configs/models/x.json:12:7: "layers": must be a positive integer, not "forty"
  * Integers that do not fit 64 bits, NaN and infinities are always rejected.
+ * Getters cost a hash lookup; positions are only worked out for an error.
  *
  * Command-line overrides (`--set key=value`) are written into the document
  * with rok_json_doc_set(); an error in an overridden value names the option
@@ -28,6 +36,7 @@ G_BEGIN_DECLS
 
 typedef struct _RokJsonDoc RokJsonDoc;
 
+/* A missing or unreadable file is ROK_ERROR_INPUT, a failing read ROK_ERROR_IO. */
 RokJsonDoc *rok_json_doc_load(const char *path, GError **error);
 /* `name` is what messages call the text (a path, or "<stdin>"). */
 RokJsonDoc *rok_json_doc_parse(const char *name, const char *text, gsize length, GError **error);
@@ -37,19 +46,34 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokJsonDoc, rok_json_doc_free)
 const char *rok_json_doc_name(const RokJsonDoc *doc);
 json_object *rok_json_doc_root(const RokJsonDoc *doc);
 
-/* Apply "key=value" to the root object (key may be dotted: "gpu.memory").
- * The value is read as a JSON literal when it is one (8, true, 0.5, "x") and
- * as a string otherwise (flash, 40GiB). `origin` is how messages name it,
- * e.g. "--set micro_batch=8". Fails on a malformed assignment. */
+/* Apply "key=value" to the root object (key may be dotted: "gpu.memory";
+ * missing intermediate objects are created). The value is read as a JSON
+ * literal when the whole of it is one (8, true, null, 0.5, "x", [1,2],
+ * {"a":1}) and as a string otherwise (flash, 40GiB, NaN). `origin` is how
+ * messages name it, e.g. "--set micro_batch=8"; errors later found in the
+ * value read "--set micro_batch=abc: "micro_batch": must be ...". Fails with
+ * ROK_ERROR_USAGE on a malformed assignment ("=3", "x", "a..b=1") or a key
+ * through a non-object, ROK_ERROR_INPUT on a literal that does not fit (an
+ * integer beyond 64 bits); a failed call changes nothing. Apply overrides
+ * before reading: a replaced member frees the json_object it held. */
 gboolean rok_json_doc_set(RokJsonDoc *doc, const char *assignment, const char *origin, GError **error);
 
 /* Set `error` (ROK_ERROR_INPUT) to a message about the value at `path`
- * ("gpu.memory", "ops[3].inputs[0]"; "" for the whole document), prefixed
- * with file:line:col when the value can be found in the text. */
+ * ("gpu.memory", "ops[3].inputs[0]"; "" for the whole document):
+ *   file:line:col: "path": message     where the value starts in the text
+ *   --set x=1: "path": message         when an override set it
+ *   file: "path": message              when it is not in the text
+ *   file: message                      for ""
+ * The text is only searched here, when an error is reported. Keys holding
+ * '.' or '[' cannot be located. */
 void rok_json_error(GError **error, const RokJsonDoc *doc, const char *path, const char *format, ...)
     G_GNUC_PRINTF(4, 5);
 
-/* One object inside a document, with its path for messages. */
+/* One object inside a document, with its path for messages. The functions
+ * below fill an `out` without clearing it first (it may be uninitialised):
+ * clear it (rok_json_obj_clear, or g_auto with = {0}) before filling it
+ * again. On failure `out` is left as it was. obj == NULL stands for an
+ * absent optional object: all its members are absent. */
 typedef struct {
   const RokJsonDoc *doc;
   json_object *obj;
@@ -62,7 +86,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(RokJsonObj, rok_json_obj_clear)
 /* The root, which must be an object. */
 gboolean rok_json_root(const RokJsonDoc *doc, RokJsonObj *out, GError **error);
 /* Member `key` of `parent`, which must be an object. Returns FALSE on error;
- * when absent and not required returns TRUE with out->obj == NULL. */
+ * when absent and not required returns TRUE with out->obj == NULL (and the
+ * path set). `out` may be `parent` itself. */
 gboolean rok_json_child(const RokJsonObj *parent, const char *key, gboolean required, RokJsonObj *out,
                         GError **error);
 /* Element `index` of the array member `key` (which the caller got with
@@ -71,12 +96,16 @@ gboolean rok_json_element(const RokJsonObj *parent, const char *key, json_object
                           RokJsonObj *out, GError **error);
 
 /* Reject members not in the NULL-terminated list `keys`: a typo must not be
- * silently ignored. The message names the unknown key and, when one is
- * close, suggests it. */
+ * silently ignored. The message is located at the unknown key, names it and
+ * suggests a close known key ("unknown key; did you mean "memory"?") or
+ * else lists the known ones. */
 gboolean rok_json_only_keys(const RokJsonObj *obj, const char *const *keys, GError **error);
 
 /* Typed getters. Each returns FALSE and sets `error` when the member is
- * present but wrong, or absent and `required`. */
+ * present but wrong, or absent and `required`; `*out` changes only on
+ * success. Integer getters take integer literals only (8, not 8.0); the
+ * range in the message comes from min and max ("must be an integer from 0
+ * to 3", "must be a positive integer"). */
 gboolean rok_json_get_string(const RokJsonObj *obj, const char *key, gboolean required, char **out,
                              GError **error); /* *out is replaced by a new string */
 gboolean rok_json_get_enum(const RokJsonObj *obj, const char *key, gboolean required,
@@ -90,7 +119,9 @@ gboolean rok_json_get_int(const RokJsonObj *obj, const char *key, gboolean requi
 gboolean rok_json_get_double(const RokJsonObj *obj, const char *key, gboolean required, double min,
                              double max, double *out, GError **error); /* finite, min <= x <= max */
 /* Sizes, rates and times: a number in base units or a string with units
- * (see units.h). Sizes and rates must be positive; times non-negative. */
+ * (see units.h; its message is passed on). Sizes must be positive whole
+ * numbers of bytes (4e9 is fine), rates positive and finite, times (seconds
+ * when a number) non-negative and within gint64 nanoseconds. */
 gboolean rok_json_get_size(const RokJsonObj *obj, const char *key, gboolean required, guint64 *bytes,
                            GError **error);
 gboolean rok_json_get_rate(const RokJsonObj *obj, const char *key, gboolean required, double *per_second,
@@ -100,20 +131,32 @@ gboolean rok_json_get_time(const RokJsonObj *obj, const char *key, gboolean requ
 /* An array member; *out is borrowed from the document (NULL when absent). */
 gboolean rok_json_get_array(const RokJsonObj *obj, const char *key, gboolean required, json_object **out,
                             GError **error);
-/* An array of integers each in [0, max], appended to `out` (GArray of guint). */
+/* An array of integers each in [0, max], appended to `out` (GArray of
+ * guint); on error nothing is appended and the message names the element
+ * ("ops[3].inputs[1]"). */
 gboolean rok_json_get_index_array(const RokJsonObj *obj, const char *key, gboolean required, guint max,
                                   GArray *out, GError **error);
 
+/* An array of at most `capacity` integers each in [0, max], into `out`;
+ * *length is how many there were. */
+gboolean rok_json_get_uint_array(const RokJsonObj *obj, const char *key, gboolean required, guint64 max,
+                                 guint64 *out, gsize capacity, gsize *length, GError **error);
+
 /* Check a file's "format" member: it must equal `expected` ("rok-trace/1").
- * Anything else, newer versions included, is ROK_ERROR_FORMAT. */
+ * Anything else, a missing member and newer versions included, is
+ * ROK_ERROR_FORMAT, saying what was expected and what was found. */
 gboolean rok_json_check_format(const RokJsonObj *root, const char *expected, GError **error);
 
-/* Writing. Doubles keep 17 significant digits; non-finite doubles are
- * written as null (json-c would write NaN, which is not JSON). */
+/* Writing. Doubles keep 17 significant digits ("%.17g", "2.0" for whole
+ * numbers, whatever json-c's global format or the locale); non-finite
+ * doubles give NULL, which is json-c's null (json-c would write NaN, which
+ * is not JSON). */
 json_object *rok_json_new_double(double value);
 /* Canonical text: two-space pretty print, no escaped slashes, final newline. */
 char *rok_json_to_string(json_object *value);
-/* Write the canonical text to `path` atomically; on failure nothing is left. */
+/* Write the canonical text to `path` atomically (temporary file in the same
+ * directory, fsync, rename); on failure nothing is left and the error is
+ * G_FILE_ERROR, naming `path`. */
 gboolean rok_json_write_file(json_object *value, const char *path, GError **error);
 
 G_END_DECLS

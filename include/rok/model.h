@@ -1,6 +1,6 @@
 /* Model configuration: the shape of a transformer and how it is trained.
  *
- * Read from configs/models/*.json (schema in DESIGN.md, "Model config").
+ * Read from configs/models/NAME.json (schema in DESIGN.md, "Model config").
  * Every field is validated: types, ranges, divisibility (heads by tensor
  * parallelism, ...), and that the largest tensor sizes fit 64 bits. T5 adds
  * two optional fields: `decoder_layers` (default: layers) and
@@ -10,14 +10,25 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "rok/json.h"
+
 G_BEGIN_DECLS
 
 typedef enum { ROK_ARCH_GPT, ROK_ARCH_BERT, ROK_ARCH_T5, ROK_ARCH_LLAMA } RokArch;
 typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;
 typedef enum { ROK_OPTIMIZER_ADAM, ROK_OPTIMIZER_SGD } RokOptimizer;
 typedef enum { ROK_PRECISION_MIXED, ROK_PRECISION_PURE } RokPrecision;
-/* Element types of tensors; u8 is a dropout mask, i64 token ids. */
-typedef enum { ROK_DTYPE_BF16, ROK_DTYPE_FP16, ROK_DTYPE_FP32, ROK_DTYPE_U8, ROK_DTYPE_I64 } RokDtype;
+/* Element types of tensors: u8/u16/u32 are dropout masks (mask_bytes wide),
+ * i64 token ids. */
+typedef enum {
+  ROK_DTYPE_BF16,
+  ROK_DTYPE_FP16,
+  ROK_DTYPE_FP32,
+  ROK_DTYPE_U8,
+  ROK_DTYPE_U16,
+  ROK_DTYPE_U32,
+  ROK_DTYPE_I64,
+} RokDtype;
 
 typedef struct {
   char *name;   /* default: the file name without .json */
@@ -31,7 +42,7 @@ typedef struct {
   guint64 micro_batch, global_batch;
   RokDtype dtype;      /* bf16, fp16 or fp32: activations and 16-bit weights */
   double dropout;      /* probability; 0 removes masks and dropout copies */
-  guint64 mask_bytes;  /* bytes per dropout-mask element (1, 2 or 4) */
+  guint64 mask_bytes;  /* bytes per dropout-mask element: 1, 2 or 4 */
   RokAttention attention;
   guint64 tensor_parallel, pipeline_parallel, data_parallel;
   gboolean sequence_parallel;
@@ -45,6 +56,8 @@ typedef struct {
 RokModel *rok_model_load(const char *path, const char *const *overrides, GError **error);
 RokModel *rok_model_parse(const char *name, const char *text, gsize length, const char *const *overrides,
                           GError **error);
+/* A config embedded in another file (a trace's "model" member). */
+RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error);
 RokModel *rok_model_copy(const RokModel *model);
 void rok_model_free(RokModel *model);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokModel, rok_model_free)
@@ -55,11 +68,23 @@ json_object *rok_model_to_json(const RokModel *model);
 /* Names of enum values as they appear in configs ("gpt", "flash", ...). */
 const char *rok_arch_name(RokArch arch);
 const char *rok_dtype_name(RokDtype dtype);
+/* All dtype names, indexed by RokDtype, NULL-terminated. */
+const char *const *rok_dtype_names(void);
 guint rok_dtype_bytes(RokDtype dtype);
 
 /* Parameters of the whole model (all ranks together), embeddings included,
  * tied embeddings counted once. */
 guint64 rok_model_param_count(const RokModel *model);
+/* Parameters one GPU holds before ZeRO sharding: one tensor-parallel rank of
+ * the first pipeline stage (which holds the embedding). */
+guint64 rok_model_params_per_gpu(const RokModel *model);
+/* Bytes one layer saves for backward by the closed form of Korthikanti et
+ * al. (sbh(34 + 5as/h) and its tensor/sequence-parallel, no-dropout and
+ * flash variants), for GPT and BERT layers of the standard shape in 16-bit;
+ * 0 where the formula does not apply. The trace counts the same tensors
+ * exactly and adds what the formula leaves out (normalisation statistics,
+ * flash attention's log-sum-exp). */
+guint64 rok_model_reference_layer_bytes(const RokModel *model);
 /* Micro-batches per optimizer step on one data-parallel rank. */
 guint64 rok_model_micro_batches_per_step(const RokModel *model);
 

@@ -38,7 +38,7 @@ typedef enum {
   ROK_OP_ROTARY,          /* rotary position embedding of q and k */
   ROK_OP_ATTN_SCORES,     /* Q·Kᵀ, scaled (+ mask, + position bias) */
   ROK_OP_SOFTMAX,
-  ROK_OP_DROPOUT,         /* outputs: mask, then result */
+  ROK_OP_DROPOUT,         /* outputs: mask (any width), then result */
   ROK_OP_ATTN_CONTEXT,    /* P·V */
   ROK_OP_FLASH_ATTENTION, /* fused attention core; outputs: context, log-sum-exp */
   ROK_OP_ADD,             /* residual add */
@@ -112,9 +112,14 @@ guint rok_trace_add_tensor(RokTrace *trace, const char *name, gint layer, RokDty
 void rok_trace_add_input(RokTrace *trace, guint op, guint tensor);
 /* The backward of `op` reads `tensor`: it is saved (added once). */
 void rok_trace_need(RokTrace *trace, guint tensor, guint op);
-/* Fill every tensor's recompute_from from its producer's inputs, then check
- * the trace (ids in range, producers before consumers, bytes = shape). */
+/* Fill every tensor's recompute_from from its producer's inputs (a dropout
+ * mask needs none: it is a function of the seed), mark data tensors (made by
+ * an input op) not recomputable, then check the trace (ids in range,
+ * producers before consumers, bytes = shape). */
 gboolean rok_trace_finish(RokTrace *trace, GError **error);
+/* The checks of rok_trace_finish alone (ROK_ERROR_INPUT naming the op or
+ * tensor). */
+gboolean rok_trace_check(const RokTrace *trace, GError **error);
 
 void rok_trace_free(RokTrace *trace);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTrace, rok_trace_free)
@@ -135,6 +140,8 @@ guint64 rok_trace_saved_bytes(const RokTrace *trace, gint layer);
 guint64 rok_trace_total_saved_bytes(const RokTrace *trace);
 
 const char *rok_op_kind_name(RokOpKind kind);
+/* All kind names, indexed by RokOpKind, NULL-terminated. */
+const char *const *rok_op_kind_names(void);
 
 /* rok-trace/1 files. Reading checks every reference; a trace written and
  * read back writes identical bytes. A `model` object in the file is read

@@ -1,0 +1,145 @@
+/* Shared command-line plumbing. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/model.h"
+
+GOptionContext *rok_cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common) {
+  g_autofree char *usage = g_strdup_printf("%s — %s", command->args, command->summary);
+  GOptionContext *context = g_option_context_new(usage);
+  g_autofree char *prog = g_strdup_printf("rok %s", command->name);
+  g_set_prgname(prog);
+  if (entries != NULL)
+    g_option_context_add_main_entries(context, entries, NULL);
+  if (common != NULL) {
+    const GOptionEntry shared[] = {
+        {"json", 0, 0, G_OPTION_ARG_NONE, &common->json, "Print one JSON object instead of the table", NULL},
+        {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &common->sets,
+         "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
+        G_OPTION_ENTRY_NULL};
+    g_option_context_add_main_entries(context, shared, NULL);
+  }
+  g_option_context_set_description(context, "Exit codes: 0 success, 1 runtime failure, 2 invalid usage or "
+                                            "input, 3 no plan fits the budget.");
+  return context;
+}
+
+gboolean rok_cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error) {
+  GError *local = NULL;
+  if (g_option_context_parse(context, argc, argv, &local))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "%s (see --help)", local->message);
+  g_error_free(local);
+  return FALSE;
+}
+
+gboolean rok_cli_positionals(int argc, char **argv, int count, const char *what, GError **error) {
+  if (argc - 1 == count)
+    return TRUE;
+  if (argc - 1 < count)
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "missing %s (see --help)", what);
+  else
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unexpected argument \"%s\" (see --help)", argv[count + 1]);
+  return FALSE;
+}
+
+/* Where bundled configs live: $ROK_DATA_DIR, the installed share folder,
+ * then the source tree this binary was built from. */
+static char *bundled_path(const char *kind, const char *name) {
+  const char *roots[] = {g_getenv("ROK_DATA_DIR"), ROK_DATA_DIR, ROK_SOURCE_DIR};
+  for (guint i = 0; i < G_N_ELEMENTS(roots); i++) {
+    if (roots[i] == NULL)
+      continue;
+    g_autofree char *file = g_strconcat(name, ".json", NULL);
+    char *path = g_build_filename(roots[i], "configs", kind, file, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      return path;
+    g_free(path);
+  }
+  return NULL;
+}
+
+static gint compare_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static char *bundled_names(const char *kind) {
+  const char *roots[] = {g_getenv("ROK_DATA_DIR"), ROK_DATA_DIR, ROK_SOURCE_DIR};
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < G_N_ELEMENTS(roots) && names->len == 0; i++) {
+    if (roots[i] == NULL)
+      continue;
+    g_autofree char *folder = g_build_filename(roots[i], "configs", kind, NULL);
+    g_autoptr(GDir) dir = g_dir_open(folder, 0, NULL);
+    for (const char *entry; dir != NULL && (entry = g_dir_read_name(dir)) != NULL;)
+      if (g_str_has_suffix(entry, ".json"))
+        g_ptr_array_add(names, g_strndup(entry, strlen(entry) - 5));
+  }
+  g_ptr_array_sort(names, compare_names);
+  g_ptr_array_add(names, NULL);
+  return g_strjoinv(", ", (char **)names->pdata);
+}
+
+char *rok_cli_resolve(const char *arg, const char *kind, GError **error) {
+  if (g_file_test(arg, G_FILE_TEST_EXISTS))
+    return g_strdup(arg);
+  char *path = strchr(arg, '/') == NULL ? bundled_path(kind, arg) : NULL;
+  if (path != NULL)
+    return path;
+  g_autofree char *names = bundled_names(kind);
+  g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: no such file, nor a bundled %s config (bundled: %s)", arg,
+              g_str_equal(kind, "hw") ? "hardware" : "model", names);
+  return NULL;
+}
+
+/* A rok-trace/1 file says so in its "format"; a model config has none. */
+static gboolean is_trace_file(const char *path) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, NULL);
+  json_object *root = doc == NULL ? NULL : rok_json_doc_root(doc);
+  return root != NULL && json_object_is_type(root, json_type_object) &&
+         json_object_object_get_ex(root, "format", NULL);
+}
+
+RokTrace *rok_cli_load_trace(const char *arg, char **sets, GError **error) {
+  g_autofree char *path = rok_cli_resolve(arg, "models", error);
+  if (path == NULL)
+    return NULL;
+  if (is_trace_file(path)) {
+    if (sets != NULL && sets[0] != NULL) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--set %s: a trace file has no model config to override",
+                  sets[0]);
+      return NULL;
+    }
+    return rok_trace_load(path, error);
+  }
+  g_autoptr(RokModel) model = rok_model_load(path, (const char *const *)sets, error);
+  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+}
+
+RokHw *rok_cli_load_hw(const char *arg, GError **error) {
+  g_autofree char *path = rok_cli_resolve(arg, "hw", error);
+  return path == NULL ? NULL : rok_hw_load(path, error);
+}
+
+gboolean rok_cli_print_json(json_object *value, GError **error) {
+  g_autofree char *text = rok_json_to_string(value);
+  json_object_put(value);
+  if (fputs(text, stdout) == EOF) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "writing standard output: %s", g_strerror(errno));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+int rok_cli_fail(const char *command, GError *error) {
+  int code = rok_error_exit_code(error);
+  fflush(stdout);
+  fprintf(stderr, "rok %s: %s\n", command, error->message);
+  g_error_free(error);
+  return code;
+}

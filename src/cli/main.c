@@ -1,0 +1,86 @@
+/* rok: the command table and what happens around every command. */
+#include <errno.h>
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "cli/cli.h"
+#include "rok/error.h"
+
+int rok_cmd_trace(int argc, char **argv);
+int rok_cmd_simulate(int argc, char **argv);
+
+static const RokCommand commands[] = {
+    {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
+    {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
+    {NULL, NULL, NULL, NULL},
+};
+
+const RokCommand *rok_cli_commands(void) {
+  return commands;
+}
+
+const RokCommand *rok_cli_find(const char *name) {
+  for (const RokCommand *c = commands; c->name != NULL; c++)
+    if (g_str_equal(c->name, name))
+      return c;
+  return NULL;
+}
+
+static void print_usage(FILE *out) {
+  fprintf(out, "Usage: rok COMMAND [OPTIONS] ARGS\n\n"
+               "rok decides, per activation tensor of an LLM training step, whether to recompute it,\n"
+               "offload it to host memory or NVMe SSDs, or keep it in GPU memory.\n\nCommands:\n");
+  for (const RokCommand *c = commands; c->name != NULL; c++)
+    fprintf(out, "  %-10s %s\n", c->name, c->summary);
+  fprintf(out, "\nMODEL is a config file or a bundled model's name (gpt3-13b); HW likewise\n"
+               "(a100-40g-pcie4-4xp5800x). `rok help COMMAND` or `rok COMMAND --help` for more.\n");
+}
+
+/* A full disk behind `rok ... > out.json` must be an error, not silence. */
+static int check_stdout(int code) {
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return code;
+  fprintf(stderr, "rok: writing standard output: %s\n", g_strerror(errno));
+  return code == ROK_EXIT_OK ? ROK_EXIT_FAILURE : code;
+}
+
+static int unknown_command(const char *name) {
+  fprintf(stderr, "rok: unknown command \"%s\"\n\n", name);
+  print_usage(stderr);
+  return ROK_EXIT_INVALID;
+}
+
+static int help(int argc, char **argv) {
+  if (argc < 3) {
+    print_usage(stdout);
+    return ROK_EXIT_OK;
+  }
+  const RokCommand *command = rok_cli_find(argv[2]);
+  if (command == NULL)
+    return unknown_command(argv[2]);
+  char *help_argv[] = {argv[2], "--help", NULL};
+  return command->run(2, help_argv);
+}
+
+int main(int argc, char **argv) {
+  setlocale(LC_ALL, "C.UTF-8");
+  gsl_set_error_handler_off();
+  if (argc < 2) {
+    print_usage(stderr);
+    return ROK_EXIT_INVALID;
+  }
+  const char *name = argv[1];
+  if (g_str_equal(name, "help") || g_str_equal(name, "--help") || g_str_equal(name, "-h"))
+    return check_stdout(help(argc, argv));
+  if (g_str_equal(name, "--version")) {
+    printf("rok %s\n", ROK_VERSION);
+    return check_stdout(ROK_EXIT_OK);
+  }
+  const RokCommand *command = rok_cli_find(name);
+  if (command == NULL)
+    return unknown_command(name);
+  return check_stdout(command->run(argc - 1, argv + 1));
+}

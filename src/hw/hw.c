@@ -1,0 +1,160 @@
+/* Hardware profiles: reading, validation, writing. */
+#include "rok/hw.h"
+
+#include "rok/error.h"
+#include "rok/json.h"
+
+static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
+static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
+                                       "launch_overhead", NULL};
+static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
+static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", NULL};
+static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
+                                        "queue_depth", "capacity", "endurance_pbw", "gpudirect", NULL};
+
+void rok_hw_free(RokHw *hw) {
+  if (hw == NULL)
+    return;
+  g_free(hw->name);
+  g_free(hw->source);
+  g_free(hw);
+}
+
+RokHw *rok_hw_copy(const RokHw *hw) {
+  RokHw *copy = g_memdup2(hw, sizeof *hw);
+  copy->name = g_strdup(hw->name);
+  copy->source = g_strdup(hw->source);
+  return copy;
+}
+
+static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  return rok_json_child(root, "gpu", TRUE, &o, error) && rok_json_only_keys(&o, gpu_keys, error) &&
+         rok_json_get_size(&o, "memory", TRUE, &hw->gpu.memory, error) &&
+         rok_json_get_rate(&o, "peak_flops", TRUE, &hw->gpu.peak_flops, error) &&
+         rok_json_get_double(&o, "matmul_efficiency", TRUE, 1e-3, 1.0, &hw->gpu.matmul_efficiency, error) &&
+         rok_json_get_rate(&o, "hbm_bandwidth", TRUE, &hw->gpu.hbm_bandwidth, error) &&
+         rok_json_get_time(&o, "launch_overhead", FALSE, &hw->gpu.launch_overhead, error);
+}
+
+static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  return rok_json_child(root, "pcie", TRUE, &o, error) && rok_json_only_keys(&o, pcie_keys, error) &&
+         rok_json_get_rate(&o, "h2d_bandwidth", TRUE, &hw->pcie.h2d_bandwidth, error) &&
+         rok_json_get_rate(&o, "d2h_bandwidth", TRUE, &hw->pcie.d2h_bandwidth, error) &&
+         rok_json_get_time(&o, "latency", FALSE, &hw->pcie.latency, error);
+}
+
+static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  return rok_json_child(root, "host", TRUE, &o, error) && rok_json_only_keys(&o, host_keys, error) &&
+         rok_json_get_size(&o, "memory", TRUE, &hw->host.memory, error) &&
+         rok_json_get_size(&o, "pinned_buffer", TRUE, &hw->host.pinned_buffer, error) &&
+         rok_json_get_rate(&o, "memcpy_bandwidth", TRUE, &hw->host.memcpy_bandwidth, error);
+}
+
+/* The SSD section may be left out (a machine without SSDs: devices 0). */
+static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  if (!rok_json_child(root, "nvme", FALSE, &o, error))
+    return FALSE;
+  if (o.obj == NULL)
+    return TRUE;
+  hw->nvme.devices = 1;
+  hw->nvme.queue_depth = 32;
+  return rok_json_only_keys(&o, nvme_keys, error) &&
+         rok_json_get_uint(&o, "devices", FALSE, 0, 1024, &hw->nvme.devices, error) &&
+         rok_json_get_rate(&o, "read_bandwidth", TRUE, &hw->nvme.read_bandwidth, error) &&
+         rok_json_get_rate(&o, "write_bandwidth", TRUE, &hw->nvme.write_bandwidth, error) &&
+         rok_json_get_time(&o, "latency", FALSE, &hw->nvme.latency, error) &&
+         rok_json_get_uint(&o, "queue_depth", FALSE, 1, 65536, &hw->nvme.queue_depth, error) &&
+         rok_json_get_size(&o, "capacity", TRUE, &hw->nvme.capacity, error) &&
+         rok_json_get_double(&o, "endurance_pbw", FALSE, 0.0, 1e9, &hw->nvme.endurance_pbw, error) &&
+         rok_json_get_bool(&o, "gpudirect", FALSE, &hw->nvme.gpudirect, error);
+}
+
+static RokHw *hw_from_doc(const RokJsonDoc *doc, GError **error) {
+  g_auto(RokJsonObj) root = {0};
+  g_autoptr(RokHw) hw = g_new0(RokHw, 1);
+  if (!rok_json_root(doc, &root, error) || !rok_json_only_keys(&root, hw_keys, error) ||
+      !rok_json_get_string(&root, "name", FALSE, &hw->name, error) ||
+      !rok_json_get_string(&root, "source", FALSE, &hw->source, error) || !read_gpu(&root, hw, error) ||
+      !read_pcie(&root, hw, error) || !read_host(&root, hw, error) || !read_nvme(&root, hw, error))
+    return NULL;
+  if (hw->host.pinned_buffer > hw->host.memory) {
+    rok_json_error(error, doc, "host.pinned_buffer", "must not exceed \"host.memory\"");
+    return NULL;
+  }
+  if (hw->name == NULL) {
+    g_autofree char *base = g_path_get_basename(rok_json_doc_name(doc));
+    char *dot = g_strrstr(base, ".json");
+    if (dot != NULL && dot != base)
+      *dot = '\0';
+    hw->name = g_strdup(base);
+  }
+  return g_steal_pointer(&hw);
+}
+
+RokHw *rok_hw_parse(const char *name, const char *text, gsize length, GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(name, text, length, error);
+  return doc == NULL ? NULL : hw_from_doc(doc, error);
+}
+
+RokHw *rok_hw_load(const char *path, GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
+  return doc == NULL ? NULL : hw_from_doc(doc, error);
+}
+
+static json_object *seconds(gint64 ns) {
+  return rok_json_new_double((double)ns * 1e-9);
+}
+
+json_object *rok_hw_to_json(const RokHw *hw) {
+  json_object *o = json_object_new_object(), *gpu = json_object_new_object();
+  json_object *pcie = json_object_new_object(), *host = json_object_new_object();
+  json_object_object_add(o, "name", json_object_new_string(hw->name));
+  if (hw->source != NULL)
+    json_object_object_add(o, "source", json_object_new_string(hw->source));
+  json_object_object_add(gpu, "memory", json_object_new_uint64(hw->gpu.memory));
+  json_object_object_add(gpu, "peak_flops", rok_json_new_double(hw->gpu.peak_flops));
+  json_object_object_add(gpu, "matmul_efficiency", rok_json_new_double(hw->gpu.matmul_efficiency));
+  json_object_object_add(gpu, "hbm_bandwidth", rok_json_new_double(hw->gpu.hbm_bandwidth));
+  json_object_object_add(gpu, "launch_overhead", seconds(hw->gpu.launch_overhead));
+  json_object_object_add(o, "gpu", gpu);
+  json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));
+  json_object_object_add(pcie, "d2h_bandwidth", rok_json_new_double(hw->pcie.d2h_bandwidth));
+  json_object_object_add(pcie, "latency", seconds(hw->pcie.latency));
+  json_object_object_add(o, "pcie", pcie);
+  json_object_object_add(host, "memory", json_object_new_uint64(hw->host.memory));
+  json_object_object_add(host, "pinned_buffer", json_object_new_uint64(hw->host.pinned_buffer));
+  json_object_object_add(host, "memcpy_bandwidth", rok_json_new_double(hw->host.memcpy_bandwidth));
+  json_object_object_add(o, "host", host);
+  if (hw->nvme.devices > 0) {
+    json_object *nvme = json_object_new_object();
+    json_object_object_add(nvme, "devices", json_object_new_uint64(hw->nvme.devices));
+    json_object_object_add(nvme, "read_bandwidth", rok_json_new_double(hw->nvme.read_bandwidth));
+    json_object_object_add(nvme, "write_bandwidth", rok_json_new_double(hw->nvme.write_bandwidth));
+    json_object_object_add(nvme, "latency", seconds(hw->nvme.latency));
+    json_object_object_add(nvme, "queue_depth", json_object_new_uint64(hw->nvme.queue_depth));
+    json_object_object_add(nvme, "capacity", json_object_new_uint64(hw->nvme.capacity));
+    json_object_object_add(nvme, "endurance_pbw", rok_json_new_double(hw->nvme.endurance_pbw));
+    json_object_object_add(nvme, "gpudirect", json_object_new_boolean(hw->nvme.gpudirect));
+    json_object_object_add(o, "nvme", nvme);
+  }
+  return o;
+}
+
+gboolean rok_hw_save(const RokHw *hw, const char *path, GError **error) {
+  json_object *o = rok_hw_to_json(hw);
+  gboolean ok = rok_json_write_file(o, path, error);
+  json_object_put(o);
+  return ok;
+}
+
+double rok_hw_nvme_read_bandwidth(const RokHw *hw) {
+  return (double)hw->nvme.devices * hw->nvme.read_bandwidth;
+}
+
+double rok_hw_nvme_write_bandwidth(const RokHw *hw) {
+  return (double)hw->nvme.devices * hw->nvme.write_bandwidth;
+}

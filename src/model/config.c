@@ -1,0 +1,262 @@
+/* Model configs: reading, defaults, validation, writing. */
+#include <math.h>
+#include <string.h>
+
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/model.h"
+
+static const char *const arch_names[] = {"gpt", "bert", "t5", "llama", NULL};
+static const char *const attention_names[] = {"standard", "flash", NULL};
+static const char *const optimizer_names[] = {"adam", "sgd", NULL};
+static const char *const precision_names[] = {"mixed", "pure", NULL};
+/* Activation dtypes a config may name; masks and token ids are internal. */
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "u8", "u16", "u32", "i64", NULL};
+static const char *const config_dtype_names[] = {"bf16", "fp16", "fp32", NULL};
+
+static const char *const model_keys[] = {
+    "name", "source", "arch", "layers", "decoder_layers", "hidden", "heads", "kv_heads", "head_dim",
+    "ffn_hidden", "vocab", "seq_len", "decoder_seq_len", "micro_batch", "global_batch", "dtype", "dropout",
+    "mask_bytes", "attention", "tensor_parallel", "sequence_parallel", "pipeline_parallel", "data_parallel",
+    "optimizer", "precision", "zero_stage", NULL};
+
+const char *rok_arch_name(RokArch arch) {
+  return arch_names[arch];
+}
+
+const char *rok_dtype_name(RokDtype dtype) {
+  return dtype_names[dtype];
+}
+
+const char *const *rok_dtype_names(void) {
+  return dtype_names;
+}
+
+guint rok_dtype_bytes(RokDtype dtype) {
+  static const guint bytes[] = {[ROK_DTYPE_BF16] = 2, [ROK_DTYPE_FP16] = 2, [ROK_DTYPE_FP32] = 4,
+                                [ROK_DTYPE_U8] = 1,   [ROK_DTYPE_U16] = 2,  [ROK_DTYPE_U32] = 4,
+                                [ROK_DTYPE_I64] = 8};
+  return bytes[dtype];
+}
+
+void rok_model_free(RokModel *model) {
+  if (model == NULL)
+    return;
+  g_free(model->name);
+  g_free(model->source);
+  g_free(model);
+}
+
+RokModel *rok_model_copy(const RokModel *model) {
+  RokModel *copy = g_memdup2(model, sizeof *model);
+  copy->name = g_strdup(model->name);
+  copy->source = g_strdup(model->source);
+  return copy;
+}
+
+/* Upper bounds far above any real model; they keep every product of shapes
+ * below 2^64 before the finer check in check_magnitude(). */
+#define MAX_DIM (G_GUINT64_CONSTANT(1) << 24)
+#define MAX_VOCAB (G_GUINT64_CONSTANT(1) << 32)
+
+static gboolean read_shape(const RokJsonObj *obj, RokModel *m, GError **error) {
+  return rok_json_get_uint(obj, "layers", TRUE, 1, MAX_DIM, &m->layers, error) &&
+         rok_json_get_uint(obj, "decoder_layers", FALSE, 1, MAX_DIM, &m->decoder_layers, error) &&
+         rok_json_get_uint(obj, "hidden", TRUE, 1, MAX_DIM, &m->hidden, error) &&
+         rok_json_get_uint(obj, "heads", TRUE, 1, MAX_DIM, &m->heads, error) &&
+         rok_json_get_uint(obj, "kv_heads", FALSE, 1, MAX_DIM, &m->kv_heads, error) &&
+         rok_json_get_uint(obj, "head_dim", FALSE, 1, MAX_DIM, &m->head_dim, error) &&
+         rok_json_get_uint(obj, "ffn_hidden", FALSE, 1, MAX_DIM, &m->ffn_hidden, error) &&
+         rok_json_get_uint(obj, "vocab", FALSE, 1, MAX_VOCAB, &m->vocab, error) &&
+         rok_json_get_uint(obj, "seq_len", TRUE, 1, MAX_DIM, &m->seq_len, error) &&
+         rok_json_get_uint(obj, "decoder_seq_len", FALSE, 1, MAX_DIM, &m->decoder_seq_len, error);
+}
+
+static gboolean read_training(const RokJsonObj *obj, RokModel *m, GError **error) {
+  int dtype = 0, attention = 0, optimizer = 0, precision = 0;
+  gboolean ok =
+      rok_json_get_uint(obj, "micro_batch", TRUE, 1, MAX_DIM, &m->micro_batch, error) &&
+      rok_json_get_uint(obj, "global_batch", FALSE, 1, G_MAXUINT32, &m->global_batch, error) &&
+      rok_json_get_enum(obj, "dtype", FALSE, config_dtype_names, &dtype, error) &&
+      rok_json_get_double(obj, "dropout", FALSE, 0.0, 0.99, &m->dropout, error) &&
+      rok_json_get_uint(obj, "mask_bytes", FALSE, 1, 4, &m->mask_bytes, error) &&
+      rok_json_get_enum(obj, "attention", FALSE, attention_names, &attention, error) &&
+      rok_json_get_uint(obj, "tensor_parallel", FALSE, 1, 4096, &m->tensor_parallel, error) &&
+      rok_json_get_bool(obj, "sequence_parallel", FALSE, &m->sequence_parallel, error) &&
+      rok_json_get_uint(obj, "pipeline_parallel", FALSE, 1, 4096, &m->pipeline_parallel, error) &&
+      rok_json_get_uint(obj, "data_parallel", FALSE, 1, G_MAXUINT32, &m->data_parallel, error) &&
+      rok_json_get_enum(obj, "optimizer", FALSE, optimizer_names, &optimizer, error) &&
+      rok_json_get_enum(obj, "precision", FALSE, precision_names, &precision, error) &&
+      rok_json_get_uint(obj, "zero_stage", FALSE, 0, 3, &m->zero_stage, error);
+  m->dtype = dtype;
+  m->attention = attention;
+  m->optimizer = optimizer;
+  m->precision = precision;
+  return ok;
+}
+
+/* A rule between fields, reported at the field that breaks it. */
+static gboolean require(gboolean holds, const RokJsonObj *obj, const char *key, GError **error,
+                        const char *why) {
+  if (!holds) {
+    g_autofree char *path = *obj->path == '\0' || *key == '\0' ? g_strconcat(obj->path, key, NULL)
+                                                             : g_strconcat(obj->path, ".", key, NULL);
+    rok_json_error(error, obj->doc, path, "%s", why);
+  }
+  return holds;
+}
+
+/* Reject configs whose activations would not fit 64-bit byte counts: a
+ * layer's saved bytes are bounded by s·b·(64h + 8as + 16f) and the head's by
+ * 8·s·b·V; far below 2^62 for any real model. */
+static gboolean check_magnitude(const RokJsonObj *obj, const RokModel *m, GError **error) {
+  double s = (double)MAX(m->seq_len, m->decoder_seq_len), b = (double)m->micro_batch;
+  double per_layer = s * b * (64.0 * m->hidden + 8.0 * m->heads * s + 16.0 * m->ffn_hidden +
+                              16.0 * m->heads * m->head_dim);
+  double layers = (double)(m->layers + m->decoder_layers);
+  double total = per_layer * layers + 8.0 * s * b * m->vocab;
+  return require(total < 0x1p62, obj, "", error,
+                 "the activations of this model (seq_len × micro_batch × hidden × ...) would exceed 2^62 "
+                 "bytes: the sizes are absurd");
+}
+
+static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **error) {
+  guint64 t = m->tensor_parallel;
+  gboolean t5 = m->arch == ROK_ARCH_T5;
+  return require(m->mask_bytes != 3, obj, "mask_bytes", error, "must be 1, 2 or 4") &&
+         require(t5 || m->decoder_layers == 0, obj, "decoder_layers", error, "is only for arch \"t5\"") &&
+         require(t5 || m->decoder_seq_len == 0, obj, "decoder_seq_len", error, "is only for arch \"t5\"") &&
+         require(m->heads % m->kv_heads == 0, obj, "kv_heads", error, "must divide \"heads\"") &&
+         require(m->heads % t == 0, obj, "tensor_parallel", error, "must divide \"heads\"") &&
+         require(m->kv_heads % t == 0 || t % m->kv_heads == 0, obj, "tensor_parallel", error,
+                 "and \"kv_heads\" must divide one another") &&
+         require(m->ffn_hidden % t == 0, obj, "tensor_parallel", error, "must divide \"ffn_hidden\"") &&
+         require(!m->sequence_parallel || m->seq_len % t == 0, obj, "sequence_parallel", error,
+                 "needs \"seq_len\" divisible by \"tensor_parallel\"") &&
+         require(m->layers % m->pipeline_parallel == 0, obj, "pipeline_parallel", error,
+                 "must divide \"layers\"") &&
+         require(m->global_batch % (m->micro_batch * m->data_parallel) == 0, obj, "global_batch", error,
+                 "must be a multiple of micro_batch × data_parallel") &&
+         check_magnitude(obj, m, error);
+}
+
+static void fill_defaults(RokModel *m, const char *doc_name) {
+  if (m->name == NULL) {
+    g_autofree char *base = g_path_get_basename(doc_name);
+    char *dot = strrchr(base, '.');
+    if (dot != NULL && dot != base)
+      *dot = '\0';
+    m->name = g_strdup(base);
+  }
+  if (m->kv_heads == 0)
+    m->kv_heads = m->heads;
+  if (m->ffn_hidden == 0)
+    m->ffn_hidden = 4 * m->hidden;
+  if (m->vocab == 0)
+    m->vocab = 50257; /* GPT-2's BPE vocabulary */
+  if (m->global_batch == 0)
+    m->global_batch = m->micro_batch * m->data_parallel;
+  if (m->arch == ROK_ARCH_T5) {
+    if (m->decoder_layers == 0)
+      m->decoder_layers = m->layers;
+    if (m->decoder_seq_len == 0)
+      m->decoder_seq_len = m->seq_len;
+  }
+}
+
+RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
+  g_autoptr(RokModel) m = g_new0(RokModel, 1);
+  int arch = 0;
+  m->dropout = -1;
+  m->mask_bytes = 1;
+  m->tensor_parallel = m->pipeline_parallel = m->data_parallel = 1;
+  if (!rok_json_only_keys(obj, model_keys, error) ||
+      !rok_json_get_string(obj, "name", FALSE, &m->name, error) ||
+      !rok_json_get_string(obj, "source", FALSE, &m->source, error) ||
+      !rok_json_get_enum(obj, "arch", TRUE, arch_names, &arch, error))
+    return NULL;
+  m->arch = arch;
+  if (!read_shape(obj, m, error) || !read_training(obj, m, error))
+    return NULL;
+  if (m->dropout < 0)
+    m->dropout = m->arch == ROK_ARCH_LLAMA ? 0.0 : 0.1;
+  if (m->head_dim == 0 &&
+      !require(m->hidden % m->heads == 0, obj, "heads", error,
+               "must divide \"hidden\" (or give \"head_dim\")"))
+    return NULL;
+  if (m->head_dim == 0)
+    m->head_dim = m->hidden / m->heads;
+  fill_defaults(m, rok_json_doc_name(obj->doc));
+  if (!validate(obj, m, error))
+    return NULL;
+  return g_steal_pointer(&m);
+}
+
+static RokModel *model_from_doc(const RokJsonDoc *doc, GError **error) {
+  g_auto(RokJsonObj) root = {0};
+  if (!rok_json_root(doc, &root, error))
+    return NULL;
+  return rok_model_from_json(&root, error);
+}
+
+static gboolean apply_overrides(RokJsonDoc *doc, const char *const *overrides, GError **error) {
+  for (const char *const *set = overrides; set != NULL && *set != NULL; set++) {
+    g_autofree char *origin = g_strdup_printf("--set %s", *set);
+    if (!rok_json_doc_set(doc, *set, origin, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+RokModel *rok_model_parse(const char *name, const char *text, gsize length, const char *const *overrides,
+                          GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(name, text, length, error);
+  if (doc == NULL || !apply_overrides(doc, overrides, error))
+    return NULL;
+  return model_from_doc(doc, error);
+}
+
+RokModel *rok_model_load(const char *path, const char *const *overrides, GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
+  if (doc == NULL || !apply_overrides(doc, overrides, error))
+    return NULL;
+  return model_from_doc(doc, error);
+}
+
+json_object *rok_model_to_json(const RokModel *m) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "name", json_object_new_string(m->name));
+  if (m->source != NULL)
+    json_object_object_add(o, "source", json_object_new_string(m->source));
+  json_object_object_add(o, "arch", json_object_new_string(arch_names[m->arch]));
+  json_object_object_add(o, "layers", json_object_new_uint64(m->layers));
+  if (m->arch == ROK_ARCH_T5)
+    json_object_object_add(o, "decoder_layers", json_object_new_uint64(m->decoder_layers));
+  json_object_object_add(o, "hidden", json_object_new_uint64(m->hidden));
+  json_object_object_add(o, "heads", json_object_new_uint64(m->heads));
+  json_object_object_add(o, "kv_heads", json_object_new_uint64(m->kv_heads));
+  json_object_object_add(o, "head_dim", json_object_new_uint64(m->head_dim));
+  json_object_object_add(o, "ffn_hidden", json_object_new_uint64(m->ffn_hidden));
+  json_object_object_add(o, "vocab", json_object_new_uint64(m->vocab));
+  json_object_object_add(o, "seq_len", json_object_new_uint64(m->seq_len));
+  if (m->arch == ROK_ARCH_T5)
+    json_object_object_add(o, "decoder_seq_len", json_object_new_uint64(m->decoder_seq_len));
+  json_object_object_add(o, "micro_batch", json_object_new_uint64(m->micro_batch));
+  json_object_object_add(o, "global_batch", json_object_new_uint64(m->global_batch));
+  json_object_object_add(o, "dtype", json_object_new_string(dtype_names[m->dtype]));
+  json_object_object_add(o, "dropout", rok_json_new_double(m->dropout));
+  json_object_object_add(o, "mask_bytes", json_object_new_uint64(m->mask_bytes));
+  json_object_object_add(o, "attention", json_object_new_string(attention_names[m->attention]));
+  json_object_object_add(o, "tensor_parallel", json_object_new_uint64(m->tensor_parallel));
+  json_object_object_add(o, "sequence_parallel", json_object_new_boolean(m->sequence_parallel));
+  json_object_object_add(o, "pipeline_parallel", json_object_new_uint64(m->pipeline_parallel));
+  json_object_object_add(o, "data_parallel", json_object_new_uint64(m->data_parallel));
+  json_object_object_add(o, "optimizer", json_object_new_string(optimizer_names[m->optimizer]));
+  json_object_object_add(o, "precision", json_object_new_string(precision_names[m->precision]));
+  json_object_object_add(o, "zero_stage", json_object_new_uint64(m->zero_stage));
+  return o;
+}
+
+guint64 rok_model_micro_batches_per_step(const RokModel *m) {
+  return m->global_batch / (m->micro_batch * m->data_parallel);
+}

@@ -1,0 +1,201 @@
+/* Reading rok-trace/1 files: every field checked, every reference resolved,
+ * errors located in the file. */
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/trace.h"
+
+#define TRACE_FORMAT "rok-trace/1"
+
+static const char *const op_keys[] = {"id", "name", "layer", "kind", "dims", "dropout", "fwd_flops",
+                                      "bwd_flops", "fwd_bytes", "bwd_bytes", "fwd_time_s", "bwd_time_s",
+                                      "inputs", "outputs", NULL};
+static const char *const tensor_keys[] = {"id", "name", "layer", "dtype", "shape", "bytes", "producer",
+                                          "needed_by", "recomputable", "recompute_from", NULL};
+static const char *const fixed_keys[] = {"params_total", "params_per_gpu", "weight_bytes", "gradient_bytes",
+                                         "optimizer_bytes", "optimizer_step_bytes", NULL};
+static const char *const trace_keys[] = {"format", "model_name", "model", "layers", "tokens_per_micro_batch",
+                                         "micro_batches_per_step", "fixed", "ops", "tensors", NULL};
+
+/* Ops and tensors are numbered by position; an id that says otherwise is a
+ * file someone edited wrongly. */
+static gboolean read_id(const RokJsonObj *o, guint expected, GError **error) {
+  guint64 id = expected;
+  if (!rok_json_get_uint(o, "id", TRUE, 0, G_MAXUINT, &id, error))
+    return FALSE;
+  if (id != expected) {
+    g_autofree char *path = g_strconcat(o->path, ".id", NULL);
+    rok_json_error(error, o->doc, path, "must be %u, the position in the array", expected);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean read_op(RokTrace *trace, const RokJsonObj *o, guint id, guint n_tensors, GError **error) {
+  g_autofree char *name = NULL;
+  gint64 layer = -1;
+  int kind = 0;
+  guint64 dims[4] = {0};
+  gsize n_dims = 0;
+  if (!rok_json_only_keys(o, op_keys, error) || !read_id(o, id, error) ||
+      !rok_json_get_string(o, "name", TRUE, &name, error) ||
+      !rok_json_get_int(o, "layer", TRUE, -1, G_MAXINT, &layer, error) ||
+      !rok_json_get_enum(o, "kind", TRUE, rok_op_kind_names(), &kind, error) ||
+      !rok_json_get_uint_array(o, "dims", TRUE, G_MAXUINT32, dims, 4, &n_dims, error))
+    return FALSE;
+  if (n_dims != 4) {
+    g_autofree char *path = g_strconcat(o->path, ".dims", NULL);
+    rok_json_error(error, o->doc, path, "must hold 4 numbers: batch, m, n, k");
+    return FALSE;
+  }
+  guint op_id = rok_trace_add_op(trace, name, (gint)layer, kind, dims[0], dims[1], dims[2], dims[3]);
+  RokOp *op = rok_trace_op(trace, op_id);
+  return rok_json_get_double(o, "dropout", FALSE, 0.0, 0.99, &op->dropout, error) &&
+         rok_json_get_uint(o, "fwd_flops", TRUE, 0, G_MAXUINT64 - 1, &op->fwd_flops, error) &&
+         rok_json_get_uint(o, "bwd_flops", TRUE, 0, G_MAXUINT64 - 1, &op->bwd_flops, error) &&
+         rok_json_get_uint(o, "fwd_bytes", TRUE, 0, G_MAXUINT64 - 1, &op->fwd_bytes, error) &&
+         rok_json_get_uint(o, "bwd_bytes", TRUE, 0, G_MAXUINT64 - 1, &op->bwd_bytes, error) &&
+         rok_json_get_double(o, "fwd_time_s", FALSE, 0.0, 1e6, &op->fwd_time_s, error) &&
+         rok_json_get_double(o, "bwd_time_s", FALSE, 0.0, 1e6, &op->bwd_time_s, error) &&
+         rok_json_get_index_array(o, "inputs", TRUE, n_tensors - 1, op->inputs, error);
+}
+
+static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GError **error) {
+  g_autofree char *name = NULL;
+  gint64 layer = -1;
+  int dtype = 0;
+  guint64 shape[4] = {0}, bytes = 0, producer = 0;
+  gsize rank = 0;
+  guint n_ops = trace->ops->len;
+  if (!rok_json_only_keys(o, tensor_keys, error) || !read_id(o, id, error) ||
+      !rok_json_get_string(o, "name", TRUE, &name, error) ||
+      !rok_json_get_int(o, "layer", TRUE, -1, G_MAXINT, &layer, error) ||
+      !rok_json_get_enum(o, "dtype", TRUE, rok_dtype_names(), &dtype, error) ||
+      !rok_json_get_uint_array(o, "shape", TRUE, G_MAXUINT64 - 1, shape, 4, &rank, error) ||
+      !rok_json_get_uint(o, "bytes", TRUE, 0, G_MAXUINT64 - 1, &bytes, error) ||
+      !rok_json_get_uint(o, "producer", TRUE, 0, n_ops - 1, &producer, error))
+    return FALSE;
+  g_autofree char *shape_path = g_strconcat(o->path, ".shape", NULL);
+  if (rank == 0) {
+    rok_json_error(error, o->doc, shape_path, "must hold 1 to 4 dimensions");
+    return FALSE;
+  }
+  guint t = rok_trace_add_tensor(trace, name, (gint)layer, dtype, rank, shape, producer);
+  RokTensor *tensor = rok_trace_tensor(trace, t);
+  if (tensor->bytes != bytes) {
+    g_autofree char *path = g_strconcat(o->path, ".bytes", NULL);
+    rok_json_error(error, o->doc, path, "must be %" G_GUINT64_FORMAT ", the shape times the dtype's size",
+                   tensor->bytes);
+    return FALSE;
+  }
+  return rok_json_get_index_array(o, "needed_by", TRUE, n_ops - 1, tensor->needed_by, error) &&
+         rok_json_get_bool(o, "recomputable", TRUE, &tensor->recomputable, error) &&
+         rok_json_get_index_array(o, "recompute_from", TRUE, G_MAXUINT - 1, tensor->recompute_from, error);
+}
+
+/* Outputs are rebuilt from the tensors' producers; the file's list must agree. */
+static gboolean check_outputs(const RokTrace *trace, const RokJsonObj *o, guint id, GError **error) {
+  g_autoptr(GArray) listed = g_array_new(FALSE, FALSE, sizeof(guint));
+  if (!rok_json_get_index_array(o, "outputs", TRUE, trace->tensors->len - 1, listed, error))
+    return FALSE;
+  const GArray *built = rok_trace_op(trace, id)->outputs;
+  if (listed->len != built->len || memcmp(listed->data, built->data, built->len * sizeof(guint)) != 0) {
+    g_autofree char *path = g_strconcat(o->path, ".outputs", NULL);
+    rok_json_error(error, o->doc, path, "must list exactly the tensors whose producer is op %u, in order", id);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+typedef gboolean (*ElementReader)(RokTrace *trace, const RokJsonObj *element, guint index, guint extra,
+                                  GError **error);
+
+static gboolean read_op_element(RokTrace *trace, const RokJsonObj *o, guint i, guint n_tensors, GError **e) {
+  return read_op(trace, o, i, n_tensors, e);
+}
+static gboolean read_tensor_element(RokTrace *trace, const RokJsonObj *o, guint i, guint unused, GError **e) {
+  (void)unused;
+  return read_tensor(trace, o, i, e);
+}
+static gboolean check_outputs_element(RokTrace *trace, const RokJsonObj *o, guint i, guint unused, GError **e) {
+  (void)unused;
+  return check_outputs(trace, o, i, e);
+}
+
+static gboolean for_each_element(RokTrace *trace, const RokJsonObj *root, const char *key, json_object *array,
+                                 ElementReader reader, guint extra, GError **error) {
+  for (gsize i = 0; i < json_object_array_length(array); i++) {
+    g_auto(RokJsonObj) element = {0};
+    if (!rok_json_element(root, key, array, i, &element, error) ||
+        !reader(trace, &element, (guint)i, extra, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean read_fixed(RokTrace *trace, const RokJsonObj *root, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  RokFixedMemory *f = &trace->fixed;
+  const guint64 max = G_MAXUINT64 - 1;
+  return rok_json_child(root, "fixed", TRUE, &o, error) && rok_json_only_keys(&o, fixed_keys, error) &&
+         rok_json_get_uint(&o, "params_total", TRUE, 0, max, &f->params_total, error) &&
+         rok_json_get_uint(&o, "params_per_gpu", TRUE, 0, max, &f->params_per_gpu, error) &&
+         rok_json_get_uint(&o, "weight_bytes", TRUE, 0, max, &f->weight_bytes, error) &&
+         rok_json_get_uint(&o, "gradient_bytes", TRUE, 0, max, &f->gradient_bytes, error) &&
+         rok_json_get_uint(&o, "optimizer_bytes", TRUE, 0, max, &f->optimizer_bytes, error) &&
+         rok_json_get_uint(&o, "optimizer_step_bytes", TRUE, 0, max, &f->optimizer_step_bytes, error);
+}
+
+static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **error) {
+  g_auto(RokJsonObj) model = {0};
+  guint64 layers = 0;
+  if (!rok_json_check_format(root, TRACE_FORMAT, error) || !rok_json_only_keys(root, trace_keys, error) ||
+      !rok_json_get_string(root, "model_name", TRUE, &trace->model_name, error) ||
+      !rok_json_child(root, "model", FALSE, &model, error) ||
+      !rok_json_get_uint(root, "layers", TRUE, 0, G_MAXUINT32, &layers, error) ||
+      !rok_json_get_uint(root, "tokens_per_micro_batch", TRUE, 1, G_MAXUINT64 - 1,
+                         &trace->tokens_per_micro_batch, error) ||
+      !rok_json_get_uint(root, "micro_batches_per_step", TRUE, 1, G_MAXUINT32, &trace->micro_batches_per_step,
+                         error) ||
+      !read_fixed(trace, root, error))
+    return FALSE;
+  trace->layers = layers;
+  if (model.obj != NULL && (trace->model = rok_model_from_json(&model, error)) == NULL)
+    return FALSE;
+  return TRUE;
+}
+
+static RokTrace *trace_from_doc(const RokJsonDoc *doc, GError **error) {
+  g_auto(RokJsonObj) root = {0};
+  g_autoptr(RokTrace) trace = rok_trace_new(NULL);
+  json_object *ops = NULL, *tensors = NULL;
+  if (!rok_json_root(doc, &root, error) || !read_header(trace, &root, error) ||
+      !rok_json_get_array(&root, "ops", TRUE, &ops, error) ||
+      !rok_json_get_array(&root, "tensors", TRUE, &tensors, error))
+    return NULL;
+  guint n_tensors = json_object_array_length(tensors);
+  if (json_object_array_length(ops) == 0 || n_tensors == 0) {
+    rok_json_error(error, doc, json_object_array_length(ops) == 0 ? "ops" : "tensors", "must not be empty");
+    return NULL;
+  }
+  if (!for_each_element(trace, &root, "ops", ops, read_op_element, n_tensors, error) ||
+      !for_each_element(trace, &root, "tensors", tensors, read_tensor_element, 0, error) ||
+      !for_each_element(trace, &root, "ops", ops, check_outputs_element, 0, error))
+    return NULL;
+  GError *check = NULL;
+  if (!rok_trace_check(trace, &check)) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: %s", rok_json_doc_name(doc), check->message);
+    g_error_free(check);
+    return NULL;
+  }
+  return g_steal_pointer(&trace);
+}
+
+RokTrace *rok_trace_parse(const char *name, const char *text, gsize length, GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(name, text, length, error);
+  return doc == NULL ? NULL : trace_from_doc(doc, error);
+}
+
+RokTrace *rok_trace_load(const char *path, GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
+  return doc == NULL ? NULL : trace_from_doc(doc, error);
+}

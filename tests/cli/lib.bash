@@ -1,0 +1,31 @@
+# Helpers for the CLI tests: a scratch folder removed on exit, and checks
+# that say what they expected.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+expect_in() { # TEXT NEEDLE
+  if ! grep -qF -- "$2" <<<"$1"; then
+    echo "expected to find: $2" >&2
+    echo "in: $1" | head -20 >&2
+    exit 1
+  fi
+}
+
+# expect_fail CODE NEEDLE COMMAND... : runs it (a last argument ">FILE"
+# redirects stdout), checks the exit code and that stderr holds NEEDLE.
+expect_fail() {
+  local code=$1 needle=$2 status=0 out=/dev/null
+  shift 2
+  if [[ "${@: -1}" == ">"* ]]; then out=${@: -1}; out=${out#>}; set -- "${@:1:$#-1}"; fi
+  "$@" >"$out" 2>"$tmp/stderr" || status=$?
+  if [ "$status" -ne "$code" ]; then
+    echo "expected exit $code, got $status: $*" >&2
+    cat "$tmp/stderr" >&2
+    exit 1
+  fi
+  if ! grep -qF -- "$needle" "$tmp/stderr"; then
+    echo "expected stderr to contain: $needle ($*)" >&2
+    cat "$tmp/stderr" >&2
+    exit 1
+  fi
+}

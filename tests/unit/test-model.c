@@ -1,0 +1,168 @@
+/* Model configs: the bundled ones, defaults, and bad ones. */
+#include <math.h>
+#include <string.h>
+
+#include "rok/error.h"
+#include "rok/trace.h"
+
+static char *config_path(const char *kind, const char *name) {
+  g_autofree char *file = g_strconcat(name, ".json", NULL);
+  return g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", kind, file, NULL);
+}
+
+/* Published sizes (papers and model cards, see each config's "source"). */
+static const struct {
+  const char *name;
+  double params;
+} published[] = {
+    {"gpt3-1.3b", 1.3e9},   {"gpt3-2.7b", 2.7e9},    {"gpt3-6.7b", 6.7e9},   {"gpt3-13b", 13.0e9},
+    {"gpt3-175b", 175.0e9}, {"llama2-7b", 6.74e9},   {"llama2-13b", 13.0e9}, {"llama2-70b", 68.98e9},
+    {"bert-large", 340e6},  {"t5-3b", 2.85e9},
+};
+
+static void test_bundled_param_counts(void) {
+  for (guint i = 0; i < G_N_ELEMENTS(published); i++) {
+    g_autofree char *path = config_path("models", published[i].name);
+    GError *error = NULL;
+    g_autoptr(RokModel) model = rok_model_load(path, NULL, &error);
+    g_assert_no_error(error);
+    double count = (double)rok_model_param_count(model);
+    g_test_message("%s: %.4g parameters, published %.4g", published[i].name, count, published[i].params);
+    g_assert_cmpfloat(fabs(count / published[i].params - 1), <, 0.02);
+  }
+}
+
+/* Every bundled config loads and traces, and its fixed memory is sane. */
+static void test_bundled_trace(void) {
+  g_autofree char *folder = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", NULL);
+  g_autoptr(GDir) dir = g_dir_open(folder, 0, NULL);
+  g_assert_nonnull(dir);
+  guint count = 0;
+  for (const char *entry; (entry = g_dir_read_name(dir)) != NULL; count++) {
+    g_autofree char *path = g_build_filename(folder, entry, NULL);
+    GError *error = NULL;
+    g_autoptr(RokModel) model = rok_model_load(path, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(model->source);
+    g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rok_trace_total_saved_bytes(trace), >, 0);
+    g_assert_cmpuint(trace->fixed.params_per_gpu, <=, trace->fixed.params_total);
+  }
+  g_assert_cmpuint(count, >=, 11);
+}
+
+static void test_fixed_memory(void) {
+  const char *json = "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 256, \"heads\": 4, \"seq_len\": 64, "
+                     "\"micro_batch\": 1}";
+  GError *error = NULL;
+  g_autoptr(RokModel) model = rok_model_parse("m.json", json, strlen(json), NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  guint64 p = trace->fixed.params_per_gpu;
+  /* Mixed precision with Adam: 16 bytes per parameter (DESIGN.md). */
+  g_assert_cmpuint(trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes, ==,
+                   16 * p);
+  const char *sets[] = {"data_parallel=4", "global_batch=8", "zero_stage=3", NULL};
+  g_autoptr(RokModel) sharded = rok_model_parse("m.json", json, strlen(json), sets, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) zero3 = rok_trace_new_from_model(sharded, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(zero3->fixed.weight_bytes, ==, (2 * p + 3) / 4);
+  g_assert_cmpuint(zero3->micro_batches_per_step, ==, 2);
+}
+
+static void test_defaults(void) {
+  const char *json = "{\"arch\": \"llama\", \"layers\": 2, \"hidden\": 256, \"heads\": 4, \"seq_len\": 64, "
+                     "\"micro_batch\": 2}";
+  GError *error = NULL;
+  g_autoptr(RokModel) m = rok_model_parse("configs/tiny.json", json, strlen(json), NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(m->name, ==, "tiny");
+  g_assert_cmpuint(m->kv_heads, ==, 4);
+  g_assert_cmpuint(m->head_dim, ==, 64);
+  g_assert_cmpuint(m->ffn_hidden, ==, 1024);
+  g_assert_cmpuint(m->global_batch, ==, 2);
+  g_assert_true(m->dropout == 0.0);
+  g_assert_cmpuint(m->mask_bytes, ==, 1);
+}
+
+/* Each bad config fails with ROK_ERROR_INPUT and a message naming the place. */
+static void test_bad_configs(void) {
+  static const struct {
+    const char *json, *expect;
+  } cases[] = {
+      {"{\"arch\": \"gpt\",\n \"layers\": 2,,}", "bad.json:2:"},
+      {"{\"arch\": \"gpt\", \"layers\": \"two\", \"hidden\": 8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1}",
+       "\"layers\""},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": -8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1}",
+       "\"hidden\""},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hiden\": 8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1}",
+       "\"hiden\""},
+      {"{\"arch\": \"gpx\", \"layers\": 2, \"hidden\": 8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1}",
+       "\"arch\""},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 8, \"heads\": 3, \"seq_len\": 8, \"micro_batch\": 1}",
+       "\"heads\""},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1, "
+       "\"tensor_parallel\": 4}",
+       "\"tensor_parallel\""},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1, "
+       "\"decoder_layers\": 4}",
+       "\"decoder_layers\""},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 8, \"heads\": 2, \"seq_len\": 8, \"micro_batch\": 1, "
+       "\"mask_bytes\": 3}",
+       "\"mask_bytes\""},
+      {"{\"arch\": \"gpt\", \"layers\": 99999999999999999999999, \"hidden\": 8, \"heads\": 2, \"seq_len\": 8, "
+       "\"micro_batch\": 1}",
+       "bad.json:1:27: integer 99999999999999999999999 does not fit in 64 bits"},
+      {"{\"arch\": \"gpt\", \"layers\": 1000, \"hidden\": 16000000, \"heads\": 1000, \"seq_len\": 16000000, "
+       "\"micro_batch\": 1000000}",
+       "2^62"},
+      {"{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 8, \"heads\": 2, \"seq_len\": 8}", "\"micro_batch\""},
+      {"[1, 2]", "bad.json"},
+      {"", "bad.json"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = NULL;
+    g_autoptr(RokModel) m = rok_model_parse("bad.json", cases[i].json, strlen(cases[i].json), NULL, &error);
+    g_assert_null(m);
+    g_assert_nonnull(error);
+    g_test_message("%s", error->message);
+    g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_INVALID);
+    g_assert_nonnull(strstr(error->message, cases[i].expect));
+    g_error_free(error);
+  }
+}
+
+static void test_overrides(void) {
+  const char *json = "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 2, \"seq_len\": 8, "
+                     "\"micro_batch\": 1}";
+  const char *good[] = {"micro_batch=8", "attention=flash", "sequence_parallel=true", NULL};
+  GError *error = NULL;
+  g_autoptr(RokModel) m = rok_model_parse("m.json", json, strlen(json), good, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(m->micro_batch, ==, 8);
+  g_assert_cmpint(m->attention, ==, ROK_ATTENTION_FLASH);
+  const char *bad[] = {"micro_batch=lots", NULL};
+  g_autoptr(RokModel) n = rok_model_parse("m.json", json, strlen(json), bad, &error);
+  g_assert_null(n);
+  g_assert_nonnull(strstr(error->message, "--set micro_batch=lots"));
+  g_clear_error(&error);
+  const char *unknown[] = {"micro_bach=2", NULL};
+  g_autoptr(RokModel) u = rok_model_parse("m.json", json, strlen(json), unknown, &error);
+  g_assert_null(u);
+  g_assert_nonnull(strstr(error->message, "micro_bach"));
+  g_clear_error(&error);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/model/bundled/param-counts", test_bundled_param_counts);
+  g_test_add_func("/model/bundled/trace", test_bundled_trace);
+  g_test_add_func("/model/fixed-memory", test_fixed_memory);
+  g_test_add_func("/model/defaults", test_defaults);
+  g_test_add_func("/model/bad-configs", test_bad_configs);
+  g_test_add_func("/model/overrides", test_overrides);
+  return g_test_run();
+}

@@ -161,6 +161,18 @@ static void fill(Fixture *f, guint8 seed) {
     f->mem[i] = (guint8)(seed + i * 7 + i / BLOCK);
 }
 
+/* Reads every block back (block n from file n % FILE_MOD) and checks it. */
+static void read_all_and_check(Fixture *f, Req *reqs, guint file_mod, guint8 seed) {
+  memset(f->mem, 0, N_BUFS * BLOCK);
+  for (guint n = 0; n < N_BUFS; n++) {
+    prepare(f, &reqs[n], n, n % file_mod, ROK_IO_READ);
+    submit(f, &reqs[n]);
+  }
+  wait_all(f);
+  for (gsize i = 0; i < N_BUFS * BLOCK; i++)
+    g_assert_cmpuint(f->mem[i], ==, (guint8)(seed + i * 7 + i / BLOCK));
+}
+
 static void check_file(Fixture *f, guint file, guint8 seed) {
   g_autofree guint8 *buf = g_malloc(N_BUFS * BLOCK);
   int fd = open(f->paths[file], O_RDONLY);
@@ -247,14 +259,7 @@ static void many_threads(gconstpointer data) {
   RokIoBackendStats stats;
   rok_io_backend_stats(f.be, &stats);
   g_assert_cmpuint(stats.max_in_flight, <=, 4);
-  memset(f.mem, 0, N_BUFS * BLOCK);
-  for (guint n = 0; n < N_BUFS; n++) {
-    prepare(&f, &reqs[n], n, n % 2, ROK_IO_READ);
-    submit(&f, &reqs[n]);
-  }
-  wait_all(&f);
-  for (gsize i = 0; i < N_BUFS * BLOCK; i++)
-    g_assert_cmpuint(f.mem[i], ==, (guint8)(9 + i * 7 + i / BLOCK));
+  read_all_and_check(&f, reqs, 2, 9);
   teardown(&f);
 }
 
@@ -317,19 +322,11 @@ static void short_transfers(gconstpointer data) {
   Req reqs[N_BUFS];
   for (guint n = 0; n < N_BUFS; n++) {
     prepare(&f, &reqs[n], n, 0, ROK_IO_WRITE);
-    reqs[n].io.file = 0;
     submit(&f, &reqs[n]);
   }
   wait_all(&f);
   check_file(&f, 0, 5);
-  memset(f.mem, 0, N_BUFS * BLOCK);
-  for (guint n = 0; n < N_BUFS; n++) {
-    prepare(&f, &reqs[n], n, 0, ROK_IO_READ);
-    submit(&f, &reqs[n]);
-  }
-  wait_all(&f);
-  for (gsize i = 0; i < N_BUFS * BLOCK; i++)
-    g_assert_cmpuint(f.mem[i], ==, (guint8)(5 + i * 7 + i / BLOCK));
+  read_all_and_check(&f, reqs, 1, 5);
   RokIoBackendStats stats;
   rok_io_backend_stats(f.be, &stats);
   g_assert_cmpuint(stats.requests, ==, 2 * N_BUFS);

@@ -79,6 +79,17 @@ static void arm_wake(RokUring *u) {
   io_uring_sqe_set_data(sqe, WAKE_TAG);
 }
 
+/* Unlocks U and makes the owner look at `incoming` and `stopping`: one
+ * eventfd write covers all that is queued until it looks. */
+static void wake_owner_unlock(RokUring *u) {
+  gboolean wake = !u->woken;
+  u->woken = TRUE;
+  g_mutex_unlock(&u->lock);
+  guint64 one = 1;
+  if (wake && write(u->wake_fd, &one, sizeof one) != (ssize_t)sizeof one)
+    g_warning("io_uring backend: cannot wake its thread: %s", g_strerror(errno));
+}
+
 static void uring_issue(RokIoBackend *be, RokIoReq *req) {
   RokUring *u = be->impl;
   if (g_thread_self() == u->owner) {
@@ -87,12 +98,7 @@ static void uring_issue(RokIoBackend *be, RokIoReq *req) {
   }
   g_mutex_lock(&u->lock);
   g_queue_push_tail(&u->incoming, req);
-  gboolean wake = !u->woken;
-  u->woken = TRUE;
-  g_mutex_unlock(&u->lock);
-  guint64 one = 1;
-  if (wake && write(u->wake_fd, &one, sizeof one) != (ssize_t)sizeof one)
-    g_warning("io_uring backend: cannot wake its thread: %s", g_strerror(errno));
+  wake_owner_unlock(u);
 }
 
 /* The eventfd fired: take what other threads queued. FALSE when stopping. */
@@ -206,12 +212,7 @@ static void uring_shutdown(RokIoBackend *be) {
   RokUring *u = be->impl;
   g_mutex_lock(&u->lock);
   u->stopping = TRUE;
-  gboolean wake = !u->woken;
-  u->woken = TRUE;
-  g_mutex_unlock(&u->lock);
-  guint64 one = 1;
-  if (wake && write(u->wake_fd, &one, sizeof one) != (ssize_t)sizeof one)
-    g_warning("io_uring backend: cannot stop its thread: %s", g_strerror(errno));
+  wake_owner_unlock(u);
   g_thread_join(u->owner);
   uring_free(u);
   be->impl = NULL;

@@ -3,8 +3,8 @@
  *
  * Two backends share this interface and all their policy (backend.c):
  * - io_uring (backend-uring.c, only #ifdef ROK_WITH_URING): one ring for all
- *   files, files and buffers registered (READ_FIXED / WRITE_FIXED), a
- *   reaper thread that takes completions;
+ *   files, files and buffers registered (READ_FIXED / WRITE_FIXED), owned
+ *   by one thread that submits and takes every completion;
  * - psync (backend-psync.c, always built): pread/pwrite on a small pool of
  *   threads, so that a queue depth is kept without io_uring.
  * ROK_IO_BACKEND_AUTO takes io_uring and falls back to psync, with a note,

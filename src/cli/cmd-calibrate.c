@@ -13,6 +13,7 @@ typedef struct {
   char **dirs, **blocks, **depths;
   char *output, *name, *file_size;
   gint device, trials;
+  double pass_time;
   gboolean quick, json;
 } Options;
 
@@ -65,6 +66,12 @@ static gboolean to_calib_options(const Options *o, RokCalibOptions *c, GError **
     return FALSE;
   }
   c->trials = (guint)o->trials;
+  if (o->pass_time < 0 || o->pass_time > 3600) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--pass-time %g: must be from 0 (the default) to 3600 seconds",
+                o->pass_time);
+    return FALSE;
+  }
+  c->pass_seconds = o->pass_time;
   if (o->file_size != NULL && !rok_units_parse_size(o->file_size, &c->file_bytes, error)) {
     g_prefix_error(error, "--file-size %s: ", o->file_size);
     (*error)->code = ROK_ERROR_USAGE;
@@ -207,6 +214,8 @@ int rok_cmd_calibrate(int argc, char **argv) {
        "Disk block size to try (repeatable; default 128KiB 1MiB 4MiB)", "SIZE"},
       {"qd", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.depths, "Disk queue depth to try (repeatable; default 1 8 32)",
        "N"},
+      {"pass-time", 0, 0, G_OPTION_ARG_DOUBLE, &o.pass_time,
+       "A timed disk pass stops issuing after this many seconds (default 2; --quick 0.2)", "SECONDS"},
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = rok_cli_context(self, entries, NULL);
   GError *error = NULL;

@@ -66,7 +66,10 @@ typedef struct {
 } Run;
 
 /* Aims REQ at the next block. Writes rotate over every slot, so the disk
- * sees the whole pool's random data; each read has a slot of its own. */
+ * sees the whole pool's random data; each read in flight has a slot of its
+ * own (unless the pool, capped at POOL_BYTES, has fewer slots than the
+ * queue is deep: then reads share, which costs nothing, as the data read
+ * is not looked at). */
 static void prepare(Pass *p, Req *q) {
   guint n_slots = rok_staging_n_slots(p->pool);
   guint slot = p->op == ROK_IO_WRITE ? (guint)(p->issued % n_slots) : q->index % n_slots;

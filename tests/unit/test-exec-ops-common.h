@@ -61,6 +61,9 @@ G_GNUC_UNUSED static RokTrace *tiny_trace(const char *json, const char *dtype) {
 #define GPT_SP_JSON                                                                                                \
   "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
+#define GPT_PP_JSON                                                                                                \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+  "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"pipeline_parallel\": 2}"
 #define LLAMA_JSON                                                                                                 \
   "{\"arch\": \"llama\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"attention\": \"flash\"}"

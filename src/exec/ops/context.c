@@ -66,14 +66,21 @@ RokClBuffer *ops_scratch(OpsCtx *ctx, RokDtype dtype, guint64 elements, const ch
 }
 
 RokClBuffer *ops_dout(OpsCtx *ctx, guint i, GError **error) {
+  RokExecModel *model = ctx->model;
   guint id = ops_out_id(ctx, i);
   RokClBuffer *grad = ctx->grads->grads[id];
   if (grad != NULL)
     return grad;
-  /* No consumer sent a gradient (an output nothing reads): it is zero. */
-  const RokTensor *t = rok_trace_tensor(ctx->model->trace, id);
-  g_autofree char *what = g_strdup_printf("zero gradient of %s", t->name);
-  return ops_scratch(ctx, ctx->model->act, ctx->model->numel[id], what, TRUE, error);
+  const RokTensor *t = rok_trace_tensor(model->trace, id);
+  gboolean boundary = model->boundary[id];
+  g_autofree char *what = g_strdup_printf("%s gradient of %s", boundary ? "stage-boundary" : "zero", t->name);
+  grad = ops_scratch(ctx, model->act, model->numel[id], what, !boundary, error);
+  if (grad == NULL || !boundary)
+    return grad;
+  /* Of the size a mean loss over the tensor's rows gives. */
+  float scale = (float)(1.0 / (double)MAX(t->rank > 1 ? model->numel[id] / t->shape[t->rank - 1] : 1, 1));
+  guint64 stream = ops_stream(STREAM_BOUNDARY, ctx->mb, id);
+  return rok_cl_fill_uniform(model->kernels, grad, model->seed, stream, -scale, scale, error) ? grad : NULL;
 }
 
 RokClDropout ops_dropout(const OpsCtx *ctx, double p) {

@@ -32,12 +32,19 @@ static guint64 data_vocab(const RokTrace *trace, guint tensor) {
 
 static void tensor_facts(RokExecModel *model) {
   const RokTrace *trace = model->trace;
+  g_autofree gboolean *read = g_new0(gboolean, MAX(model->n_tensors, 1));
+  for (guint o = 0; o < model->n_ops; o++) {
+    const RokOp *op = rok_trace_op(trace, o);
+    for (guint i = 0; i < op->inputs->len; i++)
+      read[g_array_index(op->inputs, guint, i)] = TRUE;
+  }
   for (guint t = 0; t < model->n_tensors; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
     RokOpKind producer = rok_trace_op(trace, tensor->producer)->kind;
     model->numel[t] = tensor_elements(tensor);
     /* Data entering the step has no gradient. */
     model->needs_grad[t] = tensor->dtype == model->act && producer != ROK_OP_INPUT;
+    model->boundary[t] = model->needs_grad[t] && !read[t];
     model->data_vocab[t] = tensor->dtype == ROK_DTYPE_I64 ? data_vocab(trace, t) : 0;
   }
 }
@@ -93,6 +100,7 @@ RokExecModel *rok_exec_model_new(RokClKernels *kernels, const RokTrace *trace, g
   model->ops = g_new0(OpExec, MAX(model->n_ops, 1));
   model->numel = g_new0(guint64, MAX(model->n_tensors, 1));
   model->needs_grad = g_new0(gboolean, MAX(model->n_tensors, 1));
+  model->boundary = g_new0(gboolean, MAX(model->n_tensors, 1));
   model->data_vocab = g_new0(guint64, MAX(model->n_tensors, 1));
   model->params = g_ptr_array_new_with_free_func(ops_param_free);
   model->grads = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -127,6 +135,7 @@ void rok_exec_model_free(RokExecModel *model) {
   rok_cl_buffer_free(model->checksums);
   g_free(model->numel);
   g_free(model->needs_grad);
+  g_free(model->boundary);
   g_free(model->data_vocab);
   g_free(model);
 }

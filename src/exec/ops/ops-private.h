@@ -11,7 +11,7 @@
 #define OPS_MAX_SPLIT 4
 
 /* Purposes of Philox streams: every random draw has its own stream. */
-typedef enum { STREAM_PARAM = 1, STREAM_DATA, STREAM_DROPOUT } OpsStream;
+typedef enum { STREAM_PARAM = 1, STREAM_DATA, STREAM_DROPOUT, STREAM_BOUNDARY } OpsStream;
 guint64 ops_stream(OpsStream purpose, guint64 a, guint64 b);
 
 /* ---- Prepared ops --------------------------------------------------------- */
@@ -116,6 +116,7 @@ struct _RokExecModel {
   OpExec *ops;
   guint64 *numel;        /* elements of each tensor */
   gboolean *needs_grad;  /* activation tensors not produced by an input op */
+  gboolean *boundary;    /* activations no op reads: a pipeline stage's output */
   guint64 *data_vocab;   /* token range of data (i64) tensors */
   GPtrArray *params;     /* RokExecParam *, in creation order */
   RokExecParam *token_table; /* shared by embeddings and the tied head (model traces) */
@@ -191,7 +192,9 @@ RokClBuffer *ops_output(OpsCtx *ctx, guint i, GError **error);
 /* A buffer freed when the call ends; zeroed on request. */
 RokClBuffer *ops_scratch(OpsCtx *ctx, RokDtype dtype, guint64 elements, const char *what, gboolean zero,
                          GError **error);
-/* The gradient of output i (zeros when no consumer produced one). */
+/* The gradient of output i: zeros when its consumers produced none; for a
+ * tensor no op reads (a pipeline stage's output, whose gradient would come
+ * from the next stage) small random values from (seed, mb, tensor). */
 RokClBuffer *ops_dout(OpsCtx *ctx, guint i, GError **error);
 /* The dropout parameters of this op in this micro-batch. */
 RokClDropout ops_dropout(const OpsCtx *ctx, double p);

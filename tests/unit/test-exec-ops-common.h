@@ -98,6 +98,7 @@ typedef struct {
   guint64 *forward_checksum; /* of saved tensors after forward (0: not taken) */
   guint recomputed;          /* tensors rebuilt in the step */
   guint mismatched;          /* rebuilt tensors whose bytes differ */
+  guint seed_only;           /* masks rebuilt from the seed alone */
   BeforeBackward before_backward;
   gpointer before_data;
 } Runner;
@@ -191,11 +192,20 @@ static void runner_make_resident(Runner *r, guint mb, guint t) {
     g_clear_pointer(&r->host[t], g_free);
     return;
   }
+  /* As the schedule does: what the tensor is recomputed from, then the
+   * producer's outputs (a mask alone when it needs nothing: seed only). */
   const RokOp *producer = rok_trace_op(r->trace, tensor->producer);
-  for (guint i = 0; i < producer->inputs->len; i++)
-    runner_make_resident(r, mb, g_array_index(producer->inputs, guint, i));
-  ensure_outputs(r, producer);
-  rok_exec_model_forward(r->model, producer->id, mb, r->tensors, &error);
+  for (guint i = 0; i < tensor->recompute_from->len; i++)
+    runner_make_resident(r, mb, g_array_index(tensor->recompute_from, guint, i));
+  if (tensor->recompute_from->len > 0 || producer->kind != ROK_OP_DROPOUT) {
+    ensure_outputs(r, producer);
+    rok_exec_model_forward(r->model, producer->id, mb, r->tensors, &error);
+  } else {
+    r->seed_only++;
+    r->tensors[t] = rok_exec_model_alloc_tensor(r->model, t, &error);
+    g_assert_no_error(error);
+    rok_exec_model_rebuild_mask(r->model, producer->id, mb, r->tensors, &error);
+  }
   g_assert_no_error(error);
   for (guint i = 0; i < producer->outputs->len; i++) {
     guint id = g_array_index(producer->outputs, guint, i);

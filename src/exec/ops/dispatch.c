@@ -76,6 +76,20 @@ gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBu
   return ctx_end(&ctx, ok, error);
 }
 
+gboolean rok_exec_model_rebuild_mask(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
+                                     GError **error) {
+  if (!check_call(model, op, tensors, "rebuilding a mask", error))
+    return FALSE;
+  const OpExec *exec = &model->ops[op];
+  if (exec->op->kind != ROK_OP_DROPOUT || exec->standin) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "op '%s' (%s) has no mask to rebuild from the seed",
+                exec->op->name, rok_op_kind_name(exec->op->kind));
+    return FALSE;
+  }
+  OpsCtx ctx = ctx_begin(model, op, mb, tensors, FALSE);
+  return ctx_end(&ctx, ops_dropout_mask(&ctx, error), error);
+}
+
 gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
                                  GError **error) {
   if (!check_call(model, op, tensors, "backward", error))

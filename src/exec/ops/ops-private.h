@@ -276,6 +276,7 @@ gboolean ops_add_backward(OpsCtx *ctx, GError **error);
 gboolean ops_dropout_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
 gboolean ops_dropout_forward(OpsCtx *ctx, GError **error);
 gboolean ops_dropout_backward(OpsCtx *ctx, GError **error);
+gboolean ops_dropout_mask(OpsCtx *ctx, GError **error);
 gboolean ops_softmax_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
 gboolean ops_softmax_forward(OpsCtx *ctx, GError **error);
 gboolean ops_softmax_backward(OpsCtx *ctx, GError **error);

@@ -100,11 +100,18 @@ RokClBuffer *rok_exec_model_alloc_tensor(RokExecModel *model, guint tensor, GErr
 /* Forward of `op` for micro-batch `mb`. Reads its inputs from tensors[id]
  * (all must be resident) and writes its outputs into tensors[id]; an output
  * whose entry is NULL is computed into a scratch buffer and dropped (a
- * recompute that needs only some of an op's outputs). Re-running it for the
- * same mb on equal inputs writes bitwise-equal outputs: this is recompute.
- * `tensors` has one entry per trace tensor. */
+ * recompute that needs only some of an op's outputs). Re-running an op for
+ * the same mb on equal inputs writes bitwise-equal outputs: this is
+ * recompute. `tensors` has one entry per trace tensor. */
 gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
                                 GError **error);
+
+/* The seed-only rebuild of a dropout mask (a mask's recompute_from is
+ * empty): writes the mask of dropout op `op` into tensors[mask], bitwise
+ * what its forward wrote, reading nothing else. ROK_ERROR_INPUT when `op`
+ * is not a dropout that runs as itself or the mask has no buffer. */
+gboolean rok_exec_model_rebuild_mask(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
+                                     GError **error);
 
 /* Backward of `op` for micro-batch `mb`. Reads only the tensors the trace
  * saves for it (those whose needed_by holds op: they must be resident,

@@ -70,6 +70,13 @@ G_GNUC_UNUSED static RokTrace *tiny_trace(const char *json, const char *dtype) {
 #define LLAMA_STANDARD_JSON                                                                                        \
   "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96}"
+#define LLAMA_TP_JSON                                                                                              \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
+  "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"attention\": \"flash\", \"tensor_parallel\": 2}"
+#define T5_SP_JSON                                                                                                 \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "    \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "           \
+  "\"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
 #define BERT_JSON                                                                                                  \
   "{\"arch\": \"bert\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "      \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"mask_bytes\": 2}"

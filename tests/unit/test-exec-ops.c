@@ -391,8 +391,8 @@ static const struct {
   const char *name, *json;
 } archs[] = {
     {"gpt", GPT_JSON},       {"gpt-flash", GPT_FLASH_JSON}, {"gpt-tp2-sp", GPT_SP_JSON}, {"gpt-pp2", GPT_PP_JSON},
-    {"llama-flash-gqa", LLAMA_JSON}, {"llama-standard-gqa", LLAMA_STANDARD_JSON}, {"bert", BERT_JSON},
-    {"t5", T5_JSON},         {"t5-flash", T5_FLASH_JSON},
+    {"llama-flash-gqa", LLAMA_JSON}, {"llama-tp2", LLAMA_TP_JSON}, {"llama-standard-gqa", LLAMA_STANDARD_JSON}, {"bert", BERT_JSON},
+    {"t5", T5_JSON},         {"t5-tp2-sp", T5_SP_JSON},         {"t5-flash", T5_FLASH_JSON},
 };
 
 static const char *const plan_archs[] = {"gpt", "llama-standard-gqa", "t5", "gpt-tp2-sp"};

@@ -1,9 +1,10 @@
 /* Numbers, with fp32 activations: the loss of a one-layer GPT against a
  * plain C forward pass (which operand is transposed, where q, k and v lie,
  * the causal mask, positions, the tied head), every parameter's gradient
- * against central differences of the loss for every architecture (so
- * backward is the derivative of forward, sequence-parallel stand-ins
- * included), and one SGD step lowering the loss. */
+ * against finite differences of the loss along a random direction for every
+ * architecture (so backward is the derivative of forward, GQA sums and the
+ * sequence-parallel row stand-ins included), and one SGD step lowering the
+ * loss. */
 #include <glib.h>
 
 #ifndef ROK_WITH_OPENCL

@@ -22,9 +22,7 @@
 
 /* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
 const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-  return "leak:libpocl.so\nleak:libLLVM\n";
-}
+const char *__lsan_default_suppressions(void) { return "leak:libpocl.so\nleak:libLLVM\n"; }
 
 /* The default device, or exit 77 (skip) without one. */
 G_GNUC_UNUSED static RokClDevice *open_device_or_skip(void) {
@@ -52,41 +50,41 @@ G_GNUC_UNUSED static RokTrace *tiny_trace(const char *json, const char *dtype) {
   return trace;
 }
 
-#define GPT_JSON                                                                                                   \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_JSON                                                                                                       \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1}"
-#define GPT_FLASH_JSON                                                                                             \
-  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_FLASH_JSON                                                                                                 \
+  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"attention\": \"flash\"}"
-#define GPT_SP_JSON                                                                                                \
-  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_SP_JSON                                                                                                    \
+  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
-#define GPT_PP_JSON                                                                                                \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_PP_JSON                                                                                                    \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"pipeline_parallel\": 2}"
-#define LLAMA_JSON                                                                                                 \
-  "{\"arch\": \"llama\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
+#define LLAMA_JSON                                                                                                     \
+  "{\"arch\": \"llama\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"attention\": \"flash\"}"
-#define LLAMA_STANDARD_JSON                                                                                        \
-  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
+#define LLAMA_STANDARD_JSON                                                                                            \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96}"
-#define LLAMA_TP_JSON                                                                                              \
-  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
+#define LLAMA_TP_JSON                                                                                                  \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"attention\": \"flash\", \"tensor_parallel\": 2}"
-#define T5_SP_JSON                                                                                                 \
-  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "    \
-  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "           \
+#define T5_SP_JSON                                                                                                     \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
   "\"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
-#define BERT_JSON                                                                                                  \
-  "{\"arch\": \"bert\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "      \
+#define BERT_JSON                                                                                                      \
+  "{\"arch\": \"bert\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "            \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"mask_bytes\": 2}"
-#define T5_JSON                                                                                                    \
-  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "    \
-  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "           \
+#define T5_JSON                                                                                                        \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
   "\"dropout\": 0.1, \"mask_bytes\": 4}"
-#define T5_FLASH_JSON                                                                                              \
-  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "    \
-  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "           \
+#define T5_FLASH_JSON                                                                                                  \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
   "\"dropout\": 0.1, \"attention\": \"flash\"}"
 
 /* ---- A small runner ------------------------------------------------------ */

@@ -8,9 +8,7 @@
 #include <glib.h>
 
 #ifndef ROK_WITH_OPENCL
-int main(void) {
-  return 77; /* built without OpenCL */
-}
+int main(void) { return 77; /* built without OpenCL */ }
 #else
 
 #include "test-exec-ops-common.h"
@@ -57,9 +55,7 @@ static double forward_loss_kinks(Runner *r, guint64 *kinks) {
   return loss;
 }
 
-static double forward_loss(Runner *r) {
-  return forward_loss_kinks(r, NULL);
-}
+static double forward_loss(Runner *r) { return forward_loss_kinks(r, NULL); }
 
 /* ---- A plain C GPT layer ------------------------------------------------------ */
 
@@ -68,9 +64,7 @@ typedef struct {
   guint64 h, heads, d, f, s, b, vocab;
 } Ref;
 
-static float *param(Ref *ref, const char *name) {
-  return download_floats(param_named(ref->model, name)->value);
-}
+static float *param(Ref *ref, const char *name) { return download_floats(param_named(ref->model, name)->value); }
 
 static void layernorm(const double *x, double *y, guint64 rows, guint64 cols, const float *g, const float *b) {
   for (guint64 r = 0; r < rows; r++) {
@@ -96,9 +90,7 @@ static void linear(const double *x, double *y, guint64 rows, guint64 in, guint64
     }
 }
 
-static double gelu(double v) {
-  return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-}
+static double gelu(double v) { return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
 
 /* Causal multi-head attention over qkv [tokens, 3h] into ctx [tokens, h]. */
 static void attention(Ref *ref, const double *qkv, double *ctx) {
@@ -131,18 +123,18 @@ static void attention(Ref *ref, const double *qkv, double *ctx) {
 static double reference_loss(Ref *ref, const gint64 *tokens, const gint64 *labels) {
   guint64 n = ref->b * ref->s, h = ref->h, f = ref->f, v = ref->vocab;
   g_autofree float *table = param(ref, "embed.lookup.table"), *pos = param(ref, "embed.lookup.positions");
-  g_autofree double *x = g_new(double, n * h), *y = g_new(double, n * h), *qkv = g_new(double, n * 3 * h);
-  g_autofree double *ctx = g_new(double, n * h), *hid = g_new(double, n * f), *logits = g_new(double, n * v);
+  g_autofree double *x = g_new(double, n *h), *y = g_new(double, n *h), *qkv = g_new(double, n * 3 * h);
+  g_autofree double *ctx = g_new(double, n *h), *hid = g_new(double, n *f), *logits = g_new(double, n *v);
   for (guint64 t = 0; t < n; t++)
     for (guint64 c = 0; c < h; c++)
       x[t * h + c] = table[tokens[t] * h + c] + pos[(t % ref->s) * h + c];
   struct {
     const char *name;
     float *data;
-  } w[12] = {{"layer0.attn.norm.gamma"}, {"layer0.attn.norm.beta"}, {"layer0.attn.qkv.weight"},
+  } w[12] = {{"layer0.attn.norm.gamma"}, {"layer0.attn.norm.beta"},   {"layer0.attn.qkv.weight"},
              {"layer0.attn.qkv.bias"},   {"layer0.attn.proj.weight"}, {"layer0.attn.proj.bias"},
-             {"layer0.mlp.norm.gamma"},  {"layer0.mlp.norm.beta"},  {"layer0.mlp.fc1.weight"},
-             {"layer0.mlp.fc1.bias"},    {"layer0.mlp.fc2.weight"}, {"layer0.mlp.fc2.bias"}};
+             {"layer0.mlp.norm.gamma"},  {"layer0.mlp.norm.beta"},    {"layer0.mlp.fc1.weight"},
+             {"layer0.mlp.fc1.bias"},    {"layer0.mlp.fc2.weight"},   {"layer0.mlp.fc2.bias"}};
   for (guint i = 0; i < 12; i++)
     w[i].data = param(ref, w[i].name);
   layernorm(x, y, n, h, w[0].data, w[1].data);
@@ -264,7 +256,9 @@ static void check_param(Runner *r, const RokExecParam *p, const float *grad, GRa
     ana += eps * u[e] * grad[e];
   gboolean ok = smooth && fabs(num - ana) <= 0.03 * fabs(ana) + 2e-6 * eps / 1e-2;
   g_test_message("%-32s step %.1e analytic %+.6e numeric %+.6e %s", p->name, eps, ana, num,
-                 ok ? "" : smooth ? "MISMATCH" : "KINKED");
+                 ok       ? ""
+                 : smooth ? "MISMATCH"
+                          : "KINKED");
   *failures += !ok;
 }
 
@@ -286,8 +280,7 @@ static void test_gradients(gconstpointer data) {
   }
   runner_free(r);
   if (failures > 0)
-    g_error("%s: %u parameters' gradients disagree with central differences (run with --verbose)", c->name,
-            failures);
+    g_error("%s: %u parameters' gradients disagree with central differences (run with --verbose)", c->name, failures);
 }
 
 /* ---- SGD -------------------------------------------------------------------------------- */
@@ -317,9 +310,16 @@ static void test_sgd(gconstpointer data) {
 static const struct {
   const char *name, *json;
 } archs[] = {
-    {"gpt", GPT_JSON},       {"gpt-flash", GPT_FLASH_JSON}, {"gpt-tp2-sp", GPT_SP_JSON},
-    {"llama-flash-gqa", LLAMA_JSON}, {"llama-tp2", LLAMA_TP_JSON}, {"llama-standard-gqa", LLAMA_STANDARD_JSON}, {"bert", BERT_JSON},
-    {"t5", T5_JSON},         {"t5-tp2-sp", T5_SP_JSON},         {"t5-flash", T5_FLASH_JSON},
+    {"gpt", GPT_JSON},
+    {"gpt-flash", GPT_FLASH_JSON},
+    {"gpt-tp2-sp", GPT_SP_JSON},
+    {"llama-flash-gqa", LLAMA_JSON},
+    {"llama-tp2", LLAMA_TP_JSON},
+    {"llama-standard-gqa", LLAMA_STANDARD_JSON},
+    {"bert", BERT_JSON},
+    {"t5", T5_JSON},
+    {"t5-tp2-sp", T5_SP_JSON},
+    {"t5-flash", T5_FLASH_JSON},
 };
 
 int main(int argc, char **argv) {

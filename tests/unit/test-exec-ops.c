@@ -6,9 +6,7 @@
 #include <glib.h>
 
 #ifndef ROK_WITH_OPENCL
-int main(void) {
-  return 77; /* built without OpenCL */
-}
+int main(void) { return 77; /* built without OpenCL */ }
 #else
 
 #include "test-exec-ops-common.h"
@@ -169,9 +167,9 @@ static void test_corruption(gconstpointer data) {
   const Case *c = data;
   g_autoptr(RokTrace) trace = tiny_trace(GPT_JSON, "bf16");
   guint64 keep = step_checksum(c->f, trace, 5, KEEP, NULL, NULL);
-  const char *victims[] = {"layer0.attn.qkv_out",       "layer0.attn.norm_stats", "layer1.attn.softmax_out",
-                           "layer1.attn.dropout_out",   "layer0.mlp.fc1_out",     "layer0.attn.out_dropout_mask",
-                           "layer1.mlp.out_dropout_mask", "head.loss_probs",       "input.tokens"};
+  const char *victims[] = {"layer0.attn.qkv_out",         "layer0.attn.norm_stats", "layer1.attn.softmax_out",
+                           "layer1.attn.dropout_out",     "layer0.mlp.fc1_out",     "layer0.attn.out_dropout_mask",
+                           "layer1.mlp.out_dropout_mask", "head.loss_probs",        "input.tokens"};
   for (guint v = 0; v < G_N_ELEMENTS(victims); v++) {
     g_autoptr(RokExecModel) model = new_model(c->f, trace, 5);
     Runner *r = runner_new(model);
@@ -289,8 +287,10 @@ static void test_causal(gconstpointer data) {
   const Case *c = data;
   const struct {
     const char *json, *causal[3];
-  } models[] = {{GPT_JSON, {"layer0.attn", "layer1.attn"}}, {LLAMA_STANDARD_JSON, {"layer0.attn"}},
-                {BERT_JSON, {NULL}}, {T5_JSON, {"dec0.attn"}}};
+  } models[] = {{GPT_JSON, {"layer0.attn", "layer1.attn"}},
+                {LLAMA_STANDARD_JSON, {"layer0.attn"}},
+                {BERT_JSON, {NULL}},
+                {T5_JSON, {"dec0.attn"}}};
   for (guint m = 0; m < G_N_ELEMENTS(models); m++) {
     g_autoptr(RokTrace) trace = tiny_trace(models[m].json, "bf16");
     g_autoptr(RokExecModel) model = new_model(c->f, trace, 9);
@@ -390,9 +390,17 @@ static void test_imported(gconstpointer data) {
 static const struct {
   const char *name, *json;
 } archs[] = {
-    {"gpt", GPT_JSON},       {"gpt-flash", GPT_FLASH_JSON}, {"gpt-tp2-sp", GPT_SP_JSON}, {"gpt-pp2", GPT_PP_JSON},
-    {"llama-flash-gqa", LLAMA_JSON}, {"llama-tp2", LLAMA_TP_JSON}, {"llama-standard-gqa", LLAMA_STANDARD_JSON}, {"bert", BERT_JSON},
-    {"t5", T5_JSON},         {"t5-tp2-sp", T5_SP_JSON},         {"t5-flash", T5_FLASH_JSON},
+    {"gpt", GPT_JSON},
+    {"gpt-flash", GPT_FLASH_JSON},
+    {"gpt-tp2-sp", GPT_SP_JSON},
+    {"gpt-pp2", GPT_PP_JSON},
+    {"llama-flash-gqa", LLAMA_JSON},
+    {"llama-tp2", LLAMA_TP_JSON},
+    {"llama-standard-gqa", LLAMA_STANDARD_JSON},
+    {"bert", BERT_JSON},
+    {"t5", T5_JSON},
+    {"t5-tp2-sp", T5_SP_JSON},
+    {"t5-flash", T5_FLASH_JSON},
 };
 
 static const char *const plan_archs[] = {"gpt", "llama-standard-gqa", "t5", "gpt-tp2-sp"};

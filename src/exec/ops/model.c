@@ -63,8 +63,8 @@ static gboolean prepare_op(RokExecModel *model, guint id, GError **error) {
     return TRUE;
   }
   if (impl != NULL) {
-    char *full = ops_reason("op '%s' (%s) cannot run as its kind: %s", exec->op->name,
-                            rok_op_kind_name(exec->op->kind), reason);
+    char *full =
+        ops_reason("op '%s' (%s) cannot run as its kind: %s", exec->op->name, rok_op_kind_name(exec->op->kind), reason);
     g_free(reason);
     reason = full;
   }
@@ -109,8 +109,8 @@ RokExecModel *rok_exec_model_new(RokClKernels *kernels, const RokTrace *trace, g
   for (guint o = 0; o < model->n_ops; o++)
     if (!prepare_op(model, o, error))
       return NULL;
-  model->checksums = rok_cl_buffer_new(model->device, ROK_DTYPE_I64, MAX(model->params->len, 1),
-                                       "gradient checksums", FALSE, error);
+  model->checksums =
+      rok_cl_buffer_new(model->device, ROK_DTYPE_I64, MAX(model->params->len, 1), "gradient checksums", FALSE, error);
   if (model->checksums == NULL)
     return NULL;
   return g_steal_pointer(&model);
@@ -140,13 +140,9 @@ void rok_exec_model_free(RokExecModel *model) {
   g_free(model);
 }
 
-const RokTrace *rok_exec_model_trace(const RokExecModel *model) {
-  return model->trace;
-}
+const RokTrace *rok_exec_model_trace(const RokExecModel *model) { return model->trace; }
 
-RokClKernels *rok_exec_model_kernels(const RokExecModel *model) {
-  return model->kernels;
-}
+RokClKernels *rok_exec_model_kernels(const RokExecModel *model) { return model->kernels; }
 
 RokClBuffer *rok_exec_model_alloc_tensor(RokExecModel *model, guint tensor, GError **error) {
   if (tensor >= model->n_tensors) {
@@ -163,8 +159,6 @@ const char *rok_exec_model_op_note(const RokExecModel *model, guint op) {
   return model->ops[op].note;
 }
 
-guint rok_exec_model_standin_count(const RokExecModel *model) {
-  return model->standins;
-}
+guint rok_exec_model_standin_count(const RokExecModel *model) { return model->standins; }
 
 #endif /* ROK_WITH_OPENCL */

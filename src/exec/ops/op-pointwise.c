@@ -182,9 +182,8 @@ gboolean ops_dropout_backward(OpsCtx *ctx, GError **error) {
   OpsSink sink;
   if (dy == NULL || !ops_sink_overwrite(ctx, 0, TRUE, FALSE, &sink, error))
     return FALSE;
-  return sink.dst == NULL ||
-         (rok_cl_dropout_backward(ctx->model->kernels, &dropout, mask, dy, sink.dst, e->n, error) &&
-          ops_sink_close(ctx, &sink, error));
+  return sink.dst == NULL || (rok_cl_dropout_backward(ctx->model->kernels, &dropout, mask, dy, sink.dst, e->n, error) &&
+                              ops_sink_close(ctx, &sink, error));
 }
 
 #endif /* ROK_WITH_OPENCL */

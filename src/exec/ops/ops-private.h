@@ -49,10 +49,10 @@ typedef struct {
 } NormExec;
 
 typedef struct {
-  guint64 rows, cols, n;     /* n = rows·cols elements */
-  double p;                  /* dropout */
-  gboolean causal;           /* softmax */
-  guint64 queries;           /* softmax: rows per causal block */
+  guint64 rows, cols, n;      /* n = rows·cols elements */
+  double p;                   /* dropout */
+  gboolean causal;            /* softmax */
+  guint64 queries;            /* softmax: rows per causal block */
   gboolean relu_reads_output; /* relu's backward reads its saved output, else its saved input */
   RokClRotary rotary;
 } EltExec;
@@ -68,8 +68,8 @@ typedef struct {
 } LossExec;
 
 typedef struct {
-  gint in, out;                        /* input / output index run on; -1: a scratch buffer */
-  guint64 in_elements, out_elements;   /* activation elements of the buffers */
+  gint in, out;                      /* input / output index run on; -1: a scratch buffer */
+  guint64 in_elements, out_elements; /* activation elements of the buffers */
   RokClStandin fwd, bwd;
 } StandinExec;
 
@@ -114,16 +114,16 @@ struct _RokExecModel {
   guint64 seed;
   guint n_ops, n_tensors;
   OpExec *ops;
-  guint64 *numel;        /* elements of each tensor */
-  gboolean *needs_grad;  /* activation tensors not produced by an input op */
-  gboolean *boundary;    /* activations no op reads: a pipeline stage's output */
-  guint64 *data_vocab;   /* token range of data (i64) tensors */
-  GPtrArray *params;     /* RokExecParam *, in creation order */
+  guint64 *numel;            /* elements of each tensor */
+  gboolean *needs_grad;      /* activation tensors not produced by an input op */
+  gboolean *boundary;        /* activations no op reads: a pipeline stage's output */
+  guint64 *data_vocab;       /* token range of data (i64) tensors */
+  GPtrArray *params;         /* RokExecParam *, in creation order */
   RokExecParam *token_table; /* shared by embeddings and the tied head (model traces) */
-  GHashTable *grads;     /* micro-batch -> OpsMbGrads * */
-  GHashTable *losses;    /* (mb << 32 | op) -> RokClBuffer * (fp32 per-token losses) */
-  RokClBuffer *checksums; /* i64, one slot per parameter */
-  guint64 grad_bytes;    /* activation gradients allocated now */
+  GHashTable *grads;         /* micro-batch -> OpsMbGrads * */
+  GHashTable *losses;        /* (mb << 32 | op) -> RokClBuffer * (fp32 per-token losses) */
+  RokClBuffer *checksums;    /* i64, one slot per parameter */
+  guint64 grad_bytes;        /* activation gradients allocated now */
   guint standins;
 };
 
@@ -149,12 +149,8 @@ gboolean ops_check_tensor(const RokExecModel *model, const RokOp *op, guint id, 
                           gboolean saved, char **reason);
 /* The op reads and writes that many tensors; else *reason. */
 gboolean ops_check_arity(const RokOp *op, guint inputs, guint outputs, char **reason);
-static inline guint ops_op_in(const RokOp *op, guint i) {
-  return g_array_index(op->inputs, guint, i);
-}
-static inline guint ops_op_out(const RokOp *op, guint i) {
-  return g_array_index(op->outputs, guint, i);
-}
+static inline guint ops_op_in(const RokOp *op, guint i) { return g_array_index(op->inputs, guint, i); }
+static inline guint ops_op_out(const RokOp *op, guint i) { return g_array_index(op->outputs, guint, i); }
 /* A printf-style reason for the stand-in. */
 char *ops_reason(const char *format, ...) G_GNUC_PRINTF(1, 2);
 
@@ -172,16 +168,12 @@ struct _OpsCtx {
   guint mb;
   RokClBuffer *const *tensors;
   gboolean backward;
-  OpsMbGrads *grads; /* backward only */
+  OpsMbGrads *grads;  /* backward only */
   GPtrArray *scratch; /* freed when the call ends */
 };
 
-static inline guint ops_in_id(const OpsCtx *ctx, guint i) {
-  return g_array_index(ctx->op->inputs, guint, i);
-}
-static inline guint ops_out_id(const OpsCtx *ctx, guint i) {
-  return g_array_index(ctx->op->outputs, guint, i);
-}
+static inline guint ops_in_id(const OpsCtx *ctx, guint i) { return g_array_index(ctx->op->inputs, guint, i); }
+static inline guint ops_out_id(const OpsCtx *ctx, guint i) { return g_array_index(ctx->op->outputs, guint, i); }
 
 /* Input i: resident, of the trace's dtype and size; in backward also saved
  * for this op. */
@@ -214,8 +206,7 @@ typedef struct {
 /* For kernels that overwrite: dst is the fresh gradient buffer itself, or a
  * scratch one added in on close. Unless `covers` (the op writes every
  * element), dst starts zeroed. */
-gboolean ops_sink_overwrite(OpsCtx *ctx, guint input, gboolean covers, gboolean always, OpsSink *sink,
-                            GError **error);
+gboolean ops_sink_overwrite(OpsCtx *ctx, guint input, gboolean covers, gboolean always, OpsSink *sink, GError **error);
 /* For GEMMs: dst is the gradient buffer; the first GEMM uses
  * ops_sink_beta() (0 over a fresh buffer it covers), later ones beta 1. */
 gboolean ops_sink_accumulate(OpsCtx *ctx, guint input, gboolean covers, OpsSink *sink, GError **error);
@@ -240,8 +231,8 @@ void ops_grads_consume(OpsCtx *ctx);
 gboolean ops_rows_tile(RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows, guint64 cols,
                        GError **error);
 /* dst [dst_rows, cols] = the sum of src's row blocks of dst_rows rows. */
-gboolean ops_rows_sum(OpsCtx *ctx, RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows,
-                      guint64 cols, GError **error);
+gboolean ops_rows_sum(OpsCtx *ctx, RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows, guint64 cols,
+                      GError **error);
 
 /* ---- The op families ------------------------------------------------------- */
 

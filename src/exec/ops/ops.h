@@ -108,8 +108,7 @@ RokClBuffer *rok_exec_model_alloc_tensor(RokExecModel *model, guint tensor, GErr
  * recompute that needs only some of an op's outputs). Re-running an op for
  * the same mb on equal inputs writes bitwise-equal outputs: this is
  * recompute. `tensors` has one entry per trace tensor. */
-gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
-                                GError **error);
+gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, GError **error);
 
 /* The seed-only rebuild of a dropout mask (a mask's recompute_from is
  * empty): writes the mask of dropout op `op` into tensors[mask], bitwise
@@ -129,8 +128,7 @@ gboolean rok_exec_model_rebuild_mask(RokExecModel *model, guint op, guint mb, Ro
  * gradients). Backward of an op whose outputs' gradients were already
  * consumed, or that writes the gradient of an input already consumed, is
  * ROK_ERROR_INPUT (out of order). */
-gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
-                                 GError **error);
+gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, GError **error);
 
 /* Free whatever activation gradients of micro-batch `mb` are left (none
  * after a complete backward in order) and forget its bookkeeping, so the

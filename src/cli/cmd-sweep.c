@@ -170,19 +170,27 @@ static void print_strategy_summary(const RokSweep *sweep, const RokSweepView *vi
       best = row;
   }
   if (!any) {
-    printf("  %-10s %16s  %s\n", rok_strategy_name(strategy), "-", "does not fit anywhere");
+    printf("  %-10s %22s  %s\n", rok_strategy_name(strategy), "-", "does not fit anywhere");
     return;
   }
   g_autofree char *up_to = axis_text(view->x, largest), *at = axis_text(view->x, rok_sweep_row_value(best, view->x));
   g_autofree char *rate = rok_units_format_count(best->tokens_per_s);
-  printf("  %-10s %16s  %s tokens/s at %s %s\n", rok_strategy_name(strategy), up_to, rate, axis_labels[view->x], at);
+  printf("  %-10s %22s  %s tokens/s at %s %s\n", rok_strategy_name(strategy), up_to, rate, axis_labels[view->x], at);
 }
 
 static void print_summary(const RokSweep *sweep) {
   RokSweepView view;
   rok_sweep_view_init(sweep, &view);
   g_autofree char *heading = g_strdup_printf("fits up to %s", axis_labels[view.x]);
-  printf("\n  %-10s %16s  %s\n", "strategy", heading, "best throughput where it fits");
+  GString *where = g_string_new(NULL);
+  for (guint a = 0; a < ROK_SWEEP_AXIS_COUNT; a++)
+    if (a != view.x && sweep->values[a]->len > 1) {
+      g_autofree char *value = axis_text(a, view.at[a]);
+      g_string_append_printf(where, "%s%s %s", where->len ? ", " : " at ", axis_labels[a], value);
+    }
+  printf("\nAlong %s%s:\n  %-10s %22s  %s\n", axis_labels[view.x], where->str, "strategy", heading,
+         "best throughput where it fits");
+  g_string_free(where, TRUE);
   for (guint i = 0; i < sweep->strategies->len; i++)
     print_strategy_summary(sweep, &view, g_array_index(sweep->strategies, RokStrategy, i));
 }

@@ -9,6 +9,8 @@
 #include "rok/plot.h"
 #include "rok/units.h"
 
+#define GIB 1073741824.0
+
 /* One colour (and marker) per strategy on every chart. Okabe–Ito has two
  * near pairs (blue/sky, orange/vermillion); the only one used here is
  * offload/tba, which are kin and differ in marker shape. */
@@ -195,7 +197,9 @@ static gboolean same_fixed(const GArray *series, guint64 fixed) {
   return TRUE;
 }
 
-static void add_limits(RokChart *chart, const GArray *series, gboolean budget_on_x, RokSweepChartKind kind) {
+/* `scale` converts bytes to the memory axis's unit. */
+static void add_limits(RokChart *chart, const GArray *series, gboolean budget_on_x, RokSweepChartKind kind,
+                       double scale) {
   const RokSweepRow *first = &g_array_index(g_array_index(series, Series, 0).rows, RokSweepRow, 0);
   g_autofree char *gpu = rok_units_format_size(first->gpu_memory_bytes);
   g_autofree char *budget = rok_units_format_size(first->budget_bytes);
@@ -207,15 +211,15 @@ static void add_limits(RokChart *chart, const GArray *series, gboolean budget_on
   if (kind != ROK_SWEEP_CHART_MEMORY)
     return;
   g_autofree char *gpu_label = g_strdup_printf("GPU memory %s", gpu);
-  rok_chart_add_reference(chart, ROK_AXIS_Y, (double)first->gpu_memory_bytes, gpu_label);
+  rok_chart_add_reference(chart, ROK_AXIS_Y, (double)first->gpu_memory_bytes * scale, gpu_label);
   if (same_fixed(series, first->fixed_bytes)) {
     g_autofree char *fixed = rok_units_format_size(first->fixed_bytes);
     g_autofree char *fixed_label = g_strdup_printf("weights, gradients, optimizer states %s", fixed);
-    rok_chart_add_reference(chart, ROK_AXIS_Y, (double)first->fixed_bytes, fixed_label);
+    rok_chart_add_reference(chart, ROK_AXIS_Y, (double)first->fixed_bytes * scale, fixed_label);
   }
   if (own_budget) {
     g_autofree char *budget_label = g_strdup_printf("budget %s", budget);
-    rok_chart_add_reference(chart, ROK_AXIS_Y, (double)first->budget_bytes, budget_label);
+    rok_chart_add_reference(chart, ROK_AXIS_Y, (double)first->budget_bytes * scale, budget_label);
   }
 }
 
@@ -243,14 +247,26 @@ static char *legend_name(const Series *s, RokSweepAxis x) {
   return g_strdup_printf("%s (fits %s %s)", s->name, x == ROK_SWEEP_BUDGET ? "\u2265" : "\u2264", value);
 }
 
-static void add_series(RokChart *chart, const Series *s, RokSweepAxis x, RokSweepChartKind kind) {
+static void add_series(RokChart *chart, const Series *s, RokSweepAxis x, RokSweepChartKind kind, double scale) {
   g_autofree char *name = legend_name(s, x);
   guint id = rok_chart_add_series(chart, name, ROK_SERIES_LINE | ROK_SERIES_MARKERS, strategy_color(s->first));
   for (guint i = 0; i < s->rows->len; i++) {
     const RokSweepRow *row = &g_array_index(s->rows, RokSweepRow, i);
-    rok_chart_add_point(chart, id, (double)rok_sweep_row_value(row, x), chart_value(row, kind),
+    rok_chart_add_point(chart, id, (double)rok_sweep_row_value(row, x), chart_value(row, kind) * scale,
                         row->fits ? ROK_POINT_FILLED : ROK_POINT_HOLLOW, NULL);
   }
+}
+
+static gboolean wide_range(const GArray *series) {
+  guint64 low = G_MAXUINT64, high = 0;
+  for (guint i = 0; i < series->len; i++) {
+    const GArray *rows = g_array_index(series, Series, i).rows;
+    for (guint j = 0; j < rows->len; j++) {
+      low = MIN(low, g_array_index(rows, RokSweepRow, j).peak_bytes);
+      high = MAX(high, g_array_index(rows, RokSweepRow, j).peak_bytes);
+    }
+  }
+  return low > 0 && high / low >= 8;
 }
 
 static RokChart *build_chart(const RokSweep *sweep, const RokSweepView *view, RokSweepChartKind kind,
@@ -263,15 +279,26 @@ static RokChart *build_chart(const RokSweep *sweep, const RokSweepView *view, Ro
   }
   g_autofree char *title = chart_title(sweep, view, kind);
   RokChart *chart = rok_chart_new(title);
+  /* Peaks far apart (keep at a large micro-batch against the GPU's
+   * memory) would squash the rest to the bottom of a linear axis. */
+  gboolean log_memory = kind == ROK_SWEEP_CHART_MEMORY && wide_range(series);
+  double scale = log_memory ? 1.0 / GIB : 1.0;
   set_x_axis(chart, sweep, view->x);
   if (kind == ROK_SWEEP_CHART_THROUGHPUT)
     rok_chart_set_axis(chart, ROK_AXIS_Y, "Throughput", ROK_UNIT_RATE, "tokens/s");
-  else
+  else if (!log_memory)
     rok_chart_set_axis(chart, ROK_AXIS_Y, "Peak GPU memory", ROK_UNIT_BYTES, NULL);
-  rok_chart_axis_include(chart, ROK_AXIS_Y, 0.0);
+  else {
+    /* In GiB throughout: one byte unit for the whole of a log axis would
+     * give ticks such as 0.03125 TiB. */
+    rok_chart_set_axis(chart, ROK_AXIS_Y, "Peak GPU memory (GiB)", ROK_UNIT_NONE, NULL);
+    rok_chart_set_axis_scale(chart, ROK_AXIS_Y, ROK_SCALE_LOG2);
+  }
+  if (!log_memory)
+    rok_chart_axis_include(chart, ROK_AXIS_Y, 0.0);
   for (guint i = 0; i < series->len; i++)
-    add_series(chart, &g_array_index(series, Series, i), view->x, kind);
-  add_limits(chart, series, view->x == ROK_SWEEP_BUDGET, kind);
+    add_series(chart, &g_array_index(series, Series, i), view->x, kind, scale);
+  add_limits(chart, series, view->x == ROK_SWEEP_BUDGET, kind, scale);
   return chart;
 }
 

@@ -21,3 +21,8 @@ RokTimeline *rok_cli_timeline_chart(const RokJsonDoc *doc, guint64 gpu_memory, g
 /* Draw a timeline document to PATH (.png, .svg, .pdf). */
 gboolean rok_cli_timeline_save(const RokJsonDoc *doc, guint64 gpu_memory, guint64 budget, const char *path,
                                GError **error);
+
+/* Drop cairo's and fontconfig's caches once a command has drawn its last
+ * chart, so that sanitizer builds see no leaks at exit. Call it only when
+ * no other thread draws. */
+void rok_cli_charts_release(void);

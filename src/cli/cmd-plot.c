@@ -163,8 +163,8 @@ int rok_cmd_plot(int argc, char **argv) {
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = rok_cli_context(self, entries, NULL);
   GError *error = NULL;
-  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "FILE", &error) ||
-      !plot(&o, argv[1], &error))
-    return rok_cli_fail(self->name, error);
-  return ROK_EXIT_OK;
+  gboolean ok = rok_cli_parse(context, &argc, &argv, &error) &&
+                rok_cli_positionals(argc, argv, 1, "FILE", &error) && plot(&o, argv[1], &error);
+  rok_cli_charts_release();
+  return ok ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
 }

@@ -139,7 +139,9 @@ static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace
   json_object_put(json);
   g_autoptr(RokJsonDoc) doc = rok_json_doc_parse("timeline", text, strlen(text), error);
   guint64 budget = r->budget_bytes < r->gpu_memory_bytes ? r->budget_bytes : 0;
-  return doc != NULL && rok_cli_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
+  gboolean ok = doc != NULL && rok_cli_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
+  rok_cli_charts_release();
+  return ok;
 }
 
 static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, RokStrategy *strategy,

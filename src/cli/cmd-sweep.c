@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "cli/charts.h"
 #include "cli/cli.h"
 #include "rok/error.h"
 #include "rok/json.h"
@@ -76,7 +77,7 @@ static void show_progress(guint done, guint total, gpointer user_data) {
 }
 
 /* The charts and the CSV, in DIR. */
-static gboolean write_files(const RokSweep *sweep, const char *dir, GError **error) {
+static gboolean write_charts(const RokSweep *sweep, const char *dir, GError **error) {
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "creating %s: %s", dir, g_strerror(errno));
     return FALSE;
@@ -95,6 +96,12 @@ static gboolean write_files(const RokSweep *sweep, const char *dir, GError **err
       return FALSE;
   }
   return TRUE;
+}
+
+static gboolean write_files(const RokSweep *sweep, const char *dir, GError **error) {
+  gboolean ok = write_charts(sweep, dir, error);
+  rok_cli_charts_release();
+  return ok;
 }
 
 static const char *const axis_labels[ROK_SWEEP_AXIS_COUNT] = {

@@ -5,6 +5,7 @@
 #include "plan/sweep-private.h"
 #include "rok/error.h"
 #include "rok/model.h"
+#include "rok/units.h"
 
 static const char *const axis_names[ROK_SWEEP_AXIS_COUNT] = {
     [ROK_SWEEP_BUDGET] = "budget_bytes",
@@ -112,8 +113,9 @@ gboolean rok_sweep_spec_set_axis(RokSweepSpec *spec, RokSweepAxis axis, const ch
     return FALSE;
   guint64 top = g_array_index(values, guint64, values->len - 1);
   if (budget && top > spec->hw->gpu.memory) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "budget %" G_GUINT64_FORMAT " bytes is more than the %"
-                G_GUINT64_FORMAT " bytes of GPU memory of %s", top, spec->hw->gpu.memory, spec->hw->name);
+    g_autofree char *asked = rok_units_format_size(top), *has = rok_units_format_size(spec->hw->gpu.memory);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "a budget of %s is more than the GPU memory of %s (%s)", asked,
+                spec->hw->name, has);
   } else if (points_with(spec, axis, values->len) > ROK_SWEEP_MAX_POINTS) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "the sweep would have %" G_GUINT64_FORMAT " points, more than %d",
                 points_with(spec, axis, values->len), ROK_SWEEP_MAX_POINTS);

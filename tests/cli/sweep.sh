@@ -55,7 +55,7 @@ expect_fail 2 '--micro-batch: invalid range "8:1": it ends before it starts' "$r
 expect_fail 2 '--seq-len: invalid range "0,512"' "$rok" sweep ssdtrain-bert --hw $hw --seq-len 0,512
 expect_fail 2 '--nvme-devices: invalid range' "$rok" sweep ssdtrain-bert --hw $hw --nvme-devices 4,4
 expect_fail 2 '--budget: invalid range "40G"' "$rok" sweep ssdtrain-bert --hw $hw --budget 40G
-expect_fail 2 '--budget: budget 48318382080 bytes is more than' "$rok" sweep ssdtrain-bert --hw $hw --budget 45GiB
+expect_fail 2 '--budget: a budget of 45.0 GiB is more than the GPU memory of a100-40g-pcie4-4xp5800x (40.0 GiB)' "$rok" sweep ssdtrain-bert --hw $hw --budget 45GiB
 expect_fail 2 '--strategies: unknown strategy "fast"' "$rok" sweep ssdtrain-bert --hw $hw -s keep,fast
 expect_fail 2 '--threads must be 0' "$rok" sweep ssdtrain-bert --hw $hw --threads -1
 expect_fail 2 'at micro_batch=5000000000: --set micro_batch=5000000000' "$rok" sweep ssdtrain-bert --hw $hw -b 1,5000000000

@@ -1,7 +1,6 @@
 /* Charts of a sweep: throughput or peak memory against one axis, one
  * series per strategy. Everything drawn comes from the rows (as the CSV
  * holds them), so a chart re-drawn from sweep.csv is the same file. */
-#include <math.h>
 #include <string.h>
 
 #include "plan/sweep-private.h"
@@ -11,9 +10,10 @@
 
 #define GIB 1073741824.0
 
-/* One colour (and marker) per strategy on every chart. Okabe–Ito has two
- * near pairs (blue/sky, orange/vermillion); the only one used here is
- * offload/tba, which are kin and differ in marker shape. */
+/* One colour (and marker) per strategy on every chart; rok's is
+ * vermillion. Okabe–Ito has two near pairs (blue/sky, orange/vermillion);
+ * the only one used here is offload/tba, which are kin and differ in
+ * marker shape; recompute (reddish purple) has no near neighbour. */
 static guint strategy_color(RokStrategy strategy) {
   static const guint colors[] = {
       [ROK_STRATEGY_KEEP] = ROK_COLOR_BLACK,  [ROK_STRATEGY_RECOMPUTE] = ROK_COLOR_PURPLE,
@@ -27,9 +27,11 @@ void rok_sweep_view_init(const RokSweep *sweep, RokSweepView *view) {
   static const RokSweepAxis preferred[] = {ROK_SWEEP_MICRO_BATCH, ROK_SWEEP_SEQ_LEN, ROK_SWEEP_NVME_DEVICES,
                                            ROK_SWEEP_BUDGET};
   view->x = ROK_SWEEP_MICRO_BATCH;
-  for (gint i = G_N_ELEMENTS(preferred) - 1; i >= 0; i--)
-    if (sweep->values[preferred[i]]->len > 1)
+  for (guint i = 0; i < G_N_ELEMENTS(preferred); i++)
+    if (sweep->values[preferred[i]]->len > 1) {
       view->x = preferred[i];
+      break;
+    }
   for (guint a = 0; a < ROK_SWEEP_AXIS_COUNT; a++)
     view->at[a] = sweep->values[a]->len > 0 ? g_array_index(sweep->values[a], guint64, 0) : 0;
 }

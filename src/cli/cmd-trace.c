@@ -20,9 +20,16 @@ static char *shape_text(const RokTensor *t) {
   return g_string_free(text, FALSE);
 }
 
+/* The ops whose backward reads `t`; a long list (T5's encoder output, read
+ * by every decoder layer) shows its ends. */
 static char *needers_text(const RokTrace *trace, const RokTensor *t) {
   GString *text = g_string_new(NULL);
-  for (guint i = 0; i < t->needed_by->len; i++) {
+  guint n = t->needed_by->len;
+  for (guint i = 0; i < n; i++) {
+    if (n > 4 && i == 2) {
+      g_string_append_printf(text, ", … (%u ops)", n);
+      i = n - 2;
+    }
     const RokOp *op = rok_trace_op(trace, g_array_index(t->needed_by, guint, i));
     g_string_append_printf(text, "%s%s", i ? ", " : "", t->layer >= 0 ? local_name(op->name) : op->name);
   }

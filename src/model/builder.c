@@ -136,15 +136,17 @@ static void use_qkv(RokBuilder *b, guint op, const RokAttentionShape *a, gboolea
 static guint build_flash(RokBuilder *b, const char *name, const RokAttentionShape *a) {
   char buffer[64];
   guint64 bh = a->batch * a->heads, qd = a->heads * a->head_dim, kvd = a->kv_heads * a->head_dim;
-  guint op = rok_build_op(b, name, ROK_OP_FLASH_ATTENTION, bh, a->seq_q, a->seq_k, a->head_dim);
+  guint op = rok_build_op(b, suffixed(buffer, name, ".flash"), ROK_OP_FLASH_ATTENTION, bh, a->seq_q, a->seq_k,
+                          a->head_dim);
   rok_trace_op(b->trace, op)->dropout = b->dropout ? b->model->dropout : 0.0;
   guint64 gemm = 2 * bh * a->seq_q * a->seq_k * a->head_dim;
   guint64 io = elem(b) * a->batch * (2 * a->seq_q * qd + 2 * a->seq_k * kvd);
   /* Backward recomputes the scores: five GEMMs against forward's two. */
   set_cost(b, op, 2 * gemm, 5 * gemm, io + 4 * bh * a->seq_q, 2 * io + 4 * bh * a->seq_q);
   use_qkv(b, op, a, TRUE, TRUE, TRUE);
-  guint ctx = ROK_TENSOR(b, suffixed(buffer, name, "_out"), op, b->dtype, a->batch * a->seq_q, qd);
-  guint lse = ROK_TENSOR(b, suffixed(buffer, name, "_lse"), op, ROK_DTYPE_FP32, a->batch, a->heads, a->seq_q);
+  guint ctx = ROK_TENSOR(b, suffixed(buffer, name, ".flash_out"), op, b->dtype, a->batch * a->seq_q, qd);
+  guint lse = ROK_TENSOR(b, suffixed(buffer, name, ".flash_lse"), op, ROK_DTYPE_FP32, a->batch, a->heads,
+                         a->seq_q);
   rok_trace_need(b->trace, ctx, op);
   rok_trace_need(b->trace, lse, op);
   return ctx;

@@ -6,7 +6,11 @@
  * axis titles carry the unit ("Peak memory (GiB)") and ticks are plain
  * numbers in 1-2-5 steps; the palette is Okabe–Ito (colour-blind safe) and
  * every colour has its own marker shape, so charts read in greyscale too;
- * the legend goes where it hides no data; labels never overlap.
+ * the legend goes where it hides no data (else beside or below the plot);
+ * labels are placed clear of each other and of the legend. On a canvas too
+ * small for its text, text gets smaller, long names are cut short with "…"
+ * and a point label with no free spot left is left out; nothing runs off
+ * the canvas.
  *
  * Output is deterministic: the same data give byte-identical files (fixed
  * font "DejaVu Sans", no timestamps in SVG or PDF). A file is written to a
@@ -40,7 +44,8 @@ typedef enum {
   ROK_AXIS_Y,
 } RokAxisId;
 
-/* How a series is drawn; flags, combine with |. */
+/* How a series is drawn; flags, combine with |. Without LINE, a series is
+ * drawn as markers. */
 typedef enum {
   ROK_SERIES_LINE = 1 << 0,      /* joins the points in the order added */
   ROK_SERIES_MARKERS = 1 << 1,   /* a marker at every point */
@@ -58,14 +63,14 @@ typedef enum {
  * marker shape, so one index per strategy keeps it recognisable across
  * charts. Indices wrap around modulo ROK_PLOT_COLORS. */
 enum {
-  ROK_COLOR_BLUE,           /* #0072B2, circle */
-  ROK_COLOR_VERMILLION,     /* #D55E00, square */
-  ROK_COLOR_GREEN,          /* #009E73, triangle */
-  ROK_COLOR_PURPLE,         /* #CC79A7, diamond */
-  ROK_COLOR_ORANGE,         /* #E69F00, inverted triangle */
-  ROK_COLOR_SKY,            /* #56B4E9, pentagon */
-  ROK_COLOR_BLACK,          /* #000000, hexagon */
-  ROK_COLOR_YELLOW,         /* #F0E442, star (low contrast on white: last) */
+  ROK_COLOR_BLUE,       /* #0072B2, circle */
+  ROK_COLOR_VERMILLION, /* #D55E00, square */
+  ROK_COLOR_GREEN,      /* #009E73, triangle */
+  ROK_COLOR_PURPLE,     /* #CC79A7, diamond */
+  ROK_COLOR_ORANGE,     /* #E69F00, inverted triangle */
+  ROK_COLOR_SKY,        /* #56B4E9, pentagon */
+  ROK_COLOR_BLACK,      /* #000000, hexagon */
+  ROK_COLOR_YELLOW,     /* #F0E442, star (low contrast on white: last) */
   ROK_PLOT_COLORS
 };
 
@@ -76,6 +81,7 @@ RokChart *rok_chart_new(const char *title);
 void rok_chart_free(RokChart *chart);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokChart, rok_chart_free)
 
+/* At least 240 × 180 points. */
 void rok_chart_set_size(RokChart *chart, double width, double height);
 
 /* The axis title without unit ("Peak memory"); the unit is added to it. For
@@ -117,15 +123,16 @@ RokTimeline *rok_timeline_new(const char *title);
 void rok_timeline_free(RokTimeline *timeline);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimeline, rok_timeline_free)
 
+/* At least 300 × 200 points. */
 void rok_timeline_set_size(RokTimeline *timeline, double width, double height);
 /* Rows are drawn top to bottom in the order added. */
 guint rok_timeline_add_track(RokTimeline *timeline, const char *name);
 /* A kind of bar (forward, backward, ...): a legend entry and its colour. */
 guint rok_timeline_add_kind(RokTimeline *timeline, const char *name, guint color);
-void rok_timeline_add_bar(RokTimeline *timeline, guint track, guint kind, double start,
-                          double end);
+void rok_timeline_add_bar(RokTimeline *timeline, guint track, guint kind, double start, double end);
 /* Memory in use is `bytes` from `time` until the next sample's time; samples
- * must come in nondecreasing time order. Without samples there is no panel. */
+ * must come in nondecreasing time order. Without samples there is no memory
+ * panel, and the chart may come out lower than its set height. */
 void rok_timeline_add_memory(RokTimeline *timeline, double time, double bytes);
 void rok_timeline_add_memory_limit(RokTimeline *timeline, double bytes, const char *label);
 

@@ -55,8 +55,12 @@
  * (a run of backward work of one layer), tensors first needed up to chunk
  * c + prefetch_layers may be read, each only when live memory plus its
  * bytes stays within the budget (memory is reserved when the read is
- * issued). The tensor the next compute work needs is always read, budget
- * or not, so the step cannot deadlock. Forwarding: a tensor whose GPU copy
+ * issued); with prefetch_layers 0, a read is issued only when the compute
+ * work that needs it is next. The tensor the next compute work needs is
+ * always read, budget or not, so the step cannot deadlock. A read held
+ * back by the budget that the compute then waits for is a memory stall.
+ * A copy still running when its GPU memory would be freed (after its last
+ * use) holds the memory until it ends. Forwarding: a tensor whose GPU copy
  * still exists when its read would be issued (its copy out is still
  * running or queued) is used from GPU memory, is not read back, stays until
  * its last backward use, and a copy not yet started is dropped. A tensor
@@ -73,6 +77,8 @@
  * dropout mask: a function of the seed) is rebuilt without inputs, in
  * bytes / hbm_bandwidth + launch_overhead; otherwise a re-run costs the op's
  * forward time. Recomputed tensors of layer -1 are rebuilt each on its own.
+ * With options.rebuild_whole_layers, a layer's rebuild re-runs all of the
+ * layer's ops (everything they make that nobody keeps is an intermediate).
  * Recompute time counts as compute and is also reported as recompute_ns.
  *
  * Memory waits. Compute that would take live memory over the budget waits
@@ -89,11 +95,12 @@
  * overlapping across micro-batch boundaries, then the optimizer step. The
  * step ends when its compute ends: every read it needs has arrived by then,
  * and a copy still running is that of a forwarded tensor, which nobody
- * reads (its bytes are still counted). With more
- * micro-batches in the step, the others are taken to repeat the last
- * detailed period (start of the last detailed micro-batch minus start of
- * the one before; with one detailed micro-batch, its own forward and
- * backward), for the time and for every counter. */
+ * reads (its bytes are still counted). With more micro-batches in the
+ * step, the others are taken to repeat the last detailed period (start of
+ * the last detailed micro-batch minus start of the one before; with one
+ * detailed micro-batch, its own forward and backward), for the time and
+ * for every counter. Not modelled: gradient all-reduce, pipeline bubbles,
+ * ZeRO-3 weight gathers (data-parallel communication is outside the trace). */
 #pragma once
 
 #include <glib.h>
@@ -151,9 +158,14 @@ typedef struct {
   guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
   guint detail_micro_batches; /* >= 1 */
   gboolean record;            /* keep the action log and memory samples */
+  /* A layer's rebuild re-runs every op of the layer, as Megatron's
+   * activation checkpointing does, not only the ops its tensors need. */
+  gboolean rebuild_whole_layers;
 } RokSimOptions;
 
-#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 2
+/* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
+ * attention and MLP blocks as its modules, that is one layer. */
+#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 1
 #define ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES 3
 
 /* A plan as the simulator consumes it: one decision per tensor id. */
@@ -204,6 +216,7 @@ typedef struct {
   guint64 fixed_bytes, budget_bytes, gpu_memory_bytes;
   guint64 peak_bytes, activation_peak_bytes; /* activation peak = peak - fixed */
   gboolean fits;                             /* peak <= gpu.memory */
+  gboolean within_budget;                    /* peak <= budget */
   /* Where the peak was reached: the compute work running or next to run. */
   RokActionKind peak_kind;
   guint peak_op, peak_micro_batch;

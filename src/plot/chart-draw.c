@@ -73,9 +73,8 @@ static void draw_series_line(cairo_t *cr, const RokChartLayout *layout, const Ro
     cairo_move_to(cr, x0, y0);
     cairo_line_to(cr, x1, y1);
     /* Solid runs are one path so that their joins are round. */
-    const RokPoint *c = p + 1 < series->points->len
-                          ? &g_array_index(series->points, RokPoint, p + 1)
-                          : NULL;
+    const RokPoint *c =
+        p + 1 < series->points->len ? &g_array_index(series->points, RokPoint, p + 1) : NULL;
     while (!dashed && c != NULL && ((b->flags | c->flags) & ROK_POINT_HOLLOW) == 0) {
       rok_chart_layout_map(layout, c->x, c->y, &x1, &y1);
       cairo_line_to(cr, x1, y1);
@@ -166,7 +165,7 @@ static void draw_legend(cairo_t *cr, const RokChartLayout *layout) {
     }
     if ((entry->style & ROK_SERIES_MARKERS) || !(entry->style & ROK_SERIES_LINE))
       rok_palette_marker(cr, entry->hollow ? 0 : entry->color, mid, entry->sample_y,
-                         ROK_MARKER_SIZE, color, entry->hollow);
+                         entry->marker_size, color, entry->hollow);
   }
   cairo_restore(cr);
 }

@@ -19,7 +19,6 @@ G_BEGIN_DECLS
 #define ROK_LABEL_SIZE 10.0
 #define ROK_TICK_LEN 4.0
 #define ROK_TICK_GAP 4.0
-#define ROK_MARKER_SIZE 7.5
 #define ROK_LEGEND_SAMPLE 26.0
 #define ROK_LEGEND_PAD 7.0
 
@@ -29,8 +28,9 @@ typedef struct {
 
 /* What labels and the legend should not cover: lines and markers. */
 typedef struct {
-  GArray *segments; /* RokSegment */
-  GArray *boxes;    /* RokBox */
+  GArray *segments;   /* RokSegment: series lines */
+  GArray *boxes;      /* RokBox: markers */
+  GArray *references; /* RokSegment: one per reference line, in the chart's order */
 } RokObstacles;
 
 typedef struct {
@@ -40,6 +40,7 @@ typedef struct {
   guint color;
   RokSeriesStyle style;
   gboolean hollow;
+  double marker_size;
   double height;
 } RokLegendRow;
 

@@ -7,7 +7,6 @@
  * labels take the first spot next to their anchor that overlaps no other
  * text. Every text lies inside the canvas. */
 #include <math.h>
-#include <string.h>
 
 #include "plot/chart-layout-private.h"
 
@@ -59,8 +58,9 @@ static void place_title(LayoutContext *ctx) {
   if (chart->title[0] == '\0')
     return;
   double size;
-  g_auto(GStrv) lines = rok_text_fit(ctx->cr, chart->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE), ROK_SCALED(ctx, ROK_TITLE_MIN),
-                                     chart->width - 2 * ROK_LAYOUT_PAD, 3, &size);
+  g_auto(GStrv) lines =
+      rok_text_fit(ctx->cr, chart->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE),
+                   ROK_SCALED(ctx, ROK_TITLE_MIN), chart->width - 2 * ROK_LAYOUT_PAD, 3, &size);
   double line_h = rok_text_height(ctx->cr, size);
   for (char **line = lines; *line != NULL; line++) {
     double w = rok_text_width(ctx->cr, *line, size, TRUE);
@@ -72,6 +72,25 @@ static void place_title(LayoutContext *ctx) {
   ctx->top += ROK_LAYOUT_GAP;
 }
 
+/* Once the plot area is known the title moves to be centred over it, as far
+ * as every line of it stays on the canvas. */
+static void centre_title(LayoutContext *ctx) {
+  const RokBox *plot = &ctx->layout->plot;
+  double shift = plot->x + plot->w / 2.0 - ctx->chart->width / 2.0;
+  double lowest = -G_MAXDOUBLE, highest = G_MAXDOUBLE;
+  guint lines = 0;
+  for (; lines < ctx->layout->texts->len; lines++) {
+    const RokText *text = &g_array_index(ctx->layout->texts, RokText, lines);
+    if (!text->bold)
+      break;
+    lowest = MAX(lowest, ROK_LAYOUT_PAD - text->box.x);
+    highest = MIN(highest, ctx->chart->width - ROK_LAYOUT_PAD - text->box.x - text->box.w);
+  }
+  shift = CLAMP(shift, MIN(lowest, 0.0), MAX(highest, 0.0));
+  for (guint i = 0; i < lines; i++)
+    g_array_index(ctx->layout->texts, RokText, i).box.x += shift;
+}
+
 /* Canvas x or y of a data value on an axis of the current frame. */
 static double map_axis(const RokChartLayout *layout, RokAxisId axis, double value) {
   double f = rok_ticks_fraction(&layout->ticks[axis], value);
@@ -80,7 +99,8 @@ static double map_axis(const RokChartLayout *layout, RokAxisId axis, double valu
   return layout->plot.y + (1.0 - f) * layout->plot.h;
 }
 
-void rok_chart_layout_map(const RokChartLayout *layout, double x, double y, double *px, double *py) {
+void rok_chart_layout_map(const RokChartLayout *layout, double x, double y, double *px,
+                          double *py) {
   *px = map_axis(layout, ROK_AXIS_X, x);
   *py = map_axis(layout, ROK_AXIS_Y, y);
 }
@@ -101,14 +121,9 @@ static void choose_y_ticks(LayoutContext *ctx, double plot_h) {
     rok_ticks_compute(ctx->lo[1], ctx->hi[1], spec->unit, spec->unit_name, spec->scale, n, ticks);
     gboolean apart = TRUE;
     for (guint i = 0; i + 1 < ticks->count && apart; i++) {
-      double f0 = (ticks->values[i] - ticks->min), f1 = (ticks->values[i + 1] - ticks->min);
-      if (ticks->kind != ROK_SCALE_LINEAR) {
-        f0 = log(ticks->values[i] / ticks->min);
-        f1 = log(ticks->values[i + 1] / ticks->min);
-      }
-      double span = ticks->kind != ROK_SCALE_LINEAR ? log(ticks->max / ticks->min)
-                                                    : ticks->max - ticks->min;
-      apart = (f1 - f0) / span * plot_h >= need;
+      double f0 = rok_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
+      double f1 = rok_ticks_fraction(ticks, ticks->values[i + 1] * ticks->scale);
+      apart = (f1 - f0) * plot_h >= need;
     }
     if (apart)
       return;
@@ -126,7 +141,8 @@ static void choose_x_ticks(LayoutContext *ctx, double plot_w) {
       double x0 = rok_ticks_fraction(ticks, ticks->values[i] * ticks->scale) * plot_w;
       double x1 = rok_ticks_fraction(ticks, ticks->values[i + 1] * ticks->scale) * plot_w;
       double w0 = rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-      double w1 = rok_text_width(ctx->cr, ticks->labels[i + 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+      double w1 =
+          rok_text_width(ctx->cr, ticks->labels[i + 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
       apart = x1 - x0 >= (w0 + w1) / 2.0 + 12.0;
     }
     if (apart)
@@ -143,20 +159,20 @@ static GStrv axis_title_lines(LayoutContext *ctx, RokAxisId axis, double room) {
   if (title[0] == '\0')
     return g_new0(char *, 1);
   double *size = &ctx->axis_size[axis];
-  GStrv lines = rok_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), ROK_SCALED(ctx, ROK_AXIS_TITLE_MIN), room,
-                             0, size);
+  GStrv lines = rok_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE),
+                             ROK_SCALED(ctx, ROK_AXIS_TITLE_MIN), room, 0, size);
   if (g_strv_length(lines) <= 2 || ticks->unit[0] == '\0' || words[0] == '\0') {
     g_strfreev(lines);
-    return rok_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), ROK_SCALED(ctx, ROK_AXIS_TITLE_MIN), room, 2,
-                        size);
+    return rok_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE),
+                        ROK_SCALED(ctx, ROK_AXIS_TITLE_MIN), room, 2, size);
   }
   g_strfreev(lines);
   g_autofree char *unit = g_strdup_printf(" (%s)", ticks->unit);
   lines = rok_text_wrap_lines(ctx->cr, words, *size, FALSE, room, 2);
   guint last = g_strv_length(lines) - 1;
   double unit_w = rok_text_width(ctx->cr, unit, *size, FALSE);
-  g_autofree char *cut = rok_text_ellipsize(ctx->cr, lines[last], *size, FALSE,
-                                            MAX(room - unit_w, 0.0));
+  g_autofree char *cut =
+      rok_text_ellipsize(ctx->cr, lines[last], *size, FALSE, MAX(room - unit_w, 0.0));
   g_free(lines[last]);
   lines[last] = g_strconcat(cut, unit, NULL);
   return lines;
@@ -175,42 +191,58 @@ static double axis_title_depth(LayoutContext *ctx, RokAxisId axis) {
   return n == 0 ? 0.0 : n * rok_text_height(ctx->cr, ctx->axis_size[axis]) + ROK_LAYOUT_GAP;
 }
 
-/* The plot area and ticks, given the space the legend takes on the right.
- * Labels depend on the area and the area on the labels: a few rounds settle. */
 static guint axis_title_line_count(const LayoutContext *ctx) {
   return g_strv_length(ctx->axis_lines[0]) * 16 + g_strv_length(ctx->axis_lines[1]);
 }
 
+/* One round of sizing the plot area: its height from the x-axis text below
+ * it, the y ticks for that height, its left edge from their labels, the x
+ * ticks for its width and its right edge from the last x label. */
+static void frame_round(LayoutContext *ctx, double right_reserve, double bottom_reserve) {
+  RokChartLayout *layout = ctx->layout;
+  const RokChart *chart = ctx->chart;
+  double tick_size = ROK_SCALED(ctx, ROK_TICK_SIZE);
+  double tick_h = rok_text_height(ctx->cr, tick_size);
+  double bottom = chart->height - ROK_LAYOUT_PAD - bottom_reserve -
+                  axis_title_depth(ctx, ROK_AXIS_X) - tick_h - ROK_TICK_LEN - ROK_TICK_GAP;
+  layout->plot.h = MAX(bottom - layout->plot.y, 20.0);
+  choose_y_ticks(ctx, layout->plot.h);
+  choose_x_ticks(ctx, layout->plot.w);
+  /* The first and last x labels are centred on their ticks: they may reach
+   * past the plot's edges, not past the canvas's. */
+  const RokTicks *xt = &layout->ticks[ROK_AXIS_X];
+  double first_w = rok_text_width(ctx->cr, xt->labels[0], tick_size, FALSE);
+  double last_w = rok_text_width(ctx->cr, xt->labels[xt->count - 1], tick_size, FALSE);
+  double inset_first = rok_ticks_fraction(xt, xt->values[0] * xt->scale) * layout->plot.w;
+  double inset_last =
+      (1.0 - rok_ticks_fraction(xt, xt->values[xt->count - 1] * xt->scale)) * layout->plot.w;
+  layout->plot.x =
+      MAX(ROK_LAYOUT_PAD + axis_title_depth(ctx, ROK_AXIS_Y) +
+              max_label_width(ctx, &layout->ticks[ROK_AXIS_Y]) + ROK_TICK_GAP + ROK_TICK_LEN,
+          ROK_LAYOUT_PAD + first_w / 2.0 - inset_first);
+  double right = MAX(last_w / 2.0 - inset_last, 0.0) + 6.0;
+  layout->plot.w =
+      MAX(chart->width - ROK_LAYOUT_PAD - right_reserve - right - layout->plot.x, 20.0);
+}
+
+/* The plot area and ticks, given the room the legend takes outside it.
+ * Labels depend on the area and the area on the labels: a few rounds settle
+ * it; the last round keeps its titles, fitted to nearly the same area. */
 static void frame(LayoutContext *ctx) {
   RokChartLayout *layout = ctx->layout;
   const RokChart *chart = ctx->chart;
   double tick_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
   double right_reserve =
-    ctx->legend_mode == ROK_LEGEND_RIGHT ? ctx->legend_w + ROK_LAYOUT_GAP : 0.0;
+      ctx->legend_mode == ROK_LEGEND_RIGHT ? ctx->legend_w + ROK_LAYOUT_GAP : 0.0;
   double bottom_reserve =
-    ctx->legend_mode == ROK_LEGEND_BOTTOM ? ctx->legend_grid_h + ROK_LAYOUT_GAP : 0.0;
-  layout->plot = (RokBox){ROK_LAYOUT_PAD + 40.0, ctx->top + tick_h / 2.0 + 2.0,
-                          chart->width * 0.7, chart->height * 0.6};
+      ctx->legend_mode == ROK_LEGEND_BOTTOM ? ctx->legend_grid_h + ROK_LAYOUT_GAP : 0.0;
+  layout->plot = (RokBox){ROK_LAYOUT_PAD + 40.0, ctx->top + tick_h / 2.0 + 2.0, chart->width * 0.7,
+                          chart->height * 0.6};
   fit_axis_titles(ctx);
   for (int round = 0; round < 8; round++) {
     RokBox before = layout->plot;
     guint lines_before = axis_title_line_count(ctx);
-    double bottom = chart->height - ROK_LAYOUT_PAD - bottom_reserve -
-                    axis_title_depth(ctx, ROK_AXIS_X) - tick_h - ROK_TICK_LEN - ROK_TICK_GAP;
-    layout->plot.h = MAX(bottom - layout->plot.y, 20.0);
-    choose_y_ticks(ctx, layout->plot.h);
-    layout->plot.x = ROK_LAYOUT_PAD + axis_title_depth(ctx, ROK_AXIS_Y) +
-                     max_label_width(ctx, &layout->ticks[ROK_AXIS_Y]) + ROK_TICK_GAP + ROK_TICK_LEN;
-    choose_x_ticks(ctx, layout->plot.w);
-    const RokTicks *xt = &layout->ticks[ROK_AXIS_X];
-    double last_w = rok_text_width(ctx->cr, xt->labels[xt->count - 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-    double overhang = (1.0 - rok_ticks_fraction(xt, xt->values[xt->count - 1] * xt->scale)) *
-                      layout->plot.w;
-    double right = MAX(last_w / 2.0 - overhang, 0.0) + 6.0;
-    layout->plot.w =
-      MAX(chart->width - ROK_LAYOUT_PAD - right_reserve - right - layout->plot.x, 20.0);
-    /* Settled when the titles need no other number of lines. The last round
-     * keeps its titles: they were fitted to nearly the same area. */
+    frame_round(ctx, right_reserve, bottom_reserve);
     if (round == 7)
       break;
     fit_axis_titles(ctx);
@@ -227,8 +259,8 @@ static void emit_tick_labels(LayoutContext *ctx) {
   for (guint i = 0; i < xt->count; i++) {
     double x = map_axis(layout, ROK_AXIS_X, xt->values[i] * xt->scale);
     double w = rok_text_width(ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-    rok_text_add(layout->texts, ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE, x - w / 2.0,
-                 layout->plot.y + layout->plot.h + ROK_TICK_LEN + ROK_TICK_GAP);
+    rok_text_add(layout->texts, ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
+                 x - w / 2.0, layout->plot.y + layout->plot.h + ROK_TICK_LEN + ROK_TICK_GAP);
   }
   for (guint i = 0; i < yt->count; i++) {
     double y = map_axis(layout, ROK_AXIS_Y, yt->values[i] * yt->scale);
@@ -252,8 +284,8 @@ static void emit_axis_titles(LayoutContext *ctx) {
   line_h = rok_text_height(ctx->cr, ctx->axis_size[ROK_AXIS_Y]);
   double x = ROK_LAYOUT_PAD;
   for (char **line = ctx->axis_lines[ROK_AXIS_Y]; *line != NULL; line++, x += line_h) {
-    RokText *text = rok_text_add(layout->texts, ctx->cr, *line, ctx->axis_size[ROK_AXIS_Y], FALSE,
-                                 x, 0.0);
+    RokText *text =
+        rok_text_add(layout->texts, ctx->cr, *line, ctx->axis_size[ROK_AXIS_Y], FALSE, x, 0.0);
     double length = text->box.w;
     text->vertical = TRUE;
     text->box = (RokBox){x, plot->y + (plot->h - length) / 2.0, line_h, length};
@@ -284,8 +316,8 @@ static void place_legend_outside(LayoutContext *ctx) {
         rok_layout_legend_least_covering(ctx);
         return;
       }
-      frame_area(ctx, right_fits && right_area > bottom_area ? ROK_LEGEND_RIGHT
-                                                              : ROK_LEGEND_BOTTOM);
+      frame_area(ctx,
+                 right_fits && right_area > bottom_area ? ROK_LEGEND_RIGHT : ROK_LEGEND_BOTTOM);
     }
   }
   rok_layout_collect_obstacles(ctx);
@@ -297,6 +329,7 @@ static void layout_clear(LayoutContext *ctx) {
     g_strfreev(ctx->axis_lines[a]);
   g_clear_pointer(&ctx->obstacles.segments, g_array_unref);
   g_clear_pointer(&ctx->obstacles.boxes, g_array_unref);
+  g_clear_pointer(&ctx->obstacles.references, g_array_unref);
   g_clear_pointer(&ctx->legend_rows, g_array_unref);
   cairo_destroy(ctx->cr);
 }
@@ -309,7 +342,7 @@ static RokChartLayout *layout_at_scale(const RokChart *chart, double text_scale)
   layout->legend_entries = g_array_new(FALSE, TRUE, sizeof(RokLegendEntry));
   layout->leaders = g_array_new(FALSE, TRUE, sizeof(RokBox));
   LayoutContext ctx = {
-    .chart = chart, .cr = rok_text_context_new(), .layout = layout, .text_scale = text_scale};
+      .chart = chart, .cr = rok_text_context_new(), .layout = layout, .text_scale = text_scale};
   data_range(chart, ROK_AXIS_X, &ctx.lo[0], &ctx.hi[0]);
   data_range(chart, ROK_AXIS_Y, &ctx.lo[1], &ctx.hi[1]);
   place_title(&ctx);
@@ -318,6 +351,7 @@ static RokChartLayout *layout_at_scale(const RokChart *chart, double text_scale)
   rok_layout_collect_obstacles(&ctx);
   if (layout->has_legend && !rok_layout_legend_inside(&ctx))
     place_legend_outside(&ctx);
+  centre_title(&ctx);
   emit_tick_labels(&ctx);
   emit_axis_titles(&ctx);
   rok_layout_emit_legend(&ctx);
@@ -327,17 +361,25 @@ static RokChartLayout *layout_at_scale(const RokChart *chart, double text_scale)
 }
 
 /* A small canvas with much text: all text a little smaller, until the plot
- * keeps a fair share of the canvas. */
+ * keeps a fair share of the canvas and nothing had to give way (else the
+ * layout where least did). */
 RokChartLayout *rok_chart_layout_new(const RokChart *chart) {
   static const double scales[] = {1.0, 0.9, 0.8, 0.7};
-  RokChartLayout *layout = NULL;
+  RokChartLayout *best = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
-    g_clear_pointer(&layout, rok_chart_layout_free);
-    layout = layout_at_scale(chart, scales[i]);
-    if (layout->plot.w >= chart->width * 0.35 && layout->plot.h >= chart->height * 0.3)
+    RokChartLayout *layout = layout_at_scale(chart, scales[i]);
+    if (layout->plot.w < chart->width * 0.35 || layout->plot.h < chart->height * 0.3)
+      layout->compromises++;
+    if (best == NULL || layout->compromises < best->compromises) {
+      g_clear_pointer(&best, rok_chart_layout_free);
+      best = layout;
+    } else {
+      rok_chart_layout_free(layout);
+    }
+    if (best->compromises == 0)
       break;
   }
-  return layout;
+  return best;
 }
 
 void rok_chart_layout_free(RokChartLayout *layout) {

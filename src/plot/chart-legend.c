@@ -26,8 +26,9 @@ static double lines_width(LayoutContext *ctx, char **lines) {
 }
 
 static void add_row(LayoutContext *ctx, const char *name, guint color, RokSeriesStyle style,
-                    gboolean hollow) {
-  RokLegendRow row = {.name = name, .color = color, .style = style, .hollow = hollow};
+                    gboolean hollow, double marker_size) {
+  RokLegendRow row = {
+      .name = name, .color = color, .style = style, .hollow = hollow, .marker_size = marker_size};
   g_array_append_val(ctx->legend_rows, row);
 }
 
@@ -66,11 +67,12 @@ static void measure_grid(LayoutContext *ctx) {
     double text_w = 0.0;
     for (guint r = 0; r < n; r++) {
       const RokLegendRow *row = &g_array_index(ctx->legend_rows, RokLegendRow, r);
-      g_auto(GStrv) whole = rok_text_wrap(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE, text_room);
-      g_auto(GStrv) wrapped = rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
-                                                  text_room, ROK_LEGEND_MAX_LINES);
-      cut += g_strv_length(whole) > ROK_LEGEND_MAX_LINES ||
-             lines_width(ctx, whole) > text_room;
+      g_auto(GStrv) whole =
+          rok_text_wrap(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE, text_room);
+      g_auto(GStrv) wrapped =
+          rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
+                              text_room, ROK_LEGEND_MAX_LINES);
+      cut += g_strv_length(whole) > ROK_LEGEND_MAX_LINES || lines_width(ctx, whole) > text_room;
       lines = MAX(lines, g_strv_length(wrapped));
       text_w = MAX(text_w, lines_width(ctx, wrapped));
     }
@@ -87,12 +89,12 @@ static void measure_grid(LayoutContext *ctx) {
   double text_room = ctx->legend_cell_w - ROK_LEGEND_SAMPLE - 6.0;
   for (guint r = 0; r < n; r++) {
     RokLegendRow *row = &g_array_index(ctx->legend_rows, RokLegendRow, r);
-    row->grid_lines = rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
-                                          text_room + 0.01, ROK_LEGEND_MAX_LINES);
+    row->grid_lines = rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE),
+                                          FALSE, text_room + 0.01, ROK_LEGEND_MAX_LINES);
   }
   guint columns = ctx->legend_columns;
-  ctx->legend_grid_w = columns * ctx->legend_cell_w + (columns - 1) * GRID_COLUMN_GAP +
-                       2 * ROK_LEGEND_PAD;
+  ctx->legend_grid_w =
+      columns * ctx->legend_cell_w + (columns - 1) * GRID_COLUMN_GAP + 2 * ROK_LEGEND_PAD;
   ctx->legend_grid_h = best_h + 2 * ROK_LEGEND_PAD;
 }
 
@@ -104,10 +106,10 @@ void rok_layout_measure_legend(LayoutContext *ctx) {
     const RokSeries *series = g_ptr_array_index(chart->series, s);
     if ((series->style & ROK_SERIES_NO_LEGEND) || series->name[0] == '\0')
       continue;
-    add_row(ctx, series->name, series->color, series->style, FALSE);
+    add_row(ctx, series->name, series->color, series->style, FALSE, rok_series_marker_size(series));
   }
   if (chart->hollow_meaning != NULL)
-    add_row(ctx, chart->hollow_meaning, 0, ROK_SERIES_MARKERS, TRUE);
+    add_row(ctx, chart->hollow_meaning, 0, ROK_SERIES_MARKERS, TRUE, ROK_MARKER_SIZE);
   ctx->layout->has_legend = ctx->legend_rows->len > 0;
   if (ctx->layout->has_legend) {
     measure_column(ctx);
@@ -123,8 +125,8 @@ static guint inside_spots(LayoutContext *ctx, RokBox spots[8]) {
   double left = plot->x + inset, right = plot->x + plot->w - inset - w;
   double top = plot->y + inset, bottom = plot->y + plot->h - inset - h;
   double centre = plot->x + (plot->w - w) / 2.0, middle = plot->y + (plot->h - h) / 2.0;
-  const double xy[8][2] = {{left, top},    {right, top},      {right, bottom}, {left, bottom},
-                           {centre, top},  {centre, bottom},  {right, middle}, {left, middle}};
+  const double xy[8][2] = {{left, top},   {right, top},     {right, bottom}, {left, bottom},
+                           {centre, top}, {centre, bottom}, {right, middle}, {left, middle}};
   guint n = 0;
   for (guint i = 0; i < 8; i++) {
     RokBox box = {xy[i][0], xy[i][1], w, h};
@@ -150,9 +152,10 @@ gboolean rok_layout_legend_inside(LayoutContext *ctx) {
 void rok_layout_legend_least_covering(LayoutContext *ctx) {
   RokBox spots[8];
   guint n = inside_spots(ctx, spots), best_hits = G_MAXUINT;
+  ctx->layout->compromises++;
   const RokBox *plot = &ctx->layout->plot;
-  ctx->layout->legend = (RokBox){plot->x + plot->w - ctx->legend_w, plot->y, ctx->legend_w,
-                                 ctx->legend_h};
+  ctx->layout->legend =
+      (RokBox){plot->x + plot->w - ctx->legend_w, plot->y, ctx->legend_w, ctx->legend_h};
   for (guint i = 0; i < n; i++) {
     guint hits = rok_layout_obstacle_hits(ctx, &spots[i]);
     if (hits < best_hits) {
@@ -177,12 +180,13 @@ static void emit_entry(LayoutContext *ctx, const RokLegendRow *row, char **lines
                        double y, double w, double h) {
   double line_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
   RokLegendEntry entry = {
-    .box = {x, y, w, h},
-    .color = row->color,
-    .style = row->style,
-    .hollow = row->hollow,
-    .sample_x = x,
-    .sample_y = y + line_h / 2.0,
+      .box = {x, y, w, h},
+      .color = row->color,
+      .style = row->style,
+      .hollow = row->hollow,
+      .marker_size = row->marker_size,
+      .sample_x = x,
+      .sample_y = y + line_h / 2.0,
   };
   g_array_append_val(ctx->layout->legend_entries, entry);
   for (char **line = lines; *line != NULL; line++, y += line_h)
@@ -199,10 +203,8 @@ void rok_layout_emit_legend(LayoutContext *ctx) {
     const RokLegendRow *row = &g_array_index(ctx->legend_rows, RokLegendRow, r);
     if (ctx->legend_mode == ROK_LEGEND_BOTTOM) {
       guint column = r % ctx->legend_columns, line = r / ctx->legend_columns;
-      emit_entry(ctx, row, row->grid_lines,
-                 x + column * (ctx->legend_cell_w + GRID_COLUMN_GAP),
-                 y + line * (ctx->legend_cell_h + ROW_GAP), ctx->legend_cell_w,
-                 ctx->legend_cell_h);
+      emit_entry(ctx, row, row->grid_lines, x + column * (ctx->legend_cell_w + GRID_COLUMN_GAP),
+                 y + line * (ctx->legend_cell_h + ROW_GAP), ctx->legend_cell_w, ctx->legend_cell_h);
     } else {
       emit_entry(ctx, row, row->lines, x, y, layout->legend.w - 2 * ROK_LEGEND_PAD, row->height);
       y += row->height + ROW_GAP;

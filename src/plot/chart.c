@@ -1,8 +1,8 @@
 /* The chart as the caller builds it, checks on its data, and saving. */
 #include <math.h>
 
-#include "rok/error.h"
 #include "plot/plot-private.h"
+#include "rok/error.h"
 
 static void point_clear(gpointer data) {
   g_free(((RokPoint *)data)->label);
@@ -50,7 +50,7 @@ void rok_chart_free(RokChart *chart) {
 }
 
 void rok_chart_set_size(RokChart *chart, double width, double height) {
-  g_return_if_fail(chart != NULL && width >= 100.0 && height >= 100.0);
+  g_return_if_fail(chart != NULL && width >= 240.0 && height >= 180.0);
   chart->width = width;
   chart->height = height;
 }
@@ -98,7 +98,8 @@ void rok_chart_add_point(RokChart *chart, guint series, double x, double y, RokP
 
 void rok_chart_add_reference(RokChart *chart, RokAxisId axis, double value, const char *label) {
   g_return_if_fail(chart != NULL && (axis == ROK_AXIS_X || axis == ROK_AXIS_Y));
-  RokReference reference = {axis, value, label != NULL && label[0] != '\0' ? g_strdup(label) : NULL};
+  RokReference reference = {axis, value,
+                            label != NULL && label[0] != '\0' ? g_strdup(label) : NULL};
   g_array_append_val(chart->references, reference);
 }
 
@@ -109,7 +110,9 @@ void rok_chart_set_hollow_meaning(RokChart *chart, const char *text) {
 }
 
 double rok_series_marker_size(const RokSeries *series) {
-  return series->points->len > 16 ? 5.5 : 7.5;
+  if (series->points->len == 1)
+    return 9.0; /* a single point (a baseline) stands out */
+  return series->points->len > 16 ? 5.5 : ROK_MARKER_SIZE;
 }
 
 gboolean rok_series_draws_markers(const RokSeries *series) {
@@ -150,8 +153,8 @@ gboolean rok_chart_validate(const RokChart *chart, GError **error) {
   }
   for (guint r = 0; r < chart->references->len; r++) {
     const RokReference *reference = &g_array_index(chart->references, RokReference, r);
-    g_autofree char *where = g_strdup_printf("reference line \"%s\"",
-                                             reference->label != NULL ? reference->label : "");
+    g_autofree char *where =
+        g_strdup_printf("reference line \"%s\"", reference->label != NULL ? reference->label : "");
     if (!check_value(chart, reference->axis, reference->value, where, error))
       return FALSE;
   }

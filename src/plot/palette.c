@@ -9,14 +9,14 @@
 #include "plot/plot-private.h"
 
 static const RokRgb okabe_ito[ROK_PLOT_COLORS] = {
-  {0x00 / 255.0, 0x72 / 255.0, 0xB2 / 255.0}, /* blue */
-  {0xD5 / 255.0, 0x5E / 255.0, 0x00 / 255.0}, /* vermillion */
-  {0x00 / 255.0, 0x9E / 255.0, 0x73 / 255.0}, /* bluish green */
-  {0xCC / 255.0, 0x79 / 255.0, 0xA7 / 255.0}, /* reddish purple */
-  {0xE6 / 255.0, 0x9F / 255.0, 0x00 / 255.0}, /* orange */
-  {0x56 / 255.0, 0xB4 / 255.0, 0xE9 / 255.0}, /* sky blue */
-  {0x00 / 255.0, 0x00 / 255.0, 0x00 / 255.0}, /* black */
-  {0xF0 / 255.0, 0xE4 / 255.0, 0x42 / 255.0}, /* yellow */
+    {0x00 / 255.0, 0x72 / 255.0, 0xB2 / 255.0}, /* blue */
+    {0xD5 / 255.0, 0x5E / 255.0, 0x00 / 255.0}, /* vermillion */
+    {0x00 / 255.0, 0x9E / 255.0, 0x73 / 255.0}, /* bluish green */
+    {0xCC / 255.0, 0x79 / 255.0, 0xA7 / 255.0}, /* reddish purple */
+    {0xE6 / 255.0, 0x9F / 255.0, 0x00 / 255.0}, /* orange */
+    {0x56 / 255.0, 0xB4 / 255.0, 0xE9 / 255.0}, /* sky blue */
+    {0x00 / 255.0, 0x00 / 255.0, 0x00 / 255.0}, /* black */
+    {0xF0 / 255.0, 0xE4 / 255.0, 0x42 / 255.0}, /* yellow */
 };
 
 RokRgb rok_palette_color(guint index) {

@@ -29,8 +29,8 @@ typedef struct {
  * scale), at most max_ticks of them (2..ROK_TICKS_MAX). The unit is chosen
  * from the range; linear ticks step by 1, 2 or 5 times a power of ten and the
  * range is rounded out to whole steps; a zero-width range is widened. */
-void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name, RokScale scale,
-                       guint max_ticks, RokTicks *ticks);
+void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name,
+                       RokScale scale, guint max_ticks, RokTicks *ticks);
 /* Where a data value lies along the axis: 0 at min, 1 at max. */
 double rok_ticks_fraction(const RokTicks *ticks, double value);
 /* "Peak memory (GiB)"; just the title when the unit is empty. */
@@ -68,6 +68,8 @@ typedef struct {
   double size;
   gboolean bold;
   gboolean vertical;
+  gboolean halo;     /* a white outline keeps it legible across lines */
+  gboolean backdrop; /* a white box behind it: for a label set on its line */
   RokRgb color;
 } RokText;
 
@@ -145,13 +147,15 @@ struct RokChart {
   char *title;
   double width, height;
   RokAxisSpec axes[2];
-  GPtrArray *series;     /* RokSeries */
-  GArray *references;    /* RokReference */
+  GPtrArray *series;  /* RokSeries */
+  GArray *references; /* RokReference */
   char *hollow_meaning;
 };
 
+#define ROK_MARKER_SIZE 7.5
+
 /* Markers of a series with many points are smaller, so that the line still
- * shows between them. */
+ * shows between them; a lone point's marker is larger. */
 double rok_series_marker_size(const RokSeries *series);
 gboolean rok_series_draws_markers(const RokSeries *series);
 
@@ -165,6 +169,7 @@ typedef struct {
   guint color;
   RokSeriesStyle style;
   gboolean hollow; /* the "hollow means ..." entry */
+  double marker_size;
   double sample_x, sample_y;
 } RokLegendEntry;
 
@@ -172,11 +177,12 @@ typedef struct {
   double width, height;
   RokBox plot;
   RokTicks ticks[2];
-  GArray *texts;         /* RokText: everything drawn as text */
+  GArray *texts; /* RokText: everything drawn as text */
   gboolean has_legend;
-  RokBox legend;         /* frame of the legend */
+  RokBox legend;          /* frame of the legend */
   GArray *legend_entries; /* RokLegendEntry */
-  GArray *leaders;       /* RokBox used as segments (x,y)-(x+w,y+h): label leader lines */
+  GArray *leaders;        /* RokBox used as segments (x,y)-(x+w,y+h): label leader lines */
+  guint compromises;      /* a legend over data, labels left out: fewer is better */
 } RokChartLayout;
 
 RokChartLayout *rok_chart_layout_new(const RokChart *chart);
@@ -228,11 +234,11 @@ double rok_timeline_end(const RokTimeline *timeline);
 
 typedef struct {
   double width, height;
-  RokBox gantt;         /* the bar panel; one row of row_h per track */
+  RokBox gantt; /* the bar panel; one row of row_h per track */
   double row_h;
   gboolean has_memory;
-  RokBox memory;        /* the memory panel beneath */
-  RokTicks time_ticks;  /* shared by both panels */
+  RokBox memory;       /* the memory panel beneath */
+  RokTicks time_ticks; /* shared by both panels */
   RokTicks memory_ticks;
   GArray *texts;          /* RokText */
   GArray *legend_entries; /* RokLegendEntry: one swatch per kind */

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rok/error.h"
 #include "plot/plot-private.h"
+#include "rok/error.h"
 
 /* Pixels per point in PNG output: sharp on screens and in slides. */
 #define ROK_PNG_SCALE 2.0
@@ -105,8 +105,8 @@ static gboolean write_svg(RokSink *sink) {
   g_autoptr(GRegex) regex = g_regex_new("(id=\"|\"#)surface([0-9]+)", G_REGEX_RAW, 0, NULL);
   g_autoptr(GHashTable) numbers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *svg =
-    g_regex_replace_eval(regex, (const char *)sink->buffer->data, (gssize)sink->buffer->len, 0, 0,
-                         renumber_surface, numbers, NULL);
+      g_regex_replace_eval(regex, (const char *)sink->buffer->data, (gssize)sink->buffer->len, 0, 0,
+                           renumber_surface, numbers, NULL);
   return svg != NULL && write_all(sink, (const guint8 *)svg, strlen(svg));
 }
 
@@ -121,7 +121,7 @@ static cairo_status_t draw_on(cairo_surface_t *surface, RokDrawFunc draw, gconst
 static cairo_status_t render_png(RokSink *sink, double width, double height, RokDrawFunc draw,
                                  gconstpointer data) {
   cairo_surface_t *surface = cairo_image_surface_create(
-    CAIRO_FORMAT_RGB24, (int)ceil(width * ROK_PNG_SCALE), (int)ceil(height * ROK_PNG_SCALE));
+      CAIRO_FORMAT_RGB24, (int)ceil(width * ROK_PNG_SCALE), (int)ceil(height * ROK_PNG_SCALE));
   cairo_surface_set_device_scale(surface, ROK_PNG_SCALE, ROK_PNG_SCALE);
   cairo_status_t status = draw_on(surface, draw, data);
   if (status == CAIRO_STATUS_SUCCESS)
@@ -163,8 +163,8 @@ static gboolean render(RokFormat format, int fd, const char *path, double width,
   g_autoptr(GByteArray) buffer = format == ROK_FORMAT_SVG ? g_byte_array_new() : NULL;
   RokSink sink = {fd, 0, buffer};
   cairo_status_t status = format == ROK_FORMAT_PNG
-                            ? render_png(&sink, width, height, draw, data)
-                            : render_vector(format, &sink, width, height, title, draw, data);
+                              ? render_png(&sink, width, height, draw, data)
+                              : render_vector(format, &sink, width, height, title, draw, data);
   if (status == CAIRO_STATUS_SUCCESS && buffer != NULL && !write_svg(&sink))
     status = CAIRO_STATUS_WRITE_ERROR;
   if (status != CAIRO_STATUS_SUCCESS || sink.saved_errno != 0) {

@@ -107,7 +107,7 @@ GStrv rok_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, d
 }
 
 char *rok_text_ellipsize(cairo_t *cr, const char *text, double size, gboolean bold,
-                       double max_width) {
+                         double max_width) {
   if (rok_text_width(cr, text, size, bold) <= max_width)
     return g_strdup(text);
   glong chars = g_utf8_strlen(text, -1);
@@ -163,11 +163,11 @@ GArray *rok_text_array_new(void) {
 RokText *rok_text_add(GArray *texts, cairo_t *cr, const char *text, double size, gboolean bold,
                       double x, double y) {
   RokText item = {
-    .box = {x, y, rok_text_width(cr, text, size, bold), rok_text_height(cr, size)},
-    .text = g_strdup(text),
-    .size = size,
-    .bold = bold,
-    .color = {0.13, 0.13, 0.13},
+      .box = {x, y, rok_text_width(cr, text, size, bold), rok_text_height(cr, size)},
+      .text = g_strdup(text),
+      .size = size,
+      .bold = bold,
+      .color = {0.13, 0.13, 0.13},
   };
   g_array_append_val(texts, item);
   return &g_array_index(texts, RokText, texts->len - 1);
@@ -178,14 +178,28 @@ void rok_text_draw(cairo_t *cr, const RokText *text) {
   cairo_save(cr);
   rok_text_font(cr, text->size, text->bold);
   cairo_font_extents(cr, &extents);
-  cairo_set_source_rgb(cr, text->color.r, text->color.g, text->color.b);
+  if (text->backdrop) {
+    RokBox back = rok_box_grow(text->box, 1.0);
+    cairo_rectangle(cr, back.x, back.y, back.w, back.h);
+    cairo_set_source_rgb(cr, 1.0, 1.0, 1.0);
+    cairo_fill(cr);
+  }
+  double x = text->box.x, y = text->box.y + extents.ascent;
   if (text->vertical) {
     cairo_translate(cr, text->box.x + extents.ascent, text->box.y + text->box.h);
     cairo_rotate(cr, -G_PI / 2.0);
-    cairo_move_to(cr, 0.0, 0.0);
-  } else {
-    cairo_move_to(cr, text->box.x, text->box.y + extents.ascent);
+    x = y = 0.0;
   }
+  if (text->halo) {
+    cairo_move_to(cr, x, y);
+    cairo_text_path(cr, text->text);
+    cairo_set_source_rgb(cr, 1.0, 1.0, 1.0);
+    cairo_set_line_width(cr, 3.0);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_stroke(cr);
+  }
+  cairo_set_source_rgb(cr, text->color.r, text->color.g, text->color.b);
+  cairo_move_to(cr, x, y);
   cairo_show_text(cr, text->text);
   cairo_restore(cr);
 }

@@ -16,20 +16,20 @@ typedef struct {
 } RokUnitStep;
 
 static const RokUnitStep bytes_units[] = {
-  {"B", 1.0, 0.0},
-  {"KiB", 1024.0, 1024.0},
-  {"MiB", 1048576.0, 1048576.0},
-  {"GiB", 1073741824.0, 1073741824.0},
-  {"TiB", 1099511627776.0, 1099511627776.0},
-  {"PiB", 1125899906842624.0, 1125899906842624.0},
+    {"B", 1.0, 0.0},
+    {"KiB", 1024.0, 1024.0},
+    {"MiB", 1048576.0, 1048576.0},
+    {"GiB", 1073741824.0, 1073741824.0},
+    {"TiB", 1099511627776.0, 1099511627776.0},
+    {"PiB", 1125899906842624.0, 1125899906842624.0},
 };
 
 static const RokUnitStep seconds_units[] = {
-  {"ns", 1e-9, 0.0},
-  {"µs", 1e-6, 1e-6},
-  {"ms", 1e-3, 1e-3},
-  /* Step times read better as 2500 ms than as 2.5 s. */
-  {"s", 1.0, 10.0},
+    {"ns", 1e-9, 0.0},
+    {"µs", 1e-6, 1e-6},
+    {"ms", 1e-3, 1e-3},
+    /* Step times read better as 2500 ms than as 2.5 s. */
+    {"s", 1.0, 10.0},
 };
 
 static const char *const si_prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
@@ -249,8 +249,8 @@ static void widen(RokScale scale, double *lo, double *hi) {
   }
 }
 
-void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name, RokScale scale,
-                       guint max_ticks, RokTicks *ticks) {
+void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name,
+                       RokScale scale, guint max_ticks, RokTicks *ticks) {
   g_return_if_fail(isfinite(lo) && isfinite(hi) && lo <= hi);
   g_return_if_fail(scale == ROK_SCALE_LINEAR || lo > 0.0);
   max_ticks = CLAMP(max_ticks, 2, ROK_TICKS_MAX);

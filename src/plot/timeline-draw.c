@@ -79,10 +79,10 @@ static void memory_path(cairo_t *cr, const RokTimeline *timeline, const RokTimel
       cairo_move_to(cr, x, y);
     else
       cairo_line_to(cr, x, y);
-    double next = i + 1 < memory->len
-                    ? rok_timeline_layout_x(layout,
-                                            g_array_index(memory, RokMemorySample, i + 1).time)
-                    : rok_timeline_layout_x(layout, rok_timeline_end(timeline));
+    double next =
+        i + 1 < memory->len
+            ? rok_timeline_layout_x(layout, g_array_index(memory, RokMemorySample, i + 1).time)
+            : rok_timeline_layout_x(layout, rok_timeline_end(timeline));
     cairo_line_to(cr, MIN(next, right), y);
   }
 }
@@ -113,7 +113,7 @@ static void draw_memory(cairo_t *cr, const RokTimeline *timeline, const RokTimel
   cairo_set_line_width(cr, 1.2);
   for (guint i = 0; i < timeline->limits->len; i++) {
     double y = rok_timeline_layout_memory_y(
-      layout, g_array_index(timeline->limits, RokMemoryLimit, i).bytes);
+        layout, g_array_index(timeline->limits, RokMemoryLimit, i).bytes);
     cairo_set_dash(cr, dashes[i % 3], dash_counts[i % 3], 0.0);
     cairo_move_to(cr, layout->memory.x, y);
     cairo_line_to(cr, layout->memory.x + layout->memory.w, y);

@@ -1,8 +1,8 @@
 /* The timeline as the caller builds it, checks on its data, and saving. */
 #include <math.h>
 
-#include "rok/error.h"
 #include "plot/plot-private.h"
+#include "rok/error.h"
 
 static void kind_clear(gpointer data) {
   g_free(((RokBarKind *)data)->name);
@@ -40,7 +40,7 @@ void rok_timeline_free(RokTimeline *timeline) {
 }
 
 void rok_timeline_set_size(RokTimeline *timeline, double width, double height) {
-  g_return_if_fail(timeline != NULL && width >= 200.0 && height >= 150.0);
+  g_return_if_fail(timeline != NULL && width >= 300.0 && height >= 200.0);
   timeline->width = width;
   timeline->height = height;
 }
@@ -79,7 +79,7 @@ void rok_timeline_add_memory_limit(RokTimeline *timeline, double bytes, const ch
 }
 
 static gboolean input_error(GError **error, const RokTimeline *timeline, const char *format, ...)
-  G_GNUC_PRINTF(3, 4);
+    G_GNUC_PRINTF(3, 4);
 
 static gboolean input_error(GError **error, const RokTimeline *timeline, const char *format, ...) {
   va_list args;
@@ -108,8 +108,8 @@ static gboolean validate_memory(const RokTimeline *timeline, GError **error) {
   for (guint i = 0; i < timeline->memory->len; i++) {
     const RokMemorySample *sample = &g_array_index(timeline->memory, RokMemorySample, i);
     if (!isfinite(sample->time) || !isfinite(sample->bytes) || sample->bytes < 0.0)
-      return input_error(error, timeline,
-                         "memory sample %u must have a finite time and bytes >= 0", i + 1);
+      return input_error(error, timeline, "memory sample %u must have a finite time and bytes >= 0",
+                         i + 1);
     if (i > 0 && sample->time < g_array_index(timeline->memory, RokMemorySample, i - 1).time)
       return input_error(error, timeline,
                          "memory sample %u (at %g s) comes before the one it follows", i + 1,
@@ -137,16 +137,24 @@ double rok_timeline_end(const RokTimeline *timeline) {
   return end;
 }
 
+typedef struct {
+  const RokTimeline *timeline;
+  const RokTimelineLayout *layout;
+} RokTimelineDrawing;
+
 static void draw_timeline(cairo_t *cr, gconstpointer data) {
-  const RokTimeline *timeline = data;
-  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
-  rok_timeline_draw(cr, timeline, layout);
+  const RokTimelineDrawing *drawing = data;
+  rok_timeline_draw(cr, drawing->timeline, drawing->layout);
 }
 
 gboolean rok_timeline_save(const RokTimeline *timeline, const char *path, GError **error) {
   g_return_val_if_fail(timeline != NULL && path != NULL, FALSE);
   if (!rok_plot_check_path(path, error) || !rok_timeline_validate(timeline, error))
     return FALSE;
-  return rok_plot_write(path, timeline->width, timeline->height, timeline->title, draw_timeline,
-                        timeline, error);
+  /* The layout decides the height: a timeline without memory may be lower
+   * than asked for. */
+  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+  RokTimelineDrawing drawing = {timeline, layout};
+  return rok_plot_write(path, layout->width, layout->height, timeline->title, draw_timeline,
+                        &drawing, error);
 }

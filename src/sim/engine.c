@@ -53,7 +53,8 @@ static void reset_tensors(SimEngine *e) {
   for (gsize i = 0; i < n; i++)
     e->ts[i] = (SimTensorState){.write_job = ROK_SIM_NONE, .read_job = ROK_SIM_NONE,
                                 .producer_action = ROK_SIM_NONE, .stored_action = ROK_SIM_NONE,
-                                .ready_action = ROK_SIM_NONE};
+                                .ready_action = ROK_SIM_NONE, .copy_action = ROK_SIM_NONE,
+                                .use_action = ROK_SIM_NONE};
 }
 
 static void reset_streams(SimEngine *e) {
@@ -149,8 +150,9 @@ void sim_mem_sub(SimEngine *e, guint64 bytes) {
     sim_record_sample(e);
 }
 
-void sim_staging_add(SimEngine *e, gint64 bytes) {
-  e->staging_used += bytes;
+void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take) {
+  g_assert(take || e->staging_used >= bytes);
+  e->staging_used = take ? e->staging_used + bytes : e->staging_used - bytes;
   e->staging_peak = MAX(e->staging_peak, e->staging_used);
   sim_record_sample(e);
 }
@@ -162,7 +164,7 @@ void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor) {
   sim_mem_add(e, rok_trace_tensor(e->sim->trace, tensor)->bytes);
 }
 
-void sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
   g_assert(ts->resident);
   guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
@@ -171,6 +173,7 @@ void sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, 
   guint action = sim_record_begin(e, ROK_ACTION_FREE, stream, mb, ROK_SIM_NONE, tensor, bytes);
   sim_record_dep(e, action, cause);
   e->last_free_action = action;
+  return action;
 }
 
 /* ---- the compute stream ---- */
@@ -267,6 +270,7 @@ static void compute_try_start(SimEngine *e) {
 static void forward_release(SimEngine *e, guint tensor) {
   SimTensorState *ts = sim_ts(e, e->mb, tensor);
   ts->fwd_done = 1;
+  ts->use_action = e->compute_action;
   switch (e->sim->prog.eff[tensor]) {
   case ROK_DECISION_OFFLOAD_NVME:
   case ROK_DECISION_OFFLOAD_HOST:
@@ -385,10 +389,21 @@ gboolean sim_engine_run(SimEngine *e, const RokSimPlan *plan, GError **error) {
       sim_transfer_event(e, event.kind, event.arg);
     pump(e);
   }
+  /* Only a bug can fail these: every wait has something in flight, and
+   * every tensor is released once it is no longer needed. */
+  const RokFixedMemory *fixed = &e->sim->trace->fixed;
+  guint64 fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
   if (e->phase != PHASE_DONE) {
-    /* Only a bug can get here: every wait has something in flight. */
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "simulation stopped with work left (micro-batch %u, %s item %u)",
-                e->mb, e->phase == PHASE_FORWARD ? "forward" : "backward", e->index);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "internal error: simulation stopped with work left (micro-batch %u, %s item %u)", e->mb,
+                e->phase == PHASE_FORWARD ? "forward" : "backward", e->index);
+    return FALSE;
+  }
+  if (e->live != fixed_bytes || e->staging_used != 0 || e->host_used != 0 || e->pending_free != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "internal error: %" G_GUINT64_FORMAT " bytes of GPU memory, %" G_GUINT64_FORMAT
+                " of staging and %" G_GUINT64_FORMAT " of host memory left at the end of the step",
+                e->live - fixed_bytes, e->staging_used, e->host_used);
     return FALSE;
   }
   return TRUE;

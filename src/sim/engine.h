@@ -38,6 +38,8 @@ typedef struct {
   guint8 pending;      /* counted in pending_free */
   guint write_job, read_job;
   guint producer_action, stored_action, ready_action;
+  guint copy_action; /* the copy out of GPU memory */
+  guint use_action;  /* the compute after which nothing more reads it */
 } SimTensorState;
 
 typedef enum { PATH_HOST, PATH_DIRECT, PATH_STAGED, PATH_FROM_STAGING } SimPath;
@@ -133,9 +135,11 @@ static inline SimJob *sim_job(SimEngine *e, guint id) {
 void sim_mem_add(SimEngine *e, guint64 bytes);
 void sim_mem_sub(SimEngine *e, guint64 bytes);
 void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
-/* Free a tensor's GPU memory; `cause` is the action after which it goes. */
-void sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
-void sim_staging_add(SimEngine *e, gint64 bytes);
+/* Free a tensor's GPU memory; `cause` is the action after which it goes.
+ * Returns the free's action (ROK_SIM_NONE when not recording). */
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
+/* Take or give back bytes of the staging buffer. */
+void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
 
 /* transfer.c */
 void sim_offload_start(SimEngine *e, guint mb, guint tensor);

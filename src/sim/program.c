@@ -138,7 +138,7 @@ static gboolean is_member(const RokSim *sim, const Group *g, guint t) {
 }
 
 /* Add `t` to the tensors the rebuild makes, marking its producer. */
-static gboolean want(RokSim *sim, guint8 *in_set, guint t, guint member_of_layer, GError **error) {
+static gboolean want(RokSim *sim, guint8 *in_set, guint t, gint layer, GError **error) {
   SimProgram *prog = &sim->prog;
   if (in_set[t])
     return TRUE;
@@ -147,7 +147,7 @@ static gboolean want(RokSim *sim, guint8 *in_set, guint t, guint member_of_layer
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
                 "plan: rebuilding layer %d needs tensor %u (%s), which is neither kept nor offloaded and "
                 "cannot be recomputed",
-                (gint)member_of_layer, t, tensor->name);
+                layer, t, tensor->name);
     return FALSE;
   }
   in_set[t] = 1;
@@ -165,9 +165,23 @@ static gint compare_guint(gconstpointer a, gconstpointer b) {
   return x < y ? -1 : x > y;
 }
 
+/* Megatron's rebuild: everything the layer's ops make. */
+static gboolean want_layer(RokSim *sim, guint8 *in_set, gint layer, GError **error) {
+  for (guint o = 0; o < sim->n_ops; o++) {
+    const RokOp *op = rok_trace_op(sim->trace, o);
+    if (op->layer != layer)
+      continue;
+    for (guint i = 0; i < op->outputs->len; i++)
+      if (!want(sim, in_set, g_array_index(op->outputs, guint, i), layer, error))
+        return FALSE;
+  }
+  return TRUE;
+}
+
 /* The closure of a group: every tensor to rebuild (prog->work) and every
  * op to re-run (prog->group_ops, sorted). */
-static gboolean close_group(RokSim *sim, const Group *g, guint8 *in_set, GError **error) {
+static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set,
+                            GError **error) {
   SimProgram *prog = &sim->prog;
   g_array_set_size(prog->work, 0);
   g_array_set_size(prog->group_ops, 0);
@@ -179,6 +193,8 @@ static gboolean close_group(RokSim *sim, const Group *g, guint8 *in_set, GError 
     for (guint t = 0; t < sim->n_tensors; t++)
       if (is_member(sim, g, t) && !want(sim, in_set, t, layer, error))
         return FALSE;
+    if (whole_layer && !want_layer(sim, in_set, layer, error))
+      return FALSE;
   }
   for (guint i = 0; i < prog->work->len; i++) {
     const RokTensor *tensor = rok_trace_tensor(sim->trace, g_array_index(prog->work, guint, i));
@@ -292,9 +308,10 @@ static void dedupe_releases(SimProgram *prog, GArray *releases, guint from) {
   g_array_set_size(releases, kept);
 }
 
-static gboolean emit_group(RokSim *sim, const Group *g, guint8 *in_set, GArray *releases, GError **error) {
+static gboolean emit_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set, GArray *releases,
+                           GError **error) {
   SimProgram *prog = &sim->prog;
-  if (!close_group(sim, g, in_set, error)) {
+  if (!close_group(sim, g, whole_layer, in_set, error)) {
     reset_group(sim, in_set);
     return FALSE;
   }
@@ -317,14 +334,14 @@ static void emit_backward(RokSim *sim, guint op) {
   g_array_append_val(prog->items, item);
 }
 
-static gboolean emit_items(RokSim *sim, GArray *releases, GError **error) {
+static gboolean emit_items(RokSim *sim, gboolean whole_layers, GArray *releases, GError **error) {
   SimProgram *prog = &sim->prog;
   g_autofree guint8 *in_set = g_new0(guint8, MAX(sim->n_tensors, 1));
   const GArray *groups = prog->group_of;
   guint next = 0;
   for (guint op = sim->n_ops; op-- > 0;) {
     for (; next < groups->len && g_array_index(groups, Group, next).trigger == op; next++)
-      if (!emit_group(sim, &g_array_index(groups, Group, next), in_set, releases, error))
+      if (!emit_group(sim, &g_array_index(groups, Group, next), whole_layers, in_set, releases, error))
         return FALSE;
     emit_backward(sim, op);
   }
@@ -392,7 +409,7 @@ gboolean sim_program_build(RokSim *sim, const RokSimPlan *plan, GError **error) 
     return FALSE;
   find_groups(sim);
   g_autoptr(GArray) releases = g_array_new(FALSE, FALSE, sizeof(Release));
-  if (!emit_items(sim, releases, error))
+  if (!emit_items(sim, plan->options.rebuild_whole_layers, releases, error))
     return FALSE;
   resolve_uses(sim, releases);
   attach_releases(prog, releases);

@@ -69,6 +69,7 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->peak_bytes = e->peak;
   r->activation_peak_bytes = e->peak - r->fixed_bytes;
   r->fits = e->peak <= sim->hw->gpu.memory;
+  r->within_budget = e->peak <= e->budget;
   r->peak_kind = e->peak_kind;
   r->peak_op = e->peak_op;
   r->peak_micro_batch = e->peak_mb;
@@ -121,6 +122,7 @@ json_object *rok_sim_result_to_json(const RokSimResult *r, const RokTrace *trace
   json_object_object_add(o, "fixed_bytes", json_object_new_uint64(r->fixed_bytes));
   json_object_object_add(o, "gpu_memory_bytes", json_object_new_uint64(r->gpu_memory_bytes));
   json_object_object_add(o, "budget_bytes", json_object_new_uint64(r->budget_bytes));
+  json_object_object_add(o, "within_budget", json_object_new_boolean(r->within_budget));
   json_object_object_add(o, "peak_at", peak_json(r, trace));
   json_object *stalls = json_object_new_object();
   for (guint i = 0; i < ROK_STALL_COUNT; i++)

@@ -82,7 +82,7 @@ static void staging_unref(SimEngine *e, SimTensorState *ts, guint64 bytes, guint
   g_assert(ts->staging_refs > 0);
   if (--ts->staging_refs > 0)
     return;
-  sim_staging_add(e, -(gint64)bytes);
+  sim_staging_change(e, bytes, FALSE);
   e->last_staging_release = action;
 }
 
@@ -172,9 +172,11 @@ static void start_leg(SimEngine *e, RokSimStream s, guint id) {
   }
   if (leg_takes_staging(j)) {
     ts->staging_refs++;
-    sim_staging_add(e, (gint64)j->bytes);
+    sim_staging_change(e, j->bytes, TRUE);
   }
   record_leg(e, s, id);
+  if (!j->is_read && j->leg == 0)
+    ts->copy_action = j->action;
   j->waited_staging = FALSE;
   gint64 latency = leg_latency(e, j);
   if (latency > 0)
@@ -330,13 +332,18 @@ void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokSimStream s
     e->pending_free = pending ? e->pending_free + bytes : e->pending_free - bytes;
     ts->pending = pending;
   }
-  if (ts->resident && !wanted && !copying)
-    sim_tensor_free(e, mb, tensor, stream, cause);
+  if (ts->resident && !wanted && !copying) {
+    /* It waited for both its last reader and its copy out. */
+    guint action = sim_tensor_free(e, mb, tensor, stream, cause);
+    sim_record_dep(e, action, ts->use_action);
+    sim_record_dep(e, action, ts->copy_action);
+  }
 }
 
 void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
   ts->bwd_done = 1;
+  ts->use_action = cause;
   if (ts->host_copy) {
     ts->host_copy = 0;
     e->host_used -= rok_trace_tensor(e->sim->trace, tensor)->bytes;

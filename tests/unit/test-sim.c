@@ -293,7 +293,10 @@ static void test_forwarding(void) {
   g_assert_cmpuint(r->forwarded_tensors, ==, 2);
   g_assert_cmpuint(r->pcie_h2d_bytes, ==, 0);
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000);
-  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, a, ROK_SIM_STREAM_D2H)->start_ns, ==, 11 * MS);
+  const RokSimAction *free_a = find_action(r, ROK_ACTION_FREE, a, ROK_SIM_STREAM_D2H);
+  g_assert_cmpint(free_a->start_ns, ==, 11 * MS);
+  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H)));
+  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE)));
   g_assert_cmpint(find_action(r, ROK_ACTION_FREE, c, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
   g_assert_cmpuint(r->peak_bytes, ==, FIXED + 2000000);
   check_log(r);
@@ -420,6 +423,7 @@ static void test_memory_stalls(void) {
   g_assert_cmpint(r->step_ns, ==, 6 * MS);
   g_assert_cmpuint(r->peak_bytes, ==, FIXED + 1000000);
   g_assert_cmpuint(r->budget_bytes, ==, FIXED + 1500000);
+  g_assert_true(r->within_budget);
   check_log(r);
 }
 

@@ -135,7 +135,7 @@ static void print_row(const RokSweep *sweep, const RokSweepRow *row, gboolean be
   g_autofree char *act = rok_units_format_size(row->activation_peak_bytes);
   g_autofree char *write = row->required_write_bandwidth > 0 ? rok_units_format_rate(row->required_write_bandwidth)
                                                             : g_strdup("-");
-  printf("%c %-10s %10s %12s %11s %11s %11s  %s\n", best ? '*' : ' ', rok_strategy_name(row->strategy), step,
+  printf("%c %-10s %10s %12s %11s %11s %11s  %s\n", best ? '*' : ' ', rok_plan_strategy_name(row->strategy), step,
          rate, peak, act, write, row->fits ? "yes" : "NO");
 }
 
@@ -177,12 +177,12 @@ static void print_strategy_summary(const RokSweep *sweep, const RokSweepView *vi
       best = row;
   }
   if (!any) {
-    printf("  %-10s %22s  %s\n", rok_strategy_name(strategy), "-", "does not fit anywhere");
+    printf("  %-10s %22s  %s\n", rok_plan_strategy_name(strategy), "-", "does not fit anywhere");
     return;
   }
   g_autofree char *up_to = axis_text(view->x, largest), *at = axis_text(view->x, rok_sweep_row_value(best, view->x));
   g_autofree char *rate = rok_units_format_count(best->tokens_per_s);
-  printf("  %-10s %22s  %s tokens/s at %s %s\n", rok_strategy_name(strategy), up_to, rate, axis_labels[view->x], at);
+  printf("  %-10s %22s  %s tokens/s at %s %s\n", rok_plan_strategy_name(strategy), up_to, rate, axis_labels[view->x], at);
 }
 
 static void print_summary(const RokSweep *sweep) {

@@ -6,26 +6,6 @@
 #include "rok/error.h"
 #include "rok/model.h"
 
-static const char *const strategy_names[ROK_SWEEP_STRATEGY_COUNT + 1] = {
-    "keep", "recompute", "selective", "offload", "tba", NULL,
-};
-
-const char *rok_sweep_strategy_name(RokStrategy strategy) {
-  g_return_val_if_fail((guint)strategy < ROK_SWEEP_STRATEGY_COUNT, "?");
-  return strategy_names[strategy];
-}
-
-gboolean rok_sweep_strategy_from_name(const char *name, RokStrategy *strategy, GError **error) {
-  for (guint s = 0; s < ROK_SWEEP_STRATEGY_COUNT; s++)
-    if (g_strcmp0(name, strategy_names[s]) == 0) {
-      *strategy = s;
-      return TRUE;
-    }
-  g_autofree char *known = g_strjoinv(", ", (char **)strategy_names);
-  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown strategy \"%s\" (known: %s)", name ? name : "", known);
-  return FALSE;
-}
-
 gboolean rok_sweep_strategy_needs_nvme(RokStrategy strategy) {
   return strategy == ROK_STRATEGY_OFFLOAD || strategy == ROK_STRATEGY_TBA;
 }
@@ -61,23 +41,6 @@ static RokTrace *point_trace(const RokSweepSpec *spec, const guint64 *at, GError
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 
-/* SSDTrain's required write bandwidth: the bytes a micro-batch sends to
- * the SSDs must be written within 1.5 forward times. */
-static double required_write_bandwidth(const RokTrace *trace, const RokSimPlan *plan, double forward_s) {
-  guint64 bytes = 0;
-  for (guint t = 0; t < trace->tensors->len; t++)
-    if (plan->decisions[t] == ROK_DECISION_OFFLOAD_NVME && rok_tensor_is_saved(rok_trace_tensor(trace, t)))
-      bytes += rok_trace_tensor(trace, t)->bytes;
-  return bytes == 0 || forward_s <= 0 ? 0.0 : (double)bytes / (1.5 * forward_s);
-}
-
-static double forward_seconds(const RokSim *sim, const RokTrace *trace) {
-  gint64 ns = 0;
-  for (guint o = 0; o < trace->ops->len; o++)
-    ns += rok_sim_op_ns(sim, o, FALSE);
-  return (double)ns / 1e9;
-}
-
 static void fill_row(RokSweepRow *row, const RokSimResult *r) {
   row->gpu_memory_bytes = r->gpu_memory_bytes;
   row->fixed_bytes = r->fixed_bytes;
@@ -91,8 +54,30 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
   row->fits = r->peak_bytes <= row->budget_bytes;
 }
 
-static gboolean run_strategy(RokSim *sim, const RokTrace *trace, const RokHw *hw, double forward_s,
-                             RokSweepRow *row, GError **error) {
+/* SSDTrain's required write bandwidth: the bytes a micro-batch sends to
+ * the SSDs over 1.5 forward times (writes may spill into backward). The
+ * same figure as rok_ssd_figures()'s, whose implementation is not on this
+ * branch yet; this function is the one place to switch over. */
+static double required_write_bandwidth(const RokTrace *trace, const RokSim *sim, const RokSimPlan *plan) {
+  guint64 bytes = 0;
+  gint64 forward_ns = 0;
+  for (guint t = 0; t < trace->tensors->len; t++)
+    if (plan->decisions[t] == ROK_DECISION_OFFLOAD_NVME && rok_tensor_is_saved(rok_trace_tensor(trace, t)))
+      bytes += rok_trace_tensor(trace, t)->bytes;
+  for (guint o = 0; o < trace->ops->len; o++)
+    forward_ns += rok_sim_op_ns(sim, o, FALSE);
+  return forward_ns > 0 ? (double)bytes / (1.5 * (double)forward_ns / 1e9) : 0.0;
+}
+
+/* The figures of a plan and its run. */
+static void fill_plan_row(RokSweepRow *row, const RokTrace *trace, const RokSim *sim, const RokSimPlan *plan,
+                          const RokSimResult *r) {
+  fill_row(row, r);
+  row->required_write_bandwidth = required_write_bandwidth(trace, sim, plan);
+}
+
+static gboolean run_baseline(RokSim *sim, const RokTrace *trace, const RokHw *hw, RokSweepRow *row,
+                             GError **error) {
   g_autoptr(RokSimPlan) plan = rok_strategy_plan(row->strategy, trace, hw, NULL, error);
   if (plan == NULL)
     return FALSE;
@@ -100,8 +85,29 @@ static gboolean run_strategy(RokSim *sim, const RokTrace *trace, const RokHw *hw
   g_autoptr(RokSimResult) r = rok_sim_run(sim, plan, error);
   if (r == NULL)
     return FALSE;
-  fill_row(row, r);
-  row->required_write_bandwidth = required_write_bandwidth(trace, plan, forward_s);
+  fill_plan_row(row, trace, sim, plan, r);
+  return TRUE;
+}
+
+/* The planner's plan for the budget; when none fits, its least-memory plan,
+ * which the row then marks as not fitting. */
+static gboolean run_rok(const RokSim *sim, const RokTrace *trace, const RokHw *hw, RokSweepRow *row,
+                        GError **error) {
+  g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, NULL, error);
+  if (planner == NULL)
+    return FALSE;
+  g_autoptr(GError) local = NULL;
+  g_autoptr(RokSimResult) r = NULL;
+  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, row->budget_bytes, &r, &local);
+  if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
+    g_clear_error(&local);
+    plan = rok_planner_plan(planner, rok_planner_min_budget(planner, NULL), &r, &local);
+  }
+  if (plan == NULL) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  fill_plan_row(row, trace, sim, plan, r);
   return TRUE;
 }
 
@@ -114,7 +120,6 @@ static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArr
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
   if (sim == NULL)
     return FALSE;
-  double forward_s = forward_seconds(sim, trace);
   for (guint i = 0; i < spec->strategies->len; i++) {
     RokStrategy s = g_array_index(spec->strategies, RokStrategy, i);
     if (hw->nvme.devices == 0 && rok_sweep_strategy_needs_nvme(s))
@@ -124,7 +129,8 @@ static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArr
                        .seq_len = trace->model->seq_len,
                        .nvme_devices = at[ROK_SWEEP_NVME_DEVICES],
                        .budget_bytes = at[ROK_SWEEP_BUDGET]};
-    if (!run_strategy(sim, trace, hw, forward_s, &row, error)) {
+    gboolean ok = s == ROK_STRATEGY_ROK ? run_rok(sim, trace, hw, &row, error) : run_baseline(sim, trace, hw, &row, error);
+    if (!ok) {
       g_prefix_error(error, "%s: ", rok_sweep_strategy_name(s));
       return FALSE;
     }

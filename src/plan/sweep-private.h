@@ -3,10 +3,10 @@
 
 #include "rok/sweep.h"
 
-/* Strategies a sweep knows, and their names. */
-#define ROK_SWEEP_STRATEGY_COUNT ROK_STRATEGY_BASELINE_COUNT
-const char *rok_sweep_strategy_name(RokStrategy strategy);
-gboolean rok_sweep_strategy_from_name(const char *name, RokStrategy *strategy, GError **error);
+/* Strategies a sweep knows: the baselines and rok, by the planner's names. */
+#define ROK_SWEEP_STRATEGY_COUNT ROK_STRATEGY_COUNT
+#define rok_sweep_strategy_name rok_plan_strategy_name
+#define rok_sweep_strategy_from_name rok_plan_strategy_from_name
 /* offload and tba need SSDs. */
 gboolean rok_sweep_strategy_needs_nvme(RokStrategy strategy);
 

@@ -8,12 +8,12 @@ hw=a100-40g-pcie4-4xp5800x
 
 # The table: a line per point and strategy, the best that fits marked.
 out=$("$rok" sweep ssdtrain-bert --hw $hw --micro-batch 8,16,32)
-expect_in "$out" "ssdtrain-bert on $hw (GPU memory 40.0 GiB): 3 points, 5 strategies"
+expect_in "$out" "ssdtrain-bert on $hw (GPU memory 40.0 GiB): 3 points, 6 strategies"
 expect_in "$out" "micro-batch    strategy    step time"
 expect_in "$out" "* the fastest strategy that fits"
-[ "$(grep -c '^ *32 ' <<<"$out")" -eq 5 ] || { echo "expected 5 rows at micro-batch 32" >&2; exit 1; }
+[ "$(grep -c '^ *32 ' <<<"$out")" -eq 6 ] || { echo "expected 6 rows at micro-batch 32" >&2; exit 1; }
 grep -qE '^ +32 +keep .* NO$' <<<"$out" || { echo "keep should not fit at 32" >&2; exit 1; }
-grep -qE '^ +32 +\* (offload|tba) .* yes$' <<<"$out" || { echo "offloading should be best at 32" >&2; exit 1; }
+grep -qE '^ +32 +\* (offload|tba|rok) .* yes$' <<<"$out" || { echo "offloading should be best at 32" >&2; exit 1; }
 expect_in "$out" "fits up to micro-batch"
 
 # -o DIR: the CSV and the charts; the same bytes with 1 thread and with 2.
@@ -25,7 +25,7 @@ for f in sweep.csv throughput.png throughput.svg memory.png memory.svg; do
   cmp "$tmp/one/$f" "$tmp/two/$f"
 done
 head -1 "$tmp/one/sweep.csv" | grep -qx "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,fits"
-[ "$(wc -l < "$tmp/one/sweep.csv")" -eq $((1 + 7 * 5)) ] || { echo "expected 35 rows" >&2; exit 1; }
+[ "$(wc -l < "$tmp/one/sweep.csv")" -eq $((1 + 7 * 6)) ] || { echo "expected 42 rows" >&2; exit 1; }
 grep -q '^keep,ssdtrain-bert,a100-40g-pcie4-4xp5800x,64,1024,4,42949672960,42949672960,[0-9]*,[0-9.e+-]*,[0-9.e+-]*,[0-9]*,[0-9]*,0,0,0,[0-9.e+-]*,0$' "$tmp/one/sweep.csv"
 head -c 8 "$tmp/one/throughput.png" | od -c | grep -q 'P   N   G'
 grep -q '<svg' "$tmp/one/memory.svg"

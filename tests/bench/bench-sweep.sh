@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sweep speed: a 64-point sweep of GPT-3 13B on SSDTrain's machine
-# (--micro-batch 1:64, every strategy). First the sweep alone, in process
-# (bench-sweep.c), then the whole `rok sweep ... --json` command (best of 5
-# runs): wall time with 1 thread, 2 threads and one per core, the speed-up,
-# and a check that every thread count gives the same bytes.
+# (--micro-batch 1:64). First the sweep alone, in process (bench-sweep.c):
+# the five baselines, then all six strategies; then the whole `rok sweep
+# ... --json` command of the baselines (best of 5 runs). Wall time with 1
+# thread, 2 threads and one per core, the speed-up, and a check that every
+# thread count gives the same bytes.
 # Usage: tests/bench/bench-sweep.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,7 +18,7 @@ for bin in "$rok" "$build/tests/bench-sweep"; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-args=(sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64 --json)
+args=(sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64 -s keep,recompute,selective,offload,tba --json)
 
 # Best wall time of 5 runs, in seconds; the output of the last kept.
 best_of_5() {

@@ -244,6 +244,12 @@ json_object *rok_ssd_figures_to_json(const RokSsdFigures *ssd);
 
 /* ---- Plan files: rok-plan/1 ---- */
 
+/* The per-layer table: runs of consecutive layers that decide alike (name
+ * for name), then the tensors outside the layers (first = last = -1):
+ * [{first, last, bytes: {decision: bytes of the whole run, one
+ * micro-batch}, tensors: {decision: [names, as in the run's first layer]}}]. */
+json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokSimPlan *plan);
+
 /* A plan as `rok plan` writes it: which strategy made it, for what model
  * and machine and budget, the decision of every saved tensor, and the
  * report around it (predicted figures, baselines, curve, SSD figures; kept

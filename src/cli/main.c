@@ -11,15 +11,19 @@
 
 int rok_cmd_trace(int argc, char **argv);
 int rok_cmd_simulate(int argc, char **argv);
+int rok_cmd_plan(int argc, char **argv);
 int rok_cmd_sweep(int argc, char **argv);
 int rok_cmd_plot(int argc, char **argv);
 
 static const RokCommand commands[] = {
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
+    {"plan", "MODEL --hw HW [--budget B] [-o DIR]", "Recommend a plan within a memory budget, with the ROK curve",
+     rok_cmd_plan},
     {"sweep", "MODEL --hw HW [--micro-batch RANGE] [-o DIR]",
      "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", rok_cmd_sweep},
-    {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV or a step's timeline", rok_cmd_plot},
+    {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",
+     rok_cmd_plot},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -148,6 +148,14 @@ typedef enum {
   ROK_SWEEP_CHART_MEMORY,     /* peak memory, with the GPU's memory (and budget) as lines */
 } RokSweepChartKind;
 
+/* The colour index (rok/plot.h) of a strategy on sweep charts: keep black,
+ * recompute reddish purple, selective green, offload sky blue, tba blue,
+ * rok vermillion. Kept apart are the pairs a reader compares (keep and the
+ * offloading strategies, rok and all); the one near pair, offload and tba,
+ * are kin and differ in marker shape. For every chart that shows
+ * strategies, so that each looks the same on all of them. */
+guint rok_sweep_strategy_color(RokStrategy strategy);
+
 /* Which rows a chart shows: those whose axes other than `x` equal `at`. */
 typedef struct {
   RokSweepAxis x;

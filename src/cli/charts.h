@@ -1,6 +1,7 @@
 /* Charts the command line draws from saved data: the timeline of one
  * simulated step, from the trace-event JSON that `rok simulate --timeline`
- * writes. (Sweep charts are in rok/sweep.h, the ROK curve in rok/plan.h.) */
+ * writes, and the ROK curve of a plan file. (Sweep charts are in
+ * rok/sweep.h, the ROK curve's drawing in rok/plan.h.) */
 #pragma once
 
 #include <glib.h>
@@ -21,6 +22,12 @@ RokTimeline *rok_cli_timeline_chart(const RokJsonDoc *doc, guint64 gpu_memory, g
 /* Draw a timeline document to PATH (.png, .svg, .pdf). */
 gboolean rok_cli_timeline_save(const RokJsonDoc *doc, guint64 gpu_memory, guint64 budget, const char *path,
                                GError **error);
+
+/* The ROK curve of a plan file (rok-plan/1, as `rok plan -o DIR` writes
+ * it): the planner's points, the baselines as labelled points, the GPU's
+ * memory and the plan's budget as lines, drawn to PATH by
+ * rok_curve_save_chart(). Errors located in the document. */
+gboolean rok_cli_curve_save(const RokJsonDoc *doc, const char *path, GError **error);
 
 /* Drop cairo's and fontconfig's caches once a command has drawn its last
  * chart, so that sanitizer builds see no leaks at exit. Call it only when

@@ -1,6 +1,6 @@
-/* rok plot: re-draw a chart from saved data: a sweep's CSV, a timeline
- * (rok simulate --timeline), and the chart comes out the same as the one
- * the command that saved the data drew. */
+/* rok plot: re-draw a chart from saved data: a sweep's CSV, a plan file's
+ * ROK curve, a timeline (rok simulate --timeline); the chart comes out the
+ * same as the one the command that saved the data drew. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,18 +26,18 @@ static void options_clear(Options *o) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
-typedef enum { INPUT_SWEEP, INPUT_TIMELINE } InputKind;
+typedef enum { INPUT_SWEEP, INPUT_PLAN, INPUT_TIMELINE } InputKind;
 
 static gboolean refuse(const char *option, const char *kind, GError **error) {
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "%s applies to %s only", option, kind);
   return FALSE;
 }
 
-/* Options that belong to the other kind of input are mistakes. */
+/* Options that belong to another kind of input are mistakes. */
 static gboolean check_options(const Options *o, InputKind kind, GError **error) {
-  if (kind == INPUT_SWEEP && (o->hw != NULL || o->budget != NULL))
+  if (kind != INPUT_TIMELINE && (o->hw != NULL || o->budget != NULL))
     return refuse(o->hw != NULL ? "--hw" : "--budget", "timelines", error);
-  if (kind == INPUT_TIMELINE && (o->chart != NULL || o->x != NULL || o->at != NULL))
+  if (kind != INPUT_SWEEP && (o->chart != NULL || o->x != NULL || o->at != NULL))
     return refuse(o->chart != NULL ? "--chart" : o->x != NULL ? "--x" : "--at", "sweep CSV files", error);
   return TRUE;
 }
@@ -99,16 +99,21 @@ static gboolean plot_timeline(const Options *o, const RokJsonDoc *doc, GError **
   return rok_cli_timeline_save(doc, gpu_memory, budget, o->output, error);
 }
 
-/* A JSON document is a timeline when it has trace events. */
+/* A JSON document is a plan file when it says so in "format", a timeline
+ * when it has trace events. */
 static gboolean plot_json(const Options *o, const char *path, GError **error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
   if (doc == NULL)
     return FALSE;
   json_object *root = rok_json_doc_root(doc);
-  if (json_object_is_type(root, json_type_object) && json_object_object_get_ex(root, "traceEvents", NULL))
+  gboolean object = json_object_is_type(root, json_type_object);
+  if (object && json_object_object_get_ex(root, "traceEvents", NULL))
     return check_options(o, INPUT_TIMELINE, error) && plot_timeline(o, doc, error);
+  if (object && json_object_object_get_ex(root, "format", NULL))
+    return check_options(o, INPUT_PLAN, error) && rok_cli_curve_save(doc, o->output, error);
   g_set_error(error, ROK_ERROR, ROK_ERROR_FORMAT,
-              "%s: not a timeline (rok simulate --timeline: an object with \"traceEvents\")", path);
+              "%s: neither a plan (rok-plan/1) nor a timeline (rok simulate --timeline: an object with "
+              "\"traceEvents\")", path);
   return FALSE;
 }
 

@@ -10,11 +10,9 @@
 
 #define GIB 1073741824.0
 
-/* One colour (and marker) per strategy on every chart; rok's is
- * vermillion. Okabe–Ito has two near pairs (blue/sky, orange/vermillion);
- * the only one used here is offload/tba, which are kin and differ in
- * marker shape; recompute (reddish purple) has no near neighbour. */
-static guint strategy_color(RokStrategy strategy) {
+/* Okabe–Ito has two near pairs (blue/sky, orange/vermillion); only
+ * offload/tba use one; recompute (reddish purple) has no near neighbour. */
+guint rok_sweep_strategy_color(RokStrategy strategy) {
   static const guint colors[] = {
       [ROK_STRATEGY_KEEP] = ROK_COLOR_BLACK,  [ROK_STRATEGY_RECOMPUTE] = ROK_COLOR_PURPLE,
       [ROK_STRATEGY_SELECTIVE] = ROK_COLOR_GREEN, [ROK_STRATEGY_OFFLOAD] = ROK_COLOR_SKY,
@@ -251,7 +249,7 @@ static char *legend_name(const Series *s, RokSweepAxis x) {
 
 static void add_series(RokChart *chart, const Series *s, RokSweepAxis x, RokSweepChartKind kind, double scale) {
   g_autofree char *name = legend_name(s, x);
-  guint id = rok_chart_add_series(chart, name, ROK_SERIES_LINE | ROK_SERIES_MARKERS, strategy_color(s->first));
+  guint id = rok_chart_add_series(chart, name, ROK_SERIES_LINE | ROK_SERIES_MARKERS, rok_sweep_strategy_color(s->first));
   for (guint i = 0; i < s->rows->len; i++) {
     const RokSweepRow *row = &g_array_index(s->rows, RokSweepRow, i);
     rok_chart_add_point(chart, id, (double)rok_sweep_row_value(row, x), chart_value(row, kind) * scale,

@@ -43,6 +43,15 @@ fi
 "$rok" plot "$tmp/two/sweep.csv" --x nvme-devices --at micro_batch=16 --chart memory -o "$tmp/across.svg"
 check_xml "$tmp/across.svg"
 
+# The ROK curve from plan.json: the chart rok plan drew, with a budget too.
+"$rok" plan ssdtrain-bert --hw $hw -o "$tmp/p" > /dev/null
+"$rok" plot "$tmp/p/plan.json" -o "$tmp/curve.png"
+cmp "$tmp/curve.png" "$tmp/p/rok-curve.png"
+"$rok" plan ssdtrain-bert --hw $hw --budget 30GiB -o "$tmp/p30" > /dev/null
+"$rok" plot "$tmp/p30/plan.json" -o "$tmp/curve30.svg"
+cmp "$tmp/curve30.svg" "$tmp/p30/rok-curve.svg"
+check_xml "$tmp/curve30.svg"
+
 # Timelines: rok simulate --timeline-chart and rok plot on its --timeline
 # draw the same chart.
 "$rok" simulate ssdtrain-bert --hw $hw -s tba -t "$tmp/t.json" --timeline-chart "$tmp/direct.png" > /dev/null
@@ -65,7 +74,12 @@ expect_fail 2 '"seq_len": expected a whole number, found "1O24"' "$rok" plot "$t
 head -2 "$tmp/s/sweep.csv" | sed '2s/,[^,]*,[^,]*$//' > "$tmp/cut.csv"
 expect_fail 2 "expected 18 fields, found 16" "$rok" plot "$tmp/cut.csv" -o "$tmp/x.png"
 echo '{"format": "rok-trace/1"}' > "$tmp/other.json"
-expect_fail 2 "not a timeline" "$rok" plot "$tmp/other.json" -o "$tmp/x.png"
+expect_fail 2 'expected format "rok-plan/1", found "rok-trace/1"' "$rok" plot "$tmp/other.json" -o "$tmp/x.png"
+echo '{"name": "gpt"}' > "$tmp/config.json"
+expect_fail 2 "neither a plan (rok-plan/1) nor a timeline" "$rok" plot "$tmp/config.json" -o "$tmp/x.png"
+sed 's/"tokens_per_s": [0-9.e+-]*/"tokens_per_s": "fast"/' "$tmp/p/plan.json" > "$tmp/badplan.json"
+expect_fail 2 '"curve[0].tokens_per_s": must be a number' "$rok" plot "$tmp/badplan.json" -o "$tmp/x.png"
+expect_fail 2 "--at applies to sweep CSV files only" "$rok" plot "$tmp/p/plan.json" --at seq_len=1 -o "$tmp/x.png"
 echo '{"traceEvents": [{"ph": "X", "tid": 1, "ts": "soon", "dur": 1}]}' > "$tmp/badt.json"
 expect_fail 2 'badt.json:1:46: "traceEvents[0].ts"' "$rok" plot "$tmp/badt.json" -o "$tmp/x.png"
 echo '{"traceEvents": []}' > "$tmp/empty.json"

@@ -54,26 +54,14 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
   row->fits = r->peak_bytes <= row->budget_bytes;
 }
 
-/* SSDTrain's required write bandwidth: the bytes a micro-batch sends to
- * the SSDs over 1.5 forward times (writes may spill into backward). The
- * same figure as rok_ssd_figures()'s, whose implementation is not on this
- * branch yet; this function is the one place to switch over. */
-static double required_write_bandwidth(const RokTrace *trace, const RokSim *sim, const RokSimPlan *plan) {
-  guint64 bytes = 0;
-  gint64 forward_ns = 0;
-  for (guint t = 0; t < trace->tensors->len; t++)
-    if (plan->decisions[t] == ROK_DECISION_OFFLOAD_NVME && rok_tensor_is_saved(rok_trace_tensor(trace, t)))
-      bytes += rok_trace_tensor(trace, t)->bytes;
-  for (guint o = 0; o < trace->ops->len; o++)
-    forward_ns += rok_sim_op_ns(sim, o, FALSE);
-  return forward_ns > 0 ? (double)bytes / (1.5 * (double)forward_ns / 1e9) : 0.0;
-}
-
-/* The figures of a plan and its run. */
-static void fill_plan_row(RokSweepRow *row, const RokTrace *trace, const RokSim *sim, const RokSimPlan *plan,
+/* The figures of a plan and its run; SSDTrain's required write bandwidth
+ * as the planner reports it. */
+static void fill_plan_row(RokSweepRow *row, const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan,
                           const RokSimResult *r) {
+  RokSsdFigures ssd;
+  rok_ssd_figures(trace, hw, plan, r, ROK_SSD_DEFAULT_WRITE_AMPLIFICATION, &ssd);
   fill_row(row, r);
-  row->required_write_bandwidth = required_write_bandwidth(trace, sim, plan);
+  row->required_write_bandwidth = ssd.required_write_bandwidth;
 }
 
 static gboolean run_baseline(RokSim *sim, const RokTrace *trace, const RokHw *hw, RokSweepRow *row,
@@ -85,14 +73,13 @@ static gboolean run_baseline(RokSim *sim, const RokTrace *trace, const RokHw *hw
   g_autoptr(RokSimResult) r = rok_sim_run(sim, plan, error);
   if (r == NULL)
     return FALSE;
-  fill_plan_row(row, trace, sim, plan, r);
+  fill_plan_row(row, trace, hw, plan, r);
   return TRUE;
 }
 
 /* The planner's plan for the budget; when none fits, its least-memory plan,
  * which the row then marks as not fitting. */
-static gboolean run_rok(const RokSim *sim, const RokTrace *trace, const RokHw *hw, RokSweepRow *row,
-                        GError **error) {
+static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row, GError **error) {
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, NULL, error);
   if (planner == NULL)
     return FALSE;
@@ -107,7 +94,7 @@ static gboolean run_rok(const RokSim *sim, const RokTrace *trace, const RokHw *h
     g_propagate_error(error, g_steal_pointer(&local));
     return FALSE;
   }
-  fill_plan_row(row, trace, sim, plan, r);
+  fill_plan_row(row, trace, hw, plan, r);
   return TRUE;
 }
 
@@ -129,7 +116,7 @@ static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArr
                        .seq_len = trace->model->seq_len,
                        .nvme_devices = at[ROK_SWEEP_NVME_DEVICES],
                        .budget_bytes = at[ROK_SWEEP_BUDGET]};
-    gboolean ok = s == ROK_STRATEGY_ROK ? run_rok(sim, trace, hw, &row, error) : run_baseline(sim, trace, hw, &row, error);
+    gboolean ok = s == ROK_STRATEGY_ROK ? run_rok(trace, hw, &row, error) : run_baseline(sim, trace, hw, &row, error);
     if (!ok) {
       g_prefix_error(error, "%s: ", rok_sweep_strategy_name(s));
       return FALSE;

@@ -172,7 +172,7 @@ static char *fixed_axes(const RokSweep *sweep, const RokSweepView *view) {
     } else if (a == ROK_SWEEP_NVME_DEVICES) {
       g_string_append_printf(text, "%" G_GUINT64_FORMAT " SSD%s", view->at[a], view->at[a] == 1 ? "" : "s");
     } else {
-      g_string_append_printf(text, "%s %" G_GUINT64_FORMAT, a == ROK_SWEEP_SEQ_LEN ? "sequence" : "micro-batch",
+      g_string_append_printf(text, "%s %" G_GUINT64_FORMAT, a == ROK_SWEEP_SEQ_LEN ? "sequence length" : "micro-batch",
                              view->at[a]);
     }
   }
@@ -186,6 +186,16 @@ static char *chart_title(const RokSweep *sweep, const RokSweepView *view, RokSwe
 }
 
 /* What a hollow marker means, and the lines of the memory chart. */
+static gboolean any_hollow(const GArray *series) {
+  for (guint i = 0; i < series->len; i++) {
+    const GArray *rows = g_array_index(series, Series, i).rows;
+    for (guint j = 0; j < rows->len; j++)
+      if (!g_array_index(rows, RokSweepRow, j).fits)
+        return TRUE;
+  }
+  return FALSE;
+}
+
 /* Whether every row charted has the fixed memory of the first. */
 static gboolean same_fixed(const GArray *series, guint64 fixed) {
   for (guint i = 0; i < series->len; i++) {
@@ -207,7 +217,8 @@ static void add_limits(RokChart *chart, const GArray *series, gboolean budget_on
   g_autofree char *meaning = own_budget ? g_strdup_printf("over the %s budget", budget)
                                         : budget_on_x ? g_strdup("over the budget")
                                                       : g_strdup_printf("does not fit in %s", gpu);
-  rok_chart_set_hollow_meaning(chart, meaning);
+  if (any_hollow(series))
+    rok_chart_set_hollow_meaning(chart, meaning);
   if (kind != ROK_SWEEP_CHART_MEMORY)
     return;
   g_autofree char *gpu_label = g_strdup_printf("GPU memory %s", gpu);

@@ -225,6 +225,7 @@ static void test_progress(void) {
   for (guint threads = 1; threads <= 2; threads++) {
     guint calls = 0;
     g_autoptr(RokSweep) sweep = rok_sweep_run(spec, threads, count_progress, &calls, NULL);
+    g_assert_nonnull(sweep);
     g_assert_cmpuint(calls, ==, 6);
   }
 }

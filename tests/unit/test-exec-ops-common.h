@@ -22,9 +22,7 @@
 
 /* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
 const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-  return "leak:libpocl.so\nleak:libLLVM\n";
-}
+const char *__lsan_default_suppressions(void) { return "leak:libpocl.so\nleak:libLLVM\n"; }
 
 /* The default device, or exit 77 (skip) without one. */
 G_GNUC_UNUSED static RokClDevice *open_device_or_skip(void) {
@@ -52,31 +50,41 @@ G_GNUC_UNUSED static RokTrace *tiny_trace(const char *json, const char *dtype) {
   return trace;
 }
 
-#define GPT_JSON                                                                                                   \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_JSON                                                                                                       \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1}"
-#define GPT_FLASH_JSON                                                                                             \
-  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_FLASH_JSON                                                                                                 \
+  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"attention\": \"flash\"}"
-#define GPT_SP_JSON                                                                                                \
-  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "       \
+#define GPT_SP_JSON                                                                                                    \
+  "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
-#define LLAMA_JSON                                                                                                 \
-  "{\"arch\": \"llama\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
+#define GPT_PP_JSON                                                                                                    \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "             \
+  "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"pipeline_parallel\": 2}"
+#define LLAMA_JSON                                                                                                     \
+  "{\"arch\": \"llama\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"attention\": \"flash\"}"
-#define LLAMA_STANDARD_JSON                                                                                        \
-  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "       \
+#define LLAMA_STANDARD_JSON                                                                                            \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
   "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96}"
-#define BERT_JSON                                                                                                  \
-  "{\"arch\": \"bert\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "      \
+#define LLAMA_TP_JSON                                                                                                  \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
+  "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"attention\": \"flash\", \"tensor_parallel\": 2}"
+#define T5_SP_JSON                                                                                                     \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
+  "\"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
+#define BERT_JSON                                                                                                      \
+  "{\"arch\": \"bert\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "            \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"mask_bytes\": 2}"
-#define T5_JSON                                                                                                    \
-  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "    \
-  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "           \
+#define T5_JSON                                                                                                        \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
   "\"dropout\": 0.1, \"mask_bytes\": 4}"
-#define T5_FLASH_JSON                                                                                              \
-  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "    \
-  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "           \
+#define T5_FLASH_JSON                                                                                                  \
+  "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
+  "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
   "\"dropout\": 0.1, \"attention\": \"flash\"}"
 
 /* ---- A small runner ------------------------------------------------------ */
@@ -95,6 +103,7 @@ typedef struct {
   guint64 *forward_checksum; /* of saved tensors after forward (0: not taken) */
   guint recomputed;          /* tensors rebuilt in the step */
   guint mismatched;          /* rebuilt tensors whose bytes differ */
+  guint seed_only;           /* masks rebuilt from the seed alone */
   BeforeBackward before_backward;
   gpointer before_data;
 } Runner;
@@ -188,11 +197,20 @@ static void runner_make_resident(Runner *r, guint mb, guint t) {
     g_clear_pointer(&r->host[t], g_free);
     return;
   }
+  /* As the schedule does: what the tensor is recomputed from, then the
+   * producer's outputs (a mask alone when it needs nothing: seed only). */
   const RokOp *producer = rok_trace_op(r->trace, tensor->producer);
-  for (guint i = 0; i < producer->inputs->len; i++)
-    runner_make_resident(r, mb, g_array_index(producer->inputs, guint, i));
-  ensure_outputs(r, producer);
-  rok_exec_model_forward(r->model, producer->id, mb, r->tensors, &error);
+  for (guint i = 0; i < tensor->recompute_from->len; i++)
+    runner_make_resident(r, mb, g_array_index(tensor->recompute_from, guint, i));
+  if (tensor->recompute_from->len > 0 || producer->kind != ROK_OP_DROPOUT) {
+    ensure_outputs(r, producer);
+    rok_exec_model_forward(r->model, producer->id, mb, r->tensors, &error);
+  } else {
+    r->seed_only++;
+    r->tensors[t] = rok_exec_model_alloc_tensor(r->model, t, &error);
+    g_assert_no_error(error);
+    rok_exec_model_rebuild_mask(r->model, producer->id, mb, r->tensors, &error);
+  }
   g_assert_no_error(error);
   for (guint i = 0; i < producer->outputs->len; i++) {
     guint id = g_array_index(producer->outputs, guint, i);

@@ -6,9 +6,7 @@
 #include <glib.h>
 
 #ifndef ROK_WITH_OPENCL
-int main(void) {
-  return 77; /* built without OpenCL */
-}
+int main(void) { return 77; /* built without OpenCL */ }
 #else
 
 #include "test-exec-ops-common.h"
@@ -30,14 +28,25 @@ static RokExecModel *new_model(Fixture *f, const RokTrace *trace, guint64 seed) 
   return model;
 }
 
-static guint64 step_checksum(Fixture *f, const RokTrace *trace, guint64 seed, Policy policy, guint *recomputed) {
+/* MASKS: only dropout masks are recomputed (from the seed alone). */
+#define MASKS ((Policy)(OFFLOAD + 1))
+
+static guint64 step_checksum(Fixture *f, const RokTrace *trace, guint64 seed, Policy policy, guint *recomputed,
+                             guint *seed_only) {
   g_autoptr(RokExecModel) model = new_model(f, trace, seed);
   Runner *r = runner_new(model);
-  runner_set_all(r, policy);
+  runner_set_all(r, policy == MASKS ? KEEP : policy);
+  for (guint t = 0; policy == MASKS && t < trace->tensors->len; t++) {
+    const RokOp *producer = rok_trace_op(trace, rok_trace_tensor(trace, t)->producer);
+    if (producer->kind == ROK_OP_DROPOUT && g_array_index(producer->outputs, guint, 0) == t)
+      r->policy[t] = RECOMPUTE;
+  }
   guint64 checksum = runner_step(r, 2);
   g_assert_cmpuint(r->mismatched, ==, 0);
   if (recomputed != NULL)
     *recomputed = r->recomputed;
+  if (seed_only != NULL)
+    *seed_only = r->seed_only;
   runner_free(r);
   return checksum;
 }
@@ -75,18 +84,25 @@ static void test_step(gconstpointer data) {
     Runner *r = runner_new(model);
     guint64 first = runner_step(r, 2);
     assert_gradients_sane(model);
-    /* The mean loss of random labels over 100 classes is near ln 100. */
+    /* The mean loss of random labels over 100 classes is near ln 100. A
+     * pipeline stage without the head has none. */
     double loss = 0.0;
-    rok_exec_model_loss(model, 1, &loss, &error);
-    g_assert_no_error(error);
-    g_assert_cmpfloat(loss, >, 0.5 * log(100.0));
-    g_assert_cmpfloat(loss, <, 2.0 * log(100.0));
+    if (trace->model->pipeline_parallel > 1) {
+      g_assert_false(rok_exec_model_loss(model, 1, &loss, &error));
+      g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+      g_clear_error(&error);
+    } else {
+      rok_exec_model_loss(model, 1, &loss, &error);
+      g_assert_no_error(error);
+      g_assert_cmpfloat(loss, >, 0.5 * log(100.0));
+      g_assert_cmpfloat(loss, <, 2.0 * log(100.0));
+    }
     /* A second step from zeroed gradients gives the same bits. */
     g_assert_cmpuint(runner_step(r, 2), ==, first);
     runner_free(r);
     /* So does a fresh model of the same seed; another seed does not. */
-    g_assert_cmpuint(step_checksum(c->f, trace, 42, KEEP, NULL), ==, first);
-    g_assert_cmpuint(step_checksum(c->f, trace, 43, KEEP, NULL), !=, first);
+    g_assert_cmpuint(step_checksum(c->f, trace, 42, KEEP, NULL, NULL), ==, first);
+    g_assert_cmpuint(step_checksum(c->f, trace, 43, KEEP, NULL, NULL), !=, first);
   }
   g_assert_cmpuint(rok_cl_device_buffer_count(c->f->device), ==, buffers);
 }
@@ -97,11 +113,16 @@ static void test_step(gconstpointer data) {
 static void test_plans(gconstpointer data) {
   const Case *c = data;
   g_autoptr(RokTrace) trace = tiny_trace(c->json, "bf16");
-  guint recomputed = 0;
-  guint64 keep = step_checksum(c->f, trace, 7, KEEP, NULL);
-  g_assert_cmpuint(step_checksum(c->f, trace, 7, RECOMPUTE, &recomputed), ==, keep);
+  guint recomputed = 0, seed_only = 0;
+  guint64 keep = step_checksum(c->f, trace, 7, KEEP, NULL, NULL);
+  g_assert_cmpuint(step_checksum(c->f, trace, 7, RECOMPUTE, &recomputed, &seed_only), ==, keep);
   g_assert_cmpuint(recomputed, >, 10);
-  g_assert_cmpuint(step_checksum(c->f, trace, 7, OFFLOAD, NULL), ==, keep);
+  if (trace->model->dropout > 0) {
+    g_assert_cmpuint(step_checksum(c->f, trace, 7, MASKS, &recomputed, &seed_only), ==, keep);
+    g_assert_cmpuint(seed_only, >, 0);
+    g_assert_cmpuint(recomputed, ==, seed_only);
+  }
+  g_assert_cmpuint(step_checksum(c->f, trace, 7, OFFLOAD, NULL, NULL), ==, keep);
 }
 
 /* ---- Corruption and missing tensors ------------------------------------------ */
@@ -145,10 +166,10 @@ static guint tensor_named(const RokTrace *trace, const char *name) {
 static void test_corruption(gconstpointer data) {
   const Case *c = data;
   g_autoptr(RokTrace) trace = tiny_trace(GPT_JSON, "bf16");
-  guint64 keep = step_checksum(c->f, trace, 5, KEEP, NULL);
-  const char *victims[] = {"layer0.attn.qkv_out",       "layer0.attn.norm_stats", "layer1.attn.softmax_out",
-                           "layer1.attn.dropout_out",   "layer0.mlp.fc1_out",     "layer0.attn.out_dropout_mask",
-                           "layer1.mlp.out_dropout_mask", "head.loss_probs",       "input.tokens"};
+  guint64 keep = step_checksum(c->f, trace, 5, KEEP, NULL, NULL);
+  const char *victims[] = {"layer0.attn.qkv_out",         "layer0.attn.norm_stats", "layer1.attn.softmax_out",
+                           "layer1.attn.dropout_out",     "layer0.mlp.fc1_out",     "layer0.attn.out_dropout_mask",
+                           "layer1.mlp.out_dropout_mask", "head.loss_probs",        "input.tokens"};
   for (guint v = 0; v < G_N_ELEMENTS(victims); v++) {
     g_autoptr(RokExecModel) model = new_model(c->f, trace, 5);
     Runner *r = runner_new(model);
@@ -221,6 +242,10 @@ static void test_missing(gconstpointer data) {
   g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
   g_assert_nonnull(strstr(error->message, "out of order"));
   g_clear_error(&error);
+  /* Only a dropout has a mask to rebuild. */
+  g_assert_false(rok_exec_model_rebuild_mask(model, fc1, 0, r->tensors, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  g_clear_error(&error);
   /* Ids out of range. */
   g_assert_false(rok_exec_model_forward(model, trace->ops->len, 0, r->tensors, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
@@ -239,6 +264,55 @@ static void test_dtype_mismatch(gconstpointer data) {
   g_autoptr(RokTrace) trace = tiny_trace(GPT_JSON, "fp32");
   g_assert_null(rok_exec_model_new(c->f->kernels, trace, 1, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+}
+
+/* ---- Causal masks ------------------------------------------------------------------ */
+
+/* Whether any probability above the diagonal (key j > query i, aligned to
+ * the end as the kernels do) is non-zero. */
+static gboolean sees_future(RokClBuffer *probs, const RokTensor *t) {
+  g_autofree float *p = download_floats(probs);
+  guint64 sq = t->shape[2], sk = t->shape[3], blocks = t->shape[0] * t->shape[1];
+  for (guint64 b = 0; b < blocks; b++)
+    for (guint64 i = 0; i < sq; i++)
+      for (guint64 j = i + sk - sq + 1; j < sk; j++)
+        if (p[(b * sq + i) * sk + j] != 0.0f)
+          return TRUE;
+  return FALSE;
+}
+
+/* GPT and LLaMA attend causally; BERT does not; T5's decoder does in its
+ * self-attention only. */
+static void test_causal(gconstpointer data) {
+  const Case *c = data;
+  const struct {
+    const char *json, *causal[3];
+  } models[] = {{GPT_JSON, {"layer0.attn", "layer1.attn"}},
+                {LLAMA_STANDARD_JSON, {"layer0.attn"}},
+                {BERT_JSON, {NULL}},
+                {T5_JSON, {"dec0.attn"}}};
+  for (guint m = 0; m < G_N_ELEMENTS(models); m++) {
+    g_autoptr(RokTrace) trace = tiny_trace(models[m].json, "bf16");
+    g_autoptr(RokExecModel) model = new_model(c->f, trace, 9);
+    Runner *r = runner_new(model);
+    runner_forward(r, 0);
+    guint softmaxes = 0;
+    for (guint o = 0; o < trace->ops->len; o++) {
+      const RokOp *op = rok_trace_op(trace, o);
+      if (op->kind != ROK_OP_SOFTMAX)
+        continue;
+      gboolean causal = FALSE;
+      for (guint k = 0; k < 3 && models[m].causal[k] != NULL; k++)
+        causal |= g_str_has_prefix(op->name, models[m].causal[k]);
+      guint out = g_array_index(op->outputs, guint, 0);
+      if (sees_future(r->tensors[out], rok_trace_tensor(trace, out)) == causal)
+        g_error("%s: expected %s attention", op->name, causal ? "causal" : "full");
+      softmaxes++;
+    }
+    g_assert_cmpuint(softmaxes, >, 0);
+    rok_exec_model_end_micro_batch(model, 0);
+    runner_free(r);
+  }
 }
 
 /* ---- Imported traces ------------------------------------------------------------ */
@@ -316,9 +390,17 @@ static void test_imported(gconstpointer data) {
 static const struct {
   const char *name, *json;
 } archs[] = {
-    {"gpt", GPT_JSON},       {"gpt-flash", GPT_FLASH_JSON}, {"gpt-tp2-sp", GPT_SP_JSON},
-    {"llama-flash-gqa", LLAMA_JSON}, {"llama-standard-gqa", LLAMA_STANDARD_JSON}, {"bert", BERT_JSON},
-    {"t5", T5_JSON},         {"t5-flash", T5_FLASH_JSON},
+    {"gpt", GPT_JSON},
+    {"gpt-flash", GPT_FLASH_JSON},
+    {"gpt-tp2-sp", GPT_SP_JSON},
+    {"gpt-pp2", GPT_PP_JSON},
+    {"llama-flash-gqa", LLAMA_JSON},
+    {"llama-tp2", LLAMA_TP_JSON},
+    {"llama-standard-gqa", LLAMA_STANDARD_JSON},
+    {"bert", BERT_JSON},
+    {"t5", T5_JSON},
+    {"t5-tp2-sp", T5_SP_JSON},
+    {"t5-flash", T5_FLASH_JSON},
 };
 
 static const char *const plan_archs[] = {"gpt", "llama-standard-gqa", "t5", "gpt-tp2-sp"};
@@ -343,6 +425,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_data_func("/exec-ops/corruption", &base, test_corruption);
   g_test_add_data_func("/exec-ops/missing", &base, test_missing);
+  g_test_add_data_func("/exec-ops/causal", &base, test_causal);
   g_test_add_data_func("/exec-ops/dtype-mismatch", &base, test_dtype_mismatch);
   g_test_add_data_func("/exec-ops/imported", &base, test_imported);
   int status = g_test_run();

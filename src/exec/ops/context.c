@@ -11,8 +11,8 @@ static gboolean check_buffer(const OpsCtx *ctx, guint id, const RokClBuffer *buf
   guint64 elements = ctx->model->numel[id];
   if (buffer->dtype != t->dtype || buffer->elements != elements) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                "the buffer given for tensor '%s' holds %" G_GUINT64_FORMAT " %s elements; the trace says %" G_GUINT64_FORMAT
-                " %s",
+                "the buffer given for tensor '%s' holds %" G_GUINT64_FORMAT
+                " %s elements; the trace says %" G_GUINT64_FORMAT " %s",
                 t->name, buffer->elements, rok_dtype_name(buffer->dtype), elements, rok_dtype_name(t->dtype));
     return FALSE;
   }
@@ -25,8 +25,7 @@ static RokClBuffer *resident(OpsCtx *ctx, guint id, GError **error) {
   if (ctx->backward && !ops_saved_for(ctx->model->trace, id, ctx->op->id)) {
     /* prepare() only lets an op run as itself when its backward needs
      * nothing more than the trace saves: reaching here is a bug. */
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "reads tensor '%s', which the trace does not save for it",
-                t->name);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "reads tensor '%s', which the trace does not save for it", t->name);
     return NULL;
   }
   RokClBuffer *buffer = ctx->tensors[id];
@@ -37,9 +36,7 @@ static RokClBuffer *resident(OpsCtx *ctx, guint id, GError **error) {
   return check_buffer(ctx, id, buffer, error) ? buffer : NULL;
 }
 
-RokClBuffer *ops_input(OpsCtx *ctx, guint i, GError **error) {
-  return resident(ctx, ops_in_id(ctx, i), error);
-}
+RokClBuffer *ops_input(OpsCtx *ctx, guint i, GError **error) { return resident(ctx, ops_in_id(ctx, i), error); }
 
 RokClBuffer *ops_output(OpsCtx *ctx, guint i, GError **error) {
   guint id = ops_out_id(ctx, i);
@@ -66,19 +63,25 @@ RokClBuffer *ops_scratch(OpsCtx *ctx, RokDtype dtype, guint64 elements, const ch
 }
 
 RokClBuffer *ops_dout(OpsCtx *ctx, guint i, GError **error) {
+  RokExecModel *model = ctx->model;
   guint id = ops_out_id(ctx, i);
   RokClBuffer *grad = ctx->grads->grads[id];
   if (grad != NULL)
     return grad;
-  /* No consumer sent a gradient (an output nothing reads): it is zero. */
-  const RokTensor *t = rok_trace_tensor(ctx->model->trace, id);
-  g_autofree char *what = g_strdup_printf("zero gradient of %s", t->name);
-  return ops_scratch(ctx, ctx->model->act, ctx->model->numel[id], what, TRUE, error);
+  const RokTensor *t = rok_trace_tensor(model->trace, id);
+  gboolean boundary = model->boundary[id];
+  g_autofree char *what = g_strdup_printf("%s gradient of %s", boundary ? "stage-boundary" : "zero", t->name);
+  grad = ops_scratch(ctx, model->act, model->numel[id], what, !boundary, error);
+  if (grad == NULL || !boundary)
+    return grad;
+  /* Of the size a mean loss over the tensor's rows gives. */
+  float scale = (float)(1.0 / (double)MAX(t->rank > 1 ? model->numel[id] / t->shape[t->rank - 1] : 1, 1));
+  guint64 stream = ops_stream(STREAM_BOUNDARY, ctx->mb, id);
+  return rok_cl_fill_uniform(model->kernels, grad, model->seed, stream, -scale, scale, error) ? grad : NULL;
 }
 
 RokClDropout ops_dropout(const OpsCtx *ctx, double p) {
-  return (RokClDropout){
-      .seed = ctx->model->seed, .stream = ops_stream(STREAM_DROPOUT, ctx->mb, ctx->op->id), .p = p};
+  return (RokClDropout){.seed = ctx->model->seed, .stream = ops_stream(STREAM_DROPOUT, ctx->mb, ctx->op->id), .p = p};
 }
 
 #endif /* ROK_WITH_OPENCL */

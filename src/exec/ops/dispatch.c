@@ -31,9 +31,7 @@ const OpsKindImpl *ops_kind_impl(RokOpKind kind) {
   return (guint)kind < ROK_OP_KIND_COUNT && kinds[kind].prepare != NULL ? &kinds[kind] : NULL;
 }
 
-const OpsKindImpl *ops_standin_impl(void) {
-  return &standin;
-}
+const OpsKindImpl *ops_standin_impl(void) { return &standin; }
 
 static gboolean check_call(const RokExecModel *model, guint op, RokClBuffer *const *tensors, const char *what,
                            GError **error) {
@@ -52,8 +50,13 @@ static gboolean check_call(const RokExecModel *model, guint op, RokClBuffer *con
 
 static OpsCtx ctx_begin(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, gboolean backward) {
   return (OpsCtx){
-      .model = model, .exec = &model->ops[op], .op = model->ops[op].op, .mb = mb, .tensors = tensors,
-      .backward = backward, .scratch = g_ptr_array_new_with_free_func((GDestroyNotify)rok_cl_buffer_free),
+      .model = model,
+      .exec = &model->ops[op],
+      .op = model->ops[op].op,
+      .mb = mb,
+      .tensors = tensors,
+      .backward = backward,
+      .scratch = g_ptr_array_new_with_free_func((GDestroyNotify)rok_cl_buffer_free),
   };
 }
 
@@ -67,8 +70,7 @@ static gboolean ctx_end(OpsCtx *ctx, gboolean ok, GError **error) {
   return ok;
 }
 
-gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
-                                GError **error) {
+gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, GError **error) {
   if (!check_call(model, op, tensors, "forward", error))
     return FALSE;
   OpsCtx ctx = ctx_begin(model, op, mb, tensors, FALSE);
@@ -76,8 +78,21 @@ gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBu
   return ctx_end(&ctx, ok, error);
 }
 
-gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
-                                 GError **error) {
+gboolean rok_exec_model_rebuild_mask(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
+                                     GError **error) {
+  if (!check_call(model, op, tensors, "rebuilding a mask", error))
+    return FALSE;
+  const OpExec *exec = &model->ops[op];
+  if (exec->op->kind != ROK_OP_DROPOUT || exec->standin) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "op '%s' (%s) has no mask to rebuild from the seed", exec->op->name,
+                rok_op_kind_name(exec->op->kind));
+    return FALSE;
+  }
+  OpsCtx ctx = ctx_begin(model, op, mb, tensors, FALSE);
+  return ctx_end(&ctx, ops_dropout_mask(&ctx, error), error);
+}
+
+gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, GError **error) {
   if (!check_call(model, op, tensors, "backward", error))
     return FALSE;
   OpsCtx ctx = ctx_begin(model, op, mb, tensors, TRUE);

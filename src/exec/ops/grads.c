@@ -46,9 +46,7 @@ guint64 rok_exec_model_end_micro_batch(RokExecModel *model, guint mb) {
   return before - model->grad_bytes;
 }
 
-guint64 rok_exec_model_gradient_bytes(const RokExecModel *model) {
-  return model->grad_bytes;
-}
+guint64 rok_exec_model_gradient_bytes(const RokExecModel *model) { return model->grad_bytes; }
 
 gboolean ops_grads_check(OpsCtx *ctx, GError **error) {
   for (guint i = 0; i < ctx->op->outputs->len; i++) {
@@ -81,8 +79,8 @@ static gboolean target(OpsCtx *ctx, guint input, OpsSink *sink, GError **error) 
   const RokTensor *t = rok_trace_tensor(model->trace, id);
   if (ctx->grads->consumed[id]) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                "out of order: the gradient of '%s' was already consumed by the backward of its producer '%s'",
-                t->name, rok_trace_op(model->trace, t->producer)->name);
+                "out of order: the gradient of '%s' was already consumed by the backward of its producer '%s'", t->name,
+                rok_trace_op(model->trace, t->producer)->name);
     return FALSE;
   }
   sink->grad = ctx->grads->grads[id];
@@ -98,8 +96,7 @@ static gboolean target(OpsCtx *ctx, guint input, OpsSink *sink, GError **error) 
   return TRUE;
 }
 
-gboolean ops_sink_overwrite(OpsCtx *ctx, guint input, gboolean covers, gboolean always, OpsSink *sink,
-                            GError **error) {
+gboolean ops_sink_overwrite(OpsCtx *ctx, guint input, gboolean covers, gboolean always, OpsSink *sink, GError **error) {
   *sink = (OpsSink){.covers = covers};
   if (!target(ctx, input, sink, error))
     return FALSE;
@@ -128,9 +125,7 @@ gboolean ops_sink_accumulate(OpsCtx *ctx, guint input, gboolean covers, OpsSink 
   return TRUE;
 }
 
-float ops_sink_beta(const OpsSink *sink) {
-  return sink->fresh && sink->covers ? 0.0f : 1.0f;
-}
+float ops_sink_beta(const OpsSink *sink) { return sink->fresh && sink->covers ? 0.0f : 1.0f; }
 
 gboolean ops_sink_close(OpsCtx *ctx, OpsSink *sink, GError **error) {
   if (!sink->temp)

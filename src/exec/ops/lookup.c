@@ -16,9 +16,7 @@ static guint64 mix(guint64 z) {
   return z ^ (z >> 31);
 }
 
-guint64 ops_stream(OpsStream purpose, guint64 a, guint64 b) {
-  return mix(mix(mix((guint64)purpose) ^ a) ^ b);
-}
+guint64 ops_stream(OpsStream purpose, guint64 a, guint64 b) { return mix(mix(mix((guint64)purpose) ^ a) ^ b); }
 
 gboolean ops_saved_for(const RokTrace *trace, guint tensor, guint op) {
   const GArray *needed = rok_trace_tensor(trace, tensor)->needed_by;
@@ -52,8 +50,8 @@ gboolean ops_check_tensor(const RokExecModel *model, const RokOp *op, guint id, 
                           gboolean saved, char **reason) {
   const RokTensor *t = rok_trace_tensor(model->trace, id);
   if (t->dtype != dtype || model->numel[id] != elements) {
-    *reason = ops_reason("'%s' holds %" G_GUINT64_FORMAT " %s, not %" G_GUINT64_FORMAT " %s", t->name,
-                         model->numel[id], rok_dtype_name(t->dtype), elements, rok_dtype_name(dtype));
+    *reason = ops_reason("'%s' holds %" G_GUINT64_FORMAT " %s, not %" G_GUINT64_FORMAT " %s", t->name, model->numel[id],
+                         rok_dtype_name(t->dtype), elements, rok_dtype_name(dtype));
     return FALSE;
   }
   if (saved && !ops_saved_for(model->trace, id, op->id)) {

@@ -32,12 +32,19 @@ static guint64 data_vocab(const RokTrace *trace, guint tensor) {
 
 static void tensor_facts(RokExecModel *model) {
   const RokTrace *trace = model->trace;
+  g_autofree gboolean *read = g_new0(gboolean, MAX(model->n_tensors, 1));
+  for (guint o = 0; o < model->n_ops; o++) {
+    const RokOp *op = rok_trace_op(trace, o);
+    for (guint i = 0; i < op->inputs->len; i++)
+      read[g_array_index(op->inputs, guint, i)] = TRUE;
+  }
   for (guint t = 0; t < model->n_tensors; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
     RokOpKind producer = rok_trace_op(trace, tensor->producer)->kind;
     model->numel[t] = tensor_elements(tensor);
     /* Data entering the step has no gradient. */
     model->needs_grad[t] = tensor->dtype == model->act && producer != ROK_OP_INPUT;
+    model->boundary[t] = model->needs_grad[t] && !read[t];
     model->data_vocab[t] = tensor->dtype == ROK_DTYPE_I64 ? data_vocab(trace, t) : 0;
   }
 }
@@ -56,8 +63,8 @@ static gboolean prepare_op(RokExecModel *model, guint id, GError **error) {
     return TRUE;
   }
   if (impl != NULL) {
-    char *full = ops_reason("op '%s' (%s) cannot run as its kind: %s", exec->op->name,
-                            rok_op_kind_name(exec->op->kind), reason);
+    char *full =
+        ops_reason("op '%s' (%s) cannot run as its kind: %s", exec->op->name, rok_op_kind_name(exec->op->kind), reason);
     g_free(reason);
     reason = full;
   }
@@ -93,6 +100,7 @@ RokExecModel *rok_exec_model_new(RokClKernels *kernels, const RokTrace *trace, g
   model->ops = g_new0(OpExec, MAX(model->n_ops, 1));
   model->numel = g_new0(guint64, MAX(model->n_tensors, 1));
   model->needs_grad = g_new0(gboolean, MAX(model->n_tensors, 1));
+  model->boundary = g_new0(gboolean, MAX(model->n_tensors, 1));
   model->data_vocab = g_new0(guint64, MAX(model->n_tensors, 1));
   model->params = g_ptr_array_new_with_free_func(ops_param_free);
   model->grads = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -101,8 +109,8 @@ RokExecModel *rok_exec_model_new(RokClKernels *kernels, const RokTrace *trace, g
   for (guint o = 0; o < model->n_ops; o++)
     if (!prepare_op(model, o, error))
       return NULL;
-  model->checksums = rok_cl_buffer_new(model->device, ROK_DTYPE_I64, MAX(model->params->len, 1),
-                                       "gradient checksums", FALSE, error);
+  model->checksums =
+      rok_cl_buffer_new(model->device, ROK_DTYPE_I64, MAX(model->params->len, 1), "gradient checksums", FALSE, error);
   if (model->checksums == NULL)
     return NULL;
   return g_steal_pointer(&model);
@@ -127,17 +135,14 @@ void rok_exec_model_free(RokExecModel *model) {
   rok_cl_buffer_free(model->checksums);
   g_free(model->numel);
   g_free(model->needs_grad);
+  g_free(model->boundary);
   g_free(model->data_vocab);
   g_free(model);
 }
 
-const RokTrace *rok_exec_model_trace(const RokExecModel *model) {
-  return model->trace;
-}
+const RokTrace *rok_exec_model_trace(const RokExecModel *model) { return model->trace; }
 
-RokClKernels *rok_exec_model_kernels(const RokExecModel *model) {
-  return model->kernels;
-}
+RokClKernels *rok_exec_model_kernels(const RokExecModel *model) { return model->kernels; }
 
 RokClBuffer *rok_exec_model_alloc_tensor(RokExecModel *model, guint tensor, GError **error) {
   if (tensor >= model->n_tensors) {
@@ -154,8 +159,6 @@ const char *rok_exec_model_op_note(const RokExecModel *model, guint op) {
   return model->ops[op].note;
 }
 
-guint rok_exec_model_standin_count(const RokExecModel *model) {
-  return model->standins;
-}
+guint rok_exec_model_standin_count(const RokExecModel *model) { return model->standins; }
 
 #endif /* ROK_WITH_OPENCL */

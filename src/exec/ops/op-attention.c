@@ -18,9 +18,7 @@
 
 /* ---- Where q, k and v lie ------------------------------------------------- */
 
-static guint64 role_cols(char role, const AttnExec *a) {
-  return (role == 'q' ? a->heads : a->kv_heads) * a->head_dim;
-}
+static guint64 role_cols(char role, const AttnExec *a) { return (role == 'q' ? a->heads : a->kv_heads) * a->head_dim; }
 
 static guint64 packing_cols(const char *packing, const AttnExec *a) {
   guint64 cols = 0;
@@ -29,9 +27,7 @@ static guint64 packing_cols(const char *packing, const AttnExec *a) {
   return cols;
 }
 
-static RoleView *role_view(AttnExec *a, char role) {
-  return role == 'q' ? &a->q : role == 'k' ? &a->k : &a->v;
-}
+static RoleView *role_view(AttnExec *a, char role) { return role == 'q' ? &a->q : role == 'k' ? &a->k : &a->v; }
 
 /* The packing of `candidates` that tensor `id` holds: its elements are the
  * packing's columns times the rows of its roles. */
@@ -134,8 +130,8 @@ static gboolean check_shapes(const RokExecModel *model, const RokOp *op, AttnExe
     return check_output(model, op, 0, model->act, out, reason);
   default:
     if (a->head_dim > ROK_CL_ATTENTION_MAX_HEAD_DIM || !(op->dropout >= 0.0 && op->dropout < 1.0)) {
-      *reason = ops_reason("the fused kernel takes head_dim up to %d and dropout in [0, 1)",
-                           ROK_CL_ATTENTION_MAX_HEAD_DIM);
+      *reason =
+          ops_reason("the fused kernel takes head_dim up to %d and dropout in [0, 1)", ROK_CL_ATTENTION_MAX_HEAD_DIM);
       return FALSE;
     }
     a->p = op->dropout;
@@ -170,9 +166,10 @@ gboolean ops_attention_prepare(RokExecModel *model, OpExec *exec, char **reason,
   a->seq_q = op->dims[1];
   a->seq_k = context ? op->dims[3] : op->dims[2];
   if (a->heads == 0 || bh % a->heads != 0 || bh == 0 || d != a->head_dim || a->seq_q == 0 || a->seq_k == 0) {
-    *reason = ops_reason("its dims [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-                         "] are not batches of %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT,
-                         op->dims[0], op->dims[1], op->dims[2], op->dims[3], a->heads, a->head_dim);
+    *reason =
+        ops_reason("its dims [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                   "] are not batches of %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT,
+                   op->dims[0], op->dims[1], op->dims[2], op->dims[3], a->heads, a->head_dim);
     return TRUE;
   }
   a->batch = bh / a->heads;
@@ -184,8 +181,7 @@ gboolean ops_attention_prepare(RokExecModel *model, OpExec *exec, char **reason,
   guint64 tries[2] = {kv_heads, a->heads};
   for (guint t = 0; t < 2 && !placed; t++) {
     a->kv_heads = tries[t];
-    placed = a->heads % a->kv_heads == 0 &&
-             place_roles(model, op, a);
+    placed = a->heads % a->kv_heads == 0 && place_roles(model, op, a);
   }
   if (!placed) {
     *reason = ops_reason("its inputs do not hold the %s of %" G_GUINT64_FORMAT " heads (%" G_GUINT64_FORMAT
@@ -202,8 +198,8 @@ gboolean ops_attention_prepare(RokExecModel *model, OpExec *exec, char **reason,
 /* ---- GEMM operands ------------------------------------------------------ */
 
 /* A role's [seq, head_dim] block of batch entry (outer, head). */
-static RokClMatrix role_operand(RokClBuffer *buffer, const RoleView *r, guint64 seq, const AttnExec *a,
-                                gboolean trans, guint64 group) {
+static RokClMatrix role_operand(RokClBuffer *buffer, const RoleView *r, guint64 seq, const AttnExec *a, gboolean trans,
+                                guint64 group) {
   RokClMatrix m = rok_cl_matrix(buffer, r->width, trans);
   m.offset = r->offset;
   m.stride = seq * r->width;
@@ -246,8 +242,16 @@ static gboolean batched(OpsCtx *ctx, gboolean per_kv_head, guint64 m, guint64 n,
                         RokClMatrix B, RokClMatrix C, float alpha, float beta, GError **error) {
   const AttnExec *a = &ctx->exec->u.attn;
   guint64 inner = per_kv_head ? a->kv_heads : a->heads;
-  RokClGemm g = {.batch = a->batch * inner, .inner = inner, .m = m, .n = n, .k = k, .a = A, .b = B, .c = C,
-                 .alpha = alpha, .beta = beta};
+  RokClGemm g = {.batch = a->batch * inner,
+                 .inner = inner,
+                 .m = m,
+                 .n = n,
+                 .k = k,
+                 .a = A,
+                 .b = B,
+                 .c = C,
+                 .alpha = alpha,
+                 .beta = beta};
   return rok_cl_gemm(ctx->model->kernels, &g, error);
 }
 
@@ -259,9 +263,9 @@ gboolean ops_scores_forward(OpsCtx *ctx, GError **error) {
   RokClBuffer *q = ops_input(ctx, a->q.input, error);
   RokClBuffer *k = q ? ops_input(ctx, a->k.input, error) : NULL;
   RokClBuffer *s = k ? ops_output(ctx, 0, error) : NULL;
-  return s != NULL && batched(ctx, FALSE, a->seq_q, a->seq_k, a->head_dim, role_operand(q, &a->q, a->seq_q, a, FALSE, 1),
-                              role_operand(k, &a->k, a->seq_k, a, TRUE, group), probs_operand(s, a, FALSE), a->scale,
-                              0.0f, error);
+  return s != NULL &&
+         batched(ctx, FALSE, a->seq_q, a->seq_k, a->head_dim, role_operand(q, &a->q, a->seq_q, a, FALSE, 1),
+                 role_operand(k, &a->k, a->seq_k, a, TRUE, group), probs_operand(s, a, FALSE), a->scale, 0.0f, error);
 }
 
 gboolean ops_scores_backward(OpsCtx *ctx, GError **error) {
@@ -314,9 +318,10 @@ gboolean ops_context_backward(OpsCtx *ctx, GError **error) {
       !ops_sink_accumulate(ctx, a->v.input, FALSE, &vs, error))
     return FALSE;
   /* dP = dO·Vᵀ; dV = Pᵀ·dO summed over the group. */
-  if (ps.dst != NULL && !batched(ctx, FALSE, a->seq_q, a->seq_k, a->head_dim, role_operand(dout, &ov, a->seq_q, a, FALSE, 1),
-                                 role_operand(v, &a->v, a->seq_k, a, TRUE, group), probs_operand(ps.dst, a, FALSE),
-                                 1.0f, ops_sink_beta(&ps), error))
+  if (ps.dst != NULL &&
+      !batched(ctx, FALSE, a->seq_q, a->seq_k, a->head_dim, role_operand(dout, &ov, a->seq_q, a, FALSE, 1),
+               role_operand(v, &a->v, a->seq_k, a, TRUE, group), probs_operand(ps.dst, a, FALSE), 1.0f,
+               ops_sink_beta(&ps), error))
     return FALSE;
   for (guint64 gi = 0; vs.dst != NULL && gi < group; gi++)
     if (!batched(ctx, TRUE, a->seq_k, a->head_dim, a->seq_q, probs_group_operand(p, a, gi, TRUE),
@@ -329,8 +334,11 @@ gboolean ops_context_backward(OpsCtx *ctx, GError **error) {
 /* ---- Flash attention --------------------------------------------------------- */
 
 static RokClHeads heads_view(RokClBuffer *buffer, const RoleView *r, guint64 seq, guint64 head_dim) {
-  return (RokClHeads){.buffer = buffer, .offset = r->offset, .row_stride = r->width,
-                      .batch_stride = seq * r->width, .head_stride = head_dim};
+  return (RokClHeads){.buffer = buffer,
+                      .offset = r->offset,
+                      .row_stride = r->width,
+                      .batch_stride = seq * r->width,
+                      .head_stride = head_dim};
 }
 
 /* The fused op's description with q, k and v from the inputs. */
@@ -344,10 +352,19 @@ static gboolean flash_setup(OpsCtx *ctx, RokClAttention *at, GError **error) {
     return FALSE;
   RoleView ov = out_view(a);
   *at = (RokClAttention){
-      .batch = a->batch, .heads = a->heads, .kv_heads = a->kv_heads, .queries = a->seq_q, .keys = a->seq_k,
-      .head_dim = a->head_dim, .causal = a->causal, .scale = a->scale, .dropout = ops_dropout(ctx, a->p),
-      .q = heads_view(q, &a->q, a->seq_q, a->head_dim), .k = heads_view(k, &a->k, a->seq_k, a->head_dim),
-      .v = heads_view(v, &a->v, a->seq_k, a->head_dim), .o = heads_view(o, &ov, a->seq_q, a->head_dim),
+      .batch = a->batch,
+      .heads = a->heads,
+      .kv_heads = a->kv_heads,
+      .queries = a->seq_q,
+      .keys = a->seq_k,
+      .head_dim = a->head_dim,
+      .causal = a->causal,
+      .scale = a->scale,
+      .dropout = ops_dropout(ctx, a->p),
+      .q = heads_view(q, &a->q, a->seq_q, a->head_dim),
+      .k = heads_view(k, &a->k, a->seq_k, a->head_dim),
+      .v = heads_view(v, &a->v, a->seq_k, a->head_dim),
+      .o = heads_view(o, &ov, a->seq_q, a->head_dim),
   };
   return TRUE;
 }

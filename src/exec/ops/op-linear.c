@@ -18,8 +18,17 @@ static RokClMatrix at(RokClBuffer *buffer, guint64 offset, guint64 ld, gboolean 
 
 static gboolean gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, RokClMatrix a, RokClMatrix b,
                      RokClMatrix c, float beta, RokClBuffer *bias, GError **error) {
-  RokClGemm g = {.batch = 1, .inner = 1, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
-                 .alpha = 1.0f, .beta = beta, .bias = bias};
+  RokClGemm g = {.batch = 1,
+                 .inner = 1,
+                 .m = m,
+                 .n = n,
+                 .k = k,
+                 .a = a,
+                 .b = b,
+                 .c = c,
+                 .alpha = 1.0f,
+                 .beta = beta,
+                 .bias = bias};
   return rok_cl_gemm(kernels, &g, error);
 }
 
@@ -97,8 +106,8 @@ static gboolean create_params(RokExecModel *model, OpExec *exec, GError **error)
   const RokExecParam *table = model->token_table;
   guint y = g_array_index(exec->op->outputs, guint, 0);
   gboolean head = l->n_out == 1 && ops_consumer_of_kind(model->trace, y, ROK_OP_CROSS_ENTROPY) != G_MAXUINT;
-  l->tied = m != NULL && m->arch != ROK_ARCH_LLAMA && head && table != NULL && table->cols == l->in &&
-            table->rows >= l->out;
+  l->tied =
+      m != NULL && m->arch != ROK_ARCH_LLAMA && head && table != NULL && table->cols == l->in && table->rows >= l->out;
   if (l->tied) {
     l->weight = model->token_table;
   } else {
@@ -174,8 +183,8 @@ static RokClBuffer *full_dout(OpsCtx *ctx, const LinearExec *l, guint j, GError 
   RokClBuffer *dy = ops_dout(ctx, j, error);
   if (dy == NULL || l->y_rows[j] == l->rows)
     return dy;
-  RokClBuffer *full = ops_scratch(ctx, ctx->model->act, l->rows * l->width[j], "output gradient over all rows",
-                                  FALSE, error);
+  RokClBuffer *full =
+      ops_scratch(ctx, ctx->model->act, l->rows * l->width[j], "output gradient over all rows", FALSE, error);
   if (full == NULL || !ops_rows_tile(dy, l->y_rows[j], full, l->rows, l->width[j], error))
     return NULL;
   return full;

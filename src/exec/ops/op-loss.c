@@ -28,9 +28,7 @@ gboolean ops_loss_prepare(RokExecModel *model, OpExec *exec, char **reason, GErr
   return TRUE;
 }
 
-static guint64 loss_key(guint mb, guint op) {
-  return (guint64)mb << 32 | op;
-}
+static guint64 loss_key(guint mb, guint op) { return (guint64)mb << 32 | op; }
 
 /* The per-token losses of this micro-batch (created on first use). */
 static RokClBuffer *loss_buffer(OpsCtx *ctx, GError **error) {

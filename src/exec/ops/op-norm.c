@@ -39,8 +39,8 @@ gboolean ops_norm_forward(OpsCtx *ctx, GError **error) {
   if (stats == NULL)
     return FALSE;
   if (n->beta != NULL)
-    return rok_cl_layernorm_forward(ctx->model->kernels, x, n->gamma->value, n->beta->value, y, stats, n->rows,
-                                    n->cols, n->eps, error);
+    return rok_cl_layernorm_forward(ctx->model->kernels, x, n->gamma->value, n->beta->value, y, stats, n->rows, n->cols,
+                                    n->eps, error);
   return rok_cl_rmsnorm_forward(ctx->model->kernels, x, n->gamma->value, y, stats, n->rows, n->cols, n->eps, error);
 }
 

@@ -161,6 +161,19 @@ gboolean ops_dropout_forward(OpsCtx *ctx, GError **error) {
   return y != NULL && rok_cl_dropout_forward(ctx->model->kernels, &dropout, x, mask, y, e->n, error);
 }
 
+/* The mask alone, from the seed: reads nothing. */
+gboolean ops_dropout_mask(OpsCtx *ctx, GError **error) {
+  const EltExec *e = &ctx->exec->u.elt;
+  RokClDropout dropout = ops_dropout(ctx, e->p);
+  if (ctx->tensors[ops_out_id(ctx, 0)] == NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "no buffer given for the mask '%s'",
+                rok_trace_tensor(ctx->model->trace, ops_out_id(ctx, 0))->name);
+    return FALSE;
+  }
+  RokClBuffer *mask = ops_output(ctx, 0, error);
+  return mask != NULL && rok_cl_dropout_mask(ctx->model->kernels, &dropout, mask, e->n, error);
+}
+
 gboolean ops_dropout_backward(OpsCtx *ctx, GError **error) {
   const EltExec *e = &ctx->exec->u.elt;
   RokClDropout dropout = ops_dropout(ctx, e->p);
@@ -169,9 +182,8 @@ gboolean ops_dropout_backward(OpsCtx *ctx, GError **error) {
   OpsSink sink;
   if (dy == NULL || !ops_sink_overwrite(ctx, 0, TRUE, FALSE, &sink, error))
     return FALSE;
-  return sink.dst == NULL ||
-         (rok_cl_dropout_backward(ctx->model->kernels, &dropout, mask, dy, sink.dst, e->n, error) &&
-          ops_sink_close(ctx, &sink, error));
+  return sink.dst == NULL || (rok_cl_dropout_backward(ctx->model->kernels, &dropout, mask, dy, sink.dst, e->n, error) &&
+                              ops_sink_close(ctx, &sink, error));
 }
 
 #endif /* ROK_WITH_OPENCL */

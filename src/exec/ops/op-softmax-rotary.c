@@ -87,8 +87,14 @@ gboolean ops_rotary_prepare(RokExecModel *model, OpExec *exec, char **reason, GE
       !ops_check_tensor(model, op, ops_op_in(op, 0), model->act, e->n, FALSE, reason) ||
       !ops_check_tensor(model, op, ops_op_out(op, 0), model->act, e->n, FALSE, reason))
     return TRUE;
-  e->rotary = (RokClRotary){.tokens = e->rows, .heads = heads + kv_heads, .head_dim = head_dim, .rot_dim = head_dim,
-                            .seq_len = e->rows / batch, .base = 10000.0, .x_ld = e->cols, .y_ld = e->cols};
+  e->rotary = (RokClRotary){.tokens = e->rows,
+                            .heads = heads + kv_heads,
+                            .head_dim = head_dim,
+                            .rot_dim = head_dim,
+                            .seq_len = e->rows / batch,
+                            .base = 10000.0,
+                            .x_ld = e->cols,
+                            .y_ld = e->cols};
   return TRUE;
 }
 

@@ -65,7 +65,8 @@ gboolean ops_standin_forward(OpsCtx *ctx, GError **error) {
   }
   if (in == NULL && (in = ops_scratch(ctx, ctx->model->act, s->in_elements, "stand-in input", TRUE, error)) == NULL)
     return FALSE;
-  if (out == NULL && (out = ops_scratch(ctx, ctx->model->act, s->out_elements, "stand-in output", FALSE, error)) == NULL)
+  if (out == NULL &&
+      (out = ops_scratch(ctx, ctx->model->act, s->out_elements, "stand-in output", FALSE, error)) == NULL)
     return FALSE;
   return rok_cl_standin_run(ctx->model->kernels, &s->fwd, in, out, error);
 }

@@ -11,7 +11,7 @@
 #define OPS_MAX_SPLIT 4
 
 /* Purposes of Philox streams: every random draw has its own stream. */
-typedef enum { STREAM_PARAM = 1, STREAM_DATA, STREAM_DROPOUT } OpsStream;
+typedef enum { STREAM_PARAM = 1, STREAM_DATA, STREAM_DROPOUT, STREAM_BOUNDARY } OpsStream;
 guint64 ops_stream(OpsStream purpose, guint64 a, guint64 b);
 
 /* ---- Prepared ops --------------------------------------------------------- */
@@ -49,10 +49,10 @@ typedef struct {
 } NormExec;
 
 typedef struct {
-  guint64 rows, cols, n;     /* n = rows·cols elements */
-  double p;                  /* dropout */
-  gboolean causal;           /* softmax */
-  guint64 queries;           /* softmax: rows per causal block */
+  guint64 rows, cols, n;      /* n = rows·cols elements */
+  double p;                   /* dropout */
+  gboolean causal;            /* softmax */
+  guint64 queries;            /* softmax: rows per causal block */
   gboolean relu_reads_output; /* relu's backward reads its saved output, else its saved input */
   RokClRotary rotary;
 } EltExec;
@@ -68,8 +68,8 @@ typedef struct {
 } LossExec;
 
 typedef struct {
-  gint in, out;                        /* input / output index run on; -1: a scratch buffer */
-  guint64 in_elements, out_elements;   /* activation elements of the buffers */
+  gint in, out;                      /* input / output index run on; -1: a scratch buffer */
+  guint64 in_elements, out_elements; /* activation elements of the buffers */
   RokClStandin fwd, bwd;
 } StandinExec;
 
@@ -114,15 +114,16 @@ struct _RokExecModel {
   guint64 seed;
   guint n_ops, n_tensors;
   OpExec *ops;
-  guint64 *numel;        /* elements of each tensor */
-  gboolean *needs_grad;  /* activation tensors not produced by an input op */
-  guint64 *data_vocab;   /* token range of data (i64) tensors */
-  GPtrArray *params;     /* RokExecParam *, in creation order */
+  guint64 *numel;            /* elements of each tensor */
+  gboolean *needs_grad;      /* activation tensors not produced by an input op */
+  gboolean *boundary;        /* activations no op reads: a pipeline stage's output */
+  guint64 *data_vocab;       /* token range of data (i64) tensors */
+  GPtrArray *params;         /* RokExecParam *, in creation order */
   RokExecParam *token_table; /* shared by embeddings and the tied head (model traces) */
-  GHashTable *grads;     /* micro-batch -> OpsMbGrads * */
-  GHashTable *losses;    /* (mb << 32 | op) -> RokClBuffer * (fp32 per-token losses) */
-  RokClBuffer *checksums; /* i64, one slot per parameter */
-  guint64 grad_bytes;    /* activation gradients allocated now */
+  GHashTable *grads;         /* micro-batch -> OpsMbGrads * */
+  GHashTable *losses;        /* (mb << 32 | op) -> RokClBuffer * (fp32 per-token losses) */
+  RokClBuffer *checksums;    /* i64, one slot per parameter */
+  guint64 grad_bytes;        /* activation gradients allocated now */
   guint standins;
 };
 
@@ -148,12 +149,8 @@ gboolean ops_check_tensor(const RokExecModel *model, const RokOp *op, guint id, 
                           gboolean saved, char **reason);
 /* The op reads and writes that many tensors; else *reason. */
 gboolean ops_check_arity(const RokOp *op, guint inputs, guint outputs, char **reason);
-static inline guint ops_op_in(const RokOp *op, guint i) {
-  return g_array_index(op->inputs, guint, i);
-}
-static inline guint ops_op_out(const RokOp *op, guint i) {
-  return g_array_index(op->outputs, guint, i);
-}
+static inline guint ops_op_in(const RokOp *op, guint i) { return g_array_index(op->inputs, guint, i); }
+static inline guint ops_op_out(const RokOp *op, guint i) { return g_array_index(op->outputs, guint, i); }
 /* A printf-style reason for the stand-in. */
 char *ops_reason(const char *format, ...) G_GNUC_PRINTF(1, 2);
 
@@ -171,16 +168,12 @@ struct _OpsCtx {
   guint mb;
   RokClBuffer *const *tensors;
   gboolean backward;
-  OpsMbGrads *grads; /* backward only */
+  OpsMbGrads *grads;  /* backward only */
   GPtrArray *scratch; /* freed when the call ends */
 };
 
-static inline guint ops_in_id(const OpsCtx *ctx, guint i) {
-  return g_array_index(ctx->op->inputs, guint, i);
-}
-static inline guint ops_out_id(const OpsCtx *ctx, guint i) {
-  return g_array_index(ctx->op->outputs, guint, i);
-}
+static inline guint ops_in_id(const OpsCtx *ctx, guint i) { return g_array_index(ctx->op->inputs, guint, i); }
+static inline guint ops_out_id(const OpsCtx *ctx, guint i) { return g_array_index(ctx->op->outputs, guint, i); }
 
 /* Input i: resident, of the trace's dtype and size; in backward also saved
  * for this op. */
@@ -191,7 +184,9 @@ RokClBuffer *ops_output(OpsCtx *ctx, guint i, GError **error);
 /* A buffer freed when the call ends; zeroed on request. */
 RokClBuffer *ops_scratch(OpsCtx *ctx, RokDtype dtype, guint64 elements, const char *what, gboolean zero,
                          GError **error);
-/* The gradient of output i (zeros when no consumer produced one). */
+/* The gradient of output i: zeros when its consumers produced none; for a
+ * tensor no op reads (a pipeline stage's output, whose gradient would come
+ * from the next stage) small random values from (seed, mb, tensor). */
 RokClBuffer *ops_dout(OpsCtx *ctx, guint i, GError **error);
 /* The dropout parameters of this op in this micro-batch. */
 RokClDropout ops_dropout(const OpsCtx *ctx, double p);
@@ -211,8 +206,7 @@ typedef struct {
 /* For kernels that overwrite: dst is the fresh gradient buffer itself, or a
  * scratch one added in on close. Unless `covers` (the op writes every
  * element), dst starts zeroed. */
-gboolean ops_sink_overwrite(OpsCtx *ctx, guint input, gboolean covers, gboolean always, OpsSink *sink,
-                            GError **error);
+gboolean ops_sink_overwrite(OpsCtx *ctx, guint input, gboolean covers, gboolean always, OpsSink *sink, GError **error);
 /* For GEMMs: dst is the gradient buffer; the first GEMM uses
  * ops_sink_beta() (0 over a fresh buffer it covers), later ones beta 1. */
 gboolean ops_sink_accumulate(OpsCtx *ctx, guint input, gboolean covers, OpsSink *sink, GError **error);
@@ -237,8 +231,8 @@ void ops_grads_consume(OpsCtx *ctx);
 gboolean ops_rows_tile(RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows, guint64 cols,
                        GError **error);
 /* dst [dst_rows, cols] = the sum of src's row blocks of dst_rows rows. */
-gboolean ops_rows_sum(OpsCtx *ctx, RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows,
-                      guint64 cols, GError **error);
+gboolean ops_rows_sum(OpsCtx *ctx, RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows, guint64 cols,
+                      GError **error);
 
 /* ---- The op families ------------------------------------------------------- */
 
@@ -273,6 +267,7 @@ gboolean ops_add_backward(OpsCtx *ctx, GError **error);
 gboolean ops_dropout_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
 gboolean ops_dropout_forward(OpsCtx *ctx, GError **error);
 gboolean ops_dropout_backward(OpsCtx *ctx, GError **error);
+gboolean ops_dropout_mask(OpsCtx *ctx, GError **error);
 gboolean ops_softmax_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
 gboolean ops_softmax_forward(OpsCtx *ctx, GError **error);
 gboolean ops_softmax_backward(OpsCtx *ctx, GError **error);

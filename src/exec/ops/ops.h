@@ -39,6 +39,9 @@
  *    by repeating the rank's rows and the reduce-scatter by summing the t row
  *    blocks (their exact adjoints run in backward), so the rank computes the
  *    op's full FLOPs and its gradients stay exact for what it computed.
+ *  - pipeline parallelism: a stage's last activation, which no op of its
+ *    trace reads, gets a small gradient seeded by (seed, mb, tensor) in place
+ *    of the one the next stage would send.
  *  - traces without a model (imported): ops of known kinds run from their
  *    dims and tensor shapes where these determine them (linear, norms,
  *    element-wise ops, dropout, softmax without a causal mask, embedding,
@@ -81,9 +84,11 @@ typedef struct _RokExecModel RokExecModel;
 /* Parameters for every op with weights, initialised deterministically from
  * `seed` (Philox on the device, small uniform values scaled by fan-in), fp32
  * gradient accumulators zeroed; each op's semantics checked against the
- * trace's shapes. The kernels' activation dtype must be the trace's model
- * dtype (ROK_ERROR_INPUT otherwise). `trace` and `kernels` must outlive the
- * model. */
+ * trace's shapes. All parameters of the trace are allocated here (values
+ * and gradients, in the ledger under their names: a model too large for the
+ * device fails here with "out of device memory"). The kernels' activation
+ * dtype must be the trace's model dtype (ROK_ERROR_INPUT otherwise).
+ * `trace` and `kernels` must outlive the model. */
 RokExecModel *rok_exec_model_new(RokClKernels *kernels, const RokTrace *trace, guint64 seed, GError **error);
 void rok_exec_model_free(RokExecModel *model);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokExecModel, rok_exec_model_free)
@@ -100,11 +105,17 @@ RokClBuffer *rok_exec_model_alloc_tensor(RokExecModel *model, guint tensor, GErr
 /* Forward of `op` for micro-batch `mb`. Reads its inputs from tensors[id]
  * (all must be resident) and writes its outputs into tensors[id]; an output
  * whose entry is NULL is computed into a scratch buffer and dropped (a
- * recompute that needs only some of an op's outputs). Re-running it for the
- * same mb on equal inputs writes bitwise-equal outputs: this is recompute.
- * `tensors` has one entry per trace tensor. */
-gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
-                                GError **error);
+ * recompute that needs only some of an op's outputs). Re-running an op for
+ * the same mb on equal inputs writes bitwise-equal outputs: this is
+ * recompute. `tensors` has one entry per trace tensor. */
+gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, GError **error);
+
+/* The seed-only rebuild of a dropout mask (a mask's recompute_from is
+ * empty): writes the mask of dropout op `op` into tensors[mask], bitwise
+ * what its forward wrote, reading nothing else. ROK_ERROR_INPUT when `op`
+ * is not a dropout that runs as itself or the mask has no buffer. */
+gboolean rok_exec_model_rebuild_mask(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
+                                     GError **error);
 
 /* Backward of `op` for micro-batch `mb`. Reads only the tensors the trace
  * saves for it (those whose needed_by holds op: they must be resident,
@@ -117,8 +128,7 @@ gboolean rok_exec_model_forward(RokExecModel *model, guint op, guint mb, RokClBu
  * gradients). Backward of an op whose outputs' gradients were already
  * consumed, or that writes the gradient of an input already consumed, is
  * ROK_ERROR_INPUT (out of order). */
-gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors,
-                                 GError **error);
+gboolean rok_exec_model_backward(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, GError **error);
 
 /* Free whatever activation gradients of micro-batch `mb` are left (none
  * after a complete backward in order) and forget its bookkeeping, so the
@@ -130,6 +140,8 @@ guint64 rok_exec_model_gradient_bytes(const RokExecModel *model);
 
 /* The mean cross-entropy loss of micro-batch `mb` (summed over the trace's
  * cross_entropy ops), from its last forward; waits for the compute queue.
+ * (Per-token losses stay on the device, 4 bytes a token per micro-batch
+ * number used, until the model is freed.)
  * ROK_ERROR_INPUT when the trace has no cross_entropy op or it has not run
  * for mb. */
 gboolean rok_exec_model_loss(RokExecModel *model, guint mb, double *loss, GError **error);

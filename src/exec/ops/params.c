@@ -21,16 +21,17 @@ RokExecParam *ops_param_new(RokExecModel *model, const RokOp *op, const char *wh
   g_autofree char *grad_name = g_strdup_printf("%s.grad", name);
   guint64 elements = 0;
   if (!g_uint64_checked_mul(&elements, rows, cols)) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "parameter '%s': %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-                " elements do not fit 64 bits", name, rows, cols);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "parameter '%s': %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " elements do not fit 64 bits", name, rows,
+                cols);
     return NULL;
   }
   RokExecParam *param = g_new0(RokExecParam, 1);
   param->rows = rows;
   param->cols = cols;
   param->value = rok_cl_buffer_new(model->device, model->act, elements, name, FALSE, error);
-  param->grad = param->value ? rok_cl_buffer_new(model->device, ROK_DTYPE_FP32, elements, grad_name, FALSE, error)
-                             : NULL;
+  param->grad =
+      param->value ? rok_cl_buffer_new(model->device, ROK_DTYPE_FP32, elements, grad_name, FALSE, error) : NULL;
   param->name = g_steal_pointer(&name);
   guint64 stream = ops_stream(STREAM_PARAM, model->params->len, 0);
   if (param->grad == NULL ||
@@ -68,9 +69,7 @@ gboolean rok_exec_model_gradient_checksum(RokExecModel *model, guint64 *checksum
   return TRUE;
 }
 
-guint rok_exec_model_param_count(const RokExecModel *model) {
-  return model->params->len;
-}
+guint rok_exec_model_param_count(const RokExecModel *model) { return model->params->len; }
 
 const RokExecParam *rok_exec_model_param(const RokExecModel *model, guint index) {
   g_return_val_if_fail(index < model->params->len, NULL);

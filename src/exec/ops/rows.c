@@ -29,8 +29,8 @@ gboolean ops_rows_tile(RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, gui
   return TRUE;
 }
 
-gboolean ops_rows_sum(OpsCtx *ctx, RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows,
-                      guint64 cols, GError **error) {
+gboolean ops_rows_sum(OpsCtx *ctx, RokClBuffer *src, guint64 src_rows, RokClBuffer *dst, guint64 dst_rows, guint64 cols,
+                      GError **error) {
   if (!check_rows(dst_rows, src_rows, "reducing rows", error))
     return FALSE;
   guint64 n = dst_rows * cols, block = n * rok_dtype_bytes(src->dtype), blocks = src_rows / dst_rows;

@@ -73,7 +73,9 @@ gboolean run_compute_action(Runner *r, guint id, GError **error) {
   case ROK_ACTION_FORWARD:
   case ROK_ACTION_RECOMPUTE:
     ok = forward_view(r, id, r->view, error) &&
-         rok_exec_model_forward(r->model, a->op, a->micro_batch, r->view, error) && take_sums(r, ra, r->view, error);
+         (ra->seed_only ? rok_exec_model_rebuild_mask(r->model, a->op, a->micro_batch, r->view, error)
+                        : rok_exec_model_forward(r->model, a->op, a->micro_batch, r->view, error)) &&
+         take_sums(r, ra, r->view, error);
     break;
   case ROK_ACTION_BACKWARD:
     run_buffer_view(r, a->micro_batch, r->view);

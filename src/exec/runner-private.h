@@ -56,6 +56,7 @@ typedef struct {
   guint sums, n_sums;     /* forward: copies whose device checksum it takes (into ids) */
   guint dependents, n_dependents; /* into ids */
   gboolean ends_mb;     /* the last compute action of its micro-batch */
+  gboolean seed_only;   /* a recompute of dropout masks alone, from the seed */
 } RunAction;
 
 typedef struct {

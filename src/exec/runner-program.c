@@ -226,13 +226,31 @@ static void append_ids(RunProgram *p, guint *first, guint *count, const guint *i
   g_array_append_vals(p->ids, ids, n);
 }
 
-/* A forward or a recompute: inputs resident; its outputs (all, or those
- * rebuilt) become resident; a forward checksums the copies it makes. */
+/* Whether a recompute rebuilds only tensors that need no input (dropout
+ * masks, functions of the seed), as the simulator then charges it. */
+static gboolean seed_only(const Build *b, guint id) {
+  const RunProgram *p = b->p;
+  const RokSimAction *a = run_action(p, id);
+  if (a->kind != ROK_ACTION_RECOMPUTE || rok_trace_op(p->trace, a->op)->kind != ROK_OP_DROPOUT ||
+      b->rebuild_n[id] == 0)
+    return FALSE;
+  for (guint k = 0; k < b->rebuild_n[id]; k++) {
+    guint t = g_array_index(b->rebuild, guint, b->rebuild_at[id] + k);
+    if (rok_trace_tensor(p->trace, t)->recompute_from->len > 0)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* A forward or a recompute: inputs resident (but for a seed-only one); its
+ * outputs (all, or those rebuilt) become resident; a forward checksums the
+ * copies it makes. */
 static gboolean replay_compute(Build *b, guint8 *resident, guint id, GError **error) {
   RunProgram *p = b->p;
   const RokSimAction *a = run_action(p, id);
   const RokOp *op = rok_trace_op(p->trace, a->op);
-  for (guint i = 0; i < op->inputs->len; i++)
+  p->actions[id].seed_only = seed_only(b, id);
+  for (guint i = 0; i < op->inputs->len && !p->actions[id].seed_only; i++)
     if (!require(b, resident, id, g_array_index(op->inputs, guint, i), error))
       return FALSE;
   g_autoptr(GArray) allocs = g_array_new(FALSE, FALSE, sizeof(guint));
@@ -390,6 +408,36 @@ static void measure_sizes(RunProgram *p) {
     p->has_loss |= rok_trace_op(p->trace, o)->kind == ROK_OP_CROSS_ENTROPY;
 }
 
+static gboolean depends(const RunProgram *p, guint id, guint on) {
+  const RokSimAction *a = run_action(p, id);
+  for (guint k = 0; k < a->deps_count; k++)
+    if (g_array_index(p->schedule->deps, guint, a->deps_first + k) == on)
+      return TRUE;
+  return FALSE;
+}
+
+/* What the data path relies on: a copy's legs wait for what made their
+ * bytes (the producer, for its checksum too; the leg before). */
+static gboolean check_leg_deps(const RunProgram *p, GError **error) {
+  for (guint i = 0; i < p->copies->len; i++) {
+    const RunCopy *c = run_copy(p, i);
+    guint out = c->d2h != RUN_NONE ? c->d2h : c->nvme_write;
+    guint back = c->nvme_read != RUN_NONE ? c->nvme_read : c->h2d;
+    struct {
+      guint id, on;
+      const char *what;
+    } need[] = {{out, c->producer, "the forward that makes it"},
+                {c->d2h != RUN_NONE ? c->nvme_write : RUN_NONE, c->d2h, "its d2h copy"},
+                {back, c->nvme_read != RUN_NONE ? c->nvme_write : c->d2h, "the copy it reads"},
+                {c->nvme_read != RUN_NONE ? c->h2d : RUN_NONE, c->nvme_read, "its SSD read"}};
+    for (guint k = 0; k < G_N_ELEMENTS(need); k++)
+      if (need[k].id != RUN_NONE && !depends(p, need[k].id, need[k].on))
+        return fail(error, p, need[k].id, "tensor '%s': it does not wait for %s (action %u)",
+                    tensor_name(p, c->tensor), need[k].what, need[k].on);
+  }
+  return TRUE;
+}
+
 static void build_clear(Build *b) {
   g_free(b->copy_of);
   g_free(b->need);
@@ -419,7 +467,7 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
   }
   Build b = {.p = p, .copy_of = g_new(guint, (gsize)p->n_mb * p->n_tensors)};
   memset(b.copy_of, 0xff, sizeof(guint) * (gsize)p->n_mb * p->n_tensors);
-  gboolean ok = gather_copies(&b, error) && replay(&b, error);
+  gboolean ok = gather_copies(&b, error) && replay(&b, error) && check_leg_deps(p, error);
   build_clear(&b);
   if (!ok)
     return FALSE;

@@ -161,10 +161,12 @@ static guint64 run_and_check(RokSchedule *s) {
   g_assert_cmpfloat(r->measured.step_time_s, >, 0);
   g_assert_cmpfloat(r->measured.compute_s, <=, r->measured.step_time_s * 1.0001);
   g_assert_true(isfinite(r->loss) && r->loss > 0);
-  /* The ledger's activation peak is the simulator's within a little slack
-   * (the loss and scratch buffers the interpreter keeps). */
+  /* Without copies, the ledger's activation peak is the simulator's within
+   * a little slack (the loss and scratch buffers the interpreter keeps);
+   * copies move the peak with their real timing, but nothing may pile up. */
   double act = (double)r->measured.activation_peak_bytes, pact = (double)r->predicted.activation_peak_bytes;
-  if (fabs(act - pact) > 0.05 * pact + 65536)
+  gboolean copies = predicted_uint(s, "pcie_d2h_bytes") > 0;
+  if ((!copies && fabs(act - pact) > 0.05 * pact + 65536) || act > 2 * pact + 65536)
     g_error("%s: activation peak %.0f bytes measured, %.0f predicted", s->strategy, act, pact);
   assert_dir_empty();
   return r->gradient_checksum;
@@ -354,7 +356,7 @@ static void test_bad_schedules(void) {
 static void test_too_big(void) {
   g_autoptr(GError) error = NULL;
   g_autofree char *path = g_strdup_printf("%s/configs/models/gpt3-13b.json", g_getenv("ROK_SOURCE_DIR"));
-  const char *overrides[] = {"micro_batch=1", "global_batch=1", NULL};
+  const char *overrides[] = {"micro_batch=1", "global_batch=1", "data_parallel=1", NULL};
   g_autoptr(RokModel) model = rok_model_load(path, overrides, &error);
   g_assert_no_error(error);
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);

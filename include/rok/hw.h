@@ -18,6 +18,26 @@ typedef struct {
   double efficiency;
 } RokHwGemmPoint;
 
+/* One knot of a measured op-rate curve: an op whose work in one direction
+ * is `work` ran at `rate` work per second, the launch overhead taken out. */
+typedef struct {
+  double work;
+  double rate;
+} RokHwRatePoint;
+
+/* How fast the device runs the ops of one kind, forward and backward, by
+ * size, as `rok calibrate` measures them by running every op of small
+ * transformers through the executor's kernels. `kind` is a trace op kind's
+ * name ("linear", "softmax", ...; the simulator rejects others). Work is
+ * what the trace counts for the op in that direction (rok_sim_op_work):
+ * its FLOPs for GEMM-like kinds, its bytes for the others. Knots sorted by
+ * work, strictly increasing; a direction may have none. */
+typedef struct {
+  char *kind;
+  RokHwRatePoint *curve[2]; /* [0] forward, [1] backward */
+  guint len[2];
+} RokHwOpRates;
+
 typedef struct {
   char *name;
   char *source; /* free text: datasheets or the calibration run (may be NULL) */
@@ -33,6 +53,12 @@ typedef struct {
      * none: then matmul_efficiency applies to every GEMM. */
     RokHwGemmPoint *gemm_curve;
     guint gemm_curve_len;
+    /* Optional ("op_rates": {"linear": {"forward": [[work, rate], ...],
+     * "backward": [...]}, ...}): measured rates per op kind, which take
+     * the place of the roofline for the kinds they cover. NULL / 0 when
+     * the profile has none. */
+    RokHwOpRates *op_rates;
+    guint op_rates_len;
   } gpu;
   struct {
     double h2d_bandwidth, d2h_bandwidth; /* bytes/s, each direction */
@@ -70,6 +96,14 @@ gboolean rok_hw_save(const RokHw *hw, const char *path, GError **error);
  * log(flops) with Steffen's monotone method (no overshoot between knots;
  * linear with two knots), clamped to the end knots outside them. */
 double rok_hw_gemm_efficiency(const RokHw *hw, double flops);
+
+/* The measured rates of op kind `kind`; NULL when the profile has none. */
+const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind);
+/* The rate (work per second) an op of `work` reaches in one direction: the
+ * direction's curve interpolated in log(work) as the GEMM curve is
+ * (Steffen's monotone method, linear between two knots, clamped to the end
+ * knots); 0 when the direction has no knot. */
+double rok_hw_op_rate(const RokHwOpRates *rates, gboolean backward, double work);
 
 /* Derived rates of the whole array (all devices striped). */
 double rok_hw_nvme_read_bandwidth(const RokHw *hw);

@@ -11,11 +11,21 @@
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
-                                       "launch_overhead", "gemm_efficiency", NULL};
+                                       "launch_overhead", "gemm_efficiency", "op_rates", NULL};
+static const char *const direction_keys[] = {"forward", "backward", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect", NULL};
+
+static void op_rates_free(RokHwOpRates *rates, guint n) {
+  for (guint i = 0; i < n; i++) {
+    g_free(rates[i].kind);
+    g_free(rates[i].curve[0]);
+    g_free(rates[i].curve[1]);
+  }
+  g_free(rates);
+}
 
 void rok_hw_free(RokHw *hw) {
   if (hw == NULL)
@@ -23,7 +33,22 @@ void rok_hw_free(RokHw *hw) {
   g_free(hw->name);
   g_free(hw->source);
   g_free(hw->gpu.gemm_curve);
+  op_rates_free(hw->gpu.op_rates, hw->gpu.op_rates_len);
   g_free(hw);
+}
+
+static RokHwOpRates *op_rates_copy(const RokHwOpRates *rates, guint n) {
+  if (n == 0)
+    return NULL;
+  RokHwOpRates *copy = g_new0(RokHwOpRates, n);
+  for (guint i = 0; i < n; i++) {
+    copy[i] = rates[i];
+    copy[i].kind = g_strdup(rates[i].kind);
+    for (guint d = 0; d < 2; d++)
+      copy[i].curve[d] = rates[i].len[d] > 0 ? g_memdup2(rates[i].curve[d], rates[i].len[d] * sizeof(RokHwRatePoint))
+                                             : NULL;
+  }
+  return copy;
 }
 
 RokHw *rok_hw_copy(const RokHw *hw) {
@@ -33,17 +58,28 @@ RokHw *rok_hw_copy(const RokHw *hw) {
   copy->gpu.gemm_curve =
       hw->gpu.gemm_curve_len > 0 ? g_memdup2(hw->gpu.gemm_curve, hw->gpu.gemm_curve_len * sizeof(RokHwGemmPoint))
                                  : NULL;
+  copy->gpu.op_rates = op_rates_copy(hw->gpu.op_rates, hw->gpu.op_rates_len);
   return copy;
 }
 
-/* A measured curve has a knot per GEMM size tried: a few dozen at most. */
-#define GEMM_CURVE_MAX 1024
+/* A measured curve has a knot per size tried: a few dozen at most. */
+#define CURVE_MAX 1024
 
-/* Knot I of "gemm_efficiency": [flops, efficiency], flops above the
- * previous knot's (PREV), efficiency in (0, 1]. */
-static gboolean read_knot(const RokJsonObj *o, json_object *pair, guint i, double prev, RokHwGemmPoint *knot,
-                          GError **error) {
-  g_autofree char *path = g_strdup_printf("%s.gemm_efficiency[%u]", o->path, i);
+/* What a curve's knots are: [x, y], x positive and above the previous
+ * knot's, y positive (and at most y_max when that is not 0). */
+typedef struct {
+  const char *pair;  /* "[flops, efficiency]" */
+  const char *x, *y; /* "flops", "efficiency" */
+  double y_max;
+} CurveKind;
+
+static const CurveKind gemm_kind = {"[flops, efficiency]", "flops", "efficiency", 1.0};
+static const CurveKind rate_kind = {"[work, rate]", "work", "rate", 0};
+
+/* Knot I of the curve at PATH, X above PREV. */
+static gboolean read_knot(const RokJsonObj *o, const char *path, const CurveKind *kind, json_object *pair, guint i,
+                          double prev, double knot[2], GError **error) {
+  g_autofree char *at = g_strdup_printf("%s[%u]", path, i);
   double v[2] = {0, 0};
   gboolean numbers = json_object_is_type(pair, json_type_array) && json_object_array_length(pair) == 2;
   for (guint k = 0; numbers && k < 2; k++) {
@@ -52,38 +88,102 @@ static gboolean read_knot(const RokJsonObj *o, json_object *pair, guint i, doubl
     v[k] = numbers ? json_object_get_double(e) : 0;
     numbers = numbers && isfinite(v[k]);
   }
-  const char *bad = !numbers                      ? "must be a pair [flops, efficiency] of numbers"
-                    : !(v[0] > 0)                 ? "flops must be positive"
-                    : !(v[0] > prev)              ? "flops must be more than the previous point's (sorted by size)"
-                    : !(v[1] > 0 && v[1] <= 1.0) ? "efficiency must be more than 0 and at most 1"
-                                                  : NULL;
-  if (bad != NULL) {
-    rok_json_error(error, o->doc, path, "%s", bad);
+  gboolean y_ok = v[1] > 0 && (kind->y_max == 0 || v[1] <= kind->y_max);
+  if (!numbers)
+    rok_json_error(error, o->doc, at, "must be a pair %s of numbers", kind->pair);
+  else if (!(v[0] > 0))
+    rok_json_error(error, o->doc, at, "%s must be positive", kind->x);
+  else if (!(v[0] > prev))
+    rok_json_error(error, o->doc, at, "%s must be more than the previous point's (sorted by size)", kind->x);
+  else if (!y_ok && kind->y_max > 0)
+    rok_json_error(error, o->doc, at, "%s must be more than 0 and at most %g", kind->y, kind->y_max);
+  else if (!y_ok)
+    rok_json_error(error, o->doc, at, "%s must be positive", kind->y);
+  else {
+    knot[0] = v[0];
+    knot[1] = v[1];
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* The curve member KEY of O into *knots (pairs of doubles) and *n; absent:
+ * *n = 0 when not required. */
+static gboolean read_pairs(const RokJsonObj *o, const char *key, const CurveKind *kind, double **knots, guint *n,
+                           GError **error) {
+  json_object *array = NULL;
+  *n = 0;
+  if (!rok_json_get_array(o, key, FALSE, &array, error))
+    return FALSE;
+  if (array == NULL)
+    return TRUE;
+  g_autofree char *path = *o->path ? g_strdup_printf("%s.%s", o->path, key) : g_strdup(key);
+  gsize len = json_object_array_length(array);
+  if (len == 0 || len > CURVE_MAX) {
+    rok_json_error(error, o->doc, path, "must hold 1 to %d %s pairs", CURVE_MAX, kind->pair);
     return FALSE;
   }
-  *knot = (RokHwGemmPoint){v[0], v[1]};
+  g_autofree double *v = g_new(double, 2 * len);
+  for (gsize i = 0; i < len; i++)
+    if (!read_knot(o, path, kind, json_object_array_get_idx(array, i), (guint)i, i > 0 ? v[2 * i - 2] : 0,
+                   &v[2 * i], error))
+      return FALSE;
+  *knots = g_steal_pointer(&v);
+  *n = (guint)len;
   return TRUE;
 }
 
 static gboolean read_curve(const RokJsonObj *o, RokHw *hw, GError **error) {
-  json_object *array = NULL;
-  if (!rok_json_get_array(o, "gemm_efficiency", FALSE, &array, error))
+  double *knots = NULL;
+  guint n = 0;
+  if (!read_pairs(o, "gemm_efficiency", &gemm_kind, &knots, &n, error))
     return FALSE;
-  if (array == NULL)
-    return TRUE;
-  gsize n = json_object_array_length(array);
-  if (n == 0 || n > GEMM_CURVE_MAX) {
-    g_autofree char *path = g_strdup_printf("%s.gemm_efficiency", o->path);
-    rok_json_error(error, o->doc, path, "must hold 1 to %d [flops, efficiency] pairs", GEMM_CURVE_MAX);
+  G_STATIC_ASSERT(sizeof(RokHwGemmPoint) == 2 * sizeof(double));
+  hw->gpu.gemm_curve = (RokHwGemmPoint *)knots;
+  hw->gpu.gemm_curve_len = n;
+  return TRUE;
+}
+
+/* "op_rates": {kind: {"forward": [[work, rate], ...], "backward": ...}}. */
+static gboolean read_op_kind(const RokJsonObj *rates, const char *kind, RokHwOpRates *out, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  if (!rok_json_child(rates, kind, TRUE, &o, error) || !rok_json_only_keys(&o, direction_keys, error))
+    return FALSE;
+  out->kind = g_strdup(kind);
+  G_STATIC_ASSERT(sizeof(RokHwRatePoint) == 2 * sizeof(double));
+  for (guint d = 0; d < 2; d++) {
+    double *knots = NULL;
+    if (!read_pairs(&o, direction_keys[d], &rate_kind, &knots, &out->len[d], error))
+      return FALSE;
+    out->curve[d] = (RokHwRatePoint *)knots;
+  }
+  if (out->len[0] + out->len[1] == 0) {
+    rok_json_error(error, o.doc, o.path, "must have a \"forward\" or a \"backward\" curve");
     return FALSE;
   }
-  g_autofree RokHwGemmPoint *curve = g_new(RokHwGemmPoint, n);
-  for (gsize i = 0; i < n; i++)
-    if (!read_knot(o, json_object_array_get_idx(array, i), (guint)i, i > 0 ? curve[i - 1].flops : 0, &curve[i],
-                   error))
-      return FALSE;
-  hw->gpu.gemm_curve = g_steal_pointer(&curve);
-  hw->gpu.gemm_curve_len = (guint)n;
+  return TRUE;
+}
+
+static gboolean read_op_rates(const RokJsonObj *gpu, RokHw *hw, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  if (!rok_json_child(gpu, "op_rates", FALSE, &o, error))
+    return FALSE;
+  if (o.obj == NULL)
+    return TRUE;
+  guint n = (guint)json_object_object_length(o.obj), i = 0;
+  RokHwOpRates *rates = g_new0(RokHwOpRates, MAX(n, 1));
+  gboolean ok = TRUE;
+  json_object_object_foreach(o.obj, key, value) {
+    (void)value;
+    if (ok)
+      ok = read_op_kind(&o, key, &rates[i++], error);
+  }
+  if (!ok) {
+    op_rates_free(rates, i);
+    return FALSE;
+  }
+  hw->gpu.op_rates = rates;
+  hw->gpu.op_rates_len = n;
   return TRUE;
 }
 
@@ -95,7 +195,7 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_double(&o, "matmul_efficiency", TRUE, 1e-3, 1.0, &hw->gpu.matmul_efficiency, error) &&
          rok_json_get_rate(&o, "hbm_bandwidth", TRUE, &hw->gpu.hbm_bandwidth, error) &&
          rok_json_get_time(&o, "launch_overhead", FALSE, &hw->gpu.launch_overhead, error) &&
-         read_curve(&o, hw, error);
+         read_curve(&o, hw, error) && read_op_rates(&o, hw, error);
 }
 
 static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
@@ -170,6 +270,30 @@ static json_object *seconds(gint64 ns) {
   return rok_json_new_double((double)ns * 1e-9);
 }
 
+static json_object *pairs_json(const double *knots, guint n) {
+  json_object *curve = json_object_new_array();
+  for (guint i = 0; i < n; i++) {
+    json_object *pair = json_object_new_array();
+    json_object_array_add(pair, rok_json_new_double(knots[2 * i]));
+    json_object_array_add(pair, rok_json_new_double(knots[2 * i + 1]));
+    json_object_array_add(curve, pair);
+  }
+  return curve;
+}
+
+static json_object *op_rates_json(const RokHw *hw) {
+  json_object *o = json_object_new_object();
+  for (guint i = 0; i < hw->gpu.op_rates_len; i++) {
+    const RokHwOpRates *r = &hw->gpu.op_rates[i];
+    json_object *kind = json_object_new_object();
+    for (guint d = 0; d < 2; d++)
+      if (r->len[d] > 0)
+        json_object_object_add(kind, direction_keys[d], pairs_json((const double *)r->curve[d], r->len[d]));
+    json_object_object_add(o, r->kind, kind);
+  }
+  return o;
+}
+
 json_object *rok_hw_to_json(const RokHw *hw) {
   json_object *o = json_object_new_object(), *gpu = json_object_new_object();
   json_object *pcie = json_object_new_object(), *host = json_object_new_object();
@@ -181,16 +305,11 @@ json_object *rok_hw_to_json(const RokHw *hw) {
   json_object_object_add(gpu, "matmul_efficiency", rok_json_new_double(hw->gpu.matmul_efficiency));
   json_object_object_add(gpu, "hbm_bandwidth", rok_json_new_double(hw->gpu.hbm_bandwidth));
   json_object_object_add(gpu, "launch_overhead", seconds(hw->gpu.launch_overhead));
-  if (hw->gpu.gemm_curve_len > 0) {
-    json_object *curve = json_object_new_array();
-    for (guint i = 0; i < hw->gpu.gemm_curve_len; i++) {
-      json_object *pair = json_object_new_array();
-      json_object_array_add(pair, rok_json_new_double(hw->gpu.gemm_curve[i].flops));
-      json_object_array_add(pair, rok_json_new_double(hw->gpu.gemm_curve[i].efficiency));
-      json_object_array_add(curve, pair);
-    }
-    json_object_object_add(gpu, "gemm_efficiency", curve);
-  }
+  if (hw->gpu.gemm_curve_len > 0)
+    json_object_object_add(gpu, "gemm_efficiency",
+                           pairs_json((const double *)hw->gpu.gemm_curve, hw->gpu.gemm_curve_len));
+  if (hw->gpu.op_rates_len > 0)
+    json_object_object_add(gpu, "op_rates", op_rates_json(hw));
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));
   json_object_object_add(pcie, "d2h_bandwidth", rok_json_new_double(hw->pcie.d2h_bandwidth));
@@ -231,29 +350,46 @@ double rok_hw_nvme_write_bandwidth(const RokHw *hw) {
   return (double)hw->nvme.devices * hw->nvme.write_bandwidth;
 }
 
-/* Efficiency vs log(flops): GEMM throughput grows with size roughly
+/* Y at X on knots (x, y) pairs sorted by x, interpolated in log(x) and
+ * clamped to the end knots. Throughput grows with size roughly
  * logarithmically until the device saturates, so knots spaced by factors of
  * the size are evenly spaced here. Steffen's method keeps the curve
- * monotone between knots, so it never invents an efficiency the
- * measurements did not show. */
-double rok_hw_gemm_efficiency(const RokHw *hw, double flops) {
-  const RokHwGemmPoint *k = hw->gpu.gemm_curve;
-  guint n = hw->gpu.gemm_curve_len;
-  if (n == 0)
-    return hw->gpu.matmul_efficiency;
-  if (!(flops > k[0].flops))
-    return k[0].efficiency;
-  if (flops >= k[n - 1].flops)
-    return k[n - 1].efficiency;
+ * monotone between knots, so it never invents a figure the measurements did
+ * not show. */
+static double interpolate(const double *knots, guint n, double at) {
+  if (!(at > knots[0]))
+    return knots[1];
+  if (at >= knots[2 * n - 2])
+    return knots[2 * n - 1];
   g_autofree double *x = g_new(double, n), *y = g_new(double, n);
   for (guint i = 0; i < n; i++) {
-    x[i] = log(k[i].flops);
-    y[i] = k[i].efficiency;
+    x[i] = log(knots[2 * i]);
+    y[i] = knots[2 * i + 1];
   }
   gsl_interp *interp = gsl_interp_alloc(n >= 3 ? gsl_interp_steffen : gsl_interp_linear, n);
-  double e = k[n - 1].efficiency;
+  double v = y[n - 1];
   if (interp != NULL && gsl_interp_init(interp, x, y, n) == GSL_SUCCESS)
-    e = gsl_interp_eval(interp, x, y, log(flops), NULL);
+    v = gsl_interp_eval(interp, x, y, log(at), NULL);
   gsl_interp_free(interp);
-  return e;
+  return v;
+}
+
+double rok_hw_gemm_efficiency(const RokHw *hw, double flops) {
+  if (hw->gpu.gemm_curve_len == 0)
+    return hw->gpu.matmul_efficiency;
+  return interpolate((const double *)hw->gpu.gemm_curve, hw->gpu.gemm_curve_len, flops);
+}
+
+const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind) {
+  for (guint i = 0; i < hw->gpu.op_rates_len; i++)
+    if (g_str_equal(hw->gpu.op_rates[i].kind, kind))
+      return &hw->gpu.op_rates[i];
+  return NULL;
+}
+
+double rok_hw_op_rate(const RokHwOpRates *rates, gboolean backward, double work) {
+  guint d = backward ? 1 : 0;
+  if (rates == NULL || rates->len[d] == 0)
+    return 0;
+  return interpolate((const double *)rates->curve[d], rates->len[d], work);
 }

@@ -15,18 +15,27 @@
  * + launch_overhead, e = matmul_efficiency for GEMM-like kinds (linear,
  * attn_scores, attn_context, flash_attention) and 1 otherwise (with a
  * measured curve in the profile, e = rok_hw_gemm_efficiency() at the op's
- * forward FLOPs, in both directions); a measured
+ * forward FLOPs, in both directions). With measured rates for the op's
+ * kind in the profile (gpu.op_rates), an op takes work / rate(work) +
+ * launch_overhead instead, work being rok_sim_op_work() and the rate the
+ * kind's curve for that direction at that work. A measured
  * time in the trace (>= 0) wins; input ops take no time. Backward uses the
  * op's backward figures. The optimizer step after the last micro-batch
  * moves fixed.optimizer_step_bytes at HBM bandwidth (+ one launch).
  *
  * Memory. fixed (weights + gradients + optimizer states) + live tensors +
- * backward working memory. An op's outputs are allocated when it starts.
+ * activation gradients. An op's outputs are allocated when it starts.
  * A transient tensor (empty needed_by) is freed when its last forward
- * consumer ends. A kept tensor lives until its last backward use. Working
- * memory of the backward of op X: the gradients of X's floating-point
- * inputs and outputs, live while X's backward runs. Peak is the maximum of
- * the ledger over the step.
+ * consumer ends. A kept tensor lives until its last backward use.
+ * Activation gradients live as autograd keeps them: a floating-point
+ * tensor not made by an input op has one when a later op reads it (or,
+ * read by nobody, when its producer's backward does not need it: a
+ * pipeline stage's last activation, whose gradient arrives from outside
+ * and lives while that backward runs); statistics, probabilities and
+ * log-sum-exps kept for their producer's own backward have none. The
+ * gradient is allocated when the backward of its last forward reader
+ * starts (the first to add to it) and freed when its producer's backward
+ * ends. Peak is the maximum of the ledger over the step.
  *
  * Offload. The write starts when the producer ends: gpudirect: one flow
  * GPU -> SSD on the nvme-write stream, sharing PCIe d2h and the array;
@@ -249,6 +258,10 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error);
 void rok_sim_free(RokSim *sim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSim, rok_sim_free)
 
+/* The size of an op's work in one direction, as measured op rates count
+ * it: its FLOPs for GEMM-like kinds (linear, attn_scores, attn_context,
+ * flash_attention), its bytes moved for the others. */
+double rok_sim_op_work(const RokOp *op, gboolean backward);
 /* The time of one op's forward or backward, in ns. */
 gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward);
 /* Simulate one step. Fails (ROK_ERROR_INPUT) on a plan that does not fit

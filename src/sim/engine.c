@@ -16,7 +16,7 @@ typedef struct {
   RokActionKind kind;
   guint op;
   gint64 ns;
-  guint64 work;
+  guint64 work, done; /* gradient memory taken at the start, given back at the end */
   const guint *needs, *allocs, *frees;
   guint n_needs, n_allocs, n_frees;
 } ItemView;
@@ -193,7 +193,7 @@ static void view(const SimEngine *e, ItemView *v) {
   } else if (e->phase == PHASE_BACKWARD) {
     const SimProgram *prog = &sim->prog;
     const SimItem *item = sim_item(prog, e->index);
-    *v = (ItemView){.kind = item->kind, .op = item->op, .ns = item->ns, .work = item->work_bytes,
+    *v = (ItemView){.kind = item->kind, .op = item->op, .ns = item->ns, .work = item->work_bytes, .done = item->done_bytes,
                     .needs = sim_ids(prog, item->needs), .n_needs = item->n_needs,
                     .allocs = sim_ids(prog, item->allocs), .n_allocs = item->n_allocs,
                     .frees = sim_ids(prog, item->frees), .n_frees = item->n_frees};
@@ -353,7 +353,7 @@ static void compute_end(SimEngine *e) {
         sim_offload_start(e, e->mb, v.allocs[a]);
     }
   }
-  sim_mem_sub(e, v.work);
+  sim_mem_sub(e, v.done);
   for (guint f = 0; f < v.n_frees; f++) {
     if (v.kind == ROK_ACTION_FORWARD)
       forward_release(e, v.frees[f]);

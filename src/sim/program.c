@@ -325,7 +325,8 @@ static gboolean emit_group(RokSim *sim, const Group *g, gboolean whole_layer, gu
 
 static void emit_backward(RokSim *sim, guint op) {
   SimProgram *prog = &sim->prog;
-  SimItem item = {.kind = ROK_ACTION_BACKWARD, .op = op, .ns = sim->bwd_ns[op], .work_bytes = sim->work_bytes[op]};
+  SimItem item = {.kind = ROK_ACTION_BACKWARD, .op = op, .ns = sim->bwd_ns[op], .work_bytes = sim->grad_start_bytes[op],
+                  .done_bytes = sim->grad_end_bytes[op]};
   item.needs = prog->ids->len;
   for (guint i = sim->bwd_need[op]; i < sim->bwd_need[op + 1]; i++)
     push_id(prog, sim->bwd_need_ids[i]);

@@ -23,7 +23,8 @@ typedef struct {
   RokActionKind kind;
   guint op;
   gint64 ns;
-  guint64 work_bytes;  /* allocated for the item's duration only */
+  guint64 work_bytes;  /* gradient memory taken when the item starts */
+  guint64 done_bytes;  /* gradient memory given back when it ends */
   guint64 alloc_bytes; /* outputs it allocates (upper bound: some may be live already) */
   guint chunk;         /* backward items: index of their run of one layer */
   guint needs, n_needs;   /* tensors that must be ready: offsets into ids */
@@ -49,7 +50,11 @@ struct _RokSim {
   guint n_ops, n_tensors;
   gint64 *fwd_ns, *bwd_ns;
   gint64 optimizer_ns;
-  guint64 *work_bytes;      /* per op: backward working memory */
+  /* Per op, activation gradients: taken when its backward starts (those
+   * of its inputs it is the first to add to, and of outputs whose gradient
+   * comes from outside the trace) and given back when it ends (its
+   * outputs'). */
+  guint64 *grad_start_bytes, *grad_end_bytes;
   guint64 *out_bytes;       /* per op: bytes of its outputs */
   guint *fwd_uses;          /* per tensor: forward ops that read it */
   guint *fwd_rel, *fwd_rel_ids; /* per op (CSR): tensors whose forward use ends with it */

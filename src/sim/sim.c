@@ -14,12 +14,22 @@ static gboolean is_float(RokDtype dtype) {
   return dtype == ROK_DTYPE_BF16 || dtype == ROK_DTYPE_FP16 || dtype == ROK_DTYPE_FP32;
 }
 
+double rok_sim_op_work(const RokOp *op, gboolean backward) {
+  if (is_gemm(op->kind))
+    return (double)(backward ? op->bwd_flops : op->fwd_flops);
+  return (double)(backward ? op->bwd_bytes : op->fwd_bytes);
+}
+
 static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
   double measured = backward ? op->bwd_time_s : op->fwd_time_s;
   if (measured >= 0)
     return (gint64)llround(measured * 1e9);
   if (op->kind == ROK_OP_INPUT)
     return 0;
+  double work = rok_sim_op_work(op, backward);
+  double measured_rate = rok_hw_op_rate(rok_hw_op_rates(hw, rok_op_kind_name(op->kind)), backward, work);
+  if (measured_rate > 0)
+    return (gint64)llround(work / measured_rate * 1e9) + hw->gpu.launch_overhead;
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
   double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
   /* A backward runs GEMMs of the forward's shape (two for a linear), so the
@@ -29,7 +39,26 @@ static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
   return (gint64)llround(MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth) * 1e9) + hw->gpu.launch_overhead;
 }
 
+/* Measured op rates must name kinds the trace knows: a misspelt kind would
+ * silently fall back to the roofline. */
+static gboolean check_op_kinds(const RokHw *hw, GError **error) {
+  const char *const *names = rok_op_kind_names();
+  for (guint i = 0; i < hw->gpu.op_rates_len; i++) {
+    const char *kind = hw->gpu.op_rates[i].kind;
+    if (!g_strv_contains(names, kind)) {
+      g_autofree char *known = g_strjoinv(", ", (char **)names);
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                  "hardware profile %s: gpu.op_rates: \"%s\" is not an op kind (known: %s)",
+                  hw->name ? hw->name : "(unnamed)", kind, known);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean check_hw(const RokHw *hw, GError **error) {
+  if (!check_op_kinds(hw, error))
+    return FALSE;
   const char *bad = NULL;
   if (!(hw->gpu.peak_flops > 0))
     bad = "gpu.peak_flops";
@@ -74,24 +103,48 @@ static gboolean listed_before(const GArray *ids, guint upto, guint id) {
   return FALSE;
 }
 
-/* Per op: forward and backward time; backward working memory (its
- * floating-point inputs' and outputs' gradients); bytes of its outputs. */
+/* Per op: forward and backward time; bytes of its outputs. */
 static void compute_ops(RokSim *sim) {
   const RokTrace *trace = sim->trace;
   for (guint o = 0; o < sim->n_ops; o++) {
     const RokOp *op = rok_trace_op(trace, o);
     sim->fwd_ns[o] = op_time(sim->hw, op, FALSE);
     sim->bwd_ns[o] = op_time(sim->hw, op, TRUE);
-    for (guint i = 0; i < op->inputs->len; i++) {
-      guint t = g_array_index(op->inputs, guint, i);
-      if (!listed_before(op->inputs, i, t) && is_float(rok_trace_tensor(trace, t)->dtype))
-        sim->work_bytes[o] += rok_trace_tensor(trace, t)->bytes;
-    }
-    for (guint i = 0; i < op->outputs->len; i++) {
-      const RokTensor *t = rok_trace_tensor(trace, g_array_index(op->outputs, guint, i));
-      sim->out_bytes[o] += t->bytes;
-      if (is_float(t->dtype))
-        sim->work_bytes[o] += t->bytes;
+    for (guint i = 0; i < op->outputs->len; i++)
+      sim->out_bytes[o] += rok_trace_tensor(trace, g_array_index(op->outputs, guint, i))->bytes;
+  }
+}
+
+static gboolean needed_by(const RokTensor *tensor, guint op) {
+  for (guint i = 0; i < tensor->needed_by->len; i++)
+    if (g_array_index(tensor->needed_by, guint, i) == op)
+      return TRUE;
+  return FALSE;
+}
+
+/* Activation gradients as autograd keeps them: a tensor has one if it is
+ * floating point, made by an op that is not an input, and either read by
+ * a later op (the gradient flows back through it) or read by nobody and
+ * not kept for its own producer's backward (a pipeline stage's last
+ * activation: its gradient comes from the next stage). Statistics,
+ * probabilities and log-sum-exps kept for the producer's own backward have
+ * none. A gradient is made by the first backward that adds to it (that of
+ * the tensor's last forward reader) and freed when its producer's backward
+ * has used it; one that comes from outside lives during its producer's
+ * backward. Needs compute_lists' last readers. */
+static void compute_grads(RokSim *sim, const guint *last) {
+  const RokTrace *trace = sim->trace;
+  for (guint t = 0; t < sim->n_tensors; t++) {
+    const RokTensor *tensor = rok_trace_tensor(trace, t);
+    guint producer = tensor->producer;
+    if (!is_float(tensor->dtype) || rok_trace_op(trace, producer)->kind == ROK_OP_INPUT)
+      continue;
+    if (sim->fwd_uses[t] > 0) {
+      sim->grad_start_bytes[last[t]] += tensor->bytes;
+      sim->grad_end_bytes[producer] += tensor->bytes;
+    } else if (!needed_by(tensor, producer)) {
+      sim->grad_start_bytes[producer] += tensor->bytes;
+      sim->grad_end_bytes[producer] += tensor->bytes;
     }
   }
 }
@@ -119,6 +172,7 @@ static void compute_lists(RokSim *sim) {
     for (guint i = 0; i < needed_by->len; i++)
       sim->bwd_need[g_array_index(needed_by, guint, i) + 1]++;
   }
+  compute_grads(sim, last);
   for (guint o = 0; o < sim->n_ops; o++) {
     sim->fwd_rel[o + 1] += sim->fwd_rel[o];
     sim->bwd_need[o + 1] += sim->bwd_need[o];
@@ -151,7 +205,8 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->n_tensors = trace->tensors->len;
   sim->fwd_ns = g_new0(gint64, sim->n_ops);
   sim->bwd_ns = g_new0(gint64, sim->n_ops);
-  sim->work_bytes = g_new0(guint64, sim->n_ops);
+  sim->grad_start_bytes = g_new0(guint64, sim->n_ops);
+  sim->grad_end_bytes = g_new0(guint64, sim->n_ops);
   sim->out_bytes = g_new0(guint64, sim->n_ops);
   sim->fwd_uses = g_new0(guint, MAX(sim->n_tensors, 1));
   sim->fwd_rel = g_new0(guint, sim->n_ops + 1);
@@ -176,7 +231,8 @@ void rok_sim_free(RokSim *sim) {
   sim_program_clear(&sim->prog);
   g_free(sim->fwd_ns);
   g_free(sim->bwd_ns);
-  g_free(sim->work_bytes);
+  g_free(sim->grad_start_bytes);
+  g_free(sim->grad_end_bytes);
   g_free(sim->out_bytes);
   g_free(sim->fwd_uses);
   g_free(sim->fwd_rel);

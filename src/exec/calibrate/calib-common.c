@@ -76,9 +76,15 @@ void rok_calib_disk_clear(RokCalibDisk *disk) {
   *disk = (RokCalibDisk){0};
 }
 
+static void op_clear(gpointer data) {
+  g_free(((RokCalibOp *)data)->label);
+}
+
 RokCalibration *rok_calibration_new(void) {
   RokCalibration *c = g_new0(RokCalibration, 1);
   c->device.gemms = g_array_new(FALSE, TRUE, sizeof(RokCalibGemm));
+  c->device.ops = g_array_new(FALSE, TRUE, sizeof(RokCalibOp));
+  g_array_set_clear_func(c->device.ops, op_clear);
   c->disks = g_array_new(FALSE, TRUE, sizeof(RokCalibDisk));
   g_array_set_clear_func(c->disks, (GDestroyNotify)rok_calib_disk_clear);
   c->warnings = g_ptr_array_new_with_free_func(g_free);
@@ -91,6 +97,7 @@ void rok_calibration_free(RokCalibration *c) {
   g_free(c->device.name);
   g_free(c->device.type);
   g_array_unref(c->device.gemms);
+  g_array_unref(c->device.ops);
   g_array_unref(c->disks);
   g_ptr_array_unref(c->warnings);
   g_free(c);

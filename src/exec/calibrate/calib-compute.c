@@ -231,7 +231,7 @@ gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, Ro
     return FALSE;
   rok_calib_progress(o, "device element-wise bandwidth");
   return measure_elementwise(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
-         measure_shapes(kernels, &t, o, d, error);
+         measure_shapes(kernels, &t, o, d, error) && rok_calib_measure_ops(kernels, o, cancel, d, error);
 }
 
 gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDevice *d,

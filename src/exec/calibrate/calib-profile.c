@@ -50,6 +50,48 @@ static RokHwGemmPoint *gemm_curve(const GArray *gemms, guint *n, double *peak) {
   return curve;
 }
 
+/* The knots of one op kind in one direction: every op measured, sorted by
+ * work, ops of equal work (alike ops of a layer) merged at their mean rate. */
+static RokHwRatePoint *rate_curve(const GArray *ops, RokOpKind kind, gboolean backward, guint *n) {
+  g_autofree Knot *k = g_new(Knot, MAX(ops->len, 1));
+  guint m = 0;
+  for (guint i = 0; i < ops->len; i++) {
+    const RokCalibOp *op = &g_array_index(ops, RokCalibOp, i);
+    if (op->kind == kind && op->backward == backward && op->rate.median > 0)
+      k[m++] = (Knot){op->work, op->rate.median, i};
+  }
+  qsort(k, m, sizeof *k, compare_knots);
+  RokHwRatePoint *curve = g_new(RokHwRatePoint, MAX(m, 1));
+  guint out = 0;
+  for (guint i = 0; i < m;) {
+    guint j = i;
+    double sum = 0;
+    for (; j < m && k[j].flops == k[i].flops; j++)
+      sum += k[j].rate;
+    curve[out++] = (RokHwRatePoint){k[i].flops, sum / (j - i)};
+    i = j;
+  }
+  *n = out;
+  return curve;
+}
+
+/* A curve per op kind measured, in the order of the kinds. */
+static void fill_op_rates(const RokCalibDevice *d, RokHw *hw) {
+  hw->gpu.op_rates = g_new0(RokHwOpRates, ROK_OP_KIND_COUNT);
+  for (guint kind = 0; kind < ROK_OP_KIND_COUNT; kind++) {
+    RokHwOpRates r = {0};
+    for (guint dir = 0; dir < 2; dir++)
+      r.curve[dir] = rate_curve(d->ops, kind, dir == 1, &r.len[dir]);
+    if (r.len[0] + r.len[1] == 0) {
+      g_free(r.curve[0]);
+      g_free(r.curve[1]);
+      continue;
+    }
+    r.kind = g_strdup(rok_op_kind_name(kind));
+    hw->gpu.op_rates[hw->gpu.op_rates_len++] = r;
+  }
+}
+
 static gboolean positive(double value, const char *field, GError **error) {
   if (value > 0 && isfinite(value))
     return TRUE;
@@ -68,6 +110,7 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->gpu.memory = d->memory;
   hw->gpu.hbm_bandwidth = d->elementwise.median;
   hw->gpu.launch_overhead = (gint64)llround(d->launch.median * 1e9);
+  fill_op_rates(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&
          positive(hw->gpu.hbm_bandwidth, "gpu.hbm_bandwidth", error) &&
          positive((double)hw->gpu.memory, "gpu.memory", error);

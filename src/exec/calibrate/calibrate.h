@@ -9,6 +9,9 @@
  *            efficiency curve; the element-wise add kernel over large
  *            buffers: hbm_bandwidth; back-to-back tiny kernels: the launch
  *            overhead; global memory                         calib-compute.c
+ *   ops      every op of small GPT and LLaMA layers, forward and backward,
+ *            through the executor's op interpreter: a rate curve per op
+ *            kind and direction                              calib-ops.c
  *   copies   host <-> device through pinned host buffers (pcie.*)
  *                                                            calib-copy.c
  *   disks    per directory: a fresh rok-XXXXXX work folder (stale ones swept,
@@ -31,6 +34,7 @@
 
 #include "exec/io/backend.h"
 #include "rok/hw.h"
+#include "rok/trace.h"
 
 G_BEGIN_DECLS
 
@@ -87,6 +91,16 @@ typedef struct {
   RokCalibStat rate; /* FLOP/s, launch overhead taken out */
 } RokCalibGemm;
 
+/* One op of a calibration model in one direction: the work the trace
+ * counts for it (rok_sim_op_work) and the rate its kernels reached. */
+typedef struct {
+  char *label; /* the calibration model: "calibrate-gpt-256" */
+  RokOpKind kind;
+  gboolean backward;
+  double work;
+  RokCalibStat rate; /* work per second, launch overhead taken out */
+} RokCalibOp;
+
 typedef struct {
   char *name;
   char *type; /* "gpu", "cpu", ... */
@@ -97,6 +111,7 @@ typedef struct {
   guint64 elementwise_bytes; /* moved per add launch (2 read + 1 written) */
   RokCalibStat elementwise; /* bytes/s */
   RokCalibStat launch;      /* seconds per tiny kernel, back to back */
+  GArray *ops;              /* RokCalibOp, in the order measured */
   guint64 copy_bytes;
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
   RokCalibStat h2d, d2h;    /* bytes/s */
@@ -172,6 +187,10 @@ typedef struct _RokClDevice RokClDevice;
  * (calib-compute.c); pinned host <-> device copies (calib-copy.c). */
 gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                    RokCalibDevice *device, GError **error);
+typedef struct _RokClKernels RokClKernels;
+/* Every op of calibration layers of doubling sizes (calib-ops.c). */
+gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *options, RokCalibCancel *cancel,
+                               RokCalibDevice *device, GError **error);
 gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                   RokCalibDevice *device, GError **error);
 #endif

@@ -134,6 +134,7 @@ struct _Runner {
   RokClKernels *kernels;
   RokExecModel *model;
   RokClBuffer *sums; /* i64, one device checksum per copy */
+  RokClBuffer *reserved; /* the fixed memory the model's parameters leave: optimizer states */
   RokStaging *staging, *host_pool;
   cl_mem pinned[2];  /* the pools registered with OpenCL (CL_MEM_USE_HOST_PTR), or NULL */
   void *pinned_ptr[2];

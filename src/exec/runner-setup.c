@@ -79,7 +79,8 @@ static gboolean check_device(Runner *r, GError **error) {
   if (fixed + act <= info->global_memory)
     return TRUE;
   g_autofree char *f = rok_units_format_size(fixed), *a = rok_units_format_size(act);
-  g_autofree char *detail = g_strdup_printf("parameters and gradients %s, the predicted activation peak %s", f, a);
+  g_autofree char *detail =
+      g_strdup_printf("parameters, gradients and optimizer states %s, the predicted activation peak %s", f, a);
   return too_big(error, ROK_ERROR_DEVICE, "device memory", fixed + act, detail, info->name, info->global_memory);
 }
 
@@ -99,16 +100,41 @@ static gboolean check_host(Runner *r, guint64 staging, guint64 host, GError **er
 }
 
 /* Before any parameter is made: the trace's parameters (values and fp32
- * gradients) and the predicted activation peak must fit the device. */
+ * gradients, or its fixed memory when that is more: see reserve_optimizer)
+ * and the predicted activation peak must fit the device. */
 static gboolean check_estimate(Runner *r, RokDtype act, GError **error) {
   const RokClDeviceInfo *info = rok_cl_device_info(r->device);
-  guint64 params = r->trace->fixed.params_per_gpu * (rok_dtype_bytes(act) + 4);
+  const RokFixedMemory *f = &r->trace->fixed;
+  guint64 params = MAX(f->params_per_gpu * (rok_dtype_bytes(act) + 4),
+                       f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
   guint64 acts = predicted_activations(r);
   if (params + acts <= info->global_memory)
     return TRUE;
-  g_autofree char *f = rok_units_format_size(params), *a = rok_units_format_size(acts);
-  g_autofree char *detail = g_strdup_printf("parameters and gradients about %s, the predicted activation peak %s", f, a);
+  g_autofree char *fs = rok_units_format_size(params), *a = rok_units_format_size(acts);
+  g_autofree char *detail = g_strdup_printf("parameters, gradients and optimizer states about %s, the predicted activation peak %s", fs, a);
   return too_big(error, ROK_ERROR_DEVICE, "device memory", params + acts, detail, info->name, info->global_memory);
+}
+
+/* The trace's fixed memory is what a real step holds: weights, gradients
+ * and the optimizer's states (and master weights). The executor runs no
+ * optimizer, so the part of it that its parameters and their fp32 gradient
+ * accumulators do not take is reserved as one buffer (zeroed, so that the
+ * memory is really there): the ledger holds the bytes the plan counted,
+ * and a schedule that would not fit with its optimizer does not fit here. */
+static gboolean reserve_optimizer(Runner *r, GError **error) {
+  const RokFixedMemory *f = &r->trace->fixed;
+  guint64 want = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  guint64 have = rok_exec_model_param_bytes(r->model);
+  if (want <= have)
+    return TRUE;
+  r->reserved = rok_cl_buffer_new(r->device, ROK_DTYPE_U8, want - have, "optimizer states (reserved)", FALSE, error);
+  if (r->reserved == NULL || !rok_cl_buffer_zero(r->reserved, error))
+    return FALSE;
+  g_autofree char *p = rok_units_format_size(have), *o = rok_units_format_size(want - have);
+  note(r, g_strdup_printf("parameters and their fp32 gradients take %s; the rest of the fixed memory the plan "
+                          "counts (optimizer states, master weights: %s) is reserved, unused",
+                          p, o));
+  return TRUE;
 }
 
 static gboolean open_compute(Runner *r, GError **error) {
@@ -126,7 +152,7 @@ static gboolean open_compute(Runner *r, GError **error) {
   if (r->kernels == NULL)
     return FALSE;
   r->model = rok_exec_model_new(r->kernels, r->trace, r->options.seed, error);
-  if (r->model == NULL)
+  if (r->model == NULL || !reserve_optimizer(r, error))
     return FALSE;
   r->sums = rok_cl_buffer_new(r->device, ROK_DTYPE_I64, MAX(r->prog.copies->len, 1), "copy checksums", TRUE, error);
   return r->sums != NULL;
@@ -291,6 +317,7 @@ void run_teardown(Runner *r) {
   if (r->device != NULL)
     rok_cl_device_finish_all(r->device, NULL);
   g_clear_pointer(&r->sums, rok_cl_buffer_free);
+  g_clear_pointer(&r->reserved, rok_cl_buffer_free);
   g_clear_pointer(&r->model, rok_exec_model_free);
   g_clear_pointer(&r->kernels, rok_cl_kernels_free);
   g_clear_pointer(&r->store, rok_store_free); /* removes the work folders */

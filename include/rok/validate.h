@@ -1,0 +1,135 @@
+/* Validation: how close the simulator's predictions come to what this
+ * machine really does (`rok validate`).
+ *
+ * rok_validate() plans a model on a hardware profile (ideally one `rok
+ * calibrate` measured here) with every baseline strategy and with the
+ * planner at several budgets, makes each plan's schedule, runs it for real
+ * (rok_exec_run: one warm-up step, then `repeat` measured steps) and sets
+ * the measured step time, peak device memory and bytes moved beside the
+ * prediction, row by row, with the relative error of each and their median
+ * and worst over the rows.
+ *
+ * What is compared, and why so:
+ *  - step time: the median of the measured steps against the schedule's
+ *    predicted step, less the optimizer step's predicted time: the executor
+ *    has no optimizer kernel (its report says so), so the optimizer is in
+ *    neither figure. The rows keep it (predicted_optimizer_s).
+ *  - peak memory: the device memory ledger's peak against the simulator's
+ *    peak, fixed memory included on both sides (the executor reserves the
+ *    optimizer states it does not use, so that both count the same bytes).
+ *  - bytes moved: d2h + h2d + SSD writes + SSD reads, measured against
+ *    planned (they differ only if the executor did not do what the schedule
+ *    said).
+ *  - noise: per row, the spread of the measured steps, (max - min) /
+ *    median; the summary gives its median and largest over the rows, so a
+ *    reader can tell an error from run-to-run variation. The load average
+ *    of the machine before and after says whether other work competed.
+ * Errors are fractions, (measured - predicted) / predicted, signed in the
+ * rows; the summary takes their absolute values.
+ *
+ * The baselines run under the device's memory (as `rok plan --strategy S`
+ * does); the planner at `budgets` budgets spread evenly from the smallest
+ * that any plan fits up to (not including) the peak of keeping everything.
+ * A baseline that cannot run here (offload and tba without SSDs in the
+ * profile) is left out, and the notes say so. */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "rok/exec.h"
+#include "rok/hw.h"
+#include "rok/plan.h"
+#include "rok/trace.h"
+
+G_BEGIN_DECLS
+
+/* Offload and tba take tensors of at least this many elements for
+ * validation: SSDTrain's floor (ROK_OFFLOAD_MIN_ELEMENTS, 8 Mi elements)
+ * is for GPU-sized models; at the size of a model that runs on a small
+ * device it would leave nothing to offload. */
+#define ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS ((guint64)64 << 10)
+#define ROK_VALIDATE_DEFAULT_BUDGETS 3
+
+/* Where a validation is: row `row` of `rows` (running `strategy` at
+ * `budget_bytes`), and the executor's progress in it (NULL while planning). */
+typedef void (*RokValidateProgressFunc)(guint row, guint rows, const char *strategy, guint64 budget_bytes,
+                                        const RokExecProgress *step, gpointer user_data);
+
+typedef struct {
+  guint budgets;                 /* planner rows; 0: none (default ROK_VALIDATE_DEFAULT_BUDGETS) */
+  gboolean baselines;            /* a row per baseline strategy (default TRUE) */
+  guint64 offload_min_elements;  /* default ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS */
+  guint planner_threads;         /* 0: one per processor */
+  RokExecOptions exec;           /* dirs, device, repeat, seed, ...; its progress is not used */
+  RokValidateProgressFunc progress;
+  gpointer progress_data;
+} RokValidateOptions;
+
+/* Defaults as above, with rok_exec_options_init()'s. */
+void rok_validate_options_init(RokValidateOptions *options);
+
+typedef struct {
+  char *strategy;        /* "keep", ..., or "rok" */
+  guint64 budget_bytes;  /* the budget it was planned for */
+  /* Step time (seconds): predicted without the optimizer step; measured:
+   * the median of the measured steps, their least and largest. */
+  double predicted_step_time_s, measured_step_time_s, step_time_error;
+  double measured_step_time_min_s, measured_step_time_max_s;
+  double noise;                    /* (max - min) / median of the measured steps */
+  double predicted_optimizer_s;    /* left out of the prediction (no kernel here) */
+  guint64 predicted_peak_bytes, measured_peak_bytes;
+  double peak_error;
+  guint64 predicted_activation_peak_bytes, measured_activation_peak_bytes;
+  guint64 predicted_moved_bytes, measured_moved_bytes;
+  double moved_error;              /* 0 when both are 0 */
+  RokExecReport *report;           /* the run's full report */
+  char *schedule;                  /* its rok-schedule/1 text */
+} RokValidateRow;
+
+typedef struct {
+  char *model, *hw, *device;
+  guint repeat;
+  GPtrArray *rows; /* RokValidateRow *, baselines first, then the planner by budget */
+  /* Over the rows, absolute values of the errors. */
+  double median_step_time_error, max_step_time_error;
+  double median_peak_error, max_peak_error;
+  double max_moved_error;
+  double median_noise, max_noise;
+  double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
+  guint cpus;                           /* processors online */
+  GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */
+} RokValidation;
+
+void rok_validation_free(RokValidation *validation);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokValidation, rok_validation_free)
+
+/* Plan, run and compare, as described above. Errors: those of the planner
+ * (ROK_ERROR_NO_FIT when not even the smallest plan fits the device), of
+ * the schedules and of the executor (ROK_ERROR_DEVICE, ROK_ERROR_IO,
+ * ROK_ERROR_INTEGRITY, ROK_ERROR_CANCELLED), prefixed with the row. */
+RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
+                            GError **error);
+
+/* The summary of `rows` (fills the medians and maxima): for callers that
+ * build rows themselves, e.g. tests. */
+void rok_validation_summarize(RokValidation *validation);
+
+/* {format: "rok-validation/1", model, hw, device, repeat, cpus,
+ * load_average {before, after}, rows [{strategy, budget_bytes,
+ * predicted_step_time_s, measured_step_time_s, step_time_error,
+ * measured_step_time_min_s, measured_step_time_max_s, noise,
+ * predicted_optimizer_s, predicted_peak_bytes, measured_peak_bytes,
+ * peak_error, predicted_activation_peak_bytes,
+ * measured_activation_peak_bytes, predicted_moved_bytes,
+ * measured_moved_bytes, moved_error, integrity_failures}],
+ * median_step_time_error, max_step_time_error, median_peak_error,
+ * max_peak_error, max_moved_error, median_noise, max_noise, notes}. */
+json_object *rok_validation_to_json(const RokValidation *validation);
+
+/* The chart: measured against predicted step time, one labelled point per
+ * row, the line where they are equal and a ±10% band. PNG, SVG or PDF by
+ * the file's extension (rok/plot.h). */
+gboolean rok_validation_save_chart(const RokValidation *validation, const char *path, GError **error);
+
+G_END_DECLS

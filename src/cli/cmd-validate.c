@@ -1,0 +1,236 @@
+/* rok validate: plan a model on a measured profile, run every plan for
+ * real, and say how close the predictions came. */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "exec/io/signals.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/units.h"
+#include "rok/validate.h"
+
+/* The bundled model sized for a small device (configs/models). */
+#define DEFAULT_MODEL "validate-gpt"
+
+typedef struct {
+  char *hw, *output, *io;
+  char **dirs;
+  gint device, repeat, budgets;
+  gint64 seed, offload_floor;
+  gboolean no_baselines;
+} Options;
+
+static void options_clear(Options *o) {
+  g_free(o->hw);
+  g_free(o->output);
+  g_free(o->io);
+  g_strfreev(o->dirs);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
+
+static gboolean fill_options(const Options *o, RokValidateOptions *vo, GError **error) {
+  rok_validate_options_init(vo);
+  const char *bad = o->repeat < 1          ? "--repeat must be at least 1"
+                    : o->budgets < 0       ? "--budgets must be 0 or more"
+                    : o->budgets > 64      ? "--budgets must be at most 64"
+                    : o->seed < 0          ? "--seed must be 0 or more"
+                    : o->offload_floor < 1 ? "--offload-floor must be at least 1 element"
+                    : o->no_baselines && o->budgets == 0 ? "--no-baselines with --budgets 0 leaves nothing to run"
+                                                         : NULL;
+  if (bad != NULL) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, bad);
+    return FALSE;
+  }
+  vo->budgets = (guint)o->budgets;
+  vo->baselines = !o->no_baselines;
+  vo->offload_min_elements = (guint64)o->offload_floor;
+  vo->exec.dirs = (const char *const *)o->dirs;
+  vo->exec.device = o->device;
+  vo->exec.repeat = (guint)o->repeat;
+  vo->exec.seed = (guint64)o->seed;
+  vo->exec.backend = o->io;
+  return TRUE;
+}
+
+/* ---- progress and signals ---- */
+
+static void progress(guint row, guint rows, const char *strategy, guint64 budget, const RokExecProgress *step,
+                     gpointer data) {
+  (void)data;
+  g_autofree char *size = rok_units_format_size(budget);
+  printf("\r\033[Krow %u of %u, %s at %s: ", row + 1, rows, strategy, size);
+  if (step == NULL)
+    printf("starting");
+  else if (step->step == 0)
+    printf("warm-up step, %u of %u actions", step->done, step->total);
+  else
+    printf("step %u of %u, %u of %u actions", step->step, step->steps - 1, step->done, step->total);
+  fflush(stdout);
+}
+
+static void on_signal(int signo, gpointer user_data) {
+  rok_exec_cancel_trigger(user_data, signo);
+}
+
+/* ---- the table ---- */
+
+static char *percent(double fraction) {
+  return isfinite(fraction) ? g_strdup_printf("%+.1f%%", 100 * fraction) : g_strdup("n/a");
+}
+
+static void print_row(const RokValidateRow *row) {
+  g_autofree char *budget = rok_units_format_size(row->budget_bytes);
+  g_autofree char *pt = rok_units_format_time(row->predicted_step_time_s);
+  g_autofree char *mt = rok_units_format_time(row->measured_step_time_s);
+  g_autofree char *te = percent(row->step_time_error), *noise = g_strdup_printf("%.1f%%", 100 * row->noise);
+  g_autofree char *pp = rok_units_format_size(row->predicted_peak_bytes);
+  g_autofree char *mp = rok_units_format_size(row->measured_peak_bytes), *pe = percent(row->peak_error);
+  g_autofree char *moved = rok_units_format_size(row->measured_moved_bytes), *me = percent(row->moved_error);
+  printf("  %-10s %10s  %10s %10s %7s %6s  %10s %10s %7s  %10s %7s\n", row->strategy, budget, pt, mt, te, noise, pp,
+         mp, pe, moved, row->predicted_moved_bytes + row->measured_moved_bytes > 0 ? me : "");
+}
+
+static void print_load(const RokValidation *v) {
+  if (v->load_before[0] < 0)
+    return;
+  printf("Load average %.2f before, %.2f after, on %u processors.\n", v->load_before[0], v->load_after[0], v->cpus);
+}
+
+static const RokValidateRow *worst_row(const RokValidation *v) {
+  const RokValidateRow *worst = NULL;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    if (worst == NULL || fabs(row->step_time_error) > fabs(worst->step_time_error))
+      worst = row;
+  }
+  return worst;
+}
+
+static void print_table(const RokValidation *v, const char *dir) {
+  printf("%s on %s (%s): %u rows, each a warm-up step and %u measured ones.\n", v->model, v->hw,
+         v->device ? v->device : "?", v->rows->len, v->repeat);
+  print_load(v);
+  printf("\n  %-10s %10s  %10s %10s %7s %6s  %10s %10s %7s  %10s %7s\n", "strategy", "budget", "predicted",
+         "measured", "error", "noise", "peak pred.", "measured", "error", "moved", "error");
+  for (guint i = 0; i < v->rows->len; i++)
+    print_row(g_ptr_array_index(v->rows, i));
+  const RokValidateRow *worst = worst_row(v);
+  g_autofree char *where = worst ? rok_units_format_size(worst->budget_bytes) : g_strdup("");
+  printf("\nStep time error: median %.1f%%, worst %.1f%% (%s at %s). Peak memory error: median %.2f%%, worst "
+         "%.2f%%.\n",
+         100 * v->median_step_time_error, 100 * v->max_step_time_error, worst ? worst->strategy : "-", where,
+         100 * v->median_peak_error, 100 * v->max_peak_error);
+  printf("Bytes moved: %s. Noise (spread of a row's measured steps, (max - min) / median): median %.1f%%, largest "
+         "%.1f%%.\n",
+         v->max_moved_error == 0 ? "as planned in every row" : "NOT as planned", 100 * v->median_noise,
+         100 * v->max_noise);
+  for (guint i = 0; i < v->notes->len; i++)
+    printf("%s%s\n", i == 0 ? "Notes:\n  - " : "  - ", (const char *)g_ptr_array_index(v->notes, i));
+  if (dir != NULL)
+    printf("Wrote validation.json, validation.png, validation.svg and each row's schedule and report in %s\n", dir);
+}
+
+/* ---- files ---- */
+
+static gboolean write_text(const char *dir, const char *name, const char *text, GError **error) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  return g_file_set_contents(path, text, -1, error);
+}
+
+static gboolean write_files(const RokValidation *v, const char *dir, GError **error) {
+  if (g_mkdir_with_parents(dir, 0777) != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot make %s: %s", dir, g_strerror(errno));
+    return FALSE;
+  }
+  json_object *doc = rok_validation_to_json(v);
+  g_autofree char *path = g_build_filename(dir, "validation.json", NULL);
+  gboolean ok = rok_json_write_file(doc, path, error);
+  json_object_put(doc);
+  for (guint i = 0; ok && i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    g_autofree char *schedule = g_strdup_printf("schedule-%02u-%s.json", i + 1, row->strategy);
+    g_autofree char *report = g_strdup_printf("report-%02u-%s.json", i + 1, row->strategy);
+    g_autofree char *report_path = g_build_filename(dir, report, NULL);
+    ok = write_text(dir, schedule, row->schedule, error) && rok_exec_report_save(row->report, report_path, error);
+  }
+  const char *charts[] = {"validation.png", "validation.svg"};
+  for (guint i = 0; ok && i < G_N_ELEMENTS(charts); i++) {
+    g_autofree char *chart = g_build_filename(dir, charts[i], NULL);
+    ok = rok_validation_save_chart(v, chart, error);
+  }
+  return ok;
+}
+
+/* ---- running ---- */
+
+static RokValidation *run(const Options *o, const char *model, char **sets, RokExecCancel *cancel, GError **error) {
+  RokValidateOptions vo;
+  if (!fill_options(o, &vo, error))
+    return NULL;
+  if (o->hw == NULL) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
+                        "missing --hw HW: a profile of this machine, as `rok calibrate --dir DIR -o hw.json` makes");
+    return NULL;
+  }
+  g_autoptr(RokHw) hw = rok_cli_load_hw(o->hw, error);
+  g_autoptr(RokTrace) trace = hw ? rok_cli_load_trace(model, sets, error) : NULL;
+  if (trace == NULL)
+    return NULL;
+  vo.exec.cancel = cancel;
+  if (isatty(STDOUT_FILENO))
+    vo.progress = progress;
+  RokValidation *v = rok_validate(trace, hw, &vo, error);
+  if (isatty(STDOUT_FILENO)) /* the progress line goes */
+    printf("\r\033[K");
+  if (v != NULL && o->output != NULL && !write_files(v, o->output, error))
+    g_clear_pointer(&v, rok_validation_free);
+  return v;
+}
+
+int rok_cmd_validate(int argc, char **argv) {
+  const RokCommand *self = rok_cli_find("validate");
+  RokCliCommon common = {0};
+  g_auto(Options) o = {.device = -1,
+                       .repeat = ROK_EXEC_DEFAULT_REPEAT,
+                       .budgets = ROK_VALIDATE_DEFAULT_BUDGETS,
+                       .seed = ROK_EXEC_DEFAULT_SEED,
+                       .offload_floor = (gint64)ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS};
+  const GOptionEntry entries[] = {
+      {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile of this machine (required; see rok calibrate)",
+       "HW"},
+      {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
+       "Directory to offload tensors into, one per disk (repeatable; needed when a plan writes to the SSDs)", "DIR"},
+      {"budgets", 'n', 0, G_OPTION_ARG_INT, &o.budgets, "Budgets the planner is run at (default 3)", "N"},
+      {"no-baselines", 0, 0, G_OPTION_ARG_NONE, &o.no_baselines, "Leave the baseline strategies out", NULL},
+      {"repeat", 'r', 0, G_OPTION_ARG_INT, &o.repeat, "Measured steps per row after one warm-up (default 3)", "N"},
+      {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "OpenCL device (see rok execute --list-devices)", "N"},
+      {"seed", 0, 0, G_OPTION_ARG_INT64, &o.seed, "Seed of parameters, data and dropout (default 1234)", "N"},
+      {"offload-floor", 0, 0, G_OPTION_ARG_INT64, &o.offload_floor,
+       "Smallest tensor offload and tba move, in elements (default 65536)", "N"},
+      {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
+       "Write validation.json, the chart (PNG, SVG) and each row's schedule and report in DIR", "DIR"},
+      G_OPTION_ENTRY_NULL};
+  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  GError *error = NULL;
+  if (!rok_cli_parse(context, &argc, &argv, &error) ||
+      (argc > 2 && !rok_cli_positionals(argc, argv, 1, "MODEL", &error))) {
+    g_strfreev(common.sets);
+    return rok_cli_fail(self->name, error);
+  }
+  /* First, before the device or the store start threads (signals.h). */
+  g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
+  g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(on_signal, cancel, &error);
+  g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, common.sets, cancel, &error) : NULL;
+  g_strfreev(common.sets);
+  if (v == NULL)
+    return rok_cli_fail(self->name, error);
+  if (common.json)
+    return rok_cli_print_json(rok_validation_to_json(v), &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+  print_table(v, o.output);
+  return ROK_EXIT_OK;
+}

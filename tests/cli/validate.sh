@@ -1,0 +1,79 @@
+#!/bin/bash
+# rok validate as a user runs it, on a tiny model so that it takes seconds:
+# every baseline and one planner budget run for real, the table and the
+# JSON (fields present and consistent with each other), the files of -o,
+# nothing left in the offload directory, and bad usage. How accurate the
+# predictions are is measured by tests/bench/validate.sh, not here.
+set -euo pipefail
+rok="$1"
+source "$(dirname "$0")/lib.bash"
+
+# Usage errors come before any device is needed.
+expect_in "$("$rok" help)" "validate"
+expect_in "$("$rok" validate --help)" "--budgets"
+expect_fail 2 "missing --hw HW" "$rok" validate
+expect_fail 2 "--repeat must be at least 1" "$rok" validate --hw cpu-2core-virtio --repeat 0
+expect_fail 2 "leaves nothing to run" "$rok" validate --hw cpu-2core-virtio --no-baselines --budgets 0
+expect_fail 2 "unexpected argument" "$rok" validate a b --hw cpu-2core-virtio
+expect_fail 2 "no-such-model" "$rok" validate no-such-model --hw cpu-2core-virtio
+
+if ! "$rok" execute --list-devices >/dev/null 2>"$tmp/stderr"; then
+  echo "no OpenCL device: $(cat "$tmp/stderr")" >&2
+  exit 77
+fi
+
+disk="$tmp/disk"
+mkdir "$disk"
+tiny=(--set layers=2 --set hidden=64 --set heads=1 --set seq_len=64 --set ffn_hidden=256 --set vocab=256
+  --hw cpu-2core-virtio --dir "$disk" --budgets 1 --repeat 2 --offload-floor 4096)
+"$rok" validate "${tiny[@]}" --json -o "$tmp/out" >"$tmp/v.json"
+[ -z "$(ls -A "$disk")" ] || { echo "left behind in $disk: $(ls -A "$disk")" >&2; exit 1; }
+cmp "$tmp/v.json" "$tmp/out/validation.json"
+for f in validation.png validation.svg schedule-01-keep.json report-01-keep.json schedule-06-rok.json \
+  report-06-rok.json; do
+  [ -s "$tmp/out/$f" ] || { echo "-o wrote no $f" >&2; exit 1; }
+done
+
+python3 - "$tmp/v.json" <<'EOF'
+import json, math, sys
+v = json.load(open(sys.argv[1]))
+assert v["format"] == "rok-validation/1", v["format"]
+assert v["model"] == "validate-gpt" and v["repeat"] == 2
+rows = v["rows"]
+assert [r["strategy"] for r in rows] == ["keep", "recompute", "selective", "offload", "tba", "rok"], rows
+for r in rows:
+    for k in ("budget_bytes", "predicted_step_time_s", "measured_step_time_s", "step_time_error",
+              "predicted_peak_bytes", "measured_peak_bytes", "peak_error", "noise",
+              "measured_step_time_min_s", "measured_step_time_max_s", "predicted_moved_bytes",
+              "measured_moved_bytes", "moved_error", "integrity_failures"):
+        assert k in r, (r["strategy"], k)
+    p, m = r["predicted_step_time_s"], r["measured_step_time_s"]
+    assert p > 0 and m > 0
+    assert math.isclose(r["step_time_error"], (m - p) / p, rel_tol=1e-9, abs_tol=1e-12)
+    pp, mp = r["predicted_peak_bytes"], r["measured_peak_bytes"]
+    assert math.isclose(r["peak_error"], (mp - pp) / pp, rel_tol=1e-9, abs_tol=1e-12)
+    assert r["measured_step_time_min_s"] <= m <= r["measured_step_time_max_s"]
+    assert r["moved_error"] == 0 and r["integrity_failures"] == 0
+    # Without copies the peak does not depend on timing: the ledger counts
+    # what the simulator counts, byte for byte but for a few small buffers.
+    if r["predicted_moved_bytes"] == 0:
+        assert abs(r["peak_error"]) <= 0.005, r
+errors = sorted(abs(r["step_time_error"]) for r in rows)
+assert math.isclose(v["max_step_time_error"], errors[-1], rel_tol=1e-12)
+n = len(errors)
+median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
+assert math.isclose(v["median_step_time_error"], median, rel_tol=1e-12)
+assert math.isclose(v["max_peak_error"], max(abs(r["peak_error"]) for r in rows), rel_tol=1e-12)
+assert v["max_noise"] >= v["median_noise"] >= 0
+# The offloading rows moved data; keep moved none.
+assert rows[0]["measured_moved_bytes"] == 0
+assert rows[3]["measured_moved_bytes"] > 0 and rows[4]["predicted_moved_bytes"] >= 0
+assert any("optimizer" in n for n in v["notes"])
+EOF
+
+# The table.
+out=$("$rok" validate "${tiny[@]}" --no-baselines --repeat 1)
+expect_in "$out" "Step time error: median"
+expect_in "$out" "Peak memory error"
+expect_in "$out" "Noise"
+[ -z "$(ls -A "$disk")" ]

@@ -1,0 +1,292 @@
+/* What validation changed in the model the predictions come from: measured
+ * op rates in the hardware profile (reading, writing, interpolation, the
+ * simulator's use of them, the calibration's curves) and activation
+ * gradients that live as autograd keeps them. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "exec/calibrate/calibrate.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/sim.h"
+
+#define PROFILE(rates)                                                                                         \
+  "{\"gpu\": {\"memory\": \"8GiB\", \"peak_flops\": 1e11, \"matmul_efficiency\": 0.5, "                      \
+  "\"hbm_bandwidth\": 1e10, \"launch_overhead\": \"10us\"" rates "}, \"pcie\": {\"h2d_bandwidth\": 1e9, "    \
+  "\"d2h_bandwidth\": 1e9}, \"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", "                    \
+  "\"memcpy_bandwidth\": 1e9}}"
+
+static const char *const rates_text =
+    ", \"op_rates\": {\"linear\": {\"forward\": [[1e6, 1e9], [1e8, 4e9], [1e10, 8e9]], \"backward\": [[2e6, 2e9]]}, "
+    "\"softmax\": {\"backward\": [[1000, 5e8], [4000, 1e9]]}}";
+
+static RokHw *parse(const char *text, GError **error) {
+  return rok_hw_parse("hw.json", text, strlen(text), error);
+}
+
+/* Read, looked up, interpolated, written back and copied. */
+static void test_rates_read(void) {
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), rates_text);
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw->gpu.op_rates_len, ==, 2);
+  const RokHwOpRates *linear = rok_hw_op_rates(hw, "linear"), *softmax = rok_hw_op_rates(hw, "softmax");
+  g_assert_nonnull(linear);
+  g_assert_nonnull(softmax);
+  g_assert_null(rok_hw_op_rates(hw, "gelu"));
+  g_assert_cmpuint(linear->len[0], ==, 3);
+  g_assert_cmpuint(linear->len[1], ==, 1);
+  g_assert_cmpuint(softmax->len[0], ==, 0);
+  /* Knots exactly; clamped outside; monotone between; none: 0. */
+  g_assert_cmpfloat(rok_hw_op_rate(linear, FALSE, 1e8), ==, 4e9);
+  g_assert_cmpfloat(rok_hw_op_rate(linear, FALSE, 10), ==, 1e9);
+  g_assert_cmpfloat(rok_hw_op_rate(linear, FALSE, 1e12), ==, 8e9);
+  double mid = rok_hw_op_rate(linear, FALSE, 1e9);
+  g_assert_cmpfloat(mid, >, 4e9);
+  g_assert_cmpfloat(mid, <, 8e9);
+  g_assert_cmpfloat(rok_hw_op_rate(linear, TRUE, 1e9), ==, 2e9);
+  g_assert_cmpfloat(rok_hw_op_rate(softmax, FALSE, 1000), ==, 0);
+  g_assert_cmpfloat(rok_hw_op_rate(NULL, FALSE, 1000), ==, 0);
+  /* Two knots: linear in log(work). */
+  g_assert_cmpfloat_with_epsilon(rok_hw_op_rate(softmax, TRUE, 2000), 7.5e8, 1);
+
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_autoptr(RokHw) back = parse(out, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->gpu.op_rates_len, ==, 2);
+  g_assert_cmpstr(back->gpu.op_rates[0].kind, ==, "linear");
+  g_assert_cmpfloat(back->gpu.op_rates[0].curve[0][2].rate, ==, 8e9);
+  g_assert_cmpuint(back->gpu.op_rates[1].len[0], ==, 0); /* softmax has no forward */
+  g_assert_cmpuint(back->gpu.op_rates[1].len[1], ==, 2);
+
+  g_autoptr(RokHw) copy = rok_hw_copy(hw);
+  g_assert_true(copy->gpu.op_rates != hw->gpu.op_rates);
+  copy->gpu.op_rates[0].curve[0][0].rate = 1;
+  g_assert_cmpfloat(hw->gpu.op_rates[0].curve[0][0].rate, ==, 1e9);
+
+  /* Without: none written. */
+  g_autoptr(RokHw) plain = parse(PROFILE(""), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plain->gpu.op_rates_len, ==, 0);
+  json_object *p = rok_hw_to_json(plain);
+  g_autofree char *plain_text = rok_json_to_string(p);
+  json_object_put(p);
+  g_assert_null(strstr(plain_text, "op_rates"));
+}
+
+static void test_rates_bad(void) {
+  static const struct {
+    const char *rates, *expect;
+  } cases[] = {
+      {", \"op_rates\": 3", "\"gpu.op_rates\""},
+      {", \"op_rates\": {\"linear\": 3}", "\"gpu.op_rates.linear\""},
+      {", \"op_rates\": {\"linear\": {}}", "must have a \"forward\" or a \"backward\" curve"},
+      {", \"op_rates\": {\"linear\": {\"sideways\": [[1, 1]]}}", "unknown key"},
+      {", \"op_rates\": {\"linear\": {\"forward\": []}}", "\"gpu.op_rates.linear.forward\": must hold 1 to"},
+      {", \"op_rates\": {\"linear\": {\"forward\": [[1e6]]}}", "\"gpu.op_rates.linear.forward[0]\": must be a pair"},
+      {", \"op_rates\": {\"linear\": {\"forward\": [[2e6, 1], [1e6, 1]]}}", "work must be more than the previous"},
+      {", \"op_rates\": {\"linear\": {\"backward\": [[1e6, 0]]}}", "\"gpu.op_rates.linear.backward[0]\": rate must be"},
+      {", \"op_rates\": {\"linear\": {\"backward\": [[-1, 1]]}}", "work must be positive"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strdup_printf(PROFILE("%s"), cases[i].rates);
+    GError *error = NULL;
+    g_autoptr(RokHw) hw = parse(text, &error);
+    g_assert_null(hw);
+    g_test_message("%s", error->message);
+    g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_INVALID);
+    g_assert_nonnull(strstr(error->message, cases[i].expect));
+    g_assert_nonnull(strstr(error->message, "hw.json:"));
+    g_error_free(error);
+  }
+}
+
+/* ---- the simulator ---- */
+
+static RokTrace *new_trace(void) {
+  RokTrace *trace = rok_trace_new("hand");
+  trace->tokens_per_micro_batch = 1;
+  trace->micro_batches_per_step = 1;
+  trace->fixed.weight_bytes = 1000;
+  return trace;
+}
+
+static void finish(RokTrace *trace) {
+  GError *error = NULL;
+  g_assert_true(rok_trace_finish(trace, &error));
+  g_assert_no_error(error);
+}
+
+static guint add_tensor(RokTrace *trace, const char *name, RokDtype dtype, guint64 elements, guint producer) {
+  return rok_trace_add_tensor(trace, name, 0, dtype, 1, (const guint64[]){elements}, producer);
+}
+
+/* A linear takes work / rate + launch where the profile has its rate, the
+ * roofline where it has none (its backward) and for other kinds; a
+ * misspelt kind is an error naming it. */
+static void test_rates_sim(void) {
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"op_rates\": {\"linear\": {\"forward\": [[1e6, 1e9]]}}");
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op = rok_trace_add_op(trace, "fc", 0, ROK_OP_LINEAR, 1, 100, 100, 50);
+  guint gelu = rok_trace_add_op(trace, "act", 0, ROK_OP_GELU, 1, 100, 100, 0);
+  RokOp *o = rok_trace_op(trace, op);
+  o->fwd_flops = 4000000;
+  o->bwd_flops = 8000000;
+  o->fwd_bytes = o->bwd_bytes = 1000;
+  rok_trace_op(trace, gelu)->fwd_bytes = 1000000;
+  guint y = add_tensor(trace, "y", ROK_DTYPE_U8, 10, op);
+  rok_trace_add_input(trace, gelu, y);
+  add_tensor(trace, "z", ROK_DTYPE_U8, 10, gelu);
+  finish(trace);
+  g_assert_cmpfloat(rok_sim_op_work(o, FALSE), ==, 4e6);
+  g_assert_cmpfloat(rok_sim_op_work(o, TRUE), ==, 8e6);
+  g_assert_cmpfloat(rok_sim_op_work(rok_trace_op(trace, gelu), FALSE), ==, 1e6);
+  g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rok_sim_op_ns(sim, op, FALSE), ==, 4000000 + 10000); /* 4e6 / 1e9 s + 10 us */
+  /* Roofline: 8e6 / (1e11 · 0.5) = 160 us; 1e6 bytes / 1e10 = 100 us. */
+  g_assert_cmpint(rok_sim_op_ns(sim, op, TRUE), ==, 160000 + 10000);
+  g_assert_cmpint(rok_sim_op_ns(sim, gelu, FALSE), ==, 100000 + 10000);
+
+  g_free(hw->gpu.op_rates[0].kind);
+  hw->gpu.op_rates[0].kind = g_strdup("lineer");
+  g_autoptr(RokSim) bad = rok_sim_new(trace, hw, &error);
+  g_assert_null(bad);
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  g_assert_nonnull(strstr(error->message, "\"lineer\" is not an op kind"));
+  g_assert_nonnull(strstr(error->message, "softmax"));
+  g_error_free(error);
+}
+
+/* The ledger when each backward starts: the last sample at its start time
+ * (frees of the item before come first, then its own allocations). */
+static guint64 live_at_start(const RokSimResult *r, guint op) {
+  gint64 start = -1;
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    if (a->kind == ROK_ACTION_BACKWARD && a->op == op)
+      start = a->start_ns;
+  }
+  g_assert_cmpint(start, >=, 0);
+  guint64 live = 0;
+  for (guint i = 0; i < r->samples->len; i++) {
+    const RokSimSample *s = &g_array_index(r->samples, RokSimSample, i);
+    if (s->time_ns <= start)
+      live = s->gpu_bytes;
+  }
+  return live;
+}
+
+/* in -> ids (no gradient: data) -> norm -> x (bf16 100 B) + stats (fp32
+ * 40 B, kept for norm's own backward: no gradient) -> fc -> y (bf16 200 B)
+ * -> add(x, y) -> z (bf16 300 B, read by nobody: its gradient comes from
+ * outside). x is read twice: its gradient is made by add's backward (its
+ * last reader), lives through fc's backward and is freed after norm's. */
+static void test_gradients(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint in = rok_trace_add_op(trace, "in", -1, ROK_OP_INPUT, 1, 1, 1, 0);
+  guint ids = add_tensor(trace, "ids", ROK_DTYPE_I64, 2, in);
+  guint norm = rok_trace_add_op(trace, "norm", 0, ROK_OP_LAYERNORM, 1, 1, 50, 0);
+  rok_trace_add_input(trace, norm, ids);
+  guint x = add_tensor(trace, "x", ROK_DTYPE_BF16, 50, norm);
+  guint stats = add_tensor(trace, "stats", ROK_DTYPE_FP32, 10, norm);
+  guint fc = rok_trace_add_op(trace, "fc", 0, ROK_OP_LINEAR, 1, 1, 100, 50);
+  rok_trace_add_input(trace, fc, x);
+  guint y = add_tensor(trace, "y", ROK_DTYPE_BF16, 100, fc);
+  guint add = rok_trace_add_op(trace, "add", 0, ROK_OP_ADD, 1, 1, 150, 0);
+  rok_trace_add_input(trace, add, x);
+  rok_trace_add_input(trace, add, y);
+  add_tensor(trace, "z", ROK_DTYPE_BF16, 150, add);
+  rok_trace_need(trace, stats, norm);
+  rok_trace_need(trace, x, fc);
+  for (guint o = 0; o < trace->ops->len; o++)
+    rok_trace_op(trace, o)->fwd_time_s = rok_trace_op(trace, o)->bwd_time_s = 1e-3;
+  finish(trace);
+  RokHw hw = {.name = (char *)"test"};
+  hw.gpu.memory = 1 << 20;
+  hw.gpu.peak_flops = hw.gpu.hbm_bandwidth = 1e12;
+  hw.gpu.matmul_efficiency = 1;
+  hw.pcie.h2d_bandwidth = hw.pcie.d2h_bandwidth = 1e9;
+  hw.host.memory = hw.host.pinned_buffer = 1 << 20;
+  hw.host.memcpy_bandwidth = 1e9;
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  plan->options.record = TRUE;
+  GError *error = NULL;
+  g_autoptr(RokSimResult) r = rok_simulate(trace, &hw, plan, &error);
+  g_assert_no_error(error);
+  /* Kept for backward: stats (40) and x (100); y and z are transient. */
+  g_assert_cmpuint(live_at_start(r, add), ==, 1000 + 140 + 300 + 100 + 200); /* z from outside; x, y made */
+  g_assert_cmpuint(live_at_start(r, fc), ==, 1000 + 140 + 100 + 200);       /* z gone; x's lives on */
+  g_assert_cmpuint(live_at_start(r, norm), ==, 1000 + 40 + 100);            /* x used by fc: freed; x's grad */
+  g_assert_cmpuint(r->peak_bytes, ==, 1000 + 740);
+}
+
+/* ---- the calibration's curves ---- */
+
+static void add_op(RokCalibration *c, RokOpKind kind, gboolean backward, double work, double rate) {
+  RokCalibOp op = {.label = g_strdup("calibrate-gpt-128"), .kind = kind, .backward = backward, .work = work};
+  op.rate = (RokCalibStat){.median = rate, .min = rate, .max = rate, .n = 1};
+  g_array_append_val(c->device.ops, op);
+}
+
+/* Knots sorted by work, ops of equal work merged at their mean rate, one
+ * entry per kind measured, named as the trace names kinds; the profile
+ * reads back and the simulator takes it. */
+static void test_calibrated_curves(void) {
+  g_autoptr(RokCalibration) c = rok_calibration_new();
+  c->trials = 1;
+  c->host = (RokCalibHost){.memory = (guint64)1 << 34, .memcpy = {.median = 1e10}};
+  RokCalibDevice *d = &c->device;
+  d->name = g_strdup("Test");
+  d->type = g_strdup("cpu");
+  d->memory = (guint64)1 << 33;
+  RokCalibGemm g = {.label = "square", .batch = 1, .m = 128, .n = 128, .k = 128, .flops = 2.0 * 128 * 128 * 128};
+  g.rate.median = 1e10;
+  g_array_append_val(d->gemms, g);
+  d->elementwise.median = 1e10;
+  d->launch.median = 5e-6;
+  d->h2d.median = d->d2h.median = 1e10;
+  add_op(c, ROK_OP_LINEAR, FALSE, 4e8, 9e9);
+  add_op(c, ROK_OP_LINEAR, FALSE, 1e8, 6e9);
+  add_op(c, ROK_OP_LINEAR, FALSE, 4e8, 7e9);
+  add_op(c, ROK_OP_SOFTMAX, TRUE, 2e5, 3e8);
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_calib_profile(c, "cal", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw->gpu.op_rates_len, ==, 2);
+  const RokHwOpRates *linear = rok_hw_op_rates(hw, "linear");
+  g_assert_cmpuint(linear->len[0], ==, 2);
+  g_assert_cmpuint(linear->len[1], ==, 0);
+  g_assert_cmpfloat(linear->curve[0][0].work, ==, 1e8);
+  g_assert_cmpfloat(linear->curve[0][1].work, ==, 4e8);
+  g_assert_cmpfloat(linear->curve[0][1].rate, ==, 8e9);
+  const RokHwOpRates *softmax = rok_hw_op_rates(hw, "softmax");
+  g_assert_cmpuint(softmax->len[0], ==, 0);
+  g_assert_cmpuint(softmax->len[1], ==, 1);
+
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op = rok_trace_add_op(trace, "fc", 0, ROK_OP_LINEAR, 1, 1, 1, 1);
+  rok_trace_op(trace, op)->fwd_flops = 400000000;
+  add_tensor(trace, "y", ROK_DTYPE_U8, 1, op);
+  finish(trace);
+  g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rok_sim_op_ns(sim, op, FALSE), ==, 50000000 + 5000);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate-model/rates/read", test_rates_read);
+  g_test_add_func("/validate-model/rates/bad", test_rates_bad);
+  g_test_add_func("/validate-model/rates/sim", test_rates_sim);
+  g_test_add_func("/validate-model/gradients", test_gradients);
+  g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
+  return g_test_run();
+}

@@ -1,0 +1,285 @@
+/* rok_validate: the rows it plans, how a run becomes a row, the summary,
+ * the document and the chart; and, where there is an OpenCL device, a
+ * small validation run for real (its memory agrees with the prediction;
+ * its timing is not judged here: tests/bench/validate.sh measures it). */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "exec/validate/validate-private.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/model.h"
+#include "rok/schedule.h"
+
+static RokTrace *tiny_trace(void) {
+  static const char text[] =
+      "{\"name\": \"tiny\", \"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 1, \"ffn_hidden\": 256, "
+      "\"vocab\": 256, \"seq_len\": 64, \"micro_batch\": 1, \"global_batch\": 2, \"data_parallel\": 1}";
+  GError *error = NULL;
+  g_autoptr(RokModel) model = rok_model_parse("tiny.json", text, strlen(text), NULL, &error);
+  g_assert_no_error(error);
+  RokTrace *trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  return trace;
+}
+
+static RokHw *bundled_hw(const char *name) {
+  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", name, NULL);
+  GError *error = NULL;
+  RokHw *hw = rok_hw_load(path, &error);
+  g_assert_no_error(error);
+  return hw;
+}
+
+/* Baselines first (all five where there are SSDs), then the planner at
+ * rising budgets from the smallest feasible, all below keeping everything. */
+static void test_plan_rows(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  RokValidateOptions o;
+  rok_validate_options_init(&o);
+  o.budgets = 3;
+  o.planner_threads = 1;
+  o.offload_min_elements = 4096; /* the tiny model's attention tensors */
+  g_autoptr(RokValidation) v = rok_validation_new(trace, hw);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = rok_validate_plan_rows(trace, hw, &o, v, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, ROK_STRATEGY_BASELINE_COUNT + 3);
+  g_assert_cmpuint(v->notes->len, ==, 0);
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    const RokValidatePlanned *p = g_ptr_array_index(rows, b);
+    g_assert_cmpint(p->strategy, ==, b);
+    g_assert_cmpuint(p->budget, ==, hw->gpu.memory);
+  }
+  /* The offload floor is the option's: offload moves something here. */
+  const RokValidatePlanned *offload = g_ptr_array_index(rows, ROK_STRATEGY_OFFLOAD);
+  guint offloaded = 0;
+  for (guint t = 0; t < offload->plan->n_tensors; t++)
+    offloaded += offload->plan->decisions[t] == ROK_DECISION_OFFLOAD_NVME;
+  g_assert_cmpuint(offloaded, >, 0);
+  g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, NULL, &error);
+  g_assert_no_error(error);
+  const char *how = NULL;
+  guint64 least = rok_planner_min_budget(planner, &how), previous = 0;
+  for (guint i = ROK_STRATEGY_BASELINE_COUNT; i < rows->len; i++) {
+    const RokValidatePlanned *p = g_ptr_array_index(rows, i);
+    g_assert_cmpint(p->strategy, ==, ROK_STRATEGY_ROK);
+    g_assert_cmpuint(p->budget, >, previous);
+    g_assert_cmpuint(p->plan->options.memory_budget, <=, p->budget);
+    previous = p->budget;
+  }
+  g_assert_cmpuint(((const RokValidatePlanned *)g_ptr_array_index(rows, ROK_STRATEGY_BASELINE_COUNT))->budget, ==,
+                   least);
+
+  /* No SSDs: offload and tba are left out, and the notes say why. */
+  g_autoptr(RokHw) bare = rok_hw_copy(hw);
+  bare->nvme.devices = 0;
+  g_autoptr(RokValidation) w = rok_validation_new(trace, bare);
+  o.budgets = 0;
+  g_autoptr(GPtrArray) fewer = rok_validate_plan_rows(trace, bare, &o, w, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(fewer->len, ==, 3);
+  g_assert_cmpuint(w->notes->len, ==, 2);
+  g_assert_nonnull(strstr(g_ptr_array_index(w->notes, 0), "offload left out"));
+}
+
+/* A report as the executor makes one, around a real schedule. */
+static RokExecReport *made_up_report(double median, double lo, double hi) {
+  RokExecReport *r = g_new0(RokExecReport, 1);
+  r->dirs = g_ptr_array_new_with_free_func(g_free);
+  r->notes = g_ptr_array_new_with_free_func(g_free);
+  r->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  r->device = g_strdup("Test Device");
+  r->measured.step_time_s = median;
+  r->step_time_min_s = lo;
+  r->step_time_max_s = hi;
+  return r;
+}
+
+/* The optimizer step's predicted time is left out of the prediction, the
+ * errors are (measured - predicted) / predicted, the noise the spread. */
+static void test_row_fill(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  GError *error = NULL;
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokSchedule) schedule = rok_schedule_new(trace, hw, plan, "keep", hw->gpu.memory, &error);
+  g_assert_no_error(error);
+  gint64 optimizer = 0, end = 0;
+  for (guint i = 0; i < schedule->actions->len; i++) {
+    const RokSimAction *a = rok_schedule_action(schedule, i);
+    if (a->kind == ROK_ACTION_OPTIMIZER)
+      optimizer = a->end_ns - a->start_ns;
+    if (a->stream == ROK_SIM_STREAM_COMPUTE)
+      end = MAX(end, a->end_ns);
+  }
+  g_assert_cmpint(optimizer, >, 0);
+  double predicted = (double)(end - optimizer) / 1e9;
+  RokValidateRow row = {.report = made_up_report(predicted * 1.1, predicted, predicted * 1.2)};
+  row.report->predicted.step_time_s = (double)end / 1e9;
+  row.report->predicted.peak_device_bytes = 1000;
+  row.report->measured.peak_device_bytes = 990;
+  row.report->predicted.d2h_bytes = row.report->measured.d2h_bytes = 300;
+  row.report->predicted.nvme_read_bytes = row.report->measured.nvme_read_bytes = 200;
+  rok_validate_row_fill(&row, schedule);
+  g_assert_cmpfloat_with_epsilon(row.predicted_optimizer_s, (double)optimizer / 1e9, 1e-12);
+  g_assert_cmpfloat_with_epsilon(row.predicted_step_time_s, predicted, 1e-12);
+  g_assert_cmpfloat_with_epsilon(row.step_time_error, 0.1, 1e-9);
+  g_assert_cmpfloat_with_epsilon(row.noise, 0.2 / 1.1, 1e-9);
+  g_assert_cmpfloat_with_epsilon(row.peak_error, -0.01, 1e-12);
+  g_assert_cmpuint(row.predicted_moved_bytes, ==, 500);
+  g_assert_cmpfloat(row.moved_error, ==, 0);
+  /* Moved where nothing was planned: no finite error. */
+  row.report->measured.h2d_bytes = 100;
+  row.report->predicted.d2h_bytes = row.report->predicted.nvme_read_bytes = 0;
+  row.report->measured.d2h_bytes = row.report->measured.nvme_read_bytes = 0;
+  rok_validate_row_fill(&row, schedule);
+  g_assert_true(isinf(row.moved_error));
+  rok_exec_report_free(row.report);
+}
+
+static void add_row(RokValidation *v, const char *strategy, guint64 budget, double predicted, double measured,
+                    double noise, guint64 peak, double peak_error) {
+  RokValidateRow *row = g_new0(RokValidateRow, 1);
+  row->strategy = g_strdup(strategy);
+  row->budget_bytes = budget;
+  row->predicted_step_time_s = predicted;
+  row->measured_step_time_s = measured;
+  row->step_time_error = (measured - predicted) / predicted;
+  row->noise = noise;
+  row->predicted_peak_bytes = peak;
+  row->measured_peak_bytes = (guint64)((double)peak * (1 + peak_error));
+  row->peak_error = peak_error;
+  row->schedule = g_strdup("{}");
+  g_ptr_array_add(v->rows, row);
+}
+
+static RokValidation *made_up(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  RokValidation *v = rok_validation_new(trace, hw);
+  v->device = g_strdup("Test Device");
+  v->repeat = 3;
+  add_row(v, "keep", 1 << 30, 1.0, 1.05, 0.02, 1000, 0.0);
+  add_row(v, "recompute", 1 << 30, 1.3, 1.17, 0.04, 800, -0.01);
+  add_row(v, "offload", 1 << 30, 1.0, 1.02, 0.01, 700, 0.0);
+  add_row(v, "rok", 900, 1.1, 1.21, 0.03, 900, 0.005);
+  g_ptr_array_add(v->notes, g_strdup("a note"));
+  rok_validation_summarize(v);
+  return v;
+}
+
+/* Medians and maxima of the absolute errors; the document holds every
+ * field, consistent with the rows. */
+static void test_summary_json(void) {
+  g_autoptr(RokValidation) v = made_up();
+  /* |errors|: 0.05, 0.1, 0.02, 0.1. */
+  g_assert_cmpfloat_with_epsilon(v->median_step_time_error, 0.075, 1e-9);
+  g_assert_cmpfloat_with_epsilon(v->max_step_time_error, 0.1, 1e-9);
+  g_assert_cmpfloat_with_epsilon(v->max_peak_error, 0.01, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->median_peak_error, 0.0025, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->median_noise, 0.025, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->max_noise, 0.04, 1e-12);
+
+  json_object *o = rok_validation_to_json(v);
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  json_object *doc = json_tokener_parse(text);
+  g_assert_nonnull(doc);
+  g_assert_cmpstr(json_object_get_string(json_object_object_get(doc, "format")), ==, "rok-validation/1");
+  json_object *rows = json_object_object_get(doc, "rows");
+  g_assert_cmpuint(json_object_array_length(rows), ==, 4);
+  static const char *const fields[] = {"strategy", "budget_bytes", "predicted_step_time_s", "measured_step_time_s",
+                                       "step_time_error", "predicted_peak_bytes", "measured_peak_bytes",
+                                       "peak_error", "noise", "predicted_moved_bytes", "measured_moved_bytes"};
+  for (gsize i = 0; i < json_object_array_length(rows); i++) {
+    json_object *row = json_object_array_get_idx(rows, i);
+    for (guint f = 0; f < G_N_ELEMENTS(fields); f++)
+      g_assert_true(json_object_object_get_ex(row, fields[f], NULL));
+    double p = json_object_get_double(json_object_object_get(row, "predicted_step_time_s"));
+    double m = json_object_get_double(json_object_object_get(row, "measured_step_time_s"));
+    g_assert_cmpfloat_with_epsilon(json_object_get_double(json_object_object_get(row, "step_time_error")),
+                                   (m - p) / p, 1e-12);
+  }
+  g_assert_cmpfloat(json_object_get_double(json_object_object_get(doc, "max_step_time_error")), ==,
+                    v->max_step_time_error);
+  g_assert_true(json_object_object_get_ex(doc, "median_step_time_error", NULL));
+  g_assert_true(json_object_object_get_ex(doc, "max_peak_error", NULL));
+  g_assert_cmpuint(json_object_array_length(json_object_object_get(doc, "notes")), ==, 1);
+  json_object_put(doc);
+}
+
+static void test_chart(void) {
+  g_autoptr(RokValidation) v = made_up();
+  g_autofree char *dir = g_dir_make_tmp("rok-validate-XXXXXX", NULL);
+  g_autofree char *png = g_build_filename(dir, "v.png", NULL), *svg = g_build_filename(dir, "v.svg", NULL);
+  g_autofree char *bad = g_build_filename(dir, "v.gif", NULL);
+  GError *error = NULL;
+  g_assert_true(rok_validation_save_chart(v, png, &error));
+  g_assert_no_error(error);
+  g_assert_true(rok_validation_save_chart(v, svg, &error));
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(svg, &text, NULL, NULL));
+  g_assert_nonnull(strstr(text, "<svg"));
+  g_assert_false(rok_validation_save_chart(v, bad, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
+  g_clear_error(&error);
+  g_unlink(png);
+  g_unlink(svg);
+  g_rmdir(dir);
+}
+
+/* For real: the baselines that need no disk and the planner at two
+ * budgets, one measured step each. Where nothing is copied the peak does
+ * not depend on timing, and the ledger's is the simulator's (the same
+ * bytes, counted the same way); bytes moved are the schedule's; the times
+ * are only checked to exist. */
+static void test_run(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  hw->nvme.devices = 0; /* the planner offloads to host memory: no disk needed */
+  RokValidateOptions o;
+  rok_validate_options_init(&o);
+  o.budgets = 2;
+  o.planner_threads = 1;
+  o.exec.repeat = 1;
+  GError *error = NULL;
+  g_autoptr(RokValidation) v = rok_validate(trace, hw, &o, &error);
+  if (v == NULL && error->code == ROK_ERROR_DEVICE) {
+    g_test_skip(error->message);
+    g_error_free(error);
+    return;
+  }
+  g_assert_no_error(error);
+  static const char *const strategies[] = {"keep", "recompute", "selective", "rok", "rok"};
+  g_assert_cmpuint(v->rows->len, ==, G_N_ELEMENTS(strategies));
+  g_assert_nonnull(v->device);
+  guint copied = 0;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    g_assert_cmpstr(row->strategy, ==, strategies[i]);
+    g_assert_cmpfloat(row->measured_step_time_s, >, 0);
+    g_assert_cmpfloat(row->predicted_step_time_s, >, 0);
+    g_assert_cmpfloat(row->noise, ==, 0); /* one step */
+    if (row->predicted_moved_bytes == 0)
+      g_assert_cmpfloat(fabs(row->peak_error), <=, 0.005);
+    copied += row->predicted_moved_bytes > 0;
+    g_assert_cmpfloat(row->moved_error, ==, 0);
+    g_assert_cmpuint(row->report->integrity_failures, ==, 0);
+    g_assert_nonnull(strstr(row->schedule, "rok-schedule/1"));
+  }
+  g_assert_cmpuint(copied, >, 0); /* the smallest budget offloads */
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate/plan-rows", test_plan_rows);
+  g_test_add_func("/validate/row-fill", test_row_fill);
+  g_test_add_func("/validate/summary-json", test_summary_json);
+  g_test_add_func("/validate/chart", test_chart);
+  g_test_add_func("/validate/run", test_run);
+  return g_test_run();
+}

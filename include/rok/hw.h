@@ -68,6 +68,11 @@ typedef struct {
     guint64 memory;
     guint64 pinned_buffer;   /* staging buffer for GPU <-> SSD traffic */
     double memcpy_bandwidth; /* bytes/s */
+    /* Optional: how fast the host checksums a copy (bytes/s). rok's
+     * executor checks every tensor that crosses PCIe on the host, on the
+     * copy's own thread; with this figure the simulator charges it to each
+     * d2h and h2d leg. 0 (absent): no check is modelled. */
+    double checksum_bandwidth;
   } host;
   struct {
     guint64 devices;        /* 0: no SSDs */

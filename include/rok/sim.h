@@ -45,7 +45,10 @@
  * d2h only. The GPU copy is freed when the copy out of the GPU has ended
  * and the forward no longer reads the tensor. Reads mirror the writes.
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
- * both for gpudirect) and then moves its bytes.
+ * both for gpudirect) and then moves its bytes. A leg that crosses PCIe
+ * (d2h, h2d, gpudirect) also pays bytes / host.checksum_bandwidth when the
+ * profile has that figure: rok's executor checksums every such copy on
+ * the host, with the link idle.
  *
  * NVMe array. A transfer is striped over all devices in requests of
  * ROK_SIM_NVME_REQUEST_BYTES; a device keeps at most queue_depth requests

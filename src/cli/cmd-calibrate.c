@@ -1,5 +1,6 @@
 /* rok calibrate: measure this machine (disks, compute device, copies,
  * memcpy) into a hardware profile in the schema of configs/hw. */
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -111,6 +112,39 @@ static char *rate_text(const RokCalibStat *s) {
   return g_strdup_printf("%s [%s - %s]", m, lo, hi);
 }
 
+/* Per op kind measured: its ops' rates, forward and backward, least to
+ * most ("1.2 GB/s - 3.4 GB/s"), in FLOP/s for GEMM-like kinds. */
+static char *op_range(const RokCalibDevice *d, RokOpKind kind, gboolean backward, gboolean *any) {
+  double lo = INFINITY, hi = 0;
+  gboolean flops = kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT ||
+                   kind == ROK_OP_FLASH_ATTENTION;
+  for (guint i = 0; i < d->ops->len; i++) {
+    const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
+    if (op->kind == kind && op->backward == backward) {
+      lo = MIN(lo, op->rate.median);
+      hi = MAX(hi, op->rate.median);
+    }
+  }
+  if (hi == 0)
+    return g_strdup("-");
+  *any = TRUE;
+  g_autofree char *a = flops ? flops_text(lo) : rok_units_format_rate(lo);
+  g_autofree char *b = flops ? flops_text(hi) : rok_units_format_rate(hi);
+  return g_strdup_printf("%s - %s", a, b);
+}
+
+static void print_ops(const RokCalibDevice *d) {
+  if (d->ops->len == 0)
+    return;
+  printf("  %-20s %-34s %s\n", "ops (rates by size)", "forward", "backward");
+  for (guint kind = 0; kind < ROK_OP_KIND_COUNT; kind++) {
+    gboolean any = FALSE;
+    g_autofree char *f = op_range(d, kind, FALSE, &any), *b = op_range(d, kind, TRUE, &any);
+    if (any)
+      printf("  %-20s %-34s %s\n", rok_op_kind_name(kind), f, b);
+  }
+}
+
 static void print_device(const RokCalibDevice *d, const RokHw *hw) {
   g_autofree char *memory = rok_units_format_size(d->memory);
   printf("Device %u   %s (%s, %u compute units), %s\n", d->index, d->name, d->type, d->compute_units, memory);
@@ -131,6 +165,7 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw) {
   g_autofree char *h2d = rate_text(&d->h2d), *d2h = rate_text(&d->d2h);
   g_autofree char *latency = rok_units_format_time(d->copy_latency.median);
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
+  print_ops(d);
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency);
 }
@@ -153,7 +188,8 @@ static void print_disk(const RokCalibDisk *d) {
 static void print_table(const RokCalibration *c, const RokHw *hw, const char *output) {
   g_autofree char *memory = rok_units_format_size(c->host.memory), *memcpy_bw = rate_text(&c->host.memcpy);
   printf("Calibration%s: medians of %u trials [min - max]\n\n", c->quick ? " (--quick)" : "", c->trials);
-  printf("Host       %s of memory; memcpy %s\n", memory, memcpy_bw);
+  g_autofree char *checksum = rate_text(&c->host.checksum);
+  printf("Host       %s of memory; memcpy %s; checksum %s\n", memory, memcpy_bw, checksum);
   print_device(&c->device, hw);
   for (guint i = 0; i < c->disks->len; i++)
     print_disk(&g_array_index(c->disks, RokCalibDisk, i));

@@ -14,7 +14,7 @@ static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficienc
                                        "launch_overhead", "gemm_efficiency", "op_rates", NULL};
 static const char *const direction_keys[] = {"forward", "backward", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
-static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", NULL};
+static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", "checksum_bandwidth", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect", NULL};
 
@@ -211,7 +211,8 @@ static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
   return rok_json_child(root, "host", TRUE, &o, error) && rok_json_only_keys(&o, host_keys, error) &&
          rok_json_get_size(&o, "memory", TRUE, &hw->host.memory, error) &&
          rok_json_get_size(&o, "pinned_buffer", TRUE, &hw->host.pinned_buffer, error) &&
-         rok_json_get_rate(&o, "memcpy_bandwidth", TRUE, &hw->host.memcpy_bandwidth, error);
+         rok_json_get_rate(&o, "memcpy_bandwidth", TRUE, &hw->host.memcpy_bandwidth, error) &&
+         rok_json_get_rate(&o, "checksum_bandwidth", FALSE, &hw->host.checksum_bandwidth, error);
 }
 
 /* The SSD section may be left out (a machine without SSDs: devices 0). */
@@ -318,6 +319,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
   json_object_object_add(host, "memory", json_object_new_uint64(hw->host.memory));
   json_object_object_add(host, "pinned_buffer", json_object_new_uint64(hw->host.pinned_buffer));
   json_object_object_add(host, "memcpy_bandwidth", rok_json_new_double(hw->host.memcpy_bandwidth));
+  if (hw->host.checksum_bandwidth > 0)
+    json_object_object_add(host, "checksum_bandwidth", rok_json_new_double(hw->host.checksum_bandwidth));
   json_object_object_add(o, "host", host);
   if (hw->nvme.devices > 0) {
     json_object *nvme = json_object_new_object();

@@ -33,11 +33,20 @@ static gboolean leg_takes_staging(const SimJob *j) {
   return j->path == PATH_STAGED && j->leg == 0;
 }
 
+/* The host's check of a copy that crosses PCIe (host.checksum_bandwidth):
+ * on the leg's own time, while its link is free. */
+static gint64 leg_check(const SimEngine *e, const SimJob *j) {
+  double rate = e->sim->hw->host.checksum_bandwidth;
+  return rate > 0 ? (gint64)llround((double)j->bytes / rate * 1e9) : 0;
+}
+
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   RokSimStream s = leg_stream(j);
   if (s == ROK_SIM_STREAM_D2H || s == ROK_SIM_STREAM_H2D)
-    return e->pcie_latency;
-  return e->nvme_latency + (j->path == PATH_DIRECT ? e->pcie_latency : 0);
+    return e->pcie_latency + leg_check(e, j);
+  if (j->path == PATH_DIRECT)
+    return e->nvme_latency + e->pcie_latency + leg_check(e, j);
+  return e->nvme_latency;
 }
 
 static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {

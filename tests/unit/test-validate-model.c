@@ -228,6 +228,74 @@ static void test_gradients(void) {
   g_assert_cmpuint(r->peak_bytes, ==, 1000 + 740);
 }
 
+static const RokSimAction *leg(const RokSimResult *r, RokActionKind kind, RokSimStream stream) {
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    if (a->kind == kind && a->stream == stream)
+      return a;
+  }
+  g_assert_not_reached();
+}
+
+/* A profile's host checksum rate is charged to every leg that crosses
+ * PCIe, not to the SSD legs; it reads back and is left out when 0. Legs
+ * here: 1 MB at 1 GB/s over PCIe and the SSD; the check at 2 GB/s. */
+static void test_checksum(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), "");
+  g_autoptr(RokHw) plain = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(plain->host.checksum_bandwidth, ==, 0);
+  g_autofree char *with = g_strdup(text);
+  char *at = strstr(with, "\"memcpy_bandwidth\": 1e9");
+  g_assert_nonnull(at);
+  g_autofree char *checked =
+      g_strdup_printf("%.*s\"checksum_bandwidth\": \"2GB/s\", %s", (int)(at - with), with, at);
+  g_autoptr(RokHw) hw = parse(checked, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(hw->host.checksum_bandwidth, ==, 2e9);
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_assert_nonnull(strstr(out, "\"checksum_bandwidth\": 2000000000"));
+  json_object *p = rok_hw_to_json(plain);
+  g_autofree char *plain_out = rok_json_to_string(p);
+  json_object_put(p);
+  g_assert_null(strstr(plain_out, "checksum_bandwidth"));
+
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1000000, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  rok_trace_add_input(trace, op1, a);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
+  finish(trace);
+  hw->nvme.devices = 1;
+  hw->nvme.read_bandwidth = hw->nvme.write_bandwidth = 1e9;
+  hw->nvme.queue_depth = 32;
+  hw->nvme.capacity = (guint64)1 << 40;
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  plan->options.record = TRUE;
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokSimAction *d2h = leg(r, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H);
+  const RokSimAction *write = leg(r, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_NVME_WRITE);
+  const RokSimAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_SIM_STREAM_H2D);
+  g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1500000);  /* 1 ms + 0.5 ms check */
+  g_assert_cmpint(write->end_ns - write->start_ns, ==, 1000000); /* no check */
+  g_assert_cmpint(h2d->end_ns - h2d->start_ns, ==, 1500000);
+  hw->host.checksum_bandwidth = 0;
+  g_autoptr(RokSimResult) unchecked = rok_simulate(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  d2h = leg(unchecked, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H);
+  g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1000000);
+}
+
 /* ---- the calibration's curves ---- */
 
 static void add_op(RokCalibration *c, RokOpKind kind, gboolean backward, double work, double rate) {
@@ -287,6 +355,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/rates/bad", test_rates_bad);
   g_test_add_func("/validate-model/rates/sim", test_rates_sim);
   g_test_add_func("/validate-model/gradients", test_gradients);
+  g_test_add_func("/validate-model/checksum", test_checksum);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

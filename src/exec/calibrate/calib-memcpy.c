@@ -1,9 +1,11 @@
-/* The host: its memory, and how fast one thread copies large buffers (what
- * staging a tensor through host memory costs). */
+/* The host: its memory, how fast one thread copies large buffers (what
+ * staging a tensor through host memory costs) and checksums them (what
+ * rok's executor spends checking every copy that crosses PCIe). */
 #include <string.h>
 #include <unistd.h>
 
 #include "exec/calibrate/calibrate.h"
+#include "exec/opencl/cl-checksum.h"
 #include "rok/error.h"
 #include "rok/units.h"
 
@@ -21,6 +23,29 @@ static gboolean host_memory(guint64 *bytes, GError **error) {
     return FALSE;
   }
   *bytes = (guint64)pages * (guint64)page;
+  return TRUE;
+}
+
+/* The executor's host checksum (cl-checksum.h), one thread, as a copy's
+ * leg computes it: bound by arithmetic rather than memory. */
+#define CHECKSUM_BYTES (32 * MIB)
+
+static gboolean measure_checksum(const RokCalibOptions *o, RokCalibCancel *cancel, const guint8 *data, gsize bytes,
+                                 RokCalibHost *host, GError **error) {
+  rok_calib_progress(o, "host checksum");
+  guint trials = MAX(o->trials, 5);
+  g_autofree double *rates = g_new(double, trials);
+  volatile guint64 sink = rok_cl_checksum_bytes(data, bytes); /* warm */
+  for (guint t = 0; t < trials; t++) {
+    if (rok_calib_check_cancelled(cancel, error))
+      return FALSE;
+    gint64 start = g_get_monotonic_time();
+    sink += rok_cl_checksum_bytes(data, bytes);
+    gint64 us = MAX(g_get_monotonic_time() - start, 1);
+    rates[t] = (double)bytes / ((double)us / 1e6);
+  }
+  (void)sink;
+  host->checksum = rok_calib_stat(rates, trials);
   return TRUE;
 }
 
@@ -56,5 +81,5 @@ gboolean rok_calib_measure_host(const RokCalibOptions *o, RokCalibCancel *cancel
   }
   host->memcpy_bytes = bytes;
   host->memcpy = rok_calib_stat(rates, trials);
-  return TRUE;
+  return measure_checksum(o, cancel, src, MIN(bytes, CHECKSUM_BYTES), host, error);
 }

@@ -126,6 +126,7 @@ static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
    * than an eighth of memory starves everything else on the host. */
   hw->host.pinned_buffer = MAX(c->host.memory / 8 / ((guint64)1 << 20), 1) << 20;
   hw->host.memcpy_bandwidth = c->host.memcpy.median;
+  hw->host.checksum_bandwidth = c->host.checksum.median; /* 0 when not measured: not modelled */
   return positive(hw->pcie.h2d_bandwidth, "pcie.h2d_bandwidth", error) &&
          positive(hw->pcie.d2h_bandwidth, "pcie.d2h_bandwidth", error) &&
          positive((double)hw->host.memory, "host.memory", error) &&

@@ -28,6 +28,12 @@ static void append_device(GString *s, const RokCalibration *c) {
                      "largest GEMM; gpu.hbm_bandwidth: the "
                      "element-wise add kernel over large buffers (2 reads, 1 write); gpu.launch_overhead: a tiny "
                      "kernel, back to back; gpu.memory: the device's global memory. ");
+  if (d->ops->len > 0)
+    g_string_append(s, "gpu.op_rates: every op of small GPT (standard attention, dropout) and LLaMA (flash "
+                       "attention) layers of doubling width, forward and backward, run by the executor's op "
+                       "interpreter one at a time and waited for, as `rok execute` runs them; per op kind and "
+                       "direction, the work the trace counts for the op (FLOPs for GEMM-like kinds, bytes for the "
+                       "others) over its time less the launch overhead, ops of equal work averaged. ");
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
                          g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");
@@ -35,8 +41,10 @@ static void append_device(GString *s, const RokCalibration *c) {
 
 static void append_host(GString *s, const RokCalibration *c) {
   g_autofree char *size = rok_units_format_size(c->host.memcpy_bytes);
-  g_string_append_printf(s, "host.memcpy_bandwidth: one thread copying %s; host.memory: the RAM the kernel "
-                            "reports; host.pinned_buffer: an eighth of it (a choice, not a measurement). ",
+  g_string_append_printf(s, "host.memcpy_bandwidth: one thread copying %s; host.checksum_bandwidth: one thread "
+                            "computing the executor's integrity checksum (every copy that crosses PCIe is checked "
+                            "on the host); host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
+                            "of it (a choice, not a measurement). ",
                          size);
 }
 

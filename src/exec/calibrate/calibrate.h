@@ -3,7 +3,8 @@
  * What is measured, and how (REFERENCES.md, "Measurement practice"):
  *
  *   host     memcpy bandwidth (one thread, large buffers, median of trials);
- *            memory from sysconf                             calib-memcpy.c
+ *            the executor's host checksum rate; memory from sysconf
+ *                                                            calib-memcpy.c
  *   device   rok's own bf16 GEMM kernel over sizes (doubling squares until
  *            one launch takes long, and transformer-like shapes): the
  *            efficiency curve; the element-wise add kernel over large
@@ -81,6 +82,7 @@ typedef struct {
   guint64 memory;       /* bytes of RAM */
   guint64 memcpy_bytes; /* per copy */
   RokCalibStat memcpy;  /* bytes/s */
+  RokCalibStat checksum; /* bytes/s: the executor's host checksum, one thread */
 } RokCalibHost;
 
 typedef struct {

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# How close rok's predictions come on this machine: calibrate it, then run
+# `rok validate` on the bundled small model (every baseline and the planner
+# at several budgets, each schedule run for real) twice, and print the
+# error figures and how much the two runs differ.
+#
+#   tests/bench/bench-validate.sh [DIR] [--quick] [--repeat 5] [--budgets 3] [--runs 2]
+#                                 [--model validate-gpt] [--keep OUT]
+#
+# DIR is where the calibration and the offloaded tensors go (default: a
+# fresh folder under /var/tmp, removed afterwards). --quick calibrates in
+# seconds instead of minutes; --keep OUT keeps the profile, the tables and
+# every run's files (validation.json, the chart, each row's schedule and
+# report) in OUT. The load average is printed before and after: the
+# figures are only worth quoting from a machine nothing else is using.
+# Uses build/rok, or $ROK.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+rok=${ROK:-$here/../../build/rok}
+dir="" quick="" repeat=5 budgets=3 runs=2 model=validate-gpt keep=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=--quick; shift ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --budgets) budgets=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -*) echo "bench-validate.sh: unknown option $1" >&2; exit 2 ;;
+    *) dir=$1; shift ;;
+  esac
+done
+[ -x "$rok" ] || { echo "bench-validate.sh: $rok not built (ninja -C build)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "bench-validate.sh: needs python3 for the summary" >&2; exit 2; }
+
+cleanup_dir=""
+if [ -z "$dir" ]; then
+  dir=$(mktemp -d /var/tmp/rok-bench-validate.XXXXXX)
+  cleanup_dir=$dir
+fi
+work=${keep:-$(mktemp -d)}
+mkdir -p "$work"
+cleanup() { [ -n "$keep" ] || rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
+trap cleanup EXIT
+
+echo "== $(uname -n): $(nproc) processors; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+start=$(date +%s)
+echo "== rok calibrate $quick --dir $dir"
+"$rok" calibrate $quick --dir "$dir" -o "$work/hw.json" >"$work/calibrate.txt"
+grep -E "^Profile|GEMM|element-wise|launch|device ->|-> device" "$work/calibrate.txt" | head -8
+echo "   ($(( $(date +%s) - start )) s)"
+
+for run in $(seq 1 "$runs"); do
+  start=$(date +%s)
+  echo
+  echo "== run $run: rok validate $model --hw hw.json --dir $dir --repeat $repeat --budgets $budgets"
+  "$rok" validate "$model" --hw "$work/hw.json" --dir "$dir" --repeat "$repeat" --budgets "$budgets" \
+    -o "$work/run$run" | tee "$work/run$run.txt"
+  echo "   ($(( $(date +%s) - start )) s; load average now $(cut -d' ' -f1-3 /proc/loadavg))"
+done
+
+echo
+python3 - "$work" "$runs" <<'EOF'
+import json, sys
+work, runs = sys.argv[1], int(sys.argv[2])
+docs = [json.load(open(f"{work}/run{i}/validation.json")) for i in range(1, runs + 1)]
+print("== summary")
+for i, d in enumerate(docs, 1):
+    print(f"run {i}: step time error median {100 * d['median_step_time_error']:.1f}%, "
+          f"worst {100 * d['max_step_time_error']:.1f}%; peak memory error worst {100 * d['max_peak_error']:.2f}%; "
+          f"noise (spread of a row's steps) median {100 * d['median_noise']:.1f}%, largest "
+          f"{100 * d['max_noise']:.1f}%; load average {d['load_average']['before'][0]:.2f} -> "
+          f"{d['load_average']['after'][0]:.2f} on {d['cpus']} processors")
+if runs > 1:
+    a, b = docs[0]["rows"], docs[1]["rows"]
+    same = all(x["predicted_step_time_s"] == y["predicted_step_time_s"] and
+               x["predicted_peak_bytes"] == y["predicted_peak_bytes"] for x, y in zip(a, b))
+    diffs = [abs(y["measured_step_time_s"] - x["measured_step_time_s"]) / x["measured_step_time_s"]
+             for x, y in zip(a, b)]
+    diffs.sort()
+    n = len(diffs)
+    median = diffs[n // 2] if n % 2 else (diffs[n // 2 - 1] + diffs[n // 2]) / 2
+    print(f"runs 1 and 2: predictions {'identical' if same else 'DIFFER'}; measured step times differ by "
+          f"{100 * median:.1f}% (median over rows), {100 * diffs[-1]:.1f}% at most")
+EOF

@@ -10,6 +10,9 @@
 #define PAIR_LIMIT 24
 /* Shakes in a row without gain before the iterated search stops. */
 #define ILS_PATIENCE 100
+/* Block search: at most this many tensors, this many combinations. */
+#define BLOCK_LIMIT_TENSORS 5
+#define BLOCK_LIMIT 256
 
 typedef struct {
   RokPlanner *p;
@@ -186,6 +189,54 @@ static gboolean ruin_where(Polish *s, gint key, gint value) {
   return ids->len > 1 && ruin(s, (const guint *)ids->data, ids->len);
 }
 
+/* Every decision vector of the tensors `ids` (the rest of the plan as it
+ * is); the best is kept. */
+static gboolean block_search(Polish *s, const guint *ids, guint n) {
+  RokPlanner *p = s->p;
+  guint64 combos = 1;
+  for (guint i = 0; i < n; i++)
+    combos *= (guint64)__builtin_popcount(p->allowed[ids[i]]);
+  if (n < 2 || combos > BLOCK_LIMIT)
+    return FALSE;
+  gboolean improved = FALSE;
+  guint8 digits[BLOCK_LIMIT_TENSORS] = {0};
+  for (guint64 k = 0; k < combos && !spent(s); k++) {
+    memcpy(s->trial, s->cur, p->n_tensors);
+    for (guint i = 0; i < n; i++)
+      s->trial[ids[i]] = digits[i];
+    improved |= try_trial(s);
+    for (guint i = 0; i < n; i++) { /* the next vector, mixed radix */
+      while (++digits[i] < ROK_DECISION_COUNT && !(p->allowed[ids[i]] & (1u << digits[i])))
+        ;
+      if (digits[i] < ROK_DECISION_COUNT)
+        break;
+      digits[i] = 0;
+    }
+  }
+  return improved;
+}
+
+/* Block coordinate search: each layer's tensors (and those outside the
+ * layers) decided together, every combination, the others held. */
+static gboolean block_pass(Polish *s) {
+  gboolean improved = FALSE;
+  for (gint layer = -1; layer < (gint)s->p->trace->layers && !spent(s); layer++) {
+    guint ids[BLOCK_LIMIT_TENSORS], n = 0;
+    gboolean fits = TRUE;
+    for (guint m = 0; m < s->p->members->len; m++) {
+      guint t = g_array_index(s->p->members, guint, m);
+      if (rok_trace_tensor(s->p->trace, t)->layer != layer)
+        continue;
+      fits &= n < BLOCK_LIMIT_TENSORS;
+      if (fits)
+        ids[n++] = t;
+    }
+    if (fits)
+      improved |= block_search(s, ids, n);
+  }
+  return improved;
+}
+
 static gboolean ruin_pass(Polish *s) {
   gboolean improved = FALSE;
   for (guint m = 0; m < s->p->members->len; m++)
@@ -293,7 +344,7 @@ void plan_polish(RokPlanner *p, guint8 *decisions, PlanEval *eval, guint64 budge
   while (fine && tensor_pass(&s) && !spent(&s))
     ;
   gboolean small = p->members->len <= PAIR_LIMIT;
-  while (small && (pair_pass(&s) | ruin_pass(&s)) && !spent(&s))
+  while (small && (pair_pass(&s) | ruin_pass(&s) | block_pass(&s)) && !spent(&s))
     while (tensor_pass(&s) && !spent(&s))
       ;
   iterated_search(&s, order);

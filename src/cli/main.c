@@ -12,12 +12,15 @@
 int rok_cmd_trace(int argc, char **argv);
 int rok_cmd_simulate(int argc, char **argv);
 int rok_cmd_plan(int argc, char **argv);
+int rok_cmd_calibrate(int argc, char **argv);
 
 static const RokCommand commands[] = {
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
     {"plan", "MODEL --hw HW [--budget B] [-o DIR]", "Recommend a plan within a memory budget, with the ROK curve",
      rok_cmd_plan},
+    {"calibrate", "--dir DIR [--dir DIR2] [-o hw.json]", "Measure this machine into a hardware profile",
+     rok_cmd_calibrate},
     {NULL, NULL, NULL, NULL},
 };
 

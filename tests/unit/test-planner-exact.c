@@ -15,6 +15,19 @@
 #include "rok/plan.h"
 
 #define MB 1000000ull
+
+/* Random cases in the family; fewer under the sanitizers, which slow the
+ * 16,384 runs of each exhaustive search tenfold. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CASES 12
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CASES 12
+#endif
+#endif
+#ifndef CASES
+#define CASES 36
+#endif
 #define FIXED (64 * MB)
 /* Keep, offload (either way) and recompute in one plan. */
 #define ALL_THREE ((1u << ROK_DECISION_KEEP) | (1u << ROK_DECISION_OFFLOAD_NVME) | (1u << ROK_DECISION_RECOMPUTE))
@@ -185,7 +198,7 @@ static void test_random_family(void) {
   g_autoptr(GRand) rng = g_rand_new_with_seed(g_getenv("ROK_TEST_SEED") ? atoi(g_getenv("ROK_TEST_SEED")) : 20250101);
   guint cases = 0, exact = 0, mixed = 0;
   double worst = 0;
-  for (guint k = 0; k < 36; k++) {
+  for (guint k = 0; k < CASES; k++) {
     Shape s = random_shape(rng);
     g_autoptr(RokTrace) trace = make_trace(&s);
     double pcie = g_rand_double_range(rng, 0.5e9, 20e9), nvme = g_rand_double_range(rng, 0.2e9, 10e9);
@@ -209,8 +222,8 @@ static void test_random_family(void) {
   if (g_test_verbose())
     g_printerr("%u cases, %u exactly optimal, %u mixing all three decisions, worst %+.3f%%\n", cases, exact, mixed,
                (worst - 1) * 100);
-  g_assert_cmpuint(cases, >=, 24);
-  g_assert_cmpuint(mixed, >=, 3); /* the family is not all easy */
+  g_assert_cmpuint(cases, >=, CASES * 2 / 3);
+  g_assert_cmpuint(mixed, >=, CASES / 12); /* the family is not all easy */
   g_assert_cmpuint(exact * 4, >=, cases * 3);
 }
 

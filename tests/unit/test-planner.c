@@ -256,7 +256,7 @@ static void test_curve(void) {
 
 /* A small real model: the same plan every time. */
 static void test_real_model_deterministic(void) {
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", "bert-large.json", NULL);
+  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", "gpt3-1.3b.json", NULL);
   g_autofree char *hw_path =
       g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", "a100-80g-sxm-4x980pro.json", NULL);
   g_autoptr(GError) error = NULL;
@@ -265,10 +265,13 @@ static void test_real_model_deterministic(void) {
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
   g_autoptr(RokHw) hw = rok_hw_load(hw_path, &error);
   g_assert_no_error(error);
-  guint64 budget = 10ull << 30;
+  guint64 budget = 12ull << 30;
   RokSimPlan *plans[2] = {NULL, NULL};
+  RokPlannerOptions o;
+  rok_planner_options_init(&o);
+  o.polish_runs = 60;
   for (guint i = 0; i < 2; i++) {
-    g_autoptr(RokPlanner) planner = new_planner(trace, hw);
+    g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &o, &error);
     g_autoptr(RokSimResult) r = check_plan(planner, budget);
     plans[i] = rok_planner_plan(planner, budget, NULL, &error);
     g_assert_no_error(error);

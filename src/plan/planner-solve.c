@@ -1,10 +1,8 @@
-/* The plan for one budget: gather candidates, refine the best, and let the
+/* The plan for one budget: gather candidates (baselines, least-memory
+ * plan, descent and ascent steps), refine the three best, and let the
  * simulator at its default detail pick the winner among the finalists and
  * every baseline. */
 #include "plan/planner-private.h"
-
-#include "rok/error.h"
-#include "rok/units.h"
 
 #define FINALISTS 3
 

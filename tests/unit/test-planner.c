@@ -299,6 +299,34 @@ static void test_classes(void) {
   g_assert_cmpuint(covered, ==, 20);
 }
 
+/* The sentence names what is done and compares with the best baseline. */
+static void test_summary(void) {
+  g_autoptr(RokTrace) trace = layered_trace(4);
+  RokHw hw = small_hw();
+  g_autoptr(RokPlanner) planner = new_planner(trace, &hw);
+  g_autoptr(RokSimResult) keep = keep_result(planner);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokSimResult) r = NULL;
+  guint64 budget = keep->peak_bytes - 40 * MB;
+  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, budget, &r, &error);
+  g_assert_no_error(error);
+  RokSimResult *bases[ROK_STRATEGY_BASELINE_COUNT] = {NULL};
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    g_autoptr(RokSimPlan) bp = rok_planner_baseline(planner, b, budget, &bases[b], NULL);
+  }
+  g_autofree char *text =
+      rok_plan_summary(trace, plan, r, ROK_STRATEGY_ROK, budget, (const RokSimResult *const *)bases);
+  g_assert_true(g_str_has_prefix(text, "Recommendation: "));
+  g_assert_nonnull(strstr(text, " per micro-batch: "));
+  g_assert_nonnull(strstr(text, "the fastest baseline that fits"));
+  g_autofree char *kept = rok_plan_summary(trace, plan, keep, ROK_STRATEGY_KEEP, keep->peak_bytes - 1,
+                                           (const RokSimResult *const *)(RokSimResult *[ROK_STRATEGY_BASELINE_COUNT]){NULL});
+  g_assert_nonnull(strstr(kept, "no baseline fits this budget"));
+  g_assert_true(g_str_has_prefix(kept, "Keep: "));
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
+    rok_sim_result_free(bases[b]);
+}
+
 static void test_strategy_names(void) {
   RokStrategy s;
   g_assert_true(rok_plan_strategy_from_name("rok", &s, NULL));
@@ -321,6 +349,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/curve", test_curve);
   g_test_add_func("/planner/real-model-deterministic", test_real_model_deterministic);
   g_test_add_func("/planner/classes", test_classes);
+  g_test_add_func("/planner/summary", test_summary);
   g_test_add_func("/planner/strategy-names", test_strategy_names);
   return g_test_run();
 }

@@ -154,7 +154,7 @@ static gboolean compare(const RokTrace *trace, const RokHw *hw, double fraction,
   g_assert_no_error(error);
   g_autoptr(RokSimResult) keep = NULL;
   g_autoptr(RokSimPlan) keep_plan = rok_planner_baseline(planner, ROK_STRATEGY_KEEP, G_MAXUINT64, &keep, &error);
-  g_assert_no_error(error);
+  g_assert_nonnull(keep_plan);
   guint64 least = rok_planner_min_budget(planner, NULL);
   guint64 budget = least + (guint64)(fraction * (double)(keep->peak_bytes - MIN(least, keep->peak_bytes)));
   out->budget = budget;

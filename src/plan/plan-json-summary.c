@@ -82,8 +82,7 @@ char *rok_plan_summary(const RokTrace *trace, const RokSimPlan *plan, const RokS
   g_autofree char *what = decisions_text(trace, plan), *than = comparison_text(result, budget, baselines);
   g_autofree char *step = rok_units_format_time(result->step_time_s);
   g_autofree char *peak = rok_units_format_size(result->peak_bytes), *within = rok_units_format_size(budget);
-  const char *who = strategy == ROK_STRATEGY_ROK ? "Recommendation" : rok_strategy_name(strategy);
-  char *text = g_strdup_printf("%s: %s: %s per step, peak %s within %s; %s.", who, what, step, peak, within, than);
-  text[0] = g_ascii_toupper(text[0]);
-  return text;
+  g_autofree char *who = strategy == ROK_STRATEGY_ROK ? g_strdup("Recommendation")
+                                                      : g_strdup_printf("Strategy %s", rok_strategy_name(strategy));
+  return g_strdup_printf("%s: %s: %s per step, peak %s within %s; %s.", who, what, step, peak, within, than);
 }

@@ -330,7 +330,7 @@ static void test_summary(void) {
   g_autofree char *kept = rok_plan_summary(trace, plan, keep, ROK_STRATEGY_KEEP, keep->peak_bytes - 1,
                                            (const RokSimResult *const *)(RokSimResult *[ROK_STRATEGY_BASELINE_COUNT]){NULL});
   g_assert_nonnull(strstr(kept, "no baseline fits this budget"));
-  g_assert_true(g_str_has_prefix(kept, "Keep: "));
+  g_assert_true(g_str_has_prefix(kept, "Strategy keep: keep every activation: "));
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
     rok_sim_result_free(bases[b]);
 }

@@ -327,7 +327,8 @@ static void test_summary(void) {
   g_assert_true(g_str_has_prefix(text, "Recommendation: "));
   g_assert_nonnull(strstr(text, " per micro-batch: "));
   g_assert_nonnull(strstr(text, "the fastest baseline that fits"));
-  g_autofree char *kept = rok_plan_summary(trace, plan, keep, ROK_STRATEGY_KEEP, keep->peak_bytes - 1,
+  g_autoptr(RokSimPlan) all_kept = rok_sim_plan_new(trace);
+  g_autofree char *kept = rok_plan_summary(trace, all_kept, keep, ROK_STRATEGY_KEEP, keep->peak_bytes - 1,
                                            (const RokSimResult *const *)(RokSimResult *[ROK_STRATEGY_BASELINE_COUNT]){NULL});
   g_assert_nonnull(strstr(kept, "no baseline fits this budget"));
   g_assert_true(g_str_has_prefix(kept, "Strategy keep: keep every activation: "));

@@ -219,8 +219,11 @@ void rok_curve_free(RokCurve *curve);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokCurve, rok_curve_free)
 
 /* [{budget_bytes, step_time_s, tokens_per_s, peak_bytes,
- * activation_peak_bytes, source}, ...] */
+ * activation_peak_bytes, decision_bytes {decision: bytes}, source}, ...] */
 json_object *rok_curve_to_json(const RokCurve *curve);
+/* The baselines' own points (curve->baselines), alike; source is the
+ * strategy, budget_bytes its peak. */
+json_object *rok_curve_baselines_to_json(const RokCurve *curve);
 /* CSV: a header, then one row per point (series "rok") and one per
  * baseline (series = its name); the save writes atomically. */
 char *rok_curve_to_csv(const RokCurve *curve);
@@ -268,8 +271,9 @@ json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokSimPlan *pl
 
 /* A plan as `rok plan` writes it: which strategy made it, for what model
  * and machine and budget, the decision of every saved tensor, and the
- * report around it (predicted figures, baselines, curve, SSD figures; kept
- * as JSON, written back unchanged). */
+ * report around it (summary, predicted figures, baselines at the budget,
+ * curve, the baselines' own points on the curve's chart, SSD figures, the
+ * per-layer table; kept as JSON, written back unchanged). */
 typedef struct {
   char *strategy;     /* "rok", "keep", ... */
   char *model_name, *hw_name;

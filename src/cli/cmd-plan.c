@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "cli/charts.h"
 #include "cli/cli.h"
 #include "rok/error.h"
 #include "rok/json.h"
@@ -186,6 +187,7 @@ static RokPlanFile *plan_file(const Outcome *out) {
   json_object_object_add(file->report, "predicted", rok_sim_result_to_json(out->result, out->trace));
   json_object_object_add(file->report, "baselines", baselines_json(out));
   json_object_object_add(file->report, "curve", rok_curve_to_json(out->curve));
+  json_object_object_add(file->report, "curve_baselines", rok_curve_baselines_to_json(out->curve));
   json_object_object_add(file->report, "ssd", rok_ssd_figures_to_json(&out->ssd));
   json_object_object_add(file->report, "layers", json_object_get(out->layers));
   return file;
@@ -443,7 +445,10 @@ int rok_cmd_plan(int argc, char **argv) {
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);
   file = plan_file(&out);
-  if (o.output != NULL && !write_files(&out, file, o.output, &error))
+  gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
+  if (o.output != NULL)
+    rok_cli_charts_release(); /* the charts are drawn; nothing else draws */
+  if (!written)
     return rok_cli_fail(self->name, error);
   if (common.json)
     return rok_cli_print_json(rok_plan_file_to_json(file, trace), &error) ? ROK_EXIT_OK

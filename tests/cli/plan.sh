@@ -8,10 +8,6 @@ rok="$1"
 source "$(dirname "$0")/lib.bash"
 here=$(dirname "$0")
 python=$(command -v python3 || true)
-# Under LeakSanitizer: fontconfig (loaded by cairo for the chart) keeps its
-# caches until the process ends.
-printf 'leak:libfontconfig\n' >"$tmp/lsan.supp"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
 [ -n "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
 
 # check_json FILE: the plan's promises, from its --json document.
@@ -111,6 +107,7 @@ head -c 8 "$tmp/out/rok-curve.png" | od -c | grep -q "P   N   G"
 grep -q "<svg" "$tmp/out/rok-curve.svg"
 [ "$(grep -c '^rok,' "$tmp/out/rok-curve.csv")" -eq 3 ]
 grep -q '^keep,' "$tmp/out/rok-curve.csv"
+grep -q '"curve_baselines": \[' "$tmp/out/plan.json"
 
 # --strategy writes that baseline's plan and schedule instead.
 "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --strategy tba --points 2 -o "$tmp/tba" --json > "$tmp/tba.json"

@@ -248,7 +248,7 @@ typedef struct {
   double path_write_bandwidth;    /* the least of the array and PCIe d2h */
   double write_amplification;     /* assumed (1.0: large sequential writes) */
   double endurance_bytes;         /* devices · endurance_pbw · 1e15 */
-  double lifetime_years;          /* INFINITY when nothing is written */
+  double lifetime_years;          /* INFINITY when nothing is written; NaN when the endurance is unknown */
   guint64 capacity_bytes;         /* devices · capacity */
 } RokSsdFigures;
 
@@ -258,7 +258,8 @@ void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *p
                      double write_amplification, RokSsdFigures *out);
 /* write_bytes_per_step, write_bytes_per_day, required_write_bandwidth,
  * average_write_bandwidth, array_write_bandwidth, path_write_bandwidth,
- * lifetime_years (null when nothing is written), assumptions. */
+ * lifetime_years (null when nothing is written or the drives' endurance is
+ * unknown, as in a calibrated profile), endurance_known, assumptions. */
 json_object *rok_ssd_figures_to_json(const RokSsdFigures *ssd);
 
 /* ---- Plan files: rok-plan/1 ---- */

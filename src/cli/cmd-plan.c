@@ -364,7 +364,10 @@ static void print_ssd(const Outcome *out) {
     return;
   }
   g_autofree char *cap = rok_units_format_size(hw->nvme.capacity);
-  printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, %g PBW each):", hw->nvme.devices, cap, hw->nvme.endurance_pbw);
+  if (hw->nvme.endurance_pbw > 0)
+    printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, %g PBW each):", hw->nvme.devices, cap, hw->nvme.endurance_pbw);
+  else
+    printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, endurance not rated in the profile):", hw->nvme.devices, cap);
   if (s->write_bytes_per_step == 0) {
     printf(" this plan writes nothing to them.\n");
     return;
@@ -380,6 +383,10 @@ static void print_ssd(const Outcome *out) {
   printf("  Write bandwidth needed: %s (SSDTrain: offloaded bytes per micro-batch / (1.5 x forward %s));\n"
          "  simulated average %s; the array writes %s (%s through PCIe).\n",
          need, fwd, avg, array, path);
+  if (isnan(s->lifetime_years)) {
+    printf("  Lifetime: unknown (add nvme.endurance_pbw, the drives' rated petabytes written, to the profile).\n");
+    return;
+  }
   printf("  Lifetime: %.1f years at write amplification %.1f (SSDTrain: large sequential writes keep it near 1;\n"
          "  its setups lasted more than 2 years).\n",
          s->lifetime_years, s->write_amplification);

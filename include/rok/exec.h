@@ -122,6 +122,19 @@ typedef struct {
   double stall_s_by_cause[ROK_STALL_COUNT];
 } RokExecFigures;
 
+/* One action of the median step, measured and predicted (seconds from the
+ * step's start). */
+typedef struct {
+  guint action;
+  RokActionKind kind;
+  RokSimStream stream;
+  guint micro_batch;
+  char *name; /* the op or the tensor */
+  guint64 bytes;
+  double start_s, end_s;
+  double predicted_start_s, predicted_end_s;
+} RokExecSpan;
+
 typedef struct {
   char *strategy, *model;
   char *device, *device_type, *platform;
@@ -146,6 +159,7 @@ typedef struct {
   guint64 gradient_checksum;
   double loss;                    /* mean over the micro-batches; NaN without cross-entropy */
   GPtrArray *notes;               /* char *: what was emulated or given up, and why */
+  GArray *timeline;               /* RokExecSpan of the median step, in schedule order */
 } RokExecReport;
 
 void rok_exec_report_free(RokExecReport *report);
@@ -176,5 +190,11 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
  * bytes per second. */
 json_object *rok_exec_report_to_json(const RokExecReport *report);
 gboolean rok_exec_report_save(const RokExecReport *report, const char *path, GError **error);
+
+/* The median step as Chrome/Perfetto trace-event JSON: two processes, the
+ * measured run and the schedule's prediction, one track per stream each,
+ * so that the two line up in one view. */
+json_object *rok_exec_report_timeline_to_json(const RokExecReport *report);
+gboolean rok_exec_report_timeline_save(const RokExecReport *report, const char *path, GError **error);
 
 G_END_DECLS

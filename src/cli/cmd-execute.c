@@ -15,7 +15,7 @@
 
 typedef struct {
   char **dirs;
-  char *output, *io, *slot;
+  char *output, *io, *slot, *timeline;
   gint device, repeat;
   gint64 seed;
   gboolean list, json;
@@ -26,6 +26,7 @@ static void options_clear(Options *o) {
   g_free(o->output);
   g_free(o->io);
   g_free(o->slot);
+  g_free(o->timeline);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -175,7 +176,8 @@ static RokExecReport *execute(const Options *o, const char *path, RokExecCancel 
     return NULL;
   eo.cancel = cancel;
   RokExecReport *report = rok_exec_run(schedule, &eo, error);
-  if (report != NULL && o->output != NULL && !rok_exec_report_save(report, o->output, error))
+  if (report != NULL && ((o->output != NULL && !rok_exec_report_save(report, o->output, error)) ||
+                         (o->timeline != NULL && !rok_exec_report_timeline_save(report, o->timeline, error))))
     g_clear_pointer(&report, rok_exec_report_free);
   return report;
 }
@@ -204,6 +206,8 @@ int rok_cmd_execute(int argc, char **argv) {
       {"repeat", 'r', 0, G_OPTION_ARG_INT, &o.repeat, "Measured steps after one warm-up (default 3)", "N"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output, "Write the rok-report/1 JSON to FILE", "FILE"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &o.json, "Print the report as JSON instead of the table", NULL},
+      {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
+       "Write the median step, measured beside predicted, as a Chrome/Perfetto timeline to FILE", "FILE"},
       {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o.list, "List the OpenCL devices and exit", NULL},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &o.seed, "Seed of parameters, data and dropout (default 1234)", "N"},
       {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},

@@ -57,6 +57,7 @@ typedef struct {
   guint dependents, n_dependents; /* into ids */
   gboolean ends_mb;     /* the last compute action of its micro-batch */
   gboolean seed_only;   /* a recompute of dropout masks alone, from the seed */
+  guint ticket;         /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
 } RunAction;
 
 typedef struct {
@@ -71,9 +72,12 @@ typedef struct {
   GArray *order[ROK_SIM_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
   guint n_frees;
   /* Sizes, bytes rounded up to whole slots. */
-  guint64 staged_total, staged_largest; /* copies to the SSDs */
+  guint64 stored_total;                 /* copies written to the SSDs */
+  guint64 staged_largest;               /* the largest copy held in staging */
   guint64 host_total;                   /* copies kept in host memory */
   guint64 disk_peak;                    /* on the SSDs at once, in schedule order */
+  guint64 staging_peak;                 /* held in staging at once, on the predicted timeline */
+  guint n_tickets;
   guint64 largest_tensor;
   guint gpudirect_legs;
   gboolean has_loss;
@@ -111,7 +115,7 @@ enum { RUN_WAITING, RUN_ISSUED, RUN_DONE };
 typedef struct {
   RokStaging *pool;       /* the pool its chunks' slots come from */
   gint refs;              /* legs that still read the staged chunks (atomic) */
-  gboolean staged;        /* its chunks hold slots */
+  guint reserved;         /* staging slots it holds a reservation for */
   RokStoreTensor *stored; /* on the SSDs */
   guint64 device_sum;     /* from the device, after the producer ran */
   guint64 host_sum;       /* of the staged copy on its way out */
@@ -146,6 +150,12 @@ struct _Runner {
   /* Copies. */
   RunCopyState *copies;
   int *slots;            /* per chunk: its slot, or -1 */
+  /* Reservations of staging slots, granted in ticket order (see
+   * runner-staging.c). */
+  GMutex gate_lock;
+  GCond gate_cond;
+  guint gate_next;
+  guint64 gate_reserved, gate_limit;
   guint64 *chunk_sums;   /* per chunk: its share of the checksum on the way out */
 
   /* The step. */
@@ -242,11 +252,23 @@ gboolean run_slot_acquire(Runner *r, RokStaging *pool, RunRecord *rec, int *slot
 gboolean run_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error);
 /* One chunk checked, then its slot -> device, blocking, on the h2d queue. */
 gboolean run_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunSum *sum, GError **error);
+/* A staged SSD read's slots (reserved in its turn). */
+gboolean run_read_slots(Runner *r, guint id, guint copy, GError **error);
 /* One leg fewer needs the staged chunks; the last gives the slots back. */
 void run_copy_unref(Runner *r, guint copy);
 void run_copy_release_chunk(Runner *r, guint copy, guint chunk);
 /* What a step left of the copies: slots, stored tensors (store drained). */
 void run_copies_clear(Runner *r);
+
+/* runner-staging.c: reservations of staging slots. */
+/* Wait for the leg's turn and room for `slots`; the wait is a staging
+ * wait in rec. Fails once the run has failed. */
+gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GError **error);
+void run_gate_release(Runner *r, guint copy);
+/* A new step: tickets from the first. */
+void run_gate_reset(Runner *r);
+/* Wake every waiter (the run failed). */
+void run_gate_wake(Runner *r);
 
 /* runner-storage.c: the nvme-write and nvme-read legs. */
 gboolean run_nvme_write_leg(Runner *r, guint id, GError **error);

@@ -395,12 +395,13 @@ static void measure_sizes(RunProgram *p) {
   for (guint i = 0; i < p->copies->len; i++) {
     const RunCopy *c = run_copy(p, i);
     guint64 rounded = c->n_chunks * p->slot_bytes;
+    gboolean holds = c->d2h != RUN_NONE || (c->nvme_read != RUN_NONE && !c->gd_read);
     if (c->host)
       p->host_total += rounded;
-    else {
-      p->staged_total += rounded;
+    else if (holds)
       p->staged_largest = MAX(p->staged_largest, rounded);
-    }
+    if (c->nvme_write != RUN_NONE)
+      p->stored_total += rounded;
   }
   for (guint t = 0; t < p->n_tensors; t++)
     p->largest_tensor = MAX(p->largest_tensor, rok_trace_tensor(p->trace, t)->bytes);
@@ -417,25 +418,91 @@ static gboolean depends(const RunProgram *p, guint id, guint on) {
 }
 
 /* What the data path relies on: a copy's legs wait for what made their
- * bytes (the producer, for its checksum too; the leg before). */
+ * bytes (the producer, for its checksum too; the leg before; a read back
+ * from the staged copy, for its d2h copy or, once written, the write). */
 static gboolean check_leg_deps(const RunProgram *p, GError **error) {
   for (guint i = 0; i < p->copies->len; i++) {
     const RunCopy *c = run_copy(p, i);
     guint out = c->d2h != RUN_NONE ? c->d2h : c->nvme_write;
     guint back = c->nvme_read != RUN_NONE ? c->nvme_read : c->h2d;
     struct {
-      guint id, on;
+      guint id, on, or;
       const char *what;
-    } need[] = {{out, c->producer, "the forward that makes it"},
-                {c->d2h != RUN_NONE ? c->nvme_write : RUN_NONE, c->d2h, "its d2h copy"},
-                {back, c->nvme_read != RUN_NONE ? c->nvme_write : c->d2h, "the copy it reads"},
-                {c->nvme_read != RUN_NONE ? c->h2d : RUN_NONE, c->nvme_read, "its SSD read"}};
+    } need[] = {{out, c->producer, RUN_NONE, "the forward that makes it"},
+                {c->d2h != RUN_NONE ? c->nvme_write : RUN_NONE, c->d2h, RUN_NONE, "its d2h copy"},
+                {back, c->nvme_read != RUN_NONE ? c->nvme_write : c->d2h, c->nvme_write, "the copy it reads"},
+                {c->nvme_read != RUN_NONE ? c->h2d : RUN_NONE, c->nvme_read, RUN_NONE, "its SSD read"}};
     for (guint k = 0; k < G_N_ELEMENTS(need); k++)
-      if (need[k].id != RUN_NONE && !depends(p, need[k].id, need[k].on))
+      if (need[k].id != RUN_NONE && !depends(p, need[k].id, need[k].on) &&
+          (need[k].or == RUN_NONE || !depends(p, need[k].id, need[k].or)))
         return fail(error, p, need[k].id, "tensor '%s': it does not wait for %s (action %u)",
                     tensor_name(p, c->tensor), need[k].what, need[k].on);
   }
   return TRUE;
+}
+
+/* Legs that hold staging slots get a turn, in schedule order: the d2h copy
+ * of a tensor bound for the SSDs (held until its write and any read back
+ * from staging are done) and a staged SSD read (held until its h2d). */
+static void number_tickets(RunProgram *p) {
+  for (guint id = 0; id < p->n_actions; id++) {
+    p->actions[id].ticket = RUN_NONE;
+    guint c = p->actions[id].copy;
+    if (c == RUN_NONE || run_copy(p, c)->host)
+      continue;
+    const RunCopy *copy = run_copy(p, c);
+    if (id == copy->d2h || (id == copy->nvme_read && !copy->gd_read))
+      p->actions[id].ticket = p->n_tickets++;
+  }
+}
+
+typedef struct {
+  gint64 time;
+  gint64 slots; /* > 0 taken, < 0 given back */
+} Hold;
+
+static gint hold_compare(gconstpointer a, gconstpointer b) {
+  const Hold *x = a, *y = b;
+  if (x->time != y->time)
+    return x->time < y->time ? -1 : 1;
+  return (y->slots > 0) - (x->slots > 0); /* taking first: the peak errs high */
+}
+
+static void add_hold(GArray *holds, const RunProgram *p, guint from, guint64 until_ns, guint n) {
+  Hold take = {run_action(p, from)->start_ns, n}, give = {(gint64)until_ns, -(gint64)n};
+  g_array_append_val(holds, take);
+  g_array_append_val(holds, give);
+}
+
+static gint64 end_of(const RunProgram *p, guint id) {
+  return id == RUN_NONE ? 0 : run_action(p, id)->end_ns;
+}
+
+/* The most slots the simulator's timeline holds in staging at once (its
+ * bytes within the profile's pinned buffer, here in whole slots): the size
+ * of the reservations the run may hold. */
+static void staging_peak(RunProgram *p) {
+  g_autoptr(GArray) holds = g_array_new(FALSE, FALSE, sizeof(Hold));
+  for (guint i = 0; i < p->copies->len; i++) {
+    const RunCopy *c = run_copy(p, i);
+    if (c->host)
+      continue;
+    if (c->d2h != RUN_NONE) {
+      gint64 until = MAX(end_of(p, c->d2h), end_of(p, c->nvme_write));
+      if (c->nvme_read == RUN_NONE)
+        until = MAX(until, end_of(p, c->h2d));
+      add_hold(holds, p, c->d2h, until, c->n_chunks);
+    }
+    if (c->nvme_read != RUN_NONE && !c->gd_read)
+      add_hold(holds, p, c->nvme_read, end_of(p, c->h2d), c->n_chunks);
+  }
+  g_array_sort(holds, hold_compare);
+  gint64 held = 0, peak = 0;
+  for (guint i = 0; i < holds->len; i++) {
+    held += g_array_index(holds, Hold, i).slots;
+    peak = MAX(peak, held);
+  }
+  p->staging_peak = (guint64)peak * p->slot_bytes;
 }
 
 static void build_clear(Build *b) {
@@ -475,6 +542,8 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
   mark_late(p);
   mark_ends(p);
   measure_sizes(p);
+  number_tickets(p);
+  staging_peak(p);
   return TRUE;
 }
 

@@ -47,16 +47,16 @@ static RokDtype activation_dtype(const RokTrace *trace) {
   return ROK_DTYPE_FP32;
 }
 
-/* Pool sizes: copies to the SSDs go through a staging pool of the profile's
- * pinned buffer (at least the largest such tensor, as the simulator lets a
- * tensor larger than the buffer through an empty one; at most what the
- * schedule stages in all); copies to host memory keep their chunks, so
- * their pool holds them all. */
-static void pool_sizes(const Runner *r, guint64 *staging, guint64 *host) {
+/* Pool sizes. Copies to the SSDs hold staging slots as the simulator's
+ * timeline holds its pinned buffer (reservations up to its peak, at least
+ * the largest copy: the simulator lets a tensor larger than the buffer
+ * through an empty one), plus room for gpudirect legs' passing chunks.
+ * Copies to host memory keep their chunks, so their pool holds them all. */
+static void pool_sizes(const Runner *r, guint64 *staging, guint64 *limit, guint64 *host) {
   const RunProgram *p = &r->prog;
-  guint64 slot = p->slot_bytes;
-  guint64 pinned = (r->schedule->hw->host.pinned_buffer + slot - 1) / slot * slot;
-  *staging = p->staged_total == 0 ? 0 : MAX(p->staged_largest, MIN(p->staged_total, MAX(pinned, slot)));
+  guint64 depth = CLAMP(r->schedule->hw->nvme.queue_depth, 1, 64);
+  *limit = MAX(p->staging_peak, p->staged_largest);
+  *staging = *limit + (p->gpudirect_legs > 0 ? depth * p->slot_bytes : 0);
   *host = p->host_total;
 }
 
@@ -119,6 +119,10 @@ static gboolean open_compute(Runner *r, GError **error) {
   r->report->device = g_strdup(info->name);
   r->report->device_type = g_strdup(info->type);
   r->report->platform = g_strdup(info->platform);
+  if (g_str_equal(info->type, "cpu"))
+    note(r, g_strdup_printf("%s is a CPU device: its memory is host memory and a copy is a memcpy on the threads "
+                            "that run kernels (no copy engine), so copies wait for kernels and slow them down",
+                            info->name));
   RokDtype act = activation_dtype(r->trace);
   if (!check_estimate(r, act, error))
     return FALSE;
@@ -158,8 +162,9 @@ static void pin_pool(Runner *r, RokStaging *pool, guint index) {
 }
 
 static gboolean make_pools(Runner *r, GError **error) {
-  guint64 staging = 0, host = 0;
-  pool_sizes(r, &staging, &host);
+  guint64 staging = 0, host = 0, limit = 0;
+  pool_sizes(r, &staging, &limit, &host);
+  r->gate_limit = limit / r->prog.slot_bytes;
   if (!check_host(r, staging, host, error))
     return FALSE;
   if (staging > 0 && (r->staging = rok_staging_new(r->prog.slot_bytes, staging, error)) == NULL)
@@ -196,10 +201,13 @@ static gboolean backend_kind(const char *name, RokIoBackendKind *kind, GError **
 }
 
 static gboolean open_store(Runner *r, GError **error) {
-  if (r->staging == NULL)
+  if (r->prog.stored_total == 0) {
+    if (r->options.dirs != NULL && r->options.dirs[0] != NULL)
+      note(r, g_strdup("the schedule writes nothing to the SSDs: the directories were not used"));
     return TRUE;
+  }
   if (r->options.dirs == NULL || r->options.dirs[0] == NULL) {
-    g_autofree char *size = rok_units_format_size(r->prog.staged_total);
+    g_autofree char *size = rok_units_format_size(r->prog.stored_total);
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
                 "the schedule writes tensors to the SSDs (%s): give a directory on each disk to use (--dir DIR)",
                 size);

@@ -173,12 +173,9 @@ gboolean run_nvme_read_leg(Runner *r, guint id, GError **error) {
   gboolean ok = TRUE;
   if (c->gd_read)
     ok = read_direct(r, id, copy, buffer, &io, error);
-  else
-    for (guint i = 0; ok && i < c->n_chunks; i++) {
-      ok = run_slot_acquire(r, st->pool, &r->rec[id], &r->slots[c->chunk_base + i], error);
-      if (ok)
-        submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
-    }
+  else if ((ok = run_read_slots(r, id, copy, error)))
+    for (guint i = 0; i < c->n_chunks; i++)
+      submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
   ok = leg_finish(&io, ok ? error : NULL) && ok;
   if (!ok)
     return FALSE;

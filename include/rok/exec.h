@@ -148,18 +148,18 @@ typedef struct {
   RokExecFigures predicted;
   GArray *step_times_s; /* double, the measured steps in order */
   double step_time_min_s, step_time_max_s, warmup_time_s;
-  double dispatch_s;   /* compute waits that no transfer or free explains: the runner's own overhead */
-  guint64 fixed_device_bytes;     /* allocated when the step started: parameters, gradients */
-  guint64 predicted_fixed_bytes;  /* the schedule's: weights, gradients, optimizer states */
+  double dispatch_s;             /* compute waits that no transfer or free explains: the runner's own overhead */
+  guint64 fixed_device_bytes;    /* allocated when the step started: parameters, gradients */
+  guint64 predicted_fixed_bytes; /* the schedule's: weights, gradients, optimizer states */
   guint64 staging_bytes, host_pool_bytes, slot_bytes;
-  guint64 staging_waits;          /* slot acquisitions that waited, in the median step */
+  guint64 staging_waits; /* slot acquisitions that waited, in the median step */
   double staging_wait_s;
-  guint64 integrity_failures;     /* 0: a failure stops the run */
-  guint64 tensors_verified;       /* copies checked on their way back, per step */
+  guint64 integrity_failures; /* 0: a failure stops the run */
+  guint64 tensors_verified;   /* copies checked on their way back, per step */
   guint64 gradient_checksum;
-  double loss;                    /* mean over the micro-batches; NaN without cross-entropy */
-  GPtrArray *notes;               /* char *: what was emulated or given up, and why */
-  GArray *timeline;               /* RokExecSpan of the median step, in schedule order */
+  double loss;      /* mean over the micro-batches; NaN without cross-entropy */
+  GPtrArray *notes; /* char *: what was emulated or given up, and why */
+  GArray *timeline; /* RokExecSpan of the median step, in schedule order */
 } RokExecReport;
 
 void rok_exec_report_free(RokExecReport *report);

@@ -55,9 +55,10 @@ json_object *rok_exec_report_timeline_to_json(const RokExecReport *r) {
     json_object_array_add(events, meta("process_name", p + 1, 0, "name", json_object_new_string(title)));
     json_object_array_add(events, meta("process_sort_index", p + 1, 0, "sort_index", json_object_new_int(p)));
     for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
-      json_object_array_add(events,
-                            meta("thread_name", p + 1, (int)s + 1, "name", json_object_new_string(rok_sim_stream_name(s))));
-      json_object_array_add(events, meta("thread_sort_index", p + 1, (int)s + 1, "sort_index", json_object_new_int((int)s)));
+      int tid = (int)s + 1;
+      json_object *name = json_object_new_string(rok_sim_stream_name(s));
+      json_object_array_add(events, meta("thread_name", p + 1, tid, "name", name));
+      json_object_array_add(events, meta("thread_sort_index", p + 1, tid, "sort_index", json_object_new_int((int)s)));
     }
   }
   for (guint i = 0; i < r->timeline->len; i++) {

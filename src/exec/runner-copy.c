@@ -61,8 +61,8 @@ static gboolean chunk_copy(Runner *r, RokClBuffer *buffer, guint copy, guint chu
   guint64 offset = (guint64)chunk * r->prog.slot_bytes;
   guint8 *data = run_chunk_data(r, copy, chunk);
   if (out)
-    return rok_cl_buffer_read(buffer, ROK_CL_QUEUE_D2H, offset, chunk_len(r, c, chunk), data, blocking, 0, NULL,
-                              event, error);
+    return rok_cl_buffer_read(buffer, ROK_CL_QUEUE_D2H, offset, chunk_len(r, c, chunk), data, blocking, 0, NULL, event,
+                              error);
   return rok_cl_buffer_write(buffer, ROK_CL_QUEUE_H2D, offset, chunk_len(r, c, chunk), data, blocking, 0, NULL, event,
                              error);
 }
@@ -163,8 +163,8 @@ gboolean run_h2d_leg(Runner *r, guint id, GError **error) {
       return FALSE;
   if (!run_integrity_in_done(r, copy, &sum, error))
     return FALSE;
-  RokClBuffer *buffer = c->nvme_read != RUN_NONE ? run_buffer_get(r, c->mb, c->tensor)
-                                                 : run_buffer_alloc(r, c->mb, c->tensor, error);
+  RokClBuffer *buffer =
+      c->nvme_read != RUN_NONE ? run_buffer_get(r, c->mb, c->tensor) : run_buffer_alloc(r, c->mb, c->tensor, error);
   if (buffer == NULL || !copy_all(r, buffer, copy, FALSE, error))
     return FALSE;
   r->rec[id].moved = c->bytes;

@@ -21,8 +21,8 @@ static void note(Runner *r, char *text) {
 static gboolean too_big(GError **error, RokErrorCode code, const char *what, guint64 need, const char *detail,
                         const char *where, guint64 have) {
   g_autofree char *n = rok_units_format_size(need), *h = rok_units_format_size(have);
-  g_set_error(error, ROK_ERROR, code, "the schedule is too big to run here: it needs %s of %s (%s); %s has %s", n,
-              what, detail, where, h);
+  g_set_error(error, ROK_ERROR, code, "the schedule is too big to run here: it needs %s of %s (%s); %s has %s", n, what,
+              detail, where, h);
   return FALSE;
 }
 
@@ -71,8 +71,8 @@ static gboolean check_device(Runner *r, GError **error) {
   const RokClDeviceInfo *info = rok_cl_device_info(r->device);
   if (r->prog.largest_tensor > info->max_alloc) {
     g_autofree char *where = g_strdup_printf("%s (CL_DEVICE_MAX_MEM_ALLOC_SIZE)", info->name);
-    return too_big(error, ROK_ERROR_DEVICE, "device memory in one buffer", r->prog.largest_tensor,
-                   "its largest tensor", where, info->max_alloc);
+    return too_big(error, ROK_ERROR_DEVICE, "device memory in one buffer", r->prog.largest_tensor, "its largest tensor",
+                   where, info->max_alloc);
   }
   guint64 fixed = rok_cl_device_allocated(r->device);
   guint64 act = predicted_activations(r);
@@ -93,9 +93,10 @@ static gboolean check_host(Runner *r, guint64 staging, guint64 host, GError **er
   g_autofree char *s = rok_units_format_size(staging), *h = rok_units_format_size(host);
   g_autofree char *d = rok_units_format_size(device);
   g_autofree char *detail = g_strdup_printf("staging %s, copies kept in host memory %s, the CPU device's "
-                                            "activations %s", s, h, d);
-  return too_big(error, ROK_ERROR_IO, "host memory", staging + host + device, detail,
-                 "this machine (MemAvailable)", available);
+                                            "activations %s",
+                                            s, h, d);
+  return too_big(error, ROK_ERROR_IO, "host memory", staging + host + device, detail, "this machine (MemAvailable)",
+                 available);
 }
 
 /* Before any parameter is made: the trace's parameters (values and fp32
@@ -107,7 +108,8 @@ static gboolean check_estimate(Runner *r, RokDtype act, GError **error) {
   if (params + acts <= info->global_memory)
     return TRUE;
   g_autofree char *f = rok_units_format_size(params), *a = rok_units_format_size(acts);
-  g_autofree char *detail = g_strdup_printf("parameters and gradients about %s, the predicted activation peak %s", f, a);
+  g_autofree char *detail =
+      g_strdup_printf("parameters and gradients about %s, the predicted activation peak %s", f, a);
   return too_big(error, ROK_ERROR_DEVICE, "device memory", params + acts, detail, info->name, info->global_memory);
 }
 
@@ -142,12 +144,12 @@ static void pin_pool(Runner *r, RokStaging *pool, guint index) {
   gsize bytes = rok_staging_n_slots(pool) * rok_staging_slot_bytes(pool);
   void *base = rok_staging_slot(pool, 0);
   cl_int status = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(rok_cl_device_context(r->device), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, base,
-                              &status);
+  cl_mem mem =
+      clCreateBuffer(rok_cl_device_context(r->device), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, base, &status);
   void *ptr = NULL;
   if (status == CL_SUCCESS)
-    ptr = clEnqueueMapBuffer(rok_cl_device_queue(r->device, ROK_CL_QUEUE_D2H), mem, CL_TRUE,
-                             CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &status);
+    ptr = clEnqueueMapBuffer(rok_cl_device_queue(r->device, ROK_CL_QUEUE_D2H), mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
+                             0, bytes, 0, NULL, NULL, &status);
   if (status != CL_SUCCESS || ptr != base) {
     note(r, g_strdup_printf("a staging pool could not be registered with OpenCL (%s): copies use it unpinned",
                             rok_cl_status_name(status)));
@@ -209,8 +211,7 @@ static gboolean open_store(Runner *r, GError **error) {
   if (r->options.dirs == NULL || r->options.dirs[0] == NULL) {
     g_autofree char *size = rok_units_format_size(r->prog.stored_total);
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                "the schedule writes tensors to the SSDs (%s): give a directory on each disk to use (--dir DIR)",
-                size);
+                "the schedule writes tensors to the SSDs (%s): give a directory on each disk to use (--dir DIR)", size);
     return FALSE;
   }
   RokStoreOptions so;

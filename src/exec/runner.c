@@ -85,8 +85,8 @@ static int compare_double(gconstpointer a, gconstpointer b) {
 typedef struct {
   RunStepFigures *steps; /* per measured step */
   guint64 *peaks, *fixed;
-  RunRecord **recs;      /* each step's action times */
-  gint64 *origins;       /* each step's start */
+  RunRecord **recs; /* each step's action times */
+  gint64 *origins;  /* each step's start */
   guint n;
 } Measured;
 
@@ -108,10 +108,11 @@ static gboolean after_step(Runner *r, guint step, guint64 *checksum, GError **er
   if (r->gradient_checksum == *checksum)
     return TRUE;
   g_atomic_int_inc(&r->integrity_failures);
-  g_set_error(error, ROK_ERROR, ROK_ERROR_INTEGRITY,
-              "integrity: the gradients of step %u differ from those of the warm-up step (checksum %016" G_GINT64_MODIFIER
-              "x, then %016" G_GINT64_MODIFIER "x): the device does not compute deterministically",
-              step, r->gradient_checksum, *checksum);
+  g_set_error(
+      error, ROK_ERROR, ROK_ERROR_INTEGRITY,
+      "integrity: the gradients of step %u differ from those of the warm-up step (checksum %016" G_GINT64_MODIFIER
+      "x, then %016" G_GINT64_MODIFIER "x): the device does not compute deterministically",
+      step, r->gradient_checksum, *checksum);
   return FALSE;
 }
 
@@ -139,11 +140,16 @@ static const char *action_name(const Runner *r, const RokSimAction *a) {
 static void fill_timeline(Runner *r, const RunRecord *rec, gint64 origin) {
   for (guint id = 0; id < r->prog.n_actions; id++) {
     const RokSimAction *a = run_action(&r->prog, id);
-    RokExecSpan span = {.action = id, .kind = a->kind, .stream = a->stream, .micro_batch = a->micro_batch,
-                        .name = g_strdup(action_name(r, a)), .bytes = a->bytes,
+    RokExecSpan span = {.action = id,
+                        .kind = a->kind,
+                        .stream = a->stream,
+                        .micro_batch = a->micro_batch,
+                        .name = g_strdup(action_name(r, a)),
+                        .bytes = a->bytes,
                         .start_s = (double)(rec[id].start_ns - origin) / 1e9,
                         .end_s = (double)(rec[id].end_ns - origin) / 1e9,
-                        .predicted_start_s = (double)a->start_ns / 1e9, .predicted_end_s = (double)a->end_ns / 1e9};
+                        .predicted_start_s = (double)a->start_ns / 1e9,
+                        .predicted_end_s = (double)a->end_ns / 1e9};
     g_array_append_val(r->report->timeline, span);
   }
 }
@@ -180,8 +186,12 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
 
 static gboolean run_steps(Runner *r, GError **error) {
   guint n = r->options.repeat;
-  Measured m = {.steps = g_new0(RunStepFigures, n), .peaks = g_new0(guint64, n), .fixed = g_new0(guint64, n),
-                .recs = g_new0(RunRecord *, n), .origins = g_new0(gint64, n), .n = n};
+  Measured m = {.steps = g_new0(RunStepFigures, n),
+                .peaks = g_new0(guint64, n),
+                .fixed = g_new0(guint64, n),
+                .recs = g_new0(RunRecord *, n),
+                .origins = g_new0(gint64, n),
+                .n = n};
   guint64 checksum = 0;
   double warmup = 0;
   gboolean ok = TRUE;
@@ -249,8 +259,8 @@ static void runner_free(Runner *r) {
 
 RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *options, GError **error) {
   Runner *r = runner_new(schedule, options);
-  gboolean ok = check_options(&r->options, error) &&
-                run_program_build(&r->prog, schedule, r->options.slot_bytes, error);
+  gboolean ok =
+      check_options(&r->options, error) && run_program_build(&r->prog, schedule, r->options.slot_bytes, error);
   if (ok && r->options.cancel != NULL)
     rok_exec_cancel_attach(r->options.cancel, on_cancel, r);
   if (ok) {

@@ -30,8 +30,8 @@ const char *__lsan_default_suppressions(void) {
   return "leak:libpocl.so\nleak:libLLVM\n";
 }
 
-#define TINY_GPT                                                                                                   \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 32, \"micro_batch\": 2, "       \
+#define TINY_GPT                                                                                                       \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 32, \"micro_batch\": 2, "             \
   "\"global_batch\": 4, \"vocab\": 128, \"dropout\": 0.1}"
 
 typedef struct {
@@ -382,8 +382,9 @@ static void test_report_json(void) {
   json_object *value = NULL, *predicted = NULL, *rel = NULL;
   g_assert_true(json_object_object_get_ex(doc, "format", &value));
   g_assert_cmpstr(json_object_get_string(value), ==, "rok-report/1");
-  const char *figures[] = {"step_time_s", "peak_device_bytes", "d2h_bytes", "h2d_bytes", "nvme_write_bytes",
-                           "nvme_read_bytes", "nvme_write_bandwidth", "nvme_read_bandwidth", "stall_s"};
+  const char *figures[] = {
+      "step_time_s",     "peak_device_bytes",    "d2h_bytes",           "h2d_bytes", "nvme_write_bytes",
+      "nvme_read_bytes", "nvme_write_bandwidth", "nvme_read_bandwidth", "stall_s"};
   g_assert_true(json_object_object_get_ex(doc, "predicted", &predicted));
   g_assert_true(json_object_object_get_ex(doc, "relative_error", &rel));
   for (guint i = 0; i < G_N_ELEMENTS(figures); i++) {

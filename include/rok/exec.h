@@ -122,6 +122,19 @@ typedef struct {
   double stall_s_by_cause[ROK_STALL_COUNT];
 } RokExecFigures;
 
+/* One action of the median step, measured and predicted (seconds from the
+ * step's start). */
+typedef struct {
+  guint action;
+  RokActionKind kind;
+  RokSimStream stream;
+  guint micro_batch;
+  char *name; /* the op or the tensor */
+  guint64 bytes;
+  double start_s, end_s;
+  double predicted_start_s, predicted_end_s;
+} RokExecSpan;
+
 typedef struct {
   char *strategy, *model;
   char *device, *device_type, *platform;
@@ -135,17 +148,18 @@ typedef struct {
   RokExecFigures predicted;
   GArray *step_times_s; /* double, the measured steps in order */
   double step_time_min_s, step_time_max_s, warmup_time_s;
-  double dispatch_s;   /* compute waits that no transfer or free explains: the runner's own overhead */
-  guint64 fixed_device_bytes;     /* allocated when the step started: parameters, gradients */
-  guint64 predicted_fixed_bytes;  /* the schedule's: weights, gradients, optimizer states */
+  double dispatch_s;             /* compute waits that no transfer or free explains: the runner's own overhead */
+  guint64 fixed_device_bytes;    /* allocated when the step started: parameters, gradients */
+  guint64 predicted_fixed_bytes; /* the schedule's: weights, gradients, optimizer states */
   guint64 staging_bytes, host_pool_bytes, slot_bytes;
-  guint64 staging_waits;          /* slot acquisitions that waited, in the median step */
+  guint64 staging_waits; /* slot acquisitions that waited, in the median step */
   double staging_wait_s;
-  guint64 integrity_failures;     /* 0: a failure stops the run */
-  guint64 tensors_verified;       /* copies checked on their way back, per step */
+  guint64 integrity_failures; /* 0: a failure stops the run */
+  guint64 tensors_verified;   /* copies checked on their way back, per step */
   guint64 gradient_checksum;
-  double loss;                    /* mean over the micro-batches; NaN without cross-entropy */
-  GPtrArray *notes;               /* char *: what was emulated or given up, and why */
+  double loss;      /* mean over the micro-batches; NaN without cross-entropy */
+  GPtrArray *notes; /* char *: what was emulated or given up, and why */
+  GArray *timeline; /* RokExecSpan of the median step, in schedule order */
 } RokExecReport;
 
 void rok_exec_report_free(RokExecReport *report);
@@ -176,5 +190,11 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
  * bytes per second. */
 json_object *rok_exec_report_to_json(const RokExecReport *report);
 gboolean rok_exec_report_save(const RokExecReport *report, const char *path, GError **error);
+
+/* The median step as Chrome/Perfetto trace-event JSON: two processes, the
+ * measured run and the schedule's prediction, one track per stream each,
+ * so that the two line up in one view. */
+json_object *rok_exec_report_timeline_to_json(const RokExecReport *report);
+gboolean rok_exec_report_timeline_save(const RokExecReport *report, const char *path, GError **error);
 
 G_END_DECLS

@@ -15,7 +15,7 @@
 
 typedef struct {
   char **dirs;
-  char *output, *io, *slot;
+  char *output, *io, *slot, *timeline;
   gint device, repeat;
   gint64 seed;
   gboolean list, json;
@@ -26,6 +26,7 @@ static void options_clear(Options *o) {
   g_free(o->output);
   g_free(o->io);
   g_free(o->slot);
+  g_free(o->timeline);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -36,8 +37,7 @@ static int list_devices(gboolean json) {
   if (infos == NULL)
     return rok_cli_fail("execute", error);
   if (json)
-    return rok_cli_print_json(rok_cl_device_list_to_json(infos), &error) ? ROK_EXIT_OK
-                                                                          : rok_cli_fail("execute", error);
+    return rok_cli_print_json(rok_cl_device_list_to_json(infos), &error) ? ROK_EXIT_OK : rok_cli_fail("execute", error);
   g_autofree char *table = rok_cl_device_list_format(infos);
   fputs(table, stdout);
   return ROK_EXIT_OK;
@@ -127,8 +127,7 @@ static void print_summary(const RokExecReport *r) {
   g_string_free(causes, TRUE);
   traffic_row("d2h", m->d2h_bytes, m->d2h_bandwidth, p->d2h_bytes, p->d2h_bandwidth);
   traffic_row("h2d", m->h2d_bytes, m->h2d_bandwidth, p->h2d_bytes, p->h2d_bandwidth);
-  traffic_row("SSD write", m->nvme_write_bytes, m->nvme_write_bandwidth, p->nvme_write_bytes,
-              p->nvme_write_bandwidth);
+  traffic_row("SSD write", m->nvme_write_bytes, m->nvme_write_bandwidth, p->nvme_write_bytes, p->nvme_write_bandwidth);
   traffic_row("SSD read", m->nvme_read_bytes, m->nvme_read_bandwidth, p->nvme_read_bytes, p->nvme_read_bandwidth);
   printf("\nIntegrity: %" G_GUINT64_FORMAT " copies checked on their way back per step, %" G_GUINT64_FORMAT
          " failures. Gradient checksum %016" G_GINT64_MODIFIER "x",
@@ -175,7 +174,8 @@ static RokExecReport *execute(const Options *o, const char *path, RokExecCancel 
     return NULL;
   eo.cancel = cancel;
   RokExecReport *report = rok_exec_run(schedule, &eo, error);
-  if (report != NULL && o->output != NULL && !rok_exec_report_save(report, o->output, error))
+  if (report != NULL && ((o->output != NULL && !rok_exec_report_save(report, o->output, error)) ||
+                         (o->timeline != NULL && !rok_exec_report_timeline_save(report, o->timeline, error))))
     g_clear_pointer(&report, rok_exec_report_free);
   return report;
 }
@@ -183,11 +183,11 @@ static RokExecReport *execute(const Options *o, const char *path, RokExecCancel 
 /* A run that failed or was stopped has removed what it wrote: say so. */
 static GError *after_stop(GError *error, const Options *o) {
   gboolean stopped = error->domain == ROK_ERROR && (error->code == ROK_ERROR_IO || error->code == ROK_ERROR_INTEGRITY ||
-                                                   error->code == ROK_ERROR_CANCELLED);
+                                                    error->code == ROK_ERROR_CANCELLED);
   if (!stopped || o->dirs == NULL)
     return error;
-  GError *out = g_error_new(error->domain, error->code, "%s (the run stopped; its work folders are removed)",
-                            error->message);
+  GError *out =
+      g_error_new(error->domain, error->code, "%s (the run stopped; its work folders are removed)", error->message);
   g_error_free(error);
   return out;
 }
@@ -197,13 +197,13 @@ int rok_cmd_execute(int argc, char **argv) {
   g_auto(Options) o = {.device = -1, .repeat = ROK_EXEC_DEFAULT_REPEAT, .seed = ROK_EXEC_DEFAULT_SEED};
   const GOptionEntry entries[] = {
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
-       "Directory to offload tensors into, one per disk (repeatable; a rok-XXXXXX folder is made and removed)",
-       "DIR"},
-      {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "OpenCL device (see --list-devices; default: the first GPU)",
-       "N"},
+       "Directory to offload tensors into, one per disk (repeatable; a rok-XXXXXX folder is made and removed)", "DIR"},
+      {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "OpenCL device (see --list-devices; default: the first GPU)", "N"},
       {"repeat", 'r', 0, G_OPTION_ARG_INT, &o.repeat, "Measured steps after one warm-up (default 3)", "N"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output, "Write the rok-report/1 JSON to FILE", "FILE"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &o.json, "Print the report as JSON instead of the table", NULL},
+      {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
+       "Write the median step, measured beside predicted, as a Chrome/Perfetto timeline to FILE", "FILE"},
       {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o.list, "List the OpenCL devices and exit", NULL},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &o.seed, "Seed of parameters, data and dropout (default 1234)", "N"},
       {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},
@@ -230,8 +230,7 @@ int rok_cmd_execute(int argc, char **argv) {
   if (report == NULL)
     return rok_cli_fail(self->name, after_stop(error, &o));
   if (o.json)
-    return rok_cli_print_json(rok_exec_report_to_json(report), &error) ? ROK_EXIT_OK
-                                                                         : rok_cli_fail(self->name, error);
+    return rok_cli_print_json(rok_exec_report_to_json(report), &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
   print_summary(report);
   return ROK_EXIT_OK;
 }

@@ -10,6 +10,7 @@ RokExecReport *rok_exec_report_new(void) {
   r->dirs = g_ptr_array_new_with_free_func(g_free);
   r->notes = g_ptr_array_new_with_free_func(g_free);
   r->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  r->timeline = g_array_new(FALSE, FALSE, sizeof(RokExecSpan));
   r->loss = NAN;
   return r;
 }
@@ -26,6 +27,9 @@ void rok_exec_report_free(RokExecReport *r) {
   g_ptr_array_unref(r->dirs);
   g_ptr_array_unref(r->notes);
   g_array_unref(r->step_times_s);
+  for (guint i = 0; i < r->timeline->len; i++)
+    g_free(g_array_index(r->timeline, RokExecSpan, i).name);
+  g_array_unref(r->timeline);
   g_free(r);
 }
 

@@ -29,6 +29,7 @@ void run_fail(Runner *r, GError *error) {
     g_error_free(error);
   g_atomic_int_set(&r->failed, 1);
   g_mutex_unlock(&r->error_lock);
+  run_gate_wake(r);
   /* Wake every leg waiting for a slot or for I/O not yet issued. */
   if (r->staging != NULL)
     rok_staging_cancel(r->staging);

@@ -120,10 +120,10 @@ static void figures(const RunProgram *p, const Span *span, gint64 origin, RokExe
   f->nvme_read_bytes = moved[ROK_SIM_STREAM_NVME_READ];
   f->d2h_bandwidth = rate(moved[ROK_SIM_STREAM_D2H], busy[ROK_SIM_STREAM_D2H] - waits[ROK_SIM_STREAM_D2H]);
   f->h2d_bandwidth = rate(moved[ROK_SIM_STREAM_H2D], busy[ROK_SIM_STREAM_H2D] - waits[ROK_SIM_STREAM_H2D]);
-  f->nvme_write_bandwidth = rate(moved[ROK_SIM_STREAM_NVME_WRITE],
-                                 busy[ROK_SIM_STREAM_NVME_WRITE] - waits[ROK_SIM_STREAM_NVME_WRITE]);
-  f->nvme_read_bandwidth = rate(moved[ROK_SIM_STREAM_NVME_READ],
-                                busy[ROK_SIM_STREAM_NVME_READ] - waits[ROK_SIM_STREAM_NVME_READ]);
+  f->nvme_write_bandwidth =
+      rate(moved[ROK_SIM_STREAM_NVME_WRITE], busy[ROK_SIM_STREAM_NVME_WRITE] - waits[ROK_SIM_STREAM_NVME_WRITE]);
+  f->nvme_read_bandwidth =
+      rate(moved[ROK_SIM_STREAM_NVME_READ], busy[ROK_SIM_STREAM_NVME_READ] - waits[ROK_SIM_STREAM_NVME_READ]);
   stalls(p, span, f, dispatch_s);
 }
 

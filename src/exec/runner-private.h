@@ -1,17 +1,20 @@
 /* Private to the executor's runner (src/exec/runner*.c): the program worked
  * out from a schedule before anything runs, and the state of a run.
  *
- *   runner-program.c   the schedule checked and compiled: copies, residency,
- *                      dependents, stream order, sizes, predicted figures
+ *   runner-program.c   the schedule checked and compiled: copies, legs,
+ *                      dependents, stream order, staging turns, sizes
+ *   runner-replay.c    the device residency replayed in schedule order
  *   runner-residency.c device buffers of the tensors, per micro-batch
  *   runner-compute.c   the compute thread: ops, device checksums
  *   runner-copy.c      d2h and h2d legs through staged copies
  *   runner-storage.c   nvme-write and nvme-read legs through the store
  *   runner-integrity.c chunk checksums and mismatch messages
+ *   runner-staging.c   reservations of staging slots in schedule order
  *   runner-dispatch.c  the dependency tracker and one step
  *   runner-measure.c   figures of a step from its action times
  *   runner-setup.c     the machine check, device, pools, store
- *   runner.c           rok_exec_run: setup, steps, teardown, report */
+ *   runner.c           rok_exec_run: setup, steps, teardown, report
+ *   report*.c, cancel.c the report and its JSON, the cancellation flag */
 #pragma once
 
 #include "rok/exec.h"
@@ -41,22 +44,23 @@ RokExecReport *rok_exec_report_new(void);
 typedef struct {
   guint mb, tensor;
   guint64 bytes;
-  guint n_chunks;     /* slot-sized pieces */
-  guint chunk_base;   /* its chunks in the runner's per-chunk arrays */
-  gboolean host;      /* offloaded to host memory (else to the SSDs) */
+  guint n_chunks;                        /* slot-sized pieces */
+  guint chunk_base;                      /* its chunks in the runner's per-chunk arrays */
+  gboolean host;                         /* offloaded to host memory (else to the SSDs) */
   guint d2h, nvme_write, nvme_read, h2d; /* action ids, RUN_NONE where absent */
   gboolean gd_write, gd_read;            /* the SSD legs are gpudirect */
-  guint producer;     /* its producer's forward action */
-  gboolean late;      /* its read waited for memory under the budget (a free) */
+  guint producer;                        /* its producer's forward action */
+  gboolean late;                         /* its read waited for memory under the budget (a free) */
 } RunCopy;
 
 typedef struct {
-  guint copy;           /* transfers and frees of a copied tensor: the copy; RUN_NONE otherwise */
-  guint allocs, n_allocs; /* compute: outputs to allocate (into ids) */
-  guint sums, n_sums;     /* forward: copies whose device checksum it takes (into ids) */
+  guint copy;                     /* transfers and frees of a copied tensor: the copy; RUN_NONE otherwise */
+  guint allocs, n_allocs;         /* compute: outputs to allocate (into ids) */
+  guint sums, n_sums;             /* forward: copies whose device checksum it takes (into ids) */
   guint dependents, n_dependents; /* into ids */
-  gboolean ends_mb;     /* the last compute action of its micro-batch */
-  gboolean seed_only;   /* a recompute of dropout masks alone, from the seed */
+  gboolean ends_mb;               /* the last compute action of its micro-batch */
+  gboolean seed_only;             /* a recompute of dropout masks alone, from the seed */
+  guint ticket;                   /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
 } RunAction;
 
 typedef struct {
@@ -65,15 +69,18 @@ typedef struct {
   guint n_actions, n_mb, n_tensors;
   guint64 slot_bytes;
   RunAction *actions;
-  GArray *ids;    /* guint: the lists of the actions */
-  GArray *copies; /* RunCopy */
-  guint n_chunks; /* over all copies */
+  GArray *ids;                         /* guint: the lists of the actions */
+  GArray *copies;                      /* RunCopy */
+  guint *copy_of;                      /* [mb * n_tensors + tensor]: its copy, or RUN_NONE */
+  guint n_chunks;                      /* over all copies */
   GArray *order[ROK_SIM_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
-  guint n_frees;
   /* Sizes, bytes rounded up to whole slots. */
-  guint64 staged_total, staged_largest; /* copies to the SSDs */
-  guint64 host_total;                   /* copies kept in host memory */
-  guint64 disk_peak;                    /* on the SSDs at once, in schedule order */
+  guint64 stored_total;   /* copies written to the SSDs */
+  guint64 staged_largest; /* the largest copy held in staging */
+  guint64 host_total;     /* copies kept in host memory */
+  guint64 disk_peak;      /* on the SSDs at once, in schedule order */
+  guint64 staging_peak;   /* held in staging at once, on the predicted timeline */
+  guint n_tickets;
   guint64 largest_tensor;
   guint gpudirect_legs;
   gboolean has_loss;
@@ -81,6 +88,11 @@ typedef struct {
 
 gboolean run_program_build(RunProgram *prog, const RokSchedule *schedule, guint64 slot_bytes, GError **error);
 void run_program_clear(RunProgram *prog);
+/* runner-replay.c: residency replayed (allocs, sums, seed_only, checks). */
+gboolean run_program_replay(RunProgram *prog, GError **error);
+/* ROK_ERROR_INPUT "schedule action N (kind on stream, micro-batch m): ..."; returns FALSE. */
+gboolean run_program_fail(GError **error, const RunProgram *prog, guint id, const char *format, ...)
+    G_GNUC_PRINTF(4, 5);
 
 static inline const guint *run_ids(const RunProgram *prog, guint offset) {
   return &g_array_index(prog->ids, guint, offset);
@@ -90,6 +102,15 @@ static inline RunCopy *run_copy(const RunProgram *prog, guint id) {
 }
 static inline const RokSimAction *run_action(const RunProgram *prog, guint id) {
   return rok_schedule_action(prog->schedule, id);
+}
+static inline guint run_key(const RunProgram *prog, guint mb, guint tensor) {
+  return mb * prog->n_tensors + tensor;
+}
+static inline const char *run_tensor_name(const RunProgram *prog, guint tensor) {
+  return rok_trace_tensor(prog->trace, tensor)->name;
+}
+static inline gboolean run_is_copy(const RokSimAction *a) {
+  return a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH;
 }
 
 /* ---- A run ---------------------------------------------------------------- */
@@ -111,7 +132,7 @@ enum { RUN_WAITING, RUN_ISSUED, RUN_DONE };
 typedef struct {
   RokStaging *pool;       /* the pool its chunks' slots come from */
   gint refs;              /* legs that still read the staged chunks (atomic) */
-  gboolean staged;        /* its chunks hold slots */
+  guint reserved;         /* staging slots it holds a reservation for */
   RokStoreTensor *stored; /* on the SSDs */
   guint64 device_sum;     /* from the device, after the producer ran */
   guint64 host_sum;       /* of the staged copy on its way out */
@@ -136,7 +157,7 @@ struct _Runner {
   RokClBuffer *sums; /* i64, one device checksum per copy */
   RokClBuffer *reserved; /* the fixed memory the model's parameters leave: optimizer states */
   RokStaging *staging, *host_pool;
-  cl_mem pinned[2];  /* the pools registered with OpenCL (CL_MEM_USE_HOST_PTR), or NULL */
+  cl_mem pinned[2]; /* the pools registered with OpenCL (CL_MEM_USE_HOST_PTR), or NULL */
   void *pinned_ptr[2];
   RokStore *store;
 
@@ -146,28 +167,34 @@ struct _Runner {
 
   /* Copies. */
   RunCopyState *copies;
-  int *slots;            /* per chunk: its slot, or -1 */
-  guint64 *chunk_sums;   /* per chunk: its share of the checksum on the way out */
+  int *slots; /* per chunk: its slot, or -1 */
+  /* Reservations of staging slots, granted in ticket order (see
+   * runner-staging.c). */
+  GMutex gate_lock;
+  GCond gate_cond;
+  guint gate_next;
+  guint64 gate_reserved, gate_limit;
+  guint64 *chunk_sums; /* per chunk: its share of the checksum on the way out */
 
   /* The step. */
   RunRecord *rec;
-  guint cursor[ROK_SIM_STREAM_COUNT];  /* next position in prog.order */
+  guint cursor[ROK_SIM_STREAM_COUNT]; /* next position in prog.order */
   gboolean busy[ROK_SIM_STREAM_COUNT];
   guint done, in_flight;
   gint64 step_start_ns;
-  guint64 step_fixed;                  /* device bytes allocated when the step started */
-  GAsyncQueue *completions;            /* to the dispatcher */
+  guint64 step_fixed;       /* device bytes allocated when the step started */
+  GAsyncQueue *completions; /* to the dispatcher */
   GAsyncQueue *work[ROK_SIM_STREAM_COUNT];
   GThread *threads[ROK_SIM_STREAM_COUNT];
   RunWorker workers[ROK_SIM_STREAM_COUNT];
-  RokClBuffer **view;                  /* the compute thread's tensor table */
+  RokClBuffer **view; /* the compute thread's tensor table */
 
   /* Per step, from the compute thread. */
   guint64 gradient_checksum;
   double loss_sum;
   guint loss_count;
-  gint verified;            /* copies checked on their way back (atomic) */
-  gint integrity_failures;  /* atomic */
+  gint verified;           /* copies checked on their way back (atomic) */
+  gint integrity_failures; /* atomic */
 
   /* The first error wins; later ones are dropped. */
   GMutex error_lock;
@@ -243,11 +270,23 @@ gboolean run_slot_acquire(Runner *r, RokStaging *pool, RunRecord *rec, int *slot
 gboolean run_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error);
 /* One chunk checked, then its slot -> device, blocking, on the h2d queue. */
 gboolean run_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunSum *sum, GError **error);
+/* A staged SSD read's slots (reserved in its turn). */
+gboolean run_read_slots(Runner *r, guint id, guint copy, GError **error);
 /* One leg fewer needs the staged chunks; the last gives the slots back. */
 void run_copy_unref(Runner *r, guint copy);
 void run_copy_release_chunk(Runner *r, guint copy, guint chunk);
 /* What a step left of the copies: slots, stored tensors (store drained). */
 void run_copies_clear(Runner *r);
+
+/* runner-staging.c: reservations of staging slots. */
+/* Wait for the leg's turn and room for `slots`; the wait is a staging
+ * wait in rec. Fails once the run has failed. */
+gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GError **error);
+void run_gate_release(Runner *r, guint copy);
+/* A new step: tickets from the first. */
+void run_gate_reset(Runner *r);
+/* Wake every waiter (the run failed). */
+void run_gate_wake(Runner *r);
 
 /* runner-storage.c: the nvme-write and nvme-read legs. */
 gboolean run_nvme_write_leg(Runner *r, guint id, GError **error);

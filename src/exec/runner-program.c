@@ -1,9 +1,8 @@
 /* The schedule compiled for running: every action checked against what the
  * executor can do, each offloaded (micro-batch, tensor) gathered with its
- * legs into a copy, the device residency replayed in schedule order (which
- * outputs a recompute rebuilds, which copies a forward checksums, that
- * every input is resident when read), the dependents of every action, each
- * stream's order, and the sizes the run needs. */
+ * legs into a copy, the device residency replayed (runner-replay.c), the
+ * dependents of every action, each stream's order, the turns of the legs
+ * that hold staging slots, and the sizes the run needs. */
 #ifdef ROK_WITH_OPENCL
 
 #include <string.h>
@@ -11,25 +10,7 @@
 #include "exec/runner-private.h"
 #include "rok/error.h"
 
-typedef struct {
-  RunProgram *p;
-  guint *copy_of;   /* [mb * n_tensors + tensor] -> copy id */
-  guint *need;      /* per op (CSR): saved tensors its backward reads */
-  guint *need_ids;
-  GArray *rebuild;  /* guint: per recompute action, outputs whose next event is their free */
-  guint *rebuild_at, *rebuild_n;
-} Build;
-
-static guint key(const RunProgram *p, guint mb, guint tensor) {
-  return mb * p->n_tensors + tensor;
-}
-
-static const char *tensor_name(const RunProgram *p, guint tensor) {
-  return rok_trace_tensor(p->trace, tensor)->name;
-}
-
-static gboolean fail(GError **error, const RunProgram *p, guint id, const char *format, ...) G_GNUC_PRINTF(4, 5);
-static gboolean fail(GError **error, const RunProgram *p, guint id, const char *format, ...) {
+gboolean run_program_fail(GError **error, const RunProgram *p, guint id, const char *format, ...) {
   const RokSimAction *a = run_action(p, id);
   va_list args;
   va_start(args, format);
@@ -40,22 +21,22 @@ static gboolean fail(GError **error, const RunProgram *p, guint id, const char *
   return FALSE;
 }
 
-static gboolean is_copy(const RokSimAction *a) {
-  return a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH;
-}
-
 /* ---- copies ---- */
 
-static RunCopy *copy_for(Build *b, guint mb, guint tensor) {
-  RunProgram *p = b->p;
-  guint *slot = &b->copy_of[key(p, mb, tensor)];
+static RunCopy *copy_for(RunProgram *p, guint mb, guint tensor) {
+  guint *slot = &p->copy_of[run_key(p, mb, tensor)];
   if (*slot == RUN_NONE) {
     guint64 bytes = rok_trace_tensor(p->trace, tensor)->bytes;
-    RunCopy c = {.mb = mb, .tensor = tensor, .bytes = bytes,
+    RunCopy c = {.mb = mb,
+                 .tensor = tensor,
+                 .bytes = bytes,
                  .n_chunks = (guint)((bytes + p->slot_bytes - 1) / p->slot_bytes),
                  .chunk_base = p->n_chunks,
                  .host = p->schedule->plan->decisions[tensor] == ROK_DECISION_OFFLOAD_HOST,
-                 .d2h = RUN_NONE, .nvme_write = RUN_NONE, .nvme_read = RUN_NONE, .h2d = RUN_NONE,
+                 .d2h = RUN_NONE,
+                 .nvme_write = RUN_NONE,
+                 .nvme_read = RUN_NONE,
+                 .h2d = RUN_NONE,
                  .producer = RUN_NONE};
     p->n_chunks += c.n_chunks;
     g_array_append_val(p->copies, c);
@@ -67,16 +48,15 @@ static RunCopy *copy_for(Build *b, guint mb, guint tensor) {
 /* The legs a copy may have, in order: d2h [nvme-write] or nvme-write
  * (gpudirect) on the way out; [nvme-read] h2d or nvme-read (gpudirect) on
  * the way back, after the way out. */
-static gboolean add_leg(Build *b, guint id, RunCopy *c, GError **error) {
-  const RunProgram *p = b->p;
+static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **error) {
   const RokSimAction *a = run_action(p, id);
-  const char *name = tensor_name(p, a->tensor);
+  const char *name = run_tensor_name(p, a->tensor);
   RokDecision d = p->schedule->plan->decisions[a->tensor];
   gboolean ssd = a->stream == ROK_SIM_STREAM_NVME_WRITE || a->stream == ROK_SIM_STREAM_NVME_READ;
   if (!rok_tensor_is_saved(rok_trace_tensor(p->trace, a->tensor)) ||
       (d != ROK_DECISION_OFFLOAD_NVME && d != ROK_DECISION_OFFLOAD_HOST) || (ssd && c->host))
-    return fail(error, p, id, "tensor '%s' is not offloaded%s (its decision is %s)", name,
-                ssd ? " to the SSDs" : "", rok_decision_name(d));
+    return run_program_fail(error, p, id, "tensor '%s' is not offloaded%s (its decision is %s)", name,
+                            ssd ? " to the SSDs" : "", rok_decision_name(d));
   gboolean out = c->d2h != RUN_NONE || c->nvme_write != RUN_NONE;
   gboolean back = c->nvme_read != RUN_NONE || c->h2d != RUN_NONE;
   const char *wrong = NULL;
@@ -104,220 +84,43 @@ static gboolean add_leg(Build *b, guint id, RunCopy *c, GError **error) {
     wrong = c->h2d != RUN_NONE || c->gd_read || !out ? "there is no copy to bring back" : NULL;
     c->h2d = id;
   }
-  return wrong == NULL || fail(error, p, id, "tensor '%s': %s", name, wrong);
+  return wrong == NULL || run_program_fail(error, p, id, "tensor '%s': %s", name, wrong);
 }
 
 static gboolean check_target(const RunProgram *p, guint id, GError **error) {
   const RokSimAction *a = run_action(p, id);
   if (a->micro_batch >= p->n_mb)
-    return fail(error, p, id, "micro-batch out of range");
+    return run_program_fail(error, p, id, "micro-batch out of range");
   if (a->kind == ROK_ACTION_OPTIMIZER)
     return TRUE;
   if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
-    return a->op < p->trace->ops->len || fail(error, p, id, "op %u is not in the trace", a->op);
+    return a->op < p->trace->ops->len || run_program_fail(error, p, id, "op %u is not in the trace", a->op);
   if (a->tensor >= p->n_tensors)
-    return fail(error, p, id, "tensor %u is not in the trace", a->tensor);
+    return run_program_fail(error, p, id, "tensor %u is not in the trace", a->tensor);
   return TRUE;
 }
 
-static gboolean gather_copies(Build *b, GError **error) {
-  RunProgram *p = b->p;
+static gboolean gather_copies(RunProgram *p, GError **error) {
   for (guint id = 0; id < p->n_actions; id++) {
     const RokSimAction *a = run_action(p, id);
     if (!check_target(p, id, error))
       return FALSE;
-    if (is_copy(a) && !add_leg(b, id, copy_for(b, a->micro_batch, a->tensor), error))
+    if (run_is_copy(a) && !add_leg(p, id, copy_for(p, a->micro_batch, a->tensor), error))
       return FALSE;
   }
   for (guint id = 0; id < p->n_actions; id++) {
     const RokSimAction *a = run_action(p, id);
-    p->actions[id].copy = a->tensor < p->n_tensors ? b->copy_of[key(p, a->micro_batch, a->tensor)] : RUN_NONE;
+    p->actions[id].copy = a->tensor < p->n_tensors ? p->copy_of[run_key(p, a->micro_batch, a->tensor)] : RUN_NONE;
   }
   for (guint i = 0; i < p->copies->len; i++) {
     RunCopy *c = run_copy(p, i);
     if (c->h2d == RUN_NONE && c->nvme_read != RUN_NONE && !c->gd_read)
-      return fail(error, p, c->nvme_read, "tensor '%s' is read from the SSDs but never copied to the device",
-                  tensor_name(p, c->tensor));
+      return run_program_fail(error, p, c->nvme_read,
+                              "tensor '%s' is read from the SSDs but never copied to the device",
+                              run_tensor_name(p, c->tensor));
     if (c->bytes == 0)
-      return fail(error, p, c->d2h != RUN_NONE ? c->d2h : c->nvme_write, "tensor '%s' has no bytes to copy",
-                  tensor_name(p, c->tensor));
-  }
-  return TRUE;
-}
-
-/* ---- residency ---- */
-
-static void index_needs(Build *b) {
-  const RokTrace *trace = b->p->trace;
-  guint n_ops = trace->ops->len;
-  b->need = g_new0(guint, n_ops + 1);
-  for (guint t = 0; t < trace->tensors->len; t++) {
-    const GArray *by = rok_trace_tensor(trace, t)->needed_by;
-    for (guint i = 0; i < by->len; i++)
-      b->need[g_array_index(by, guint, i) + 1]++;
-  }
-  for (guint o = 0; o < n_ops; o++)
-    b->need[o + 1] += b->need[o];
-  b->need_ids = g_new(guint, MAX(b->need[n_ops], 1));
-  g_autofree guint *fill = g_memdup2(b->need, sizeof(guint) * n_ops);
-  for (guint t = 0; t < trace->tensors->len; t++) {
-    const GArray *by = rok_trace_tensor(trace, t)->needed_by;
-    for (guint i = 0; i < by->len; i++)
-      b->need_ids[fill[g_array_index(by, guint, i)]++] = t;
-  }
-}
-
-/* The action that brings a copy back into device memory. */
-static gboolean is_first_read(const RunProgram *p, guint id) {
-  const RokSimAction *a = run_action(p, id);
-  guint c = p->actions[id].copy;
-  if (a->kind != ROK_ACTION_PREFETCH || c == RUN_NONE)
-    return FALSE;
-  const RunCopy *copy = run_copy(p, c);
-  return copy->nvme_read != RUN_NONE ? id == copy->nvme_read : id == copy->h2d;
-}
-
-enum { NEXT_NONE, NEXT_FREE, NEXT_ALLOC };
-
-/* Backwards: a recompute rebuilds those outputs of its op whose next event
- * is their free (the others it computes only on the way, into scratch). */
-static void find_rebuilds(Build *b) {
-  RunProgram *p = b->p;
-  g_autofree guint8 *next = g_new0(guint8, (gsize)p->n_mb * p->n_tensors);
-  b->rebuild = g_array_new(FALSE, FALSE, sizeof(guint));
-  b->rebuild_at = g_new0(guint, p->n_actions);
-  b->rebuild_n = g_new0(guint, p->n_actions);
-  for (guint id = p->n_actions; id-- > 0;) {
-    const RokSimAction *a = run_action(p, id);
-    if (a->kind == ROK_ACTION_FREE) {
-      next[key(p, a->micro_batch, a->tensor)] = NEXT_FREE;
-    } else if (is_first_read(p, id)) {
-      next[key(p, a->micro_batch, a->tensor)] = NEXT_ALLOC;
-    } else if (a->kind == ROK_ACTION_FORWARD || a->kind == ROK_ACTION_RECOMPUTE) {
-      const GArray *outs = rok_trace_op(p->trace, a->op)->outputs;
-      b->rebuild_at[id] = b->rebuild->len;
-      for (guint i = 0; i < outs->len; i++) {
-        guint t = g_array_index(outs, guint, i);
-        if (a->kind == ROK_ACTION_RECOMPUTE && next[key(p, a->micro_batch, t)] == NEXT_FREE) {
-          g_array_append_val(b->rebuild, t);
-          b->rebuild_n[id]++;
-        }
-        next[key(p, a->micro_batch, t)] = NEXT_ALLOC;
-      }
-    }
-  }
-}
-
-static gboolean require(Build *b, const guint8 *resident, guint id, guint tensor, GError **error) {
-  const RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
-  if (resident[key(p, a->micro_batch, tensor)])
-    return TRUE;
-  const char *what = a->kind == ROK_ACTION_FREE ? "frees" : is_copy(a) ? "copies" : "needs";
-  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
-    return fail(error, p, id, "'%s' needs tensor '%s', which is not in device memory then",
-                rok_trace_op(p->trace, a->op)->name, tensor_name(p, tensor));
-  return fail(error, p, id, "it %s tensor '%s', which is not in device memory then", what, tensor_name(p, tensor));
-}
-
-static void append_ids(RunProgram *p, guint *first, guint *count, const guint *ids, guint n) {
-  *first = p->ids->len;
-  *count = n;
-  g_array_append_vals(p->ids, ids, n);
-}
-
-/* Whether a recompute rebuilds only tensors that need no input (dropout
- * masks, functions of the seed), as the simulator then charges it. */
-static gboolean seed_only(const Build *b, guint id) {
-  const RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
-  if (a->kind != ROK_ACTION_RECOMPUTE || rok_trace_op(p->trace, a->op)->kind != ROK_OP_DROPOUT ||
-      b->rebuild_n[id] == 0)
-    return FALSE;
-  for (guint k = 0; k < b->rebuild_n[id]; k++) {
-    guint t = g_array_index(b->rebuild, guint, b->rebuild_at[id] + k);
-    if (rok_trace_tensor(p->trace, t)->recompute_from->len > 0)
-      return FALSE;
-  }
-  return TRUE;
-}
-
-/* A forward or a recompute: inputs resident (but for a seed-only one); its
- * outputs (all, or those rebuilt) become resident; a forward checksums the
- * copies it makes. */
-static gboolean replay_compute(Build *b, guint8 *resident, guint id, GError **error) {
-  RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
-  const RokOp *op = rok_trace_op(p->trace, a->op);
-  p->actions[id].seed_only = seed_only(b, id);
-  for (guint i = 0; i < op->inputs->len && !p->actions[id].seed_only; i++)
-    if (!require(b, resident, id, g_array_index(op->inputs, guint, i), error))
-      return FALSE;
-  g_autoptr(GArray) allocs = g_array_new(FALSE, FALSE, sizeof(guint));
-  g_autoptr(GArray) sums = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < op->outputs->len; i++) {
-    guint t = g_array_index(op->outputs, guint, i);
-    gboolean wanted = a->kind == ROK_ACTION_FORWARD;
-    for (guint k = 0; k < b->rebuild_n[id]; k++)
-      wanted |= g_array_index(b->rebuild, guint, b->rebuild_at[id] + k) == t;
-    guint8 *res = &resident[key(p, a->micro_batch, t)];
-    if (wanted && *res && a->kind == ROK_ACTION_FORWARD)
-      return fail(error, p, id, "its output '%s' is already in device memory", tensor_name(p, t));
-    if (!wanted || *res)
-      continue;
-    *res = 1;
-    g_array_append_val(allocs, t);
-    guint c = b->copy_of[key(p, a->micro_batch, t)];
-    if (a->kind == ROK_ACTION_FORWARD && c != RUN_NONE) {
-      g_array_append_val(sums, c);
-      run_copy(p, c)->producer = id;
-    }
-  }
-  append_ids(p, &p->actions[id].allocs, &p->actions[id].n_allocs, (guint *)allocs->data, allocs->len);
-  append_ids(p, &p->actions[id].sums, &p->actions[id].n_sums, (guint *)sums->data, sums->len);
-  return TRUE;
-}
-
-static gboolean replay_one(Build *b, guint8 *resident, guint id, GError **error) {
-  const RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
-  guint8 *res = a->tensor < p->n_tensors ? &resident[key(p, a->micro_batch, a->tensor)] : NULL;
-  if (a->kind == ROK_ACTION_FORWARD || a->kind == ROK_ACTION_RECOMPUTE)
-    return replay_compute(b, resident, id, error);
-  if (a->kind == ROK_ACTION_BACKWARD) {
-    for (guint i = b->need[a->op]; i < b->need[a->op + 1]; i++)
-      if (!require(b, resident, id, b->need_ids[i], error))
-        return FALSE;
-    return TRUE;
-  }
-  if (is_first_read(p, id)) {
-    if (*res)
-      return fail(error, p, id, "tensor '%s' is still in device memory", tensor_name(p, a->tensor));
-    *res = 1;
-    return TRUE;
-  }
-  gboolean reads_device = a->kind == ROK_ACTION_FREE || a->stream == ROK_SIM_STREAM_D2H ||
-                          (a->stream == ROK_SIM_STREAM_NVME_WRITE && a->gpudirect);
-  if (reads_device && !require(b, resident, id, a->tensor, error))
-    return FALSE;
-  if (a->kind == ROK_ACTION_FREE)
-    *res = 0;
-  return TRUE;
-}
-
-static gboolean replay(Build *b, GError **error) {
-  RunProgram *p = b->p;
-  index_needs(b);
-  find_rebuilds(b);
-  g_autofree guint8 *resident = g_new0(guint8, (gsize)p->n_mb * p->n_tensors);
-  for (guint id = 0; id < p->n_actions; id++)
-    if (!replay_one(b, resident, id, error))
-      return FALSE;
-  for (guint i = 0; i < p->copies->len; i++) {
-    RunCopy *c = run_copy(p, i);
-    if (c->producer == RUN_NONE)
-      return fail(error, p, c->d2h != RUN_NONE ? c->d2h : c->nvme_write,
-                  "tensor '%s' leaves the device before it is produced", tensor_name(p, c->tensor));
+      return run_program_fail(error, p, c->d2h != RUN_NONE ? c->d2h : c->nvme_write, "tensor '%s' has no bytes to copy",
+                              run_tensor_name(p, c->tensor));
   }
   return TRUE;
 }
@@ -380,9 +183,9 @@ static void measure_sizes(RunProgram *p) {
   guint64 on_disk = 0;
   for (guint id = 0; id < p->n_actions; id++) {
     const RokSimAction *a = run_action(p, id);
-    p->gpudirect_legs += is_copy(a) && a->gpudirect;
+    p->gpudirect_legs += run_is_copy(a) && a->gpudirect;
     guint c = p->actions[id].copy;
-    if (c == RUN_NONE || !is_copy(a))
+    if (c == RUN_NONE || !run_is_copy(a))
       continue;
     const RunCopy *copy = run_copy(p, c);
     guint64 rounded = copy->n_chunks * p->slot_bytes;
@@ -395,12 +198,13 @@ static void measure_sizes(RunProgram *p) {
   for (guint i = 0; i < p->copies->len; i++) {
     const RunCopy *c = run_copy(p, i);
     guint64 rounded = c->n_chunks * p->slot_bytes;
+    gboolean holds = c->d2h != RUN_NONE || (c->nvme_read != RUN_NONE && !c->gd_read);
     if (c->host)
       p->host_total += rounded;
-    else {
-      p->staged_total += rounded;
+    else if (holds)
       p->staged_largest = MAX(p->staged_largest, rounded);
-    }
+    if (c->nvme_write != RUN_NONE)
+      p->stored_total += rounded;
   }
   for (guint t = 0; t < p->n_tensors; t++)
     p->largest_tensor = MAX(p->largest_tensor, rok_trace_tensor(p->trace, t)->bytes);
@@ -417,35 +221,91 @@ static gboolean depends(const RunProgram *p, guint id, guint on) {
 }
 
 /* What the data path relies on: a copy's legs wait for what made their
- * bytes (the producer, for its checksum too; the leg before). */
+ * bytes (the producer, for its checksum too; the leg before; a read back
+ * from the staged copy, for its d2h copy or, once written, the write). */
 static gboolean check_leg_deps(const RunProgram *p, GError **error) {
   for (guint i = 0; i < p->copies->len; i++) {
     const RunCopy *c = run_copy(p, i);
     guint out = c->d2h != RUN_NONE ? c->d2h : c->nvme_write;
     guint back = c->nvme_read != RUN_NONE ? c->nvme_read : c->h2d;
     struct {
-      guint id, on;
+      guint id, on, or ;
       const char *what;
-    } need[] = {{out, c->producer, "the forward that makes it"},
-                {c->d2h != RUN_NONE ? c->nvme_write : RUN_NONE, c->d2h, "its d2h copy"},
-                {back, c->nvme_read != RUN_NONE ? c->nvme_write : c->d2h, "the copy it reads"},
-                {c->nvme_read != RUN_NONE ? c->h2d : RUN_NONE, c->nvme_read, "its SSD read"}};
+    } need[] = {{out, c->producer, RUN_NONE, "the forward that makes it"},
+                {c->d2h != RUN_NONE ? c->nvme_write : RUN_NONE, c->d2h, RUN_NONE, "its d2h copy"},
+                {back, c->nvme_read != RUN_NONE ? c->nvme_write : c->d2h, c->nvme_write, "the copy it reads"},
+                {c->nvme_read != RUN_NONE ? c->h2d : RUN_NONE, c->nvme_read, RUN_NONE, "its SSD read"}};
     for (guint k = 0; k < G_N_ELEMENTS(need); k++)
-      if (need[k].id != RUN_NONE && !depends(p, need[k].id, need[k].on))
-        return fail(error, p, need[k].id, "tensor '%s': it does not wait for %s (action %u)",
-                    tensor_name(p, c->tensor), need[k].what, need[k].on);
+      if (need[k].id != RUN_NONE && !depends(p, need[k].id, need[k].on) &&
+          (need[k].or == RUN_NONE || !depends(p, need[k].id, need[k].or)))
+        return run_program_fail(error, p, need[k].id, "tensor '%s': it does not wait for %s (action %u)",
+                                run_tensor_name(p, c->tensor), need[k].what, need[k].on);
   }
   return TRUE;
 }
 
-static void build_clear(Build *b) {
-  g_free(b->copy_of);
-  g_free(b->need);
-  g_free(b->need_ids);
-  if (b->rebuild != NULL)
-    g_array_unref(b->rebuild);
-  g_free(b->rebuild_at);
-  g_free(b->rebuild_n);
+/* Legs that hold staging slots get a turn, in schedule order: the d2h copy
+ * of a tensor bound for the SSDs (held until its write and any read back
+ * from staging are done) and a staged SSD read (held until its h2d). */
+static void number_tickets(RunProgram *p) {
+  for (guint id = 0; id < p->n_actions; id++) {
+    p->actions[id].ticket = RUN_NONE;
+    guint c = p->actions[id].copy;
+    if (c == RUN_NONE || run_copy(p, c)->host)
+      continue;
+    const RunCopy *copy = run_copy(p, c);
+    if (id == copy->d2h || (id == copy->nvme_read && !copy->gd_read))
+      p->actions[id].ticket = p->n_tickets++;
+  }
+}
+
+typedef struct {
+  gint64 time;
+  gint64 slots; /* > 0 taken, < 0 given back */
+} Hold;
+
+static gint hold_compare(gconstpointer a, gconstpointer b) {
+  const Hold *x = a, *y = b;
+  if (x->time != y->time)
+    return x->time < y->time ? -1 : 1;
+  return (y->slots > 0) - (x->slots > 0); /* taking first: the peak errs high */
+}
+
+static void add_hold(GArray *holds, const RunProgram *p, guint from, guint64 until_ns, guint n) {
+  Hold take = {run_action(p, from)->start_ns, n}, give = {(gint64)until_ns, -(gint64)n};
+  g_array_append_val(holds, take);
+  g_array_append_val(holds, give);
+}
+
+static gint64 end_of(const RunProgram *p, guint id) {
+  return id == RUN_NONE ? 0 : run_action(p, id)->end_ns;
+}
+
+/* The most slots the simulator's timeline holds in staging at once (its
+ * bytes within the profile's pinned buffer, here in whole slots): the size
+ * of the reservations the run may hold. */
+static void staging_peak(RunProgram *p) {
+  g_autoptr(GArray) holds = g_array_new(FALSE, FALSE, sizeof(Hold));
+  for (guint i = 0; i < p->copies->len; i++) {
+    const RunCopy *c = run_copy(p, i);
+    if (c->host)
+      continue;
+    if (c->d2h != RUN_NONE) {
+      gint64 until = MAX(end_of(p, c->d2h), end_of(p, c->nvme_write));
+      if (c->nvme_read == RUN_NONE)
+        until = MAX(until, end_of(p, c->h2d));
+      add_hold(holds, p, c->d2h, until, c->n_chunks);
+    }
+    if (c->nvme_read != RUN_NONE && !c->gd_read)
+      add_hold(holds, p, c->nvme_read, end_of(p, c->h2d), c->n_chunks);
+  }
+  g_array_sort(holds, hold_compare);
+  gint64 held = 0, peak = 0;
+  for (guint i = 0; i < holds->len; i++) {
+    held += g_array_index(holds, Hold, i).slots;
+    peak = MAX(peak, held);
+  }
+  p->staging_peak = (guint64)peak * p->slot_bytes;
 }
 
 gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 slot_bytes, GError **error) {
@@ -465,21 +325,22 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule has no actions to run");
     return FALSE;
   }
-  Build b = {.p = p, .copy_of = g_new(guint, (gsize)p->n_mb * p->n_tensors)};
-  memset(b.copy_of, 0xff, sizeof(guint) * (gsize)p->n_mb * p->n_tensors);
-  gboolean ok = gather_copies(&b, error) && replay(&b, error) && check_leg_deps(p, error);
-  build_clear(&b);
-  if (!ok)
+  p->copy_of = g_new(guint, (gsize)p->n_mb * p->n_tensors);
+  memset(p->copy_of, 0xff, sizeof(guint) * (gsize)p->n_mb * p->n_tensors);
+  if (!gather_copies(p, error) || !run_program_replay(p, error) || !check_leg_deps(p, error))
     return FALSE;
   link(p);
   mark_late(p);
   mark_ends(p);
   measure_sizes(p);
+  number_tickets(p);
+  staging_peak(p);
   return TRUE;
 }
 
 void run_program_clear(RunProgram *p) {
   g_free(p->actions);
+  g_free(p->copy_of);
   if (p->ids != NULL)
     g_array_unref(p->ids);
   if (p->copies != NULL)

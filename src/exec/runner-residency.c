@@ -40,8 +40,7 @@ RokClBuffer *run_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error)
     /* The dependencies should make this impossible: say so rather than leak. */
     rok_cl_buffer_free(buffer);
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                "tensor '%s' of micro-batch %u is made while its previous copy is still in device memory", t->name,
-                mb);
+                "tensor '%s' of micro-batch %u is made while its previous copy is still in device memory", t->name, mb);
     return NULL;
   }
   return buffer;

@@ -21,8 +21,8 @@ static void note(Runner *r, char *text) {
 static gboolean too_big(GError **error, RokErrorCode code, const char *what, guint64 need, const char *detail,
                         const char *where, guint64 have) {
   g_autofree char *n = rok_units_format_size(need), *h = rok_units_format_size(have);
-  g_set_error(error, ROK_ERROR, code, "the schedule is too big to run here: it needs %s of %s (%s); %s has %s", n,
-              what, detail, where, h);
+  g_set_error(error, ROK_ERROR, code, "the schedule is too big to run here: it needs %s of %s (%s); %s has %s", n, what,
+              detail, where, h);
   return FALSE;
 }
 
@@ -47,16 +47,16 @@ static RokDtype activation_dtype(const RokTrace *trace) {
   return ROK_DTYPE_FP32;
 }
 
-/* Pool sizes: copies to the SSDs go through a staging pool of the profile's
- * pinned buffer (at least the largest such tensor, as the simulator lets a
- * tensor larger than the buffer through an empty one; at most what the
- * schedule stages in all); copies to host memory keep their chunks, so
- * their pool holds them all. */
-static void pool_sizes(const Runner *r, guint64 *staging, guint64 *host) {
+/* Pool sizes. Copies to the SSDs hold staging slots as the simulator's
+ * timeline holds its pinned buffer (reservations up to its peak, at least
+ * the largest copy: the simulator lets a tensor larger than the buffer
+ * through an empty one), plus room for gpudirect legs' passing chunks.
+ * Copies to host memory keep their chunks, so their pool holds them all. */
+static void pool_sizes(const Runner *r, guint64 *staging, guint64 *limit, guint64 *host) {
   const RunProgram *p = &r->prog;
-  guint64 slot = p->slot_bytes;
-  guint64 pinned = (r->schedule->hw->host.pinned_buffer + slot - 1) / slot * slot;
-  *staging = p->staged_total == 0 ? 0 : MAX(p->staged_largest, MIN(p->staged_total, MAX(pinned, slot)));
+  guint64 depth = CLAMP(r->schedule->hw->nvme.queue_depth, 1, 64);
+  *limit = MAX(p->staging_peak, p->staged_largest);
+  *staging = *limit + (p->gpudirect_legs > 0 ? depth * p->slot_bytes : 0);
   *host = p->host_total;
 }
 
@@ -71,8 +71,8 @@ static gboolean check_device(Runner *r, GError **error) {
   const RokClDeviceInfo *info = rok_cl_device_info(r->device);
   if (r->prog.largest_tensor > info->max_alloc) {
     g_autofree char *where = g_strdup_printf("%s (CL_DEVICE_MAX_MEM_ALLOC_SIZE)", info->name);
-    return too_big(error, ROK_ERROR_DEVICE, "device memory in one buffer", r->prog.largest_tensor,
-                   "its largest tensor", where, info->max_alloc);
+    return too_big(error, ROK_ERROR_DEVICE, "device memory in one buffer", r->prog.largest_tensor, "its largest tensor",
+                   where, info->max_alloc);
   }
   guint64 fixed = rok_cl_device_allocated(r->device);
   guint64 act = predicted_activations(r);
@@ -94,9 +94,10 @@ static gboolean check_host(Runner *r, guint64 staging, guint64 host, GError **er
   g_autofree char *s = rok_units_format_size(staging), *h = rok_units_format_size(host);
   g_autofree char *d = rok_units_format_size(device);
   g_autofree char *detail = g_strdup_printf("staging %s, copies kept in host memory %s, the CPU device's "
-                                            "activations %s", s, h, d);
-  return too_big(error, ROK_ERROR_IO, "host memory", staging + host + device, detail,
-                 "this machine (MemAvailable)", available);
+                                            "activations %s",
+                                            s, h, d);
+  return too_big(error, ROK_ERROR_IO, "host memory", staging + host + device, detail, "this machine (MemAvailable)",
+                 available);
 }
 
 /* Before any parameter is made: the trace's parameters (values and fp32
@@ -111,7 +112,8 @@ static gboolean check_estimate(Runner *r, RokDtype act, GError **error) {
   if (params + acts <= info->global_memory)
     return TRUE;
   g_autofree char *fs = rok_units_format_size(params), *a = rok_units_format_size(acts);
-  g_autofree char *detail = g_strdup_printf("parameters, gradients and optimizer states about %s, the predicted activation peak %s", fs, a);
+  g_autofree char *detail =
+      g_strdup_printf("parameters, gradients and optimizer states about %s, the predicted activation peak %s", fs, a);
   return too_big(error, ROK_ERROR_DEVICE, "device memory", params + acts, detail, info->name, info->global_memory);
 }
 
@@ -145,6 +147,10 @@ static gboolean open_compute(Runner *r, GError **error) {
   r->report->device = g_strdup(info->name);
   r->report->device_type = g_strdup(info->type);
   r->report->platform = g_strdup(info->platform);
+  if (g_str_equal(info->type, "cpu"))
+    note(r, g_strdup_printf("%s is a CPU device: its memory is host memory and a copy is a memcpy on the threads "
+                            "that run kernels (no copy engine), so copies wait for kernels and slow them down",
+                            info->name));
   RokDtype act = activation_dtype(r->trace);
   if (!check_estimate(r, act, error))
     return FALSE;
@@ -164,12 +170,12 @@ static void pin_pool(Runner *r, RokStaging *pool, guint index) {
   gsize bytes = rok_staging_n_slots(pool) * rok_staging_slot_bytes(pool);
   void *base = rok_staging_slot(pool, 0);
   cl_int status = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(rok_cl_device_context(r->device), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, base,
-                              &status);
+  cl_mem mem =
+      clCreateBuffer(rok_cl_device_context(r->device), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, base, &status);
   void *ptr = NULL;
   if (status == CL_SUCCESS)
-    ptr = clEnqueueMapBuffer(rok_cl_device_queue(r->device, ROK_CL_QUEUE_D2H), mem, CL_TRUE,
-                             CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &status);
+    ptr = clEnqueueMapBuffer(rok_cl_device_queue(r->device, ROK_CL_QUEUE_D2H), mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
+                             0, bytes, 0, NULL, NULL, &status);
   if (status != CL_SUCCESS || ptr != base) {
     note(r, g_strdup_printf("a staging pool could not be registered with OpenCL (%s): copies use it unpinned",
                             rok_cl_status_name(status)));
@@ -184,8 +190,9 @@ static void pin_pool(Runner *r, RokStaging *pool, guint index) {
 }
 
 static gboolean make_pools(Runner *r, GError **error) {
-  guint64 staging = 0, host = 0;
-  pool_sizes(r, &staging, &host);
+  guint64 staging = 0, host = 0, limit = 0;
+  pool_sizes(r, &staging, &limit, &host);
+  r->gate_limit = limit / r->prog.slot_bytes;
   if (!check_host(r, staging, host, error))
     return FALSE;
   if (staging > 0 && (r->staging = rok_staging_new(r->prog.slot_bytes, staging, error)) == NULL)
@@ -222,13 +229,15 @@ static gboolean backend_kind(const char *name, RokIoBackendKind *kind, GError **
 }
 
 static gboolean open_store(Runner *r, GError **error) {
-  if (r->staging == NULL)
+  if (r->prog.stored_total == 0) {
+    if (r->options.dirs != NULL && r->options.dirs[0] != NULL)
+      note(r, g_strdup("the schedule writes nothing to the SSDs: the directories were not used"));
     return TRUE;
+  }
   if (r->options.dirs == NULL || r->options.dirs[0] == NULL) {
-    g_autofree char *size = rok_units_format_size(r->prog.staged_total);
+    g_autofree char *size = rok_units_format_size(r->prog.stored_total);
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                "the schedule writes tensors to the SSDs (%s): give a directory on each disk to use (--dir DIR)",
-                size);
+                "the schedule writes tensors to the SSDs (%s): give a directory on each disk to use (--dir DIR)", size);
     return FALSE;
   }
   RokStoreOptions so;

@@ -91,7 +91,8 @@ static gboolean write_direct(Runner *r, guint id, guint copy, LegIo *io, GError 
     if (!run_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error) ||
         !run_chunk_out(r, buffer, copy, i, error))
       return FALSE;
-    run_integrity_out(r, c, &sum, i, run_chunk_data(r, copy, i), rok_store_tensor_chunk_bytes(r->copies[copy].stored, i));
+    gsize len = rok_store_tensor_chunk_bytes(r->copies[copy].stored, i);
+    run_integrity_out(r, c, &sum, i, run_chunk_data(r, copy, i), len);
     submit(io, r->copies[copy].stored, i, r->slots[c->chunk_base + i], TRUE);
   }
   return run_integrity_out_done(r, copy, &sum, error);
@@ -173,12 +174,9 @@ gboolean run_nvme_read_leg(Runner *r, guint id, GError **error) {
   gboolean ok = TRUE;
   if (c->gd_read)
     ok = read_direct(r, id, copy, buffer, &io, error);
-  else
-    for (guint i = 0; ok && i < c->n_chunks; i++) {
-      ok = run_slot_acquire(r, st->pool, &r->rec[id], &r->slots[c->chunk_base + i], error);
-      if (ok)
-        submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
-    }
+  else if ((ok = run_read_slots(r, id, copy, error)))
+    for (guint i = 0; i < c->n_chunks; i++)
+      submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
   ok = leg_finish(&io, ok ? error : NULL) && ok;
   if (!ok)
     return FALSE;

@@ -85,6 +85,8 @@ static int compare_double(gconstpointer a, gconstpointer b) {
 typedef struct {
   RunStepFigures *steps; /* per measured step */
   guint64 *peaks, *fixed;
+  RunRecord **recs; /* each step's action times */
+  gint64 *origins;  /* each step's start */
   guint n;
 } Measured;
 
@@ -106,10 +108,11 @@ static gboolean after_step(Runner *r, guint step, guint64 *checksum, GError **er
   if (r->gradient_checksum == *checksum)
     return TRUE;
   g_atomic_int_inc(&r->integrity_failures);
-  g_set_error(error, ROK_ERROR, ROK_ERROR_INTEGRITY,
-              "integrity: the gradients of step %u differ from those of the warm-up step (checksum %016" G_GINT64_MODIFIER
-              "x, then %016" G_GINT64_MODIFIER "x): the device does not compute deterministically",
-              step, r->gradient_checksum, *checksum);
+  g_set_error(
+      error, ROK_ERROR, ROK_ERROR_INTEGRITY,
+      "integrity: the gradients of step %u differ from those of the warm-up step (checksum %016" G_GINT64_MODIFIER
+      "x, then %016" G_GINT64_MODIFIER "x): the device does not compute deterministically",
+      step, r->gradient_checksum, *checksum);
   return FALSE;
 }
 
@@ -126,6 +129,29 @@ static guint median_step(const Measured *m, double *median) {
     if (m->steps[i].figures.step_time_s == pick)
       return i;
   return 0;
+}
+
+static const char *action_name(const Runner *r, const RokSimAction *a) {
+  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
+    return a->op < r->trace->ops->len ? rok_trace_op(r->trace, a->op)->name : rok_action_kind_name(a->kind);
+  return rok_trace_tensor(r->trace, a->tensor)->name;
+}
+
+static void fill_timeline(Runner *r, const RunRecord *rec, gint64 origin) {
+  for (guint id = 0; id < r->prog.n_actions; id++) {
+    const RokSimAction *a = run_action(&r->prog, id);
+    RokExecSpan span = {.action = id,
+                        .kind = a->kind,
+                        .stream = a->stream,
+                        .micro_batch = a->micro_batch,
+                        .name = g_strdup(action_name(r, a)),
+                        .bytes = a->bytes,
+                        .start_s = (double)(rec[id].start_ns - origin) / 1e9,
+                        .end_s = (double)(rec[id].end_ns - origin) / 1e9,
+                        .predicted_start_s = (double)a->start_ns / 1e9,
+                        .predicted_end_s = (double)a->end_ns / 1e9};
+    g_array_append_val(r->report->timeline, span);
+  }
 }
 
 static void fill_report(Runner *r, const Measured *m, double warmup) {
@@ -148,6 +174,7 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
   rep->staging_waits = m->steps[k].staging_waits;
   rep->staging_wait_s = m->steps[k].staging_wait_s;
   rep->warmup_time_s = warmup;
+  fill_timeline(r, m->recs[k], m->origins[k]);
   run_measure_predicted(&r->prog, &rep->predicted);
   const RokFixedMemory *fixed = &r->trace->fixed;
   rep->predicted_fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
@@ -159,7 +186,12 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
 
 static gboolean run_steps(Runner *r, GError **error) {
   guint n = r->options.repeat;
-  Measured m = {.steps = g_new0(RunStepFigures, n), .peaks = g_new0(guint64, n), .fixed = g_new0(guint64, n), .n = n};
+  Measured m = {.steps = g_new0(RunStepFigures, n),
+                .peaks = g_new0(guint64, n),
+                .fixed = g_new0(guint64, n),
+                .recs = g_new0(RunRecord *, n),
+                .origins = g_new0(gint64, n),
+                .n = n};
   guint64 checksum = 0;
   double warmup = 0;
   gboolean ok = TRUE;
@@ -170,6 +202,8 @@ static gboolean run_steps(Runner *r, GError **error) {
       run_measure_step(r, &m.steps[step - 1]);
       m.peaks[step - 1] = rok_cl_device_peak(r->device);
       m.fixed[step - 1] = r->step_fixed;
+      m.recs[step - 1] = g_memdup2(r->rec, sizeof(RunRecord) * r->prog.n_actions);
+      m.origins[step - 1] = r->step_start_ns;
     } else if (ok) {
       RunStepFigures w;
       run_measure_step(r, &w);
@@ -179,6 +213,10 @@ static gboolean run_steps(Runner *r, GError **error) {
   }
   if (ok)
     fill_report(r, &m, warmup);
+  for (guint i = 0; i < n; i++)
+    g_free(m.recs[i]);
+  g_free(m.recs);
+  g_free(m.origins);
   g_free(m.steps);
   g_free(m.peaks);
   g_free(m.fixed);
@@ -192,6 +230,8 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
   r->options = *options;
   g_mutex_init(&r->lock);
   g_mutex_init(&r->error_lock);
+  g_mutex_init(&r->gate_lock);
+  g_cond_init(&r->gate_cond);
   r->completions = g_async_queue_new();
   r->notes = g_ptr_array_new_with_free_func(g_free);
   r->report = rok_exec_report_new();
@@ -212,13 +252,15 @@ static void runner_free(Runner *r) {
     g_error_free(r->error);
   g_mutex_clear(&r->lock);
   g_mutex_clear(&r->error_lock);
+  g_mutex_clear(&r->gate_lock);
+  g_cond_clear(&r->gate_cond);
   g_free(r);
 }
 
 RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *options, GError **error) {
   Runner *r = runner_new(schedule, options);
-  gboolean ok = check_options(&r->options, error) &&
-                run_program_build(&r->prog, schedule, r->options.slot_bytes, error);
+  gboolean ok =
+      check_options(&r->options, error) && run_program_build(&r->prog, schedule, r->options.slot_bytes, error);
   if (ok && r->options.cancel != NULL)
     rok_exec_cancel_attach(r->options.cancel, on_cancel, r);
   if (ok) {

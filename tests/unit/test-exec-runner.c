@@ -18,6 +18,7 @@ int main(void) {
 #include <string.h>
 
 #include "exec/opencl/cl-device.h"
+#include "exec/runner-private.h"
 #include "rok/error.h"
 #include "rok/exec.h"
 #include "rok/plan.h"
@@ -29,8 +30,8 @@ const char *__lsan_default_suppressions(void) {
   return "leak:libpocl.so\nleak:libLLVM\n";
 }
 
-#define TINY_GPT                                                                                                   \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 32, \"micro_batch\": 2, "       \
+#define TINY_GPT                                                                                                       \
+  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 32, \"micro_batch\": 2, "             \
   "\"global_batch\": 4, \"vocab\": 128, \"dropout\": 0.1}"
 
 typedef struct {
@@ -362,8 +363,6 @@ static void test_too_big(void) {
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
   g_assert_no_error(error);
   g_autoptr(RokSchedule) s = schedule_of(trace, fx.hw, rok_sim_plan_new(trace), "keep");
-  g_autoptr(GPtrArray) devices = rok_cl_device_list(&error);
-  g_assert_no_error(error);
   g_autoptr(RokExecReport) r = run(s, NULL, NULL, NULL, &error);
   g_assert_null(r);
   assert_error_says(error, ROK_ERROR_DEVICE, "too big to run here", "of device memory");
@@ -383,8 +382,9 @@ static void test_report_json(void) {
   json_object *value = NULL, *predicted = NULL, *rel = NULL;
   g_assert_true(json_object_object_get_ex(doc, "format", &value));
   g_assert_cmpstr(json_object_get_string(value), ==, "rok-report/1");
-  const char *figures[] = {"step_time_s", "peak_device_bytes", "d2h_bytes", "h2d_bytes", "nvme_write_bytes",
-                           "nvme_read_bytes", "nvme_write_bandwidth", "nvme_read_bandwidth", "stall_s"};
+  const char *figures[] = {
+      "step_time_s",     "peak_device_bytes",    "d2h_bytes",           "h2d_bytes", "nvme_write_bytes",
+      "nvme_read_bytes", "nvme_write_bandwidth", "nvme_read_bandwidth", "stall_s"};
   g_assert_true(json_object_object_get_ex(doc, "predicted", &predicted));
   g_assert_true(json_object_object_get_ex(doc, "relative_error", &rel));
   for (guint i = 0; i < G_N_ELEMENTS(figures); i++) {
@@ -404,6 +404,49 @@ static void test_report_json(void) {
   json_object_put(doc);
 }
 
+static double predicted_double(const RokSchedule *s, const char *key, const char *member) {
+  json_object *value = NULL;
+  g_assert_true(json_object_object_get_ex(s->predicted, key, &value));
+  if (member != NULL)
+    g_assert_true(json_object_object_get_ex(value, member, &value));
+  return json_object_get_double(value);
+}
+
+/* The predicted figures the report derives from the schedule's actions are
+ * the simulator's own, figure for figure; so the measured ones, derived the
+ * same way from measured times, are comparable with them. */
+static void test_predicted(void) {
+  const RokTrace *t = fx.trace;
+  RokSchedule *schedules[] = {
+      schedule_of(t, fx.hw, baseline(t, fx.hw, ROK_STRATEGY_RECOMPUTE), "recompute"),
+      schedule_of(t, fx.hw, baseline(t, fx.hw, ROK_STRATEGY_OFFLOAD), "offload"),
+      schedule_of(t, fx.hw, mixed(t, fx.hw), "mixed"),
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(schedules); i++) {
+    const RokSchedule *s = schedules[i];
+    g_autoptr(GError) error = NULL;
+    RunProgram prog;
+    g_assert_true(run_program_build(&prog, s, ROK_EXEC_DEFAULT_SLOT_BYTES, &error));
+    g_assert_no_error(error);
+    RokExecFigures f;
+    run_measure_predicted(&prog, &f);
+    g_assert_cmpfloat_with_epsilon(f.step_time_s, predicted_double(s, "step_time_s", NULL), 1e-9);
+    g_assert_cmpfloat_with_epsilon(f.compute_s, predicted_double(s, "compute_s", NULL), 1e-9);
+    g_assert_cmpfloat_with_epsilon(f.recompute_s, predicted_double(s, "recompute_s", NULL), 1e-9);
+    for (guint st = 0; st < ROK_SIM_STREAM_COUNT; st++)
+      g_assert_cmpfloat_with_epsilon(f.busy_s[st], predicted_double(s, "busy_s", rok_sim_stream_name(st)), 1e-9);
+    g_assert_cmpuint(f.d2h_bytes, ==, predicted_uint(s, "pcie_d2h_bytes"));
+    g_assert_cmpuint(f.nvme_read_bytes, ==, predicted_uint(s, "nvme_read_bytes"));
+    g_assert_cmpuint(f.activation_peak_bytes, ==, predicted_uint(s, "activation_peak_bytes"));
+    g_assert_cmpfloat_with_epsilon(f.stall_s, predicted_double(s, "stall_s", NULL), 1e-9);
+    /* Every copy of the mixed plan goes to staging, host memory or both. */
+    if (i == 2)
+      g_assert_cmpuint(prog.staging_peak + prog.host_total, >, 0);
+    run_program_clear(&prog);
+    rok_schedule_free(schedules[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_autoptr(GError) error = NULL;
@@ -417,6 +460,7 @@ int main(int argc, char **argv) {
   fx.dir = g_dir_make_tmp("rok-exec-test-XXXXXX", &error);
   g_assert_no_error(error);
   g_test_add_func("/exec-runner/plans", test_plans);
+  g_test_add_func("/exec-runner/predicted", test_predicted);
   g_test_add_func("/exec-runner/gpudirect", test_gpudirect);
   g_test_add_func("/exec-runner/corrupt", test_corrupt);
   g_test_add_func("/exec-runner/disk-errors", test_disk_errors);

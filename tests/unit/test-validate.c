@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "exec/runner-private.h"
 #include "exec/validate/validate-private.h"
 #include "rok/error.h"
 #include "rok/json.h"
@@ -88,10 +89,7 @@ static void test_plan_rows(void) {
 
 /* A report as the executor makes one, around a real schedule. */
 static RokExecReport *made_up_report(double median, double lo, double hi) {
-  RokExecReport *r = g_new0(RokExecReport, 1);
-  r->dirs = g_ptr_array_new_with_free_func(g_free);
-  r->notes = g_ptr_array_new_with_free_func(g_free);
-  r->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  RokExecReport *r = rok_exec_report_new();
   r->device = g_strdup("Test Device");
   r->measured.step_time_s = median;
   r->step_time_min_s = lo;

@@ -69,6 +69,17 @@ typedef struct {
 /* Defaults as above, with rok_exec_options_init()'s. */
 void rok_validate_options_init(RokValidateOptions *options);
 
+/* Where the time of a step goes, predicted and measured, in the median
+ * measured step: compute by op kind and action ("linear backward",
+ * "dropout recompute"), transfer legs by stream ("d2h", "nvme-write");
+ * seconds summed over the actions. It tells which part of the model of
+ * the machine is off when a step time is. */
+typedef struct {
+  char *part;
+  guint actions;
+  double predicted_s, measured_s;
+} RokValidatePart;
+
 typedef struct {
   char *strategy;        /* "keep", ..., or "rok" */
   guint64 budget_bytes;  /* the budget it was planned for */
@@ -83,6 +94,7 @@ typedef struct {
   guint64 predicted_activation_peak_bytes, measured_activation_peak_bytes;
   guint64 predicted_moved_bytes, measured_moved_bytes;
   double moved_error;              /* 0 when both are 0 */
+  GArray *parts;                   /* RokValidatePart, compute kinds in op-kind order, then streams */
   RokExecReport *report;           /* the run's full report */
   char *schedule;                  /* its rok-schedule/1 text */
 } RokValidateRow;
@@ -96,6 +108,7 @@ typedef struct {
   double median_peak_error, max_peak_error;
   double max_moved_error;
   double median_noise, max_noise;
+  GArray *parts; /* RokValidatePart summed over the rows, in the rows' order */
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
   GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */
@@ -111,8 +124,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokValidation, rok_validation_free)
 RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
                             GError **error);
 
-/* The summary of `rows` (fills the medians and maxima): for callers that
- * build rows themselves, e.g. tests. */
+/* The summary of `rows` (fills the medians and maxima and the parts summed
+ * over the rows): for callers that build rows themselves, e.g. tests. */
 void rok_validation_summarize(RokValidation *validation);
 
 /* {format: "rok-validation/1", model, hw, device, repeat, cpus,
@@ -122,7 +135,8 @@ void rok_validation_summarize(RokValidation *validation);
  * predicted_optimizer_s, predicted_peak_bytes, measured_peak_bytes,
  * peak_error, predicted_activation_peak_bytes,
  * measured_activation_peak_bytes, predicted_moved_bytes,
- * measured_moved_bytes, moved_error, integrity_failures}],
+ * measured_moved_bytes, moved_error, integrity_failures, parts [{part,
+ * actions, predicted_s, measured_s}]}], parts (over all rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
  * max_peak_error, max_moved_error, median_noise, max_noise, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);

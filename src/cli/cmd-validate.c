@@ -110,6 +110,30 @@ static const RokValidateRow *worst_row(const RokValidation *v) {
   return worst;
 }
 
+static int by_gap(gconstpointer a, gconstpointer b) {
+  const RokValidatePart *x = *(RokValidatePart *const *)a, *y = *(RokValidatePart *const *)b;
+  double gx = fabs(x->measured_s - x->predicted_s), gy = fabs(y->measured_s - y->predicted_s);
+  return gx < gy ? 1 : gx > gy ? -1 : 0;
+}
+
+/* The parts of the steps whose prediction is furthest off, over all rows. */
+static void print_parts(const RokValidation *v) {
+  g_autoptr(GPtrArray) order = g_ptr_array_new();
+  for (guint i = 0; i < v->parts->len; i++)
+    g_ptr_array_add(order, &g_array_index(v->parts, RokValidatePart, i));
+  g_ptr_array_sort(order, by_gap);
+  if (order->len == 0)
+    return;
+  printf("Furthest off, over the rows' median steps (predicted, measured, their difference):\n");
+  for (guint i = 0; i < MIN(order->len, 6); i++) {
+    const RokValidatePart *p = g_ptr_array_index(order, i);
+    g_autofree char *pt = rok_units_format_time(p->predicted_s), *mt = rok_units_format_time(p->measured_s);
+    g_autofree char *gap = rok_units_format_time(fabs(p->measured_s - p->predicted_s));
+    printf("  %-24s %10s %10s  %s%s (%u actions)\n", p->part, pt, mt, p->measured_s >= p->predicted_s ? "+" : "-",
+           gap, p->actions);
+  }
+}
+
 static void print_table(const RokValidation *v, const char *dir) {
   printf("%s on %s (%s): %u rows, each a warm-up step and %u measured ones.\n", v->model, v->hw,
          v->device ? v->device : "?", v->rows->len, v->repeat);
@@ -128,10 +152,13 @@ static void print_table(const RokValidation *v, const char *dir) {
          "%.1f%%.\n",
          v->max_moved_error == 0 ? "as planned in every row" : "NOT as planned", 100 * v->median_noise,
          100 * v->max_noise);
+  print_parts(v);
   for (guint i = 0; i < v->notes->len; i++)
     printf("%s%s\n", i == 0 ? "Notes:\n  - " : "  - ", (const char *)g_ptr_array_index(v->notes, i));
   if (dir != NULL)
-    printf("Wrote validation.json, validation.png, validation.svg and each row's schedule and report in %s\n", dir);
+    printf("Wrote validation.json, validation.png, validation.svg and each row's schedule, report and timeline "
+           "(measured beside predicted, for Perfetto) in %s\n",
+           dir);
 }
 
 /* ---- files ---- */
@@ -155,7 +182,10 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
     g_autofree char *schedule = g_strdup_printf("schedule-%02u-%s.json", i + 1, row->strategy);
     g_autofree char *report = g_strdup_printf("report-%02u-%s.json", i + 1, row->strategy);
     g_autofree char *report_path = g_build_filename(dir, report, NULL);
-    ok = write_text(dir, schedule, row->schedule, error) && rok_exec_report_save(row->report, report_path, error);
+    g_autofree char *timeline = g_strdup_printf("timeline-%02u-%s.json", i + 1, row->strategy);
+    g_autofree char *timeline_path = g_build_filename(dir, timeline, NULL);
+    ok = write_text(dir, schedule, row->schedule, error) && rok_exec_report_save(row->report, report_path, error) &&
+         rok_exec_report_timeline_save(row->report, timeline_path, error);
   }
   const char *charts[] = {"validation.png", "validation.svg"};
   for (guint i = 0; ok && i < G_N_ELEMENTS(charts); i++) {
@@ -213,7 +243,7 @@ int rok_cmd_validate(int argc, char **argv) {
        "Smallest tensor offload and tba move, in elements (default 65536)", "N"},
       {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
-       "Write validation.json, the chart (PNG, SVG) and each row's schedule and report in DIR", "DIR"},
+       "Write validation.json, the chart (PNG, SVG) and each row's schedule, report and timeline in DIR", "DIR"},
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
   GError *error = NULL;

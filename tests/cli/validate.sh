@@ -29,8 +29,8 @@ tiny=(--set layers=2 --set hidden=64 --set heads=1 --set seq_len=64 --set ffn_hi
 "$rok" validate "${tiny[@]}" --json -o "$tmp/out" >"$tmp/v.json"
 [ -z "$(ls -A "$disk")" ] || { echo "left behind in $disk: $(ls -A "$disk")" >&2; exit 1; }
 cmp "$tmp/v.json" "$tmp/out/validation.json"
-for f in validation.png validation.svg schedule-01-keep.json report-01-keep.json schedule-06-rok.json \
-  report-06-rok.json; do
+for f in validation.png validation.svg schedule-01-keep.json report-01-keep.json timeline-01-keep.json \
+  schedule-06-rok.json report-06-rok.json timeline-06-rok.json; do
   [ -s "$tmp/out/$f" ] || { echo "-o wrote no $f" >&2; exit 1; }
 done
 
@@ -69,6 +69,17 @@ assert v["max_noise"] >= v["median_noise"] >= 0
 assert rows[0]["measured_moved_bytes"] == 0
 assert rows[3]["measured_moved_bytes"] > 0 and rows[4]["predicted_moved_bytes"] >= 0
 assert any("optimizer" in n for n in v["notes"])
+# Where the time went: parts per row add up to the row's compute, and the
+# summary's are the rows' summed.
+for r in rows:
+    assert r["parts"] and all(p["actions"] > 0 for p in r["parts"]), r["strategy"]
+total = {}
+for r in rows:
+    for p in r["parts"]:
+        total[p["part"]] = total.get(p["part"], 0) + p["measured_s"]
+for p in v["parts"]:
+    assert math.isclose(p["measured_s"], total[p["part"]], rel_tol=1e-9), p
+assert any(p["part"] == "linear backward" for p in v["parts"])
 EOF
 
 # The table.
@@ -76,4 +87,5 @@ out=$("$rok" validate "${tiny[@]}" --no-baselines --repeat 1)
 expect_in "$out" "Step time error: median"
 expect_in "$out" "Peak memory error"
 expect_in "$out" "Noise"
+expect_in "$out" "Furthest off"
 [ -z "$(ls -A "$disk")" ]

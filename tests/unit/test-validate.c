@@ -207,6 +207,7 @@ static void test_summary_json(void) {
   g_assert_true(json_object_object_get_ex(doc, "median_step_time_error", NULL));
   g_assert_true(json_object_object_get_ex(doc, "max_peak_error", NULL));
   g_assert_cmpuint(json_object_array_length(json_object_object_get(doc, "notes")), ==, 1);
+  g_assert_true(json_object_is_type(json_object_object_get(doc, "parts"), json_type_array));
   json_object_put(doc);
 }
 
@@ -268,8 +269,30 @@ static void test_run(void) {
     g_assert_cmpfloat(row->moved_error, ==, 0);
     g_assert_cmpuint(row->report->integrity_failures, ==, 0);
     g_assert_nonnull(strstr(row->schedule, "rok-schedule/1"));
+    /* The parts of the compute stream add up to its busy time. */
+    double predicted = 0, measured = 0;
+    for (guint k = 0; k < row->parts->len; k++) {
+      const RokValidatePart *part = &g_array_index(row->parts, RokValidatePart, k);
+      g_assert_cmpuint(part->actions, >, 0);
+      if (strchr(part->part, ' ') != NULL || g_str_equal(part->part, "optimizer")) {
+        predicted += part->predicted_s;
+        measured += part->measured_s;
+      }
+    }
+    g_assert_cmpfloat_with_epsilon(predicted, row->report->predicted.compute_s, 1e-6);
+    g_assert_cmpfloat_with_epsilon(measured, row->report->measured.compute_s, 1e-6);
   }
   g_assert_cmpuint(copied, >, 0); /* the smallest budget offloads */
+  /* Over the rows: every part, summed. */
+  double total = 0, rows_total = 0;
+  for (guint k = 0; k < v->parts->len; k++)
+    total += g_array_index(v->parts, RokValidatePart, k).measured_s;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const GArray *parts = ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->parts;
+    for (guint k = 0; k < parts->len; k++)
+      rows_total += g_array_index(parts, RokValidatePart, k).measured_s;
+  }
+  g_assert_cmpfloat_with_epsilon(total, rows_total, 1e-9);
 }
 
 int main(int argc, char **argv) {

@@ -36,6 +36,26 @@ void rok_validation_summarize(RokValidation *v) {
   median_max(peak, n, &v->median_peak_error, &v->max_peak_error);
   median_max(moved, n, &unused, &v->max_moved_error);
   median_max(noise, n, &v->median_noise, &v->max_noise);
+  g_array_set_size(v->parts, 0);
+  for (guint i = 0; i < n; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    if (row->parts != NULL)
+      rok_validate_parts_add(v->parts, row->parts);
+  }
+}
+
+static json_object *parts_json(const GArray *parts) {
+  json_object *a = json_object_new_array();
+  for (guint i = 0; parts != NULL && i < parts->len; i++) {
+    const RokValidatePart *p = &g_array_index(parts, RokValidatePart, i);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "part", json_object_new_string(p->part));
+    json_object_object_add(o, "actions", json_object_new_uint64(p->actions));
+    json_object_object_add(o, "predicted_s", rok_json_new_double(p->predicted_s));
+    json_object_object_add(o, "measured_s", rok_json_new_double(p->measured_s));
+    json_object_array_add(a, o);
+  }
+  return a;
 }
 
 static void add(json_object *o, const char *key, json_object *value) {
@@ -71,6 +91,7 @@ static json_object *row_json(const RokValidateRow *row) {
   add(o, "measured_moved_bytes", json_object_new_uint64(row->measured_moved_bytes));
   add(o, "moved_error", rok_json_new_double(row->moved_error));
   add(o, "integrity_failures", json_object_new_uint64(row->report != NULL ? row->report->integrity_failures : 0));
+  add(o, "parts", parts_json(row->parts));
   return o;
 }
 
@@ -96,6 +117,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_moved_error", rok_json_new_double(v->max_moved_error));
   add(o, "median_noise", rok_json_new_double(v->median_noise));
   add(o, "max_noise", rok_json_new_double(v->max_noise));
+  add(o, "parts", parts_json(v->parts));
   json_object *notes = json_object_new_array();
   for (guint i = 0; i < v->notes->len; i++)
     json_object_array_add(notes, json_object_new_string(g_ptr_array_index(v->notes, i)));

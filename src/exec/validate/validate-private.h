@@ -2,6 +2,7 @@
  *
  *   validate.c        options, the result's life, planning the rows
  *   validate-run.c    each row's schedule run and compared; rok_validate
+ *   validate-parts.c  where the time of a step goes, by op kind and stream
  *   validate-json.c   the summary over the rows, rok-validation/1
  *   validate-chart.c  measured against predicted step time */
 #pragma once
@@ -21,3 +22,10 @@ GPtrArray *rok_validate_plan_rows(const RokTrace *trace, const RokHw *hw, const 
                                   RokValidation *validation, GError **error);
 /* A row's figures from its run's report and schedule. */
 void rok_validate_row_fill(RokValidateRow *row, const RokSchedule *schedule);
+
+/* validate-parts.c: a GArray of RokValidatePart (freeing its names). */
+GArray *rok_validate_parts_new(void);
+/* The parts of a row's median step, from its report's timeline. */
+void rok_validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule);
+/* Add `from` into `into`, part by part (new parts at the end). */
+void rok_validate_parts_add(GArray *into, const GArray *from);

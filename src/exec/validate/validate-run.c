@@ -81,6 +81,8 @@ static gboolean run_row(const RokTrace *trace, const RokHw *hw, const RokValidat
   row->report = report;
   row->schedule = rok_schedule_to_string(schedule);
   rok_validate_row_fill(row, schedule);
+  row->parts = rok_validate_parts_new();
+  rok_validate_parts_fill(row->parts, report, schedule);
   if (v->device == NULL)
     v->device = g_strdup(report->device);
   g_ptr_array_add(v->rows, row);

@@ -19,6 +19,8 @@ static void row_free(gpointer data) {
   RokValidateRow *row = data;
   g_free(row->strategy);
   rok_exec_report_free(row->report);
+  if (row->parts != NULL)
+    g_array_unref(row->parts);
   g_free(row->schedule);
   g_free(row);
 }
@@ -29,6 +31,7 @@ RokValidation *rok_validation_new(const RokTrace *trace, const RokHw *hw) {
   v->hw = g_strdup(hw->name);
   v->rows = g_ptr_array_new_with_free_func(row_free);
   v->notes = g_ptr_array_new_with_free_func(g_free);
+  v->parts = rok_validate_parts_new();
   for (guint i = 0; i < 3; i++)
     v->load_before[i] = v->load_after[i] = -1;
   v->cpus = g_get_num_processors();
@@ -43,6 +46,7 @@ void rok_validation_free(RokValidation *v) {
   g_free(v->device);
   g_ptr_array_unref(v->rows);
   g_ptr_array_unref(v->notes);
+  g_array_unref(v->parts);
   g_free(v);
 }
 

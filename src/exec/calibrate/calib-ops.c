@@ -1,9 +1,11 @@
 /* Op rates: every op of small transformers (a GPT layer with standard
  * attention and dropout, a LLaMA layer with flash attention), forward and
  * backward, run by the executor's op interpreter (src/exec/ops) as `rok
- * execute` runs a step: one op at a time, each waited for, on the same
- * kernels. Each op's time gives a knot of its kind's rate curve (the work
- * the trace counts for it, rok_sim_op_work, per second).
+ * execute` runs a step: one op at a time on a launching thread of its own,
+ * handed over and waited for, on the same kernels. Each op's time gives a
+ * knot of its kind's rate curve (the work the trace counts for it,
+ * rok_sim_op_work, per second). Passes are cheap next to the disks: at
+ * least five are timed, whatever the trials, for steadier medians.
  *
  * Why not the GEMM curve and the element-wise add alone: on a device like
  * PoCL's CPU device the kernels of different kinds run at very different
@@ -43,20 +45,43 @@ typedef struct {
   RokClBuffer **tensors;
   RokCalibCancel *cancel;
   double *seconds; /* [trial][op][direction] */
+  /* The thread that launches, as the executor's compute thread does: asked
+   * by message, it answers by message when the op's kernels are done. */
+  GThread *thread;
+  GAsyncQueue *todo, *done;
+  GError *error; /* the worker's first error */
 } Pass;
+
+#define STOP (G_MAXUINT - 1)
 
 static double now(void) {
   return (double)g_get_monotonic_time() / 1e6;
 }
 
-/* One op in one direction, waited for, as the executor's compute stream
- * runs an action. */
+/* Requests are 2·op + backward, plus one; answers 1 (done) or 2 (failed). */
+static gpointer worker(gpointer data) {
+  Pass *p = data;
+  for (;;) {
+    guint request = GPOINTER_TO_UINT(g_async_queue_pop(p->todo)) - 1;
+    if (request == STOP)
+      return NULL;
+    guint op = request / 2;
+    gboolean ok = request % 2 ? rok_exec_model_backward(p->model, op, 0, p->tensors, &p->error)
+                              : rok_exec_model_forward(p->model, op, 0, p->tensors, &p->error);
+    ok = ok && rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, &p->error);
+    g_async_queue_push(p->done, GUINT_TO_POINTER(ok ? 1 : 2));
+  }
+}
+
+/* One op in one direction, timed as the executor's dispatcher sees an
+ * action: handed to the launching thread, run, waited for, handed back. */
 static gboolean run_op(Pass *p, guint op, gboolean backward, double *seconds, GError **error) {
   double start = now();
-  gboolean ok = backward ? rok_exec_model_backward(p->model, op, 0, p->tensors, error)
-                         : rok_exec_model_forward(p->model, op, 0, p->tensors, error);
-  ok = ok && rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, error);
+  g_async_queue_push(p->todo, GUINT_TO_POINTER(2 * op + (backward ? 1 : 0) + 1));
+  gboolean ok = GPOINTER_TO_UINT(g_async_queue_pop(p->done)) == 1;
   *seconds = now() - start;
+  if (!ok)
+    g_propagate_error(error, g_steal_pointer(&p->error));
   return ok;
 }
 
@@ -77,6 +102,13 @@ static gboolean run_pass(Pass *p, double *seconds, GError **error) {
 }
 
 static void pass_clear(Pass *p) {
+  if (p->thread != NULL) {
+    g_async_queue_push(p->todo, GUINT_TO_POINTER(STOP + 1));
+    g_thread_join(p->thread);
+  }
+  g_clear_pointer(&p->todo, g_async_queue_unref);
+  g_clear_pointer(&p->done, g_async_queue_unref);
+  g_clear_error(&p->error);
   for (guint t = 0; p->tensors != NULL && t < p->trace->tensors->len; t++)
     rok_cl_buffer_free(p->tensors[t]);
   g_free(p->tensors);
@@ -117,9 +149,8 @@ static guint64 model_bytes(const RokTrace *trace) {
 
 /* One model: warm-up pass, then the timed ones. *PASS_S gets the median
  * pass's time. */
-static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, const RokCalibOptions *o,
-                              RokCalibCancel *cancel, const char *label, RokCalibDevice *d, double *pass_s,
-                              GError **error) {
+static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guint trials, RokCalibCancel *cancel,
+                              const char *label, RokCalibDevice *d, double *pass_s, GError **error) {
   Pass p = {.kernels = kernels, .cl = rok_cl_kernels_device(kernels), .trace = trace, .cancel = cancel};
   guint n = trace->ops->len;
   p.model = rok_exec_model_new(kernels, trace, 1234, error);
@@ -127,17 +158,21 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, cons
   p.tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
   for (guint t = 0; ok && t < trace->tensors->len; t++)
     ok = (p.tensors[t] = rok_exec_model_alloc_tensor(p.model, t, error)) != NULL;
-  p.seconds = g_new0(double, (gsize)o->trials * n * 2);
+  p.seconds = g_new0(double, (gsize)trials * n * 2);
+  p.todo = g_async_queue_new();
+  p.done = g_async_queue_new();
+  if (ok)
+    ok = (p.thread = g_thread_try_new("rok-calibrate-ops", worker, &p, error)) != NULL;
   ok = ok && run_pass(&p, NULL, error);
-  g_autofree double *totals = g_new0(double, o->trials);
-  for (guint t = 0; ok && t < o->trials; t++) {
+  g_autofree double *totals = g_new0(double, trials);
+  for (guint t = 0; ok && t < trials; t++) {
     ok = run_pass(&p, &p.seconds[(gsize)t * n * 2], error);
     for (guint i = 0; ok && i < 2 * n; i++)
       totals[t] += p.seconds[(gsize)t * n * 2 + i];
   }
   if (ok) {
-    add_knots(&p, o->trials, label, d);
-    *pass_s = rok_calib_stat(totals, o->trials).median;
+    add_knots(&p, trials, label, d);
+    *pass_s = rok_calib_stat(totals, trials).median;
   }
   pass_clear(&p);
   return ok;
@@ -157,7 +192,7 @@ gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, 
         break;
       rok_calib_progress(o, "device ops: %s layer, hidden %" G_GUINT64_FORMAT, archs[a], hidden);
       double pass_s = 0;
-      if (!measure_model(kernels, trace, o, cancel, trace->model_name, d, &pass_s, error))
+      if (!measure_model(kernels, trace, MAX(o->trials, 5), cancel, trace->model_name, d, &pass_s, error))
         return FALSE;
       if (pass_s >= long_run)
         break;

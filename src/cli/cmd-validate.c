@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "cli/charts.h"
 #include "cli/cli.h"
 #include "exec/io/signals.h"
 #include "rok/error.h"
@@ -192,6 +193,7 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
     g_autofree char *chart = g_build_filename(dir, charts[i], NULL);
     ok = rok_validation_save_chart(v, chart, error);
   }
+  rok_cli_charts_release(); /* the charts are drawn; nothing else draws */
   return ok;
 }
 

@@ -2,6 +2,8 @@
  * the document and the chart; and, where there is an OpenCL device, a
  * small validation run for real (its memory agrees with the prediction;
  * its timing is not judged here: tests/bench/validate.sh measures it). */
+#include <cairo.h>
+#include <dlfcn.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <math.h>
@@ -13,6 +15,12 @@
 #include "rok/json.h"
 #include "rok/model.h"
 #include "rok/schedule.h"
+
+/* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+  return "leak:libpocl.so\nleak:libLLVM\n";
+}
 
 static RokTrace *tiny_trace(void) {
   static const char text[] =
@@ -302,5 +310,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/summary-json", test_summary_json);
   g_test_add_func("/validate/chart", test_chart);
   g_test_add_func("/validate/run", test_run);
-  return g_test_run();
+  int status = g_test_run();
+  /* Leave no caches for the leak checker of sanitizer builds (as
+   * test-plot does): cairo's, and fontconfig's, called by name. */
+  cairo_debug_reset_static_data();
+  void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
+  if (fc_fini != NULL)
+    fc_fini();
+  return status;
 }

@@ -59,6 +59,13 @@ typedef struct {
      * the profile has none. */
     RokHwOpRates *op_rates;
     guint op_rates_len;
+    /* Optional: the device runs its kernels on this many of the host's
+     * processors, and copies in and out of it run there too (an OpenCL CPU
+     * device such as PoCL's has no copy engine: a copy is a memcpy on one
+     * of the threads that run kernels, and the executor's checks run
+     * beside them). 0 (absent): the device has processors and copy
+     * engines of its own, as a GPU has. */
+    guint64 shared_cpus;
   } gpu;
   struct {
     double h2d_bandwidth, d2h_bandwidth; /* bytes/s, each direction */

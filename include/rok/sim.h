@@ -44,6 +44,12 @@
  * nvme-write from it, the space released when the SSD write ends; host:
  * d2h only. The GPU copy is freed when the copy out of the GPU has ended
  * and the forward no longer reads the tensor. Reads mirror the writes.
+ * Copies on the compute processors. With gpu.shared_cpus = N (a CPU
+ * device: no copy engine), every running d2h or h2d leg (and gpudirect
+ * leg) is one more busy thread on the N processors that run the kernels:
+ * while k such legs run, the compute stream advances at N / (N + k) of its
+ * speed (processor sharing), and its busy time is what it took. The legs'
+ * own times are not stretched.
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
  * both for gpudirect) and then moves its bytes. A leg that crosses PCIe
  * (d2h, h2d, gpudirect) also pays bytes / host.checksum_bandwidth when the

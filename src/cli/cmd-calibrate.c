@@ -194,8 +194,12 @@ static void print_table(const RokCalibration *c, const RokHw *hw, const char *ou
   for (guint i = 0; i < c->disks->len; i++)
     print_disk(&g_array_index(c->disks, RokCalibDisk, i));
   g_autofree char *peak = flops_text(hw->gpu.peak_flops);
-  printf("\nProfile \"%s\" written to %s: peak_flops %s, matmul_efficiency %.3f, %u-point GEMM curve\n", hw->name,
-         output, peak, hw->gpu.matmul_efficiency, hw->gpu.gemm_curve_len);
+  printf("\nProfile \"%s\" written to %s: peak_flops %s, matmul_efficiency %.3f, %u-point GEMM curve, rates of %u op "
+         "kinds",
+         hw->name, output, peak, hw->gpu.matmul_efficiency, hw->gpu.gemm_curve_len, hw->gpu.op_rates_len);
+  if (hw->gpu.shared_cpus > 0)
+    printf(", copies on the device's %" G_GUINT64_FORMAT " processors (no copy engine)", hw->gpu.shared_cpus);
+  printf("\n");
 }
 
 static void print_warnings(const RokCalibration *c) {

@@ -11,7 +11,7 @@
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
-                                       "launch_overhead", "gemm_efficiency", "op_rates", NULL};
+                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", NULL};
 static const char *const direction_keys[] = {"forward", "backward", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", "checksum_bandwidth", NULL};
@@ -195,7 +195,8 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_double(&o, "matmul_efficiency", TRUE, 1e-3, 1.0, &hw->gpu.matmul_efficiency, error) &&
          rok_json_get_rate(&o, "hbm_bandwidth", TRUE, &hw->gpu.hbm_bandwidth, error) &&
          rok_json_get_time(&o, "launch_overhead", FALSE, &hw->gpu.launch_overhead, error) &&
-         read_curve(&o, hw, error) && read_op_rates(&o, hw, error);
+         read_curve(&o, hw, error) && read_op_rates(&o, hw, error) &&
+         rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error);
 }
 
 static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
@@ -311,6 +312,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
                            pairs_json((const double *)hw->gpu.gemm_curve, hw->gpu.gemm_curve_len));
   if (hw->gpu.op_rates_len > 0)
     json_object_object_add(gpu, "op_rates", op_rates_json(hw));
+  if (hw->gpu.shared_cpus > 0)
+    json_object_object_add(gpu, "shared_cpus", json_object_new_uint64(hw->gpu.shared_cpus));
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));
   json_object_object_add(pcie, "d2h_bandwidth", rok_json_new_double(hw->pcie.d2h_bandwidth));

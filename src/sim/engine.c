@@ -97,6 +97,10 @@ static void reset(SimEngine *e, const RokSimPlan *plan) {
   e->running = e->stalled_on_memory = FALSE;
   e->stall_cause = -1;
   e->compute_action = e->last_compute_action = ROK_SIM_NONE;
+  e->compute_event = ROK_SIM_NONE;
+  e->compute_left = e->compute_since = e->compute_start = 0;
+  e->shared_cpus = (guint)MIN(hw->gpu.shared_cpus, G_MAXUINT / 2);
+  e->cpu_legs = 0;
   e->next_prefetch = 0;
   e->last_free_action = e->last_staging_release = ROK_SIM_NONE;
   e->counters = (SimCounters){0};
@@ -243,6 +247,34 @@ static void record_start(SimEngine *e, const ItemView *v) {
     sim_record_dep(e, action, sim_ts(e, e->mb, v->needs[n])->ready_action);
 }
 
+/* With copies on the compute processors (gpu.shared_cpus = N), the
+ * compute stream advances at N / (N + k) of its speed while k copy legs
+ * run: N + k busy threads share N processors. */
+static double compute_pace(const SimEngine *e) {
+  if (e->shared_cpus == 0 || e->cpu_legs == 0)
+    return 1.0;
+  return (double)e->shared_cpus / (double)(e->shared_cpus + e->cpu_legs);
+}
+
+static gint64 stretched(const SimEngine *e, gint64 work) {
+  double pace = compute_pace(e);
+  return pace == 1.0 ? work : (gint64)ceil((double)work / pace - 1e-6);
+}
+
+void sim_cpu_legs_change(SimEngine *e, gboolean start) {
+  if (e->shared_cpus == 0)
+    return;
+  if (e->running) {
+    gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
+    e->compute_left = MAX(e->compute_left - done, 0);
+    e->compute_since = e->now;
+  }
+  g_assert(start || e->cpu_legs > 0);
+  e->cpu_legs = start ? e->cpu_legs + 1 : e->cpu_legs - 1;
+  if (e->running)
+    rok_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
+}
+
 static void compute_try_start(SimEngine *e) {
   if (e->running || e->phase == PHASE_DONE)
     return;
@@ -264,7 +296,9 @@ static void compute_try_start(SimEngine *e) {
       ts->producer_action = e->compute_action;
   }
   sim_mem_add(e, v.work);
-  rok_evq_push(&e->evq, e->now + v.ns, EV_COMPUTE, 0);
+  e->compute_left = v.ns;
+  e->compute_since = e->compute_start = e->now;
+  e->compute_event = rok_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
 }
 
 static void forward_release(SimEngine *e, guint tensor) {
@@ -341,10 +375,12 @@ static void compute_end(SimEngine *e) {
   ItemView v;
   view(e, &v);
   e->running = FALSE;
-  e->counters.compute_ns += v.ns;
-  e->counters.busy_ns[ROK_SIM_STREAM_COMPUTE] += v.ns;
+  e->compute_event = ROK_SIM_NONE;
+  gint64 elapsed = e->now - e->compute_start; /* v.ns, unless copies slowed it */
+  e->counters.compute_ns += elapsed;
+  e->counters.busy_ns[ROK_SIM_STREAM_COMPUTE] += elapsed;
   if (v.kind == ROK_ACTION_RECOMPUTE)
-    e->counters.recompute_ns += v.ns;
+    e->counters.recompute_ns += elapsed;
   sim_record_end(e, e->compute_action);
   if (v.kind == ROK_ACTION_FORWARD) {
     for (guint a = 0; a < v.n_allocs; a++) {

@@ -105,6 +105,12 @@ typedef struct {
   gboolean stalled_on_memory;
   gint64 stall_since;
   guint compute_action, last_compute_action;
+  /* Its pace where copies share its processors (gpu.shared_cpus): the
+   * running item's work left (ns at full speed) as of compute_since, its
+   * start and its end event; copy legs now on those processors. */
+  gint64 compute_left, compute_since, compute_start;
+  guint compute_event;
+  guint shared_cpus, cpu_legs;
 
   /* prefetch of the micro-batch in backward */
   guint next_prefetch;
@@ -140,6 +146,8 @@ void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
 guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
 /* Take or give back bytes of the staging buffer. */
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
+/* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
+void sim_cpu_legs_change(SimEngine *e, gboolean start);
 
 /* transfer.c */
 void sim_offload_start(SimEngine *e, guint mb, guint tensor);

@@ -164,10 +164,19 @@ static void record_leg(SimEngine *e, RokSimStream s, guint id) {
     e->streams[s].last_action = action;
 }
 
+/* A copy in or out of device memory: on a device without a copy engine of
+ * its own (gpu.shared_cpus), it runs on the compute processors. */
+static gboolean leg_on_cpus(const SimJob *j) {
+  RokSimStream s = leg_stream(j);
+  return s == ROK_SIM_STREAM_D2H || s == ROK_SIM_STREAM_H2D || j->path == PATH_DIRECT;
+}
+
 static void start_leg(SimEngine *e, RokSimStream s, guint id) {
   SimStream *st = &e->streams[s];
   SimJob *j = sim_job(e, id);
   SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
+  if (leg_on_cpus(j))
+    sim_cpu_legs_change(e, TRUE);
   j->state = JOB_RUNNING;
   st->job = id;
   st->leg_start = e->now;
@@ -291,6 +300,8 @@ static void finish_leg(SimEngine *e, RokSimStream s) {
   guint id = st->job;
   SimJob *j = sim_job(e, id);
   st->job = ROK_SIM_NONE;
+  if (leg_on_cpus(j))
+    sim_cpu_legs_change(e, FALSE);
   e->counters.busy_ns[s] += e->now - st->leg_start;
   count_bytes(e, s, j);
   sim_record_end(e, j->action);

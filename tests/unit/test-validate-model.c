@@ -296,6 +296,63 @@ static void test_checksum(void) {
   g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1000000);
 }
 
+/* op0 (1 ms) makes A, copied out to host memory in 1 ms (1 MB at 1 GB/s)
+ * while op1 (10 ms of work) runs. With the copy on the compute processors
+ * (2 of them), op1 advances at 2/3 for that millisecond: it ends at
+ * 2 + (10 - 2/3) ms. Without, at 11 ms. */
+static void test_shared_cpus(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw->gpu.shared_cpus, ==, 2);
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_assert_nonnull(strstr(out, "\"shared_cpus\": 2"));
+  g_autofree char *bad_text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": -1");
+  g_autoptr(RokHw) bad = parse(bad_text, &error);
+  g_assert_null(bad);
+  g_assert_nonnull(strstr(error->message, "\"gpu.shared_cpus\""));
+  g_clear_error(&error);
+
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1000000, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
+  finish(trace);
+  hw->pcie.latency = 0;
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  plan->options.record = TRUE;
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokSimAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H);
+  g_assert_cmpint(copy->start_ns, ==, 1000000);
+  g_assert_cmpint(copy->end_ns, ==, 2000000); /* not stretched */
+  const RokSimAction *fwd1 = NULL;
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *x = &g_array_index(r->actions, RokSimAction, i);
+    if (x->kind == ROK_ACTION_FORWARD && x->op == op1)
+      fwd1 = x;
+  }
+  g_assert_cmpint(fwd1->start_ns, ==, 1000000);
+  g_assert_cmpint(fwd1->end_ns, ==, 2000000 + 10000000 - 666667);
+  /* Busy time is what the compute took: 1 + 10.33 forward, 10 + 1 backward
+   * (the read back overlaps op1's backward, slowing it as well). */
+  g_assert_cmpint(r->compute_ns, >, 22000000);
+  hw->gpu.shared_cpus = 0;
+  g_autoptr(RokSimResult) own = rok_simulate(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(own->compute_ns, ==, 22000000);
+  g_assert_cmpint(own->step_ns, <, r->step_ns);
+}
+
 /* ---- the calibration's curves ---- */
 
 static void add_op(RokCalibration *c, RokOpKind kind, gboolean backward, double work, double rate) {
@@ -356,6 +413,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/rates/sim", test_rates_sim);
   g_test_add_func("/validate-model/gradients", test_gradients);
   g_test_add_func("/validate-model/checksum", test_checksum);
+  g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

@@ -110,6 +110,8 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->gpu.memory = d->memory;
   hw->gpu.hbm_bandwidth = d->elementwise.median;
   hw->gpu.launch_overhead = (gint64)llround(d->launch.median * 1e9);
+  /* A CPU device computes on the host's processors, and copies run there. */
+  hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
   fill_op_rates(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&
          positive(hw->gpu.hbm_bandwidth, "gpu.hbm_bandwidth", error) &&

@@ -28,6 +28,9 @@ static void append_device(GString *s, const RokCalibration *c) {
                      "largest GEMM; gpu.hbm_bandwidth: the "
                      "element-wise add kernel over large buffers (2 reads, 1 write); gpu.launch_overhead: a tiny "
                      "kernel, back to back; gpu.memory: the device's global memory. ");
+  if (g_strcmp0(d->type, "cpu") == 0)
+    g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
+                       "host's processors and so do copies in and out of it (no copy engine). ");
   if (d->ops->len > 0)
     g_string_append(s, "gpu.op_rates: every op of small GPT (standard attention, dropout) and LLaMA (flash "
                        "attention) layers of doubling width, forward and backward, run by the executor's op "

@@ -25,6 +25,16 @@ typedef struct {
   double rate;
 } RokHwRatePoint;
 
+/* What an op rate is for: an op's forward, its backward, or the rebuild
+ * of its random mask from the seed alone (dropout: the work is the mask's
+ * bytes). */
+typedef enum {
+  ROK_HW_FORWARD,
+  ROK_HW_BACKWARD,
+  ROK_HW_REBUILD,
+  ROK_HW_DIRECTIONS
+} RokHwDirection;
+
 /* How fast the device runs the ops of one kind, forward and backward, by
  * size, as `rok calibrate` measures them by running every op of small
  * transformers through the executor's kernels. `kind` is a trace op kind's
@@ -34,8 +44,8 @@ typedef struct {
  * work, strictly increasing; a direction may have none. */
 typedef struct {
   char *kind;
-  RokHwRatePoint *curve[2]; /* [0] forward, [1] backward */
-  guint len[2];
+  RokHwRatePoint *curve[ROK_HW_DIRECTIONS];
+  guint len[ROK_HW_DIRECTIONS];
 } RokHwOpRates;
 
 typedef struct {
@@ -54,7 +64,8 @@ typedef struct {
     RokHwGemmPoint *gemm_curve;
     guint gemm_curve_len;
     /* Optional ("op_rates": {"linear": {"forward": [[work, rate], ...],
-     * "backward": [...]}, ...}): measured rates per op kind, which take
+     * "backward": [...]}, "dropout": {..., "rebuild": [...]}, ...}):
+     * measured rates per op kind, which take
      * the place of the roofline for the kinds they cover. NULL / 0 when
      * the profile has none. */
     RokHwOpRates *op_rates;
@@ -114,8 +125,8 @@ const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind);
 /* The rate (work per second) an op of `work` reaches in one direction: the
  * direction's curve interpolated in log(work) as the GEMM curve is
  * (Steffen's monotone method, linear between two knots, clamped to the end
- * knots); 0 when the direction has no knot. */
-double rok_hw_op_rate(const RokHwOpRates *rates, gboolean backward, double work);
+ * knots); 0 when the direction has no knot or `rates` is NULL. */
+double rok_hw_op_rate(const RokHwOpRates *rates, RokHwDirection direction, double work);
 
 /* Derived rates of the whole array (all devices striped). */
 double rok_hw_nvme_read_bandwidth(const RokHw *hw);

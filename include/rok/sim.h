@@ -95,7 +95,8 @@
  * tensors that are neither are rebuilt on the way and freed after their
  * last use by the rebuild. A tensor whose `recompute_from` is empty (a
  * dropout mask: a function of the seed) is rebuilt without inputs, in
- * bytes / hbm_bandwidth + launch_overhead; otherwise a re-run costs the op's
+ * bytes / rate + launch_overhead, the rate being the op kind's measured
+ * "rebuild" rate at those bytes (gpu.op_rates), else hbm_bandwidth; otherwise a re-run costs the op's
  * forward time. Recomputed tensors of layer -1 are rebuilt each on its own.
  * With options.rebuild_whole_layers, a layer's rebuild re-runs all of the
  * layer's ops (everything they make that nobody keeps is an intermediate).

@@ -114,13 +114,13 @@ static char *rate_text(const RokCalibStat *s) {
 
 /* Per op kind measured: its ops' rates, forward and backward, least to
  * most ("1.2 GB/s - 3.4 GB/s"), in FLOP/s for GEMM-like kinds. */
-static char *op_range(const RokCalibDevice *d, RokOpKind kind, gboolean backward, gboolean *any) {
+static char *op_range(const RokCalibDevice *d, RokOpKind kind, RokHwDirection direction, gboolean *any) {
   double lo = INFINITY, hi = 0;
   gboolean flops = kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT ||
                    kind == ROK_OP_FLASH_ATTENTION;
   for (guint i = 0; i < d->ops->len; i++) {
     const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
-    if (op->kind == kind && op->backward == backward) {
+    if (op->kind == kind && op->direction == direction) {
       lo = MIN(lo, op->rate.median);
       hi = MAX(hi, op->rate.median);
     }
@@ -139,9 +139,12 @@ static void print_ops(const RokCalibDevice *d) {
   printf("  %-20s %-34s %s\n", "ops (rates by size)", "forward", "backward");
   for (guint kind = 0; kind < ROK_OP_KIND_COUNT; kind++) {
     gboolean any = FALSE;
-    g_autofree char *f = op_range(d, kind, FALSE, &any), *b = op_range(d, kind, TRUE, &any);
-    if (any)
-      printf("  %-20s %-34s %s\n", rok_op_kind_name(kind), f, b);
+    g_autofree char *f = op_range(d, kind, ROK_HW_FORWARD, &any), *b = op_range(d, kind, ROK_HW_BACKWARD, &any);
+    gboolean rebuilt = FALSE;
+    g_autofree char *r = op_range(d, kind, ROK_HW_REBUILD, &rebuilt);
+    if (any || rebuilt)
+      printf("  %-20s %-34s %s%s%s\n", rok_op_kind_name(kind), f, b, rebuilt ? "; mask from the seed " : "",
+             rebuilt ? r : "");
   }
 }
 

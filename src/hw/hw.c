@@ -12,7 +12,7 @@
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", NULL};
-static const char *const direction_keys[] = {"forward", "backward", NULL};
+static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", "checksum_bandwidth", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
@@ -21,8 +21,8 @@ static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_band
 static void op_rates_free(RokHwOpRates *rates, guint n) {
   for (guint i = 0; i < n; i++) {
     g_free(rates[i].kind);
-    g_free(rates[i].curve[0]);
-    g_free(rates[i].curve[1]);
+    for (guint d = 0; d < ROK_HW_DIRECTIONS; d++)
+      g_free(rates[i].curve[d]);
   }
   g_free(rates);
 }
@@ -44,7 +44,7 @@ static RokHwOpRates *op_rates_copy(const RokHwOpRates *rates, guint n) {
   for (guint i = 0; i < n; i++) {
     copy[i] = rates[i];
     copy[i].kind = g_strdup(rates[i].kind);
-    for (guint d = 0; d < 2; d++)
+    for (guint d = 0; d < ROK_HW_DIRECTIONS; d++)
       copy[i].curve[d] = rates[i].len[d] > 0 ? g_memdup2(rates[i].curve[d], rates[i].len[d] * sizeof(RokHwRatePoint))
                                              : NULL;
   }
@@ -144,21 +144,24 @@ static gboolean read_curve(const RokJsonObj *o, RokHw *hw, GError **error) {
   return TRUE;
 }
 
-/* "op_rates": {kind: {"forward": [[work, rate], ...], "backward": ...}}. */
+/* "op_rates": {kind: {"forward": [[work, rate], ...], "backward": ...,
+ * "rebuild": ...}}. */
 static gboolean read_op_kind(const RokJsonObj *rates, const char *kind, RokHwOpRates *out, GError **error) {
   g_auto(RokJsonObj) o = {0};
   if (!rok_json_child(rates, kind, TRUE, &o, error) || !rok_json_only_keys(&o, direction_keys, error))
     return FALSE;
   out->kind = g_strdup(kind);
   G_STATIC_ASSERT(sizeof(RokHwRatePoint) == 2 * sizeof(double));
-  for (guint d = 0; d < 2; d++) {
+  guint total = 0;
+  for (guint d = 0; d < ROK_HW_DIRECTIONS; d++) {
     double *knots = NULL;
     if (!read_pairs(&o, direction_keys[d], &rate_kind, &knots, &out->len[d], error))
       return FALSE;
     out->curve[d] = (RokHwRatePoint *)knots;
+    total += out->len[d];
   }
-  if (out->len[0] + out->len[1] == 0) {
-    rok_json_error(error, o.doc, o.path, "must have a \"forward\" or a \"backward\" curve");
+  if (total == 0) {
+    rok_json_error(error, o.doc, o.path, "must have a \"forward\", \"backward\" or \"rebuild\" curve");
     return FALSE;
   }
   return TRUE;
@@ -288,7 +291,7 @@ static json_object *op_rates_json(const RokHw *hw) {
   for (guint i = 0; i < hw->gpu.op_rates_len; i++) {
     const RokHwOpRates *r = &hw->gpu.op_rates[i];
     json_object *kind = json_object_new_object();
-    for (guint d = 0; d < 2; d++)
+    for (guint d = 0; d < ROK_HW_DIRECTIONS; d++)
       if (r->len[d] > 0)
         json_object_object_add(kind, direction_keys[d], pairs_json((const double *)r->curve[d], r->len[d]));
     json_object_object_add(o, r->kind, kind);
@@ -393,9 +396,9 @@ const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind) {
   return NULL;
 }
 
-double rok_hw_op_rate(const RokHwOpRates *rates, gboolean backward, double work) {
-  guint d = backward ? 1 : 0;
-  if (rates == NULL || rates->len[d] == 0)
+double rok_hw_op_rate(const RokHwOpRates *rates, RokHwDirection direction, double work) {
+  guint d = (guint)direction;
+  if (rates == NULL || d >= ROK_HW_DIRECTIONS || rates->len[d] == 0)
     return 0;
   return interpolate((const double *)rates->curve[d], rates->len[d], work);
 }

@@ -258,7 +258,7 @@ static void emit_rebuild_op(RokSim *sim, const Group *g, guint op_id, const guin
   }
   item.n_allocs = prog->ids->len - item.allocs;
   if (!full) /* only the seed: write the mask */
-    item.ns = (gint64)llround((double)seed_bytes / sim->hw->gpu.hbm_bandwidth * 1e9) + sim->hw->gpu.launch_overhead;
+    item.ns = sim_seed_rebuild_ns(sim, op_id, seed_bytes);
   guint index = prog->items->len;
   g_array_append_val(prog->items, item);
   /* Intermediates are freed after the last re-run that reads them, or

@@ -64,6 +64,10 @@ struct _RokSim {
   SimEngine engine;
 };
 
+/* sim.c: a mask rebuilt from the seed alone by op `op`, `bytes` of it:
+ * at the op kind's measured rebuild rate, else at HBM bandwidth. */
+gint64 sim_seed_rebuild_ns(const RokSim *sim, guint op, guint64 bytes);
+
 /* program.c */
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);
 void sim_program_clear(SimProgram *prog);

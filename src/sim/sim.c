@@ -27,7 +27,8 @@ static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
   if (op->kind == ROK_OP_INPUT)
     return 0;
   double work = rok_sim_op_work(op, backward);
-  double measured_rate = rok_hw_op_rate(rok_hw_op_rates(hw, rok_op_kind_name(op->kind)), backward, work);
+  double measured_rate = rok_hw_op_rate(rok_hw_op_rates(hw, rok_op_kind_name(op->kind)),
+                                        backward ? ROK_HW_BACKWARD : ROK_HW_FORWARD, work);
   if (measured_rate > 0)
     return (gint64)llround(work / measured_rate * 1e9) + hw->gpu.launch_overhead;
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
@@ -240,6 +241,15 @@ void rok_sim_free(RokSim *sim) {
   g_free(sim->bwd_need);
   g_free(sim->bwd_need_ids);
   g_free(sim);
+}
+
+gint64 sim_seed_rebuild_ns(const RokSim *sim, guint op, guint64 bytes) {
+  const RokHw *hw = sim->hw;
+  const RokOp *o = rok_trace_op(sim->trace, op);
+  double rate = rok_hw_op_rate(rok_hw_op_rates(hw, rok_op_kind_name(o->kind)), ROK_HW_REBUILD, (double)bytes);
+  if (!(rate > 0))
+    rate = hw->gpu.hbm_bandwidth;
+  return (gint64)llround((double)bytes / rate * 1e9) + hw->gpu.launch_overhead;
 }
 
 gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward) {

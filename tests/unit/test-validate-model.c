@@ -9,6 +9,7 @@
 #include "exec/calibrate/calibrate.h"
 #include "rok/error.h"
 #include "rok/json.h"
+#include "rok/model.h"
 #include "rok/sim.h"
 
 #define PROFILE(rates)                                                                                         \
@@ -19,7 +20,7 @@
 
 static const char *const rates_text =
     ", \"op_rates\": {\"linear\": {\"forward\": [[1e6, 1e9], [1e8, 4e9], [1e10, 8e9]], \"backward\": [[2e6, 2e9]]}, "
-    "\"softmax\": {\"backward\": [[1000, 5e8], [4000, 1e9]]}}";
+    "\"softmax\": {\"backward\": [[1000, 5e8], [4000, 1e9]]}, \"dropout\": {\"rebuild\": [[100, 1e8]]}}";
 
 static RokHw *parse(const char *text, GError **error) {
   return rok_hw_parse("hw.json", text, strlen(text), error);
@@ -31,8 +32,9 @@ static void test_rates_read(void) {
   GError *error = NULL;
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(hw->gpu.op_rates_len, ==, 2);
+  g_assert_cmpuint(hw->gpu.op_rates_len, ==, 3);
   const RokHwOpRates *linear = rok_hw_op_rates(hw, "linear"), *softmax = rok_hw_op_rates(hw, "softmax");
+  g_assert_cmpfloat(rok_hw_op_rate(rok_hw_op_rates(hw, "dropout"), ROK_HW_REBUILD, 5), ==, 1e8);
   g_assert_nonnull(linear);
   g_assert_nonnull(softmax);
   g_assert_null(rok_hw_op_rates(hw, "gelu"));
@@ -57,7 +59,8 @@ static void test_rates_read(void) {
   json_object_put(o);
   g_autoptr(RokHw) back = parse(out, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(back->gpu.op_rates_len, ==, 2);
+  g_assert_cmpuint(back->gpu.op_rates_len, ==, 3);
+  g_assert_cmpuint(back->gpu.op_rates[2].len[ROK_HW_REBUILD], ==, 1);
   g_assert_cmpstr(back->gpu.op_rates[0].kind, ==, "linear");
   g_assert_cmpfloat(back->gpu.op_rates[0].curve[0][2].rate, ==, 8e9);
   g_assert_cmpuint(back->gpu.op_rates[1].len[0], ==, 0); /* softmax has no forward */
@@ -84,7 +87,7 @@ static void test_rates_bad(void) {
   } cases[] = {
       {", \"op_rates\": 3", "\"gpu.op_rates\""},
       {", \"op_rates\": {\"linear\": 3}", "\"gpu.op_rates.linear\""},
-      {", \"op_rates\": {\"linear\": {}}", "must have a \"forward\" or a \"backward\" curve"},
+      {", \"op_rates\": {\"linear\": {}}", "must have a \"forward\", \"backward\" or \"rebuild\" curve"},
       {", \"op_rates\": {\"linear\": {\"sideways\": [[1, 1]]}}", "unknown key"},
       {", \"op_rates\": {\"linear\": {\"forward\": []}}", "\"gpu.op_rates.linear.forward\": must hold 1 to"},
       {", \"op_rates\": {\"linear\": {\"forward\": [[1e6]]}}", "\"gpu.op_rates.linear.forward[0]\": must be a pair"},
@@ -163,6 +166,49 @@ static void test_rates_sim(void) {
   g_assert_nonnull(strstr(error->message, "\"lineer\" is not an op kind"));
   g_assert_nonnull(strstr(error->message, "softmax"));
   g_error_free(error);
+}
+
+/* A dropout mask recomputed alone is rebuilt from the seed: at the
+ * profile's rebuild rate for dropout where it has one, else at HBM
+ * bandwidth. */
+static void test_seed_rebuild(void) {
+  static const char model_text[] =
+      "{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 1, \"seq_len\": 64, \"micro_batch\": 1, "
+      "\"vocab\": 128}";
+  GError *error = NULL;
+  g_autoptr(RokModel) model = rok_model_parse("m.json", model_text, strlen(model_text), NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  guint mask = G_MAXUINT;
+  for (guint t = 0; t < trace->tensors->len; t++)
+    if (g_str_equal(rok_trace_tensor(trace, t)->name, "layer0.attn.dropout_mask"))
+      mask = t;
+  g_assert_cmpuint(mask, !=, G_MAXUINT);
+  const RokTensor *m = rok_trace_tensor(trace, mask);
+  g_assert_cmpuint(m->recompute_from->len, ==, 0);
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  plan->options.record = TRUE;
+  plan->decisions[mask] = ROK_DECISION_RECOMPUTE;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"op_rates\": {\"dropout\": {\"rebuild\": [[1, 1e8]]}}");
+  g_autoptr(RokHw) rated = parse(text, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokHw) plain = parse(PROFILE(""), &error);
+  g_assert_no_error(error);
+  const RokHw *profiles[] = {rated, plain};
+  const double rates[] = {1e8, plain->gpu.hbm_bandwidth};
+  for (guint i = 0; i < G_N_ELEMENTS(profiles); i++) {
+    g_autoptr(RokSimResult) r = rok_simulate(trace, profiles[i], plan, &error);
+    g_assert_no_error(error);
+    const RokSimAction *rebuild = NULL;
+    for (guint k = 0; k < r->actions->len; k++) {
+      const RokSimAction *a = &g_array_index(r->actions, RokSimAction, k);
+      if (a->kind == ROK_ACTION_RECOMPUTE && a->op == m->producer)
+        rebuild = a;
+    }
+    g_assert_nonnull(rebuild);
+    g_assert_cmpint(rebuild->end_ns - rebuild->start_ns, ==, llround((double)m->bytes / rates[i] * 1e9) + 10000);
+  }
 }
 
 /* The ledger when each backward starts: the last sample at its start time
@@ -355,8 +401,8 @@ static void test_shared_cpus(void) {
 
 /* ---- the calibration's curves ---- */
 
-static void add_op(RokCalibration *c, RokOpKind kind, gboolean backward, double work, double rate) {
-  RokCalibOp op = {.label = g_strdup("calibrate-gpt-128"), .kind = kind, .backward = backward, .work = work};
+static void add_op(RokCalibration *c, RokOpKind kind, RokHwDirection direction, double work, double rate) {
+  RokCalibOp op = {.label = g_strdup("calibrate-gpt-128"), .kind = kind, .direction = direction, .work = work};
   op.rate = (RokCalibStat){.median = rate, .min = rate, .max = rate, .n = 1};
   g_array_append_val(c->device.ops, op);
 }
@@ -378,14 +424,19 @@ static void test_calibrated_curves(void) {
   d->elementwise.median = 1e10;
   d->launch.median = 5e-6;
   d->h2d.median = d->d2h.median = 1e10;
-  add_op(c, ROK_OP_LINEAR, FALSE, 4e8, 9e9);
-  add_op(c, ROK_OP_LINEAR, FALSE, 1e8, 6e9);
-  add_op(c, ROK_OP_LINEAR, FALSE, 4e8, 7e9);
-  add_op(c, ROK_OP_SOFTMAX, TRUE, 2e5, 3e8);
+  add_op(c, ROK_OP_LINEAR, ROK_HW_FORWARD, 4e8, 9e9);
+  add_op(c, ROK_OP_LINEAR, ROK_HW_FORWARD, 1e8, 6e9);
+  add_op(c, ROK_OP_LINEAR, ROK_HW_FORWARD, 4e8, 7e9);
+  add_op(c, ROK_OP_SOFTMAX, ROK_HW_BACKWARD, 2e5, 3e8);
+  add_op(c, ROK_OP_DROPOUT, ROK_HW_REBUILD, 1e5, 2e8);
   GError *error = NULL;
   g_autoptr(RokHw) hw = rok_calib_profile(c, "cal", &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(hw->gpu.op_rates_len, ==, 2);
+  g_assert_cmpuint(hw->gpu.op_rates_len, ==, 3);
+  const RokHwOpRates *dropout = rok_hw_op_rates(hw, "dropout");
+  g_assert_cmpuint(dropout->len[ROK_HW_FORWARD] + dropout->len[ROK_HW_BACKWARD], ==, 0);
+  g_assert_cmpuint(dropout->len[ROK_HW_REBUILD], ==, 1);
+  g_assert_cmpfloat(rok_hw_op_rate(dropout, ROK_HW_REBUILD, 1e7), ==, 2e8);
   const RokHwOpRates *linear = rok_hw_op_rates(hw, "linear");
   g_assert_cmpuint(linear->len[0], ==, 2);
   g_assert_cmpuint(linear->len[1], ==, 0);
@@ -412,6 +463,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/rates/bad", test_rates_bad);
   g_test_add_func("/validate-model/rates/sim", test_rates_sim);
   g_test_add_func("/validate-model/gradients", test_gradients);
+  g_test_add_func("/validate-model/seed-rebuild", test_seed_rebuild);
   g_test_add_func("/validate-model/checksum", test_checksum);
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);

@@ -58,26 +58,40 @@ static double now(void) {
   return (double)g_get_monotonic_time() / 1e6;
 }
 
-/* Requests are 2·op + backward, plus one; answers 1 (done) or 2 (failed). */
+/* A request is D·op + direction, plus one; answers are 1 (done) or 2
+ * (failed). */
+#define D ROK_HW_DIRECTIONS
+
+static gboolean run_direction(Pass *p, guint op, guint direction) {
+  switch (direction) {
+  case ROK_HW_FORWARD:
+    return rok_exec_model_forward(p->model, op, 0, p->tensors, &p->error);
+  case ROK_HW_BACKWARD:
+    return rok_exec_model_backward(p->model, op, 0, p->tensors, &p->error);
+  default:
+    return rok_exec_model_rebuild_mask(p->model, op, 0, p->tensors, &p->error);
+  }
+}
+
 static gpointer worker(gpointer data) {
   Pass *p = data;
   for (;;) {
     guint request = GPOINTER_TO_UINT(g_async_queue_pop(p->todo)) - 1;
     if (request == STOP)
       return NULL;
-    guint op = request / 2;
-    gboolean ok = request % 2 ? rok_exec_model_backward(p->model, op, 0, p->tensors, &p->error)
-                              : rok_exec_model_forward(p->model, op, 0, p->tensors, &p->error);
-    ok = ok && rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, &p->error);
+    gboolean ok = run_direction(p, request / D, request % D) &&
+                  rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, &p->error);
     g_async_queue_push(p->done, GUINT_TO_POINTER(ok ? 1 : 2));
   }
 }
 
 /* One op in one direction, timed as the executor's dispatcher sees an
  * action: handed to the launching thread, run, waited for, handed back. */
-static gboolean run_op(Pass *p, guint op, gboolean backward, double *seconds, GError **error) {
+static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GError **error) {
+  if (rok_calib_check_cancelled(p->cancel, error))
+    return FALSE;
   double start = now();
-  g_async_queue_push(p->todo, GUINT_TO_POINTER(2 * op + (backward ? 1 : 0) + 1));
+  g_async_queue_push(p->todo, GUINT_TO_POINTER(D * op + direction + 1));
   gboolean ok = GPOINTER_TO_UINT(g_async_queue_pop(p->done)) == 1;
   *seconds = now() - start;
   if (!ok)
@@ -85,17 +99,21 @@ static gboolean run_op(Pass *p, guint op, gboolean backward, double *seconds, GE
   return ok;
 }
 
-/* Forward in order, backward in reverse: a micro-batch as a step runs it.
- * SECONDS (may be NULL: a warm-up) gets [op][direction]. */
+/* Forward in order, every dropout's mask rebuilt from the seed (as a
+ * recompute of the mask alone does), backward in reverse: a micro-batch as
+ * a step runs it. SECONDS (may be NULL: a warm-up) gets [op][direction]. */
 static gboolean run_pass(Pass *p, double *seconds, GError **error) {
   guint n = p->trace->ops->len;
   double unused = 0;
   for (guint o = 0; o < n; o++)
-    if (rok_calib_check_cancelled(p->cancel, error) || !run_op(p, o, FALSE, seconds ? &seconds[2 * o] : &unused, error))
+    if (!run_op(p, o, ROK_HW_FORWARD, seconds ? &seconds[D * o] : &unused, error))
+      return FALSE;
+  for (guint o = 0; o < n; o++)
+    if (rok_trace_op(p->trace, o)->kind == ROK_OP_DROPOUT &&
+        !run_op(p, o, ROK_HW_REBUILD, seconds ? &seconds[D * o + ROK_HW_REBUILD] : &unused, error))
       return FALSE;
   for (guint o = n; o-- > 0;)
-    if (rok_calib_check_cancelled(p->cancel, error) ||
-        !run_op(p, o, TRUE, seconds ? &seconds[2 * o + 1] : &unused, error))
+    if (!run_op(p, o, ROK_HW_BACKWARD, seconds ? &seconds[D * o + ROK_HW_BACKWARD] : &unused, error))
       return FALSE;
   rok_exec_model_end_micro_batch(p->model, 0);
   return TRUE;
@@ -116,6 +134,16 @@ static void pass_clear(Pass *p) {
   g_free(p->seconds);
 }
 
+/* The work of an op in a direction: what the trace counts for it; for a
+ * rebuild, the bytes of the mask it writes (a dropout's first output). */
+static double work_of(const RokTrace *trace, const RokOp *op, guint direction) {
+  if (direction != ROK_HW_REBUILD)
+    return rok_sim_op_work(op, direction == ROK_HW_BACKWARD);
+  if (op->kind != ROK_OP_DROPOUT || op->outputs->len == 0)
+    return 0;
+  return (double)rok_trace_tensor(trace, g_array_index(op->outputs, guint, 0))->bytes;
+}
+
 /* Every op's knot: its work in the direction and its rate over the trials,
  * the launch overhead taken out as for the GEMMs (never below a tenth). */
 static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDevice *d) {
@@ -123,15 +151,15 @@ static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDe
   g_autofree double *rates = g_new(double, trials);
   for (guint o = 0; o < n; o++) {
     const RokOp *op = rok_trace_op(p->trace, o);
-    for (guint dir = 0; dir < 2 && op->kind != ROK_OP_INPUT; dir++) {
-      double work = rok_sim_op_work(op, dir == 1);
+    for (guint dir = 0; dir < D && op->kind != ROK_OP_INPUT; dir++) {
+      double work = work_of(p->trace, op, dir);
       if (!(work > 0))
         continue;
       for (guint t = 0; t < trials; t++) {
-        double s = p->seconds[(t * n + o) * 2 + dir];
+        double s = p->seconds[((gsize)t * n + o) * D + dir];
         rates[t] = work / MAX(s - d->launch.median, s / 10);
       }
-      RokCalibOp knot = {.label = g_strdup(label), .kind = op->kind, .backward = dir == 1, .work = work};
+      RokCalibOp knot = {.label = g_strdup(label), .kind = op->kind, .direction = dir, .work = work};
       knot.rate = rok_calib_stat(rates, trials);
       g_array_append_val(d->ops, knot);
     }
@@ -158,7 +186,7 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guin
   p.tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
   for (guint t = 0; ok && t < trace->tensors->len; t++)
     ok = (p.tensors[t] = rok_exec_model_alloc_tensor(p.model, t, error)) != NULL;
-  p.seconds = g_new0(double, (gsize)trials * n * 2);
+  p.seconds = g_new0(double, (gsize)trials * n * D);
   p.todo = g_async_queue_new();
   p.done = g_async_queue_new();
   if (ok)
@@ -166,9 +194,9 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guin
   ok = ok && run_pass(&p, NULL, error);
   g_autofree double *totals = g_new0(double, trials);
   for (guint t = 0; ok && t < trials; t++) {
-    ok = run_pass(&p, &p.seconds[(gsize)t * n * 2], error);
-    for (guint i = 0; ok && i < 2 * n; i++)
-      totals[t] += p.seconds[(gsize)t * n * 2 + i];
+    ok = run_pass(&p, &p.seconds[(gsize)t * n * D], error);
+    for (guint i = 0; ok && i < D * n; i++)
+      totals[t] += p.seconds[(gsize)t * n * D + i];
   }
   if (ok) {
     add_knots(&p, trials, label, d);

@@ -52,12 +52,12 @@ static RokHwGemmPoint *gemm_curve(const GArray *gemms, guint *n, double *peak) {
 
 /* The knots of one op kind in one direction: every op measured, sorted by
  * work, ops of equal work (alike ops of a layer) merged at their mean rate. */
-static RokHwRatePoint *rate_curve(const GArray *ops, RokOpKind kind, gboolean backward, guint *n) {
+static RokHwRatePoint *rate_curve(const GArray *ops, RokOpKind kind, RokHwDirection direction, guint *n) {
   g_autofree Knot *k = g_new(Knot, MAX(ops->len, 1));
   guint m = 0;
   for (guint i = 0; i < ops->len; i++) {
     const RokCalibOp *op = &g_array_index(ops, RokCalibOp, i);
-    if (op->kind == kind && op->backward == backward && op->rate.median > 0)
+    if (op->kind == kind && op->direction == direction && op->rate.median > 0)
       k[m++] = (Knot){op->work, op->rate.median, i};
   }
   qsort(k, m, sizeof *k, compare_knots);
@@ -80,11 +80,14 @@ static void fill_op_rates(const RokCalibDevice *d, RokHw *hw) {
   hw->gpu.op_rates = g_new0(RokHwOpRates, ROK_OP_KIND_COUNT);
   for (guint kind = 0; kind < ROK_OP_KIND_COUNT; kind++) {
     RokHwOpRates r = {0};
-    for (guint dir = 0; dir < 2; dir++)
-      r.curve[dir] = rate_curve(d->ops, kind, dir == 1, &r.len[dir]);
-    if (r.len[0] + r.len[1] == 0) {
-      g_free(r.curve[0]);
-      g_free(r.curve[1]);
+    guint total = 0;
+    for (guint dir = 0; dir < ROK_HW_DIRECTIONS; dir++) {
+      r.curve[dir] = rate_curve(d->ops, kind, dir, &r.len[dir]);
+      total += r.len[dir];
+    }
+    if (total == 0) {
+      for (guint dir = 0; dir < ROK_HW_DIRECTIONS; dir++)
+        g_free(r.curve[dir]);
       continue;
     }
     r.kind = g_strdup(rok_op_kind_name(kind));

@@ -94,11 +94,12 @@ typedef struct {
 } RokCalibGemm;
 
 /* One op of a calibration model in one direction: the work the trace
- * counts for it (rok_sim_op_work) and the rate its kernels reached. */
+ * counts for it (rok_sim_op_work; a rebuild: the mask's bytes) and the
+ * rate its kernels reached. */
 typedef struct {
   char *label; /* the calibration model: "calibrate-gpt-256" */
   RokOpKind kind;
-  gboolean backward;
+  RokHwDirection direction; /* forward, backward, or a mask's rebuild from the seed */
   double work;
   RokCalibStat rate; /* work per second, launch overhead taken out */
 } RokCalibOp;

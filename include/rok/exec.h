@@ -8,13 +8,20 @@
  * order within the stream; nothing else orders them. Compute actions run
  * the op interpreter on one thread (forward, backward, recompute; the
  * optimizer step has no kernel and takes no time); d2h and h2d copies run
- * on the device's transfer queues from their own threads; nvme-write and
- * nvme-read move the tensor through the tensor store (src/exec/io), chunk by
- * chunk through a bounded pool of pinned staging slots; a free releases the
- * tensor's device buffer. An offload to host memory keeps its staged copy
- * (in a pool of its own) until the read back. gpudirect legs cannot be done
- * here: they run as a copy through a staging slot plus the SSD leg, and the
- * report says so.
+ * on the device's transfer queues from their own threads (a leg enqueues
+ * all its chunks at once); nvme-write and nvme-read move the tensor through
+ * the tensor store (src/exec/io), chunk by chunk between the files and a
+ * bounded pool of pinned staging slots; a free releases the tensor's device
+ * buffer. A copy bound for the SSDs holds its slots from its d2h copy until
+ * its write (and any read back from staging) is done, as the simulator's
+ * pinned buffer does; the pool is the peak of the simulator's own staging
+ * timeline (within the profile's host.pinned_buffer, at least the largest
+ * copy), and slots are granted to those legs in schedule order, so a leg
+ * whose stream runs ahead cannot take the room a leg before it needs. An
+ * offload to host memory keeps its staged copy (in a pool of its own) until
+ * the read back. gpudirect legs cannot be done here: they run as a copy
+ * through a staging slot plus the SSD leg, chunk by chunk, and the report
+ * says so.
  *
  * Integrity: every tensor that leaves the device gets a checksum computed
  * on the device right after its producer ran (cl-checksum.h), checked
@@ -32,9 +39,10 @@
  * the compute stream waited by cause (a read from the SSDs, a PCIe copy, a
  * staging slot, memory: the cause of the dependency it waited for, followed
  * back along the chain of last-completing dependencies), the device memory
- * ledger's peak (fixed memory and activations). Gradients are zeroed before
- * each step, so the gradient checksum is that of one step; it must be the
- * same in every step (the kernels are deterministic), or the run fails.
+ * ledger's peak (fixed memory and activations), and the median step's
+ * timeline beside the predicted one. Gradients are zeroed before each step,
+ * so the gradient checksum is that of one step; it must be the same in
+ * every step (the kernels are deterministic), or the run fails.
  *
  * Safety: the store writes only in its own rok-XXXXXX work folders and
  * removes them on success, error and cancellation; a cancelled run

@@ -1,8 +1,10 @@
 /* The median step of a run as Chrome/Perfetto trace-event JSON, beside the
  * schedule's prediction: process 1 is what ran, process 2 what the
  * simulator predicted, each with one track per stream (as `rok simulate
- * --timeline` draws them), complete events for compute and copies and
- * instants for frees. Microseconds with three decimals. */
+ * --timeline` draws them; the predicted tracks have threads of their own,
+ * "compute, predicted", ..., so that `rok plot`, which goes by thread,
+ * draws them under the measured ones), complete events for compute and
+ * copies and instants for frees. Microseconds with three decimals. */
 #include "exec/runner-private.h"
 #include "rok/json.h"
 
@@ -25,6 +27,11 @@ static json_object *meta(const char *name, int pid, int tid, const char *key, js
   return event;
 }
 
+/* Threads: measured streams 1.., predicted streams after them. */
+static int thread_of(RokSimStream stream, int pid) {
+  return (int)stream + 1 + (pid - 1) * ROK_SIM_STREAM_COUNT;
+}
+
 static json_object *span_event(const RokExecSpan *span, int pid, double start, double end) {
   json_object *event = json_object_new_object();
   gboolean instant = span->kind == ROK_ACTION_FREE;
@@ -32,7 +39,7 @@ static json_object *span_event(const RokExecSpan *span, int pid, double start, d
   json_object_object_add(event, "cat", json_object_new_string(rok_action_kind_name(span->kind)));
   json_object_object_add(event, "ph", json_object_new_string(instant ? "i" : "X"));
   json_object_object_add(event, "pid", json_object_new_int(pid));
-  json_object_object_add(event, "tid", json_object_new_int((int)span->stream + 1));
+  json_object_object_add(event, "tid", json_object_new_int(thread_of(span->stream, pid)));
   json_object_object_add(event, "ts", micros(start));
   if (instant)
     json_object_object_add(event, "s", json_object_new_string("t"));
@@ -55,10 +62,11 @@ json_object *rok_exec_report_timeline_to_json(const RokExecReport *r) {
     json_object_array_add(events, meta("process_name", p + 1, 0, "name", json_object_new_string(title)));
     json_object_array_add(events, meta("process_sort_index", p + 1, 0, "sort_index", json_object_new_int(p)));
     for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
-      int tid = (int)s + 1;
-      json_object *name = json_object_new_string(rok_sim_stream_name(s));
-      json_object_array_add(events, meta("thread_name", p + 1, tid, "name", name));
-      json_object_array_add(events, meta("thread_sort_index", p + 1, tid, "sort_index", json_object_new_int((int)s)));
+      int tid = thread_of(s, p + 1);
+      const char *stream = rok_sim_stream_name(s);
+      g_autofree char *name = p == 0 ? g_strdup(stream) : g_strdup_printf("%s, predicted", stream);
+      json_object_array_add(events, meta("thread_name", p + 1, tid, "name", json_object_new_string(name)));
+      json_object_array_add(events, meta("thread_sort_index", p + 1, tid, "sort_index", json_object_new_int(tid)));
     }
   }
   for (guint i = 0; i < r->timeline->len; i++) {

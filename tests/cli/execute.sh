@@ -74,14 +74,17 @@ done
 [ "$(num "$tmp/rok-ssd.json" nvme_write_bytes)" -gt 0 ]
 [ "$(num "$tmp/rok-ssd.json" nvme_read_bytes)" -gt 0 ]
 
-# The table: measured beside predicted.
-out=$("$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$disk" --repeat 1)
+# The table: measured beside predicted; the timeline likewise.
+out=$("$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$disk" --repeat 1 --timeline "$tmp/timeline.json")
 expect_in "$out" "measured"
 expect_in "$out" "predicted"
 expect_in "$out" "SSD write"
 expect_in "$out" "0 failures"
 expect_in "$out" "Gradient checksum $sum"
 expect_empty "$disk"
+for needle in '"traceEvents"' '"name": "nvme-write"' '"name": "compute, predicted"' '"cat": "prefetch"'; do
+  grep -qF "$needle" "$tmp/timeline.json" || { echo "the timeline lacks $needle" >&2; exit 1; }
+done
 
 # A byte flipped on disk before it is read back: named, exit 1, nothing left.
 expect_fail 1 "came back different from what left the device" \

@@ -264,7 +264,9 @@ static gboolean scan_key(Scanner *sc, GHashTable *seen) {
     return FALSE;
   if (seen == NULL)
     return TRUE;
-  /* json-c keys are C strings, so compare as C strings too. */
+  /* json-c keys are C strings: "hid\u0000den" would silently become "hid". */
+  if (strlen(sc->key->str) != sc->key->len)
+    return fail(sc, ROK_JSON_TEXT_RANGE, at, "a key must not contain \\u0000");
   if (g_hash_table_contains(seen, sc->key->str))
     return fail(sc, ROK_JSON_TEXT_RANGE, at, "duplicate key \"%s\"", sc->key->str);
   g_hash_table_add(seen, g_strdup(sc->key->str));

@@ -109,6 +109,11 @@ static gboolean parse_text(const char *name, const char *text, gsize length, jso
     set_error_at(error, name, text, length, (gsize)(nul - text), "NUL byte in the text");
     return FALSE;
   }
+  if (length >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+    set_error_at(error, name, text, length, 0, "a byte order mark (U+FEFF) starts the text; JSON has none "
+                                                "(save the file as UTF-8 without BOM)");
+    return FALSE;
+  }
   if (strspn(text, " \t\r\n") == length) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: empty document (expected a JSON value)", name);
     return FALSE;

@@ -49,6 +49,11 @@ static void test_syntax_positions(void) {
   PARSE_FAILS("{\"gpu\": {\"\xf7\x9a\x92\x93ww\": 1}}", "x.json:1:11: invalid utf-8 string");
   PARSE_FAILS("[\"\xed\xa0\x80\"]", "x.json:1:3: invalid utf-8 string");
   PARSE_FAILS("[\"\xc0\x80\"]", "x.json:1:3: invalid utf-8 string");
+  PARSE_FAILS("\xef\xbb\xbf{}", "x.json:1:1: a byte order mark (U+FEFF) starts the text; JSON has none (save "
+                                "the file as UTF-8 without BOM)");
+  /* json-c would cut the key short at the NUL: "hid". */
+  PARSE_FAILS("{\"a\": 1,\n \"hid\\u0000den\": 2}", "x.json:2:2: a key must not contain \\u0000");
+  parse_accepts("{\"a\": \"NUL \\u0000 in a value\"}");
   PARSE_FAILS("// comment\n{}", "x.json:1:1: unexpected character");
   parse_fails("{\"a\": 1,\n \"b\": \0}", 17, "x.json:2:7: NUL byte in the text");
 }

@@ -122,6 +122,10 @@ static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GErr
   }
   guint t = rok_trace_add_tensor(trace, name, (gint)layer, dtype, rank, shape, producer);
   RokTensor *tensor = rok_trace_tensor(trace, t);
+  if (tensor->bytes == G_MAXUINT64) { /* the product saturated */
+    rok_json_error(error, o->doc, shape_path, "is too large: its bytes do not fit 64 bits");
+    return FALSE;
+  }
   if (tensor->bytes != bytes) {
     g_autofree char *path = g_strconcat(o->path, ".bytes", NULL);
     rok_json_error(error, o->doc, path, "must be %" G_GUINT64_FORMAT ", the shape times the dtype's size",

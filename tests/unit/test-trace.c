@@ -215,6 +215,8 @@ static void test_bad_references(void) {
   edited_trace_fails("ops[3].layer=1", "\"ops[3].layer\": must be an integer from -1 to 0, not 1");
   edited_trace_fails("tensors[6].layer=7", "\"tensors[6].layer\": must be an integer from -1 to 0, not 7");
   edited_trace_fails("ops[3].dims=[1, 2, 3, 18446744073709551615]", "\"ops[3].dims[3]\"");
+  edited_trace_fails("tensors[5].shape=[4294967296, 4294967296, 4294967296]",
+                     "\"tensors[5].shape\": is too large: its bytes do not fit 64 bits");
 }
 
 /* The header's layer count is bounded like a config's. */

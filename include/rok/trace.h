@@ -38,7 +38,7 @@ typedef enum {
   ROK_OP_ROTARY,          /* rotary position embedding of q and k */
   ROK_OP_ATTN_SCORES,     /* Q·Kᵀ, scaled (+ mask, + position bias) */
   ROK_OP_SOFTMAX,
-  ROK_OP_DROPOUT,         /* outputs: mask, then result */
+  ROK_OP_DROPOUT,         /* outputs: mask (any width), then result */
   ROK_OP_ATTN_CONTEXT,    /* P·V */
   ROK_OP_FLASH_ATTENTION, /* fused attention core; outputs: context, log-sum-exp */
   ROK_OP_ADD,             /* residual add */

@@ -10,9 +10,11 @@
 #include "rok/error.h"
 
 int rok_cmd_trace(int argc, char **argv);
+int rok_cmd_simulate(int argc, char **argv);
 
 static const RokCommand commands[] = {
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
+    {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
     {NULL, NULL, NULL, NULL},
 };
 

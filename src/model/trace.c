@@ -203,7 +203,7 @@ gboolean rok_trace_finish(RokTrace *trace, GError **error) {
     const RokOp *producer = rok_trace_op(trace, tensor->producer);
     g_array_set_size(tensor->recompute_from, 0);
     /* A dropout mask is a function of the seed alone (counter-based RNG). */
-    gboolean is_mask = producer->kind == ROK_OP_DROPOUT && tensor->dtype == ROK_DTYPE_U8;
+    gboolean is_mask = producer->kind == ROK_OP_DROPOUT && g_array_index(producer->outputs, guint, 0) == i;
     if (!is_mask)
       g_array_append_vals(tensor->recompute_from, producer->inputs->data, producer->inputs->len);
     if (producer->kind == ROK_OP_INPUT)

@@ -1,0 +1,277 @@
+/* The discrete-event simulator: what one training step costs under a plan.
+ *
+ * A plan says, for every tensor of a trace, what happens to it between its
+ * forward and its backward (keep, offload to NVMe or host memory,
+ * recompute). The simulator runs the step on a model of the machine
+ * (DESIGN.md, "Simulator semantics"): one compute stream; transfer streams
+ * d2h, h2d, nvme-write and nvme-read, each running its transfers one after
+ * the other, whose flows share the PCIe links and the NVMe array fluidly;
+ * the host staging buffer; the GPU memory ledger. Same inputs, same result,
+ * bit for bit.
+ *
+ * The model, in the terms the rest of rok relies on:
+ *
+ * Compute. An op takes max(flops / (peak_flops · e), bytes / hbm_bandwidth)
+ * + launch_overhead, e = matmul_efficiency for GEMM-like kinds (linear,
+ * attn_scores, attn_context, flash_attention) and 1 otherwise; a measured
+ * time in the trace (>= 0) wins; input ops take no time. Backward uses the
+ * op's backward figures. The optimizer step after the last micro-batch
+ * moves fixed.optimizer_step_bytes at HBM bandwidth (+ one launch).
+ *
+ * Memory. fixed (weights + gradients + optimizer states) + live tensors +
+ * backward working memory. An op's outputs are allocated when it starts.
+ * A transient tensor (empty needed_by) is freed when its last forward
+ * consumer ends. A kept tensor lives until its last backward use. Working
+ * memory of the backward of op X: the gradients of X's floating-point
+ * inputs and outputs, live while X's backward runs. Peak is the maximum of
+ * the ledger over the step.
+ *
+ * Offload. The write starts when the producer ends: gpudirect: one flow
+ * GPU -> SSD on the nvme-write stream, sharing PCIe d2h and the array;
+ * without gpudirect: d2h into the pinned staging buffer (space reserved
+ * when the copy starts; waiting for it is a staging stall), then
+ * nvme-write from it, the space released when the SSD write ends; host:
+ * d2h only. The GPU copy is freed when the copy out of the GPU has ended
+ * and the forward no longer reads the tensor. Reads mirror the writes.
+ * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
+ * both for gpudirect) and then moves its bytes.
+ *
+ * NVMe array. A transfer is striped over all devices in requests of
+ * ROK_SIM_NVME_REQUEST_BYTES; a device keeps at most queue_depth requests
+ * in flight, so by Little's law it moves at most
+ * min(bandwidth, queue_depth · request / latency). Reads and writes share
+ * each device's time: a read at rate r and a write at rate w use
+ * r / read_bw + w / write_bw of it.
+ *
+ * Fluid sharing. Whenever a flow starts or ends every active flow's rate
+ * is recomputed: each flow gets the same fraction λ of the rate it would
+ * have alone, λ raised until a resource (PCIe d2h, PCIe h2d, the array) is
+ * saturated; flows through a saturated resource stop there and the others
+ * keep rising (weighted max-min fairness). Two equal flows on one link get
+ * half each; a read and a write on the array get half the device time each.
+ *
+ * Prefetch. In backward the offloaded tensors are read back in the order
+ * backward first needs them. The window: while backward runs layer chunk c
+ * (a run of backward work of one layer), tensors first needed up to chunk
+ * c + prefetch_layers may be read, each only when live memory plus its
+ * bytes stays within the budget (memory is reserved when the read is
+ * issued); with prefetch_layers 0, a read is issued only when the compute
+ * work that needs it is next. The tensor the next compute work needs is
+ * always read, budget or not, so the step cannot deadlock. A read held
+ * back by the budget that the compute then waits for is a memory stall.
+ * A copy still running when its GPU memory would be freed (after its last
+ * use) holds the memory until it ends. Forwarding: a tensor whose GPU copy
+ * still exists when its read would be issued (its copy out is still
+ * running or queued) is used from GPU memory, is not read back, stays until
+ * its last backward use, and a copy not yet started is dropped. A tensor
+ * still in the staging buffer is read from there (h2d only).
+ *
+ * Recompute. A recomputed saved tensor is freed after its last forward
+ * consumer (after its producer when it has none). All recomputed tensors of
+ * one layer are rebuilt together, once, just before the first backward op
+ * (in backward order) that needs any of them: the producer ops are re-run
+ * in forward order from the nearest available tensors (kept ones, and
+ * offloaded ones, which the rebuild needs like a backward op does);
+ * tensors that are neither are rebuilt on the way and freed after their
+ * last use by the rebuild. A tensor whose `recompute_from` is empty (a
+ * dropout mask: a function of the seed) is rebuilt without inputs, in
+ * bytes / hbm_bandwidth + launch_overhead; otherwise a re-run costs the op's
+ * forward time. Recomputed tensors of layer -1 are rebuilt each on its own.
+ * With options.rebuild_whole_layers, a layer's rebuild re-runs all of the
+ * layer's ops (everything they make that nobody keeps is an intermediate).
+ * Recompute time counts as compute and is also reported as recompute_ns.
+ *
+ * Memory waits. Compute that would take live memory over the budget waits
+ * while copies out of the GPU are running that will free memory when they
+ * end (a memory stall); with nothing to wait for it runs anyway and the
+ * peak says so.
+ *
+ * Stalls. Time the compute stream waits, by cause: a read from the SSDs
+ * (read), a PCIe copy (pcie; for a gpudirect read whichever of the two
+ * limits its rate), staging space (staging), memory (memory).
+ *
+ * Step. detail_micro_batches micro-batches (at most the trace's count) are
+ * simulated one after the other, forward then backward, transfers
+ * overlapping across micro-batch boundaries, then the optimizer step. The
+ * step ends when its compute ends: every read it needs has arrived by then,
+ * and a copy still running is that of a forwarded tensor, which nobody
+ * reads (its bytes are still counted). With more micro-batches in the
+ * step, the others are taken to repeat the last detailed period (start of
+ * the last detailed micro-batch minus start of the one before; with one
+ * detailed micro-batch, its own forward and backward), for the time and
+ * for every counter. Not modelled: gradient all-reduce, pipeline bubbles,
+ * ZeRO-3 weight gathers (data-parallel communication is outside the trace). */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "rok/hw.h"
+#include "rok/trace.h"
+
+G_BEGIN_DECLS
+
+#define ROK_SIM_NONE G_MAXUINT
+/* NVMe request size for the queue-depth limit (see the model above). */
+#define ROK_SIM_NVME_REQUEST_BYTES ((guint64)1 << 20)
+
+/* What happens to a saved tensor between forward and backward. Transient
+ * tensors (empty needed_by) ignore their decision. */
+typedef enum {
+  ROK_DECISION_KEEP,
+  ROK_DECISION_OFFLOAD_NVME,
+  ROK_DECISION_OFFLOAD_HOST,
+  ROK_DECISION_RECOMPUTE,
+  ROK_DECISION_COUNT
+} RokDecision;
+
+typedef enum {
+  ROK_SIM_STREAM_COMPUTE,
+  ROK_SIM_STREAM_D2H,
+  ROK_SIM_STREAM_H2D,
+  ROK_SIM_STREAM_NVME_WRITE,
+  ROK_SIM_STREAM_NVME_READ,
+  ROK_SIM_STREAM_COUNT
+} RokSimStream;
+
+typedef enum {
+  ROK_STALL_READ,    /* a read from the SSDs */
+  ROK_STALL_PCIE,    /* a copy over PCIe */
+  ROK_STALL_STAGING, /* space in the pinned staging buffer */
+  ROK_STALL_MEMORY,  /* GPU memory under the budget */
+  ROK_STALL_COUNT
+} RokStallCause;
+
+typedef enum {
+  ROK_ACTION_FORWARD,
+  ROK_ACTION_BACKWARD,
+  ROK_ACTION_RECOMPUTE,
+  ROK_ACTION_OPTIMIZER,
+  ROK_ACTION_OFFLOAD,  /* one leg of a copy out of the GPU: d2h, nvme-write */
+  ROK_ACTION_PREFETCH, /* one leg of a read back: nvme-read, h2d */
+  ROK_ACTION_FREE,     /* a tensor's GPU memory released */
+  ROK_ACTION_KIND_COUNT
+} RokActionKind;
+
+typedef struct {
+  guint64 memory_budget;      /* bytes; 0: gpu.memory */
+  guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
+  guint detail_micro_batches; /* >= 1 */
+  gboolean record;            /* keep the action log and memory samples */
+  /* A layer's rebuild re-runs every op of the layer, as Megatron's
+   * activation checkpointing does, not only the ops its tensors need. */
+  gboolean rebuild_whole_layers;
+} RokSimOptions;
+
+/* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
+ * attention and MLP blocks as its modules, that is one layer. */
+#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 1
+#define ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES 3
+
+/* A plan as the simulator consumes it: one decision per tensor id. */
+typedef struct {
+  guint n_tensors;
+  RokDecision *decisions;
+  RokSimOptions options;
+} RokSimPlan;
+
+void rok_sim_options_init(RokSimOptions *options);
+/* Every tensor kept, default options. */
+RokSimPlan *rok_sim_plan_new(const RokTrace *trace);
+RokSimPlan *rok_sim_plan_copy(const RokSimPlan *plan);
+void rok_sim_plan_free(RokSimPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSimPlan, rok_sim_plan_free)
+
+/* One entry of the action log: a compute op, one leg of a transfer, or a
+ * free, with the earlier actions it had to wait for (result->deps[deps_first
+ * .. deps_first + deps_count)): the previous action of its stream, the
+ * transfer that brought an input back, the producer of a tensor it copies,
+ * the leg before it, the free that made room in memory or in the staging
+ * buffer, the compute whose end opened the prefetch window. A gpudirect leg
+ * runs on the nvme-write / nvme-read stream and also uses the PCIe link. */
+typedef struct {
+  RokActionKind kind;
+  RokSimStream stream;
+  guint micro_batch;
+  guint op;      /* compute actions; ROK_SIM_NONE otherwise */
+  guint tensor;  /* transfers and frees; ROK_SIM_NONE otherwise */
+  guint64 bytes; /* transfers and frees */
+  gboolean gpudirect;
+  gint64 start_ns, end_ns;
+  guint deps_first, deps_count;
+} RokSimAction;
+
+typedef struct {
+  gint64 time_ns;
+  guint64 gpu_bytes;     /* the ledger, fixed memory included */
+  guint64 staging_bytes; /* the pinned staging buffer */
+} RokSimSample;
+
+typedef struct {
+  gint64 step_ns;
+  double step_time_s;
+  double tokens_per_s;
+  guint64 micro_batches;          /* in the step */
+  guint64 detailed_micro_batches; /* simulated event by event */
+  guint64 fixed_bytes, budget_bytes, gpu_memory_bytes;
+  guint64 peak_bytes, activation_peak_bytes; /* activation peak = peak - fixed */
+  gboolean fits;                             /* peak <= gpu.memory */
+  gboolean within_budget;                    /* peak <= budget */
+  /* Where the peak was reached: the compute work running or next to run. */
+  RokActionKind peak_kind;
+  guint peak_op, peak_micro_batch;
+  gint64 peak_time_ns;
+  gint64 compute_ns;   /* the compute stream's busy time, recompute included */
+  gint64 recompute_ns; /* of which re-running forward ops */
+  gint64 stall_ns[ROK_STALL_COUNT];
+  gint64 stall_total_ns;
+  gint64 busy_ns[ROK_SIM_STREAM_COUNT]; /* per stream, latencies included */
+  guint64 pcie_d2h_bytes, pcie_h2d_bytes, nvme_write_bytes, nvme_read_bytes;
+  guint64 staging_peak_bytes, host_peak_bytes;
+  guint64 forwarded_tensors; /* offloaded tensors used from GPU memory */
+  guint64 events;            /* events the engine processed */
+  /* With options.record (NULL otherwise): RokSimAction in start order of
+   * creation, guint action indexes, RokSimSample at every change. */
+  GArray *actions, *deps, *samples;
+} RokSimResult;
+
+void rok_sim_result_free(RokSimResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSimResult, rok_sim_result_free)
+
+/* A simulator for one trace on one machine: op times and the trace's
+ * structure are computed once, scratch memory is reused between runs (the
+ * planner runs many plans). Borrows `trace` and `hw`, which must outlive it.
+ * Fails (ROK_ERROR_INPUT) on a profile the model cannot use (zero rates). */
+typedef struct _RokSim RokSim;
+RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error);
+void rok_sim_free(RokSim *sim);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSim, rok_sim_free)
+
+/* The time of one op's forward or backward, in ns. */
+gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward);
+/* Simulate one step. Fails (ROK_ERROR_INPUT) on a plan that does not fit
+ * the trace: wrong length, recompute of what cannot be recomputed, NVMe
+ * offload without SSDs, bad options. */
+RokSimResult *rok_sim_run(RokSim *sim, const RokSimPlan *plan, GError **error);
+/* rok_sim_new + rok_sim_run + rok_sim_free. */
+RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, GError **error);
+
+/* The summary as JSON: step_time_s, tokens_per_s, peak_bytes,
+ * activation_peak_bytes, compute_s, recompute_s, stall_s, pcie_d2h_bytes,
+ * pcie_h2d_bytes, nvme_write_bytes, nvme_read_bytes, fits, and more
+ * (stall_s_by_cause, busy_s, peak_at, ...). */
+json_object *rok_sim_result_to_json(const RokSimResult *result, const RokTrace *trace);
+
+/* The action log as Chrome/Perfetto trace-event JSON: one track per
+ * stream, GPU memory and staging buffer as counter tracks. Needs a result
+ * of a run with options.record (ROK_ERROR_USAGE otherwise). */
+json_object *rok_sim_timeline_to_json(const RokSimResult *result, const RokTrace *trace, GError **error);
+gboolean rok_sim_timeline_save(const RokSimResult *result, const RokTrace *trace, const char *path,
+                               GError **error);
+
+const char *rok_decision_name(RokDecision decision);
+const char *rok_sim_stream_name(RokSimStream stream);
+const char *rok_stall_cause_name(RokStallCause cause);
+const char *rok_action_kind_name(RokActionKind kind);
+
+G_END_DECLS

@@ -1,0 +1,177 @@
+/* rok simulate: one training step under one strategy, as the simulator
+ * sees it: a summary, the JSON figures, a Chrome/Perfetto timeline. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/plan.h"
+#include "rok/units.h"
+
+typedef struct {
+  char *hw, *strategy, *timeline, *budget;
+  gint prefetch_layers, detail;
+} Options;
+
+static void options_clear(Options *o) {
+  g_free(o->hw);
+  g_free(o->strategy);
+  g_free(o->timeline);
+  g_free(o->budget);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
+
+/* Options that change the plan's simulator settings. */
+static gboolean apply_options(const Options *o, RokSimPlan *plan, GError **error) {
+  if (o->budget != NULL) {
+    if (!rok_units_parse_size(o->budget, &plan->options.memory_budget, error)) {
+      g_prefix_error(error, "--budget: ");
+      return FALSE;
+    }
+    if (plan->options.memory_budget == 0) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--budget must be more than 0 bytes");
+      return FALSE;
+    }
+  }
+  if (o->prefetch_layers < -1 || o->detail < -1 || o->detail == 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be %s",
+                o->detail == 0 || o->detail < -1 ? "detail" : "prefetch-layers",
+                o->detail == 0 || o->detail < -1 ? "at least 1" : "0 or more");
+    return FALSE;
+  }
+  if (o->prefetch_layers >= 0)
+    plan->options.prefetch_layers = (guint)o->prefetch_layers;
+  if (o->detail > 0)
+    plan->options.detail_micro_batches = (guint)o->detail;
+  plan->options.record = o->timeline != NULL;
+  return TRUE;
+}
+
+static json_object *to_json(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+  json_object *out = json_object_new_object();
+  json_object_object_add(out, "model", json_object_new_string(trace->model_name));
+  json_object_object_add(out, "hw", json_object_new_string(hw->name));
+  json_object_object_add(out, "strategy", json_object_new_string(rok_strategy_name(strategy)));
+  json_object *figures = rok_sim_result_to_json(r, trace);
+  json_object_object_foreach(figures, key, value) json_object_object_add(out, key, json_object_get(value));
+  json_object_put(figures);
+  return out;
+}
+
+static const char *peak_place(const RokSimResult *r, const RokTrace *trace) {
+  return r->peak_op != ROK_SIM_NONE && r->peak_op < trace->ops->len ? rok_trace_op(trace, r->peak_op)->name
+                                                                     : "the optimizer step";
+}
+
+static void print_line(const char *label, const char *value, const char *note) {
+  printf("  %-16s %10s  %s\n", label, value, note);
+}
+
+static char *percent(gint64 part, gint64 whole) {
+  return g_strdup_printf("%.1f%% of the step", whole > 0 ? 100.0 * (double)part / (double)whole : 0.0);
+}
+
+static void print_memory(const RokSimResult *r, const RokTrace *trace) {
+  g_autofree char *peak = rok_units_format_size(r->peak_bytes), *cap = rok_units_format_size(r->gpu_memory_bytes);
+  g_autofree char *fixed = rok_units_format_size(r->fixed_bytes);
+  g_autofree char *act = rok_units_format_size(r->activation_peak_bytes);
+  g_autofree char *where = g_strdup_printf("of %s: %s (at %s %s, micro-batch %u)", cap,
+                                           r->fits ? "fits" : "DOES NOT FIT", rok_action_kind_name(r->peak_kind),
+                                           peak_place(r, trace), r->peak_micro_batch);
+  print_line("Peak memory", peak, where);
+  print_line("  fixed", fixed, "weights, gradients, optimizer states");
+  print_line("  activations", act, "activation peak");
+}
+
+static void print_time(const RokSimResult *r) {
+  g_autofree char *step = rok_units_format_time(r->step_time_s);
+  g_autofree char *rate = rok_units_format_count(r->tokens_per_s);
+  g_autofree char *tokens = g_strdup_printf("%s tokens/s", rate);
+  g_autofree char *compute = rok_units_format_time((double)r->compute_ns / 1e9);
+  g_autofree char *recompute = rok_units_format_time((double)r->recompute_ns / 1e9);
+  g_autofree char *stall = rok_units_format_time((double)r->stall_total_ns / 1e9);
+  g_autofree char *compute_note = g_strdup_printf("of which recompute %s", recompute);
+  GString *causes = g_string_new(NULL);
+  for (guint c = 0; c < ROK_STALL_COUNT; c++) {
+    g_autofree char *t = rok_units_format_time((double)r->stall_ns[c] / 1e9);
+    g_string_append_printf(causes, "%s%s %s", c ? ", " : "", rok_stall_cause_name(c), t);
+  }
+  print_line("Step time", step, tokens);
+  print_line("Compute", compute, compute_note);
+  print_line("Stalls", stall, causes->str);
+  g_string_free(causes, TRUE);
+}
+
+static void print_traffic(const RokSimResult *r) {
+  g_autofree char *d2h = rok_units_format_size(r->pcie_d2h_bytes), *h2d = rok_units_format_size(r->pcie_h2d_bytes);
+  g_autofree char *w = rok_units_format_size(r->nvme_write_bytes), *rd = rok_units_format_size(r->nvme_read_bytes);
+  g_autofree char *pcie = g_strdup_printf("%s d2h, %s h2d", d2h, h2d), *nvme = g_strdup_printf("%s written, %s read", w, rd);
+  print_line("PCIe", "", pcie);
+  print_line("NVMe", "", nvme);
+  for (guint s = ROK_SIM_STREAM_D2H; s < ROK_SIM_STREAM_COUNT; s++) {
+    g_autofree char *busy = rok_units_format_time((double)r->busy_ns[s] / 1e9), *share = percent(r->busy_ns[s], r->step_ns);
+    g_autofree char *label = g_strdup_printf("  %s busy", rok_sim_stream_name(s));
+    print_line(label, busy, share);
+  }
+}
+
+static void print_summary(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+  printf("%s on %s, strategy %s: %" G_GUINT64_FORMAT " micro-batch%s per step, %" G_GUINT64_FORMAT
+         " simulated in detail\n\n",
+         trace->model_name, hw->name, rok_strategy_name(strategy), r->micro_batches, r->micro_batches == 1 ? "" : "es",
+         r->detailed_micro_batches);
+  print_time(r);
+  print_memory(r, trace);
+  print_traffic(r);
+}
+
+static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, RokStrategy *strategy,
+                         GError **error) {
+  if (!rok_strategy_from_name(o->strategy ? o->strategy : "keep", strategy, error))
+    return NULL;
+  g_autoptr(RokSimPlan) plan = rok_strategy_plan(*strategy, trace, hw, NULL, error);
+  if (plan == NULL || !apply_options(o, plan, error))
+    return NULL;
+  RokSimResult *r = rok_simulate(trace, hw, plan, error);
+  if (r != NULL && o->timeline != NULL && !rok_sim_timeline_save(r, trace, o->timeline, error))
+    g_clear_pointer(&r, rok_sim_result_free);
+  return r;
+}
+
+int rok_cmd_simulate(int argc, char **argv) {
+  const RokCommand *self = rok_cli_find("simulate");
+  RokCliCommon common = {0};
+  g_auto(Options) o = {.prefetch_layers = -1, .detail = -1};
+  const GOptionEntry entries[] = {
+      {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
+      {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,
+       "keep (default), recompute, selective, offload or tba", "S"},
+      {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
+       "Write a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
+      {"budget", 0, 0, G_OPTION_ARG_STRING, &o.budget,
+       "GPU memory that prefetching and waiting respect (default: the GPU's)", "SIZE"},
+      {"prefetch-layers", 0, 0, G_OPTION_ARG_INT, &o.prefetch_layers, "Prefetch look-ahead in layers (default 1)",
+       "N"},
+      {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail, "Micro-batches simulated event by event (default 3)", "N"},
+      G_OPTION_ENTRY_NULL};
+  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  GError *error = NULL;
+  g_autoptr(RokTrace) trace = NULL;
+  g_autoptr(RokHw) hw = NULL;
+  g_autoptr(RokSimResult) r = NULL;
+  RokStrategy strategy = ROK_STRATEGY_KEEP;
+  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "MODEL", &error) ||
+      (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
+      (hw = rok_cli_load_hw(o.hw, &error)) == NULL ||
+      (trace = rok_cli_load_trace(argv[1], common.sets, &error)) == NULL ||
+      (r = run(&o, trace, hw, &strategy, &error)) == NULL) {
+    g_strfreev(common.sets);
+    return rok_cli_fail(self->name, error);
+  }
+  g_strfreev(common.sets);
+  if (common.json)
+    return rok_cli_print_json(to_json(r, trace, hw, strategy), &error) ? ROK_EXIT_OK
+                                                                       : rok_cli_fail(self->name, error);
+  print_summary(r, trace, hw, strategy);
+  return ROK_EXIT_OK;
+}

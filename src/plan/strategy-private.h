@@ -1,0 +1,12 @@
+/* Private to src/plan: what the baseline strategies share. */
+#pragma once
+
+#include "rok/plan.h"
+
+/* A saved tensor of the layers that offload would move to NVMe. */
+gboolean rok_strategy_offloadable(const RokTensor *tensor, const RokStrategyOptions *options);
+/* Offload every offloadable tensor of `layer`. */
+void rok_strategy_offload_layer(RokSimPlan *plan, const RokTrace *trace, gint layer,
+                                const RokStrategyOptions *options);
+/* ROK_ERROR_INPUT unless `hw` has SSDs. */
+gboolean rok_strategy_check_nvme(RokStrategy strategy, const RokHw *hw, GError **error);

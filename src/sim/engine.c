@@ -1,0 +1,410 @@
+/* The event loop, the compute stream and the GPU memory ledger.
+ *
+ * The compute stream plays, for each detailed micro-batch, the forward
+ * items (one per op) and the compiled backward items, then the optimizer
+ * step. An item starts when the previous one has ended, every tensor it
+ * needs is ready, and its allocation fits the budget (or nothing in flight
+ * could free memory). Time between the previous item's end and its start
+ * is a stall, charged to the cause of the moment. */
+#include "sim/sim-private.h"
+
+#include <math.h>
+
+#include "rok/error.h"
+
+typedef struct {
+  RokActionKind kind;
+  guint op;
+  gint64 ns;
+  guint64 work;
+  const guint *needs, *allocs, *frees;
+  guint n_needs, n_allocs, n_frees;
+} ItemView;
+
+void sim_engine_init(SimEngine *e, RokSim *sim) {
+  memset(e, 0, sizeof *e);
+  e->sim = sim;
+  e->n_tensors = sim->n_tensors;
+  rok_evq_init(&e->evq);
+  e->jobs = g_array_new(FALSE, FALSE, sizeof(SimJob));
+  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+    e->streams[s].queue = g_array_new(FALSE, FALSE, sizeof(guint));
+}
+
+void sim_engine_clear(SimEngine *e) {
+  rok_evq_clear(&e->evq);
+  g_array_unref(e->jobs);
+  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+    g_array_unref(e->streams[s].queue);
+  g_free(e->ts);
+  g_free(e->snapshots);
+  g_free(e->mb_start);
+  g_clear_pointer(&e->actions, g_array_unref);
+  g_clear_pointer(&e->deps, g_array_unref);
+  g_clear_pointer(&e->samples, g_array_unref);
+}
+
+static void reset_tensors(SimEngine *e) {
+  gsize n = (gsize)e->n_mb * e->n_tensors;
+  if (n > e->ts_capacity) {
+    e->ts = g_renew(SimTensorState, e->ts, n);
+    e->ts_capacity = n;
+  }
+  for (gsize i = 0; i < n; i++)
+    e->ts[i] = (SimTensorState){.write_job = ROK_SIM_NONE, .read_job = ROK_SIM_NONE,
+                                .producer_action = ROK_SIM_NONE, .stored_action = ROK_SIM_NONE,
+                                .ready_action = ROK_SIM_NONE, .copy_action = ROK_SIM_NONE,
+                                .use_action = ROK_SIM_NONE};
+}
+
+static void reset_streams(SimEngine *e) {
+  g_array_set_size(e->jobs, 0);
+  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+    SimStream *st = &e->streams[s];
+    g_array_set_size(st->queue, 0);
+    GArray *queue = st->queue;
+    *st = (SimStream){.queue = queue, .job = ROK_SIM_NONE, .event = ROK_SIM_NONE, .last_action = ROK_SIM_NONE};
+    e->flows[s] = (RokFlow){0};
+  }
+}
+
+static void reset(SimEngine *e, const RokSimPlan *plan) {
+  const RokSim *sim = e->sim;
+  const RokHw *hw = sim->hw;
+  const RokFixedMemory *fixed = &sim->trace->fixed;
+  rok_evq_reset(&e->evq);
+  e->now = e->end_time = 0;
+  e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
+  e->n_mb = (guint)MIN(plan->options.detail_micro_batches, MAX(sim->trace->micro_batches_per_step, 1));
+  e->prefetch_layers = plan->options.prefetch_layers;
+  e->record = plan->options.record;
+  e->gpudirect = hw->nvme.gpudirect;
+  e->staging_cap = hw->host.pinned_buffer;
+  e->pcie_latency = hw->pcie.latency;
+  e->nvme_latency = hw->nvme.latency;
+  e->d2h_speed = hw->pcie.d2h_bandwidth;
+  e->h2d_speed = hw->pcie.h2d_bandwidth;
+  reset_tensors(e);
+  reset_streams(e);
+  e->live = e->peak = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
+  e->pending_free = e->staging_used = e->staging_peak = e->host_used = e->host_peak = 0;
+  e->peak_time = 0;
+  e->peak_kind = ROK_ACTION_FORWARD;
+  e->peak_op = 0;
+  e->peak_mb = 0;
+  e->mb = e->index = 0;
+  e->phase = PHASE_FORWARD;
+  e->running = e->stalled_on_memory = FALSE;
+  e->stall_cause = -1;
+  e->compute_action = e->last_compute_action = ROK_SIM_NONE;
+  e->next_prefetch = 0;
+  e->last_free_action = e->last_staging_release = ROK_SIM_NONE;
+  e->counters = (SimCounters){0};
+  e->snapshots = g_renew(SimCounters, e->snapshots, e->n_mb + 1);
+  e->mb_start = g_renew(gint64, e->mb_start, e->n_mb);
+  e->bwd0_end = 0;
+  g_clear_pointer(&e->actions, g_array_unref);
+  g_clear_pointer(&e->deps, g_array_unref);
+  g_clear_pointer(&e->samples, g_array_unref);
+  if (e->record) {
+    e->actions = g_array_new(FALSE, FALSE, sizeof(RokSimAction));
+    e->deps = g_array_new(FALSE, FALSE, sizeof(guint));
+    e->samples = g_array_new(FALSE, FALSE, sizeof(RokSimSample));
+    sim_record_sample(e);
+  }
+}
+
+/* ---- memory ---- */
+
+/* The compute work running or next to run: where a peak happens. */
+static void where(const SimEngine *e, RokActionKind *kind, guint *op) {
+  if (e->phase == PHASE_FORWARD) {
+    *kind = ROK_ACTION_FORWARD;
+    *op = e->index;
+  } else if (e->phase == PHASE_BACKWARD) {
+    const SimItem *item = sim_item(&e->sim->prog, e->index);
+    *kind = item->kind;
+    *op = item->op;
+  } else {
+    *kind = ROK_ACTION_OPTIMIZER;
+    *op = ROK_SIM_NONE;
+  }
+}
+
+void sim_mem_add(SimEngine *e, guint64 bytes) {
+  e->live += bytes;
+  if (e->live > e->peak) {
+    e->peak = e->live;
+    e->peak_time = e->now;
+    e->peak_mb = e->mb;
+    where(e, &e->peak_kind, &e->peak_op);
+  }
+  if (bytes > 0)
+    sim_record_sample(e);
+}
+
+void sim_mem_sub(SimEngine *e, guint64 bytes) {
+  g_assert(e->live >= bytes);
+  e->live -= bytes;
+  if (bytes > 0)
+    sim_record_sample(e);
+}
+
+void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take) {
+  g_assert(take || e->staging_used >= bytes);
+  e->staging_used = take ? e->staging_used + bytes : e->staging_used - bytes;
+  e->staging_peak = MAX(e->staging_peak, e->staging_used);
+  sim_record_sample(e);
+}
+
+void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  g_assert(!ts->resident);
+  ts->resident = 1;
+  sim_mem_add(e, rok_trace_tensor(e->sim->trace, tensor)->bytes);
+}
+
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  g_assert(ts->resident);
+  guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
+  ts->resident = 0;
+  sim_mem_sub(e, bytes);
+  guint action = sim_record_begin(e, ROK_ACTION_FREE, stream, mb, ROK_SIM_NONE, tensor, bytes);
+  sim_record_dep(e, action, cause);
+  e->last_free_action = action;
+  return action;
+}
+
+/* ---- the compute stream ---- */
+
+static void view(const SimEngine *e, ItemView *v) {
+  const RokSim *sim = e->sim;
+  *v = (ItemView){0};
+  if (e->phase == PHASE_FORWARD) {
+    const RokOp *op = rok_trace_op(sim->trace, e->index);
+    v->kind = ROK_ACTION_FORWARD;
+    v->op = e->index;
+    v->ns = sim->fwd_ns[e->index];
+    v->allocs = (const guint *)op->outputs->data;
+    v->n_allocs = op->outputs->len;
+    v->frees = sim->fwd_rel_ids + sim->fwd_rel[e->index];
+    v->n_frees = sim->fwd_rel[e->index + 1] - sim->fwd_rel[e->index];
+  } else if (e->phase == PHASE_BACKWARD) {
+    const SimProgram *prog = &sim->prog;
+    const SimItem *item = sim_item(prog, e->index);
+    *v = (ItemView){.kind = item->kind, .op = item->op, .ns = item->ns, .work = item->work_bytes,
+                    .needs = sim_ids(prog, item->needs), .n_needs = item->n_needs,
+                    .allocs = sim_ids(prog, item->allocs), .n_allocs = item->n_allocs,
+                    .frees = sim_ids(prog, item->frees), .n_frees = item->n_frees};
+  } else {
+    v->kind = ROK_ACTION_OPTIMIZER;
+    v->op = ROK_SIM_NONE;
+    v->ns = sim->optimizer_ns;
+  }
+}
+
+static gboolean ready(const SimTensorState *ts) {
+  return ts->resident && ts->read != R_ISSUED;
+}
+
+/* Switch the stall being charged to `cause` (-1: no stall). */
+static void stall_to(SimEngine *e, gint cause) {
+  if (e->stall_cause >= 0)
+    e->counters.stall_ns[e->stall_cause] += e->now - e->stall_since;
+  e->stall_cause = cause;
+  e->stall_since = e->now;
+  if (cause == ROK_STALL_MEMORY)
+    e->stalled_on_memory = TRUE;
+}
+
+static gint blocking_cause(SimEngine *e, const ItemView *v) {
+  for (guint n = 0; n < v->n_needs; n++)
+    if (!ready(sim_ts(e, e->mb, v->needs[n])))
+      return sim_wait_cause(e, e->mb, v->needs[n]);
+  guint64 need = v->work;
+  for (guint a = 0; a < v->n_allocs; a++)
+    if (!sim_ts(e, e->mb, v->allocs[a])->resident)
+      need += rok_trace_tensor(e->sim->trace, v->allocs[a])->bytes;
+  if (e->live + need > e->budget && e->pending_free > 0)
+    return ROK_STALL_MEMORY;
+  return -1;
+}
+
+static void record_start(SimEngine *e, const ItemView *v) {
+  guint action = sim_record_begin(e, v->kind, ROK_SIM_STREAM_COMPUTE, e->mb, v->op, ROK_SIM_NONE, 0);
+  e->compute_action = action;
+  if (action == ROK_SIM_NONE)
+    return;
+  sim_record_dep(e, action, e->last_compute_action);
+  if (e->stalled_on_memory)
+    sim_record_dep(e, action, e->last_free_action);
+  for (guint n = 0; n < v->n_needs; n++)
+    sim_record_dep(e, action, sim_ts(e, e->mb, v->needs[n])->ready_action);
+}
+
+static void compute_try_start(SimEngine *e) {
+  if (e->running || e->phase == PHASE_DONE)
+    return;
+  ItemView v;
+  view(e, &v);
+  gint cause = blocking_cause(e, &v);
+  stall_to(e, cause);
+  if (cause >= 0)
+    return;
+  e->running = TRUE;
+  record_start(e, &v);
+  e->stalled_on_memory = FALSE;
+  for (guint a = 0; a < v.n_allocs; a++) {
+    SimTensorState *ts = sim_ts(e, e->mb, v.allocs[a]);
+    ts->owned = !ts->resident;
+    if (!ts->resident)
+      sim_tensor_alloc(e, e->mb, v.allocs[a]);
+    if (v.kind == ROK_ACTION_FORWARD)
+      ts->producer_action = e->compute_action;
+  }
+  sim_mem_add(e, v.work);
+  rok_evq_push(&e->evq, e->now + v.ns, EV_COMPUTE, 0);
+}
+
+static void forward_release(SimEngine *e, guint tensor) {
+  SimTensorState *ts = sim_ts(e, e->mb, tensor);
+  ts->fwd_done = 1;
+  ts->use_action = e->compute_action;
+  switch (e->sim->prog.eff[tensor]) {
+  case ROK_DECISION_OFFLOAD_NVME:
+  case ROK_DECISION_OFFLOAD_HOST:
+    sim_offload_maybe_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+    break;
+  case ROK_DECISION_KEEP:
+    break;
+  default: /* transient, recomputed */
+    if (ts->resident)
+      sim_tensor_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+  }
+}
+
+static void backward_release(SimEngine *e, guint entry) {
+  guint tensor = entry & ~SIM_TEMP_BIT;
+  SimTensorState *ts = sim_ts(e, e->mb, tensor);
+  if (entry & SIM_TEMP_BIT) {
+    if (ts->owned && ts->resident)
+      sim_tensor_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+    ts->owned = 0;
+    return;
+  }
+  guint8 eff = e->sim->prog.eff[tensor];
+  if (eff == ROK_DECISION_OFFLOAD_NVME || eff == ROK_DECISION_OFFLOAD_HOST)
+    sim_offload_release(e, e->mb, tensor, e->compute_action);
+  else if (ts->resident)
+    sim_tensor_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+}
+
+static void snapshot(SimEngine *e, guint slot) {
+  e->snapshots[slot] = e->counters;
+}
+
+static void advance(SimEngine *e) {
+  const RokSim *sim = e->sim;
+  switch (e->phase) {
+  case PHASE_FORWARD:
+    if (++e->index == sim->n_ops) {
+      e->phase = PHASE_BACKWARD;
+      e->index = 0;
+      e->next_prefetch = 0;
+    }
+    break;
+  case PHASE_BACKWARD:
+    if (++e->index < sim->prog.items->len)
+      break;
+    if (e->mb == 0) {
+      snapshot(e, e->n_mb);
+      e->bwd0_end = e->now;
+    }
+    e->index = 0;
+    if (e->mb + 1 < e->n_mb) {
+      e->mb++;
+      e->phase = PHASE_FORWARD;
+      e->mb_start[e->mb] = e->now;
+      snapshot(e, e->mb);
+    } else {
+      e->phase = PHASE_OPTIMIZER;
+    }
+    break;
+  default:
+    e->phase = PHASE_DONE;
+    e->end_time = e->now;
+  }
+}
+
+static void compute_end(SimEngine *e) {
+  ItemView v;
+  view(e, &v);
+  e->running = FALSE;
+  e->counters.compute_ns += v.ns;
+  e->counters.busy_ns[ROK_SIM_STREAM_COMPUTE] += v.ns;
+  if (v.kind == ROK_ACTION_RECOMPUTE)
+    e->counters.recompute_ns += v.ns;
+  sim_record_end(e, e->compute_action);
+  if (v.kind == ROK_ACTION_FORWARD) {
+    for (guint a = 0; a < v.n_allocs; a++) {
+      guint8 eff = e->sim->prog.eff[v.allocs[a]];
+      if (eff == ROK_DECISION_OFFLOAD_NVME || eff == ROK_DECISION_OFFLOAD_HOST)
+        sim_offload_start(e, e->mb, v.allocs[a]);
+    }
+  }
+  sim_mem_sub(e, v.work);
+  for (guint f = 0; f < v.n_frees; f++) {
+    if (v.kind == ROK_ACTION_FORWARD)
+      forward_release(e, v.frees[f]);
+    else
+      backward_release(e, v.frees[f]);
+  }
+  e->last_compute_action = e->compute_action;
+  advance(e);
+}
+
+/* Copies out start before reads are issued, so that a tensor needed the
+ * moment it was made is still copied out, as it would be for real. */
+static void pump(SimEngine *e) {
+  sim_streams_pump(e);
+  sim_prefetch_pump(e);
+  sim_streams_pump(e);
+  compute_try_start(e);
+}
+
+gboolean sim_engine_run(SimEngine *e, const RokSimPlan *plan, GError **error) {
+  reset(e, plan);
+  e->mb_start[0] = 0;
+  snapshot(e, 0);
+  pump(e);
+  RokEvent event;
+  while (rok_evq_pop(&e->evq, &event)) {
+    g_assert(event.time >= e->now);
+    e->now = event.time;
+    e->counters.events++;
+    if (event.kind == EV_COMPUTE)
+      compute_end(e);
+    else
+      sim_transfer_event(e, event.kind, event.arg);
+    pump(e);
+  }
+  /* Only a bug can fail these: every wait has something in flight, and
+   * every tensor is released once it is no longer needed. */
+  const RokFixedMemory *fixed = &e->sim->trace->fixed;
+  guint64 fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
+  if (e->phase != PHASE_DONE) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "internal error: simulation stopped with work left (micro-batch %u, %s item %u)", e->mb,
+                e->phase == PHASE_FORWARD ? "forward" : "backward", e->index);
+    return FALSE;
+  }
+  if (e->live != fixed_bytes || e->staging_used != 0 || e->host_used != 0 || e->pending_free != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "internal error: %" G_GUINT64_FORMAT " bytes of GPU memory, %" G_GUINT64_FORMAT
+                " of staging and %" G_GUINT64_FORMAT " of host memory left at the end of the step",
+                e->live - fixed_bytes, e->staging_used, e->host_used);
+    return FALSE;
+  }
+  return TRUE;
+}

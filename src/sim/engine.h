@@ -1,0 +1,162 @@
+/* Private to src/sim: the state of one simulated step.
+ *
+ * engine.c runs the event loop, the compute stream and the memory ledger;
+ * transfer.c the transfer streams, their flows and the prefetcher;
+ * record.c the action log. All of it lives in one SimEngine that a RokSim
+ * keeps between runs, so a warm simulator does not allocate per event. */
+#pragma once
+
+#include "rok/sim.h"
+#include "sim/event-queue.h"
+#include "sim/fluid.h"
+
+typedef struct _RokSim RokSim;
+
+enum { EV_COMPUTE, EV_LATENCY, EV_FLOW };
+
+/* Where an offloaded tensor's copy out of the GPU stands. */
+enum {
+  W_NONE,
+  W_QUEUED,    /* waiting for its stream */
+  W_GPU_LEG,   /* copying out of GPU memory */
+  W_SECOND,    /* staged: out of the GPU, in the staging buffer, SSD write pending */
+  W_DONE,      /* on the SSDs or in host memory */
+  W_CANCELLED, /* dropped: forwarded before it started, or read back from staging */
+};
+enum { R_NONE, R_ISSUED, R_READY, R_FORWARDED };
+
+typedef struct {
+  guint8 resident;     /* counted in the ledger */
+  guint8 fwd_done;     /* forward no longer reads it */
+  guint8 bwd_done;     /* backward no longer reads it */
+  guint8 pinned;       /* forwarded: stays until its last backward use */
+  guint8 owned;        /* allocated by the rebuild that frees it */
+  guint8 write, read;  /* W_*, R_* */
+  guint8 staging_refs; /* legs that still need its bytes in the staging buffer */
+  guint8 host_copy;    /* counted in host memory */
+  guint8 late;         /* its prefetch was held back by the budget */
+  guint8 pending;      /* counted in pending_free */
+  guint write_job, read_job;
+  guint producer_action, stored_action, ready_action;
+  guint copy_action; /* the copy out of GPU memory */
+  guint use_action;  /* the compute after which nothing more reads it */
+} SimTensorState;
+
+typedef enum { PATH_HOST, PATH_DIRECT, PATH_STAGED, PATH_FROM_STAGING } SimPath;
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_CANCELLED };
+
+typedef struct {
+  guint tensor, mb;
+  guint8 is_read, path, leg, n_legs, state;
+  guint8 waited_staging, late;
+  guint64 bytes;
+  guint action;       /* the current leg's action */
+  guint issue_deps[2]; /* reads: what allowed the read to be issued */
+} SimJob;
+
+typedef struct {
+  GArray *queue; /* guint job ids */
+  guint head;
+  guint job;    /* running, or ROK_SIM_NONE */
+  gboolean flowing, staging_wait;
+  gint64 leg_start, last_update;
+  double remaining;
+  guint event; /* pending event, or ROK_SIM_NONE */
+  guint last_action;
+} SimStream;
+
+typedef struct {
+  gint64 compute_ns, recompute_ns;
+  gint64 stall_ns[ROK_STALL_COUNT];
+  gint64 busy_ns[ROK_SIM_STREAM_COUNT];
+  guint64 d2h_bytes, h2d_bytes, nvme_write_bytes, nvme_read_bytes;
+  guint64 forwarded, events;
+} SimCounters;
+
+enum { PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER, PHASE_DONE };
+
+typedef struct {
+  RokSim *sim;
+  guint n_tensors;
+  RokEventQueue evq;
+  gint64 now;
+  guint64 budget, staging_cap;
+  guint n_mb, prefetch_layers;
+  gboolean record, gpudirect;
+  gint64 pcie_latency, nvme_latency;
+  double d2h_speed, h2d_speed;
+
+  SimTensorState *ts; /* [mb * n_tensors + tensor] */
+  gsize ts_capacity;
+  GArray *jobs;
+  SimStream streams[ROK_SIM_STREAM_COUNT]; /* the compute entry is unused */
+  RokFlow flows[ROK_SIM_STREAM_COUNT];
+
+  /* memory */
+  guint64 live, peak, pending_free, staging_used, staging_peak, host_used, host_peak;
+  gint64 peak_time;
+  RokActionKind peak_kind;
+  guint peak_op, peak_mb;
+
+  /* the compute stream: the item running or next to run */
+  guint mb, phase, index;
+  gboolean running;
+  gint stall_cause; /* -1: not stalled */
+  gboolean stalled_on_memory;
+  gint64 stall_since;
+  guint compute_action, last_compute_action;
+
+  /* prefetch of the micro-batch in backward */
+  guint next_prefetch;
+  guint last_free_action, last_staging_release;
+
+  SimCounters counters;
+  SimCounters *snapshots; /* at the start of each micro-batch, then at the end of backward 0 */
+  gint64 *mb_start;
+  gint64 bwd0_end;
+  gint64 end_time;
+
+  GArray *actions, *deps, *samples;
+} SimEngine;
+
+void sim_engine_init(SimEngine *e, RokSim *sim);
+void sim_engine_clear(SimEngine *e);
+/* Play the compiled program; fills the engine's counters and memory figures. */
+gboolean sim_engine_run(SimEngine *e, const RokSimPlan *plan, GError **error);
+
+static inline SimTensorState *sim_ts(SimEngine *e, guint mb, guint tensor) {
+  return &e->ts[(gsize)mb * e->n_tensors + tensor];
+}
+static inline SimJob *sim_job(SimEngine *e, guint id) {
+  return &g_array_index(e->jobs, SimJob, id);
+}
+
+/* engine.c: memory */
+void sim_mem_add(SimEngine *e, guint64 bytes);
+void sim_mem_sub(SimEngine *e, guint64 bytes);
+void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
+/* Free a tensor's GPU memory; `cause` is the action after which it goes.
+ * Returns the free's action (ROK_SIM_NONE when not recording). */
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
+/* Take or give back bytes of the staging buffer. */
+void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
+
+/* transfer.c */
+void sim_offload_start(SimEngine *e, guint mb, guint tensor);
+void sim_prefetch_pump(SimEngine *e);
+void sim_streams_pump(SimEngine *e);
+void sim_transfer_event(SimEngine *e, guint kind, guint stream);
+/* Why backward waits for `tensor` (a RokStallCause). */
+RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor);
+/* The last backward use of an offloaded tensor has ended. */
+void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause);
+/* The GPU copy of an offloaded tensor may go, if nothing holds it. */
+void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
+
+/* record.c */
+guint sim_record_begin(SimEngine *e, RokActionKind kind, RokSimStream stream, guint mb, guint op, guint tensor,
+                       guint64 bytes);
+void sim_record_dep(SimEngine *e, guint action, guint dep);
+void sim_record_end(SimEngine *e, guint action);
+void sim_record_gpudirect(SimEngine *e, guint action);
+void sim_record_sample(SimEngine *e);

@@ -1,0 +1,417 @@
+/* Compiling a plan into the backward program of one micro-batch.
+ *
+ * Recompute groups: the recomputed saved tensors of one layer (each one of
+ * layer -1 on its own). A group is rebuilt right before the backward op
+ * that comes first, in backward order, among the ops that read its
+ * tensors. Its rebuild re-runs, in forward order, the producers of its
+ * tensors and, going up the chain, of every input they need that is
+ * neither kept nor offloaded. */
+#include "sim/sim-private.h"
+
+#include <math.h>
+
+#include "rok/error.h"
+
+#define TEMP_BIT SIM_TEMP_BIT
+
+enum { MARK_NONE, MARK_SEED, MARK_FULL };
+
+typedef struct {
+  guint trigger; /* op whose backward comes right after the rebuild */
+  guint key;     /* layer, or (layers + tensor id) for layer -1 */
+  guint member;  /* the tensor, for layer -1 groups */
+} Group;
+
+typedef struct {
+  guint item, tensor; /* tensor | TEMP_BIT for an intermediate */
+} Release;
+
+void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
+  prog->items = g_array_new(FALSE, FALSE, sizeof(SimItem));
+  prog->ids = g_array_new(FALSE, FALSE, sizeof(guint));
+  prog->eff = g_new0(guint8, MAX(n_tensors, 1));
+  prog->first_need = g_new(guint, MAX(n_tensors, 1));
+  prog->last_use = g_new(guint, MAX(n_tensors, 1));
+  prog->prefetch = g_array_new(FALSE, FALSE, sizeof(guint));
+  prog->op_mark = g_new0(guint8, MAX(n_ops, 1));
+  prog->work = g_array_new(FALSE, FALSE, sizeof(guint));
+  prog->group_ops = g_array_new(FALSE, FALSE, sizeof(guint));
+  prog->group_of = g_array_new(FALSE, FALSE, sizeof(Group));
+}
+
+void sim_program_clear(SimProgram *prog) {
+  g_array_unref(prog->items);
+  g_array_unref(prog->ids);
+  g_free(prog->eff);
+  g_free(prog->first_need);
+  g_free(prog->last_use);
+  g_array_unref(prog->prefetch);
+  g_free(prog->op_mark);
+  g_array_unref(prog->work);
+  g_array_unref(prog->group_ops);
+  g_array_unref(prog->group_of);
+}
+
+static gboolean available(const SimProgram *prog, guint tensor) {
+  guint8 e = prog->eff[tensor];
+  return e == ROK_DECISION_KEEP || e == ROK_DECISION_OFFLOAD_NVME || e == ROK_DECISION_OFFLOAD_HOST;
+}
+
+static gboolean set_decisions(RokSim *sim, const RokSimPlan *plan, GError **error) {
+  SimProgram *prog = &sim->prog;
+  for (guint t = 0; t < sim->n_tensors; t++) {
+    const RokTensor *tensor = rok_trace_tensor(sim->trace, t);
+    RokDecision d = plan->decisions[t];
+    if ((guint)d >= ROK_DECISION_COUNT) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "plan: tensor %u (%s) has an unknown decision %d", t,
+                  tensor->name, (int)d);
+      return FALSE;
+    }
+    prog->eff[t] = rok_tensor_is_saved(tensor) ? (guint8)d : SIM_TRANSIENT;
+    if (prog->eff[t] == ROK_DECISION_RECOMPUTE && !tensor->recomputable) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "plan: tensor %u (%s) cannot be recomputed", t,
+                  tensor->name);
+      return FALSE;
+    }
+    if (prog->eff[t] == ROK_DECISION_OFFLOAD_NVME && sim->hw->nvme.devices == 0) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                  "plan: tensor %u (%s) is offloaded to NVMe, but hardware profile %s has no NVMe devices", t,
+                  tensor->name, sim->hw->name ? sim->hw->name : "(unnamed)");
+      return FALSE;
+    }
+    prog->last_use[t] = ROK_SIM_NONE;
+  }
+  return TRUE;
+}
+
+static guint max_needed_by(const RokTensor *tensor) {
+  guint op = 0;
+  for (guint i = 0; i < tensor->needed_by->len; i++)
+    op = MAX(op, g_array_index(tensor->needed_by, guint, i));
+  return op;
+}
+
+static gint group_compare(gconstpointer a, gconstpointer b) {
+  const Group *x = a, *y = b;
+  if (x->trigger != y->trigger)
+    return x->trigger > y->trigger ? -1 : 1;
+  return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The recompute groups, in the order their rebuilds run. */
+static void find_groups(RokSim *sim) {
+  SimProgram *prog = &sim->prog;
+  guint n_layers = sim->trace->layers;
+  GArray *groups = prog->group_of;
+  g_array_set_size(groups, 0);
+  g_autofree guint *layer_trigger = g_new(guint, n_layers + 1);
+  for (guint l = 0; l < n_layers; l++)
+    layer_trigger[l] = ROK_SIM_NONE;
+  for (guint t = 0; t < sim->n_tensors; t++) {
+    if (prog->eff[t] != ROK_DECISION_RECOMPUTE)
+      continue;
+    const RokTensor *tensor = rok_trace_tensor(sim->trace, t);
+    guint trigger = max_needed_by(tensor);
+    if (tensor->layer >= 0 && (guint)tensor->layer < n_layers) {
+      guint *lt = &layer_trigger[tensor->layer];
+      *lt = *lt == ROK_SIM_NONE ? trigger : MAX(*lt, trigger);
+    } else {
+      Group g = {.trigger = trigger, .key = n_layers + t, .member = t};
+      g_array_append_val(groups, g);
+    }
+  }
+  for (guint l = 0; l < n_layers; l++)
+    if (layer_trigger[l] != ROK_SIM_NONE) {
+      Group g = {.trigger = layer_trigger[l], .key = l, .member = ROK_SIM_NONE};
+      g_array_append_val(groups, g);
+    }
+  g_array_sort(groups, group_compare);
+}
+
+static gboolean is_member(const RokSim *sim, const Group *g, guint t) {
+  if (sim->prog.eff[t] != ROK_DECISION_RECOMPUTE)
+    return FALSE;
+  if (g->member != ROK_SIM_NONE)
+    return t == g->member;
+  gint layer = rok_trace_tensor(sim->trace, t)->layer;
+  return layer >= 0 && (guint)layer == g->key;
+}
+
+/* Add `t` to the tensors the rebuild makes, marking its producer. */
+static gboolean want(RokSim *sim, guint8 *in_set, guint t, gint layer, GError **error) {
+  SimProgram *prog = &sim->prog;
+  if (in_set[t])
+    return TRUE;
+  const RokTensor *tensor = rok_trace_tensor(sim->trace, t);
+  if (!tensor->recomputable) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "plan: rebuilding layer %d needs tensor %u (%s), which is neither kept nor offloaded and "
+                "cannot be recomputed",
+                layer, t, tensor->name);
+    return FALSE;
+  }
+  in_set[t] = 1;
+  g_array_append_val(prog->work, t);
+  guint8 *mark = &prog->op_mark[tensor->producer];
+  if (*mark == MARK_NONE)
+    g_array_append_val(prog->group_ops, tensor->producer);
+  guint8 want_mark = tensor->recompute_from->len > 0 ? MARK_FULL : MARK_SEED;
+  *mark = MAX(*mark, want_mark);
+  return TRUE;
+}
+
+static gint compare_guint(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Megatron's rebuild: everything the layer's ops make. */
+static gboolean want_layer(RokSim *sim, guint8 *in_set, gint layer, GError **error) {
+  for (guint o = 0; o < sim->n_ops; o++) {
+    const RokOp *op = rok_trace_op(sim->trace, o);
+    if (op->layer != layer)
+      continue;
+    for (guint i = 0; i < op->outputs->len; i++)
+      if (!want(sim, in_set, g_array_index(op->outputs, guint, i), layer, error))
+        return FALSE;
+  }
+  return TRUE;
+}
+
+/* The closure of a group: every tensor to rebuild (prog->work) and every
+ * op to re-run (prog->group_ops, sorted). */
+static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set,
+                            GError **error) {
+  SimProgram *prog = &sim->prog;
+  g_array_set_size(prog->work, 0);
+  g_array_set_size(prog->group_ops, 0);
+  gint layer = g->member == ROK_SIM_NONE ? (gint)g->key : -1;
+  if (g->member != ROK_SIM_NONE) {
+    if (!want(sim, in_set, g->member, layer, error))
+      return FALSE;
+  } else {
+    for (guint t = 0; t < sim->n_tensors; t++)
+      if (is_member(sim, g, t) && !want(sim, in_set, t, layer, error))
+        return FALSE;
+    if (whole_layer && !want_layer(sim, in_set, layer, error))
+      return FALSE;
+  }
+  for (guint i = 0; i < prog->work->len; i++) {
+    const RokTensor *tensor = rok_trace_tensor(sim->trace, g_array_index(prog->work, guint, i));
+    for (guint j = 0; j < tensor->recompute_from->len; j++) {
+      guint input = g_array_index(tensor->recompute_from, guint, j);
+      if (!available(prog, input) && !want(sim, in_set, input, layer, error))
+        return FALSE;
+    }
+  }
+  g_array_sort(prog->group_ops, compare_guint);
+  return TRUE;
+}
+
+static void push_id(SimProgram *prog, guint id) {
+  g_array_append_val(prog->ids, id);
+}
+
+static gboolean listed(const SimProgram *prog, guint from, guint id) {
+  for (guint i = from; i < prog->ids->len; i++)
+    if (g_array_index(prog->ids, guint, i) == id)
+      return TRUE;
+  return FALSE;
+}
+
+/* The inputs one re-run reads: those its wanted outputs are computed from. */
+static void push_reads(RokSim *sim, const RokOp *op, const guint8 *in_set, gboolean sources, SimItem *item) {
+  SimProgram *prog = &sim->prog;
+  guint from = prog->ids->len;
+  for (guint o = 0; o < op->outputs->len; o++) {
+    const RokTensor *out = rok_trace_tensor(sim->trace, g_array_index(op->outputs, guint, o));
+    if (!in_set[out->id])
+      continue;
+    for (guint j = 0; j < out->recompute_from->len; j++) {
+      guint input = g_array_index(out->recompute_from, guint, j);
+      if (available(prog, input) == sources && !listed(prog, from, input))
+        push_id(prog, input);
+    }
+  }
+  if (sources) {
+    item->needs = from;
+    item->n_needs = prog->ids->len - from;
+  }
+}
+
+static void emit_rebuild_op(RokSim *sim, const Group *g, guint op_id, const guint8 *in_set, GArray *releases) {
+  SimProgram *prog = &sim->prog;
+  const RokOp *op = rok_trace_op(sim->trace, op_id);
+  gboolean full = prog->op_mark[op_id] == MARK_FULL;
+  SimItem item = {.kind = ROK_ACTION_RECOMPUTE, .op = op_id, .ns = full ? sim->fwd_ns[op_id] : 0};
+  push_reads(sim, op, in_set, TRUE, &item);
+  item.allocs = prog->ids->len;
+  guint64 seed_bytes = 0;
+  for (guint o = 0; o < op->outputs->len; o++) {
+    guint out = g_array_index(op->outputs, guint, o);
+    if (!full && !in_set[out])
+      continue;
+    push_id(prog, out);
+    guint64 bytes = rok_trace_tensor(sim->trace, out)->bytes;
+    item.alloc_bytes += bytes;
+    seed_bytes += bytes;
+  }
+  item.n_allocs = prog->ids->len - item.allocs;
+  if (!full) /* only the seed: write the mask */
+    item.ns = (gint64)llround((double)seed_bytes / sim->hw->gpu.hbm_bandwidth * 1e9) + sim->hw->gpu.launch_overhead;
+  guint index = prog->items->len;
+  g_array_append_val(prog->items, item);
+  /* Intermediates are freed after the last re-run that reads them, or
+   * after their producer's re-run when none does: one candidate release
+   * per reader and per allocation, the last one kept (dedupe_releases). */
+  guint from = prog->ids->len;
+  push_reads(sim, op, in_set, FALSE, &item);
+  for (guint a = 0; a < item.n_allocs; a++) /* by index: appending may move the array */
+    push_id(prog, g_array_index(prog->ids, guint, item.allocs + a));
+  for (guint i = from; i < prog->ids->len; i++) {
+    guint t = g_array_index(prog->ids, guint, i);
+    if (is_member(sim, g, t))
+      continue;
+    Release r = {.item = index, .tensor = t | TEMP_BIT};
+    g_array_append_val(releases, r);
+  }
+  g_array_set_size(prog->ids, from);
+}
+
+static void reset_group(RokSim *sim, guint8 *in_set) {
+  SimProgram *prog = &sim->prog;
+  for (guint i = 0; i < prog->work->len; i++)
+    in_set[g_array_index(prog->work, guint, i)] = 0;
+  for (guint i = 0; i < prog->group_ops->len; i++)
+    prog->op_mark[g_array_index(prog->group_ops, guint, i)] = MARK_NONE;
+}
+
+/* Keep, for every intermediate of one group, only its last release.
+ * prog->last_use is scratch here (all ROK_SIM_NONE between groups). */
+static void dedupe_releases(SimProgram *prog, GArray *releases, guint from) {
+  for (guint i = from; i < releases->len; i++) {
+    const Release *r = &g_array_index(releases, Release, i);
+    guint *last = &prog->last_use[r->tensor & ~TEMP_BIT];
+    *last = *last == ROK_SIM_NONE ? r->item : MAX(*last, r->item);
+  }
+  guint kept = from;
+  for (guint i = from; i < releases->len; i++) {
+    Release r = g_array_index(releases, Release, i);
+    guint *last = &prog->last_use[r.tensor & ~TEMP_BIT];
+    if (*last != r.item)
+      continue;
+    *last = ROK_SIM_NONE - 1; /* taken: drop duplicates of the same item */
+    g_array_index(releases, Release, kept++) = r;
+  }
+  for (guint i = from; i < kept; i++)
+    prog->last_use[g_array_index(releases, Release, i).tensor & ~TEMP_BIT] = ROK_SIM_NONE;
+  g_array_set_size(releases, kept);
+}
+
+static gboolean emit_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set, GArray *releases,
+                           GError **error) {
+  SimProgram *prog = &sim->prog;
+  if (!close_group(sim, g, whole_layer, in_set, error)) {
+    reset_group(sim, in_set);
+    return FALSE;
+  }
+  guint from = releases->len;
+  for (guint i = 0; i < prog->group_ops->len; i++)
+    emit_rebuild_op(sim, g, g_array_index(prog->group_ops, guint, i), in_set, releases);
+  dedupe_releases(prog, releases, from);
+  reset_group(sim, in_set);
+  return TRUE;
+}
+
+static void emit_backward(RokSim *sim, guint op) {
+  SimProgram *prog = &sim->prog;
+  SimItem item = {.kind = ROK_ACTION_BACKWARD, .op = op, .ns = sim->bwd_ns[op], .work_bytes = sim->work_bytes[op]};
+  item.needs = prog->ids->len;
+  for (guint i = sim->bwd_need[op]; i < sim->bwd_need[op + 1]; i++)
+    push_id(prog, sim->bwd_need_ids[i]);
+  item.n_needs = prog->ids->len - item.needs;
+  item.allocs = item.frees = prog->ids->len;
+  g_array_append_val(prog->items, item);
+}
+
+static gboolean emit_items(RokSim *sim, gboolean whole_layers, GArray *releases, GError **error) {
+  SimProgram *prog = &sim->prog;
+  g_autofree guint8 *in_set = g_new0(guint8, MAX(sim->n_tensors, 1));
+  const GArray *groups = prog->group_of;
+  guint next = 0;
+  for (guint op = sim->n_ops; op-- > 0;) {
+    for (; next < groups->len && g_array_index(groups, Group, next).trigger == op; next++)
+      if (!emit_group(sim, &g_array_index(groups, Group, next), whole_layers, in_set, releases, error))
+        return FALSE;
+    emit_backward(sim, op);
+  }
+  return TRUE;
+}
+
+/* First and last use of every tensor, chunks, the prefetch order, and the
+ * saved tensors' releases (after their last use). */
+static void resolve_uses(RokSim *sim, GArray *releases) {
+  SimProgram *prog = &sim->prog;
+  for (guint t = 0; t < sim->n_tensors; t++)
+    prog->first_need[t] = prog->last_use[t] = ROK_SIM_NONE;
+  g_array_set_size(prog->prefetch, 0);
+  gint layer = G_MININT;
+  guint chunk = 0;
+  for (guint i = 0; i < prog->items->len; i++) {
+    SimItem *item = &g_array_index(prog->items, SimItem, i);
+    gint op_layer = rok_trace_op(sim->trace, item->op)->layer;
+    if (i > 0 && op_layer != layer)
+      chunk++;
+    layer = op_layer;
+    item->chunk = chunk;
+    for (guint n = 0; n < item->n_needs; n++) {
+      guint t = sim_ids(prog, item->needs)[n];
+      if (prog->first_need[t] == ROK_SIM_NONE) {
+        prog->first_need[t] = i;
+        if (prog->eff[t] == ROK_DECISION_OFFLOAD_NVME || prog->eff[t] == ROK_DECISION_OFFLOAD_HOST)
+          g_array_append_val(prog->prefetch, t);
+      }
+      prog->last_use[t] = i;
+    }
+  }
+  for (guint t = 0; t < sim->n_tensors; t++)
+    if (prog->last_use[t] != ROK_SIM_NONE) {
+      Release r = {.item = prog->last_use[t], .tensor = t};
+      g_array_append_val(releases, r);
+    }
+}
+
+static gint release_compare(gconstpointer a, gconstpointer b) {
+  const Release *x = a, *y = b;
+  if (x->item != y->item)
+    return x->item < y->item ? -1 : 1;
+  return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
+}
+
+/* Attach the releases to their items, in item order then tensor order. */
+static void attach_releases(SimProgram *prog, GArray *releases) {
+  g_array_sort(releases, release_compare);
+  guint r = 0;
+  for (guint i = 0; i < prog->items->len; i++) {
+    SimItem *item = &g_array_index(prog->items, SimItem, i);
+    item->frees = prog->ids->len;
+    for (; r < releases->len && g_array_index(releases, Release, r).item == i; r++)
+      g_array_append_val(prog->ids, g_array_index(releases, Release, r).tensor);
+    item->n_frees = prog->ids->len - item->frees;
+  }
+}
+
+gboolean sim_program_build(RokSim *sim, const RokSimPlan *plan, GError **error) {
+  SimProgram *prog = &sim->prog;
+  g_array_set_size(prog->items, 0);
+  g_array_set_size(prog->ids, 0);
+  if (!set_decisions(sim, plan, error))
+    return FALSE;
+  find_groups(sim);
+  g_autoptr(GArray) releases = g_array_new(FALSE, FALSE, sizeof(Release));
+  if (!emit_items(sim, plan->options.rebuild_whole_layers, releases, error))
+    return FALSE;
+  resolve_uses(sim, releases);
+  attach_releases(prog, releases);
+  return TRUE;
+}

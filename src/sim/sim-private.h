@@ -1,0 +1,75 @@
+/* Private to src/sim: the simulator's context and the compiled program.
+ *
+ * rok_sim_new() computes what does not depend on the plan (op times,
+ * forward releases, which tensors each backward op reads). Each run
+ * compiles the plan into a program: the forward items are one per op; the
+ * backward items are, in backward order, the re-runs of each recompute
+ * group followed by the backward op that first needs them, with the
+ * tensors every item needs, allocates and releases. The engine then plays
+ * the program for each micro-batch. */
+#pragma once
+
+#include "rok/sim.h"
+#include "sim/engine.h"
+
+/* In a free list: an intermediate of a rebuild, freed only if the rebuild
+ * allocated it (it may have found it live already). */
+#define SIM_TEMP_BIT (1u << 31)
+
+/* Effective decision of a tensor in a run: transient ones ignore theirs. */
+enum { SIM_TRANSIENT = ROK_DECISION_COUNT };
+
+typedef struct {
+  RokActionKind kind;
+  guint op;
+  gint64 ns;
+  guint64 work_bytes;  /* allocated for the item's duration only */
+  guint64 alloc_bytes; /* outputs it allocates (upper bound: some may be live already) */
+  guint chunk;         /* backward items: index of their run of one layer */
+  guint needs, n_needs;   /* tensors that must be ready: offsets into ids */
+  guint allocs, n_allocs; /* tensors it allocates when it starts */
+  guint frees, n_frees;   /* tensors it releases when it ends */
+} SimItem;
+
+typedef struct {
+  GArray *items; /* SimItem: backward items of one micro-batch, in order */
+  GArray *ids;   /* guint: the lists of the items */
+  guint8 *eff;   /* effective decision per tensor */
+  guint *first_need; /* per tensor: first backward item that needs it, or ROK_SIM_NONE */
+  GArray *prefetch;  /* guint: offloaded tensors in order of first need */
+  /* scratch for building recompute groups */
+  guint8 *op_mark;
+  guint *last_use;
+  GArray *work, *group_ops, *group_of;
+} SimProgram;
+
+struct _RokSim {
+  const RokTrace *trace;
+  const RokHw *hw;
+  guint n_ops, n_tensors;
+  gint64 *fwd_ns, *bwd_ns;
+  gint64 optimizer_ns;
+  guint64 *work_bytes;      /* per op: backward working memory */
+  guint64 *out_bytes;       /* per op: bytes of its outputs */
+  guint *fwd_uses;          /* per tensor: forward ops that read it */
+  guint *fwd_rel, *fwd_rel_ids; /* per op (CSR): tensors whose forward use ends with it */
+  guint *bwd_need, *bwd_need_ids; /* per op (CSR): saved tensors its backward reads */
+  double nvme_read_speed, nvme_write_speed; /* the array, bytes/s */
+  SimProgram prog;
+  SimEngine engine;
+};
+
+/* program.c */
+void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);
+void sim_program_clear(SimProgram *prog);
+gboolean sim_program_build(RokSim *sim, const RokSimPlan *plan, GError **error);
+
+static inline const SimItem *sim_item(const SimProgram *prog, guint index) {
+  return &g_array_index(prog->items, SimItem, index);
+}
+static inline const guint *sim_ids(const SimProgram *prog, guint offset) {
+  return &g_array_index(prog->ids, guint, offset);
+}
+
+/* result.c: the result of the run the engine has just played. */
+RokSimResult *sim_result_new(RokSim *sim);

@@ -1,0 +1,216 @@
+/* The simulator's context: what does not depend on the plan, and runs. */
+#include "sim/sim-private.h"
+
+#include <math.h>
+
+#include "rok/error.h"
+
+static gboolean is_gemm(RokOpKind kind) {
+  return kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT ||
+         kind == ROK_OP_FLASH_ATTENTION;
+}
+
+static gboolean is_float(RokDtype dtype) {
+  return dtype == ROK_DTYPE_BF16 || dtype == ROK_DTYPE_FP16 || dtype == ROK_DTYPE_FP32;
+}
+
+static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
+  double measured = backward ? op->bwd_time_s : op->fwd_time_s;
+  if (measured >= 0)
+    return (gint64)llround(measured * 1e9);
+  if (op->kind == ROK_OP_INPUT)
+    return 0;
+  double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
+  double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
+  double rate = hw->gpu.peak_flops * (is_gemm(op->kind) ? hw->gpu.matmul_efficiency : 1.0);
+  return (gint64)llround(MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth) * 1e9) + hw->gpu.launch_overhead;
+}
+
+static gboolean check_hw(const RokHw *hw, GError **error) {
+  const char *bad = NULL;
+  if (!(hw->gpu.peak_flops > 0))
+    bad = "gpu.peak_flops";
+  else if (!(hw->gpu.matmul_efficiency > 0 && hw->gpu.matmul_efficiency <= 1))
+    bad = "gpu.matmul_efficiency";
+  else if (!(hw->gpu.hbm_bandwidth > 0))
+    bad = "gpu.hbm_bandwidth";
+  else if (!(hw->pcie.d2h_bandwidth > 0))
+    bad = "pcie.d2h_bandwidth";
+  else if (!(hw->pcie.h2d_bandwidth > 0))
+    bad = "pcie.h2d_bandwidth";
+  else if (hw->gpu.launch_overhead < 0 || hw->pcie.latency < 0 || hw->nvme.latency < 0)
+    bad = "a latency";
+  else if (hw->nvme.devices > 0 && !(hw->nvme.read_bandwidth > 0))
+    bad = "nvme.read_bandwidth";
+  else if (hw->nvme.devices > 0 && !(hw->nvme.write_bandwidth > 0))
+    bad = "nvme.write_bandwidth";
+  else if (hw->nvme.devices > 0 && hw->nvme.queue_depth == 0)
+    bad = "nvme.queue_depth";
+  if (bad)
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "hardware profile %s: %s must be positive to simulate",
+                hw->name ? hw->name : "(unnamed)", bad);
+  return bad == NULL;
+}
+
+/* The array's rate in one direction: every device, each limited by its
+ * bandwidth and by Little's law on its queue. */
+static double array_speed(const RokHw *hw, double device_bandwidth) {
+  if (hw->nvme.devices == 0)
+    return 0;
+  double per_device = device_bandwidth;
+  if (hw->nvme.latency > 0)
+    per_device = MIN(per_device, (double)hw->nvme.queue_depth * (double)ROK_SIM_NVME_REQUEST_BYTES /
+                                     ((double)hw->nvme.latency / 1e9));
+  return per_device * (double)hw->nvme.devices;
+}
+
+static gboolean listed_before(const GArray *ids, guint upto, guint id) {
+  for (guint i = 0; i < upto; i++)
+    if (g_array_index(ids, guint, i) == id)
+      return TRUE;
+  return FALSE;
+}
+
+/* Per op: forward and backward time; backward working memory (its
+ * floating-point inputs' and outputs' gradients); bytes of its outputs. */
+static void compute_ops(RokSim *sim) {
+  const RokTrace *trace = sim->trace;
+  for (guint o = 0; o < sim->n_ops; o++) {
+    const RokOp *op = rok_trace_op(trace, o);
+    sim->fwd_ns[o] = op_time(sim->hw, op, FALSE);
+    sim->bwd_ns[o] = op_time(sim->hw, op, TRUE);
+    for (guint i = 0; i < op->inputs->len; i++) {
+      guint t = g_array_index(op->inputs, guint, i);
+      if (!listed_before(op->inputs, i, t) && is_float(rok_trace_tensor(trace, t)->dtype))
+        sim->work_bytes[o] += rok_trace_tensor(trace, t)->bytes;
+    }
+    for (guint i = 0; i < op->outputs->len; i++) {
+      const RokTensor *t = rok_trace_tensor(trace, g_array_index(op->outputs, guint, i));
+      sim->out_bytes[o] += t->bytes;
+      if (is_float(t->dtype))
+        sim->work_bytes[o] += t->bytes;
+    }
+  }
+}
+
+/* Forward releases: each tensor goes with its last forward reader, or
+ * with its producer when nothing reads it. Backward needs: the saved
+ * tensors each op's backward reads, in tensor order. Both as CSR. */
+static void compute_lists(RokSim *sim) {
+  const RokTrace *trace = sim->trace;
+  g_autofree guint *last = g_new(guint, MAX(sim->n_tensors, 1));
+  for (guint t = 0; t < sim->n_tensors; t++)
+    last[t] = rok_trace_tensor(trace, t)->producer;
+  for (guint o = 0; o < sim->n_ops; o++) {
+    const GArray *inputs = rok_trace_op(trace, o)->inputs;
+    for (guint i = 0; i < inputs->len; i++) {
+      guint t = g_array_index(inputs, guint, i);
+      if (!listed_before(inputs, i, t))
+        sim->fwd_uses[t]++;
+      last[t] = MAX(last[t], o);
+    }
+  }
+  for (guint t = 0; t < sim->n_tensors; t++) {
+    sim->fwd_rel[last[t] + 1]++;
+    const GArray *needed_by = rok_trace_tensor(trace, t)->needed_by;
+    for (guint i = 0; i < needed_by->len; i++)
+      sim->bwd_need[g_array_index(needed_by, guint, i) + 1]++;
+  }
+  for (guint o = 0; o < sim->n_ops; o++) {
+    sim->fwd_rel[o + 1] += sim->fwd_rel[o];
+    sim->bwd_need[o + 1] += sim->bwd_need[o];
+  }
+  g_autofree guint *fill_rel = g_memdup2(sim->fwd_rel, sizeof(guint) * sim->n_ops);
+  g_autofree guint *fill_need = g_memdup2(sim->bwd_need, sizeof(guint) * sim->n_ops);
+  sim->fwd_rel_ids = g_new(guint, MAX(sim->fwd_rel[sim->n_ops], 1));
+  sim->bwd_need_ids = g_new(guint, MAX(sim->bwd_need[sim->n_ops], 1));
+  for (guint t = 0; t < sim->n_tensors; t++) {
+    sim->fwd_rel_ids[fill_rel[last[t]]++] = t;
+    const GArray *needed_by = rok_trace_tensor(trace, t)->needed_by;
+    for (guint i = 0; i < needed_by->len; i++)
+      sim->bwd_need_ids[fill_need[g_array_index(needed_by, guint, i)]++] = t;
+  }
+}
+
+RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
+  g_return_val_if_fail(trace != NULL && hw != NULL, NULL);
+  if (!check_hw(hw, error))
+    return NULL;
+  if (trace->ops->len == 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "trace %s has no ops to simulate",
+                trace->model_name ? trace->model_name : "(unnamed)");
+    return NULL;
+  }
+  RokSim *sim = g_new0(RokSim, 1);
+  sim->trace = trace;
+  sim->hw = hw;
+  sim->n_ops = trace->ops->len;
+  sim->n_tensors = trace->tensors->len;
+  sim->fwd_ns = g_new0(gint64, sim->n_ops);
+  sim->bwd_ns = g_new0(gint64, sim->n_ops);
+  sim->work_bytes = g_new0(guint64, sim->n_ops);
+  sim->out_bytes = g_new0(guint64, sim->n_ops);
+  sim->fwd_uses = g_new0(guint, MAX(sim->n_tensors, 1));
+  sim->fwd_rel = g_new0(guint, sim->n_ops + 1);
+  sim->bwd_need = g_new0(guint, sim->n_ops + 1);
+  compute_ops(sim);
+  compute_lists(sim);
+  guint64 step_bytes = trace->fixed.optimizer_step_bytes;
+  sim->optimizer_ns = step_bytes == 0 ? 0
+                                      : (gint64)llround((double)step_bytes / hw->gpu.hbm_bandwidth * 1e9) +
+                                            hw->gpu.launch_overhead;
+  sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth);
+  sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth);
+  sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);
+  sim_engine_init(&sim->engine, sim);
+  return sim;
+}
+
+void rok_sim_free(RokSim *sim) {
+  if (sim == NULL)
+    return;
+  sim_engine_clear(&sim->engine);
+  sim_program_clear(&sim->prog);
+  g_free(sim->fwd_ns);
+  g_free(sim->bwd_ns);
+  g_free(sim->work_bytes);
+  g_free(sim->out_bytes);
+  g_free(sim->fwd_uses);
+  g_free(sim->fwd_rel);
+  g_free(sim->fwd_rel_ids);
+  g_free(sim->bwd_need);
+  g_free(sim->bwd_need_ids);
+  g_free(sim);
+}
+
+gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward) {
+  g_return_val_if_fail(op < sim->n_ops, 0);
+  return backward ? sim->bwd_ns[op] : sim->fwd_ns[op];
+}
+
+static gboolean check_plan(const RokSim *sim, const RokSimPlan *plan, GError **error) {
+  if (plan->n_tensors != sim->n_tensors) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "plan has %u decisions, trace %s has %u tensors",
+                plan->n_tensors, sim->trace->model_name ? sim->trace->model_name : "(unnamed)", sim->n_tensors);
+    return FALSE;
+  }
+  if (plan->options.detail_micro_batches == 0) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_INPUT,
+                        "plan: at least one micro-batch must be simulated in detail");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+RokSimResult *rok_sim_run(RokSim *sim, const RokSimPlan *plan, GError **error) {
+  g_return_val_if_fail(sim != NULL && plan != NULL, NULL);
+  if (!check_plan(sim, plan, error) || !sim_program_build(sim, plan, error) ||
+      !sim_engine_run(&sim->engine, plan, error))
+    return NULL;
+  return sim_result_new(sim);
+}
+
+RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, GError **error) {
+  g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
+  return sim ? rok_sim_run(sim, plan, error) : NULL;
+}

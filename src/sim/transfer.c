@@ -1,0 +1,453 @@
+/* Transfers: offload and prefetch jobs on the d2h, h2d, nvme-write and
+ * nvme-read streams, their fluid flows, the staging buffer, and the
+ * prefetcher of the micro-batch in backward.
+ *
+ * A job is a tensor's copy out (write) or back (read) along a path of one
+ * or two legs; each leg runs on one stream, which runs its legs one after
+ * the other in the order they were queued. A leg pays its latency, then
+ * flows at the rate the fluid model gives it until its bytes have moved. */
+#include "sim/sim-private.h"
+
+#include <math.h>
+
+/* Streams of each path's legs, for writes and for reads. */
+static const RokSimStream write_legs[][2] = {
+    [PATH_HOST] = {ROK_SIM_STREAM_D2H},
+    [PATH_DIRECT] = {ROK_SIM_STREAM_NVME_WRITE},
+    [PATH_STAGED] = {ROK_SIM_STREAM_D2H, ROK_SIM_STREAM_NVME_WRITE},
+};
+static const RokSimStream read_legs[][2] = {
+    [PATH_HOST] = {ROK_SIM_STREAM_H2D},
+    [PATH_DIRECT] = {ROK_SIM_STREAM_NVME_READ},
+    [PATH_STAGED] = {ROK_SIM_STREAM_NVME_READ, ROK_SIM_STREAM_H2D},
+    [PATH_FROM_STAGING] = {ROK_SIM_STREAM_H2D},
+};
+
+static RokSimStream leg_stream(const SimJob *j) {
+  return j->is_read ? read_legs[j->path][j->leg] : write_legs[j->path][j->leg];
+}
+
+/* The first leg of a staged path reserves the tensor's bytes in the
+ * staging buffer. */
+static gboolean leg_takes_staging(const SimJob *j) {
+  return j->path == PATH_STAGED && j->leg == 0;
+}
+
+static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
+  RokSimStream s = leg_stream(j);
+  if (s == ROK_SIM_STREAM_D2H || s == ROK_SIM_STREAM_H2D)
+    return e->pcie_latency;
+  return e->nvme_latency + (j->path == PATH_DIRECT ? e->pcie_latency : 0);
+}
+
+static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
+  *flow = (RokFlow){.active = TRUE};
+  switch (leg_stream(j)) {
+  case ROK_SIM_STREAM_D2H:
+    flow->speed[ROK_LINK_D2H] = e->d2h_speed;
+    break;
+  case ROK_SIM_STREAM_H2D:
+    flow->speed[ROK_LINK_H2D] = e->h2d_speed;
+    break;
+  case ROK_SIM_STREAM_NVME_WRITE:
+    flow->speed[ROK_LINK_NVME] = e->sim->nvme_write_speed;
+    if (j->path == PATH_DIRECT)
+      flow->speed[ROK_LINK_D2H] = e->d2h_speed;
+    break;
+  case ROK_SIM_STREAM_NVME_READ:
+    flow->speed[ROK_LINK_NVME] = e->sim->nvme_read_speed;
+    if (j->path == PATH_DIRECT)
+      flow->speed[ROK_LINK_H2D] = e->h2d_speed;
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+static guint new_job(SimEngine *e, guint mb, guint tensor, gboolean is_read, SimPath path) {
+  SimJob job = {.tensor = tensor, .mb = mb, .is_read = is_read, .path = path,
+                .n_legs = path == PATH_STAGED ? 2 : 1, .state = JOB_QUEUED,
+                .bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes, .action = ROK_SIM_NONE,
+                .issue_deps = {ROK_SIM_NONE, ROK_SIM_NONE}};
+  g_array_append_val(e->jobs, job);
+  return e->jobs->len - 1;
+}
+
+static void enqueue(SimEngine *e, guint id) {
+  SimStream *st = &e->streams[leg_stream(sim_job(e, id))];
+  g_array_append_val(st->queue, id);
+}
+
+static void staging_unref(SimEngine *e, SimTensorState *ts, guint64 bytes, guint action) {
+  g_assert(ts->staging_refs > 0);
+  if (--ts->staging_refs > 0)
+    return;
+  sim_staging_change(e, bytes, FALSE);
+  e->last_staging_release = action;
+}
+
+/* ---- fluid flows ---- */
+
+/* Nanoseconds to move `bytes` at `rate`, rounded up, forgiving the last
+ * bits of floating-point error so that exact cases stay exact. */
+static gint64 flow_ns(double bytes, double rate) {
+  if (bytes <= 0)
+    return 0;
+  double ns = bytes * 1e9 / rate;
+  return (gint64)ceil(ns - (ns * 1e-12 + 1e-6));
+}
+
+/* Bring every flow up to now, share the links again, and move the flows'
+ * end events to match their new rates. */
+static void reshare(SimEngine *e) {
+  for (guint s = 1; s < ROK_SIM_STREAM_COUNT; s++) {
+    SimStream *st = &e->streams[s];
+    if (!st->flowing)
+      continue;
+    st->remaining = MAX(0.0, st->remaining - e->flows[s].rate * (double)(e->now - st->last_update) / 1e9);
+    st->last_update = e->now;
+  }
+  rok_fluid_share(e->flows, ROK_SIM_STREAM_COUNT);
+  for (guint s = 1; s < ROK_SIM_STREAM_COUNT; s++) {
+    SimStream *st = &e->streams[s];
+    if (!st->flowing)
+      continue;
+    gint64 end = e->now + flow_ns(st->remaining, e->flows[s].rate);
+    if (st->event == ROK_SIM_NONE)
+      st->event = rok_evq_push(&e->evq, end, EV_FLOW, s);
+    else if (e->evq.events[st->event].time != end)
+      rok_evq_reschedule(&e->evq, st->event, end);
+  }
+}
+
+static void begin_flow(SimEngine *e, RokSimStream s) {
+  SimStream *st = &e->streams[s];
+  st->flowing = TRUE;
+  st->remaining = (double)sim_job(e, st->job)->bytes;
+  st->last_update = e->now;
+  leg_flow(e, sim_job(e, st->job), &e->flows[s]);
+  reshare(e);
+}
+
+/* ---- legs ---- */
+
+static void record_leg(SimEngine *e, RokSimStream s, guint id) {
+  SimJob *j = sim_job(e, id);
+  SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
+  guint action = sim_record_begin(e, j->is_read ? ROK_ACTION_PREFETCH : ROK_ACTION_OFFLOAD, s, j->mb,
+                                  ROK_SIM_NONE, j->tensor, j->bytes);
+  if (j->path == PATH_DIRECT)
+    sim_record_gpudirect(e, action);
+  sim_record_dep(e, action, e->streams[s].last_action);
+  if (j->leg > 0)
+    sim_record_dep(e, action, j->action);
+  else if (!j->is_read)
+    sim_record_dep(e, action, ts->producer_action);
+  else {
+    sim_record_dep(e, action, ts->stored_action);
+    sim_record_dep(e, action, j->issue_deps[0]);
+    sim_record_dep(e, action, j->issue_deps[1]);
+  }
+  if (j->waited_staging)
+    sim_record_dep(e, action, e->last_staging_release);
+  j->action = action;
+  if (action != ROK_SIM_NONE)
+    e->streams[s].last_action = action;
+}
+
+static void start_leg(SimEngine *e, RokSimStream s, guint id) {
+  SimStream *st = &e->streams[s];
+  SimJob *j = sim_job(e, id);
+  SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
+  j->state = JOB_RUNNING;
+  st->job = id;
+  st->leg_start = e->now;
+  if (!j->is_read && j->leg == 0) {
+    ts->write = W_GPU_LEG;
+    if (j->path == PATH_HOST && !ts->host_copy) {
+      ts->host_copy = 1;
+      e->host_used += j->bytes;
+      e->host_peak = MAX(e->host_peak, e->host_used);
+    }
+  }
+  if (leg_takes_staging(j)) {
+    ts->staging_refs++;
+    sim_staging_change(e, j->bytes, TRUE);
+  }
+  record_leg(e, s, id);
+  if (!j->is_read && j->leg == 0)
+    ts->copy_action = j->action;
+  j->waited_staging = FALSE;
+  gint64 latency = leg_latency(e, j);
+  if (latency > 0)
+    st->event = rok_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
+  else
+    begin_flow(e, s);
+}
+
+static void stream_try_start(SimEngine *e, RokSimStream s) {
+  SimStream *st = &e->streams[s];
+  st->staging_wait = FALSE;
+  if (st->job != ROK_SIM_NONE)
+    return;
+  while (st->head < st->queue->len) {
+    guint id = g_array_index(st->queue, guint, st->head);
+    SimJob *j = sim_job(e, id);
+    if (j->state == JOB_CANCELLED) {
+      st->head++;
+      continue;
+    }
+    /* A tensor larger than the whole buffer goes through an empty one. */
+    if (leg_takes_staging(j) && e->staging_used > 0 && e->staging_used + j->bytes > e->staging_cap) {
+      st->staging_wait = TRUE;
+      j->waited_staging = TRUE;
+      return;
+    }
+    st->head++;
+    start_leg(e, s, id);
+    return;
+  }
+  g_array_set_size(st->queue, 0);
+  st->head = 0;
+}
+
+void sim_streams_pump(SimEngine *e) {
+  for (guint s = 1; s < ROK_SIM_STREAM_COUNT; s++)
+    stream_try_start(e, s);
+}
+
+static void count_bytes(SimEngine *e, RokSimStream s, const SimJob *j) {
+  SimCounters *c = &e->counters;
+  switch (s) {
+  case ROK_SIM_STREAM_D2H:
+    c->d2h_bytes += j->bytes;
+    break;
+  case ROK_SIM_STREAM_H2D:
+    c->h2d_bytes += j->bytes;
+    break;
+  case ROK_SIM_STREAM_NVME_WRITE:
+    c->nvme_write_bytes += j->bytes;
+    c->d2h_bytes += j->path == PATH_DIRECT ? j->bytes : 0;
+    break;
+  default:
+    c->nvme_read_bytes += j->bytes;
+    c->h2d_bytes += j->path == PATH_DIRECT ? j->bytes : 0;
+  }
+}
+
+static void write_leg_done(SimEngine *e, guint id, RokSimStream s) {
+  SimJob *j = sim_job(e, id);
+  SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
+  ts->stored_action = j->action;
+  if (j->leg == 1) {
+    j->state = JOB_DONE;
+    ts->write = W_DONE;
+    staging_unref(e, ts, j->bytes, j->action);
+    return;
+  }
+  if (j->path != PATH_STAGED) {
+    j->state = JOB_DONE;
+    ts->write = W_DONE;
+  } else if (ts->pinned) { /* forwarded meanwhile: no need to reach the SSD */
+    j->state = JOB_DONE;
+    ts->write = W_CANCELLED;
+    staging_unref(e, ts, j->bytes, j->action);
+  } else {
+    j->leg = 1;
+    j->state = JOB_QUEUED;
+    ts->write = W_SECOND;
+    enqueue(e, id);
+  }
+  sim_offload_maybe_free(e, j->mb, j->tensor, s, j->action);
+}
+
+static void read_leg_done(SimEngine *e, guint id) {
+  SimJob *j = sim_job(e, id);
+  SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
+  if (j->leg + 1 < j->n_legs) {
+    j->leg++;
+    j->state = JOB_QUEUED;
+    enqueue(e, id);
+    return;
+  }
+  j->state = JOB_DONE;
+  ts->read = R_READY;
+  ts->ready_action = j->action;
+  if (j->path == PATH_STAGED || j->path == PATH_FROM_STAGING)
+    staging_unref(e, ts, j->bytes, j->action);
+}
+
+static void finish_leg(SimEngine *e, RokSimStream s) {
+  SimStream *st = &e->streams[s];
+  guint id = st->job;
+  SimJob *j = sim_job(e, id);
+  st->job = ROK_SIM_NONE;
+  e->counters.busy_ns[s] += e->now - st->leg_start;
+  count_bytes(e, s, j);
+  sim_record_end(e, j->action);
+  if (j->is_read)
+    read_leg_done(e, id);
+  else
+    write_leg_done(e, id, s);
+}
+
+void sim_transfer_event(SimEngine *e, guint kind, guint stream) {
+  SimStream *st = &e->streams[stream];
+  st->event = ROK_SIM_NONE;
+  if (kind == EV_LATENCY) {
+    begin_flow(e, stream);
+    return;
+  }
+  st->flowing = FALSE;
+  st->remaining = 0;
+  e->flows[stream].active = FALSE;
+  reshare(e);
+  finish_leg(e, stream);
+}
+
+/* ---- offload ---- */
+
+void sim_offload_start(SimEngine *e, guint mb, guint tensor) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  SimPath path = e->sim->prog.eff[tensor] == ROK_DECISION_OFFLOAD_HOST ? PATH_HOST
+                 : e->gpudirect                                        ? PATH_DIRECT
+                                                                       : PATH_STAGED;
+  guint id = new_job(e, mb, tensor, FALSE, path);
+  ts->write = W_QUEUED;
+  ts->write_job = id;
+  enqueue(e, id);
+}
+
+/* Free the GPU copy when nothing holds it any more: the forward, a
+ * backward that was forwarded the copy, or the copy out of the GPU. Keeps
+ * pending_free (memory that a running copy will free) up to date. */
+void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
+  gboolean copying = ts->write == W_QUEUED || ts->write == W_GPU_LEG;
+  gboolean wanted = !ts->fwd_done || (ts->pinned && !ts->bwd_done) || ts->read == R_ISSUED ||
+                    (ts->read == R_READY && !ts->bwd_done);
+  gboolean pending = ts->resident && !wanted && copying;
+  if (pending != ts->pending) {
+    e->pending_free = pending ? e->pending_free + bytes : e->pending_free - bytes;
+    ts->pending = pending;
+  }
+  if (ts->resident && !wanted && !copying) {
+    /* It waited for both its last reader and its copy out. */
+    guint action = sim_tensor_free(e, mb, tensor, stream, cause);
+    sim_record_dep(e, action, ts->use_action);
+    sim_record_dep(e, action, ts->copy_action);
+  }
+}
+
+void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  ts->bwd_done = 1;
+  ts->use_action = cause;
+  if (ts->host_copy) {
+    ts->host_copy = 0;
+    e->host_used -= rok_trace_tensor(e->sim->trace, tensor)->bytes;
+  }
+  sim_offload_maybe_free(e, mb, tensor, ROK_SIM_STREAM_COMPUTE, cause);
+}
+
+/* ---- prefetch ---- */
+
+static void issue_forwarded(SimEngine *e, guint mb, guint tensor) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  ts->pinned = 1;
+  ts->read = R_FORWARDED;
+  e->counters.forwarded++;
+  if (ts->write == W_QUEUED) { /* not started: drop it */
+    sim_job(e, ts->write_job)->state = JOB_CANCELLED;
+    ts->write = W_CANCELLED;
+  }
+  sim_offload_maybe_free(e, mb, tensor, ROK_SIM_STREAM_COMPUTE, ROK_SIM_NONE);
+}
+
+static void issue(SimEngine *e, guint mb, guint tensor) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  if (ts->resident) {
+    issue_forwarded(e, mb, tensor);
+    return;
+  }
+  guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
+  SimPath path;
+  if (ts->write == W_SECOND) { /* still in the staging buffer */
+    path = PATH_FROM_STAGING;
+    ts->staging_refs++;
+    SimJob *w = sim_job(e, ts->write_job);
+    if (w->state == JOB_QUEUED) {
+      w->state = JOB_CANCELLED;
+      ts->write = W_CANCELLED;
+      staging_unref(e, ts, bytes, ROK_SIM_NONE);
+    }
+  } else {
+    g_assert(ts->write == W_DONE);
+    path = e->sim->prog.eff[tensor] == ROK_DECISION_OFFLOAD_HOST ? PATH_HOST
+           : e->gpudirect                                        ? PATH_DIRECT
+                                                                 : PATH_STAGED;
+  }
+  sim_tensor_alloc(e, mb, tensor); /* reserved when the read is issued */
+  guint id = new_job(e, mb, tensor, TRUE, path);
+  SimJob *j = sim_job(e, id);
+  j->late = ts->late;
+  j->issue_deps[0] = e->last_compute_action;
+  j->issue_deps[1] = ts->late ? e->last_free_action : ROK_SIM_NONE;
+  ts->read = R_ISSUED;
+  ts->read_job = id;
+  enqueue(e, id);
+}
+
+/* Issue the reads the window allows: in order of first need, up to
+ * prefetch_layers chunks ahead of the compute, within the budget; the
+ * reads the next compute item needs go regardless of the budget. */
+void sim_prefetch_pump(SimEngine *e) {
+  if (e->phase != PHASE_BACKWARD)
+    return;
+  const SimProgram *prog = &e->sim->prog;
+  guint chunk = sim_item(prog, e->index)->chunk;
+  while (e->next_prefetch < prog->prefetch->len) {
+    guint tensor = g_array_index(prog->prefetch, guint, e->next_prefetch);
+    guint first = prog->first_need[tensor];
+    gboolean demand = first <= e->index;
+    if (!demand && (e->prefetch_layers == 0 || sim_item(prog, first)->chunk > chunk + e->prefetch_layers))
+      return;
+    SimTensorState *ts = sim_ts(e, e->mb, tensor);
+    guint64 bytes = ts->resident ? 0 : rok_trace_tensor(e->sim->trace, tensor)->bytes;
+    if (!demand && e->live + bytes > e->budget) {
+      ts->late = 1;
+      return;
+    }
+    issue(e, e->mb, tensor);
+    e->next_prefetch++;
+  }
+}
+
+static RokStallCause stream_cause(RokSimStream s) {
+  return s == ROK_SIM_STREAM_NVME_READ || s == ROK_SIM_STREAM_NVME_WRITE ? ROK_STALL_READ : ROK_STALL_PCIE;
+}
+
+RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor) {
+  SimTensorState *ts = sim_ts(e, mb, tensor);
+  if (ts->read != R_ISSUED)
+    return ROK_STALL_MEMORY;
+  guint id = ts->read_job;
+  const SimJob *j = sim_job(e, id);
+  if (j->late)
+    return ROK_STALL_MEMORY;
+  RokSimStream s = leg_stream(j);
+  const SimStream *st = &e->streams[s];
+  if (j->state == JOB_QUEUED) {
+    gboolean head = st->head < st->queue->len && g_array_index(st->queue, guint, st->head) == id;
+    return st->staging_wait && head ? ROK_STALL_STAGING : stream_cause(s);
+  }
+  if (st->flowing && st->job == id) {
+    gint b = e->flows[s].bottleneck;
+    if (b == ROK_LINK_NVME)
+      return ROK_STALL_READ;
+    if (b == ROK_LINK_D2H || b == ROK_LINK_H2D)
+      return ROK_STALL_PCIE;
+  }
+  return stream_cause(s);
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Storage layer vs fio: sequential write and read bandwidth on one directory
+# with the same block size, queue depth, O_DIRECT and file size.
+#
+#   tests/bench/bench-io.sh [DIR] [--block 1M] [--qd 32] [--size 1G] [--trials 3]
+#
+# DIR defaults to a fresh folder under /var/tmp (removed afterwards). Sizes
+# are fio's: K, M, G are powers of 1024. Each trial runs fio (io_uring, fixed
+# buffers, registered file, fallocate'd fresh file, write with end_fsync
+# then read of the same file) and then bench-io (build/tests/bench-io, or
+# $BENCH_IO) once, so that both see the same drift of a shared or virtual
+# disk; medians are compared. The disk's kind is printed: numbers on a
+# virtual disk say little about the hardware behind it.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+bench=${BENCH_IO:-$here/../../build/tests/bench-io}
+dir="" block=1M qd=32 size=1G trials=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --block) block=$2; shift 2 ;;
+    --qd) qd=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --trials) trials=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -*) echo "bench-io.sh: unknown option $1" >&2; exit 2 ;;
+    *) dir=$1; shift ;;
+  esac
+done
+command -v fio >/dev/null || { echo "bench-io.sh: fio is not installed" >&2; exit 77; }
+[ -x "$bench" ] || { echo "bench-io.sh: $bench not built (ninja -C build)" >&2; exit 2; }
+
+cleanup_dir=""
+if [ -z "$dir" ]; then
+  dir=$(mktemp -d /var/tmp/rok-bench-io.XXXXXX)
+  cleanup_dir=$dir
+fi
+fio_file=$dir/fio-bench.dat
+cleanup() { rm -f "$fio_file"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
+trap cleanup EXIT
+
+describe_disk() {
+  local src dev
+  src=$(df --output=source "$dir" | tail -n 1)
+  echo "directory: $dir ($(df --output=fstype "$dir" | tail -n 1) on $src)"
+  dev=$(basename "$(readlink -f "$src")")
+  dev=${dev%%[0-9]*}
+  [ -e "/sys/block/$dev" ] || return 0
+  case $(readlink -f "/sys/block/$dev/device" 2>/dev/null) in
+    *virtio*) echo "disk: $dev is a virtio disk: a virtual machine's, the figures are the host's caching and backing store, not a drive's" ;;
+    *) echo "disk: $dev $(cat "/sys/block/$dev/device/model" 2>/dev/null || true)" ;;
+  esac
+}
+
+# rok's staging slots are (transparent) huge pages, so a block is one DMA
+# segment; fio's default buffers are 4 KiB pages, which a device with fewer
+# segments per request than pages per block (virtio-blk: 254) must split.
+# Like for like needs fio on huge pages too: its --mem=shmhuge takes them
+# from the reserved pool, if there are enough.
+fio_memory() { # sets fio_mem
+  local block_bytes need free
+  block_bytes=$(numfmt --from=iec "$block")
+  need=$(( (block_bytes * qd + (2 << 20) - 1) / (2 << 20) + 1 ))
+  free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+  if [ "$free" -ge "$need" ]; then
+    echo "fio buffers: huge pages (--mem=shmhuge), like rok's staging slots"
+    fio_mem=--mem=shmhuge
+  else
+    echo "fio buffers: 4 KiB pages; rok's staging slots are huge pages. For like for like, reserve" \
+      "$need huge pages (echo $need > /proc/sys/vm/nr_hugepages) and run again"
+    fio_mem=--mem=malloc
+  fi
+}
+
+# fio's bandwidth in bytes/s from its terse output: KiB moved / runtime ms.
+fio_bw() { # rw
+  local fields
+  fields=$(fio --name=bench --filename="$fio_file" --size="$size" --bs="$block" $fio_mem \
+    --iodepth="$qd" --direct=1 --ioengine=io_uring --fixedbufs=1 --registerfiles=1 \
+    --rw="$1" --fallocate=native --end_fsync=1 --minimal)
+  if [ "$1" = write ]; then
+    awk -F';' '{ printf "%.0f\n", $47 * 1024 / ($50 / 1000) }' <<<"$fields"
+  else
+    awk -F';' '{ printf "%.0f\n", $6 * 1024 / ($9 / 1000) }' <<<"$fields"
+  fi
+}
+
+# fio's "1M" is rok's "1MiB"; plain byte counts are the same for both.
+rok_size() { case $1 in *[KMGTkmgt]) echo "${1}iB" ;; *) echo "$1" ;; esac; }
+# Deleting a large file costs the disk work after the fact (ext4 mounted
+# with "discard" trims the blocks at the next journal commit; a VM's host
+# punches holes in its image): let that finish before the next timed run,
+# so that neither side pays for the other's files.
+settle() { sync; sleep 1; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+gbs() { awk -v b="$1" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'; }
+
+describe_disk
+fio_memory
+echo "block $block, queue depth $qd, file $size, O_DIRECT, $trials trials"
+fio_w=() fio_r=() rok_w=() rok_r=()
+for t in $(seq "$trials"); do
+  rm -f "$fio_file"
+  settle
+  fio_w+=("$(fio_bw write)")
+  fio_r+=("$(fio_bw read)")
+  rm -f "$fio_file"
+  settle
+  out=$("$bench" --block "$(rok_size "$block")" --qd "$qd" --size "$(rok_size "$size")" --trials 1 "$dir")
+  grep -q '^backend=io_uring direct=yes' <<<"$out" ||
+    echo "note: bench-io did not run io_uring with O_DIRECT: $(grep '^backend=' <<<"$out")"
+  rok_w+=("$(sed -n 's/^write_bw_median=\([0-9]*\).*/\1/p' <<<"$out")")
+  rok_r+=("$(sed -n 's/^read_bw_median=\([0-9]*\).*/\1/p' <<<"$out")")
+  echo "trial $t: fio write $(gbs "${fio_w[-1]}") read $(gbs "${fio_r[-1]}");" \
+    "rok write $(gbs "${rok_w[-1]}") read $(gbs "${rok_r[-1]}")"
+done
+
+fw=$(printf '%s\n' "${fio_w[@]}" | median) fr=$(printf '%s\n' "${fio_r[@]}" | median)
+rw=$(printf '%s\n' "${rok_w[@]}" | median) rr=$(printf '%s\n' "${rok_r[@]}" | median)
+printf '%-6s %14s %14s %8s\n' "median" "fio" "rok" "rok/fio"
+printf '%-6s %14s %14s %8.3f\n' write "$(gbs "$fw")" "$(gbs "$rw")" "$(awk -v a="$rw" -v b="$fw" 'BEGIN { print a / b }')"
+printf '%-6s %14s %14s %8.3f\n' read "$(gbs "$fr")" "$(gbs "$rr")" "$(awk -v a="$rr" -v b="$fr" 'BEGIN { print a / b }')"

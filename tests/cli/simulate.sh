@@ -1,0 +1,65 @@
+#!/bin/bash
+# rok simulate as a user runs it: summary, JSON, timeline, trace files, and
+# bad input.
+set -euo pipefail
+rok="$1"
+source "$(dirname "$0")/lib.bash"
+
+out=$("$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro)
+expect_in "$out" "strategy keep: 8 micro-batches per step"
+expect_in "$out" "Step time"
+expect_in "$out" "tokens/s"
+expect_in "$out" "Peak memory"
+out=$("$rok" simulate gpt3-13b --hw a100-40g-pcie4-4xp5800x --strategy keep)
+expect_in "$out" "DOES NOT FIT"
+
+# JSON: the documented fields, byte-identical across runs.
+"$rok" simulate ssdtrain-bert --hw a100-40g-pcie4-4xp5800x -s tba --json > "$tmp/a.json"
+"$rok" simulate ssdtrain-bert --hw a100-40g-pcie4-4xp5800x -s tba --json | cmp - "$tmp/a.json"
+for field in step_time_s tokens_per_s peak_bytes activation_peak_bytes compute_s recompute_s stall_s \
+  pcie_d2h_bytes pcie_h2d_bytes nvme_write_bytes nvme_read_bytes fits; do
+  grep -q "\"$field\": " "$tmp/a.json" || { echo "missing $field" >&2; exit 1; }
+done
+grep -q '"strategy": "tba"' "$tmp/a.json"
+grep -q '"fits": true' "$tmp/a.json"
+if grep -q '"nvme_write_bytes": 0,' "$tmp/a.json"; then
+  echo "tba wrote nothing on SSDTrain's machine" >&2
+  exit 1
+fi
+
+# A trace file stands in for the model config and gives the same figures.
+"$rok" trace gpt3-1.3b -o "$tmp/trace.json" > /dev/null
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offload --json > "$tmp/from-model.json"
+"$rok" simulate "$tmp/trace.json" --hw a100-80g-sxm-4x980pro -s offload --json | cmp - "$tmp/from-model.json"
+
+# --set changes the model; options change the simulation.
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --set micro_batch=2 --json > "$tmp/mb2.json"
+grep -q '"micro_batches": 4,' "$tmp/mb2.json"
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --detail 8 --json > "$tmp/detail.json"
+grep -q '"detailed_micro_batches": 8,' "$tmp/detail.json"
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offload --budget 20GiB --json > "$tmp/budget.json"
+grep -q '"budget_bytes": 21474836480,' "$tmp/budget.json"
+
+# Timeline: trace-event JSON with one track per stream and a memory
+# counter, byte-identical across runs.
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offload --timeline "$tmp/t1.json" > /dev/null
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offload -t "$tmp/t2.json" --json > /dev/null
+cmp "$tmp/t1.json" "$tmp/t2.json"
+for needle in '"traceEvents"' '"name": "nvme-read"' '"name": "gpu memory"' '"ph": "C"' '"cat": "prefetch"'; do
+  grep -qF "$needle" "$tmp/t1.json" || { echo "timeline lacks $needle" >&2; exit 1; }
+done
+
+# Bad input: exit 2 with the reason; a timeline that cannot be written: 1.
+expect_fail 2 "missing --hw" "$rok" simulate gpt3-1.3b
+expect_fail 2 "missing MODEL" "$rok" simulate --hw a100-80g-sxm-4x980pro
+expect_fail 2 'unknown strategy "offlaod"' "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offlaod
+expect_fail 2 "no such file, nor a bundled hardware config" "$rok" simulate gpt3-1.3b --hw no-such-gpu
+expect_fail 2 "--budget" "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget lots
+expect_fail 2 "--detail" "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --detail 0
+sed 's/"devices": 4/"devices": 0/' "$(dirname "$0")/../../configs/hw/a100-80g-sxm-4x980pro.json" > "$tmp/nossd.json"
+expect_fail 2 "has no SSDs" "$rok" simulate gpt3-1.3b --hw "$tmp/nossd.json" -s offload
+expect_fail 1 "t.json" "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -t "$tmp/no/such/dir/t.json"
+
+expect_in "$("$rok" help simulate)" "--strategy"
+expect_in "$("$rok" simulate --help)" "Exit codes"
+echo "simulate: all checks passed"

@@ -1,0 +1,130 @@
+/* The simulator under random plans on small real models: whatever the
+ * mix of decisions and options, a run ends (the engine reports work left
+ * or memory not released as an error), its log is consistent, and its
+ * figures obey the invariants of the model. Seeded: the same every run. */
+#include <glib.h>
+
+#include "rok/model.h"
+#include "rok/sim.h"
+
+static char *config_path(const char *kind, const char *name) {
+  const char *root = g_getenv("ROK_SOURCE_DIR");
+  g_autofree char *file = g_strconcat(name, ".json", NULL);
+  return g_build_filename(root ? root : ROK_SOURCE_DIR, "configs", kind, file, NULL);
+}
+
+static RokTrace *small_trace(const char *name, const char *const *overrides) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = config_path("models", name);
+  g_autoptr(RokModel) model = rok_model_load(path, overrides, &error);
+  g_assert_no_error(error);
+  RokTrace *trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  return trace;
+}
+
+static RokHw *hw_named(const char *name) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = config_path("hw", name);
+  RokHw *hw = rok_hw_load(path, &error);
+  g_assert_no_error(error);
+  return hw;
+}
+
+static void random_plan(GRand *rand, const RokTrace *trace, RokSimPlan *plan) {
+  for (guint t = 0; t < trace->tensors->len; t++) {
+    RokDecision d = g_rand_int_range(rand, 0, ROK_DECISION_COUNT);
+    if (d == ROK_DECISION_RECOMPUTE && !rok_trace_tensor(trace, t)->recomputable)
+      d = ROK_DECISION_KEEP;
+    plan->decisions[t] = d;
+  }
+  plan->options.prefetch_layers = g_rand_int_range(rand, 0, 4);
+  plan->options.detail_micro_batches = g_rand_int_range(rand, 1, 4);
+  plan->options.rebuild_whole_layers = g_rand_boolean(rand);
+  plan->options.record = TRUE;
+  const RokFixedMemory *f = &trace->fixed;
+  guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  /* From very tight (memory waits everywhere) to roomy. */
+  plan->options.memory_budget = fixed + (guint64)(g_rand_double(rand) * 2.0 * (double)rok_trace_total_saved_bytes(trace));
+}
+
+static void check(const RokTrace *trace, const RokSimPlan *plan, const RokSimResult *r) {
+  g_assert_cmpuint(r->peak_bytes, >=, r->fixed_bytes);
+  g_assert_cmpint(r->step_ns, >=, r->compute_ns);
+  g_assert_cmpint(r->recompute_ns, <=, r->compute_ns);
+  gint64 stalls = 0;
+  for (guint c = 0; c < ROK_STALL_COUNT; c++)
+    stalls += r->stall_ns[c];
+  g_assert_cmpint(stalls, ==, r->stall_total_ns);
+  if (r->detailed_micro_batches == r->micro_batches)
+    g_assert_cmpint(r->step_ns, ==, r->compute_ns + r->stall_total_ns);
+  g_assert_cmpuint(r->nvme_read_bytes, <=, r->nvme_write_bytes);
+  gint64 end[ROK_SIM_STREAM_COUNT] = {0};
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    for (guint d = 0; d < a->deps_count; d++) {
+      guint dep = g_array_index(r->deps, guint, a->deps_first + d);
+      g_assert_cmpuint(dep, <, i);
+      g_assert_cmpint(g_array_index(r->actions, RokSimAction, dep).end_ns, <=, a->start_ns);
+    }
+    if (a->kind != ROK_ACTION_FREE) {
+      g_assert_cmpint(a->start_ns, >=, end[a->stream]);
+      end[a->stream] = a->end_ns;
+    }
+    /* Only offloaded tensors move. */
+    if (a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH) {
+      RokDecision d = plan->decisions[a->tensor];
+      g_assert_true(d == ROK_DECISION_OFFLOAD_NVME || d == ROK_DECISION_OFFLOAD_HOST);
+      g_assert_true(rok_tensor_is_saved(rok_trace_tensor(trace, a->tensor)));
+    }
+  }
+  for (guint i = 1; i < r->samples->len; i++)
+    g_assert_cmpint(g_array_index(r->samples, RokSimSample, i - 1).time_ns, <, g_array_index(r->samples, RokSimSample, i).time_ns);
+}
+
+static void test_random_plans(void) {
+  const char *const gpt[] = {"layers=3", "micro_batch=1", "global_batch=192", "seq_len=512", NULL};
+  const char *const t5[] = {"layers=2", "decoder_layers=2", "micro_batch=2", NULL};
+  const char *const llama[] = {"layers=2", "seq_len=1024", NULL};
+  const char *const bert[] = {"layers=2", "global_batch=64", NULL};
+  RokTrace *traces[] = {small_trace("gpt3-1.3b", gpt), small_trace("t5-3b", t5), small_trace("llama2-7b", llama),
+                        small_trace("bert-large", bert)};
+  RokHw *hws[] = {hw_named("a100-40g-pcie4-4xp5800x"), hw_named("a100-80g-sxm-4x980pro"),
+                  hw_named("cpu-2core-virtio")};
+  hws[1]->host.pinned_buffer = 64u << 20; /* staging waits */
+  g_autoptr(GRand) rand = g_rand_new_with_seed(20240613);
+  guint runs = 0, seen[6] = {0};
+  for (guint round = 0; round < 150; round++)
+    for (guint t = 0; t < G_N_ELEMENTS(traces); t++) {
+      const RokHw *hw = hws[g_rand_int_range(rand, 0, G_N_ELEMENTS(hws))];
+      g_autoptr(RokSimPlan) plan = rok_sim_plan_new(traces[t]);
+      random_plan(rand, traces[t], plan);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(RokSimResult) r = rok_simulate(traces[t], hw, plan, &error);
+      g_assert_no_error(error);
+      check(traces[t], plan, r);
+      runs++;
+      seen[0] += r->forwarded_tensors > 0;
+      seen[1] += r->stall_ns[ROK_STALL_STAGING] > 0;
+      seen[2] += r->stall_ns[ROK_STALL_MEMORY] > 0;
+      seen[3] += r->recompute_ns > 0;
+      seen[4] += r->stall_ns[ROK_STALL_READ] > 0;
+      seen[5] += r->stall_ns[ROK_STALL_PCIE] > 0;
+    }
+  g_test_message("%u random plans: %u with forwarding, stalls on staging %u, memory %u, read %u, pcie %u; "
+                 "%u with recompute",
+                 runs, seen[0], seen[1], seen[2], seen[4], seen[5], seen[3]);
+  /* The random mix reaches every mechanism. */
+  for (guint i = 0; i < G_N_ELEMENTS(seen); i++)
+    g_assert_cmpuint(seen[i], >, 0);
+  for (guint t = 0; t < G_N_ELEMENTS(traces); t++)
+    rok_trace_free(traces[t]);
+  for (guint h = 0; h < G_N_ELEMENTS(hws); h++)
+    rok_hw_free(hws[h]);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sim/random-plans", test_random_plans);
+  return g_test_run();
+}

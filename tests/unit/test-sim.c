@@ -1,0 +1,545 @@
+/* The simulator on hand-built traces whose outcome a pencil gives.
+ *
+ * Tensors are u8 (no backward working memory) and ops carry measured
+ * times, so every figure below is exact to the nanosecond and the byte. */
+#include <glib.h>
+
+#include "rok/error.h"
+#include "rok/sim.h"
+#include "sim/fluid.h"
+
+#define MS 1000000
+#define US 1000
+#define FIXED 1000 /* bytes of weights + gradients + optimizer states */
+
+static RokHw test_hw(void) {
+  RokHw hw = {0};
+  hw.name = (char *)"test";
+  hw.gpu.memory = (guint64)1 << 30;
+  hw.gpu.peak_flops = 1e12;
+  hw.gpu.matmul_efficiency = 1;
+  hw.gpu.hbm_bandwidth = 1e12;
+  hw.pcie.h2d_bandwidth = hw.pcie.d2h_bandwidth = 1e9;
+  hw.host.memory = (guint64)1 << 34;
+  hw.host.pinned_buffer = (guint64)1 << 30;
+  hw.host.memcpy_bandwidth = 1e10;
+  hw.nvme.devices = 1;
+  hw.nvme.read_bandwidth = hw.nvme.write_bandwidth = 1e9;
+  hw.nvme.queue_depth = 32;
+  hw.nvme.capacity = (guint64)1 << 40;
+  hw.nvme.gpudirect = TRUE;
+  return hw;
+}
+
+static RokTrace *new_trace(void) {
+  RokTrace *trace = rok_trace_new("hand");
+  trace->tokens_per_micro_batch = 1000;
+  trace->micro_batches_per_step = 1;
+  trace->fixed.weight_bytes = FIXED;
+  return trace;
+}
+
+static guint add_op(RokTrace *trace, const char *name, gint layer, RokOpKind kind, double fwd_ms, double bwd_ms) {
+  guint id = rok_trace_add_op(trace, name, layer, kind, 1, 1, 1, 1);
+  rok_trace_op(trace, id)->fwd_time_s = fwd_ms / 1e3;
+  rok_trace_op(trace, id)->bwd_time_s = bwd_ms / 1e3;
+  return id;
+}
+
+static guint add_tensor(RokTrace *trace, const char *name, gint layer, guint64 bytes, guint producer) {
+  return rok_trace_add_tensor(trace, name, layer, ROK_DTYPE_U8, 1, (const guint64[]){bytes}, producer);
+}
+
+static void finish(RokTrace *trace) {
+  g_autoptr(GError) error = NULL;
+  g_assert_true(rok_trace_finish(trace, &error));
+  g_assert_no_error(error);
+}
+
+static RokSimResult *run(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan) {
+  g_autoptr(GError) error = NULL;
+  RokSimResult *result = rok_simulate(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(result);
+  return result;
+}
+
+static RokSimPlan *recording_plan(const RokTrace *trace) {
+  RokSimPlan *plan = rok_sim_plan_new(trace);
+  plan->options.record = TRUE;
+  return plan;
+}
+
+static const RokSimAction *find_action(const RokSimResult *r, RokActionKind kind, guint id, RokSimStream stream) {
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    guint key = kind == ROK_ACTION_FORWARD || kind == ROK_ACTION_BACKWARD || kind == ROK_ACTION_RECOMPUTE ? a->op
+                                                                                                          : a->tensor;
+    if (a->kind == kind && key == id && a->stream == stream)
+      return a;
+  }
+  g_assert_not_reached();
+}
+
+static gboolean depends_on(const RokSimResult *r, const RokSimAction *a, const RokSimAction *on) {
+  guint index = (guint)(on - (const RokSimAction *)r->actions->data);
+  for (guint i = 0; i < a->deps_count; i++)
+    if (g_array_index(r->deps, guint, a->deps_first + i) == index)
+      return TRUE;
+  return FALSE;
+}
+
+/* Every action's dependencies come before it and have ended by its start;
+ * no stream runs two actions at once; the compute stream is busy or
+ * stalled from 0 to the end of the step. */
+static void check_log(const RokSimResult *r) {
+  gint64 stream_end[ROK_SIM_STREAM_COUNT] = {0};
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    g_assert_cmpint(a->start_ns, <=, a->end_ns);
+    for (guint d = 0; d < a->deps_count; d++) {
+      guint dep = g_array_index(r->deps, guint, a->deps_first + d);
+      g_assert_cmpuint(dep, <, i);
+      g_assert_cmpint(g_array_index(r->actions, RokSimAction, dep).end_ns, <=, a->start_ns);
+    }
+    if (a->kind == ROK_ACTION_FREE)
+      continue;
+    g_assert_cmpint(a->start_ns, >=, stream_end[a->stream]);
+    stream_end[a->stream] = a->end_ns;
+  }
+}
+
+/* op0 makes A (offloaded to host), op1 makes B (kept). The copy out takes
+ * latency + bytes / bandwidth on d2h, the read back the same on h2d. */
+static void test_offload_pencil(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 2);
+  guint b = add_tensor(trace, "B", -1, 2000000, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.pcie.latency = 10 * US;
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  /* forward 0-1-3 ms; A out 1 -> 2.01 ms; backward 3-5-6 ms; A back 3 -> 4.01 ms. */
+  g_assert_cmpint(r->step_ns, ==, 6 * MS);
+  g_assert_cmpfloat_with_epsilon(r->tokens_per_s, 1000 / 0.006, 1e-6);
+  g_assert_cmpuint(r->peak_bytes, ==, FIXED + 3000000);
+  g_assert_cmpuint(r->activation_peak_bytes, ==, 3000000);
+  g_assert_cmpint(r->peak_kind, ==, ROK_ACTION_FORWARD);
+  g_assert_cmpuint(r->peak_op, ==, op1);
+  g_assert_cmpint(r->peak_time_ns, ==, 1 * MS);
+  g_assert_true(r->fits);
+  g_assert_cmpint(r->compute_ns, ==, 6 * MS);
+  g_assert_cmpint(r->stall_total_ns, ==, 0);
+  g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000);
+  g_assert_cmpuint(r->pcie_h2d_bytes, ==, 1000000);
+  g_assert_cmpuint(r->nvme_write_bytes + r->nvme_read_bytes, ==, 0);
+  g_assert_cmpint(r->busy_ns[ROK_SIM_STREAM_D2H], ==, 1010 * US);
+  g_assert_cmpint(r->busy_ns[ROK_SIM_STREAM_H2D], ==, 1010 * US);
+  g_assert_cmpuint(r->host_peak_bytes, ==, 1000000);
+  const RokSimAction *out = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H);
+  g_assert_cmpint(out->start_ns, ==, 1 * MS);
+  g_assert_cmpint(out->end_ns, ==, 2010 * US);
+  g_assert_true(depends_on(r, out, find_action(r, ROK_ACTION_FORWARD, op0, ROK_SIM_STREAM_COMPUTE)));
+  const RokSimAction *freed = find_action(r, ROK_ACTION_FREE, a, ROK_SIM_STREAM_D2H);
+  g_assert_cmpint(freed->start_ns, ==, 2010 * US);
+  g_assert_true(depends_on(r, freed, out));
+  const RokSimAction *back = find_action(r, ROK_ACTION_PREFETCH, a, ROK_SIM_STREAM_H2D);
+  g_assert_cmpint(back->start_ns, ==, 3 * MS);
+  g_assert_cmpint(back->end_ns, ==, 4010 * US);
+  g_assert_true(depends_on(r, back, out));
+  const RokSimAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE);
+  g_assert_cmpint(bwd0->start_ns, ==, 5 * MS);
+  g_assert_true(depends_on(r, bwd0, back));
+  check_log(r);
+}
+
+/* A is written by 2.03 ms; the read is issued when backward starts (3 ms,
+ * window) or when op0's backward is next (3.5 ms, no look-ahead); it takes
+ * 30 us of latency + 1 MB at the SSD's 0.5 GB/s. The backward of op0
+ * waits for exactly what is missing. */
+static void test_late_prefetch_stalls_exactly(gconstpointer data) {
+  guint window = GPOINTER_TO_UINT(data);
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
+  guint b = add_tensor(trace, "B", -1, 1000, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.pcie.latency = 10 * US;
+  hw.nvme.latency = 20 * US;
+  hw.nvme.read_bandwidth = 0.5e9;
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+  plan->options.prefetch_layers = window;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  gint64 issue = window ? 3 * MS : 3500 * US, arrival = issue + 30 * US + 2 * MS;
+  const RokSimAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_SIM_STREAM_NVME_READ);
+  g_assert_true(read->gpudirect);
+  g_assert_cmpint(read->start_ns, ==, issue);
+  g_assert_cmpint(read->end_ns, ==, arrival);
+  g_assert_cmpint(r->stall_total_ns, ==, arrival - 3500 * US);
+  g_assert_cmpint(r->stall_ns[ROK_STALL_READ], ==, arrival - 3500 * US);
+  const RokSimAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE);
+  g_assert_cmpint(bwd0->start_ns, ==, arrival);
+  g_assert_true(depends_on(r, bwd0, read));
+  g_assert_cmpint(r->step_ns, ==, arrival + 1 * MS);
+  g_assert_cmpint(r->step_ns, ==, r->compute_ns + r->stall_total_ns);
+  const RokSimAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_NVME_WRITE);
+  g_assert_cmpint(write->end_ns, ==, 1 * MS + 30 * US + 1 * MS);
+  g_assert_cmpuint(r->nvme_write_bytes, ==, 1000000);
+  g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000); /* gpudirect crosses PCIe too */
+  g_assert_cmpuint(r->nvme_read_bytes, ==, 1000000);
+  check_log(r);
+}
+
+/* Two copies out at once on the d2h link, one to host memory (1 MB), one
+ * gpudirect to the SSD (3 MB, the SSD 10x faster): half the link each
+ * until the small one ends at 3 ms, then all of it for the rest. */
+static void test_fluid_sharing_in_engine(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint b = add_tensor(trace, "B", -1, 3000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 10, 1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op0);
+  (void)op1;
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.nvme.write_bandwidth = 10e9;
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  const RokSimAction *wa = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H);
+  const RokSimAction *wb = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_SIM_STREAM_NVME_WRITE);
+  g_assert_cmpint(wa->start_ns, ==, 1 * MS);
+  g_assert_cmpint(wb->start_ns, ==, 1 * MS);
+  g_assert_cmpint(wa->end_ns, ==, 3 * MS);
+  g_assert_cmpint(wb->end_ns, ==, 5 * MS);
+  g_assert_cmpuint(r->pcie_d2h_bytes, ==, 4000000);
+  check_log(r);
+}
+
+static RokFlow flow2(RokLink r1, double s1, RokLink r2, double s2) {
+  RokFlow f = {.active = TRUE};
+  f.speed[r1] = s1;
+  if (s2 > 0)
+    f.speed[r2] = s2;
+  return f;
+}
+
+static void test_fluid_rates(void) {
+  /* Two equal flows on one link: half each. */
+  RokFlow two[] = {flow2(ROK_LINK_D2H, 24e9, 0, 0), flow2(ROK_LINK_D2H, 24e9, 0, 0)};
+  rok_fluid_share(two, 2);
+  g_assert_cmpfloat(two[0].rate, ==, 12e9);
+  g_assert_cmpfloat(two[1].rate, ==, 12e9);
+  g_assert_cmpint(two[0].bottleneck, ==, ROK_LINK_D2H);
+  /* A read and a write on the array share its time: half of each speed. */
+  RokFlow rw[] = {flow2(ROK_LINK_NVME, 7.2e9, 0, 0), flow2(ROK_LINK_NVME, 6.2e9, 0, 0)};
+  rok_fluid_share(rw, 2);
+  g_assert_cmpfloat_with_epsilon(rw[0].rate, 3.6e9, 1);
+  g_assert_cmpfloat_with_epsilon(rw[1].rate, 3.1e9, 1);
+  /* gpudirect write (SSD 6 GB/s) + host copy on a 24 GB/s link: the link
+   * saturates at λ = 0.8. */
+  RokFlow mix[] = {flow2(ROK_LINK_NVME, 6e9, ROK_LINK_D2H, 24e9), flow2(ROK_LINK_D2H, 24e9, 0, 0)};
+  rok_fluid_share(mix, 2);
+  g_assert_cmpfloat_with_epsilon(mix[0].rate, 4.8e9, 1);
+  g_assert_cmpfloat_with_epsilon(mix[1].rate, 19.2e9, 1);
+  g_assert_cmpint(mix[0].bottleneck, ==, ROK_LINK_D2H);
+  /* Alone, a flow runs at its slowest resource; an inactive one is left out. */
+  RokFlow solo[] = {flow2(ROK_LINK_NVME, 2e9, ROK_LINK_H2D, 1e9), {.active = FALSE}};
+  rok_fluid_share(solo, 2);
+  g_assert_cmpfloat(solo[0].rate, ==, 1e9);
+  g_assert_cmpint(solo[0].bottleneck, ==, ROK_LINK_H2D);
+  /* Its own cap binds first. */
+  RokFlow capped[] = {flow2(ROK_LINK_D2H, 24e9, 0, 0)};
+  capped[0].cap = 5e9;
+  rok_fluid_share(capped, 1);
+  g_assert_cmpfloat(capped[0].rate, ==, 5e9);
+  g_assert_cmpint(capped[0].bottleneck, ==, -1);
+}
+
+/* A's copy out takes 10 ms; backward needs it at 2 ms: it is used from GPU
+ * memory, not read back, and freed only when the copy has read it (11 ms).
+ * C's copy, queued behind A's, is dropped. */
+static void test_forwarding(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint c = add_tensor(trace, "C", -1, 1000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 1, 1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, c, op0);
+  (void)op1;
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.pcie.d2h_bandwidth = 1e8;
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[a] = plan->decisions[c] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  g_assert_cmpint(r->step_ns, ==, 4 * MS);
+  g_assert_cmpint(r->stall_total_ns, ==, 0);
+  g_assert_cmpuint(r->forwarded_tensors, ==, 2);
+  g_assert_cmpuint(r->pcie_h2d_bytes, ==, 0);
+  g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000);
+  const RokSimAction *free_a = find_action(r, ROK_ACTION_FREE, a, ROK_SIM_STREAM_D2H);
+  g_assert_cmpint(free_a->start_ns, ==, 11 * MS);
+  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H)));
+  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE)));
+  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, c, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
+  g_assert_cmpuint(r->peak_bytes, ==, FIXED + 2000000);
+  check_log(r);
+}
+
+/* X (layer 0's input) -> op1 -> Y -> op2 -> Z (layer 1's input) -> op3 -> W.
+ * Recomputing Y frees it after op2 and re-runs op1 before op2's backward. */
+static RokTrace *chain_trace(void) {
+  RokTrace *trace = new_trace();
+  guint op0 = add_op(trace, "embed", -1, ROK_OP_OTHER, 1, 1);
+  guint x = add_tensor(trace, "X", 0, 1000000, op0);
+  guint op1 = add_op(trace, "l0.a", 0, ROK_OP_OTHER, 2, 2);
+  rok_trace_add_input(trace, op1, x);
+  guint y = add_tensor(trace, "Y", 0, 2000000, op1);
+  guint op2 = add_op(trace, "l0.b", 0, ROK_OP_OTHER, 1, 1);
+  rok_trace_add_input(trace, op2, y);
+  guint z = add_tensor(trace, "Z", 1, 500000, op2);
+  guint op3 = add_op(trace, "l1.c", 1, ROK_OP_OTHER, 1, 1);
+  rok_trace_add_input(trace, op3, z);
+  guint w = add_tensor(trace, "W", 1, 4000000, op3);
+  rok_trace_need(trace, x, op1);
+  rok_trace_need(trace, y, op2);
+  rok_trace_need(trace, z, op3);
+  rok_trace_need(trace, w, op3);
+  trace->layers = 2;
+  finish(trace);
+  return trace;
+}
+
+static void test_recompute_pencil(void) {
+  g_autoptr(RokTrace) trace = chain_trace();
+  RokHw hw = test_hw();
+  g_autoptr(RokSimPlan) keep = recording_plan(trace);
+  g_autoptr(RokSimResult) k = run(trace, &hw, keep);
+  g_assert_cmpint(k->step_ns, ==, 10 * MS);
+  g_assert_cmpuint(k->peak_bytes, ==, FIXED + 7500000);
+  g_assert_cmpint(k->recompute_ns, ==, 0);
+
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[1] = ROK_DECISION_RECOMPUTE; /* Y */
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  g_assert_cmpint(r->step_ns, ==, 12 * MS);
+  g_assert_cmpint(r->recompute_ns, ==, 2 * MS);
+  g_assert_cmpint(r->compute_ns, ==, 12 * MS);
+  g_assert_cmpuint(r->peak_bytes, ==, FIXED + 5500000);
+  g_assert_cmpint(r->peak_kind, ==, ROK_ACTION_FORWARD);
+  g_assert_cmpuint(r->peak_op, ==, 3);
+  const RokSimAction *re = find_action(r, ROK_ACTION_RECOMPUTE, 1, ROK_SIM_STREAM_COMPUTE);
+  g_assert_cmpint(re->start_ns, ==, 6 * MS);
+  g_assert_cmpint(re->end_ns, ==, 8 * MS);
+  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, 1, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
+  check_log(r);
+}
+
+/* Y and V of one layer, both recomputed, share one rebuild: op1 and op2
+ * run once each. The dropout mask M is rebuilt from the seed alone:
+ * 1 MB / 1 TB/s + 0.5 us launch. */
+static void test_rebuild_once_and_masks(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "embed", -1, ROK_OP_OTHER, 1, 1);
+  guint x = add_tensor(trace, "X", 0, 1000000, op0);
+  guint op1 = add_op(trace, "l0.a", 0, ROK_OP_OTHER, 2, 2);
+  rok_trace_add_input(trace, op1, x);
+  guint y = add_tensor(trace, "Y", 0, 1000000, op1);
+  guint op2 = add_op(trace, "l0.b", 0, ROK_OP_OTHER, 3, 1);
+  rok_trace_add_input(trace, op2, y);
+  guint v = add_tensor(trace, "V", 0, 1000000, op2);
+  guint op3 = add_op(trace, "l0.drop", 0, ROK_OP_DROPOUT, 1, 1);
+  rok_trace_add_input(trace, op3, v);
+  rok_trace_op(trace, op3)->fwd_time_s = -1; /* modelled: a mask-only re-run has no measured time */
+  guint m = add_tensor(trace, "M", 0, 1000000, op3);
+  guint d = rok_trace_add_tensor(trace, "D", 0, ROK_DTYPE_BF16, 1, (const guint64[]){500000}, op3);
+  rok_trace_need(trace, x, op1);
+  rok_trace_need(trace, y, op2);
+  rok_trace_need(trace, v, op2);
+  rok_trace_need(trace, m, op3);
+  (void)d;
+  trace->layers = 1;
+  finish(trace);
+  g_assert_cmpuint(rok_trace_tensor(trace, m)->recompute_from->len, ==, 0);
+  RokHw hw = test_hw();
+  hw.gpu.launch_overhead = 500;
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[y] = plan->decisions[v] = plan->decisions[m] = ROK_DECISION_RECOMPUTE;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  g_assert_cmpint(r->recompute_ns, ==, 2 * MS + 3 * MS + 1500);
+  guint rebuilds[4] = {0};
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    if (a->kind == ROK_ACTION_RECOMPUTE)
+      rebuilds[a->op]++;
+  }
+  g_assert_cmpuint(rebuilds[op1], ==, 1);
+  g_assert_cmpuint(rebuilds[op2], ==, 1);
+  g_assert_cmpuint(rebuilds[op3], ==, 1);
+  /* The mask is rebuilt from the seed: it reads nothing. */
+  const RokSimAction *mask = find_action(r, ROK_ACTION_RECOMPUTE, op3, ROK_SIM_STREAM_COMPUTE);
+  g_assert_cmpint(mask->end_ns - mask->start_ns, ==, 1500);
+  g_assert_cmpuint(mask->deps_count, ==, 1); /* the previous compute only */
+  g_assert_cmpint(r->step_ns, ==, r->compute_ns);
+  check_log(r);
+}
+
+/* The budget holds A or B, not both: op1 waits for A's copy out (1 ms), and
+ * A's read back is held until B is freed. */
+static void test_memory_stalls(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 1, 1);
+  guint b = add_tensor(trace, "B", -1, 1000000, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  finish(trace);
+  RokHw hw = test_hw();
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  plan->options.memory_budget = FIXED + 1500000;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  g_assert_cmpint(find_action(r, ROK_ACTION_FORWARD, op1, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 2 * MS);
+  g_assert_cmpint(find_action(r, ROK_ACTION_PREFETCH, a, ROK_SIM_STREAM_H2D)->start_ns, ==, 4 * MS);
+  g_assert_cmpint(r->stall_ns[ROK_STALL_MEMORY], ==, 2 * MS);
+  g_assert_cmpint(r->stall_total_ns, ==, 2 * MS);
+  g_assert_cmpint(r->step_ns, ==, 6 * MS);
+  g_assert_cmpuint(r->peak_bytes, ==, FIXED + 1000000);
+  g_assert_cmpuint(r->budget_bytes, ==, FIXED + 1500000);
+  g_assert_true(r->within_budget);
+  check_log(r);
+}
+
+/* Without gpudirect, the staging buffer holds one tensor: B's copy out
+ * waits until A has reached the SSD. */
+static void test_staging(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint b = add_tensor(trace, "B", -1, 1000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 10, 1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op0);
+  (void)op1;
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.nvme.gpudirect = FALSE;
+  hw.host.pinned_buffer = 1000000;
+  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  plan->decisions[a] = plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  const RokSimAction *a1 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H);
+  const RokSimAction *a2 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_NVME_WRITE);
+  const RokSimAction *b1 = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_SIM_STREAM_D2H);
+  const RokSimAction *b2 = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_SIM_STREAM_NVME_WRITE);
+  g_assert_cmpint(a1->start_ns, ==, 1 * MS);
+  g_assert_cmpint(a1->end_ns, ==, 2 * MS);
+  g_assert_cmpint(a2->start_ns, ==, 2 * MS);
+  g_assert_cmpint(a2->end_ns, ==, 3 * MS);
+  g_assert_cmpint(b1->start_ns, ==, 3 * MS);
+  g_assert_cmpint(b2->end_ns, ==, 5 * MS);
+  g_assert_false(a2->gpudirect);
+  g_assert_true(depends_on(r, a2, a1));
+  g_assert_true(depends_on(r, b1, a2)); /* the staging space it waited for */
+  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, b, ROK_SIM_STREAM_D2H)->start_ns, ==, 4 * MS);
+  g_assert_cmpuint(r->staging_peak_bytes, ==, 1000000);
+  g_assert_cmpuint(r->nvme_write_bytes, ==, 2000000);
+  g_assert_cmpuint(r->nvme_read_bytes, ==, 2000000);
+  g_assert_cmpuint(r->pcie_h2d_bytes, ==, 2000000);
+  check_log(r);
+}
+
+static void expect_error(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const char *needle) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_assert_null(r);
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  if (!strstr(error->message, needle))
+    g_error("message \"%s\" does not mention \"%s\"", error->message, needle);
+}
+
+static void test_bad_plans(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint in = add_op(trace, "batch", -1, ROK_OP_INPUT, 0, 0);
+  guint tokens = add_tensor(trace, "tokens", -1, 1000, in);
+  guint op1 = add_op(trace, "embed", -1, ROK_OP_EMBEDDING, 1, 1);
+  rok_trace_add_input(trace, op1, tokens);
+  guint e = add_tensor(trace, "E", 0, 1000, op1);
+  rok_trace_need(trace, tokens, op1);
+  rok_trace_need(trace, e, op1);
+  finish(trace);
+  RokHw hw = test_hw();
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  plan->decisions[tokens] = ROK_DECISION_RECOMPUTE;
+  expect_error(trace, &hw, plan, "tokens");
+  plan->decisions[tokens] = ROK_DECISION_KEEP;
+  plan->decisions[e] = ROK_DECISION_OFFLOAD_NVME;
+  hw.nvme.devices = 0;
+  expect_error(trace, &hw, plan, "no NVMe");
+  hw = test_hw();
+  plan->options.detail_micro_batches = 0;
+  expect_error(trace, &hw, plan, "detail");
+  plan->options.detail_micro_batches = 1;
+  plan->n_tensors = 1;
+  expect_error(trace, &hw, plan, "decisions");
+  plan->n_tensors = trace->tensors->len;
+  hw.pcie.h2d_bandwidth = 0;
+  expect_error(trace, &hw, plan, "pcie.h2d_bandwidth");
+}
+
+/* Eight micro-batches, three simulated: the rest repeat the period. */
+static void test_micro_batches(void) {
+  g_autoptr(RokTrace) trace = chain_trace();
+  trace->micro_batches_per_step = 8;
+  trace->fixed.optimizer_step_bytes = 1000000000; /* 1 ms at 1 TB/s */
+  RokHw hw = test_hw();
+  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  g_assert_cmpuint(r->detailed_micro_batches, ==, 3);
+  g_assert_cmpint(r->step_ns, ==, 8 * 10 * MS + 1 * MS);
+  g_assert_cmpint(r->compute_ns, ==, 8 * 10 * MS + 1 * MS);
+  g_assert_cmpfloat_with_epsilon(r->tokens_per_s, 8000 / 0.081, 1e-6);
+  /* With offload, detailed and extrapolated steps agree. */
+  plan->decisions[3] = ROK_DECISION_OFFLOAD_NVME; /* W */
+  g_autoptr(RokSimResult) three = run(trace, &hw, plan);
+  plan->options.detail_micro_batches = 8;
+  g_autoptr(RokSimResult) all = run(trace, &hw, plan);
+  g_assert_cmpuint(all->detailed_micro_batches, ==, 8);
+  g_assert_cmpint(three->step_ns, ==, all->step_ns);
+  g_assert_cmpuint(three->nvme_write_bytes, ==, all->nvme_write_bytes);
+  g_assert_cmpuint(all->nvme_write_bytes, ==, 8 * 4000000);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sim/offload-pencil", test_offload_pencil);
+  g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
+  g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);
+  g_test_add_func("/sim/fluid/engine", test_fluid_sharing_in_engine);
+  g_test_add_func("/sim/fluid/rates", test_fluid_rates);
+  g_test_add_func("/sim/forwarding", test_forwarding);
+  g_test_add_func("/sim/recompute", test_recompute_pencil);
+  g_test_add_func("/sim/recompute/once-and-masks", test_rebuild_once_and_masks);
+  g_test_add_func("/sim/memory-stalls", test_memory_stalls);
+  g_test_add_func("/sim/staging", test_staging);
+  g_test_add_func("/sim/bad-plans", test_bad_plans);
+  g_test_add_func("/sim/micro-batches", test_micro_batches);
+  return g_test_run();
+}

@@ -78,3 +78,207 @@ gboolean rok_strategy_tba_layers(const RokTrace *trace, const RokHw *hw, const R
                                  guint *n, GError **error);
 
 G_END_DECLS
+
+/* ======================================================================
+ * The planner, the ROK curve, SSD figures and plan files (`rok plan`).
+ * ====================================================================== */
+
+G_BEGIN_DECLS
+
+/* `rok` as a strategy name, next to the baselines. */
+#define ROK_STRATEGY_ROK ROK_STRATEGY_BASELINE_COUNT
+#define ROK_STRATEGY_COUNT (ROK_STRATEGY_BASELINE_COUNT + 1)
+
+/* "rok" or a baseline's name. */
+const char *rok_plan_strategy_name(RokStrategy strategy);
+/* Any of the six names; ROK_ERROR_USAGE listing them otherwise. */
+gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GError **error);
+
+/* The planner chooses, for every saved tensor, keep, offload to NVMe,
+ * offload to host memory or recompute, so that the simulated step is as
+ * fast as possible while the simulated peak GPU memory (fixed memory
+ * included) stays within an absolute budget.
+ *
+ * How. Tensors of alike layers with the same local name form a class; a
+ * class is cut into at most 16 units of consecutive layers. A greedy
+ * descent starts from keeping everything and repeatedly makes the change of
+ * one unit (offload it or recompute it, taken from the first layers, or
+ * recomputed from the last) that frees peak memory at the least step time
+ * per byte, as the simulator measures it (lazily: a move's last measured
+ * price stands until it is at the top again). For a budget, the candidates
+ * are: the first descent step that fits, that step made on only some
+ * layers of its unit, the steps before it run under the budget (the
+ * simulator then waits for copies to finish rather than exceed it), every
+ * baseline run under the budget, and the least-memory plan. The best that
+ * fits is refined by local search (change a unit, then a tensor, to each
+ * other decision; for small traces, pairs of tensors), and the finalists
+ * are simulated again with the default detail; the fastest that fits wins.
+ * So the plan is never slower than a baseline that fits the same budget.
+ * Host memory used by offloads is bounded (host_memory). On equal step
+ * times the plan moving fewer bytes over PCIe wins (keep rather than
+ * offload for nothing), then the one using less host memory (it serves the
+ * rest of the job; the SSDs' wear is reported), then the smaller peak.
+ * Deterministic: no hash-table order, no randomness; a curve's points are
+ * shared out among threads, but each is planned on its own. */
+typedef struct {
+  /* Host memory offloads may fill; G_MAXUINT64 (the default): host.memory
+   * less the pinned staging buffer; 0: no offload to host memory. */
+  guint64 host_memory;
+  gboolean use_nvme;          /* offload to the SSDs when there are some (TRUE) */
+  guint search_detail;        /* detail_micro_batches while searching (1) */
+  guint polish_runs;          /* simulator runs for refining one plan; 0: by trace size */
+  guint curve_polish_runs;    /* the same for each point of a curve; 0: by trace size */
+  guint threads;              /* for the curve's points; 0: one per processor */
+  RokStrategyOptions strategy; /* for the baselines */
+} RokPlannerOptions;
+
+void rok_planner_options_init(RokPlannerOptions *options);
+
+typedef struct _RokPlanner RokPlanner;
+/* Borrows `trace` and `hw`, which must outlive it. */
+RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPlannerOptions *options,
+                            GError **error);
+void rok_planner_free(RokPlanner *planner);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokPlanner, rok_planner_free)
+
+/* The smallest budget any plan fits (recomputing or offloading all it
+ * can, the simulator waiting for copies rather than exceeding it), with a
+ * phrase saying how ("recompute every layer but its input, offload the
+ * inputs to host memory"; owned by the planner). */
+guint64 rok_planner_min_budget(RokPlanner *planner, const char **how);
+
+/* The plan for `budget` (bytes, fixed memory included), simulated with the
+ * default detail (RokSimPlan.options.memory_budget is the limit the
+ * simulator honoured, at most `budget`). ROK_ERROR_NO_FIT when no plan
+ * fits, saying the smallest budget that does. */
+RokSimPlan *rok_planner_plan(RokPlanner *planner, guint64 budget, RokSimResult **result, GError **error);
+/* A baseline at `budget`: its plan run under the budget. NULL and
+ * ROK_ERROR_INPUT when it does not apply (no SSDs). The result says
+ * whether it fits (peak_bytes <= budget). */
+RokSimPlan *rok_planner_baseline(RokPlanner *planner, RokStrategy strategy, guint64 budget,
+                                 RokSimResult **result, GError **error);
+/* Simulator runs made so far (for benchmarks). */
+guint64 rok_planner_runs(const RokPlanner *planner);
+
+/* The exact optimum by enumeration of every decision of every saved tensor
+ * (for tests and small traces): at most `max_plans` plans, ROK_ERROR_USAGE
+ * when there would be more. Each plan is run under `budget` with the
+ * default detail; the fastest that fits (ties: smaller peak, then first in
+ * enumeration order). ROK_ERROR_NO_FIT when none fits. */
+RokSimPlan *rok_planner_exhaustive(RokPlanner *planner, guint64 budget, guint64 max_plans,
+                                   RokSimResult **result, GError **error);
+
+/* ---- The ROK curve: step time against the memory budget ---- */
+
+typedef struct {
+  guint64 budget_bytes;
+  double step_time_s, tokens_per_s;
+  guint64 peak_bytes, activation_peak_bytes;
+  /* Saved bytes of one micro-batch by decision. */
+  guint64 decision_bytes[ROK_DECISION_COUNT];
+  RokStrategy source; /* who made the plan: ROK_STRATEGY_ROK or the baseline that won */
+} RokCurvePoint;
+
+typedef struct {
+  char *model_name, *hw_name;
+  guint64 fixed_bytes, gpu_memory_bytes;
+  guint64 min_budget, keep_budget;
+  GArray *points; /* RokCurvePoint, budgets rising; step times never rising */
+  /* Each baseline on its own, under the GPU's memory: a labelled point. */
+  gboolean has_baseline[ROK_STRATEGY_BASELINE_COUNT];
+  RokCurvePoint baselines[ROK_STRATEGY_BASELINE_COUNT];
+} RokCurve;
+
+/* Called after each point, done of total, from the thread that made it
+ * (one at a time). */
+typedef void (*RokProgressFunc)(guint done, guint total, gpointer user_data);
+
+/* `points` (>= 2) budgets evenly from the smallest feasible to the peak of
+ * keeping everything (one when they are equal). A plan that fits a budget
+ * fits every larger one: each point is the best found at or below it, so
+ * the curve is monotone. */
+RokCurve *rok_planner_curve(RokPlanner *planner, guint points, RokProgressFunc progress, gpointer user_data,
+                            GError **error);
+void rok_curve_free(RokCurve *curve);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokCurve, rok_curve_free)
+
+/* [{budget_bytes, step_time_s, tokens_per_s, peak_bytes,
+ * activation_peak_bytes, source}, ...] */
+json_object *rok_curve_to_json(const RokCurve *curve);
+/* CSV: a header, then one row per point (series "rok") and one per
+ * baseline (series = its name); the save writes atomically. */
+char *rok_curve_to_csv(const RokCurve *curve);
+gboolean rok_curve_save_csv(const RokCurve *curve, const char *path, GError **error);
+/* The chart: throughput against activation peak, the planner's curve with
+ * the baselines as labelled points (hollow where they exceed the GPU's
+ * memory), a line at the GPU's memory and one at `budget` (0: none). PNG,
+ * SVG or PDF by the file's extension (see rok/plot.h). */
+gboolean rok_curve_save_chart(const RokCurve *curve, guint64 budget, const char *path, GError **error);
+
+/* ---- SSD figures ---- */
+
+typedef struct {
+  guint64 write_bytes_per_step;   /* simulated NVMe writes of the step */
+  double write_bytes_per_day;     /* at the predicted step time, 24/7 */
+  guint64 offload_bytes_per_micro_batch; /* saved bytes sent to NVMe */
+  double forward_time_s;          /* forward of one micro-batch */
+  /* SSDTrain's figure: offload bytes per micro-batch / (1.5 · forward time). */
+  double required_write_bandwidth;
+  double average_write_bandwidth; /* simulated: written bytes / step time */
+  double array_write_bandwidth;   /* devices · write_bandwidth */
+  double path_write_bandwidth;    /* the least of the array and PCIe d2h */
+  double write_amplification;     /* assumed (1.0: large sequential writes) */
+  double endurance_bytes;         /* devices · endurance_pbw · 1e15 */
+  double lifetime_years;          /* INFINITY when nothing is written */
+  guint64 capacity_bytes;         /* devices · capacity */
+} RokSsdFigures;
+
+#define ROK_SSD_DEFAULT_WRITE_AMPLIFICATION 1.0
+
+void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const RokSimResult *result,
+                     double write_amplification, RokSsdFigures *out);
+/* write_bytes_per_step, write_bytes_per_day, required_write_bandwidth,
+ * average_write_bandwidth, array_write_bandwidth, path_write_bandwidth,
+ * lifetime_years (null when nothing is written), assumptions. */
+json_object *rok_ssd_figures_to_json(const RokSsdFigures *ssd);
+
+/* ---- Plan files: rok-plan/1 ---- */
+
+/* The per-layer table: runs of consecutive layers that decide alike (name
+ * for name), then the tensors outside the layers (first = last = -1):
+ * [{first, last, bytes: {decision: bytes of the whole run, one
+ * micro-batch}, tensors: {decision: [names, as in the run's first layer]}}]. */
+json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokSimPlan *plan);
+
+/* A plan as `rok plan` writes it: which strategy made it, for what model
+ * and machine and budget, the decision of every saved tensor, and the
+ * report around it (predicted figures, baselines, curve, SSD figures; kept
+ * as JSON, written back unchanged). */
+typedef struct {
+  char *strategy;     /* "rok", "keep", ... */
+  char *model_name, *hw_name;
+  char *trace_sha256; /* of the trace's rok-trace/1 text */
+  guint64 budget_bytes;
+  gboolean feasible;
+  RokSimPlan *plan;   /* one decision per tensor of the trace, options */
+  json_object *report; /* predicted, baselines, curve, ssd, layers */
+} RokPlanFile;
+
+void rok_plan_file_free(RokPlanFile *file);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokPlanFile, rok_plan_file_free)
+
+/* The SHA-256 of a trace's canonical rok-trace/1 text (hex). */
+char *rok_trace_sha256(const RokTrace *trace);
+
+/* The document: format, strategy, model, hw, trace_sha256, budget_bytes,
+ * feasible, options, the report's members, then "tensors": one entry per
+ * saved tensor {id, name, layer, bytes, decision}. */
+json_object *rok_plan_file_to_json(const RokPlanFile *file, const RokTrace *trace);
+gboolean rok_plan_file_save(const RokPlanFile *file, const RokTrace *trace, const char *path, GError **error);
+/* Read and check a rok-plan/1 file against `trace` (its hash, every tensor
+ * id and name); errors located in the file. */
+RokPlanFile *rok_plan_file_load(const char *path, const RokTrace *trace, GError **error);
+RokPlanFile *rok_plan_file_parse(const char *name, const char *text, gsize length, const RokTrace *trace,
+                                 GError **error);
+
+G_END_DECLS

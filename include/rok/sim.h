@@ -13,7 +13,9 @@
  *
  * Compute. An op takes max(flops / (peak_flops · e), bytes / hbm_bandwidth)
  * + launch_overhead, e = matmul_efficiency for GEMM-like kinds (linear,
- * attn_scores, attn_context, flash_attention) and 1 otherwise; a measured
+ * attn_scores, attn_context, flash_attention) and 1 otherwise (with a
+ * measured curve in the profile, e = rok_hw_gemm_efficiency() at the op's
+ * forward FLOPs, in both directions); a measured
  * time in the trace (>= 0) wins; input ops take no time. Backward uses the
  * op's backward figures. The optimizer step after the last micro-batch
  * moves fixed.optimizer_step_bytes at HBM bandwidth (+ one launch).

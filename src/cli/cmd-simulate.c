@@ -1,7 +1,9 @@
 /* rok simulate: one training step under one strategy, as the simulator
  * sees it: a summary, the JSON figures, a Chrome/Perfetto timeline. */
 #include <stdio.h>
+#include <string.h>
 
+#include "cli/charts.h"
 #include "cli/cli.h"
 #include "rok/error.h"
 #include "rok/json.h"
@@ -9,7 +11,7 @@
 #include "rok/units.h"
 
 typedef struct {
-  char *hw, *strategy, *timeline, *budget;
+  char *hw, *strategy, *timeline, *timeline_chart, *budget;
   gint prefetch_layers, detail;
 } Options;
 
@@ -17,6 +19,7 @@ static void options_clear(Options *o) {
   g_free(o->hw);
   g_free(o->strategy);
   g_free(o->timeline);
+  g_free(o->timeline_chart);
   g_free(o->budget);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
@@ -43,7 +46,7 @@ static gboolean apply_options(const Options *o, RokSimPlan *plan, GError **error
     plan->options.prefetch_layers = (guint)o->prefetch_layers;
   if (o->detail > 0)
     plan->options.detail_micro_batches = (guint)o->detail;
-  plan->options.record = o->timeline != NULL;
+  plan->options.record = o->timeline != NULL || o->timeline_chart != NULL;
   return TRUE;
 }
 
@@ -125,6 +128,22 @@ static void print_summary(const RokSimResult *r, const RokTrace *trace, const Ro
   print_traffic(r);
 }
 
+/* The chart goes through the timeline's JSON text, as `rok plot` reads it
+ * from the file, so that both draw the same bytes. */
+static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace, const char *path,
+                                    GError **error) {
+  json_object *json = rok_sim_timeline_to_json(r, trace, error);
+  if (json == NULL)
+    return FALSE;
+  g_autofree char *text = rok_json_to_string(json);
+  json_object_put(json);
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse("timeline", text, strlen(text), error);
+  guint64 budget = r->budget_bytes < r->gpu_memory_bytes ? r->budget_bytes : 0;
+  gboolean ok = doc != NULL && rok_cli_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
+  rok_cli_charts_release();
+  return ok;
+}
+
 static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, RokStrategy *strategy,
                          GError **error) {
   if (!rok_strategy_from_name(o->strategy ? o->strategy : "keep", strategy, error))
@@ -134,6 +153,8 @@ static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *h
     return NULL;
   RokSimResult *r = rok_simulate(trace, hw, plan, error);
   if (r != NULL && o->timeline != NULL && !rok_sim_timeline_save(r, trace, o->timeline, error))
+    g_clear_pointer(&r, rok_sim_result_free);
+  if (r != NULL && o->timeline_chart != NULL && !save_timeline_chart(r, trace, o->timeline_chart, error))
     g_clear_pointer(&r, rok_sim_result_free);
   return r;
 }
@@ -148,6 +169,8 @@ int rok_cmd_simulate(int argc, char **argv) {
        "keep (default), recompute, selective, offload or tba", "S"},
       {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
        "Write a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
+      {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
+       "Draw the step's timeline and memory to CHART (.png, .svg or .pdf)", "CHART"},
       {"budget", 0, 0, G_OPTION_ARG_STRING, &o.budget,
        "GPU memory that prefetching and waiting respect (default: the GPU's)", "SIZE"},
       {"prefetch-layers", 0, 0, G_OPTION_ARG_INT, &o.prefetch_layers, "Prefetch look-ahead in layers (default 1)",

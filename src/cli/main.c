@@ -9,12 +9,25 @@
 #include "cli/cli.h"
 #include "rok/error.h"
 
+int rok_cmd_plan(int argc, char **argv);
+int rok_cmd_sweep(int argc, char **argv);
+int rok_cmd_calibrate(int argc, char **argv);
 int rok_cmd_trace(int argc, char **argv);
 int rok_cmd_simulate(int argc, char **argv);
+int rok_cmd_plot(int argc, char **argv);
 
+/* The user's journeys first (DESIGN.md), then the building blocks. */
 static const RokCommand commands[] = {
+    {"plan", "MODEL --hw HW [--budget B] [-o DIR]", "Recommend a plan within a memory budget, with the ROK curve",
+     rok_cmd_plan},
+    {"sweep", "MODEL --hw HW [--micro-batch RANGE] [-o DIR]",
+     "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", rok_cmd_sweep},
+    {"calibrate", "--dir DIR [--dir DIR2] [-o hw.json]", "Measure this machine into a hardware profile",
+     rok_cmd_calibrate},
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
+    {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",
+     rok_cmd_plot},
     {NULL, NULL, NULL, NULL},
 };
 

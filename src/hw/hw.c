@@ -1,12 +1,17 @@
 /* Hardware profiles: reading, validation, writing. */
 #include "rok/hw.h"
 
+#include <math.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_interp.h>
+
 #include "rok/error.h"
 #include "rok/json.h"
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
-                                       "launch_overhead", NULL};
+                                       "launch_overhead", "gemm_efficiency", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
@@ -17,6 +22,7 @@ void rok_hw_free(RokHw *hw) {
     return;
   g_free(hw->name);
   g_free(hw->source);
+  g_free(hw->gpu.gemm_curve);
   g_free(hw);
 }
 
@@ -24,6 +30,9 @@ RokHw *rok_hw_copy(const RokHw *hw) {
   RokHw *copy = g_memdup2(hw, sizeof *hw);
   copy->name = g_strdup(hw->name);
   copy->source = g_strdup(hw->source);
+  copy->gpu.gemm_curve =
+      hw->gpu.gemm_curve_len > 0 ? g_memdup2(hw->gpu.gemm_curve, hw->gpu.gemm_curve_len * sizeof(RokHwGemmPoint))
+                                 : NULL;
   return copy;
 }
 
@@ -45,6 +54,57 @@ static gboolean read_latency(const RokJsonObj *o, const char *key, gint64 *ns, G
   return TRUE;
 }
 
+/* A measured curve has a knot per GEMM size tried: a few dozen at most. */
+#define GEMM_CURVE_MAX 1024
+
+/* Knot I of "gemm_efficiency": [flops, efficiency], flops above the
+ * previous knot's (PREV), efficiency in (0, 1]. */
+static gboolean read_knot(const RokJsonObj *o, json_object *pair, guint i, double prev, RokHwGemmPoint *knot,
+                          GError **error) {
+  g_autofree char *path = g_strdup_printf("%s.gemm_efficiency[%u]", o->path, i);
+  double v[2] = {0, 0};
+  gboolean numbers = json_object_is_type(pair, json_type_array) && json_object_array_length(pair) == 2;
+  for (guint k = 0; numbers && k < 2; k++) {
+    json_object *e = json_object_array_get_idx(pair, k);
+    numbers = json_object_is_type(e, json_type_double) || json_object_is_type(e, json_type_int);
+    v[k] = numbers ? json_object_get_double(e) : 0;
+    numbers = numbers && isfinite(v[k]);
+  }
+  const char *bad = !numbers                      ? "must be a pair [flops, efficiency] of numbers"
+                    : !(v[0] > 0)                 ? "flops must be positive"
+                    : !(v[0] > prev)              ? "flops must be more than the previous point's (sorted by size)"
+                    : !(v[1] > 0 && v[1] <= 1.0) ? "efficiency must be more than 0 and at most 1"
+                                                  : NULL;
+  if (bad != NULL) {
+    rok_json_error(error, o->doc, path, "%s", bad);
+    return FALSE;
+  }
+  *knot = (RokHwGemmPoint){v[0], v[1]};
+  return TRUE;
+}
+
+static gboolean read_curve(const RokJsonObj *o, RokHw *hw, GError **error) {
+  json_object *array = NULL;
+  if (!rok_json_get_array(o, "gemm_efficiency", FALSE, &array, error))
+    return FALSE;
+  if (array == NULL)
+    return TRUE;
+  gsize n = json_object_array_length(array);
+  if (n == 0 || n > GEMM_CURVE_MAX) {
+    g_autofree char *path = g_strdup_printf("%s.gemm_efficiency", o->path);
+    rok_json_error(error, o->doc, path, "must hold 1 to %d [flops, efficiency] pairs", GEMM_CURVE_MAX);
+    return FALSE;
+  }
+  g_autofree RokHwGemmPoint *curve = g_new(RokHwGemmPoint, n);
+  for (gsize i = 0; i < n; i++)
+    if (!read_knot(o, json_object_array_get_idx(array, i), (guint)i, i > 0 ? curve[i - 1].flops : 0, &curve[i],
+                   error))
+      return FALSE;
+  hw->gpu.gemm_curve = g_steal_pointer(&curve);
+  hw->gpu.gemm_curve_len = (guint)n;
+  return TRUE;
+}
+
 static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
   g_auto(RokJsonObj) o = {0};
   return rok_json_child(root, "gpu", TRUE, &o, error) && rok_json_only_keys(&o, gpu_keys, error) &&
@@ -52,7 +112,7 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_rate(&o, "peak_flops", TRUE, &hw->gpu.peak_flops, error) &&
          rok_json_get_double(&o, "matmul_efficiency", TRUE, 1e-3, 1.0, &hw->gpu.matmul_efficiency, error) &&
          rok_json_get_rate(&o, "hbm_bandwidth", TRUE, &hw->gpu.hbm_bandwidth, error) &&
-         read_latency(&o, "launch_overhead", &hw->gpu.launch_overhead, error);
+         read_latency(&o, "launch_overhead", &hw->gpu.launch_overhead, error) && read_curve(&o, hw, error);
 }
 
 static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
@@ -140,6 +200,16 @@ json_object *rok_hw_to_json(const RokHw *hw) {
   json_object_object_add(gpu, "matmul_efficiency", rok_json_new_double(hw->gpu.matmul_efficiency));
   json_object_object_add(gpu, "hbm_bandwidth", rok_json_new_double(hw->gpu.hbm_bandwidth));
   json_object_object_add(gpu, "launch_overhead", seconds(hw->gpu.launch_overhead));
+  if (hw->gpu.gemm_curve_len > 0) {
+    json_object *curve = json_object_new_array();
+    for (guint i = 0; i < hw->gpu.gemm_curve_len; i++) {
+      json_object *pair = json_object_new_array();
+      json_object_array_add(pair, rok_json_new_double(hw->gpu.gemm_curve[i].flops));
+      json_object_array_add(pair, rok_json_new_double(hw->gpu.gemm_curve[i].efficiency));
+      json_object_array_add(curve, pair);
+    }
+    json_object_object_add(gpu, "gemm_efficiency", curve);
+  }
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));
   json_object_object_add(pcie, "d2h_bandwidth", rok_json_new_double(hw->pcie.d2h_bandwidth));
@@ -157,7 +227,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(nvme, "latency", seconds(hw->nvme.latency));
     json_object_object_add(nvme, "queue_depth", json_object_new_uint64(hw->nvme.queue_depth));
     json_object_object_add(nvme, "capacity", json_object_new_uint64(hw->nvme.capacity));
-    json_object_object_add(nvme, "endurance_pbw", rok_json_new_double(hw->nvme.endurance_pbw));
+    if (hw->nvme.endurance_pbw > 0) /* absent: unknown (a calibrated disk) */
+      json_object_object_add(nvme, "endurance_pbw", rok_json_new_double(hw->nvme.endurance_pbw));
     json_object_object_add(nvme, "gpudirect", json_object_new_boolean(hw->nvme.gpudirect));
     json_object_object_add(o, "nvme", nvme);
   }
@@ -177,4 +248,31 @@ double rok_hw_nvme_read_bandwidth(const RokHw *hw) {
 
 double rok_hw_nvme_write_bandwidth(const RokHw *hw) {
   return (double)hw->nvme.devices * hw->nvme.write_bandwidth;
+}
+
+/* Efficiency vs log(flops): GEMM throughput grows with size roughly
+ * logarithmically until the device saturates, so knots spaced by factors of
+ * the size are evenly spaced here. Steffen's method keeps the curve
+ * monotone between knots, so it never invents an efficiency the
+ * measurements did not show. */
+double rok_hw_gemm_efficiency(const RokHw *hw, double flops) {
+  const RokHwGemmPoint *k = hw->gpu.gemm_curve;
+  guint n = hw->gpu.gemm_curve_len;
+  if (n == 0)
+    return hw->gpu.matmul_efficiency;
+  if (!(flops > k[0].flops))
+    return k[0].efficiency;
+  if (flops >= k[n - 1].flops)
+    return k[n - 1].efficiency;
+  g_autofree double *x = g_new(double, n), *y = g_new(double, n);
+  for (guint i = 0; i < n; i++) {
+    x[i] = log(k[i].flops);
+    y[i] = k[i].efficiency;
+  }
+  gsl_interp *interp = gsl_interp_alloc(n >= 3 ? gsl_interp_steffen : gsl_interp_linear, n);
+  double e = k[n - 1].efficiency;
+  if (interp != NULL && gsl_interp_init(interp, x, y, n) == GSL_SUCCESS)
+    e = gsl_interp_eval(interp, x, y, log(flops), NULL);
+  gsl_interp_free(interp);
+  return e;
 }

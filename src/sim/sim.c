@@ -22,7 +22,10 @@ static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
     return 0;
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
   double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
-  double rate = hw->gpu.peak_flops * (is_gemm(op->kind) ? hw->gpu.matmul_efficiency : 1.0);
+  /* A backward runs GEMMs of the forward's shape (two for a linear), so the
+   * forward FLOPs are the size that picks the efficiency from a curve. */
+  double efficiency = is_gemm(op->kind) ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops) : 1.0;
+  double rate = hw->gpu.peak_flops * efficiency;
   return (gint64)llround(MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth) * 1e9) + hw->gpu.launch_overhead;
 }
 

@@ -113,11 +113,90 @@ static void test_latencies(void) {
   }
 }
 
+#define CURVE_HW(curve, nvme)                                                                                \
+  "{\"gpu\": {\"memory\": \"8GiB\", \"peak_flops\": 1e11, \"matmul_efficiency\": 0.8, "                   \
+  "\"hbm_bandwidth\": 2e10" curve "}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "            \
+  "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}" nvme "}"
+
+/* A calibrated profile: a GEMM-efficiency curve, a disk of unknown
+ * endurance. Both survive a round trip; the copy owns its curve. */
+static void test_curve(void) {
+  const char *text = CURVE_HW(", \"gemm_efficiency\": [[4e6, 0.25], [3.3e7, 0.6], [2.7e8, 1]]",
+                              ", \"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, "
+                              "\"capacity\": \"64GB\"}");
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_hw_parse("cal.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw->gpu.gemm_curve_len, ==, 3);
+  g_assert_cmpfloat(hw->gpu.gemm_curve[1].flops, ==, 3.3e7);
+  g_assert_cmpfloat(hw->gpu.gemm_curve[2].efficiency, ==, 1.0);
+  g_assert_cmpfloat(hw->nvme.endurance_pbw, ==, 0.0);
+  g_assert_cmpfloat(rok_hw_gemm_efficiency(hw, 3.3e7), ==, 0.6);
+
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_assert_nonnull(strstr(out, "\"gemm_efficiency\": ["));
+  g_assert_null(strstr(out, "endurance_pbw")); /* unknown: left out, not written as 0 */
+  g_autoptr(RokHw) back = rok_hw_parse("back.json", out, strlen(out), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->gpu.gemm_curve_len, ==, 3);
+  for (guint i = 0; i < 3; i++) {
+    g_assert_cmpfloat(back->gpu.gemm_curve[i].flops, ==, hw->gpu.gemm_curve[i].flops);
+    g_assert_cmpfloat(back->gpu.gemm_curve[i].efficiency, ==, hw->gpu.gemm_curve[i].efficiency);
+  }
+
+  g_autoptr(RokHw) copy = rok_hw_copy(hw);
+  g_assert_true(copy->gpu.gemm_curve != hw->gpu.gemm_curve);
+  copy->gpu.gemm_curve[0].efficiency = 0.5;
+  g_assert_cmpfloat(hw->gpu.gemm_curve[0].efficiency, ==, 0.25);
+
+  /* A bundled profile has no curve and writes none. */
+  g_autoptr(RokHw) a100 = load_bundled("a100-40g-pcie4-4xp5800x");
+  g_assert_cmpuint(a100->gpu.gemm_curve_len, ==, 0);
+  g_assert_null(a100->gpu.gemm_curve);
+  g_assert_cmpfloat(rok_hw_gemm_efficiency(a100, 1e12), ==, a100->gpu.matmul_efficiency);
+  json_object *p = rok_hw_to_json(a100);
+  g_autofree char *plain = rok_json_to_string(p);
+  json_object_put(p);
+  g_assert_null(strstr(plain, "gemm_efficiency"));
+  g_assert_nonnull(strstr(plain, "endurance_pbw"));
+}
+
+static void test_bad_curve(void) {
+  static const struct {
+    const char *curve, *expect;
+  } cases[] = {
+      {", \"gemm_efficiency\": []", "\"gpu.gemm_efficiency\": must hold 1 to"},
+      {", \"gemm_efficiency\": 3", "\"gpu.gemm_efficiency\""},
+      {", \"gemm_efficiency\": [[1e6, 0.5], [2e6]]", "\"gpu.gemm_efficiency[1]\": must be a pair"},
+      {", \"gemm_efficiency\": [[1e6, \"0.5\"]]", "\"gpu.gemm_efficiency[0]\": must be a pair"},
+      {", \"gemm_efficiency\": [[0, 0.5]]", "\"gpu.gemm_efficiency[0]\": flops must be positive"},
+      {", \"gemm_efficiency\": [[2e6, 0.5], [1e6, 0.6]]", "\"gpu.gemm_efficiency[1]\": flops must be more"},
+      {", \"gemm_efficiency\": [[1e6, 0.5], [1e6, 0.6]]", "\"gpu.gemm_efficiency[1]\": flops must be more"},
+      {", \"gemm_efficiency\": [[1e6, 1.5]]", "\"gpu.gemm_efficiency[0]\": efficiency must be"},
+      {", \"gemm_efficiency\": [[1e6, 0]]", "\"gpu.gemm_efficiency[0]\": efficiency must be"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strdup_printf(CURVE_HW("%s", ""), cases[i].curve);
+    GError *error = NULL;
+    g_autoptr(RokHw) hw = rok_hw_parse("hw.json", text, strlen(text), &error);
+    g_assert_null(hw);
+    g_test_message("%s", error->message);
+    g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_INVALID);
+    g_assert_nonnull(strstr(error->message, cases[i].expect));
+    g_assert_nonnull(strstr(error->message, "hw.json:1:"));
+    g_error_free(error);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/hw/bundled", test_bundled);
   g_test_add_func("/hw/round-trip", test_round_trip);
   g_test_add_func("/hw/bad", test_bad);
   g_test_add_func("/hw/latencies", test_latencies);
+  g_test_add_func("/hw/curve", test_curve);
+  g_test_add_func("/hw/bad-curve", test_bad_curve);
   return g_test_run();
 }

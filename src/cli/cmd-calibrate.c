@@ -1,0 +1,226 @@
+/* rok calibrate: measure this machine (disks, compute device, copies,
+ * memcpy) into a hardware profile in the schema of configs/hw. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "exec/calibrate/calibrate.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/units.h"
+
+typedef struct {
+  char **dirs, **blocks, **depths;
+  char *output, *name, *file_size;
+  gint device, trials;
+  double pass_time;
+  gboolean quick, json;
+} Options;
+
+static void options_clear(Options *o) {
+  g_strfreev(o->dirs);
+  g_strfreev(o->blocks);
+  g_strfreev(o->depths);
+  g_free(o->output);
+  g_free(o->name);
+  g_free(o->file_size);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
+
+static gboolean parse_blocks(char **blocks, RokCalibOptions *c, GError **error) {
+  for (guint i = 0; blocks != NULL && blocks[i] != NULL; i++) {
+    if (c->n_blocks == ROK_CALIB_MAX_GRID) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--block: at most %d sizes", ROK_CALIB_MAX_GRID);
+      return FALSE;
+    }
+    if (!rok_units_parse_size(blocks[i], &c->blocks[c->n_blocks++], error)) {
+      g_prefix_error(error, "--block %s: ", blocks[i]);
+      (*error)->code = ROK_ERROR_USAGE;
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean parse_depths(char **depths, RokCalibOptions *c, GError **error) {
+  for (guint i = 0; depths != NULL && depths[i] != NULL; i++) {
+    guint64 qd = 0;
+    if (c->n_queue_depths == ROK_CALIB_MAX_GRID ||
+        !g_ascii_string_to_unsigned(depths[i], 10, 1, 1024, &qd, NULL)) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--qd %s: must be a whole number from 1 to 1024 (at most %d)",
+                  depths[i], ROK_CALIB_MAX_GRID);
+      return FALSE;
+    }
+    c->queue_depths[c->n_queue_depths++] = (guint)qd;
+  }
+  return TRUE;
+}
+
+static gboolean to_calib_options(const Options *o, RokCalibOptions *c, GError **error) {
+  rok_calib_options_init(c);
+  c->dirs = (const char *const *)o->dirs;
+  c->device = o->device;
+  c->quick = o->quick;
+  if (o->trials < 0 || o->trials > 100) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--trials %d: must be from 1 to 100", o->trials);
+    return FALSE;
+  }
+  c->trials = (guint)o->trials;
+  if (o->pass_time < 0 || o->pass_time > 3600) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--pass-time %g: must be from 0 (the default) to 3600 seconds",
+                o->pass_time);
+    return FALSE;
+  }
+  c->pass_seconds = o->pass_time;
+  if (o->file_size != NULL && !rok_units_parse_size(o->file_size, &c->file_bytes, error)) {
+    g_prefix_error(error, "--file-size %s: ", o->file_size);
+    (*error)->code = ROK_ERROR_USAGE;
+    return FALSE;
+  }
+  return parse_blocks(o->blocks, c, error) && parse_depths(o->depths, c, error) &&
+         rok_calib_options_resolve(c, error);
+}
+
+/* The progress line: on a terminal only, rewritten in place on stderr. */
+static void show_progress(const char *what, gpointer data) {
+  (void)data;
+  fprintf(stderr, "\r\033[Kcalibrating: %s", what);
+  fflush(stderr);
+}
+
+/* NAME, else the output file's name without .json, else "calibrated". */
+static char *profile_name(const Options *o) {
+  if (o->name != NULL)
+    return g_strdup(o->name);
+  if (o->output == NULL)
+    return g_strdup("calibrated");
+  g_autofree char *base = g_path_get_basename(o->output);
+  if (g_str_has_suffix(base, ".json") && strlen(base) > 5)
+    base[strlen(base) - 5] = '\0';
+  return g_steal_pointer(&base);
+}
+
+static char *flops_text(double rate) {
+  return rate >= 1e12 ? g_strdup_printf("%.3g TFLOP/s", rate / 1e12) : g_strdup_printf("%.3g GFLOP/s", rate / 1e9);
+}
+
+/* "9.87 GB/s [9.51 - 10.2]": the median and the spread of the trials. */
+static char *rate_text(const RokCalibStat *s) {
+  g_autofree char *m = rok_units_format_rate(s->median), *lo = rok_units_format_rate(s->min);
+  g_autofree char *hi = rok_units_format_rate(s->max);
+  return g_strdup_printf("%s [%s - %s]", m, lo, hi);
+}
+
+static void print_device(const RokCalibDevice *d, const RokHw *hw) {
+  g_autofree char *memory = rok_units_format_size(d->memory);
+  printf("Device %u   %s (%s, %u compute units), %s\n", d->index, d->name, d->type, d->compute_units, memory);
+  printf("  %-28s %14s %14s  %s\n", "GEMM (bf16)", "GFLOPs", "rate", "efficiency");
+  for (guint i = 0; i < d->gemms->len; i++) {
+    const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, i);
+    g_autofree char *shape = g_strdup_printf("%s %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT,
+                                             g->label, g->m, g->n, g->k);
+    if (g->batch > 1) {
+      char *batched = g_strdup_printf("%s x%" G_GUINT64_FORMAT, shape, g->batch);
+      g_free(shape);
+      shape = batched;
+    }
+    g_autofree char *rate = flops_text(g->rate.median);
+    printf("  %-28s %14.3f %14s  %.3f\n", shape, g->flops / 1e9, rate, g->rate.median / hw->gpu.peak_flops);
+  }
+  g_autofree char *ew = rate_text(&d->elementwise), *launch = rok_units_format_time(d->launch.median);
+  g_autofree char *h2d = rate_text(&d->h2d), *d2h = rate_text(&d->d2h);
+  g_autofree char *latency = rok_units_format_time(d->copy_latency.median);
+  printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
+  printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",
+         h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency);
+}
+
+static void print_disk(const RokCalibDisk *d) {
+  g_autofree char *file = rok_units_format_size(d->file_bytes), *cap = rok_units_format_size(d->capacity);
+  printf("Disk       %s: %s%s%s, %s %s, %s file, %s file system\n", d->dir, d->disk ? d->disk : "no block device",
+         d->virtual_reason ? ", " : "", d->virtual_reason ? d->virtual_reason : "", d->direct ? "O_DIRECT" : "buffered",
+         d->backend, file, cap);
+  printf("  %8s %4s  %-32s %-32s\n", "block", "QD", "write", "read");
+  for (guint i = 0; i < d->points->len; i++) {
+    const RokCalibDiskPoint *p = &g_array_index(d->points, RokCalibDiskPoint, i);
+    g_autofree char *b = rok_units_format_size(p->block), *w = rate_text(&p->write), *r = rate_text(&p->read);
+    printf("  %8s %4u  %-32s %-32s\n", b, p->queue_depth, w, r);
+  }
+  g_autofree char *latency = rok_units_format_time(d->latency.median);
+  printf("  latency (QD1 4 KiB random reads) %s\n", latency);
+}
+
+static void print_table(const RokCalibration *c, const RokHw *hw, const char *output) {
+  g_autofree char *memory = rok_units_format_size(c->host.memory), *memcpy_bw = rate_text(&c->host.memcpy);
+  printf("Calibration%s: medians of %u trials [min - max]\n\n", c->quick ? " (--quick)" : "", c->trials);
+  printf("Host       %s of memory; memcpy %s\n", memory, memcpy_bw);
+  print_device(&c->device, hw);
+  for (guint i = 0; i < c->disks->len; i++)
+    print_disk(&g_array_index(c->disks, RokCalibDisk, i));
+  g_autofree char *peak = flops_text(hw->gpu.peak_flops);
+  printf("\nProfile \"%s\" written to %s: peak_flops %s, matmul_efficiency %.3f, %u-point GEMM curve\n", hw->name,
+         output, peak, hw->gpu.matmul_efficiency, hw->gpu.gemm_curve_len);
+}
+
+static void print_warnings(const RokCalibration *c) {
+  for (guint i = 0; i < c->warnings->len; i++)
+    fprintf(stderr, "rok calibrate: warning: %s\n", (const char *)c->warnings->pdata[i]);
+}
+
+static gboolean run(const Options *o, GError **error) {
+  RokCalibOptions co;
+  if (!to_calib_options(o, &co, error))
+    return FALSE;
+  gboolean progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+  if (progress)
+    co.progress = show_progress;
+  g_autoptr(RokCalibration) c = rok_calibrate(&co, error);
+  if (progress) {
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+  }
+  if (c == NULL)
+    return FALSE;
+  g_autofree char *name = profile_name(o);
+  g_autoptr(RokHw) hw = rok_calib_profile(c, name, error);
+  if (hw == NULL || (o->output != NULL && !rok_hw_save(hw, o->output, error)))
+    return FALSE;
+  gboolean ok = TRUE;
+  if (o->json || o->output == NULL)
+    ok = rok_cli_print_json(rok_hw_to_json(hw), error);
+  else
+    print_table(c, hw, o->output);
+  /* Last, so that they are not lost above the table. */
+  fflush(stdout);
+  print_warnings(c);
+  return ok;
+}
+
+int rok_cmd_calibrate(int argc, char **argv) {
+  const RokCommand *self = rok_cli_find("calibrate");
+  g_auto(Options) o = {.device = -1};
+  const GOptionEntry entries[] = {
+      {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
+       "A directory on a disk to measure (repeatable: one per disk); none: no SSD section", "DIR"},
+      {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "OpenCL device index (default: first GPU, else CPU)", "N"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output, "Write the profile to FILE (atomically)", "FILE"},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &o.json, "Print the profile JSON on stdout (the default without -o)", NULL},
+      {"name", 0, 0, G_OPTION_ARG_STRING, &o.name, "The profile's name (default: FILE without .json)", "NAME"},
+      {"quick", 'q', 0, G_OPTION_ARG_NONE, &o.quick, "Small sizes and short passes: seconds, for tests", NULL},
+      {"trials", 0, 0, G_OPTION_ARG_INT, &o.trials, "Timed trials per figure, medians taken (default 3)", "N"},
+      {"file-size", 0, 0, G_OPTION_ARG_STRING, &o.file_size,
+       "Data file per directory (default 1GiB; --quick 128MiB)", "SIZE"},
+      {"block", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.blocks,
+       "Disk block size to try (repeatable; default 128KiB 1MiB 4MiB)", "SIZE"},
+      {"qd", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.depths, "Disk queue depth to try (repeatable; default 1 8 32)",
+       "N"},
+      {"pass-time", 0, 0, G_OPTION_ARG_DOUBLE, &o.pass_time,
+       "A timed disk pass stops issuing after this many seconds (default 2; --quick 0.2)", "SECONDS"},
+      G_OPTION_ENTRY_NULL};
+  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, NULL);
+  GError *error = NULL;
+  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 0, "", &error) ||
+      !run(&o, &error))
+    return rok_cli_fail(self->name, error);
+  return ROK_EXIT_OK;
+}

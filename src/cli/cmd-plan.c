@@ -1,0 +1,535 @@
+/* rok plan: the recommended plan for a model on a machine within a memory
+ * budget, against the baselines; its schedule, the ROK curve, SSD figures. */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/plan.h"
+#include "rok/schedule.h"
+#include "rok/units.h"
+
+typedef struct {
+  char *hw, *budget, *output, *strategy, *host_memory;
+  gint points;
+  double write_amplification;
+} Options;
+
+static void options_clear(Options *o) {
+  g_free(o->hw);
+  g_free(o->budget);
+  g_free(o->output);
+  g_free(o->strategy);
+  g_free(o->host_memory);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
+
+/* What the command works out, for the summary and the files. */
+typedef struct {
+  const RokTrace *trace;
+  const RokHw *hw;
+  RokStrategy strategy;
+  guint64 budget;
+  RokPlanner *planner;
+  RokSimPlan *plan;
+  RokSimResult *result;
+  RokSimResult *baselines[ROK_STRATEGY_BASELINE_COUNT];
+  char *baseline_errors[ROK_STRATEGY_BASELINE_COUNT];
+  RokCurve *curve;
+  RokSsdFigures ssd;
+  json_object *layers;
+  char *summary;
+} Outcome;
+
+static void outcome_clear(Outcome *o) {
+  rok_planner_free(o->planner);
+  rok_sim_plan_free(o->plan);
+  rok_sim_result_free(o->result);
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    rok_sim_result_free(o->baselines[b]);
+    g_free(o->baseline_errors[b]);
+  }
+  rok_curve_free(o->curve);
+  if (o->layers != NULL)
+    json_object_put(o->layers);
+  g_free(o->summary);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Outcome, outcome_clear)
+
+static gboolean parse_size_option(const char *name, const char *text, guint64 *out, gboolean zero_ok,
+                                  GError **error) {
+  if (!rok_units_parse_size(text, out, error)) {
+    g_prefix_error(error, "--%s: ", name);
+    return FALSE;
+  }
+  if (*out == 0 && !zero_ok) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be more than 0 bytes", name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, RokPlannerOptions *popts,
+                              GError **error) {
+  rok_planner_options_init(popts);
+  out->budget = hw->gpu.memory;
+  if ((o->budget != NULL && !parse_size_option("budget", o->budget, &out->budget, FALSE, error)) ||
+      (o->host_memory != NULL && !parse_size_option("host-memory", o->host_memory, &popts->host_memory, TRUE, error)) ||
+      !rok_plan_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
+    return FALSE;
+  if (o->points < 2) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
+    return FALSE;
+  }
+  if (!(o->write_amplification >= 1.0 && isfinite(o->write_amplification))) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--write-amplification must be 1 or more, not %g",
+                o->write_amplification);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A baseline that does not fit the budget is exit 3, like the planner. */
+static gboolean plan_baseline(Outcome *out, GError **error) {
+  out->plan = rok_planner_baseline(out->planner, out->strategy, out->budget, &out->result, error);
+  if (out->plan == NULL)
+    return FALSE;
+  if (out->result->peak_bytes <= out->budget)
+    return TRUE;
+  g_autofree char *want = rok_units_format_size(out->budget), *peak = rok_units_format_size(out->result->peak_bytes);
+  const char *how = NULL;
+  g_autofree char *least = rok_units_format_size(rok_planner_min_budget(out->planner, &how));
+  g_set_error(error, ROK_ERROR, ROK_ERROR_NO_FIT,
+              "strategy %s does not fit in %s: its peak is %s (the smallest plan that fits needs %s: %s)",
+              rok_strategy_name(out->strategy), want, peak, least, how);
+  return FALSE;
+}
+
+static void run_baselines(Outcome *out) {
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    GError *local = NULL;
+    g_autoptr(RokSimPlan) plan = rok_planner_baseline(out->planner, b, out->budget, &out->baselines[b], &local);
+    if (plan == NULL) {
+      out->baseline_errors[b] = g_strdup(local->message);
+      g_error_free(local);
+    }
+  }
+}
+
+static void progress(guint done, guint total, gpointer user_data) {
+  (void)user_data;
+  printf("\rROK curve: %u of %u budgets planned", done, total);
+  if (done == total)
+    printf("\r\033[K");
+  fflush(stdout);
+}
+
+static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Outcome *out, GError **error) {
+  RokPlannerOptions popts;
+  out->trace = trace;
+  out->hw = hw;
+  if (!check_options(o, hw, out, &popts, error) ||
+      (out->planner = rok_planner_new(trace, hw, &popts, error)) == NULL)
+    return FALSE;
+  if (out->strategy == ROK_STRATEGY_ROK)
+    out->plan = rok_planner_plan(out->planner, out->budget, &out->result, error);
+  else if (!plan_baseline(out, error))
+    return FALSE;
+  if (out->plan == NULL)
+    return FALSE;
+  run_baselines(out);
+  out->curve = rok_planner_curve(out->planner, (guint)o->points, isatty(STDOUT_FILENO) ? progress : NULL, NULL,
+                                 error);
+  if (out->curve == NULL)
+    return FALSE;
+  rok_ssd_figures(trace, hw, out->plan, out->result, o->write_amplification, &out->ssd);
+  out->layers = rok_plan_layers_to_json(trace, out->plan);
+  return TRUE;
+}
+
+/* ---- the recommendation in one sentence ---- */
+
+static guint64 decision_bytes(const RokTrace *trace, const RokSimPlan *plan, RokDecision d) {
+  guint64 bytes = 0;
+  for (guint t = 0; t < trace->tensors->len; t++)
+    if (rok_tensor_is_saved(rok_trace_tensor(trace, t)) && plan->decisions[t] == d)
+      bytes += rok_trace_tensor(trace, t)->bytes;
+  return bytes;
+}
+
+/* The layers in which some tensor takes `d`: "layers 0–59", or "". */
+static char *layers_with(const RokTrace *trace, const RokSimPlan *plan, RokDecision d) {
+  gint first = -1, last = -1;
+  for (guint t = 0; t < trace->tensors->len; t++) {
+    const RokTensor *tensor = rok_trace_tensor(trace, t);
+    if (tensor->layer >= 0 && rok_tensor_is_saved(tensor) && plan->decisions[t] == d) {
+      first = first < 0 ? tensor->layer : MIN(first, tensor->layer);
+      last = MAX(last, tensor->layer);
+    }
+  }
+  if (first < 0)
+    return g_strdup("");
+  return first == last ? g_strdup_printf(" in layer %d", first) : g_strdup_printf(" in layers %d–%d", first, last);
+}
+
+/* Parts under a thousandth of the saved bytes (norm statistics) are left
+ * to the table. */
+static void append_part(GString *s, const char *verb, guint64 bytes, guint64 total, const char *where) {
+  if (bytes == 0 || bytes < total / 1000)
+    return;
+  g_autofree char *size = rok_units_format_size(bytes);
+  g_string_append_printf(s, "%s%s %s%s", s->len ? ", " : "", verb, size, where);
+}
+
+static char *decisions_text(const RokTrace *trace, const RokSimPlan *plan) {
+  guint64 offloaded = decision_bytes(trace, plan, ROK_DECISION_OFFLOAD_NVME) +
+                      decision_bytes(trace, plan, ROK_DECISION_OFFLOAD_HOST) +
+                      decision_bytes(trace, plan, ROK_DECISION_RECOMPUTE);
+  if (offloaded == 0)
+    return g_strdup("keep every activation");
+  GString *s = g_string_new(NULL);
+  const struct {
+    RokDecision d;
+    const char *verb;
+  } parts[] = {{ROK_DECISION_OFFLOAD_NVME, "offload to NVMe"},
+               {ROK_DECISION_OFFLOAD_HOST, "offload to host memory"},
+               {ROK_DECISION_RECOMPUTE, "recompute"},
+               {ROK_DECISION_KEEP, "keep"}};
+  for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
+    g_autofree char *where = parts[i].d == ROK_DECISION_KEEP ? g_strdup("") : layers_with(trace, plan, parts[i].d);
+    append_part(s, parts[i].verb, decision_bytes(trace, plan, parts[i].d), rok_trace_total_saved_bytes(trace), where);
+  }
+  g_string_append(s, " per micro-batch");
+  return g_string_free(s, FALSE);
+}
+
+/* How the plan compares with the fastest baseline that fits. */
+static char *comparison_text(const Outcome *out) {
+  gint best = -1;
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    const RokSimResult *r = out->baselines[b];
+    if (r != NULL && r->peak_bytes <= out->budget && (best < 0 || r->step_ns < out->baselines[best]->step_ns))
+      best = (gint)b;
+  }
+  if (best < 0)
+    return g_strdup("no baseline fits this budget");
+  double gain = 1.0 - out->result->step_time_s / out->baselines[best]->step_time_s;
+  if (fabs(gain) < 5e-4)
+    return g_strdup_printf("as fast as %s, the fastest baseline that fits", rok_strategy_name(best));
+  return g_strdup_printf("%.1f%% %s than %s, the fastest baseline that fits", fabs(gain) * 100,
+                         gain > 0 ? "faster" : "slower", rok_strategy_name(best));
+}
+
+static char *summary_text(const Outcome *out) {
+  g_autofree char *what = decisions_text(out->trace, out->plan), *than = comparison_text(out);
+  g_autofree char *step = rok_units_format_time(out->result->step_time_s);
+  g_autofree char *peak = rok_units_format_size(out->result->peak_bytes), *budget = rok_units_format_size(out->budget);
+  const char *who = out->strategy == ROK_STRATEGY_ROK ? "Recommendation" : rok_strategy_name(out->strategy);
+  char *first = g_strdup_printf("%s: %s: %s per step, peak %s within %s; %s.", who, what, step, peak, budget, than);
+  first[0] = g_ascii_toupper(first[0]);
+  return first;
+}
+
+/* ---- the plan document (rok-plan/1) ---- */
+
+static json_object *baselines_json(const Outcome *out) {
+  json_object *list = json_object_new_array();
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "strategy", json_object_new_string(rok_strategy_name(b)));
+    if (out->baselines[b] == NULL) {
+      json_object_object_add(o, "available", json_object_new_boolean(FALSE));
+      json_object_object_add(o, "reason", json_object_new_string(out->baseline_errors[b]));
+    } else {
+      json_object_object_add(o, "available", json_object_new_boolean(TRUE));
+      json_object *fields = rok_sim_result_to_json(out->baselines[b], out->trace);
+      json_object_object_foreach(fields, key, value) json_object_object_add(o, key, json_object_get(value));
+      json_object_put(fields);
+    }
+    json_object_array_add(list, o);
+  }
+  return list;
+}
+
+static RokPlanFile *plan_file(const Outcome *out) {
+  RokPlanFile *file = g_new0(RokPlanFile, 1);
+  file->strategy = g_strdup(rok_plan_strategy_name(out->strategy));
+  file->model_name = g_strdup(out->trace->model_name);
+  file->hw_name = g_strdup(out->hw->name);
+  file->trace_sha256 = rok_trace_sha256(out->trace);
+  file->budget_bytes = out->budget;
+  file->feasible = TRUE;
+  file->plan = rok_sim_plan_copy(out->plan);
+  file->report = json_object_new_object();
+  json_object_object_add(file->report, "summary", json_object_new_string(out->summary));
+  json_object_object_add(file->report, "predicted", rok_sim_result_to_json(out->result, out->trace));
+  json_object_object_add(file->report, "baselines", baselines_json(out));
+  json_object_object_add(file->report, "curve", rok_curve_to_json(out->curve));
+  json_object_object_add(file->report, "ssd", rok_ssd_figures_to_json(&out->ssd));
+  json_object_object_add(file->report, "layers", json_object_get(out->layers));
+  return file;
+}
+
+/* With --json and no plan that fits: say so on stdout as well. */
+static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Outcome *out) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "format", json_object_new_string("rok-plan/1"));
+  json_object_object_add(o, "strategy", json_object_new_string(rok_plan_strategy_name(out->strategy)));
+  json_object_object_add(o, "model", json_object_new_string(trace->model_name));
+  json_object_object_add(o, "hw", json_object_new_string(hw->name));
+  g_autofree char *hash = rok_trace_sha256(trace);
+  json_object_object_add(o, "trace_sha256", json_object_new_string(hash));
+  json_object_object_add(o, "budget_bytes", json_object_new_uint64(out->budget));
+  json_object_object_add(o, "feasible", json_object_new_boolean(FALSE));
+  const char *how = NULL;
+  json_object_object_add(o, "min_budget_bytes", json_object_new_uint64(rok_planner_min_budget(out->planner, &how)));
+  json_object_object_add(o, "min_budget_how", json_object_new_string(how));
+  return o;
+}
+
+/* ---- files: all written in a fresh folder inside DIR, then moved in ---- */
+
+static const char *const file_names[] = {"plan.json", "schedule.json", "rok-curve.csv", "rok-curve.png",
+                                         "rok-curve.svg"};
+
+static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, const char *path, GError **error) {
+  g_autoptr(RokSchedule) schedule = NULL;
+  switch (i) {
+  case 0:
+    return rok_plan_file_save(file, out->trace, path, error);
+  case 1:
+    schedule = rok_schedule_new(out->trace, out->hw, out->plan, rok_plan_strategy_name(out->strategy), out->budget,
+                                error);
+    return schedule != NULL && rok_schedule_save(schedule, path, error);
+  case 2:
+    return rok_curve_save_csv(out->curve, path, error);
+  default:
+    return rok_curve_save_chart(out->curve, out->budget, path, error);
+  }
+}
+
+static void remove_folder(const char *folder) {
+  for (guint i = 0; i < G_N_ELEMENTS(file_names); i++) {
+    g_autofree char *path = g_build_filename(folder, file_names[i], NULL);
+    g_unlink(path);
+  }
+  g_rmdir(folder);
+}
+
+static gboolean write_files(const Outcome *out, const RokPlanFile *file, const char *dir, GError **error) {
+  if (g_mkdir_with_parents(dir, 0777) != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot make %s: %s", dir, g_strerror(errno));
+    return FALSE;
+  }
+  g_autofree char *folder = g_build_filename(dir, ".rok-plan-XXXXXX", NULL);
+  if (g_mkdtemp(folder) == NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write in %s: %s", dir, g_strerror(errno));
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(file_names) && ok; i++) {
+    g_autofree char *path = g_build_filename(folder, file_names[i], NULL);
+    ok = write_one(out, file, i, path, error);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(file_names) && ok; i++) {
+    g_autofree char *from = g_build_filename(folder, file_names[i], NULL);
+    g_autofree char *to = g_build_filename(dir, file_names[i], NULL);
+    if (g_rename(from, to) != 0) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write %s: %s", to, g_strerror(errno));
+      ok = FALSE;
+    }
+  }
+  remove_folder(folder);
+  return ok;
+}
+
+/* ---- the human summary ---- */
+
+/* printf's widths count bytes; "–" is three. Pad by characters instead. */
+static void cell(const char *text, int width, gboolean right) {
+  int pad = MAX(width - (int)g_utf8_strlen(text, -1), 0);
+  if (right)
+    printf("%*s%s  ", pad, "", text);
+  else
+    printf("%s%*s  ", text, pad, "");
+}
+
+static char *names_text(json_object *tensors, RokDecision d) {
+  json_object *list = json_object_object_get(tensors, rok_decision_name(d));
+  GString *s = g_string_new(NULL);
+  for (gsize i = 0; i < json_object_array_length(list); i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", json_object_get_string(json_object_array_get_idx(list, i)));
+  return g_string_free(s, FALSE);
+}
+
+static void print_layer_row(json_object *run) {
+  gint first = json_object_get_int(json_object_object_get(run, "first"));
+  gint last = json_object_get_int(json_object_object_get(run, "last"));
+  g_autofree char *layers = first < 0     ? g_strdup("outside")
+                            : first == last ? g_strdup_printf("%d", first)
+                                            : g_strdup_printf("%d–%d", first, last);
+  json_object *bytes = json_object_object_get(run, "bytes"), *tensors = json_object_object_get(run, "tensors");
+  printf("  ");
+  cell(layers, 8, FALSE);
+  for (guint d = 0; d < ROK_DECISION_COUNT; d++) {
+    g_autofree char *size =
+        rok_units_format_size((guint64)json_object_get_uint64(json_object_object_get(bytes, rok_decision_name(d))));
+    cell(size, 10, TRUE);
+  }
+  GString *what = g_string_new(NULL);
+  for (guint d = ROK_DECISION_OFFLOAD_NVME; d < ROK_DECISION_COUNT; d++) {
+    g_autofree char *names = names_text(tensors, d);
+    if (*names)
+      g_string_append_printf(what, "%s%s: %s", what->len ? "; " : "", rok_decision_name(d), names);
+  }
+  printf("%s\n", what->len ? what->str : "everything kept");
+  g_string_free(what, TRUE);
+}
+
+static void print_layers(const Outcome *out) {
+  printf("\nDecisions per layer (bytes of one micro-batch; a run of layers shows the sum):\n  ");
+  cell("layers", 8, FALSE);
+  const char *heads[] = {"keep", "to NVMe", "to host", "recompute"};
+  for (guint d = 0; d < ROK_DECISION_COUNT; d++)
+    cell(heads[d], 10, TRUE);
+  printf("offloaded or recomputed\n");
+  for (gsize i = 0; i < json_object_array_length(out->layers); i++)
+    print_layer_row(json_object_array_get_idx(out->layers, i));
+}
+
+static void print_row(const char *name, const RokSimResult *r, guint64 budget, const char *note) {
+  g_autofree char *step = rok_units_format_time(r->step_time_s), *rate = rok_units_format_count(r->tokens_per_s);
+  g_autofree char *peak = rok_units_format_size(r->peak_bytes), *act = rok_units_format_size(r->activation_peak_bytes);
+  g_autofree char *tokens = g_strdup_printf("%s/s", rate);
+  printf("  ");
+  cell(name, 10, FALSE);
+  cell(step, 9, TRUE);
+  cell(tokens, 10, TRUE);
+  cell(peak, 10, TRUE);
+  cell(act, 10, TRUE);
+  printf("%s%s\n", r->peak_bytes <= budget ? "fits" : "does not fit", note);
+}
+
+static void print_comparison(const Outcome *out) {
+  g_autofree char *budget = rok_units_format_size(out->budget);
+  printf("\nPredicted, against the baselines under the same budget (%s):\n  ", budget);
+  cell("strategy", 10, FALSE);
+  cell("step", 9, TRUE);
+  cell("tokens", 10, TRUE);
+  cell("peak", 10, TRUE);
+  cell("activation", 10, TRUE);
+  printf("\n");
+  print_row(rok_plan_strategy_name(out->strategy), out->result, out->budget, " (this plan)");
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    if (out->baselines[b] != NULL)
+      print_row(rok_strategy_name(b), out->baselines[b], out->budget, "");
+    else
+      printf("  %-10s  n/a: %s\n", rok_strategy_name(b), out->baseline_errors[b]);
+  }
+  const RokSimResult *r = out->result;
+  g_autofree char *recompute = rok_units_format_time((double)r->recompute_ns / 1e9);
+  g_autofree char *stall = rok_units_format_time((double)r->stall_total_ns / 1e9);
+  g_autofree char *host = rok_units_format_size(r->host_peak_bytes);
+  printf("  This plan: recompute %s and stalls %s per step; host memory for offloads %s.\n", recompute, stall, host);
+}
+
+static void print_ssd(const Outcome *out) {
+  const RokSsdFigures *s = &out->ssd;
+  const RokHw *hw = out->hw;
+  if (hw->nvme.devices == 0) {
+    printf("\nSSDs: none in %s.\n", hw->name);
+    return;
+  }
+  g_autofree char *cap = rok_units_format_size(hw->nvme.capacity);
+  printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, %g PBW each):", hw->nvme.devices, cap, hw->nvme.endurance_pbw);
+  if (s->write_bytes_per_step == 0) {
+    printf(" this plan writes nothing to them.\n");
+    return;
+  }
+  g_autofree char *step = rok_units_format_size(s->write_bytes_per_step);
+  g_autofree char *day = rok_units_format_size((guint64)s->write_bytes_per_day);
+  g_autofree char *need = rok_units_format_rate(s->required_write_bandwidth);
+  g_autofree char *avg = rok_units_format_rate(s->average_write_bandwidth);
+  g_autofree char *array = rok_units_format_rate(s->array_write_bandwidth);
+  g_autofree char *path = rok_units_format_rate(s->path_write_bandwidth);
+  g_autofree char *fwd = rok_units_format_time(s->forward_time_s);
+  printf(" writes %s per step, %s per day at the predicted step time, training 24/7.\n", step, day);
+  printf("  Write bandwidth needed: %s (SSDTrain: offloaded bytes per micro-batch / (1.5 x forward %s));\n"
+         "  simulated average %s; the array writes %s (%s through PCIe).\n",
+         need, fwd, avg, array, path);
+  printf("  Lifetime: %.1f years at write amplification %.1f (SSDTrain: large sequential writes keep it near 1;\n"
+         "  its setups lasted more than 2 years).\n",
+         s->lifetime_years, s->write_amplification);
+}
+
+static void print_summary(const Outcome *out, const char *dir) {
+  const RokTrace *trace = out->trace;
+  g_autofree char *budget = rok_units_format_size(out->budget), *gpu = rok_units_format_size(out->hw->gpu.memory);
+  const RokFixedMemory *f = &trace->fixed;
+  g_autofree char *fixed = rok_units_format_size(f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
+  printf("%s on %s, budget %s (the GPU has %s; fixed memory %s)%s\n\n%s\n", trace->model_name, out->hw->name, budget,
+         gpu, fixed, out->budget > out->hw->gpu.memory ? ": the budget exceeds the GPU's memory" : "",
+         out->summary);
+  print_layers(out);
+  print_comparison(out);
+  print_ssd(out);
+  if (out->curve->points->len > 0) {
+    const RokCurvePoint *lo = &g_array_index(out->curve->points, RokCurvePoint, 0);
+    const RokCurvePoint *hi = &g_array_index(out->curve->points, RokCurvePoint, out->curve->points->len - 1);
+    g_autofree char *a = rok_units_format_size(lo->budget_bytes), *b = rok_units_format_size(hi->budget_bytes);
+    g_autofree char *ta = rok_units_format_time(lo->step_time_s), *tb = rok_units_format_time(hi->step_time_s);
+    printf("\nROK curve: %u budgets from %s (%s per step) to %s (%s, everything kept).\n", out->curve->points->len, a,
+           ta, b, tb);
+  }
+  if (dir != NULL)
+    printf("Wrote plan.json, schedule.json, rok-curve.csv, rok-curve.png and rok-curve.svg in %s\n", dir);
+}
+
+int rok_cmd_plan(int argc, char **argv) {
+  const RokCommand *self = rok_cli_find("plan");
+  RokCliCommon common = {0};
+  g_auto(Options) o = {.points = 32, .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
+  const GOptionEntry entries[] = {
+      {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
+      {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
+       "GPU memory the step may use, fixed memory included (default: the GPU's)", "SIZE"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
+       "Write plan.json, schedule.json and the ROK curve (CSV, PNG, SVG) in DIR", "DIR"},
+      {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,
+       "rok (default, the planner), keep, recompute, selective, offload or tba", "S"},
+      {"points", 'n', 0, G_OPTION_ARG_INT, &o.points, "Budgets on the ROK curve (default 32)", "N"},
+      {"host-memory", 0, 0, G_OPTION_ARG_STRING, &o.host_memory,
+       "Host memory offloads may use (default: the host's less the staging buffer; 0: SSDs only)", "SIZE"},
+      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
+       "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
+      G_OPTION_ENTRY_NULL};
+  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  GError *error = NULL;
+  g_autoptr(RokTrace) trace = NULL;
+  g_autoptr(RokHw) hw = NULL;
+  g_auto(Outcome) out = {0};
+  g_autoptr(RokPlanFile) file = NULL;
+  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "MODEL", &error) ||
+      (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
+      (hw = rok_cli_load_hw(o.hw, &error)) == NULL ||
+      (trace = rok_cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {
+    g_strfreev(common.sets);
+    if (common.json && error->code == ROK_ERROR_NO_FIT && error->domain == ROK_ERROR && out.planner != NULL)
+      rok_cli_print_json(no_fit_json(trace, hw, &out), NULL);
+    return rok_cli_fail(self->name, error);
+  }
+  g_strfreev(common.sets);
+  out.summary = summary_text(&out);
+  file = plan_file(&out);
+  if (o.output != NULL && !write_files(&out, file, o.output, &error))
+    return rok_cli_fail(self->name, error);
+  if (common.json)
+    return rok_cli_print_json(rok_plan_file_to_json(file, trace), &error) ? ROK_EXIT_OK
+                                                                          : rok_cli_fail(self->name, error);
+  print_summary(&out, o.output);
+  return ROK_EXIT_OK;
+}

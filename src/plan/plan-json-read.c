@@ -1,0 +1,164 @@
+/* rok-plan/1: reading a plan file back, checked against its trace. */
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/plan.h"
+
+static const char *const top_keys[] = {
+    "format",  "strategy",  "model", "hw",     "trace_sha256", "budget_bytes", "feasible",
+    "options", "summary",   "predicted", "baselines", "curve", "ssd", "layers", "min_budget_bytes",
+    "min_budget_how", "tensors", NULL};
+/* The report: kept as read, checked for its kind of value only. */
+static const struct {
+  const char *key;
+  json_type type;
+} report_keys[] = {
+    {"summary", json_type_string}, {"predicted", json_type_object}, {"baselines", json_type_array},
+    {"curve", json_type_array},    {"ssd", json_type_object},       {"layers", json_type_array},
+    {"min_budget_bytes", json_type_int}, {"min_budget_how", json_type_string},
+};
+
+static gboolean read_options(const RokJsonObj *root, RokSimOptions *o, GError **error) {
+  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
+                                     "rebuild_whole_layers", NULL};
+  g_auto(RokJsonObj) obj = {0};
+  guint64 prefetch = 0, detail = 0;
+  if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
+      !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
+      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
+      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
+      !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
+    return FALSE;
+  o->prefetch_layers = (guint)prefetch;
+  o->detail_micro_batches = (guint)detail;
+  return TRUE;
+}
+
+/* The next saved tensor at or after `from`, or the count of tensors. */
+static guint next_saved(const RokTrace *trace, guint from) {
+  while (from < trace->tensors->len && !rok_tensor_is_saved(rok_trace_tensor(trace, from)))
+    from++;
+  return from;
+}
+
+static gboolean read_tensor(const RokJsonObj *e, const RokTrace *trace, guint expected, RokDecision *d,
+                            GError **error) {
+  static const char *const keys[] = {"id", "name", "layer", "bytes", "decision", NULL};
+  const RokTensor *t = rok_trace_tensor(trace, expected);
+  guint64 id = 0, bytes = 0;
+  gint64 layer = 0;
+  g_autofree char *name = NULL;
+  int decision = 0;
+  if (!rok_json_only_keys(e, keys, error) || !rok_json_get_uint(e, "id", TRUE, 0, G_MAXUINT, &id, error) ||
+      !rok_json_get_string(e, "name", TRUE, &name, error) ||
+      !rok_json_get_int(e, "layer", TRUE, -1, G_MAXINT, &layer, error) ||
+      !rok_json_get_uint(e, "bytes", TRUE, 0, G_MAXUINT64, &bytes, error))
+    return FALSE;
+  const char *decisions[ROK_DECISION_COUNT + 1] = {NULL};
+  for (guint i = 0; i < ROK_DECISION_COUNT; i++)
+    decisions[i] = rok_decision_name(i);
+  if (!rok_json_get_enum(e, "decision", TRUE, decisions, &decision, error))
+    return FALSE;
+  if (id != expected || g_strcmp0(name, t->name) != 0 || layer != t->layer || bytes != t->bytes) {
+    rok_json_error(error, e->doc, e->path, "expected saved tensor %u (%s, layer %d, %" G_GUINT64_FORMAT
+                   " bytes) of the trace", expected, t->name, t->layer, t->bytes);
+    return FALSE;
+  }
+  if (decision == ROK_DECISION_RECOMPUTE && !t->recomputable) {
+    rok_json_error(error, e->doc, e->path, "%s cannot be recomputed", t->name);
+    return FALSE;
+  }
+  *d = decision;
+  return TRUE;
+}
+
+static gboolean read_tensors(const RokJsonObj *root, const RokTrace *trace, RokSimPlan *plan, GError **error) {
+  json_object *list = NULL;
+  if (!rok_json_get_array(root, "tensors", TRUE, &list, error))
+    return FALSE;
+  guint expected = next_saved(trace, 0);
+  gsize n = json_object_array_length(list);
+  for (gsize i = 0; i < n; i++) {
+    g_auto(RokJsonObj) e = {0};
+    if (expected >= trace->tensors->len) {
+      g_autofree char *path = g_strdup_printf("tensors[%zu]", i);
+      rok_json_error(error, root->doc, path, "the trace has only %zu saved tensors", i);
+      return FALSE;
+    }
+    if (!rok_json_element(root, "tensors", list, i, &e, error) ||
+        !read_tensor(&e, trace, expected, &plan->decisions[expected], error))
+      return FALSE;
+    expected = next_saved(trace, expected + 1);
+  }
+  if (expected < trace->tensors->len) {
+    rok_json_error(error, root->doc, "tensors", "saved tensor %u (%s) is missing", expected,
+                   rok_trace_tensor(trace, expected)->name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean read_report(const RokJsonObj *root, RokPlanFile *file, GError **error) {
+  file->report = json_object_new_object();
+  for (guint i = 0; i < G_N_ELEMENTS(report_keys); i++) {
+    json_object *value = NULL;
+    if (!json_object_object_get_ex(root->obj, report_keys[i].key, &value))
+      continue;
+    if (!json_object_is_type(value, report_keys[i].type)) {
+      rok_json_error(error, root->doc, report_keys[i].key, "must be %s", json_type_to_name(report_keys[i].type));
+      return FALSE;
+    }
+    json_object_object_add(file->report, report_keys[i].key, json_object_get(value));
+  }
+  return TRUE;
+}
+
+static gboolean read_head(const RokJsonObj *root, const RokTrace *trace, RokPlanFile *file, GError **error) {
+  if (!rok_json_check_format(root, "rok-plan/1", error) || !rok_json_only_keys(root, top_keys, error) ||
+      !rok_json_get_string(root, "strategy", TRUE, &file->strategy, error) ||
+      !rok_json_get_string(root, "model", TRUE, &file->model_name, error) ||
+      !rok_json_get_string(root, "hw", TRUE, &file->hw_name, error) ||
+      !rok_json_get_string(root, "trace_sha256", TRUE, &file->trace_sha256, error) ||
+      !rok_json_get_uint(root, "budget_bytes", TRUE, 0, G_MAXUINT64, &file->budget_bytes, error) ||
+      !rok_json_get_bool(root, "feasible", TRUE, &file->feasible, error))
+    return FALSE;
+  RokStrategy strategy;
+  if (!rok_plan_strategy_from_name(file->strategy, &strategy, NULL)) {
+    rok_json_error(error, root->doc, "strategy", "unknown strategy \"%s\"", file->strategy);
+    return FALSE;
+  }
+  g_autofree char *hash = rok_trace_sha256(trace);
+  if (g_strcmp0(hash, file->trace_sha256) != 0) {
+    rok_json_error(error, root->doc, "trace_sha256", "the plan was made for another trace (this one is %s)", hash);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+RokPlanFile *rok_plan_file_parse(const char *name, const char *text, gsize length, const RokTrace *trace,
+                                 GError **error) {
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(name, text, length, error);
+  g_auto(RokJsonObj) root = {0};
+  if (doc == NULL || !rok_json_root(doc, &root, error))
+    return NULL;
+  g_autoptr(RokPlanFile) file = g_new0(RokPlanFile, 1);
+  if (!read_head(&root, trace, file, error) || !read_report(&root, file, error))
+    return NULL;
+  if (file->feasible) {
+    file->plan = rok_sim_plan_new(trace);
+    if (!read_options(&root, &file->plan->options, error) || !read_tensors(&root, trace, file->plan, error))
+      return NULL;
+  }
+  return g_steal_pointer(&file);
+}
+
+RokPlanFile *rok_plan_file_load(const char *path, const RokTrace *trace, GError **error) {
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  GError *local = NULL;
+  if (!g_file_get_contents(path, &text, &length, &local)) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s", local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  return rok_plan_file_parse(path, text, length, trace, error);
+}

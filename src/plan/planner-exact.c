@@ -1,0 +1,67 @@
+/* The exact optimum of a small trace: every decision of every saved
+ * tensor, each plan run under the budget. The yardstick the planner is
+ * tested against. */
+#include "plan/planner-private.h"
+
+#include "rok/error.h"
+
+/* Plans to enumerate, or G_MAXUINT64 past `limit`. */
+static guint64 count_plans(const RokPlanner *p, guint64 limit) {
+  guint64 n = 1;
+  for (guint m = 0; m < p->members->len; m++) {
+    guint options = (guint)__builtin_popcount(p->allowed[g_array_index(p->members, guint, m)]);
+    if (n > limit / options)
+      return G_MAXUINT64;
+    n *= options;
+  }
+  return n;
+}
+
+/* The next decision vector in mixed radix (member 0 fastest); FALSE after
+ * the last. */
+static gboolean next(const RokPlanner *p, guint8 *d) {
+  for (guint m = 0; m < p->members->len; m++) {
+    guint t = g_array_index(p->members, guint, m);
+    guint8 x = d[t];
+    while (++x < ROK_DECISION_COUNT && !(p->allowed[t] & (1u << x)))
+      ;
+    if (x < ROK_DECISION_COUNT) {
+      d[t] = x;
+      return TRUE;
+    }
+    d[t] = ROK_DECISION_KEEP;
+  }
+  return FALSE;
+}
+
+RokSimPlan *rok_planner_exhaustive(RokPlanner *p, guint64 budget, guint64 max_plans, RokSimResult **result,
+                                   GError **error) {
+  if (count_plans(p, max_plans) > max_plans) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "exhaustive search: %u saved tensors make more than %" G_GUINT64_FORMAT " plans", p->members->len,
+                max_plans);
+    return NULL;
+  }
+  g_autofree guint8 *d = g_new0(guint8, MAX(p->n_tensors, 1));
+  g_autofree guint8 *best = g_new0(guint8, MAX(p->n_tensors, 1));
+  PlanEval best_eval = {0};
+  do {
+    PlanEval e;
+    plan_eval(p, d, budget, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, &e);
+    if (plan_fits(&e, budget) && (!best_eval.valid || plan_better(&e, &best_eval, budget))) {
+      best_eval = e;
+      memcpy(best, d, p->n_tensors);
+    }
+  } while (next(p, d));
+  if (!plan_fits(&best_eval, budget)) {
+    plan_no_fit(p, budget, error);
+    return NULL;
+  }
+  PlanChoice choice = {.decisions = best, .memory_budget = budget, .eval = best_eval};
+  RokSimPlan *plan = plan_choice_plan(p, &choice);
+  if (result != NULL && (*result = rok_sim_run(p->sim, plan, error)) == NULL) {
+    rok_sim_plan_free(plan);
+    return NULL;
+  }
+  return plan;
+}

@@ -1,0 +1,103 @@
+/* The least memory any plan needs: the floor of the curve, and what an
+ * infeasible budget is told.
+ *
+ * A few plans that free all they can, in different ways, each run with a
+ * budget of one byte (the simulator then waits for every copy that frees
+ * memory and reads back only what the next op needs) and as they are; the
+ * smallest peak wins. The descent's last plan is one of them. */
+#include "plan/planner-private.h"
+
+typedef enum { FREE_RECOMPUTE, FREE_HOST, FREE_NVME, FREE_KEEP } Way;
+
+/* The first of `ways` the tensor may take. */
+static guint8 first_allowed(const RokPlanner *p, guint t, const Way *ways, guint n) {
+  static const guint8 decision[] = {[FREE_RECOMPUTE] = ROK_DECISION_RECOMPUTE,
+                                    [FREE_HOST] = ROK_DECISION_OFFLOAD_HOST,
+                                    [FREE_NVME] = ROK_DECISION_OFFLOAD_NVME, [FREE_KEEP] = ROK_DECISION_KEEP};
+  for (guint i = 0; i < n; i++)
+    if (p->allowed[t] & (1u << decision[ways[i]]))
+      return decision[ways[i]];
+  return ROK_DECISION_KEEP;
+}
+
+/* A layer's input is made by an op of another layer: rebuilding it would
+ * re-run the layers below. */
+static gboolean layer_input(const RokTrace *trace, const RokTensor *t) {
+  return t->layer >= 0 && rok_trace_op(trace, t->producer)->layer != t->layer;
+}
+
+static void fill(const RokPlanner *p, guint8 *d, const Way *inside, const Way *inputs, guint n) {
+  for (guint t = 0; t < p->n_tensors; t++) {
+    const RokTensor *tensor = rok_trace_tensor(p->trace, t);
+    gboolean edge = layer_input(p->trace, tensor) || tensor->layer < 0;
+    d[t] = first_allowed(p, t, edge ? inputs : inside, n);
+  }
+}
+
+typedef struct {
+  const char *what;
+  Way inside[4], inputs[4];
+} Recipe;
+
+static const Recipe recipes[] = {
+    {"recompute every layer but its input, offload the inputs",
+     {FREE_RECOMPUTE, FREE_HOST, FREE_NVME, FREE_KEEP},
+     {FREE_HOST, FREE_NVME, FREE_RECOMPUTE, FREE_KEEP}},
+    {"recompute every layer but its input, offload the inputs to NVMe",
+     {FREE_RECOMPUTE, FREE_NVME, FREE_HOST, FREE_KEEP},
+     {FREE_NVME, FREE_HOST, FREE_RECOMPUTE, FREE_KEEP}},
+    {"recompute every tensor that can be",
+     {FREE_RECOMPUTE, FREE_HOST, FREE_NVME, FREE_KEEP},
+     {FREE_RECOMPUTE, FREE_HOST, FREE_NVME, FREE_KEEP}},
+    {"offload every saved tensor",
+     {FREE_HOST, FREE_NVME, FREE_RECOMPUTE, FREE_KEEP},
+     {FREE_HOST, FREE_NVME, FREE_RECOMPUTE, FREE_KEEP}},
+    {"offload every saved tensor to NVMe",
+     {FREE_NVME, FREE_HOST, FREE_RECOMPUTE, FREE_KEEP},
+     {FREE_NVME, FREE_HOST, FREE_RECOMPUTE, FREE_KEEP}},
+};
+
+/* Try `d` squeezed and as it is; keep it if it beats the best so far. */
+static void consider(RokPlanner *p, const guint8 *d, const char *what, guint64 *best_budget) {
+  const guint64 budgets[] = {1, PLAN_NO_LIMIT};
+  for (guint i = 0; i < G_N_ELEMENTS(budgets); i++) {
+    PlanEval e;
+    if (!plan_eval(p, d, budgets[i], ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, &e))
+      continue;
+    if (p->min_eval.valid && e.peak > p->min_eval.peak)
+      continue;
+    if (p->min_eval.valid && e.peak == p->min_eval.peak && e.step_ns >= p->min_eval.step_ns)
+      continue;
+    p->min_eval = e;
+    memcpy(p->min_decisions, d, p->n_tensors);
+    g_free(p->min_what);
+    p->min_what = g_strdup(what);
+    *best_budget = budgets[i];
+  }
+}
+
+void plan_min_memory(RokPlanner *p) {
+  if (p->min_done)
+    return;
+  p->min_done = TRUE;
+  p->min_decisions = g_new0(guint8, MAX(p->n_tensors, 1));
+  p->min_eval = (PlanEval){0};
+  guint64 budget = PLAN_NO_LIMIT;
+  g_autofree guint8 *d = g_new0(guint8, MAX(p->n_tensors, 1));
+  for (guint r = 0; r < G_N_ELEMENTS(recipes); r++) {
+    fill(p, d, recipes[r].inside, recipes[r].inputs, G_N_ELEMENTS(recipes[r].inside));
+    consider(p, d, recipes[r].what, &budget);
+  }
+  plan_descent(p);
+  const PlanStep *last = g_ptr_array_index(p->descent, p->descent->len - 1);
+  consider(p, last->decisions, "the planner's least-memory plan", &budget);
+  consider(p, ((PlanStep *)g_ptr_array_index(p->descent, 0))->decisions, "keep everything", &budget);
+  p->min_budget_option = budget;
+}
+
+guint64 rok_planner_min_budget(RokPlanner *p, const char **how) {
+  plan_min_memory(p);
+  if (how != NULL)
+    *how = p->min_what;
+  return p->min_eval.valid ? p->min_eval.peak : G_MAXUINT64;
+}

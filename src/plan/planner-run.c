@@ -1,0 +1,79 @@
+/* The planner's public entry points: a plan for a budget, a baseline at a
+ * budget, and the strategy names with `rok` among them. */
+#include "plan/planner-private.h"
+
+#include "rok/error.h"
+#include "rok/units.h"
+
+const char *rok_plan_strategy_name(RokStrategy strategy) {
+  return strategy == ROK_STRATEGY_ROK ? "rok" : rok_strategy_name(strategy);
+}
+
+gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GError **error) {
+  if (g_strcmp0(name, "rok") == 0) {
+    *strategy = ROK_STRATEGY_ROK;
+    return TRUE;
+  }
+  if (rok_strategy_from_name(name, strategy, NULL))
+    return TRUE;
+  GString *known = g_string_new(NULL);
+  for (guint s = 0; s < ROK_STRATEGY_COUNT; s++)
+    g_string_append_printf(known, "%s%s", s ? ", " : "", rok_plan_strategy_name(s));
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown strategy \"%s\" (known: %s)", name ? name : "",
+              known->str);
+  g_string_free(known, TRUE);
+  return FALSE;
+}
+
+/* Simulator runs for refining one plan: a budget of work, so that big
+ * traces (a run costs more) get fewer. */
+static guint polish_runs(const RokPlanner *p, gboolean curve) {
+  guint set = curve ? p->options.curve_polish_runs : p->options.polish_runs;
+  if (set > 0)
+    return set;
+  double cost = (double)(p->trace->ops->len + p->n_tensors);
+  double runs = (curve ? 4e4 : 4e5) / cost;
+  return (guint)CLAMP(runs, curve ? 8 : 100, curve ? 4000 : 40000);
+}
+
+guint plan_polish_runs(const RokPlanner *p, gboolean curve) {
+  return polish_runs(p, curve);
+}
+
+void plan_no_fit(RokPlanner *p, guint64 budget, GError **error) {
+  const char *how = NULL;
+  guint64 least = rok_planner_min_budget(p, &how);
+  g_autofree char *want = rok_units_format_size(budget), *need = rok_units_format_size(least);
+  g_set_error(error, ROK_ERROR, ROK_ERROR_NO_FIT, "no plan fits in %s: the smallest that fits is %s (%s)", want, need,
+              how ? how : "");
+}
+
+RokSimPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **result, GError **error) {
+  if (budget < rok_planner_min_budget(p, NULL)) {
+    plan_no_fit(p, budget, error);
+    return NULL;
+  }
+  PlanChoice choice;
+  if (!plan_solve(p, budget, polish_runs(p, FALSE), &choice)) {
+    plan_no_fit(p, budget, error);
+    return NULL;
+  }
+  RokSimPlan *plan = plan_choice_plan(p, &choice);
+  plan_choice_clear(&choice);
+  if (result != NULL && (*result = rok_sim_run(p->sim, plan, error)) == NULL) {
+    rok_sim_plan_free(plan);
+    return NULL;
+  }
+  return plan;
+}
+
+RokSimPlan *rok_planner_baseline(RokPlanner *p, RokStrategy strategy, guint64 budget, RokSimResult **result,
+                                 GError **error) {
+  g_autoptr(RokSimPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, error);
+  if (plan == NULL)
+    return NULL;
+  plan->options.memory_budget = budget;
+  if (result != NULL && (*result = rok_sim_run(p->sim, plan, error)) == NULL)
+    return NULL;
+  return g_steal_pointer(&plan);
+}

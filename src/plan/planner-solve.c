@@ -1,0 +1,265 @@
+/* The plan for one budget: gather candidates, refine the best, and let the
+ * simulator at its default detail pick the winner among the finalists and
+ * every baseline. */
+#include "plan/planner-private.h"
+
+#include "rok/error.h"
+#include "rok/units.h"
+
+#define FINALISTS 3
+
+typedef struct {
+  RokPlanner *p;
+  guint64 budget;
+  GArray *cands; /* PlanChoice, best first, at most FINALISTS */
+  GArray *baselines; /* PlanChoice of every applicable baseline, fitting or not */
+  guint descent_runs;  /* for the descent under the budget */
+} Solve;
+
+void plan_choice_clear(PlanChoice *choice) {
+  g_clear_pointer(&choice->decisions, g_free);
+}
+
+static gboolean same_choice(const RokPlanner *p, const PlanChoice *a, const guint8 *d, guint64 mb,
+                            gboolean whole) {
+  return a->memory_budget == mb && a->whole_layers == whole && memcmp(a->decisions, d, p->n_tensors) == 0;
+}
+
+/* Keep the FINALISTS best that fit, best first. */
+static void add_whole(Solve *s, const guint8 *d, guint64 mb, gboolean whole, const PlanEval *e, RokStrategy source) {
+  if (!plan_fits(e, s->budget))
+    return;
+  guint at = 0;
+  for (; at < s->cands->len; at++) {
+    const PlanChoice *c = &g_array_index(s->cands, PlanChoice, at);
+    if (same_choice(s->p, c, d, mb, whole))
+      return;
+    if (plan_better(e, &c->eval, s->budget))
+      break;
+  }
+  if (at >= FINALISTS)
+    return;
+  PlanChoice c = {.decisions = g_memdup2(d, MAX(s->p->n_tensors, 1)), .memory_budget = mb, .whole_layers = whole,
+                  .eval = *e, .source = source};
+  g_array_insert_val(s->cands, at, c);
+  if (s->cands->len > FINALISTS) {
+    plan_choice_clear(&g_array_index(s->cands, PlanChoice, FINALISTS));
+    g_array_set_size(s->cands, FINALISTS);
+  }
+}
+
+static void add(Solve *s, const guint8 *d, guint64 mb, const PlanEval *e, RokStrategy source) {
+  add_whole(s, d, mb, FALSE, e, source);
+}
+
+static void try_plan(Solve *s, const guint8 *d, RokStrategy source) {
+  PlanEval e;
+  if (plan_eval(s->p, d, s->budget, s->p->options.search_detail, &e))
+    add(s, d, s->budget, &e, source);
+}
+
+/* A baseline whose own peak fits runs the same under the budget. */
+static void add_baselines(Solve *s) {
+  const PlanBaseline *bases = plan_baselines(s->p);
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    const guint8 *d = bases[b].decisions;
+    gboolean whole = bases[b].whole_layers;
+    if (d == NULL)
+      continue;
+    PlanChoice c = {.decisions = g_memdup2(d, MAX(s->p->n_tensors, 1)), .memory_budget = s->budget,
+                    .whole_layers = whole, .source = b};
+    if (plan_fits(&bases[b].final, s->budget)) {
+      c.eval = bases[b].final;
+      c.final = TRUE;
+    }
+    g_array_append_val(s->baselines, c);
+    PlanEval e = bases[b].search;
+    if (plan_fits(&e, s->budget) ||
+        plan_eval_whole(s->p, d, s->budget, s->p->options.search_detail, whole, &e))
+      add_whole(s, d, s->budget, whole, &e, b);
+  }
+}
+
+static const PlanStep *step(const RokPlanner *p, guint i) {
+  return g_ptr_array_index(p->descent, i);
+}
+
+/* The step that fits with the smallest first index (peaks fall step by
+ * step), or descent->len. */
+static guint first_fit(const RokPlanner *p, guint64 budget) {
+  guint lo = 0, hi = p->descent->len;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (step(p, mid)->eval.peak <= budget)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+/* The step that crossed the budget, made on as few of its unit's layers
+ * as will fit. */
+static void partial_step(Solve *s, guint i) {
+  const PlanStep *before = step(s->p, i - 1), *at = step(s->p, i);
+  const PlanUnit *u = plan_unit(s->p, at->unit);
+  guint lo = 1, hi = u->hi - u->lo; /* hi members: the whole step, known to fit */
+  g_autofree guint8 *d = g_new(guint8, MAX(s->p->n_tensors, 1));
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    memcpy(d, before->decisions, s->p->n_tensors);
+    plan_set_unit(s->p, d, at->unit, at->decision, at->back, mid);
+    PlanEval e;
+    if (plan_eval(s->p, d, s->budget, s->p->options.search_detail, &e) && plan_fits(&e, s->budget)) {
+      add(s, d, s->budget, &e, ROK_STRATEGY_ROK);
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+}
+
+static void add_descent(Solve *s) {
+  RokPlanner *p = s->p;
+  plan_descent(p);
+  guint i = first_fit(p, s->budget);
+  /* Natural runs that fit run the same under the budget. */
+  for (guint j = i; j < p->descent->len; j++)
+    add(s, step(p, j)->decisions, s->budget, &step(p, j)->eval, ROK_STRATEGY_ROK);
+  if (i > 0 && i < p->descent->len)
+    partial_step(s, i);
+  if (i > 0) { /* from the last step that does not fit, under the budget */
+    g_autofree guint8 *d = g_new(guint8, MAX(p->n_tensors, 1));
+    PlanEval e;
+    if (plan_descent_under(p, step(p, i - 1)->decisions, s->budget, s->descent_runs, d, &e))
+      add(s, d, s->budget, &e, ROK_STRATEGY_ROK);
+  }
+  for (guint j = i, k = 0; j-- > 0 && k < 2; k++) /* the steps before, held under the budget */
+    try_plan(s, step(p, j)->decisions, ROK_STRATEGY_ROK);
+}
+
+/* The ascent's fastest step that fits (its times fall step by step), the
+ * step after it made on part of its unit, and held under the budget. */
+static void add_ascent(Solve *s) {
+  RokPlanner *p = s->p;
+  plan_ascent(p);
+  GPtrArray *steps = p->ascent;
+  guint best = G_MAXUINT;
+  for (guint j = 0; j < steps->len; j++)
+    if (((const PlanStep *)g_ptr_array_index(steps, j))->eval.peak <= s->budget)
+      best = j;
+  if (best != G_MAXUINT) {
+    const PlanStep *st = g_ptr_array_index(steps, best);
+    add(s, st->decisions, s->budget, &st->eval, ROK_STRATEGY_ROK);
+  }
+  guint next = best == G_MAXUINT ? 0 : best + 1;
+  if (next >= steps->len)
+    return;
+  const PlanStep *over = g_ptr_array_index(steps, next);
+  try_plan(s, over->decisions, ROK_STRATEGY_ROK);
+  if (next == 0)
+    return;
+  const PlanStep *at = g_ptr_array_index(steps, next - 1);
+  const PlanUnit *u = plan_unit(p, over->unit);
+  g_autofree guint8 *d = g_new(guint8, MAX(p->n_tensors, 1));
+  for (guint count = 1; count < u->hi - u->lo; count++) {
+    memcpy(d, at->decisions, p->n_tensors);
+    plan_set_unit(p, d, over->unit, over->decision, FALSE, count);
+    try_plan(s, d, ROK_STRATEGY_ROK);
+  }
+}
+
+static void add_min_memory(Solve *s) {
+  RokPlanner *p = s->p;
+  plan_min_memory(p);
+  if (!p->min_eval.valid)
+    return;
+  try_plan(s, p->min_decisions, ROK_STRATEGY_ROK);
+  add(s, p->min_decisions, p->min_budget_option, &p->min_eval, ROK_STRATEGY_ROK);
+}
+
+static gboolean same_as_baseline(const Solve *s, const PlanChoice *c) {
+  for (guint i = 0; i < s->baselines->len; i++) {
+    const PlanChoice *b = &g_array_index(s->baselines, PlanChoice, i);
+    if (b != c && same_choice(s->p, b, c->decisions, c->memory_budget, c->whole_layers))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The finalists and the baselines at the default detail: the best that fits. */
+static gboolean final(Solve *s, PlanChoice *out) {
+  GArray *all[] = {s->cands, s->baselines};
+  PlanChoice *best = NULL;
+  for (guint a = 0; a < G_N_ELEMENTS(all); a++)
+    for (guint i = 0; i < all[a]->len; i++) {
+      PlanChoice *c = &g_array_index(all[a], PlanChoice, i);
+      if (!c->final && !same_as_baseline(s, c))
+        plan_eval_whole(s->p, c->decisions, c->memory_budget, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES,
+                        c->whole_layers, &c->eval);
+      else if (!c->final)
+        continue; /* judged as the baseline it is */
+      c->final = TRUE;
+      if (plan_fits(&c->eval, s->budget) && (best == NULL || plan_better(&c->eval, &best->eval, s->budget)))
+        best = c;
+    }
+  if (best == NULL)
+    return FALSE;
+  *out = *best;
+  out->decisions = g_memdup2(best->decisions, MAX(s->p->n_tensors, 1));
+  return TRUE;
+}
+
+static void clear_all(GArray *choices) {
+  for (guint i = 0; i < choices->len; i++)
+    plan_choice_clear(&g_array_index(choices, PlanChoice, i));
+  g_array_unref(choices);
+}
+
+/* Refine the best candidate run under the budget (or, when none is, the
+ * best there is, under its own limit). */
+static void polish_best(Solve *s, guint runs) {
+  const PlanChoice *best = NULL;
+  for (guint i = 0; i < s->cands->len && best == NULL; i++)
+    if (g_array_index(s->cands, PlanChoice, i).memory_budget == s->budget)
+      best = &g_array_index(s->cands, PlanChoice, i);
+  if (best == NULL && s->cands->len > 0)
+    best = &g_array_index(s->cands, PlanChoice, 0);
+  if (best == NULL)
+    return;
+  PlanChoice polished = *best;
+  polished.decisions = g_memdup2(best->decisions, MAX(s->p->n_tensors, 1));
+  polished.source = ROK_STRATEGY_ROK;
+  polished.whole_layers = FALSE; /* the planner's own rebuilds re-run only what they need */
+  if (best->whole_layers &&
+      !plan_eval(s->p, polished.decisions, polished.memory_budget, s->p->options.search_detail, &polished.eval)) {
+    plan_choice_clear(&polished);
+    return;
+  }
+  plan_polish(s->p, polished.decisions, &polished.eval, s->budget, polished.memory_budget, runs);
+  add(s, polished.decisions, polished.memory_budget, &polished.eval, ROK_STRATEGY_ROK);
+  plan_choice_clear(&polished);
+}
+
+gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice *out) {
+  Solve s = {.p = p, .budget = budget, .cands = g_array_new(FALSE, FALSE, sizeof(PlanChoice)),
+             .baselines = g_array_new(FALSE, FALSE, sizeof(PlanChoice)), .descent_runs = MAX(polish_runs / 2, 8)};
+  add_baselines(&s);
+  add_min_memory(&s);
+  add_descent(&s);
+  add_ascent(&s);
+  polish_best(&s, polish_runs);
+  gboolean found = final(&s, out);
+  clear_all(s.cands);
+  clear_all(s.baselines);
+  return found;
+}
+
+RokSimPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
+  RokSimPlan *plan = rok_sim_plan_new(p->trace);
+  for (guint t = 0; t < p->n_tensors; t++)
+    plan->decisions[t] = choice->decisions[t];
+  plan->options.memory_budget = choice->memory_budget;
+  plan->options.rebuild_whole_layers = choice->whole_layers;
+  return plan;
+}

@@ -1,0 +1,188 @@
+/* The planner's context: options, what each tensor may become, and
+ * judging a plan with the simulator. */
+#include "plan/planner-private.h"
+
+#include "rok/error.h"
+
+void rok_planner_options_init(RokPlannerOptions *options) {
+  *options = (RokPlannerOptions){.host_memory = G_MAXUINT64, .use_nvme = TRUE, .search_detail = 1};
+  rok_strategy_options_init(&options->strategy);
+}
+
+/* Host memory offloads may fill: the option, else what the pinned staging
+ * buffer leaves. */
+static guint64 host_limit(const RokHw *hw, const RokPlannerOptions *o) {
+  if (o->host_memory != G_MAXUINT64)
+    return o->host_memory;
+  return hw->host.memory > hw->host.pinned_buffer ? hw->host.memory - hw->host.pinned_buffer : 0;
+}
+
+static void allowed_decisions(RokPlanner *p) {
+  for (guint t = 0; t < p->n_tensors; t++) {
+    const RokTensor *tensor = rok_trace_tensor(p->trace, t);
+    guint8 mask = 1u << ROK_DECISION_KEEP;
+    if (rok_tensor_is_saved(tensor)) {
+      if (tensor->recomputable)
+        mask |= 1u << ROK_DECISION_RECOMPUTE;
+      if (p->options.use_nvme && p->hw->nvme.devices > 0)
+        mask |= 1u << ROK_DECISION_OFFLOAD_NVME;
+      if (tensor->bytes <= p->host_limit)
+        mask |= 1u << ROK_DECISION_OFFLOAD_HOST;
+    }
+    p->allowed[t] = mask;
+  }
+}
+
+RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPlannerOptions *options,
+                            GError **error) {
+  g_return_val_if_fail(trace != NULL && hw != NULL, NULL);
+  RokPlannerOptions defaults;
+  if (options == NULL) {
+    rok_planner_options_init(&defaults);
+    options = &defaults;
+  }
+  if (options->search_detail == 0) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "planner: search_detail must be at least 1");
+    return NULL;
+  }
+  RokSim *sim = rok_sim_new(trace, hw, error);
+  if (sim == NULL)
+    return NULL;
+  RokPlanner *p = g_new0(RokPlanner, 1);
+  p->trace = trace;
+  p->hw = hw;
+  p->options = *options;
+  p->sim = sim;
+  p->n_tensors = trace->tensors->len;
+  p->host_limit = host_limit(hw, options);
+  p->allowed = g_new0(guint8, MAX(p->n_tensors, 1));
+  p->scratch = rok_sim_plan_new(trace);
+  allowed_decisions(p);
+  plan_build_classes(p);
+  return p;
+}
+
+void rok_planner_free(RokPlanner *p) {
+  if (p == NULL)
+    return;
+  rok_sim_free(p->sim);
+  rok_sim_plan_free(p->scratch);
+  if (p->worker) {
+    g_free(p);
+    return;
+  }
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
+    g_free(p->baselines[b].decisions);
+  g_clear_pointer(&p->classes, g_array_unref);
+  g_clear_pointer(&p->members, g_array_unref);
+  g_clear_pointer(&p->units, g_array_unref);
+  g_clear_pointer(&p->descent, g_ptr_array_unref);
+  g_clear_pointer(&p->ascent, g_ptr_array_unref);
+  g_free(p->allowed);
+  g_free(p->min_decisions);
+  g_free(p->min_what);
+  g_free(p);
+}
+
+guint64 rok_planner_runs(const RokPlanner *p) {
+  return p->runs;
+}
+
+/* A plan the simulator refuses (a rebuild that reaches a tensor nobody
+ * keeps) is simply not a candidate. */
+gboolean plan_eval(RokPlanner *p, const guint8 *decisions, guint64 memory_budget, guint detail, PlanEval *out) {
+  return plan_eval_whole(p, decisions, memory_budget, detail, FALSE, out);
+}
+
+gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_budget, guint detail,
+                         gboolean whole_layers, PlanEval *out) {
+  RokSimPlan *plan = p->scratch;
+  for (guint t = 0; t < p->n_tensors; t++)
+    plan->decisions[t] = decisions[t];
+  rok_sim_options_init(&plan->options);
+  plan->options.memory_budget = memory_budget;
+  plan->options.detail_micro_batches = detail;
+  plan->options.rebuild_whole_layers = whole_layers;
+  p->runs++;
+  g_autoptr(RokSimResult) r = rok_sim_run(p->sim, plan, NULL);
+  *out = (PlanEval){.valid = r != NULL && r->host_peak_bytes <= p->host_limit};
+  if (r != NULL) {
+    out->step_ns = r->step_ns;
+    out->peak = r->peak_bytes;
+    out->moved = r->pcie_d2h_bytes + r->pcie_h2d_bytes;
+    out->host = r->host_peak_bytes;
+  }
+  return out->valid;
+}
+
+gboolean plan_better(const PlanEval *a, const PlanEval *b, guint64 budget) {
+  gboolean fa = plan_fits(a, budget), fb = plan_fits(b, budget);
+  if (fa != fb)
+    return fa;
+  if (!fa) /* neither fits: the smaller is nearer */
+    return a->valid && (!b->valid || a->peak < b->peak);
+  if (a->step_ns != b->step_ns)
+    return a->step_ns < b->step_ns;
+  if (a->moved != b->moved)
+    return a->moved < b->moved;
+  if (a->host != b->host)
+    return a->host < b->host;
+  return a->peak < b->peak;
+}
+
+void plan_set_unit(const RokPlanner *p, guint8 *decisions, guint u, guint8 d, gboolean back, guint count) {
+  const PlanUnit *unit = plan_unit(p, u);
+  const PlanClass *c = plan_class(p, unit->cls);
+  guint n = MIN(count, unit->hi - unit->lo);
+  for (guint i = 0; i < n; i++) {
+    guint member = back ? unit->hi - 1 - i : unit->lo + i;
+    decisions[plan_member(p, c, member)] = d;
+  }
+}
+
+guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layers) {
+  g_autoptr(RokSimPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, NULL);
+  if (plan == NULL)
+    return NULL;
+  *whole_layers = plan->options.rebuild_whole_layers;
+  g_autofree guint8 *decisions = g_new(guint8, MAX(p->n_tensors, 1));
+  for (guint t = 0; t < p->n_tensors; t++) {
+    decisions[t] = (guint8)plan->decisions[t];
+    if (!(p->allowed[t] & (1u << decisions[t])))
+      return NULL;
+  }
+  return g_steal_pointer(&decisions);
+}
+
+const PlanBaseline *plan_baselines(RokPlanner *p) {
+  if (p->baselines_done)
+    return p->baselines;
+  p->baselines_done = TRUE;
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
+    PlanBaseline *base = &p->baselines[b];
+    base->decisions = plan_baseline(p, b, &base->whole_layers);
+    if (base->decisions == NULL)
+      continue;
+    plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, p->options.search_detail, base->whole_layers, &base->search);
+    plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, base->whole_layers,
+                    &base->final);
+  }
+  return p->baselines;
+}
+
+void plan_prepare(RokPlanner *p) {
+  plan_baselines(p);
+  plan_descent(p);
+  plan_min_memory(p);
+  plan_ascent(p);
+}
+
+RokPlanner *plan_worker_new(const RokPlanner *p) {
+  RokPlanner *w = g_new(RokPlanner, 1);
+  *w = *p;
+  w->worker = TRUE;
+  w->runs = 0;
+  w->sim = rok_sim_new(p->trace, p->hw, NULL);
+  w->scratch = rok_sim_plan_new(p->trace);
+  return w;
+}

@@ -1,0 +1,139 @@
+/* Reading a schedule's actions: each one checked against the trace, its
+ * stream and kind, and the actions before it. */
+#include <math.h>
+
+#include "rok/error.h"
+#include "schedule/schedule-private.h"
+
+typedef struct {
+  const RokJsonDoc *doc;
+  RokSchedule *s;
+  guint64 micro_batches;
+  const char *streams[ROK_SIM_STREAM_COUNT + 1];
+  const char *kinds[ROK_ACTION_KIND_COUNT + 1];
+} Actions;
+
+static gboolean is_compute(RokActionKind kind) {
+  return kind == ROK_ACTION_FORWARD || kind == ROK_ACTION_BACKWARD || kind == ROK_ACTION_RECOMPUTE ||
+         kind == ROK_ACTION_OPTIMIZER;
+}
+
+/* The streams a kind of action may run on. */
+static gboolean stream_fits(RokActionKind kind, RokSimStream stream) {
+  switch (kind) {
+  case ROK_ACTION_OFFLOAD:
+    return stream == ROK_SIM_STREAM_D2H || stream == ROK_SIM_STREAM_NVME_WRITE;
+  case ROK_ACTION_PREFETCH:
+    return stream == ROK_SIM_STREAM_H2D || stream == ROK_SIM_STREAM_NVME_READ;
+  case ROK_ACTION_FREE:
+    return TRUE;
+  default:
+    return stream == ROK_SIM_STREAM_COMPUTE;
+  }
+}
+
+/* A time in seconds, as whole nanoseconds. */
+static gboolean get_ns(const RokJsonObj *e, const char *key, gint64 *ns, GError **error) {
+  double seconds = 0;
+  if (!rok_json_get_double(e, key, TRUE, 0, (double)G_MAXINT64 / 1e9, &seconds, error))
+    return FALSE;
+  *ns = llround(seconds * 1e9);
+  return TRUE;
+}
+
+/* op for compute (none for the optimizer), tensor and its bytes for the rest. */
+static gboolean read_target(const Actions *a, const RokJsonObj *e, RokSimAction *act, GError **error) {
+  const RokTrace *trace = a->s->trace;
+  gboolean compute = is_compute(act->kind), needs_op = compute && act->kind != ROK_ACTION_OPTIMIZER;
+  gboolean has_op = json_object_object_get_ex(e->obj, "op", NULL);
+  gboolean has_tensor = json_object_object_get_ex(e->obj, "tensor", NULL);
+  guint64 op = ROK_SIM_NONE, tensor = ROK_SIM_NONE;
+  if (has_op != needs_op || has_tensor == compute) {
+    rok_json_error(error, a->doc, e->path, "a %s action names %s", rok_action_kind_name(act->kind),
+                   needs_op ? "an op and no tensor" : compute ? "neither op nor tensor" : "a tensor and no op");
+    return FALSE;
+  }
+  if ((needs_op && !rok_json_get_uint(e, "op", TRUE, 0, trace->ops->len - 1, &op, error)) ||
+      (!compute && !rok_json_get_uint(e, "tensor", TRUE, 0, trace->tensors->len - 1, &tensor, error)) ||
+      (!compute && !rok_json_get_uint(e, "bytes", TRUE, 0, G_MAXUINT64, &act->bytes, error)))
+    return FALSE;
+  act->op = (guint)op;
+  act->tensor = (guint)tensor;
+  if (!compute && act->bytes != rok_trace_tensor(trace, act->tensor)->bytes) {
+    rok_json_error(error, a->doc, e->path, "bytes: tensor %s has %" G_GUINT64_FORMAT " bytes, not %" G_GUINT64_FORMAT,
+                   rok_trace_tensor(trace, act->tensor)->name, rok_trace_tensor(trace, act->tensor)->bytes,
+                   act->bytes);
+    return FALSE;
+  }
+  gboolean copy = act->kind == ROK_ACTION_OFFLOAD || act->kind == ROK_ACTION_PREFETCH;
+  if (!copy && json_object_object_get_ex(e->obj, "gpudirect", NULL)) {
+    rok_json_error(error, a->doc, e->path, "only copies say whether they are gpudirect");
+    return FALSE;
+  }
+  return rok_json_get_bool(e, "gpudirect", copy, &act->gpudirect, error);
+}
+
+static gboolean read_deps(const Actions *a, const RokJsonObj *e, guint id, RokSimAction *act, GError **error) {
+  act->deps_first = a->s->deps->len;
+  json_object *deps = NULL;
+  if (!rok_json_get_array(e, "deps", TRUE, &deps, error))
+    return FALSE;
+  if (id == 0 && json_object_array_length(deps) > 0) {
+    rok_json_error(error, a->doc, e->path, "deps: the first action waits for nothing");
+    return FALSE;
+  }
+  /* Only earlier actions: the program cannot have a cycle. */
+  if (id > 0 && !rok_json_get_index_array(e, "deps", TRUE, id - 1, a->s->deps, error))
+    return FALSE;
+  act->deps_count = a->s->deps->len - act->deps_first;
+  return TRUE;
+}
+
+static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, GError **error) {
+  static const char *const keys[] = {"id", "stream", "kind", "micro_batch", "op", "tensor", "bytes",
+                                     "gpudirect", "deps", "start_s", "end_s", NULL};
+  RokSimAction act = {0};
+  guint64 id = 0, mb = 0;
+  int stream = 0, kind = 0;
+  if (!rok_json_only_keys(e, keys, error) || !rok_json_get_uint(e, "id", TRUE, index, index, &id, error) ||
+      !rok_json_get_enum(e, "stream", TRUE, a->streams, &stream, error) ||
+      !rok_json_get_enum(e, "kind", TRUE, a->kinds, &kind, error) ||
+      !rok_json_get_uint(e, "micro_batch", TRUE, 0, a->micro_batches - 1, &mb, error))
+    return FALSE;
+  act.stream = stream;
+  act.kind = kind;
+  act.micro_batch = (guint)mb;
+  if (!stream_fits(act.kind, act.stream)) {
+    rok_json_error(error, a->doc, e->path, "a %s action cannot run on the %s stream", rok_action_kind_name(act.kind),
+                   rok_sim_stream_name(act.stream));
+    return FALSE;
+  }
+  if (!read_target(a, e, &act, error) || !read_deps(a, e, index, &act, error) ||
+      !get_ns(e, "start_s", &act.start_ns, error) || !get_ns(e, "end_s", &act.end_ns, error))
+    return FALSE;
+  if (act.end_ns < act.start_ns) {
+    rok_json_error(error, a->doc, e->path, "end_s is before start_s");
+    return FALSE;
+  }
+  g_array_append_val(a->s->actions, act);
+  return TRUE;
+}
+
+gboolean schedule_read_actions(const RokJsonDoc *doc, const RokJsonObj *root, RokSchedule *s, GError **error) {
+  Actions a = {.doc = doc, .s = s, .micro_batches = s->plan->options.detail_micro_batches};
+  for (guint i = 0; i < ROK_SIM_STREAM_COUNT; i++)
+    a.streams[i] = rok_sim_stream_name(i);
+  for (guint i = 0; i < ROK_ACTION_KIND_COUNT; i++)
+    a.kinds[i] = rok_action_kind_name(i);
+  json_object *list = NULL;
+  if (!rok_json_get_array(root, "actions", TRUE, &list, error))
+    return FALSE;
+  gsize n = json_object_array_length(list);
+  g_array_set_size(s->actions, 0);
+  for (gsize i = 0; i < n; i++) {
+    g_auto(RokJsonObj) e = {0};
+    if (!rok_json_element(root, "actions", list, i, &e, error) || !read_action(&a, &e, (guint)i, error))
+      return FALSE;
+  }
+  return TRUE;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Sweep speed: a 64-point sweep of GPT-3 13B on SSDTrain's machine
+# (--micro-batch 1:64). First the sweep alone, in process (bench-sweep.c):
+# the five baselines, then all six strategies; then the whole `rok sweep
+# ... --json` command of the baselines (best of 5 runs). Wall time with 1
+# thread, 2 threads and one per core, the speed-up, and a check that every
+# thread count gives the same bytes.
+# Usage: tests/bench/bench-sweep.sh [BUILD_DIR]
+#
+# Measured on the development machine (2 cores, x86_64, shared with other
+# jobs; "CPUs busy" says how much of the cores the run got):
+#   5 baselines, sweep alone:  1 thread 175 ms, 2 threads 95 ms: 1.84x
+#                              (0.97 and 1.55 CPUs busy, load average 1.8)
+#   the command (--json):      1 thread 0.195 s, 2 threads 0.169 s: 1.15x
+#                              (start-up, config and JSON output are serial)
+#   with rok (the planner at each of the 64 points, about 2000 simulator
+#   runs each): 41 s of CPU time, 0.64 s per point; on a loaded machine
+#   (0.5 CPUs busy) 81.7 s with 1 thread, 75.2 s with 2.
+# Results are byte-identical on every thread count.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build}
+rok=$build/rok
+for bin in "$rok" "$build/tests/bench-sweep"; do
+  if [ ! -x "$bin" ]; then
+    echo "bench-sweep.sh: $bin not found; build first (ninja -C $build)" >&2
+    exit 1
+  fi
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+args=(sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64 -s keep,recompute,selective,offload,tba --json)
+
+# Best wall time of 5 runs, in seconds; the output of the last kept.
+best_of_5() {
+  local threads=$1 best="" start end t
+  for _ in 1 2 3 4 5; do
+    start=$(date +%s.%N)
+    "$rok" "${args[@]}" --threads "$threads" > "$tmp/out-$threads.json"
+    end=$(date +%s.%N)
+    t=$(echo "$end - $start" | bc -l)
+    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc -l)" -eq 1 ]; then best=$t; fi
+  done
+  echo "$best"
+}
+
+cores=$(nproc)
+echo "rok sweep benchmark ($cores cores, $(uname -m), load average $(cut -d' ' -f1 /proc/loadavg))"
+echo "The sweep alone (rok_sweep_run):"
+"$build/tests/bench-sweep" "$here"
+rows=$("$rok" "${args[@]}" | grep -c '"strategy": ')
+echo "The command, rok ${args[*]} ($rows rows):"
+one=$(best_of_5 1)
+printf "  %-12s %7.3f s\n" "1 thread" "$one"
+for threads in 2 $([ "$cores" -gt 2 ] && echo "$cores"); do
+  t=$(best_of_5 "$threads")
+  cmp "$tmp/out-1.json" "$tmp/out-$threads.json" || { echo "$threads threads gave other results" >&2; exit 1; }
+  printf "  %-12s %7.3f s   speed-up %.2fx\n" "$threads threads" "$t" "$(echo "$one / $t" | bc -l)"
+done
+echo "  results identical on every thread count"

@@ -1,0 +1,106 @@
+#!/bin/bash
+# rok calibrate as a user runs it: a quick calibration into a profile that
+# the simulator takes, plausible figures, nothing left behind (Ctrl-C too),
+# and bad options. Skips (77) where there is no OpenCL device.
+set -euo pipefail
+rok="$1"
+source "$(dirname "$0")/lib.bash"
+
+# Under the sanitizers: PoCL keeps its LLVM compiler state until exit, which
+# LeakSanitizer would report whenever kernels are compiled (a fresh kernel
+# cache). Not rok's leaks.
+printf 'leak:libpocl.so\nleak:libLLVM\n' >"$tmp/lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
+
+disk="$tmp/disk"
+mkdir "$disk"
+status=0
+"$rok" calibrate --quick --dir "$disk" -o "$disk/hw.json" >"$tmp/out" 2>"$tmp/err" || status=$?
+if [ "$status" -ne 0 ]; then
+  if grep -qiE "opencl|platform|no device" "$tmp/err"; then
+    echo "skipping: no OpenCL device ($(head -1 "$tmp/err"))"
+    exit 77
+  fi
+  cat "$tmp/err" >&2
+  exit 1
+fi
+cat "$tmp/out" "$tmp/err"
+
+# Only the profile is left in the directory: the work folder is gone.
+[ "$(ls -A "$disk")" = "hw.json" ] || { echo "left behind in $disk: $(ls -A "$disk")" >&2; exit 1; }
+expect_in "$(cat "$tmp/out")" "Profile \"hw\" written to $disk/hw.json"
+expect_in "$(cat "$tmp/out")" "latency (QD1 4 KiB random reads)"
+
+# The figures: positive, and within what any machine could measure.
+field() { # NAME: the first number after "NAME":
+  sed -n "s/^ *\"$1\": \([-0-9.e+]*\),\{0,1\}$/\1/p" "$disk/hw.json" | head -1
+}
+within() { # NAME LOW HIGH
+  local v
+  v=$(field "$1")
+  [ -n "$v" ] || { echo "no $1 in the profile" >&2; exit 1; }
+  awk -v v="$v" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }' ||
+    { echo "$1 = $v, expected within [$2, $3]" >&2; exit 1; }
+}
+within peak_flops 1e8 1e16
+within matmul_efficiency 0.001 1
+within hbm_bandwidth 1e8 1e13
+within launch_overhead 1e-8 1e-2
+within h2d_bandwidth 1e7 1e12
+within d2h_bandwidth 1e7 1e12
+within memcpy_bandwidth 1e8 1e12
+within read_bandwidth 1e6 1e12
+within write_bandwidth 1e6 1e12
+within latency 1e-7 1
+within devices 1 1
+grep -q '"gemm_efficiency": \[' "$disk/hw.json"
+grep -q '"gpudirect": false' "$disk/hw.json"
+if grep -q '"endurance_pbw"' "$disk/hw.json"; then
+  echo "endurance is unknown and must be left out" >&2
+  exit 1
+fi
+grep -q '"source": "Measured on this machine by `rok calibrate` --quick' "$disk/hw.json"
+
+# The simulator and the strategies take it, offloading to the measured disk.
+"$rok" simulate gpt3-1.3b --hw "$disk/hw.json" --strategy offload --set layers=2 --json >"$tmp/sim.json"
+grep -q '"hw": "hw"' "$tmp/sim.json"
+if grep -q '"nvme_write_bytes": 0,' "$tmp/sim.json"; then
+  echo "offload wrote nothing to the calibrated disk" >&2
+  exit 1
+fi
+"$rok" simulate gpt3-1.3b --hw "$disk/hw.json" --strategy tba --set layers=2 >/dev/null
+
+# Without -o the profile goes to stdout, named by --name; the grid is the
+# user's; Ctrl-C (SIGINT) during the disk passes leaves nothing behind.
+rm "$disk/hw.json"
+"$rok" calibrate --quick --trials 1 --dir "$disk" --name lab --block 1MiB --qd 8 --file-size 16MiB \
+  >"$tmp/stdout.json" 2>/dev/null
+grep -q '"name": "lab"' "$tmp/stdout.json"
+grep -q 'block sizes 1.00 MiB x queue depths 8 ' "$tmp/stdout.json"
+[ -z "$(ls -A "$disk")" ] || { echo "left behind: $(ls -A "$disk")" >&2; exit 1; }
+
+"$rok" calibrate --quick --trials 1 --dir "$disk" --file-size 512MiB --block 128KiB --qd 1 >/dev/null 2>"$tmp/int" &
+pid=$!
+for _ in $(seq 400); do
+  compgen -G "$disk/rok-*" >/dev/null && break
+  sleep 0.05
+done
+kill -INT "$pid"
+status=0
+wait "$pid" || status=$?
+[ "$status" -eq 1 ] || { echo "expected exit 1 after SIGINT, got $status" >&2; cat "$tmp/int" >&2; exit 1; }
+expect_in "$(cat "$tmp/int")" "interrupted"
+[ -z "$(ls -A "$disk")" ] || { echo "left behind after SIGINT: $(ls -A "$disk")" >&2; exit 1; }
+
+# Bad usage fails at once, before measuring anything.
+expect_fail 2 "--dir $tmp/nope: No such file or directory" "$rok" calibrate --quick --dir "$tmp/nope"
+expect_fail 2 "not a directory" "$rok" calibrate --quick --dir "$tmp/out"
+expect_fail 2 "are the same directory" "$rok" calibrate --quick --dir "$disk" --dir "$disk/"
+expect_fail 2 "--block 1000 B: must be a multiple of 4 KiB" "$rok" calibrate --dir "$disk" --block 1000
+expect_fail 2 "--block lots" "$rok" calibrate --dir "$disk" --block lots
+expect_fail 2 "--qd 0: must be a whole number" "$rok" calibrate --dir "$disk" --qd 0
+expect_fail 2 "--trials -1" "$rok" calibrate --dir "$disk" --trials -1
+expect_fail 2 "--file-size 1.00 MiB" "$rok" calibrate --dir "$disk" --file-size 1MiB --block 4MiB
+expect_fail 2 "unexpected argument" "$rok" calibrate --dir "$disk" extra
+[ -z "$(ls -A "$disk")" ]
+echo "ok"

@@ -1,0 +1,154 @@
+/* Disk measurement on a real directory, kept tiny: the grid's shape, figures
+ * that are positive, and nothing left behind, on success, on cancellation
+ * and with a stale folder of a killed run to sweep. */
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/calibrate/calibrate.h"
+#include "exec/io/owner.h"
+#include "rok/error.h"
+
+#define MIB ((guint64)1 << 20)
+
+static void tiny_options(RokCalibOptions *o) {
+  rok_calib_options_init(o);
+  o->blocks[0] = 256 * 1024, o->blocks[1] = MIB, o->n_blocks = 2;
+  o->queue_depths[0] = 1, o->queue_depths[1] = 4, o->n_queue_depths = 2;
+  o->file_bytes = 8 * MIB;
+  o->trials = 2;
+  o->pass_seconds = 0.05;
+  GError *error = NULL;
+  g_assert_true(rok_calib_options_resolve(o, &error));
+}
+
+static guint count_entries(const char *dir) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  guint n = 0;
+  while (d != NULL && g_dir_read_name(d) != NULL)
+    n++;
+  return n;
+}
+
+static void remove_dir(char *dir) {
+  g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+  g_assert_cmpint(system(cmd), ==, 0);
+  g_free(dir);
+}
+
+static void test_measure(void) {
+  char *dir = g_dir_make_tmp("rok-calib-disk-XXXXXX", NULL);
+  RokCalibOptions o;
+  tiny_options(&o);
+  RokCalibDisk disk = {0};
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  g_assert_true(rok_calib_measure_disk(dir, &o, NULL, &disk, notes, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < notes->len; i++)
+    g_test_message("note: %s", (const char *)notes->pdata[i]);
+  g_assert_cmpstr(disk.dir, ==, dir);
+  g_assert_nonnull(disk.backend);
+  g_assert_cmpuint(disk.file_bytes, ==, 8 * MIB);
+  g_assert_cmpuint(disk.capacity, >, 8 * MIB);
+  g_assert_cmpuint(disk.points->len, ==, 4);
+  for (guint i = 0; i < disk.points->len; i++) {
+    const RokCalibDiskPoint *p = &g_array_index(disk.points, RokCalibDiskPoint, i);
+    g_test_message("%" G_GUINT64_FORMAT " QD %u: write %.3g read %.3g", p->block, p->queue_depth, p->write.median,
+                   p->read.median);
+    g_assert_cmpuint(p->block, ==, o.blocks[i / 2]);
+    g_assert_cmpuint(p->queue_depth, ==, o.queue_depths[i % 2]);
+    g_assert_cmpuint(p->write.n, ==, 2);
+    g_assert_cmpfloat(p->write.min, >, 0);
+    g_assert_cmpfloat(p->read.min, >, 0);
+    g_assert_cmpfloat(p->write.min, <=, p->write.max);
+  }
+  const RokCalibDiskPoint *bw = &g_array_index(disk.points, RokCalibDiskPoint, disk.best_write);
+  for (guint i = 0; i < disk.points->len; i++)
+    g_assert_cmpfloat(g_array_index(disk.points, RokCalibDiskPoint, i).write.median, <=, bw->write.median);
+  g_assert_cmpfloat(disk.latency.median, >, 0);
+  g_assert_cmpfloat(disk.latency.median, <, 1.0);
+  g_assert_cmpuint(disk.latency.n, >=, 10);
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  rok_calib_disk_clear(&disk);
+  remove_dir(dir);
+}
+
+/* Cancelled before it starts (a Ctrl-C that came early): the error says
+ * so and the work folder is gone. */
+static void test_cancelled(void) {
+  char *dir = g_dir_make_tmp("rok-calib-disk-XXXXXX", NULL);
+  RokCalibOptions o;
+  tiny_options(&o);
+  RokCalibCancel cancel;
+  rok_calib_cancel_init(&cancel);
+  rok_calib_cancel_now(&cancel);
+  RokCalibDisk disk = {0};
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  g_assert_false(rok_calib_measure_disk(dir, &o, &cancel, &disk, notes, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_CANCELLED);
+  g_clear_error(&error);
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  rok_calib_disk_clear(&disk);
+  rok_calib_cancel_clear(&cancel);
+  remove_dir(dir);
+}
+
+/* A work folder left by a killed run (its owner's pid no longer exists) is
+ * swept, with a note. */
+static void test_sweeps_stale(void) {
+  char *dir = g_dir_make_tmp("rok-calib-disk-XXXXXX", NULL);
+  g_autofree char *stale = g_build_filename(dir, "rok-AbC123", NULL);
+  g_assert_cmpint(g_mkdir(stale, 0700), ==, 0);
+  RokOwner owner;
+  rok_owner_self(&owner);
+  owner.pid = 0x7ffffff0; /* beyond any pid_max: that process is gone */
+  g_autofree char *marker_text = rok_owner_to_text(&owner);
+  rok_owner_clear(&owner);
+  g_autofree char *marker = g_build_filename(stale, "rok-owner", NULL), *data = g_build_filename(stale, "data", NULL);
+  g_assert_true(g_file_set_contents(marker, marker_text, -1, NULL));
+  g_assert_true(g_file_set_contents(data, "old", -1, NULL));
+  RokCalibOptions o;
+  tiny_options(&o);
+  o.n_blocks = 1, o.n_queue_depths = 1, o.trials = 1;
+  RokCalibDisk disk = {0};
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  g_assert_true(rok_calib_measure_disk(dir, &o, NULL, &disk, notes, &error));
+  g_assert_no_error(error);
+  gboolean noted = FALSE;
+  for (guint i = 0; i < notes->len; i++)
+    noted = noted || strstr(notes->pdata[i], "rok-AbC123") != NULL;
+  g_assert_true(noted);
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  rok_calib_disk_clear(&disk);
+  remove_dir(dir);
+}
+
+static void test_bad_dir(void) {
+  RokCalibOptions o;
+  tiny_options(&o);
+  RokCalibDisk disk = {0};
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  g_assert_false(rok_calib_measure_disk("/nonexistent/rok", &o, NULL, &disk, notes, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  g_assert_nonnull(strstr(error->message, "/nonexistent/rok"));
+  g_clear_error(&error);
+  g_assert_false(rok_calib_measure_disk("/proc/self/status", &o, NULL, &disk, notes, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  g_assert_nonnull(strstr(error->message, "not a directory"));
+  g_clear_error(&error);
+  rok_calib_disk_clear(&disk);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/calibrate-disk/measure", test_measure);
+  g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
+  g_test_add_func("/calibrate-disk/sweeps-stale", test_sweeps_stale);
+  g_test_add_func("/calibrate-disk/bad-dir", test_bad_dir);
+  return g_test_run();
+}

@@ -1,0 +1,317 @@
+/* Calibration without measuring: statistics, options, the profile built
+ * from hand-made measurements, its source text, and the sanity checks. */
+#include <string.h>
+
+#include "exec/calibrate/calibrate.h"
+#include "rok/error.h"
+#include "rok/json.h"
+#include "rok/plan.h"
+#include "rok/sim.h"
+
+#define GIB ((guint64)1 << 30)
+#define MIB ((guint64)1 << 20)
+
+static void test_stat(void) {
+  double odd[] = {5, 1, 3};
+  RokCalibStat s = rok_calib_stat(odd, 3);
+  g_assert_cmpfloat(s.median, ==, 3);
+  g_assert_cmpfloat(s.min, ==, 1);
+  g_assert_cmpfloat(s.max, ==, 5);
+  g_assert_cmpuint(s.n, ==, 3);
+  double even[] = {4, 1, 2, 10};
+  s = rok_calib_stat(even, 4);
+  g_assert_cmpfloat(s.median, ==, 3);
+  g_assert_cmpfloat(s.max, ==, 10);
+  s = rok_calib_stat(NULL, 0);
+  g_assert_cmpfloat(s.median, ==, 0);
+  g_assert_cmpuint(s.n, ==, 0);
+}
+
+static void test_options(void) {
+  RokCalibOptions o;
+  rok_calib_options_init(&o);
+  g_assert_cmpint(o.device, ==, -1);
+  GError *error = NULL;
+  g_assert_true(rok_calib_options_resolve(&o, &error));
+  g_assert_cmpuint(o.trials, ==, 3);
+  g_assert_cmpuint(o.file_bytes, ==, GIB);
+  g_assert_cmpuint(o.n_blocks, ==, 3);
+  g_assert_cmpuint(o.n_queue_depths, ==, 3);
+  g_assert_cmpuint(o.blocks[1], ==, MIB);
+  g_assert_cmpuint(o.queue_depths[2], ==, 32);
+  g_assert_cmpfloat(o.pass_seconds, ==, 2.0);
+
+  rok_calib_options_init(&o);
+  o.quick = TRUE;
+  g_assert_true(rok_calib_options_resolve(&o, &error));
+  g_assert_cmpuint(o.file_bytes, ==, 128 * MIB);
+  g_assert_cmpuint(o.n_blocks * o.n_queue_depths, ==, 4);
+  g_assert_cmpfloat(o.pass_seconds, <, 1.0);
+
+  /* What the user chose is kept. */
+  rok_calib_options_init(&o);
+  o.blocks[0] = 8192, o.n_blocks = 1, o.queue_depths[0] = 4, o.n_queue_depths = 1, o.file_bytes = MIB;
+  g_assert_true(rok_calib_options_resolve(&o, &error));
+  g_assert_cmpuint(o.blocks[0], ==, 8192);
+  g_assert_cmpuint(o.n_blocks, ==, 1);
+  g_assert_cmpuint(o.file_bytes, ==, MIB);
+}
+
+static void test_bad_options(void) {
+  static const struct {
+    guint64 block, file;
+    guint qd, trials;
+    const char *expect;
+  } cases[] = {
+      {1000, 0, 1, 0, "--block 1000 B: must be a multiple of 4 KiB"},
+      {128 * MIB, 0, 1, 0, "--block 128 MiB"},
+      {MIB, 0, 0, 0, "--qd 0"},
+      {MIB, 0, 5000, 0, "--qd 5000"},
+      {4 * MIB, MIB, 1, 0, "--file-size 1.00 MiB: must be a multiple of 4 KiB and at least the largest block"},
+      {MIB, MIB + 1, 1, 0, "--file-size"},
+      {MIB, 0, 1, 500, "--trials 500"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    RokCalibOptions o;
+    rok_calib_options_init(&o);
+    o.blocks[0] = cases[i].block, o.n_blocks = 1;
+    o.queue_depths[0] = cases[i].qd, o.n_queue_depths = 1;
+    o.file_bytes = cases[i].file;
+    o.trials = cases[i].trials;
+    GError *error = NULL;
+    g_assert_false(rok_calib_options_resolve(&o, &error));
+    g_test_message("%s", error->message);
+    g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
+    g_assert_nonnull(strstr(error->message, cases[i].expect));
+    g_error_free(error);
+  }
+}
+
+static RokCalibStat stat_of(double v) {
+  return (RokCalibStat){v, v * 0.9, v * 1.1, 3};
+}
+
+static void add_gemm(RokCalibration *c, const char *label, guint64 batch, guint64 m, guint64 n, guint64 k,
+                     double rate) {
+  RokCalibGemm g = {.label = label, .batch = batch, .m = m, .n = n, .k = k, .rate = stat_of(rate)};
+  g.flops = 2.0 * batch * m * n * k;
+  g_array_append_val(c->device.gemms, g);
+}
+
+static void add_disk(RokCalibration *c, const char *dir, guint64 dev, double scale, double latency,
+                     guint64 capacity) {
+  RokCalibDisk d = {.dir = g_strdup(dir), .st_dev = dev, .disk = g_strdup("nvme0n1"), .backend = g_strdup("io_uring"),
+                    .direct = TRUE, .file_bytes = GIB, .capacity = capacity,
+                    .points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint)), .latency = stat_of(latency)};
+  /* Reads best at 1 MiB QD 8, writes at 4 MiB QD 1. */
+  const RokCalibDiskPoint points[] = {
+      {MIB, 1, stat_of(1e9 * scale), stat_of(1.5e9 * scale)},
+      {MIB, 8, stat_of(2e9 * scale), stat_of(3e9 * scale)},
+      {4 * MIB, 1, stat_of(2.5e9 * scale), stat_of(2e9 * scale)},
+      {4 * MIB, 8, stat_of(2.4e9 * scale), stat_of(2.9e9 * scale)},
+  };
+  g_array_append_vals(d.points, points, G_N_ELEMENTS(points));
+  d.best_read = 1;
+  d.best_write = 2;
+  g_array_append_val(c->disks, d);
+}
+
+/* Measurements as a real run leaves them: GEMMs out of size order, two
+ * shapes of equal FLOPs, two disks of different speeds. */
+static RokCalibration *made_up(void) {
+  RokCalibration *c = rok_calibration_new();
+  c->trials = 3;
+  c->host = (RokCalibHost){.memory = 24 * GIB, .memcpy_bytes = 256 * MIB, .memcpy = stat_of(10e9)};
+  RokCalibDevice *d = &c->device;
+  d->name = g_strdup("Test Device");
+  d->type = g_strdup("gpu");
+  d->compute_units = 108;
+  d->memory = 40 * GIB;
+  add_gemm(c, "square", 1, 512, 512, 512, 4e12);
+  add_gemm(c, "square", 1, 128, 128, 128, 0.5e12);
+  add_gemm(c, "square", 1, 2048, 2048, 2048, 20e12);
+  add_gemm(c, "linear x·W", 1, 2048, 4096, 1024, 16e12); /* the FLOPs of 2048³ */
+  add_gemm(c, "square", 1, 1024, 1024, 1024, 12e12);
+  d->elementwise = stat_of(1.3e12);
+  d->launch = stat_of(5e-6);
+  d->h2d = stat_of(24e9);
+  d->d2h = stat_of(22e9);
+  d->copy_latency = stat_of(10e-6);
+  d->pinned = TRUE;
+  add_disk(c, "/mnt/a", 1, 1.0, 80e-6, 2000 * GIB);
+  add_disk(c, "/mnt/b", 2, 0.8, 100e-6, 1000 * GIB);
+  return c;
+}
+
+static void check_curve(const RokHw *hw) {
+  /* peak: the best single GEMM (2048³ at 20 TFLOP/s); knots sorted by
+   * FLOPs; 2048³ and the linear share a knot at their mean rate. */
+  g_assert_cmpfloat(hw->gpu.peak_flops, ==, 20e12);
+  g_assert_cmpuint(hw->gpu.gemm_curve_len, ==, 4);
+  const double flops[] = {2.0 * 128 * 128 * 128, 2.0 * 512 * 512 * 512, 2.0 * 1024 * 1024 * 1024,
+                          2.0 * 2048 * 2048 * 2048};
+  const double efficiency[] = {0.5e12 / 20e12, 4e12 / 20e12, 12e12 / 20e12, 18e12 / 20e12};
+  for (guint i = 0; i < 4; i++) {
+    g_assert_cmpfloat(hw->gpu.gemm_curve[i].flops, ==, flops[i]);
+    g_assert_cmpfloat_with_epsilon(hw->gpu.gemm_curve[i].efficiency, efficiency[i], 1e-12);
+  }
+  g_assert_cmpfloat_with_epsilon(hw->gpu.matmul_efficiency, 0.9, 1e-12);
+}
+
+static void test_profile(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(hw->name, ==, "lab");
+  check_curve(hw);
+  g_assert_cmpuint(hw->gpu.memory, ==, 40 * GIB);
+  g_assert_cmpfloat(hw->gpu.hbm_bandwidth, ==, 1.3e12);
+  g_assert_cmpint(hw->gpu.launch_overhead, ==, 5000);
+  g_assert_cmpfloat(hw->pcie.h2d_bandwidth, ==, 24e9);
+  g_assert_cmpfloat(hw->pcie.d2h_bandwidth, ==, 22e9);
+  g_assert_cmpint(hw->pcie.latency, ==, 10000);
+  g_assert_cmpuint(hw->host.memory, ==, 24 * GIB);
+  g_assert_cmpuint(hw->host.pinned_buffer, ==, 3 * GIB);
+  g_assert_cmpfloat(hw->host.memcpy_bandwidth, ==, 10e9);
+  /* The array: the slower disk's best figures, the longer latency, the
+   * smaller capacity, the deepest queue where a best figure was reached. */
+  g_assert_cmpuint(hw->nvme.devices, ==, 2);
+  g_assert_cmpfloat_with_epsilon(hw->nvme.read_bandwidth, 3e9 * 0.8, 1);
+  g_assert_cmpfloat_with_epsilon(hw->nvme.write_bandwidth, 2.5e9 * 0.8, 1);
+  g_assert_cmpint(hw->nvme.latency, ==, 100000);
+  g_assert_cmpuint(hw->nvme.queue_depth, ==, 8);
+  g_assert_cmpuint(hw->nvme.capacity, ==, 1000 * GIB);
+  g_assert_cmpfloat(hw->nvme.endurance_pbw, ==, 0);
+  g_assert_false(hw->nvme.gpudirect);
+  /* The efficiency the simulator will use between knots: the curve's. */
+  g_assert_cmpfloat(rok_hw_gemm_efficiency(hw, 2.0 * 1024 * 1024 * 1024), ==, hw->gpu.gemm_curve[2].efficiency);
+}
+
+/* What is written reads back equal, without a date, and a model simulates
+ * on it under offloading (what `rok plan` needs of it). */
+static void test_profile_usable(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  g_assert_null(strstr(text, "endurance_pbw"));
+  g_autoptr(RokHw) again = rok_calib_profile(c, "lab", &error);
+  json_object *p = rok_hw_to_json(again);
+  g_autofree char *text2 = rok_json_to_string(p);
+  json_object_put(p);
+  g_assert_cmpstr(text, ==, text2);
+
+  g_autofree char *model_path =
+      g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", "gpt3-1.3b.json", NULL);
+  const char *sets[] = {"layers=2", NULL};
+  g_autoptr(RokModel) model = rok_model_load(model_path, sets, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSimPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(r->step_time_s, >, 0);
+  g_assert_cmpuint(r->nvme_write_bytes, >, 0);
+}
+
+static void test_profile_without_disks(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  g_array_set_size(c->disks, 0);
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_calib_profile(c, "nodisk", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw->nvme.devices, ==, 0);
+  g_autofree char *source = rok_calib_source(c);
+  g_assert_nonnull(strstr(source, "No --dir"));
+}
+
+static void test_profile_bad(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  c->device.h2d = (RokCalibStat){0};
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_calib_profile(c, "lab", &error);
+  g_assert_null(hw);
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "pcie.h2d_bandwidth"));
+  g_clear_error(&error);
+  g_autoptr(RokCalibration) none = made_up();
+  g_array_set_size(none->device.gemms, 0);
+  g_assert_null(rok_calib_profile(none, "lab", &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_IO);
+  g_clear_error(&error);
+}
+
+static void test_source(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  g_autofree char *source = rok_calib_source(c);
+  g_test_message("%s", source);
+  const char *expect[] = {"rok calibrate",
+                          "median of 3 trials",
+                          "\"Test Device\" (gpu, 108 compute units)",
+                          "best GEMM rate measured (square 2048x2048x2048)",
+                          "not a datasheet peak",
+                          "element-wise add",
+                          "pinned",
+                          "an eighth of it (a choice, not a measurement)",
+                          "one device per --dir",
+                          "/mnt/a (nvme0n1), /mnt/b (nvme0n1)",
+                          "block sizes 1.00 MiB, 4.00 MiB x queue depths 1, 8",
+                          "fdatasync",
+                          "DONTNEED",
+                          "endurance unknown"};
+  for (guint i = 0; i < G_N_ELEMENTS(expect); i++)
+    g_assert_nonnull(strstr(source, expect[i]));
+  /* No date or time of day: a profile names what was measured, not when. */
+  g_assert_false(g_regex_match_simple("(19|20)[0-9][0-9]-[0-9][0-9]|[0-9][0-9]:[0-9][0-9]", source, 0, 0));
+}
+
+static gboolean has_warning(const RokCalibration *c, const char *needle) {
+  for (guint i = 0; i < c->warnings->len; i++)
+    if (strstr(c->warnings->pdata[i], needle) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+static void test_checks(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  rok_calib_check(c);
+  g_assert_cmpuint(c->warnings->len, ==, 0);
+
+  /* A cache's speed; a read faster than memcpy; a virtual disk; two
+   * directories on one file system; a file system without a disk. */
+  RokCalibDisk *a = &g_array_index(c->disks, RokCalibDisk, 0), *b = &g_array_index(c->disks, RokCalibDisk, 1);
+  g_array_index(a->points, RokCalibDiskPoint, a->best_read).read.median = 25e9;
+  g_array_index(b->points, RokCalibDiskPoint, b->best_write).write.median = 12e9;
+  a->virtual_reason = g_strdup("a virtio disk");
+  b->st_dev = a->st_dev;
+  g_clear_pointer(&b->disk, g_free);
+  rok_calib_check(c);
+  for (guint i = 0; i < c->warnings->len; i++)
+    g_test_message("%s", (const char *)c->warnings->pdata[i]);
+  g_assert_true(has_warning(c, "/mnt/a: reads at 25.0 GB/s, faster than any disk: the figures look cached"));
+  g_assert_true(has_warning(c, "/mnt/b: writes at 12.0 GB/s, faster than memcpy (10.0 GB/s)"));
+  g_assert_true(has_warning(c, "/mnt/a: nvme0n1 is a virtio disk"));
+  g_assert_true(has_warning(c, "/mnt/a and /mnt/b are on one file system"));
+  g_assert_true(has_warning(c, "/mnt/b: no block device"));
+  g_assert_cmpuint(c->warnings->len, ==, 5);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/calibrate/stat", test_stat);
+  g_test_add_func("/calibrate/options", test_options);
+  g_test_add_func("/calibrate/bad-options", test_bad_options);
+  g_test_add_func("/calibrate/profile", test_profile);
+  g_test_add_func("/calibrate/profile-usable", test_profile_usable);
+  g_test_add_func("/calibrate/profile-without-disks", test_profile_without_disks);
+  g_test_add_func("/calibrate/profile-bad", test_profile_bad);
+  g_test_add_func("/calibrate/source", test_source);
+  g_test_add_func("/calibrate/checks", test_checks);
+  return g_test_run();
+}

@@ -1,21 +1,26 @@
 /* The units parser: sizes, rates, times and plain numbers from one text,
- * and the human forms of whatever they read, and of raw 64-bit values.
+ * the human forms of whatever they read and of raw 64-bit values, and the
+ * sweep ranges (rok sweep --micro-batch 1:64:*2, --budget 24GiB:40GiB:4GiB).
  *
  * Input: the text (up to a NUL; made valid UTF-8, as JSON strings are).
  * Checks beyond "no crash": failures are located messages naming the text;
  * the same text padded with whitespace reads the same; a size and a rate
- * read from one unitless text agree; every human form is short UTF-8. */
+ * read from one unitless text agree; every human form is short UTF-8; a
+ * range is at most ROK_SWEEP_MAX_VALUES values, rising, none below its
+ * minimum. */
 #include "fuzz.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "rok/sweep.h"
 #include "rok/units.h"
 
 static const char *const size_prefixes[] = {"invalid size \"", NULL};
 static const char *const rate_prefixes[] = {"invalid rate \"", NULL};
 static const char *const time_prefixes[] = {"invalid time \"", NULL};
 static const char *const number_prefixes[] = {"invalid number \"", NULL};
+static const char *const range_prefixes[] = {"invalid range \"", NULL};
 
 static void check_human(const char *what, char *text) {
   if (text == NULL || text[0] == '\0' || strlen(text) > 32 || !g_utf8_validate(text, -1, NULL))
@@ -69,11 +74,30 @@ static void check_consistent(const char *text, const Parsed *p) {
     rok_fuzz_fail("\"%s\": rate %.17g but number %.17g", text, p->rate, p->number);
 }
 
+static void check_range(const char *text, gboolean sizes, guint64 min) {
+  GError *error = NULL;
+  GArray *values = rok_sweep_parse_range(text, sizes, min, &error);
+  rok_fuzz_check_result(values != NULL, error, range_prefixes, (const uint8_t *)text, strlen(text));
+  g_clear_error(&error);
+  if (values == NULL)
+    return;
+  if (values->len == 0 || values->len > ROK_SWEEP_MAX_VALUES)
+    rok_fuzz_fail("range \"%s\" has %u values", text, values->len);
+  for (guint i = 0; i < values->len; i++) {
+    guint64 v = g_array_index(values, guint64, i);
+    if (v < min || (i > 0 && v <= g_array_index(values, guint64, i - 1)))
+      rok_fuzz_fail("range \"%s\": value %u is %" G_GUINT64_FORMAT, text, i, v);
+  }
+  g_array_unref(values);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   g_auto(GStrv) parts = rok_fuzz_split(data, size, 0);
   g_autofree char *text = g_utf8_make_valid(parts[0], -1);
   Parsed p = parse_all(text);
   check_consistent(text, &p);
+  check_range(text, FALSE, 1);
+  check_range(text, TRUE, 0);
   if (p.size_ok)
     check_human("size", rok_units_format_size(p.bytes));
   if (p.rate_ok)

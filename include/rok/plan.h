@@ -97,29 +97,45 @@ gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GE
 /* The planner chooses, for every saved tensor, keep, offload to NVMe,
  * offload to host memory or recompute, so that the simulated step is as
  * fast as possible while the simulated peak GPU memory (fixed memory
- * included) stays within an absolute budget.
+ * included) stays within an absolute budget. The simulator judges every
+ * candidate; closed forms only order the search.
  *
- * How. Tensors of alike layers with the same local name form a class; a
- * class is cut into at most 16 units of consecutive layers. A greedy
- * descent starts from keeping everything and repeatedly makes the change of
- * one unit (offload it or recompute it, taken from the first layers, or
- * recomputed from the last) that frees peak memory at the least step time
- * per byte, as the simulator measures it (lazily: a move's last measured
- * price stands until it is at the top again). For a budget, the candidates
- * are: the first descent step that fits, that step made on only some
- * layers of its unit, the steps before it run under the budget (the
- * simulator then waits for copies to finish rather than exceed it), every
- * baseline run under the budget, and the least-memory plan. The best that
- * fits is refined by local search (change a unit, then a tensor, to each
- * other decision; for small traces, pairs of tensors), and the finalists
- * are simulated again with the default detail; the fastest that fits wins.
- * So the plan is never slower than a baseline that fits the same budget.
+ * Structure. Tensors of alike layers with the same local name form a
+ * class ("attn.softmax_out" of layers 0-95); a class is cut into at most 16
+ * units of consecutive layers. Decisions are made per unit, refined per
+ * tensor.
+ *
+ * Work shared by all budgets (once per planner):
+ *   - the baselines, each run unbounded;
+ *   - a greedy descent from keeping everything: each step changes the one
+ *     unit (offloaded, from the first layers; recomputed, from the first
+ *     or the last) that frees peak memory at the least step time per byte,
+ *     as the simulator measures it; prices are re-measured lazily;
+ *   - the least-memory plan: a few recipes (recompute all but the layer
+ *     inputs and offload those; recompute all; offload all) run with a one
+ *     byte budget, so that the simulator waits for every copy;
+ *   - a greedy ascent from it, giving memory back where it saves the most
+ *     time per byte (it finds what the descent's early choices block).
+ * For a budget: if keeping everything fits, that is the plan (nothing is
+ * faster). Else the candidates are every baseline run under the budget,
+ * the least-memory plan, the fastest descent and ascent steps that fit,
+ * the step that crossed the budget made on part of its unit, the steps
+ * before it run under the budget (the simulator then waits for copies to
+ * finish rather than exceed it), and a descent under the budget from the
+ * last step that does not fit. The three best are refined by local search
+ * (change a unit, then a tensor, to each other decision; on small traces
+ * also pairs of tensors, ruin-and-recreate, every combination of a layer's
+ * tensors) and iterated local search (seeded random shakes), the simulator
+ * runs shared among them. The finalists and every baseline are run again
+ * with the default detail; the fastest that fits wins. So the plan is never
+ * slower than a baseline that fits the same budget.
+ *
  * Host memory used by offloads is bounded (host_memory). On equal step
  * times the plan moving fewer bytes over PCIe wins (keep rather than
  * offload for nothing), then the one using less host memory (it serves the
  * rest of the job; the SSDs' wear is reported), then the smaller peak.
- * Deterministic: no hash-table order, no randomness; a curve's points are
- * shared out among threads, but each is planned on its own. */
+ * Deterministic: no hash-table order, seeded randomness; a curve's points
+ * are shared out among threads, but each is planned on its own. */
 typedef struct {
   /* Host memory offloads may fill; G_MAXUINT64 (the default): host.memory
    * less the pinned staging buffer; 0: no offload to host memory. */
@@ -203,8 +219,11 @@ void rok_curve_free(RokCurve *curve);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokCurve, rok_curve_free)
 
 /* [{budget_bytes, step_time_s, tokens_per_s, peak_bytes,
- * activation_peak_bytes, source}, ...] */
+ * activation_peak_bytes, decision_bytes {decision: bytes}, source}, ...] */
 json_object *rok_curve_to_json(const RokCurve *curve);
+/* The baselines' own points (curve->baselines), alike; source is the
+ * strategy, budget_bytes its peak. */
+json_object *rok_curve_baselines_to_json(const RokCurve *curve);
 /* CSV: a header, then one row per point (series "rok") and one per
  * baseline (series = its name); the save writes atomically. */
 char *rok_curve_to_csv(const RokCurve *curve);
@@ -229,7 +248,7 @@ typedef struct {
   double path_write_bandwidth;    /* the least of the array and PCIe d2h */
   double write_amplification;     /* assumed (1.0: large sequential writes) */
   double endurance_bytes;         /* devices · endurance_pbw · 1e15 */
-  double lifetime_years;          /* INFINITY when nothing is written */
+  double lifetime_years;          /* INFINITY when nothing is written; NaN when the endurance is unknown */
   guint64 capacity_bytes;         /* devices · capacity */
 } RokSsdFigures;
 
@@ -239,7 +258,8 @@ void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *p
                      double write_amplification, RokSsdFigures *out);
 /* write_bytes_per_step, write_bytes_per_day, required_write_bandwidth,
  * average_write_bandwidth, array_write_bandwidth, path_write_bandwidth,
- * lifetime_years (null when nothing is written), assumptions. */
+ * lifetime_years (null when nothing is written or the drives' endurance is
+ * unknown, as in a calibrated profile), endurance_known, assumptions. */
 json_object *rok_ssd_figures_to_json(const RokSsdFigures *ssd);
 
 /* ---- Plan files: rok-plan/1 ---- */
@@ -252,8 +272,9 @@ json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokSimPlan *pl
 
 /* A plan as `rok plan` writes it: which strategy made it, for what model
  * and machine and budget, the decision of every saved tensor, and the
- * report around it (predicted figures, baselines, curve, SSD figures; kept
- * as JSON, written back unchanged). */
+ * report around it (summary, predicted figures, baselines at the budget,
+ * curve, the baselines' own points on the curve's chart, SSD figures, the
+ * per-layer table; kept as JSON, written back unchanged). */
 typedef struct {
   char *strategy;     /* "rok", "keep", ... */
   char *model_name, *hw_name;
@@ -266,6 +287,15 @@ typedef struct {
 
 void rok_plan_file_free(RokPlanFile *file);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokPlanFile, rok_plan_file_free)
+
+/* The recommendation in one sentence ("Recommendation: offload to NVMe
+ * 13.2 GiB in layers 0–95, recompute 6.47 GiB in layers 0–95, keep 12.4
+ * GiB per micro-batch: 54.7 s per step, peak 19.9 GiB within 20.0 GiB; 1.7%
+ * faster than selective, the fastest baseline that fits."); `baselines`
+ * holds a result per baseline at the same budget, NULL where it does not
+ * apply. Parts under a thousandth of the saved bytes are left out. */
+char *rok_plan_summary(const RokTrace *trace, const RokSimPlan *plan, const RokSimResult *result,
+                       RokStrategy strategy, guint64 budget, const RokSimResult *const *baselines);
 
 /* The SHA-256 of a trace's canonical rok-trace/1 text (hex). */
 char *rok_trace_sha256(const RokTrace *trace);

@@ -1,6 +1,6 @@
-/* The ROK curve re-drawn from a plan file (rok-plan/1): its "curve"
- * points, and the baselines of its report as labelled points, drawn by the
- * planner's own chart (rok_curve_save_chart). */
+/* The ROK curve re-drawn from a plan file (rok-plan/1): its "curve" points
+ * and its "curve_baselines" as labelled points, drawn by the planner's own
+ * chart (rok_curve_save_chart), so the bytes equal what rok plan drew. */
 #include "cli/charts.h"
 #include "rok/error.h"
 #include "rok/plan.h"
@@ -34,45 +34,45 @@ static gboolean read_strategy(const RokJsonObj *obj, const char *key, RokStrateg
   return FALSE;
 }
 
+/* One point of "curve" or "curve_baselines": the same fields. */
+static gboolean read_curve_point(const RokJsonObj *root, const char *key, json_object *list, gsize i,
+                                 RokCurvePoint *pt, GError **error) {
+  g_auto(RokJsonObj) obj = {0};
+  return rok_json_element(root, key, list, i, &obj, error) && read_point(&obj, pt, error) &&
+         rok_json_get_uint(&obj, "budget_bytes", TRUE, 0, G_MAXUINT64, &pt->budget_bytes, error) &&
+         read_decisions(&obj, pt, error) && read_strategy(&obj, "source", &pt->source, error);
+}
+
 static gboolean read_points(const RokJsonObj *root, RokCurve *curve, GError **error) {
   json_object *points = NULL;
   if (!rok_json_get_array(root, "curve", TRUE, &points, error))
     return FALSE;
   for (gsize i = 0; i < json_object_array_length(points); i++) {
-    g_auto(RokJsonObj) obj = {0};
     RokCurvePoint pt = {0};
-    if (!rok_json_element(root, "curve", points, i, &obj, error) || !read_point(&obj, &pt, error) ||
-        !rok_json_get_uint(&obj, "budget_bytes", TRUE, 0, G_MAXUINT64, &pt.budget_bytes, error) ||
-        !read_decisions(&obj, &pt, error) || !read_strategy(&obj, "source", &pt.source, error))
+    if (!read_curve_point(root, "curve", points, i, &pt, error))
       return FALSE;
     g_array_append_val(curve->points, pt);
   }
   return TRUE;
 }
 
-/* Each baseline on its own, as the report gives it; those that did not
- * apply ("available": false) are left out, as the curve leaves them out. */
+/* The baselines exactly as the planner drew them (each on its own, not
+ * squeezed into the plan's budget), named by their "source". */
 static gboolean read_baselines(const RokJsonObj *root, RokCurve *curve, GError **error) {
   json_object *list = NULL;
-  if (!rok_json_get_array(root, "baselines", TRUE, &list, error))
+  if (!rok_json_get_array(root, "curve_baselines", TRUE, &list, error))
     return FALSE;
   for (gsize i = 0; i < json_object_array_length(list); i++) {
-    g_auto(RokJsonObj) obj = {0};
-    RokStrategy b;
-    gboolean available = FALSE;
-    if (!rok_json_element(root, "baselines", list, i, &obj, error) || !read_strategy(&obj, "strategy", &b, error) ||
-        !rok_json_get_bool(&obj, "available", TRUE, &available, error))
+    RokCurvePoint pt = {0};
+    if (!read_curve_point(root, "curve_baselines", list, i, &pt, error))
       return FALSE;
-    if (b >= ROK_STRATEGY_BASELINE_COUNT) {
-      rok_json_error(error, obj.doc, obj.path, "\"strategy\": rok is not a baseline");
+    if (pt.source >= ROK_STRATEGY_BASELINE_COUNT) {
+      g_autofree char *path = g_strdup_printf("curve_baselines[%" G_GSIZE_FORMAT "].source", i);
+      rok_json_error(error, root->doc, path, "rok is not a baseline");
       return FALSE;
     }
-    RokCurvePoint *pt = &curve->baselines[b];
-    if (available && !read_point(&obj, pt, error))
-      return FALSE;
-    pt->budget_bytes = pt->peak_bytes;
-    pt->source = b;
-    curve->has_baseline[b] = available;
+    curve->baselines[pt.source] = pt;
+    curve->has_baseline[pt.source] = TRUE;
   }
   return TRUE;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "cli/charts.h"
 #include "cli/cli.h"
 #include "rok/error.h"
 #include "rok/json.h"
@@ -151,89 +152,6 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
   return TRUE;
 }
 
-/* ---- the recommendation in one sentence ---- */
-
-static guint64 decision_bytes(const RokTrace *trace, const RokSimPlan *plan, RokDecision d) {
-  guint64 bytes = 0;
-  for (guint t = 0; t < trace->tensors->len; t++)
-    if (rok_tensor_is_saved(rok_trace_tensor(trace, t)) && plan->decisions[t] == d)
-      bytes += rok_trace_tensor(trace, t)->bytes;
-  return bytes;
-}
-
-/* The layers in which some tensor takes `d`: "layers 0–59", or "". */
-static char *layers_with(const RokTrace *trace, const RokSimPlan *plan, RokDecision d) {
-  gint first = -1, last = -1;
-  for (guint t = 0; t < trace->tensors->len; t++) {
-    const RokTensor *tensor = rok_trace_tensor(trace, t);
-    if (tensor->layer >= 0 && rok_tensor_is_saved(tensor) && plan->decisions[t] == d) {
-      first = first < 0 ? tensor->layer : MIN(first, tensor->layer);
-      last = MAX(last, tensor->layer);
-    }
-  }
-  if (first < 0)
-    return g_strdup("");
-  return first == last ? g_strdup_printf(" in layer %d", first) : g_strdup_printf(" in layers %d–%d", first, last);
-}
-
-/* Parts under a thousandth of the saved bytes (norm statistics) are left
- * to the table. */
-static void append_part(GString *s, const char *verb, guint64 bytes, guint64 total, const char *where) {
-  if (bytes == 0 || bytes < total / 1000)
-    return;
-  g_autofree char *size = rok_units_format_size(bytes);
-  g_string_append_printf(s, "%s%s %s%s", s->len ? ", " : "", verb, size, where);
-}
-
-static char *decisions_text(const RokTrace *trace, const RokSimPlan *plan) {
-  guint64 offloaded = decision_bytes(trace, plan, ROK_DECISION_OFFLOAD_NVME) +
-                      decision_bytes(trace, plan, ROK_DECISION_OFFLOAD_HOST) +
-                      decision_bytes(trace, plan, ROK_DECISION_RECOMPUTE);
-  if (offloaded == 0)
-    return g_strdup("keep every activation");
-  GString *s = g_string_new(NULL);
-  const struct {
-    RokDecision d;
-    const char *verb;
-  } parts[] = {{ROK_DECISION_OFFLOAD_NVME, "offload to NVMe"},
-               {ROK_DECISION_OFFLOAD_HOST, "offload to host memory"},
-               {ROK_DECISION_RECOMPUTE, "recompute"},
-               {ROK_DECISION_KEEP, "keep"}};
-  for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
-    g_autofree char *where = parts[i].d == ROK_DECISION_KEEP ? g_strdup("") : layers_with(trace, plan, parts[i].d);
-    append_part(s, parts[i].verb, decision_bytes(trace, plan, parts[i].d), rok_trace_total_saved_bytes(trace), where);
-  }
-  g_string_append(s, " per micro-batch");
-  return g_string_free(s, FALSE);
-}
-
-/* How the plan compares with the fastest baseline that fits. */
-static char *comparison_text(const Outcome *out) {
-  gint best = -1;
-  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
-    const RokSimResult *r = out->baselines[b];
-    if (r != NULL && r->peak_bytes <= out->budget && (best < 0 || r->step_ns < out->baselines[best]->step_ns))
-      best = (gint)b;
-  }
-  if (best < 0)
-    return g_strdup("no baseline fits this budget");
-  double gain = 1.0 - out->result->step_time_s / out->baselines[best]->step_time_s;
-  if (fabs(gain) < 5e-4)
-    return g_strdup_printf("as fast as %s, the fastest baseline that fits", rok_strategy_name(best));
-  return g_strdup_printf("%.1f%% %s than %s, the fastest baseline that fits", fabs(gain) * 100,
-                         gain > 0 ? "faster" : "slower", rok_strategy_name(best));
-}
-
-static char *summary_text(const Outcome *out) {
-  g_autofree char *what = decisions_text(out->trace, out->plan), *than = comparison_text(out);
-  g_autofree char *step = rok_units_format_time(out->result->step_time_s);
-  g_autofree char *peak = rok_units_format_size(out->result->peak_bytes), *budget = rok_units_format_size(out->budget);
-  const char *who = out->strategy == ROK_STRATEGY_ROK ? "Recommendation" : rok_strategy_name(out->strategy);
-  char *first = g_strdup_printf("%s: %s: %s per step, peak %s within %s; %s.", who, what, step, peak, budget, than);
-  first[0] = g_ascii_toupper(first[0]);
-  return first;
-}
-
 /* ---- the plan document (rok-plan/1) ---- */
 
 static json_object *baselines_json(const Outcome *out) {
@@ -269,6 +187,7 @@ static RokPlanFile *plan_file(const Outcome *out) {
   json_object_object_add(file->report, "predicted", rok_sim_result_to_json(out->result, out->trace));
   json_object_object_add(file->report, "baselines", baselines_json(out));
   json_object_object_add(file->report, "curve", rok_curve_to_json(out->curve));
+  json_object_object_add(file->report, "curve_baselines", rok_curve_baselines_to_json(out->curve));
   json_object_object_add(file->report, "ssd", rok_ssd_figures_to_json(&out->ssd));
   json_object_object_add(file->report, "layers", json_object_get(out->layers));
   return file;
@@ -445,7 +364,10 @@ static void print_ssd(const Outcome *out) {
     return;
   }
   g_autofree char *cap = rok_units_format_size(hw->nvme.capacity);
-  printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, %g PBW each):", hw->nvme.devices, cap, hw->nvme.endurance_pbw);
+  if (hw->nvme.endurance_pbw > 0)
+    printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, %g PBW each):", hw->nvme.devices, cap, hw->nvme.endurance_pbw);
+  else
+    printf("\nSSDs (%" G_GUINT64_FORMAT " x %s, endurance not rated in the profile):", hw->nvme.devices, cap);
   if (s->write_bytes_per_step == 0) {
     printf(" this plan writes nothing to them.\n");
     return;
@@ -461,6 +383,10 @@ static void print_ssd(const Outcome *out) {
   printf("  Write bandwidth needed: %s (SSDTrain: offloaded bytes per micro-batch / (1.5 x forward %s));\n"
          "  simulated average %s; the array writes %s (%s through PCIe).\n",
          need, fwd, avg, array, path);
+  if (isnan(s->lifetime_years)) {
+    printf("  Lifetime: unknown (add nvme.endurance_pbw, the drives' rated petabytes written, to the profile).\n");
+    return;
+  }
   printf("  Lifetime: %.1f years at write amplification %.1f (SSDTrain: large sequential writes keep it near 1;\n"
          "  its setups lasted more than 2 years).\n",
          s->lifetime_years, s->write_amplification);
@@ -523,9 +449,13 @@ int rok_cmd_plan(int argc, char **argv) {
     return rok_cli_fail(self->name, error);
   }
   g_strfreev(common.sets);
-  out.summary = summary_text(&out);
+  out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
+                                 (const RokSimResult *const *)out.baselines);
   file = plan_file(&out);
-  if (o.output != NULL && !write_files(&out, file, o.output, &error))
+  gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
+  if (o.output != NULL)
+    rok_cli_charts_release(); /* the charts are drawn; nothing else draws */
+  if (!written)
     return rok_cli_fail(self->name, error);
   if (common.json)
     return rok_cli_print_json(rok_plan_file_to_json(file, trace), &error) ? ROK_EXIT_OK

@@ -152,7 +152,9 @@ static gboolean check_outputs(const RokTrace *trace, const RokJsonObj *o, guint 
   if (!rok_json_get_index_array(o, "outputs", TRUE, trace->tensors->len - 1, listed, error))
     return FALSE;
   const GArray *built = rok_trace_op(trace, id)->outputs;
-  if (listed->len != built->len || memcmp(listed->data, built->data, built->len * sizeof(guint)) != 0) {
+  gboolean same = listed->len == built->len &&
+                  (built->len == 0 || memcmp(listed->data, built->data, built->len * sizeof(guint)) == 0);
+  if (!same) {
     g_autofree char *path = g_strconcat(o->path, ".outputs", NULL);
     rok_json_error(error, o->doc, path, "must list exactly the tensors whose producer is op %u, in order", id);
     return FALSE;

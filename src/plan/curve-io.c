@@ -26,6 +26,14 @@ json_object *rok_curve_to_json(const RokCurve *curve) {
   return list;
 }
 
+json_object *rok_curve_baselines_to_json(const RokCurve *curve) {
+  json_object *list = json_object_new_array();
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
+    if (curve->has_baseline[b])
+      json_object_array_add(list, point_json(&curve->baselines[b]));
+  return list;
+}
+
 static void csv_row(GString *out, const char *series, const RokCurvePoint *pt) {
   g_string_append_printf(out, "%s,%" G_GUINT64_FORMAT ",%.17g,%.17g,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT,
                          series, pt->budget_bytes, pt->step_time_s, pt->tokens_per_s, pt->peak_bytes,

@@ -5,7 +5,7 @@
 
 static const char *const top_keys[] = {
     "format",  "strategy",  "model", "hw",     "trace_sha256", "budget_bytes", "feasible",
-    "options", "summary",   "predicted", "baselines", "curve", "ssd", "layers", "min_budget_bytes",
+    "options", "summary",   "predicted", "baselines", "curve", "curve_baselines", "ssd", "layers", "min_budget_bytes",
     "min_budget_how", "tensors", NULL};
 /* The report: kept as read, checked for its kind of value only. */
 static const struct {
@@ -13,7 +13,8 @@ static const struct {
   json_type type;
 } report_keys[] = {
     {"summary", json_type_string}, {"predicted", json_type_object}, {"baselines", json_type_array},
-    {"curve", json_type_array},    {"ssd", json_type_object},       {"layers", json_type_array},
+    {"curve", json_type_array},    {"curve_baselines", json_type_array}, {"ssd", json_type_object},
+    {"layers", json_type_array},
     {"min_budget_bytes", json_type_int}, {"min_budget_how", json_type_string},
 };
 

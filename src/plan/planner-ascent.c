@@ -13,6 +13,10 @@
 
 #include <math.h>
 
+/* Runs the ascent may make at least (more where runs are cheap: as many
+ * as refining a plan gets). */
+#define ASCENT_RUNS 200
+
 typedef struct {
   guint cls;
   guint8 decision;
@@ -30,6 +34,7 @@ typedef struct {
   gint64 version;
   GArray *moves;
   guint64 limit; /* no step is made past this peak */
+  guint runs_left;
 } Ascent;
 
 static guint move_target(const Ascent *a, const Move *m) {
@@ -63,8 +68,9 @@ static void measure(Ascent *a, Move *m) {
   m->stamp = a->version;
   m->key = INFINITY;
   m->free = FALSE;
-  if (u == G_MAXUINT)
+  if (u == G_MAXUINT || a->runs_left == 0)
     return;
+  a->runs_left--;
   memcpy(a->trial, a->decisions, a->p->n_tensors);
   plan_set_unit(a->p, a->trial, u, m->decision, FALSE, G_MAXUINT);
   if (!plan_eval(a->p, a->trial, PLAN_NO_LIMIT, a->p->options.search_detail, &m->eval) ||
@@ -142,11 +148,13 @@ void plan_ascent(RokPlanner *p) {
   start_state(&a);
   plan_descent(p); /* its first step, keeping everything, bounds the climb */
   a.limit = ((const PlanStep *)g_ptr_array_index(p->descent, 0))->eval.peak;
+  /* Big traces: the descent does most of the work; bound the climb. */
+  a.runs_left = MAX(ASCENT_RUNS, plan_polish_runs(p, FALSE));
   add_moves(&a);
   if (plan_eval(p, a.decisions, PLAN_NO_LIMIT, p->options.search_detail, &a.eval))
     record(&a, G_MAXUINT, ROK_DECISION_KEEP);
   guint since_refresh = 0, period = MAX(8u, a.moves->len / 2);
-  for (Move *m; a.eval.valid && (m = cheapest(&a)) != NULL;) {
+  for (Move *m; a.eval.valid && a.runs_left > 0 && (m = cheapest(&a)) != NULL;) {
     if (m->stamp != a.version) {
       measure(&a, m);
       continue;

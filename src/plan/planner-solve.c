@@ -1,10 +1,8 @@
-/* The plan for one budget: gather candidates, refine the best, and let the
+/* The plan for one budget: gather candidates (baselines, least-memory
+ * plan, descent and ascent steps), refine the three best, and let the
  * simulator at its default detail pick the winner among the finalists and
  * every baseline. */
 #include "plan/planner-private.h"
-
-#include "rok/error.h"
-#include "rok/units.h"
 
 #define FINALISTS 3
 
@@ -187,6 +185,20 @@ static gboolean same_as_baseline(const Solve *s, const PlanChoice *c) {
   return FALSE;
 }
 
+/* A candidate at the default detail; one held under a tighter limit than
+ * the budget is tried under the budget too (it may wait less). */
+static void final_eval(Solve *s, PlanChoice *c) {
+  guint detail = ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES;
+  plan_eval_whole(s->p, c->decisions, c->memory_budget, detail, c->whole_layers, &c->eval);
+  PlanEval e;
+  if (c->memory_budget < s->budget &&
+      plan_eval_whole(s->p, c->decisions, s->budget, detail, c->whole_layers, &e) &&
+      plan_fits(&e, s->budget) && plan_better(&e, &c->eval, s->budget)) {
+    c->memory_budget = s->budget;
+    c->eval = e;
+  }
+}
+
 /* The finalists and the baselines at the default detail: the best that fits. */
 static gboolean final(Solve *s, PlanChoice *out) {
   GArray *all[] = {s->cands, s->baselines};
@@ -195,8 +207,7 @@ static gboolean final(Solve *s, PlanChoice *out) {
     for (guint i = 0; i < all[a]->len; i++) {
       PlanChoice *c = &g_array_index(all[a], PlanChoice, i);
       if (!c->final && !same_as_baseline(s, c))
-        plan_eval_whole(s->p, c->decisions, c->memory_budget, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES,
-                        c->whole_layers, &c->eval);
+        final_eval(s, c);
       else if (!c->final)
         continue; /* judged as the baseline it is */
       c->final = TRUE;
@@ -216,39 +227,65 @@ static void clear_all(GArray *choices) {
   g_array_unref(choices);
 }
 
-/* Refine the best candidate run under the budget (or, when none is, the
- * best there is, under its own limit). */
-static void polish_best(Solve *s, guint runs) {
-  const PlanChoice *best = NULL;
-  for (guint i = 0; i < s->cands->len && best == NULL; i++)
-    if (g_array_index(s->cands, PlanChoice, i).memory_budget == s->budget)
-      best = &g_array_index(s->cands, PlanChoice, i);
-  if (best == NULL && s->cands->len > 0)
-    best = &g_array_index(s->cands, PlanChoice, 0);
-  if (best == NULL)
-    return;
-  PlanChoice polished = *best;
-  polished.decisions = g_memdup2(best->decisions, MAX(s->p->n_tensors, 1));
-  polished.source = ROK_STRATEGY_ROK;
-  polished.whole_layers = FALSE; /* the planner's own rebuilds re-run only what they need */
-  if (best->whole_layers &&
-      !plan_eval(s->p, polished.decisions, polished.memory_budget, s->p->options.search_detail, &polished.eval)) {
-    plan_choice_clear(&polished);
-    return;
+/* A start as the planner's own plan: its rebuilds re-run only what they
+ * need. (One held under a tighter limit than the budget stays so here; the
+ * final judgement tries it under the budget.) */
+static gboolean own_start(Solve *s, PlanChoice *c) {
+  c->source = ROK_STRATEGY_ROK;
+  if (!c->whole_layers)
+    return TRUE;
+  c->whole_layers = FALSE;
+  return plan_eval(s->p, c->decisions, c->memory_budget, s->p->options.search_detail, &c->eval);
+}
+
+/* Refine one start; the result joins the candidates. */
+static void polish_one(Solve *s, const PlanChoice *start, guint runs) {
+  PlanChoice polished = *start;
+  polished.decisions = g_memdup2(start->decisions, MAX(s->p->n_tensors, 1));
+  if (own_start(s, &polished)) {
+    plan_polish(s->p, polished.decisions, &polished.eval, s->budget, polished.memory_budget, runs);
+    add(s, polished.decisions, polished.memory_budget, &polished.eval, ROK_STRATEGY_ROK);
   }
-  plan_polish(s->p, polished.decisions, &polished.eval, s->budget, polished.memory_budget, runs);
-  add(s, polished.decisions, polished.memory_budget, &polished.eval, ROK_STRATEGY_ROK);
   plan_choice_clear(&polished);
 }
 
+/* Refine each finalist, the runs shared among them: local search from
+ * one start misses what it finds from another (an offload-minded plan and
+ * a recompute-minded one of the same speed). */
+static void polish_finalists(Solve *s, guint runs) {
+  guint n = s->cands->len;
+  g_autofree PlanChoice *starts = g_new0(PlanChoice, MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    starts[i] = g_array_index(s->cands, PlanChoice, i);
+    starts[i].decisions = g_memdup2(starts[i].decisions, MAX(s->p->n_tensors, 1));
+  }
+  for (guint i = 0; i < n; i++) {
+    polish_one(s, &starts[i], MAX(runs / n, 1));
+    plan_choice_clear(&starts[i]);
+  }
+}
+
+/* Keeping everything, when it fits, is the answer: every other plan
+ * computes at least as much and moves bytes besides. */
+static gboolean keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
+  const PlanBaseline *keep = &plan_baselines(p)[ROK_STRATEGY_KEEP];
+  if (keep->decisions == NULL || !plan_fits(&keep->final, budget))
+    return FALSE;
+  *out = (PlanChoice){.decisions = g_memdup2(keep->decisions, MAX(p->n_tensors, 1)), .memory_budget = budget,
+                      .eval = keep->final, .final = TRUE, .source = ROK_STRATEGY_KEEP};
+  return TRUE;
+}
+
 gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice *out) {
+  if (keep_fits(p, budget, out))
+    return TRUE;
   Solve s = {.p = p, .budget = budget, .cands = g_array_new(FALSE, FALSE, sizeof(PlanChoice)),
              .baselines = g_array_new(FALSE, FALSE, sizeof(PlanChoice)), .descent_runs = MAX(polish_runs / 2, 8)};
   add_baselines(&s);
   add_min_memory(&s);
   add_descent(&s);
   add_ascent(&s);
-  polish_best(&s, polish_runs);
+  polish_finalists(&s, polish_runs);
   gboolean found = final(&s, out);
   clear_all(s.cands);
   clear_all(s.baselines);

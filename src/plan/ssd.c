@@ -46,7 +46,12 @@ void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *p
   out->endurance_bytes = (double)hw->nvme.devices * hw->nvme.endurance_pbw * 1e15;
   out->capacity_bytes = hw->nvme.devices * hw->nvme.capacity;
   double worn_per_day = out->write_bytes_per_day * write_amplification;
-  out->lifetime_years = worn_per_day > 0 ? out->endurance_bytes / worn_per_day / DAYS_PER_YEAR : INFINITY;
+  /* A measured profile has no rated endurance: the lifetime is unknown (NaN,
+   * written as null), not zero. */
+  if (out->endurance_bytes <= 0)
+    out->lifetime_years = worn_per_day > 0 ? NAN : INFINITY;
+  else
+    out->lifetime_years = worn_per_day > 0 ? out->endurance_bytes / worn_per_day / DAYS_PER_YEAR : INFINITY;
 }
 
 json_object *rok_ssd_figures_to_json(const RokSsdFigures *s) {
@@ -61,8 +66,10 @@ json_object *rok_ssd_figures_to_json(const RokSsdFigures *s) {
   json_object_object_add(o, "path_write_bandwidth", rok_json_new_double(s->path_write_bandwidth));
   json_object_object_add(o, "endurance_bytes", rok_json_new_double(s->endurance_bytes));
   json_object_object_add(o, "capacity_bytes", json_object_new_uint64(s->capacity_bytes));
-  /* Nothing written lasts for ever: null, as JSON has no infinity. */
+  /* Nothing written lasts for ever, and an unrated drive's life is
+   * unknown: both null, as JSON has neither infinity nor NaN. */
   json_object_object_add(o, "lifetime_years", rok_json_new_double(s->lifetime_years));
+  json_object_object_add(o, "endurance_known", json_object_new_boolean(s->endurance_bytes > 0));
   json_object *assume = json_object_new_object();
   json_object_object_add(assume, "write_amplification", rok_json_new_double(s->write_amplification));
   json_object_object_add(assume, "hours_per_day", rok_json_new_double(24));

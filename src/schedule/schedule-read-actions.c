@@ -95,7 +95,15 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
   RokSimAction act = {0};
   guint64 id = 0, mb = 0;
   int stream = 0, kind = 0;
-  if (!rok_json_only_keys(e, keys, error) || !rok_json_get_uint(e, "id", TRUE, index, index, &id, error) ||
+  if (!rok_json_only_keys(e, keys, error) || !rok_json_get_uint(e, "id", TRUE, 0, G_MAXUINT, &id, error))
+    return FALSE;
+  if (id != index) {
+    g_autofree char *path = g_strdup_printf("%s.id", e->path);
+    rok_json_error(error, a->doc, path, "actions are numbered in order: expected %u, not %" G_GUINT64_FORMAT, index,
+                   id);
+    return FALSE;
+  }
+  if (
       !rok_json_get_enum(e, "stream", TRUE, a->streams, &stream, error) ||
       !rok_json_get_enum(e, "kind", TRUE, a->kinds, &kind, error) ||
       !rok_json_get_uint(e, "micro_batch", TRUE, 0, a->micro_batches - 1, &mb, error))

@@ -70,9 +70,14 @@ static gboolean read_options(const RokJsonObj *root, RokSimOptions *o, guint64 m
   if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
       !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
       !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
-      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, micro_batches, micro_batches, &detail, error) ||
+      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
       !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
     return FALSE;
+  if (detail != micro_batches) { /* the log covers every micro-batch */
+    rok_json_error(error, obj.doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
+                   micro_batches);
+    return FALSE;
+  }
   o->prefetch_layers = (guint)prefetch;
   o->detail_micro_batches = (guint)detail;
   return TRUE;

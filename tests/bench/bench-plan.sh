@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Planner speed: a plan and a 32-budget ROK curve for GPT-3 175B and a few
+# more models, wall and CPU seconds. Usage: tests/bench/bench-plan.sh [BUILD_DIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build}
+bin=$build/tests/bench-plan
+if [ ! -x "$bin" ]; then
+  echo "bench-plan.sh: $bin not found; build first (ninja -C $build)" >&2
+  exit 1
+fi
+echo "rok planner benchmark ($(nproc) cores, $(uname -m))"
+"$bin" "$here"
+# The whole command, as a user runs it, files included.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+start=$(date +%s.%N)
+"$build/rok" plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --budget 20GiB -o "$out" > /dev/null
+end=$(date +%s.%N)
+printf 'rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --budget 20GiB -o DIR: %.2f s (schedule.json %s)\n' \
+  "$(echo "$end - $start" | bc)" "$(du -h "$out/schedule.json" | cut -f1)"

@@ -15,6 +15,7 @@ int rok_cmd_calibrate(int argc, char **argv);
 int rok_cmd_trace(int argc, char **argv);
 int rok_cmd_simulate(int argc, char **argv);
 int rok_cmd_plot(int argc, char **argv);
+int rok_cmd_execute(int argc, char **argv);
 
 /* The user's journeys first (DESIGN.md), then the building blocks. */
 static const RokCommand commands[] = {
@@ -24,6 +25,8 @@ static const RokCommand commands[] = {
      "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", rok_cmd_sweep},
     {"calibrate", "--dir DIR [--dir DIR2] [-o hw.json]", "Measure this machine into a hardware profile",
      rok_cmd_calibrate},
+    {"execute", "SCHEDULE --dir DIR [--device N] [--repeat N]", "Run a schedule for real and compare with its prediction",
+     rok_cmd_execute},
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
     {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",

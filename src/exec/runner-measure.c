@@ -1,0 +1,173 @@
+/* Figures of a step from its actions' times, computed the same way for
+ * what was measured and for what the schedule predicted (the simulator's
+ * start and end of each action), so that the two sit side by side under
+ * one definition; the predicted stalls and peaks are the simulator's own.
+ *
+ * Stalls: whenever the compute stream sits idle between two of its
+ * actions, the idle time is explained by the dependency of the waiting
+ * action that completed last: a free (the action waited for memory), a
+ * transfer leg (its stream: an SSD leg is a "read" stall, a PCIe copy
+ * "pcie", the leg's own wait for a staging slot "staging"; a read that the
+ * schedule held back for the memory budget, "memory", as the simulator
+ * counts it); time before
+ * that leg started is explained the same way by the leg's own last
+ * dependency, and so on back. What nothing explains (the runner's hand-off
+ * between threads) is the dispatch time, not a stall. */
+#ifdef ROK_WITH_OPENCL
+
+#include "exec/runner-private.h"
+
+typedef struct {
+  gint64 start, end, wait;
+  guint64 moved;
+} Span;
+
+typedef struct {
+  const RunProgram *p;
+  const Span *span;
+  RokExecFigures *f;
+  gint64 stall_ns[ROK_STALL_COUNT];
+  gint64 dispatch_ns;
+} Stalls;
+
+static guint last_dep(const RunProgram *p, const Span *span, guint id) {
+  const RokSimAction *a = run_action(p, id);
+  guint last = RUN_NONE;
+  for (guint k = 0; k < a->deps_count; k++) {
+    guint d = g_array_index(p->schedule->deps, guint, a->deps_first + k);
+    if (last == RUN_NONE || span[d].end > span[last].end)
+      last = d;
+  }
+  return last;
+}
+
+/* Explain the compute stream's idle time [from, to) before action id. */
+static void explain(Stalls *s, guint id, gint64 from, gint64 to) {
+  for (guint depth = 0; depth < 64 && from < to; depth++) {
+    guint d = last_dep(s->p, s->span, id);
+    if (d == RUN_NONE || s->span[d].end <= from)
+      break;
+    const RokSimAction *a = run_action(s->p, d);
+    gint64 end = MIN(s->span[d].end, to);
+    s->dispatch_ns += to - end;
+    guint copy = s->p->actions[d].copy;
+    gboolean late = a->kind == ROK_ACTION_PREFETCH && copy != RUN_NONE && run_copy(s->p, copy)->late;
+    if (a->kind == ROK_ACTION_FREE || late) {
+      s->stall_ns[ROK_STALL_MEMORY] += end - from;
+      return; /* the chain behind a memory wait is the memory wait */
+    }
+    if (a->stream == ROK_SIM_STREAM_COMPUTE) {
+      s->dispatch_ns += end - from;
+      return;
+    }
+    gint64 begin = MAX(from, s->span[d].start);
+    gint64 staging = MIN(s->span[d].wait, end - begin);
+    gboolean ssd = a->stream == ROK_SIM_STREAM_NVME_READ || a->stream == ROK_SIM_STREAM_NVME_WRITE;
+    s->stall_ns[ROK_STALL_STAGING] += staging;
+    s->stall_ns[ssd ? ROK_STALL_READ : ROK_STALL_PCIE] += end - begin - staging;
+    to = begin;
+    id = d;
+  }
+  if (from < to)
+    s->dispatch_ns += to - from;
+}
+
+static void stalls(const RunProgram *p, const Span *span, RokExecFigures *f, double *dispatch_s) {
+  Stalls s = {.p = p, .span = span, .f = f};
+  const GArray *order = p->order[ROK_SIM_STREAM_COMPUTE];
+  for (guint i = 1; i < order->len; i++) {
+    guint prev = g_array_index(order, guint, i - 1), id = g_array_index(order, guint, i);
+    if (span[id].start > span[prev].end)
+      explain(&s, id, span[prev].end, span[id].start);
+  }
+  f->stall_s = 0;
+  for (guint c = 0; c < ROK_STALL_COUNT; c++) {
+    f->stall_s_by_cause[c] = (double)s.stall_ns[c] / 1e9;
+    f->stall_s += f->stall_s_by_cause[c];
+  }
+  *dispatch_s = (double)s.dispatch_ns / 1e9;
+}
+
+static double rate(guint64 bytes, gint64 ns) {
+  return bytes > 0 && ns > 0 ? (double)bytes / ((double)ns / 1e9) : 0;
+}
+
+static void figures(const RunProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
+  gint64 busy[ROK_SIM_STREAM_COUNT] = {0}, waits[ROK_SIM_STREAM_COUNT] = {0}, end = origin, recompute = 0;
+  guint64 moved[ROK_SIM_STREAM_COUNT] = {0}, gd_out = 0, gd_in = 0;
+  for (guint id = 0; id < p->n_actions; id++) {
+    const RokSimAction *a = run_action(p, id);
+    if (a->kind == ROK_ACTION_FREE)
+      continue;
+    gint64 length = span[id].end - span[id].start;
+    busy[a->stream] += length;
+    waits[a->stream] += span[id].wait;
+    moved[a->stream] += span[id].moved;
+    recompute += a->kind == ROK_ACTION_RECOMPUTE ? length : 0;
+    gd_out += a->gpudirect && a->stream == ROK_SIM_STREAM_NVME_WRITE ? span[id].moved : 0;
+    gd_in += a->gpudirect && a->stream == ROK_SIM_STREAM_NVME_READ ? span[id].moved : 0;
+    if (a->stream == ROK_SIM_STREAM_COMPUTE)
+      end = MAX(end, span[id].end);
+  }
+  f->step_time_s = (double)(end - origin) / 1e9;
+  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+    f->busy_s[s] = (double)busy[s] / 1e9;
+  f->compute_s = f->busy_s[ROK_SIM_STREAM_COMPUTE];
+  f->recompute_s = (double)recompute / 1e9;
+  f->d2h_bytes = moved[ROK_SIM_STREAM_D2H] + gd_out;
+  f->h2d_bytes = moved[ROK_SIM_STREAM_H2D] + gd_in;
+  f->nvme_write_bytes = moved[ROK_SIM_STREAM_NVME_WRITE];
+  f->nvme_read_bytes = moved[ROK_SIM_STREAM_NVME_READ];
+  f->d2h_bandwidth = rate(moved[ROK_SIM_STREAM_D2H], busy[ROK_SIM_STREAM_D2H] - waits[ROK_SIM_STREAM_D2H]);
+  f->h2d_bandwidth = rate(moved[ROK_SIM_STREAM_H2D], busy[ROK_SIM_STREAM_H2D] - waits[ROK_SIM_STREAM_H2D]);
+  f->nvme_write_bandwidth =
+      rate(moved[ROK_SIM_STREAM_NVME_WRITE], busy[ROK_SIM_STREAM_NVME_WRITE] - waits[ROK_SIM_STREAM_NVME_WRITE]);
+  f->nvme_read_bandwidth =
+      rate(moved[ROK_SIM_STREAM_NVME_READ], busy[ROK_SIM_STREAM_NVME_READ] - waits[ROK_SIM_STREAM_NVME_READ]);
+  stalls(p, span, f, dispatch_s);
+}
+
+void run_measure_step(const Runner *r, RunStepFigures *out) {
+  const RunProgram *p = &r->prog;
+  g_autofree Span *span = g_new(Span, p->n_actions);
+  *out = (RunStepFigures){0};
+  for (guint id = 0; id < p->n_actions; id++) {
+    const RunRecord *rec = &r->rec[id];
+    span[id] = (Span){.start = rec->start_ns, .end = rec->end_ns, .wait = rec->wait_ns, .moved = rec->moved};
+    out->staging_waits += rec->waits;
+    out->staging_wait_s += (double)rec->wait_ns / 1e9;
+  }
+  figures(p, span, r->step_start_ns, &out->figures, &out->dispatch_s);
+}
+
+static guint64 json_size(json_object *obj, const char *key) {
+  json_object *value = NULL;
+  return obj != NULL && json_object_object_get_ex(obj, key, &value) ? (guint64)json_object_get_uint64(value) : 0;
+}
+
+static double json_seconds(json_object *obj, const char *key) {
+  json_object *value = NULL;
+  return obj != NULL && json_object_object_get_ex(obj, key, &value) ? json_object_get_double(value) : 0;
+}
+
+void run_measure_predicted(const RunProgram *p, RokExecFigures *out) {
+  g_autofree Span *span = g_new(Span, p->n_actions);
+  for (guint id = 0; id < p->n_actions; id++) {
+    const RokSimAction *a = run_action(p, id);
+    span[id] = (Span){.start = a->start_ns, .end = a->end_ns, .moved = a->kind == ROK_ACTION_FREE ? 0 : a->bytes};
+  }
+  double dispatch = 0;
+  *out = (RokExecFigures){0};
+  figures(p, span, 0, out, &dispatch);
+  /* The simulator's own stall figures: it knows why it held a read back
+   * (staging, budget) where the action log shows only what waited. */
+  json_object *predicted = p->schedule->predicted, *causes = NULL;
+  out->peak_device_bytes = json_size(predicted, "peak_bytes");
+  out->activation_peak_bytes = json_size(predicted, "activation_peak_bytes");
+  out->stall_s = json_seconds(predicted, "stall_s");
+  if (predicted != NULL && json_object_object_get_ex(predicted, "stall_s_by_cause", &causes))
+    for (guint c = 0; c < ROK_STALL_COUNT; c++)
+      out->stall_s_by_cause[c] = json_seconds(causes, rok_stall_cause_name(c));
+}
+
+#endif /* ROK_WITH_OPENCL */

@@ -1,0 +1,317 @@
+/* Private to the executor's runner (src/exec/runner*.c): the program worked
+ * out from a schedule before anything runs, and the state of a run.
+ *
+ *   runner-program.c   the schedule checked and compiled: copies, legs,
+ *                      dependents, stream order, staging turns, sizes
+ *   runner-replay.c    the device residency replayed in schedule order
+ *   runner-residency.c device buffers of the tensors, per micro-batch
+ *   runner-compute.c   the compute thread: ops, device checksums
+ *   runner-copy.c      d2h and h2d legs through staged copies
+ *   runner-storage.c   nvme-write and nvme-read legs through the store
+ *   runner-integrity.c chunk checksums and mismatch messages
+ *   runner-staging.c   reservations of staging slots in schedule order
+ *   runner-dispatch.c  the dependency tracker and one step
+ *   runner-measure.c   figures of a step from its action times
+ *   runner-setup.c     the machine check, device, pools, store
+ *   runner.c           rok_exec_run: setup, steps, teardown, report
+ *   report*.c, cancel.c the report and its JSON, the cancellation flag */
+#pragma once
+
+#include "rok/exec.h"
+
+/* Cancellation hooks (cancel.c): the runner attaches one for its life. */
+typedef void (*RokExecCancelHook)(int signo, gpointer data);
+/* Attach `hook`; if the flag is already set it runs at once (in this
+ * thread). Detaching waits for a running hook to return. */
+void rok_exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data);
+void rok_exec_cancel_detach(RokExecCancel *cancel);
+
+/* The report's parts that exist without OpenCL (report.c). */
+RokExecReport *rok_exec_report_new(void);
+
+#ifdef ROK_WITH_OPENCL
+
+#include "exec/io/io.h"
+#include "exec/opencl/cl-checksum.h"
+#include "exec/opencl/cl-device.h"
+#include "exec/ops/ops.h"
+
+#define RUN_NONE G_MAXUINT
+
+/* ---- The program (runner-program.c) ------------------------------------- */
+
+/* One (micro-batch, tensor) that leaves the device, and its legs. */
+typedef struct {
+  guint mb, tensor;
+  guint64 bytes;
+  guint n_chunks;                        /* slot-sized pieces */
+  guint chunk_base;                      /* its chunks in the runner's per-chunk arrays */
+  gboolean host;                         /* offloaded to host memory (else to the SSDs) */
+  guint d2h, nvme_write, nvme_read, h2d; /* action ids, RUN_NONE where absent */
+  gboolean gd_write, gd_read;            /* the SSD legs are gpudirect */
+  guint producer;                        /* its producer's forward action */
+  gboolean late;                         /* its read waited for memory under the budget (a free) */
+} RunCopy;
+
+typedef struct {
+  guint copy;                     /* transfers and frees of a copied tensor: the copy; RUN_NONE otherwise */
+  guint allocs, n_allocs;         /* compute: outputs to allocate (into ids) */
+  guint sums, n_sums;             /* forward: copies whose device checksum it takes (into ids) */
+  guint dependents, n_dependents; /* into ids */
+  gboolean ends_mb;               /* the last compute action of its micro-batch */
+  gboolean seed_only;             /* a recompute of dropout masks alone, from the seed */
+  guint ticket;                   /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
+} RunAction;
+
+typedef struct {
+  const RokSchedule *schedule;
+  const RokTrace *trace;
+  guint n_actions, n_mb, n_tensors;
+  guint64 slot_bytes;
+  RunAction *actions;
+  GArray *ids;                         /* guint: the lists of the actions */
+  GArray *copies;                      /* RunCopy */
+  guint *copy_of;                      /* [mb * n_tensors + tensor]: its copy, or RUN_NONE */
+  guint n_chunks;                      /* over all copies */
+  GArray *order[ROK_SIM_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
+  /* Sizes, bytes rounded up to whole slots. */
+  guint64 stored_total;   /* copies written to the SSDs */
+  guint64 staged_largest; /* the largest copy held in staging */
+  guint64 host_total;     /* copies kept in host memory */
+  guint64 disk_peak;      /* on the SSDs at once, in schedule order */
+  guint64 staging_peak;   /* held in staging at once, on the predicted timeline */
+  guint n_tickets;
+  guint64 largest_tensor;
+  guint gpudirect_legs;
+  gboolean has_loss;
+} RunProgram;
+
+gboolean run_program_build(RunProgram *prog, const RokSchedule *schedule, guint64 slot_bytes, GError **error);
+void run_program_clear(RunProgram *prog);
+/* runner-replay.c: residency replayed (allocs, sums, seed_only, checks). */
+gboolean run_program_replay(RunProgram *prog, GError **error);
+/* ROK_ERROR_INPUT "schedule action N (kind on stream, micro-batch m): ..."; returns FALSE. */
+gboolean run_program_fail(GError **error, const RunProgram *prog, guint id, const char *format, ...)
+    G_GNUC_PRINTF(4, 5);
+
+static inline const guint *run_ids(const RunProgram *prog, guint offset) {
+  return &g_array_index(prog->ids, guint, offset);
+}
+static inline RunCopy *run_copy(const RunProgram *prog, guint id) {
+  return &g_array_index(prog->copies, RunCopy, id);
+}
+static inline const RokSimAction *run_action(const RunProgram *prog, guint id) {
+  return rok_schedule_action(prog->schedule, id);
+}
+static inline guint run_key(const RunProgram *prog, guint mb, guint tensor) {
+  return mb * prog->n_tensors + tensor;
+}
+static inline const char *run_tensor_name(const RunProgram *prog, guint tensor) {
+  return rok_trace_tensor(prog->trace, tensor)->name;
+}
+static inline gboolean run_is_copy(const RokSimAction *a) {
+  return a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH;
+}
+
+/* ---- A run ---------------------------------------------------------------- */
+
+/* One action in the current step; written by the thread that runs it,
+ * read by the dispatcher after its completion message. */
+typedef struct {
+  gint64 start_ns, end_ns; /* monotonic */
+  gint64 wait_ns;          /* waiting for a staging slot */
+  guint64 moved;           /* bytes it moved */
+  guint waits;             /* slot acquisitions that waited */
+  guint pending;           /* dependencies not completed yet */
+  guint8 state;            /* RUN_WAITING, RUN_ISSUED, RUN_DONE */
+} RunRecord;
+
+enum { RUN_WAITING, RUN_ISSUED, RUN_DONE };
+
+/* A copy's bytes on their way: where they are now. */
+typedef struct {
+  RokStaging *pool;       /* the pool its chunks' slots come from */
+  gint refs;              /* legs that still read the staged chunks (atomic) */
+  guint reserved;         /* staging slots it holds a reservation for */
+  RokStoreTensor *stored; /* on the SSDs */
+  guint64 device_sum;     /* from the device, after the producer ran */
+  guint64 host_sum;       /* of the staged copy on its way out */
+} RunCopyState;
+
+typedef struct _Runner Runner;
+
+typedef struct {
+  Runner *r;
+  RokSimStream stream;
+} RunWorker;
+
+struct _Runner {
+  const RokSchedule *schedule;
+  const RokTrace *trace;
+  RokExecOptions options;
+  RunProgram prog;
+
+  RokClDevice *device;
+  RokClKernels *kernels;
+  RokExecModel *model;
+  RokClBuffer *sums; /* i64, one device checksum per copy */
+  RokStaging *staging, *host_pool;
+  cl_mem pinned[2]; /* the pools registered with OpenCL (CL_MEM_USE_HOST_PTR), or NULL */
+  void *pinned_ptr[2];
+  RokStore *store;
+
+  /* Residency: device buffers of (micro-batch, tensor). */
+  GMutex lock;
+  RokClBuffer **buffers; /* [mb * n_tensors + tensor] */
+
+  /* Copies. */
+  RunCopyState *copies;
+  int *slots; /* per chunk: its slot, or -1 */
+  /* Reservations of staging slots, granted in ticket order (see
+   * runner-staging.c). */
+  GMutex gate_lock;
+  GCond gate_cond;
+  guint gate_next;
+  guint64 gate_reserved, gate_limit;
+  guint64 *chunk_sums; /* per chunk: its share of the checksum on the way out */
+
+  /* The step. */
+  RunRecord *rec;
+  guint cursor[ROK_SIM_STREAM_COUNT]; /* next position in prog.order */
+  gboolean busy[ROK_SIM_STREAM_COUNT];
+  guint done, in_flight;
+  gint64 step_start_ns;
+  guint64 step_fixed;       /* device bytes allocated when the step started */
+  GAsyncQueue *completions; /* to the dispatcher */
+  GAsyncQueue *work[ROK_SIM_STREAM_COUNT];
+  GThread *threads[ROK_SIM_STREAM_COUNT];
+  RunWorker workers[ROK_SIM_STREAM_COUNT];
+  RokClBuffer **view; /* the compute thread's tensor table */
+
+  /* Per step, from the compute thread. */
+  guint64 gradient_checksum;
+  double loss_sum;
+  guint loss_count;
+  gint verified;           /* copies checked on their way back (atomic) */
+  gint integrity_failures; /* atomic */
+
+  /* The first error wins; later ones are dropped. */
+  GMutex error_lock;
+  GError *error;
+  gint failed;    /* atomic */
+  gint cancelled; /* atomic */
+
+  RokExecReport *report;
+  GPtrArray *notes;
+};
+
+/* Messages to the dispatcher: an action id, or one of these. */
+#define RUN_MSG_CANCEL (G_MAXUINT - 1)
+#define RUN_MSG_TASK (G_MAXUINT - 2) /* a compute-thread task finished */
+/* Tasks for the compute thread beyond the action ids. */
+#define RUN_TASK_ZERO (G_MAXUINT - 3)
+#define RUN_TASK_CHECKSUM (G_MAXUINT - 4)
+#define RUN_TASK_STOP (G_MAXUINT - 5)
+
+static inline gpointer run_msg(guint value) {
+  return GUINT_TO_POINTER(value + 1u);
+}
+static inline guint run_msg_value(gpointer msg) {
+  return GPOINTER_TO_UINT(msg) - 1u;
+}
+
+gint64 run_now_ns(void);
+/* Keep the first error (consumes `error`), then stop everything. */
+void run_fail(Runner *r, GError *error);
+gboolean run_failed(Runner *r);
+
+/* runner-residency.c */
+RokClBuffer *run_buffer_get(Runner *r, guint mb, guint tensor);
+/* A new device buffer for (mb, tensor), entered in the table. */
+RokClBuffer *run_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error);
+void run_buffer_free(Runner *r, guint mb, guint tensor);
+/* Fill `view` with micro-batch mb's buffers. */
+void run_buffer_view(Runner *r, guint mb, RokClBuffer **view);
+/* Free every buffer left; returns how many there were. */
+guint run_buffers_clear(Runner *r);
+
+/* runner-integrity.c */
+typedef struct {
+  RokClChecksum state;
+} RunSum;
+void run_sum_init(RunSum *sum);
+/* Add a chunk; returns its share (a difference of sums, so that a chunk's
+ * share does not depend on how the others went). */
+guint64 run_sum_chunk(RunSum *sum, const void *data, gsize bytes);
+guint64 run_sum_finish(const RunSum *sum);
+/* A chunk on its way out: its share is recorded. */
+void run_integrity_out(Runner *r, const RunCopy *c, RunSum *sum, guint chunk, const void *data, gsize bytes);
+/* After the last chunk out: the staged copy must equal the device's. */
+gboolean run_integrity_out_done(Runner *r, guint copy, const RunSum *sum, GError **error);
+/* A chunk on its way back, before it reaches the device. */
+gboolean run_integrity_in(Runner *r, guint copy, RunSum *sum, guint chunk, const void *data, gsize bytes,
+                          GError **error);
+gboolean run_integrity_in_done(Runner *r, guint copy, const RunSum *sum, GError **error);
+
+/* runner-compute.c: the compute stream's actions, and tasks between steps
+ * (RUN_TASK_ZERO: zero the gradients; RUN_TASK_CHECKSUM: their checksum). */
+gboolean run_compute_action(Runner *r, guint id, GError **error);
+gboolean run_compute_special(Runner *r, guint task, GError **error);
+
+/* runner-copy.c: the d2h and h2d legs, and the staged copies' slots. */
+gboolean run_d2h_leg(Runner *r, guint id, GError **error);
+gboolean run_h2d_leg(Runner *r, guint id, GError **error);
+/* The slot memory of a chunk (which must hold one). */
+guint8 *run_chunk_data(Runner *r, guint copy, guint chunk);
+/* A slot of `pool` into *slot, waiting if need be (counted in rec). */
+gboolean run_slot_acquire(Runner *r, RokStaging *pool, RunRecord *rec, int *slot, GError **error);
+/* One chunk device -> its slot, blocking, on the d2h queue. */
+gboolean run_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error);
+/* One chunk checked, then its slot -> device, blocking, on the h2d queue. */
+gboolean run_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunSum *sum, GError **error);
+/* A staged SSD read's slots (reserved in its turn). */
+gboolean run_read_slots(Runner *r, guint id, guint copy, GError **error);
+/* One leg fewer needs the staged chunks; the last gives the slots back. */
+void run_copy_unref(Runner *r, guint copy);
+void run_copy_release_chunk(Runner *r, guint copy, guint chunk);
+/* What a step left of the copies: slots, stored tensors (store drained). */
+void run_copies_clear(Runner *r);
+
+/* runner-staging.c: reservations of staging slots. */
+/* Wait for the leg's turn and room for `slots`; the wait is a staging
+ * wait in rec. Fails once the run has failed. */
+gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GError **error);
+void run_gate_release(Runner *r, guint copy);
+/* A new step: tickets from the first. */
+void run_gate_reset(Runner *r);
+/* Wake every waiter (the run failed). */
+void run_gate_wake(Runner *r);
+
+/* runner-storage.c: the nvme-write and nvme-read legs. */
+gboolean run_nvme_write_leg(Runner *r, guint id, GError **error);
+gboolean run_nvme_read_leg(Runner *r, guint id, GError **error);
+
+/* runner-dispatch.c */
+gpointer run_worker_thread(gpointer data); /* a RunWorker */
+gboolean run_step(Runner *r, guint step, GError **error);
+/* Run a task on the compute thread and wait for it. */
+gboolean run_compute_task(Runner *r, guint task, GError **error);
+
+/* runner-measure.c */
+typedef struct {
+  RokExecFigures figures;
+  double dispatch_s;
+  guint64 staging_waits;
+  double staging_wait_s;
+} RunStepFigures;
+/* Figures of the step just run, from the records (peak and bytes from
+ * the caller). */
+void run_measure_step(const Runner *r, RunStepFigures *out);
+/* The schedule's predicted figures. */
+void run_measure_predicted(const RunProgram *prog, RokExecFigures *out);
+
+/* runner-setup.c */
+gboolean run_setup(Runner *r, GError **error);
+void run_teardown(Runner *r);
+
+#endif /* ROK_WITH_OPENCL */

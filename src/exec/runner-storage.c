@@ -1,0 +1,191 @@
+/* The nvme-write and nvme-read legs: a copy's chunks between staging slots
+ * and the tensor store, every chunk in flight at once (the store keeps the
+ * queue depth per disk), the leg's thread waiting for the completions that
+ * the store's backend hands it. A gpudirect leg cannot be done here: it is
+ * run as the d2h (h2d) copy of each chunk through a staging slot plus the
+ * SSD leg, pipelined chunk by chunk. */
+#ifdef ROK_WITH_OPENCL
+
+#include <errno.h>
+
+#include "exec/runner-private.h"
+#include "rok/error.h"
+
+/* The chunks of one leg in flight; completions arrive on a backend thread. */
+typedef struct {
+  Runner *r;
+  guint copy;
+  GMutex lock;
+  GCond cond;
+  guint outstanding;
+  int first_res;
+  guint first_chunk;
+  gboolean release; /* give a chunk's slot back when it completes */
+  guint8 *arrived;  /* per chunk, when the leg consumes them in order */
+} LegIo;
+
+static void leg_init(LegIo *io, Runner *r, guint copy) {
+  *io = (LegIo){.r = r, .copy = copy};
+  g_mutex_init(&io->lock);
+  g_cond_init(&io->cond);
+}
+
+static void on_done(RokStoreTensor *tensor, guint chunk, int res, gpointer data) {
+  (void)tensor;
+  LegIo *io = data;
+  if (io->release)
+    run_copy_release_chunk(io->r, io->copy, chunk);
+  g_mutex_lock(&io->lock);
+  if (res < 0 && io->first_res == 0) {
+    io->first_res = res;
+    io->first_chunk = chunk;
+  }
+  if (io->arrived != NULL)
+    io->arrived[chunk] = 1;
+  io->outstanding--;
+  g_cond_broadcast(&io->cond);
+  g_mutex_unlock(&io->lock);
+}
+
+static void submit(LegIo *io, RokStoreTensor *tensor, guint chunk, int slot, gboolean write) {
+  g_mutex_lock(&io->lock);
+  io->outstanding++;
+  g_mutex_unlock(&io->lock);
+  (write ? rok_store_write : rok_store_read)(tensor, chunk, (guint)slot, on_done, io);
+}
+
+/* Wait for everything in flight (always, even after an error: the
+ * completions point into this leg), then turn a failure into an error. */
+static gboolean leg_finish(LegIo *io, GError **error) {
+  g_mutex_lock(&io->lock);
+  while (io->outstanding > 0)
+    g_cond_wait(&io->cond, &io->lock);
+  g_mutex_unlock(&io->lock);
+  g_mutex_clear(&io->lock);
+  g_cond_clear(&io->cond);
+  g_free(io->arrived);
+  if (io->first_res == 0)
+    return TRUE;
+  if (error != NULL && *error == NULL)
+    rok_store_set_error(io->r->copies[io->copy].stored, io->first_chunk, io->first_res, error);
+  return FALSE;
+}
+
+static RokStoreTensor *store_tensor(Runner *r, guint copy, GError **error) {
+  const RunCopy *c = run_copy(&r->prog, copy);
+  RunCopyState *st = &r->copies[copy];
+  st->stored = rok_store_tensor_new(r->store, c->bytes, error);
+  if (st->stored == NULL)
+    g_prefix_error(error, "tensor '%s' (micro-batch %u): ", rok_trace_tensor(r->trace, c->tensor)->name, c->mb);
+  return st->stored;
+}
+
+/* Device -> slot -> SSD, chunk by chunk (gpudirect, emulated). */
+static gboolean write_direct(Runner *r, guint id, guint copy, LegIo *io, GError **error) {
+  const RunCopy *c = run_copy(&r->prog, copy);
+  RokClBuffer *buffer = run_buffer_get(r, c->mb, c->tensor);
+  RunSum sum;
+  run_sum_init(&sum);
+  io->release = TRUE;
+  for (guint i = 0; i < c->n_chunks; i++) {
+    if (!run_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error) ||
+        !run_chunk_out(r, buffer, copy, i, error))
+      return FALSE;
+    gsize len = rok_store_tensor_chunk_bytes(r->copies[copy].stored, i);
+    run_integrity_out(r, c, &sum, i, run_chunk_data(r, copy, i), len);
+    submit(io, r->copies[copy].stored, i, r->slots[c->chunk_base + i], TRUE);
+  }
+  return run_integrity_out_done(r, copy, &sum, error);
+}
+
+gboolean run_nvme_write_leg(Runner *r, guint id, GError **error) {
+  guint copy = r->prog.actions[id].copy;
+  const RunCopy *c = run_copy(&r->prog, copy);
+  RunCopyState *st = &r->copies[copy];
+  if (store_tensor(r, copy, error) == NULL)
+    return FALSE;
+  LegIo io;
+  leg_init(&io, r, copy);
+  gboolean ok = TRUE;
+  if (c->gd_write)
+    ok = write_direct(r, id, copy, &io, error);
+  else
+    for (guint i = 0; i < c->n_chunks; i++)
+      submit(&io, st->stored, i, r->slots[c->chunk_base + i], TRUE);
+  ok = leg_finish(&io, ok ? error : NULL) && ok;
+  if (!ok)
+    return FALSE;
+  r->rec[id].moved = c->bytes;
+  if (!c->gd_write)
+    run_copy_unref(r, copy);
+  if (c->nvme_read == RUN_NONE) /* forwarded: nobody reads it back */
+    g_clear_pointer(&st->stored, rok_store_tensor_free);
+  return TRUE;
+}
+
+/* SSD -> slot -> device, chunk by chunk, each checked before it goes to
+ * the device (gpudirect, emulated): reads are issued while slots are
+ * free, the chunks consumed in order. */
+static gboolean read_direct(Runner *r, guint id, guint copy, RokClBuffer *buffer, LegIo *io, GError **error) {
+  const RunCopy *c = run_copy(&r->prog, copy);
+  RokStaging *pool = r->copies[copy].pool;
+  RunSum sum;
+  run_sum_init(&sum);
+  io->arrived = g_new0(guint8, c->n_chunks);
+  guint issued = 0;
+  for (guint next = 0; next < c->n_chunks; next++) {
+    while (issued < c->n_chunks) {
+      gint64 waited = 0;
+      int slot = rok_staging_acquire(pool, issued == next ? -1 : 0, &waited);
+      r->rec[id].wait_ns += waited;
+      r->rec[id].waits += waited > 0;
+      if (slot == -ETIMEDOUT)
+        break;
+      if (slot < 0) {
+        g_set_error(error, ROK_ERROR, slot == -ECANCELED ? ROK_ERROR_CANCELLED : ROK_ERROR_IO,
+                    "waiting for a staging slot: %s", g_strerror(-slot));
+        return FALSE;
+      }
+      r->slots[c->chunk_base + issued] = slot;
+      submit(io, r->copies[copy].stored, issued++, slot, FALSE);
+    }
+    g_mutex_lock(&io->lock);
+    while (!io->arrived[next] && io->first_res == 0)
+      g_cond_wait(&io->cond, &io->lock);
+    gboolean failed = io->first_res != 0;
+    g_mutex_unlock(&io->lock);
+    if (failed || !run_chunk_in(r, buffer, copy, next, &sum, error))
+      return FALSE;
+    run_copy_release_chunk(r, copy, next);
+  }
+  return run_integrity_in_done(r, copy, &sum, error);
+}
+
+gboolean run_nvme_read_leg(Runner *r, guint id, GError **error) {
+  guint copy = r->prog.actions[id].copy;
+  const RunCopy *c = run_copy(&r->prog, copy);
+  RunCopyState *st = &r->copies[copy];
+  /* Device memory is taken when the read is issued, as the simulator counts it. */
+  RokClBuffer *buffer = run_buffer_alloc(r, c->mb, c->tensor, error);
+  if (buffer == NULL)
+    return FALSE;
+  LegIo io;
+  leg_init(&io, r, copy);
+  gboolean ok = TRUE;
+  if (c->gd_read)
+    ok = read_direct(r, id, copy, buffer, &io, error);
+  else if ((ok = run_read_slots(r, id, copy, error)))
+    for (guint i = 0; i < c->n_chunks; i++)
+      submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
+  ok = leg_finish(&io, ok ? error : NULL) && ok;
+  if (!ok)
+    return FALSE;
+  r->rec[id].moved = c->bytes;
+  if (c->gd_read)
+    g_clear_pointer(&st->stored, rok_store_tensor_free);
+  else
+    g_atomic_int_set(&st->refs, 1); /* the h2d leg's */
+  return TRUE;
+}
+
+#endif /* ROK_WITH_OPENCL */

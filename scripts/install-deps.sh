@@ -1,13 +1,14 @@
 #!/bin/sh
 # Install the Debian packages rok needs to build and run; with --tests, also
-# what its test suite compares against (fio, PyTorch). Idempotent; run as
+# what its test suite compares against and fuzzes with (fio, PyTorch,
+# clang with libFuzzer). Idempotent; run as
 # root on Debian 12 (bookworm) or newer.
 set -eu
 packages="build-essential cmake ninja-build pkg-config
   libglib2.0-dev libjson-c-dev libgsl-dev libcairo2-dev fonts-dejavu-core
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo liburing-dev"
 case "${1:-}" in
-  --tests) packages="$packages fio python3-torch" ;;
+  --tests) packages="$packages fio python3-torch clang-14 libclang-rt-14-dev" ;;
   "") ;;
   *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
 esac

@@ -144,6 +144,7 @@ typedef struct {
   guint search_detail;        /* detail_micro_batches while searching (1) */
   guint polish_runs;          /* simulator runs for refining one plan; 0: by trace size */
   guint curve_polish_runs;    /* the same for each point of a curve; 0: by trace size */
+  gboolean quick;             /* refine every plan as little as a curve's point (sweeps) */
   guint threads;              /* for the curve's points; 0: one per processor */
   RokStrategyOptions strategy; /* for the baselines */
 } RokPlannerOptions;

@@ -17,6 +17,7 @@
 typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory;
   gint points;
+  gint64 offload_min_elements; /* -1: the strategies' default */
   double write_amplification;
 } Options;
 
@@ -82,6 +83,8 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
       (o->host_memory != NULL && !parse_size_option("host-memory", o->host_memory, &popts->host_memory, TRUE, error)) ||
       !rok_plan_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
+  if (o->offload_min_elements >= 0)
+    popts->strategy.offload_min_elements = (guint64)o->offload_min_elements;
   if (o->points < 2) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
     return FALSE;
@@ -418,7 +421,8 @@ static void print_summary(const Outcome *out, const char *dir) {
 int rok_cmd_plan(int argc, char **argv) {
   const RokCommand *self = rok_cli_find("plan");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.points = 32, .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
+  g_auto(Options) o = {.points = 32, .offload_min_elements = -1,
+                       .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
@@ -430,6 +434,8 @@ int rok_cmd_plan(int argc, char **argv) {
       {"points", 'n', 0, G_OPTION_ARG_INT, &o.points, "Budgets on the ROK curve (default 32)", "N"},
       {"host-memory", 0, 0, G_OPTION_ARG_STRING, &o.host_memory,
        "Host memory offloads may use (default: the host's less the staging buffer; 0: SSDs only)", "SIZE"},
+      {"offload-min-elements", 0, 0, G_OPTION_ARG_INT64, &o.offload_min_elements,
+       "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
       {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
        "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
       G_OPTION_ENTRY_NULL};

@@ -15,6 +15,8 @@ typedef struct {
   gsize length;
   gsize pos;
   gboolean check;  /* full check: duplicate keys and number ranges too */
+  gsize values;     /* values scanned so far */
+  gsize max_values; /* 0: no limit */
   GPtrArray *keys; /* check: per depth, the keys seen in the open object */
   GString *key;    /* the current key, unescaped */
   RokJsonTextStatus status;
@@ -262,7 +264,9 @@ static gboolean scan_key(Scanner *sc, GHashTable *seen) {
     return FALSE;
   if (seen == NULL)
     return TRUE;
-  /* json-c keys are C strings, so compare as C strings too. */
+  /* json-c keys are C strings: "hid\u0000den" would silently become "hid". */
+  if (strlen(sc->key->str) != sc->key->len)
+    return fail(sc, ROK_JSON_TEXT_RANGE, at, "a key must not contain \\u0000");
   if (g_hash_table_contains(seen, sc->key->str))
     return fail(sc, ROK_JSON_TEXT_RANGE, at, "duplicate key \"%s\"", sc->key->str);
   g_hash_table_add(seen, g_strdup(sc->key->str));
@@ -317,6 +321,12 @@ static gboolean scan_value(Scanner *sc, int depth) {
   char c = peek(sc);
   if (depth >= MAX_DEPTH)
     return fail(sc, ROK_JSON_TEXT_SYNTAX, sc->pos, "nesting too deep");
+  /* json-c gives every object a hash table of 16 entries: ~8 values' worth. */
+  sc->values += c == '{' ? ROK_JSON_OBJECT_COST : 1;
+  if (sc->max_values > 0 && sc->values > sc->max_values)
+    return fail(sc, ROK_JSON_TEXT_RANGE, sc->pos,
+                "too many values (more than %" G_GSIZE_FORMAT ", an object counting as %d)", sc->max_values,
+                ROK_JSON_OBJECT_COST);
   if (c == '{')
     return scan_object(sc, depth);
   if (c == '[')
@@ -351,6 +361,19 @@ RokJsonTextStatus rok_json_text_check(const char *text, gsize length, gsize *off
     *message = sc.message;
   }
   return sc.status;
+}
+
+gboolean rok_json_text_within(const char *text, gsize length, gsize max_values, gsize *offset, char **message) {
+  Scanner sc = {.text = text, .length = length, .max_values = max_values};
+  skip_ws(&sc);
+  scan_value(&sc, 0);
+  if (sc.status != ROK_JSON_TEXT_RANGE) {
+    g_free(sc.message);
+    return TRUE;
+  }
+  *offset = sc.error_at;
+  *message = sc.message;
+  return FALSE;
 }
 
 /* ---- locating ---- */

@@ -21,6 +21,17 @@ typedef enum {
  * *message to a new string describing it. */
 RokJsonTextStatus rok_json_text_check(const char *text, gsize length, gsize *offset, char **message);
 
+/* What an object costs, counted in values: json-c gives each a hash table
+ * (about 700 bytes) where a number takes about 80. */
+#define ROK_JSON_OBJECT_COST 8
+
+/* Counts the values of the text (objects at ROK_JSON_OBJECT_COST), without
+ * the checks above, to refuse before json-c builds a tree of them. FALSE
+ * when they come to more than `max_values`, with *offset at the value past
+ * the limit and *message saying so; TRUE otherwise, also when the text is
+ * not JSON (the parser says why). */
+gboolean rok_json_text_within(const char *text, gsize length, gsize max_values, gsize *offset, char **message);
+
 /* Finds the value at `path` ("gpu.memory", "ops[3].inputs[0]", "" for the
  * whole text): *value_offset is where it starts, *key_offset where the key
  * naming it starts (the value itself for array elements and the root).

@@ -3,10 +3,21 @@
 #include "core/json-private.h"
 #include "core/json-text.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_DEPTH 64
+/* Far above any file rok writes (a trace of the most layers a config may
+ * have is about 40 MB), and what keeps a hostile file from taking
+ * gigabytes: json-c's tree costs ~80 bytes per number and ~700 per object,
+ * so the value limit bounds it to about 350 MB. */
+#define MAX_BYTES ((gsize)128 << 20)
+#define MAX_VALUES ((gsize)4 << 20)
 
 typedef struct {
   char *path;    /* "gpu.memory" */
@@ -57,6 +68,19 @@ static void set_error_at(GError **error, const char *name, const char *text, gsi
               column, message);
 }
 
+static gboolean too_large(GError **error, const char *name, const char *format, ...) G_GNUC_PRINTF(3, 4);
+
+static gboolean too_large(GError **error, const char *name, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  g_autofree char *size = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+              "%s: too large for a JSON document (rok reads at most %" G_GSIZE_FORMAT " MiB; %s)", name,
+              MAX_BYTES >> 20, size);
+  return FALSE;
+}
+
 /* json-c in strict mode; on failure the place and reason. A NULL *value
  * with TRUE is the literal null. */
 static gboolean parse_strict(const char *text, gsize length, json_object **value, gsize *error_at,
@@ -85,14 +109,33 @@ static gboolean parse_text(const char *name, const char *text, gsize length, jso
     set_error_at(error, name, text, length, (gsize)(nul - text), "NUL byte in the text");
     return FALSE;
   }
+  if (length >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+    set_error_at(error, name, text, length, 0, "a byte order mark (U+FEFF) starts the text; JSON has none "
+                                                "(save the file as UTF-8 without BOM)");
+    return FALSE;
+  }
   if (strspn(text, " \t\r\n") == length) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: empty document (expected a JSON value)", name);
     return FALSE;
   }
   gsize at = 0;
   const char *reason = NULL;
+  g_autofree char *too_many = NULL;
+  if (!rok_json_text_within(text, length, MAX_VALUES, &at, &too_many)) {
+    set_error_at(error, name, text, length, at, too_many);
+    return FALSE;
+  }
   if (!parse_strict(text, length, root, &at, &reason)) {
     set_error_at(error, name, text, length, at, reason);
+    return FALSE;
+  }
+  /* json-c's UTF-8 check lets through lead bytes F5-F7 (code points past
+   * U+10FFFF) and encoded surrogates; messages quote keys and strings, so
+   * they must be valid UTF-8 too. */
+  const char *bad = NULL;
+  if (!g_utf8_validate_len(text, length, &bad)) {
+    set_error_at(error, name, text, length, (gsize)(bad - text), "invalid utf-8 string");
+    g_clear_pointer(root, json_object_put);
     return FALSE;
   }
   g_autofree char *message = NULL;
@@ -107,9 +150,8 @@ static gboolean parse_text(const char *name, const char *text, gsize length, jso
 /* A document from `text` (NUL-terminated at `length`), which it takes. */
 static RokJsonDoc *doc_take_text(const char *name, char *text, gsize length, GError **error) {
   g_autofree char *owned = text;
-  if (length >= (gsize)G_MAXINT) { /* json-c counts in int */
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: too large for a JSON document (%" G_GSIZE_FORMAT " bytes)",
-                name, length);
+  if (length > MAX_BYTES) {
+    too_large(error, name, "%" G_GSIZE_FORMAT " bytes", length);
     return NULL;
   }
   json_object *root = NULL;
@@ -127,6 +169,10 @@ static RokJsonDoc *doc_take_text(const char *name, char *text, gsize length, GEr
 RokJsonDoc *rok_json_doc_parse(const char *name, const char *text, gsize length, GError **error) {
   g_return_val_if_fail(name != NULL && (text != NULL || length == 0), NULL);
   g_return_val_if_fail(length < G_MAXSIZE, NULL);
+  if (length > MAX_BYTES) {
+    too_large(error, name, "%" G_GSIZE_FORMAT " bytes", length);
+    return NULL;
+  }
   char *copy = g_malloc(length + 1);
   if (length > 0)
     memcpy(copy, text, length);
@@ -134,20 +180,65 @@ RokJsonDoc *rok_json_doc_parse(const char *name, const char *text, gsize length,
   return doc_take_text(name, copy, length, error);
 }
 
+/* A file that is not there or not readable is bad input, like a typo in an
+ * option; only a failing read is a runtime failure. */
+static gboolean file_error(GError **error, const char *path, const char *doing, int code) {
+  GFileError kind = g_file_error_from_errno(code);
+  gboolean runtime = kind == G_FILE_ERROR_IO || kind == G_FILE_ERROR_NOMEM || kind == G_FILE_ERROR_FAILED;
+  g_set_error(error, ROK_ERROR, runtime ? ROK_ERROR_IO : ROK_ERROR_INPUT, "%s: %s: %s", path, doing,
+              g_strerror(code));
+  return FALSE;
+}
+
+/* The file's bytes, NUL-terminated: /dev/zero or a pipe that never ends
+ * must not fill the memory, nor a huge file be read only to be refused. */
+static gboolean read_bounded(const char *path, char **contents, gsize *length, GError **error) {
+  int fd = g_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0)
+    return file_error(error, path, "cannot open", errno);
+  struct stat st;
+  gsize expected = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    expected = MIN((gsize)st.st_size, MAX_BYTES + 1);
+  if (expected > MAX_BYTES) {
+    close(fd);
+    return too_large(error, path, "%" G_GINT64_FORMAT " bytes", (gint64)st.st_size);
+  }
+  GByteArray *bytes = g_byte_array_sized_new((guint)expected + 1);
+  guint8 chunk[65536];
+  for (;;) {
+    gsize want = MIN(sizeof chunk, MAX_BYTES + 1 - bytes->len);
+    ssize_t n = want == 0 ? 0 : read(fd, chunk, want);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int code = errno;
+      close(fd);
+      g_byte_array_unref(bytes);
+      return file_error(error, path, "cannot read", code);
+    }
+    if (n == 0)
+      break;
+    g_byte_array_append(bytes, chunk, (guint)n);
+  }
+  close(fd);
+  if (bytes->len > MAX_BYTES) {
+    g_byte_array_unref(bytes);
+    return too_large(error, path, "more than that");
+  }
+  *length = bytes->len;
+  g_byte_array_append(bytes, (const guint8 *)"", 1);
+  *contents = (char *)g_byte_array_free(bytes, FALSE);
+  return TRUE;
+}
+
 RokJsonDoc *rok_json_doc_load(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
   char *contents = NULL;
   gsize length = 0;
-  g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &contents, &length, &local)) {
-    /* A file that is not there or not readable is bad input, like a typo in
-     * an option; only a failing read is a runtime failure. */
-    gboolean runtime = local->code == G_FILE_ERROR_IO || local->code == G_FILE_ERROR_NOMEM ||
-                       local->code == G_FILE_ERROR_FAILED;
-    g_set_error(error, ROK_ERROR, runtime ? ROK_ERROR_IO : ROK_ERROR_INPUT, "%s", local->message);
+  if (!read_bounded(path, &contents, &length, error))
     return NULL;
-  }
-  return doc_take_text(path, contents, length, error); /* GLib NUL-terminates contents */
+  return doc_take_text(path, contents, length, error);
 }
 
 /* ---- errors ---- */

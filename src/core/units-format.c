@@ -14,13 +14,20 @@ typedef struct {
 } Unit;
 
 /* `value` (>= 0, finite) with three significant digits: "812", "1.23",
- * "0.500"; values of 1000 and more keep all their integer digits. */
+ * "0.500"; values of 1000 and more keep all their integer digits up to a
+ * million ("2500"). Beyond that, or below a millionth (only past the ends
+ * of the unit scale), the digits would run on for hundreds of characters
+ * ("1e300 B/s"), so the exponent form keeps three: "6.83e+37". */
 static void append_3sig(GString *out, double value) {
+  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+  if (value >= 999999.5 || value < 0.9995e-6) {
+    g_string_append(out, g_ascii_formatd(buffer, sizeof buffer, "%.2e", value));
+    return;
+  }
   int decimals = 0;
   for (double limit = 99.95; decimals < 9 && value < limit; limit /= 10)
     decimals++;
   char format[8];
-  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
   g_snprintf(format, sizeof format, "%%.%df", decimals);
   g_string_append(out, g_ascii_formatd(buffer, sizeof buffer, format, value));
 }

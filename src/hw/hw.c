@@ -62,6 +62,24 @@ RokHw *rok_hw_copy(const RokHw *hw) {
   return copy;
 }
 
+/* Latencies and overheads are microseconds to milliseconds; more than an
+ * hour is a typo. The bound also keeps them exact through rok_hw_to_json's
+ * seconds (exact for times below 2^51 ns, about 26 days). */
+#define MAX_LATENCY_NS (G_GINT64_CONSTANT(3600) * 1000000000)
+
+static gboolean read_latency(const RokJsonObj *o, const char *key, gint64 *ns, GError **error) {
+  gint64 value = *ns;
+  if (!rok_json_get_time(o, key, FALSE, &value, error))
+    return FALSE;
+  if (value > MAX_LATENCY_NS) {
+    g_autofree char *path = g_strconcat(o->path, ".", key, NULL);
+    rok_json_error(error, o->doc, path, "must be at most 1 h");
+    return FALSE;
+  }
+  *ns = value;
+  return TRUE;
+}
+
 /* A measured curve has a knot per size tried: a few dozen at most. */
 #define CURVE_MAX 1024
 
@@ -197,8 +215,8 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_rate(&o, "peak_flops", TRUE, &hw->gpu.peak_flops, error) &&
          rok_json_get_double(&o, "matmul_efficiency", TRUE, 1e-3, 1.0, &hw->gpu.matmul_efficiency, error) &&
          rok_json_get_rate(&o, "hbm_bandwidth", TRUE, &hw->gpu.hbm_bandwidth, error) &&
-         rok_json_get_time(&o, "launch_overhead", FALSE, &hw->gpu.launch_overhead, error) &&
-         read_curve(&o, hw, error) && read_op_rates(&o, hw, error) &&
+         read_latency(&o, "launch_overhead", &hw->gpu.launch_overhead, error) && read_curve(&o, hw, error) &&
+         read_op_rates(&o, hw, error) &&
          rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error);
 }
 
@@ -207,7 +225,7 @@ static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
   return rok_json_child(root, "pcie", TRUE, &o, error) && rok_json_only_keys(&o, pcie_keys, error) &&
          rok_json_get_rate(&o, "h2d_bandwidth", TRUE, &hw->pcie.h2d_bandwidth, error) &&
          rok_json_get_rate(&o, "d2h_bandwidth", TRUE, &hw->pcie.d2h_bandwidth, error) &&
-         rok_json_get_time(&o, "latency", FALSE, &hw->pcie.latency, error);
+         read_latency(&o, "latency", &hw->pcie.latency, error);
 }
 
 static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
@@ -232,7 +250,7 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_uint(&o, "devices", FALSE, 0, 1024, &hw->nvme.devices, error) &&
          rok_json_get_rate(&o, "read_bandwidth", TRUE, &hw->nvme.read_bandwidth, error) &&
          rok_json_get_rate(&o, "write_bandwidth", TRUE, &hw->nvme.write_bandwidth, error) &&
-         rok_json_get_time(&o, "latency", FALSE, &hw->nvme.latency, error) &&
+         read_latency(&o, "latency", &hw->nvme.latency, error) &&
          rok_json_get_uint(&o, "queue_depth", FALSE, 1, 65536, &hw->nvme.queue_depth, error) &&
          rok_json_get_size(&o, "capacity", TRUE, &hw->nvme.capacity, error) &&
          rok_json_get_double(&o, "endurance_pbw", FALSE, 0.0, 1e9, &hw->nvme.endurance_pbw, error) &&
@@ -271,8 +289,10 @@ RokHw *rok_hw_load(const char *path, GError **error) {
   return doc == NULL ? NULL : hw_from_doc(doc, error);
 }
 
+/* Divided, not multiplied by 1e-9: the quotient is rounded once, so that
+ * reading it back (seconds × 1e9, rounded) gives the same nanoseconds. */
 static json_object *seconds(gint64 ns) {
-  return rok_json_new_double((double)ns * 1e-9);
+  return rok_json_new_double((double)ns / 1e9);
 }
 
 static json_object *pairs_json(const double *knots, guint n) {

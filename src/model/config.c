@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/limits.h"
 #include "rok/error.h"
 #include "rok/json.h"
 #include "rok/model.h"
@@ -60,8 +61,8 @@ RokModel *rok_model_copy(const RokModel *model) {
 #define MAX_VOCAB (G_GUINT64_CONSTANT(1) << 32)
 
 static gboolean read_shape(const RokJsonObj *obj, RokModel *m, GError **error) {
-  return rok_json_get_uint(obj, "layers", TRUE, 1, MAX_DIM, &m->layers, error) &&
-         rok_json_get_uint(obj, "decoder_layers", FALSE, 1, MAX_DIM, &m->decoder_layers, error) &&
+  return rok_json_get_uint(obj, "layers", TRUE, 1, ROK_MAX_LAYERS, &m->layers, error) &&
+         rok_json_get_uint(obj, "decoder_layers", FALSE, 1, ROK_MAX_LAYERS, &m->decoder_layers, error) &&
          rok_json_get_uint(obj, "hidden", TRUE, 1, MAX_DIM, &m->hidden, error) &&
          rok_json_get_uint(obj, "heads", TRUE, 1, MAX_DIM, &m->heads, error) &&
          rok_json_get_uint(obj, "kv_heads", FALSE, 1, MAX_DIM, &m->kv_heads, error) &&
@@ -106,18 +107,36 @@ static gboolean require(gboolean holds, const RokJsonObj *obj, const char *key, 
   return holds;
 }
 
-/* Reject configs whose activations would not fit 64-bit byte counts: a
- * layer's saved bytes are bounded by s·b·(64h + 8as + 16f) and the head's by
- * 8·s·b·V; far below 2^62 for any real model. */
+/* Reject configs whose counts would not fit 64 bits, so that the trace and
+ * everything summing its numbers never wraps around. Generous bounds, in
+ * doubles (which cannot overflow here), all required below 2^62:
+ * - activation bytes: per layer s·b·(64h + 8as + 16f + 16ad), head 8·s·b·V;
+ * - parameters (attention twice for T5's cross-attention, three FFN
+ *   matrices for SwiGLU, embeddings), times 64 bytes each: weights,
+ *   gradients, optimizer states and one optimizer step's traffic;
+ * - FLOPs of one micro-batch: 6 per parameter and token (forward and
+ *   backward), the attention core's 40·b·a·s²·d, and element-wise work.
+ * Far below these for any real model: GPT-3 175B is at 2^43 bytes and
+ * 2^52 FLOPs per micro-batch. */
 static gboolean check_magnitude(const RokJsonObj *obj, const RokModel *m, GError **error) {
   double s = (double)MAX(m->seq_len, m->decoder_seq_len), b = (double)m->micro_batch;
-  double per_layer = s * b * (64.0 * m->hidden + 8.0 * m->heads * s + 16.0 * m->ffn_hidden +
-                              16.0 * m->heads * m->head_dim);
+  double h = (double)m->hidden, f = (double)m->ffn_hidden, v = (double)m->vocab;
+  double ad = (double)m->heads * (double)m->head_dim, as2 = (double)m->heads * s * s;
   double layers = (double)(m->layers + m->decoder_layers);
-  double total = per_layer * layers + 8.0 * s * b * m->vocab;
-  return require(total < 0x1p62, obj, "", error,
-                 "the activations of this model (seq_len × micro_batch × hidden × ...) would exceed 2^62 "
-                 "bytes: the sizes are absurd");
+  double activations = layers * s * b * (64 * h + 8 * m->heads * s + 16 * f + 16 * ad) + 8 * s * b * v;
+  double layer_params = 8 * h * ad + 3 * h * f + 16 * h + 32.0 * m->heads;
+  double params = layers * layer_params + 2 * v * h + s * h + 2 * h * h + 8 * h + v;
+  double flops = layers * (6 * s * b * layer_params + 40 * b * as2 * m->head_dim + 64 * s * b * (h + f) +
+                           16 * b * as2) +
+                 8 * s * b * h * v + 16 * s * b * v;
+  const char *what = activations >= 0x1p62 ? "activation bytes (seq_len × micro_batch × hidden × ...)"
+                     : params * 64 >= 0x1p62 ? "parameter bytes (hidden × ffn_hidden × layers × ...)"
+                     : flops >= 0x1p62       ? "FLOPs of one micro-batch (seq_len × micro_batch × parameters)"
+                                             : NULL;
+  if (what == NULL)
+    return TRUE;
+  g_autofree char *why = g_strdup_printf("the %s of this model would exceed 2^62: the sizes are absurd", what);
+  return require(FALSE, obj, "", error, why);
 }
 
 static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **error) {
@@ -137,6 +156,11 @@ static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **erro
                  "must divide \"layers\"") &&
          require(m->global_batch % (m->micro_batch * m->data_parallel) == 0, obj, "global_batch", error,
                  "must be a multiple of micro_batch × data_parallel") &&
+         require(m->global_batch <= G_MAXUINT32, obj, "data_parallel", error,
+                 "times micro_batch must be at most 4294967295 (the largest global_batch)") &&
+         require(m->layers + m->decoder_layers <= ROK_MAX_LAYERS, obj, "layers", error,
+                 "and \"decoder_layers\" (as many as \"layers\" unless given) must add up to at most "
+                 G_STRINGIFY(ROK_MAX_LAYERS)) &&
          check_magnitude(obj, m, error);
 }
 

@@ -1,5 +1,6 @@
 /* Reading rok-trace/1 files: every field checked, every reference resolved,
  * errors located in the file. */
+#include "model/limits.h"
 #include "rok/error.h"
 #include "rok/json.h"
 #include "rok/trace.h"
@@ -38,9 +39,9 @@ static gboolean read_op(RokTrace *trace, const RokJsonObj *o, guint id, guint n_
   gsize n_dims = 0;
   if (!rok_json_only_keys(o, op_keys, error) || !read_id(o, id, error) ||
       !rok_json_get_string(o, "name", TRUE, &name, error) ||
-      !rok_json_get_int(o, "layer", TRUE, -1, G_MAXINT, &layer, error) ||
+      !rok_json_get_int(o, "layer", TRUE, -1, (gint64)trace->layers - 1, &layer, error) ||
       !rok_json_get_enum(o, "kind", TRUE, rok_op_kind_names(), &kind, error) ||
-      !rok_json_get_uint_array(o, "dims", TRUE, G_MAXUINT32, dims, 4, &n_dims, error))
+      !rok_json_get_uint_array(o, "dims", TRUE, G_MAXUINT64 - 1, dims, 4, &n_dims, error))
     return FALSE;
   if (n_dims != 4) {
     g_autofree char *path = g_strconcat(o->path, ".dims", NULL);
@@ -59,6 +60,46 @@ static gboolean read_op(RokTrace *trace, const RokJsonObj *o, guint id, guint n_
          rok_json_get_index_array(o, "inputs", TRUE, n_tensors - 1, op->inputs, error);
 }
 
+/* An error about element `index` of the array member `key` of `o`. */
+static gboolean element_error(const RokJsonObj *o, const char *key, guint index, GError **error, const char *format,
+                              ...) G_GNUC_PRINTF(5, 6);
+
+static gboolean element_error(const RokJsonObj *o, const char *key, guint index, GError **error, const char *format,
+                              ...) {
+  va_list args;
+  va_start(args, format);
+  g_autofree char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_autofree char *path = g_strdup_printf("%s.%s[%u]", o->path, key, index);
+  rok_json_error(error, o->doc, path, "%s", message);
+  return FALSE;
+}
+
+/* Tensors come in the order they are made; backward needs a tensor after
+ * it is made; a tensor is recomputed from tensors made before it. Checked
+ * here, where a mistake can be located in the file. */
+static gboolean check_tensor_references(const RokTrace *trace, const RokJsonObj *o, const RokTensor *tensor,
+                                        GError **error) {
+  guint previous = tensor->id > 0 ? rok_trace_tensor(trace, tensor->id - 1)->producer : 0;
+  if (tensor->producer < previous) {
+    g_autofree char *path = g_strconcat(o->path, ".producer", NULL);
+    rok_json_error(error, o->doc, path, "must be at least %u, the producer of tensor %u: tensors are listed in "
+                   "the order they are made", previous, tensor->id - 1);
+    return FALSE;
+  }
+  for (guint i = 0; i < tensor->needed_by->len; i++)
+    if (g_array_index(tensor->needed_by, guint, i) < tensor->producer)
+      return element_error(o, "needed_by", i, error, "must be an op at or after the tensor's producer, op %u",
+                           tensor->producer);
+  for (guint i = 0; i < tensor->recompute_from->len; i++) {
+    guint source = g_array_index(tensor->recompute_from, guint, i);
+    if (source >= tensor->id || rok_trace_tensor(trace, source)->producer >= tensor->producer)
+      return element_error(o, "recompute_from", i, error,
+                           "must be a tensor made before this tensor's producer, op %u", tensor->producer);
+  }
+  return TRUE;
+}
+
 static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GError **error) {
   g_autofree char *name = NULL;
   gint64 layer = -1;
@@ -68,7 +109,7 @@ static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GErr
   guint n_ops = trace->ops->len;
   if (!rok_json_only_keys(o, tensor_keys, error) || !read_id(o, id, error) ||
       !rok_json_get_string(o, "name", TRUE, &name, error) ||
-      !rok_json_get_int(o, "layer", TRUE, -1, G_MAXINT, &layer, error) ||
+      !rok_json_get_int(o, "layer", TRUE, -1, (gint64)trace->layers - 1, &layer, error) ||
       !rok_json_get_enum(o, "dtype", TRUE, rok_dtype_names(), &dtype, error) ||
       !rok_json_get_uint_array(o, "shape", TRUE, G_MAXUINT64 - 1, shape, 4, &rank, error) ||
       !rok_json_get_uint(o, "bytes", TRUE, 0, G_MAXUINT64 - 1, &bytes, error) ||
@@ -81,6 +122,10 @@ static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GErr
   }
   guint t = rok_trace_add_tensor(trace, name, (gint)layer, dtype, rank, shape, producer);
   RokTensor *tensor = rok_trace_tensor(trace, t);
+  if (tensor->bytes == G_MAXUINT64) { /* the product saturated */
+    rok_json_error(error, o->doc, shape_path, "is too large: its bytes do not fit 64 bits");
+    return FALSE;
+  }
   if (tensor->bytes != bytes) {
     g_autofree char *path = g_strconcat(o->path, ".bytes", NULL);
     rok_json_error(error, o->doc, path, "must be %" G_GUINT64_FORMAT ", the shape times the dtype's size",
@@ -89,11 +134,20 @@ static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GErr
   }
   return rok_json_get_index_array(o, "needed_by", TRUE, n_ops - 1, tensor->needed_by, error) &&
          rok_json_get_bool(o, "recomputable", TRUE, &tensor->recomputable, error) &&
-         rok_json_get_index_array(o, "recompute_from", TRUE, G_MAXUINT - 1, tensor->recompute_from, error);
+         rok_json_get_index_array(o, "recompute_from", TRUE, G_MAXUINT - 1, tensor->recompute_from, error) &&
+         check_tensor_references(trace, o, tensor, error);
 }
 
-/* Outputs are rebuilt from the tensors' producers; the file's list must agree. */
+/* Outputs are rebuilt from the tensors' producers; the file's list must
+ * agree. Inputs must have been made by earlier ops. */
 static gboolean check_outputs(const RokTrace *trace, const RokJsonObj *o, guint id, GError **error) {
+  const GArray *inputs = rok_trace_op(trace, id)->inputs;
+  for (guint i = 0; i < inputs->len; i++) {
+    const RokTensor *input = rok_trace_tensor(trace, g_array_index(inputs, guint, i));
+    if (input->producer >= id)
+      return element_error(o, "inputs", i, error, "tensor %u is made by op %u, not by an op before this one",
+                           input->id, input->producer);
+  }
   g_autoptr(GArray) listed = g_array_new(FALSE, FALSE, sizeof(guint));
   if (!rok_json_get_index_array(o, "outputs", TRUE, trace->tensors->len - 1, listed, error))
     return FALSE;
@@ -150,17 +204,18 @@ static gboolean read_fixed(RokTrace *trace, const RokJsonObj *root, GError **err
 static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **error) {
   g_auto(RokJsonObj) model = {0};
   guint64 layers = 0;
+  /* Ops and tensors are checked against the layers, which come first. */
   if (!rok_json_check_format(root, TRACE_FORMAT, error) || !rok_json_only_keys(root, trace_keys, error) ||
       !rok_json_get_string(root, "model_name", TRUE, &trace->model_name, error) ||
       !rok_json_child(root, "model", FALSE, &model, error) ||
-      !rok_json_get_uint(root, "layers", TRUE, 0, G_MAXUINT32, &layers, error) ||
+      !rok_json_get_uint(root, "layers", TRUE, 0, ROK_MAX_LAYERS, &layers, error) ||
       !rok_json_get_uint(root, "tokens_per_micro_batch", TRUE, 1, G_MAXUINT64 - 1,
                          &trace->tokens_per_micro_batch, error) ||
       !rok_json_get_uint(root, "micro_batches_per_step", TRUE, 1, G_MAXUINT32, &trace->micro_batches_per_step,
                          error) ||
       !read_fixed(trace, root, error))
     return FALSE;
-  trace->layers = layers;
+  trace->layers = (guint)layers;
   if (model.obj != NULL && (trace->model = rok_model_from_json(&model, error)) == NULL)
     return FALSE;
   return TRUE;

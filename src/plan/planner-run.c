@@ -28,6 +28,7 @@ gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GE
 /* Simulator runs for refining one plan: a budget of work, so that big
  * traces (a run costs more) get fewer. */
 static guint polish_runs(const RokPlanner *p, gboolean curve) {
+  curve = curve || p->options.quick;
   guint set = curve ? p->options.curve_polish_runs : p->options.polish_runs;
   if (set > 0)
     return set;

@@ -80,7 +80,11 @@ static gboolean run_baseline(RokSim *sim, const RokTrace *trace, const RokHw *hw
 /* The planner's plan for the budget; when none fits, its least-memory plan,
  * which the row then marks as not fitting. */
 static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row, GError **error) {
-  g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, NULL, error);
+  /* A sweep plans many points: each refined as much as a curve's point. */
+  RokPlannerOptions options;
+  rok_planner_options_init(&options);
+  options.quick = TRUE;
+  g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
     return FALSE;
   g_autoptr(GError) local = NULL;

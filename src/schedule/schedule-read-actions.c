@@ -35,7 +35,8 @@ static gboolean stream_fits(RokActionKind kind, RokSimStream stream) {
 /* A time in seconds, as whole nanoseconds. */
 static gboolean get_ns(const RokJsonObj *e, const char *key, gint64 *ns, GError **error) {
   double seconds = 0;
-  if (!rok_json_get_double(e, key, TRUE, 0, (double)G_MAXINT64 / 1e9, &seconds, error))
+  /* Whole seconds of 2^63 ns, rounded down: llround of anything above overflows. */
+  if (!rok_json_get_double(e, key, TRUE, 0, (double)(G_MAXINT64 / 1000000000), &seconds, error))
     return FALSE;
   *ns = llround(seconds * 1e9);
   return TRUE;

@@ -20,24 +20,61 @@ double rok_sim_op_work(const RokOp *op, gboolean backward) {
   return (double)(backward ? op->bwd_bytes : op->fwd_bytes);
 }
 
-static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
+/* An op's time in seconds, launch overhead aside: measured, at the
+ * profile's measured rate for its kind, or the roofline. */
+static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
   double measured = backward ? op->bwd_time_s : op->fwd_time_s;
   if (measured >= 0)
-    return (gint64)llround(measured * 1e9);
+    return measured;
   if (op->kind == ROK_OP_INPUT)
     return 0;
   double work = rok_sim_op_work(op, backward);
   double measured_rate = rok_hw_op_rate(rok_hw_op_rates(hw, rok_op_kind_name(op->kind)),
                                         backward ? ROK_HW_BACKWARD : ROK_HW_FORWARD, work);
   if (measured_rate > 0)
-    return (gint64)llround(work / measured_rate * 1e9) + hw->gpu.launch_overhead;
+    return work / measured_rate;
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
   double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
   /* A backward runs GEMMs of the forward's shape (two for a linear), so the
    * forward FLOPs are the size that picks the efficiency from a curve. */
   double efficiency = is_gemm(op->kind) ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops) : 1.0;
   double rate = hw->gpu.peak_flops * efficiency;
-  return (gint64)llround(MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth) * 1e9) + hw->gpu.launch_overhead;
+  return MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth);
+}
+
+static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
+  double measured = backward ? op->bwd_time_s : op->fwd_time_s;
+  if (measured >= 0) /* a measured time includes its launch */
+    return (gint64)llround(measured * 1e9);
+  if (op->kind == ROK_OP_INPUT)
+    return 0; /* data arrives: no kernel */
+  return (gint64)llround(op_seconds(hw, op, backward) * 1e9) + hw->gpu.launch_overhead;
+}
+
+/* Times are whole nanoseconds in 64 bits: a profile whose rates are so low
+ * that a step (every op forward, twice backward, every saved byte over the
+ * slowest link both ways, every micro-batch) would outlast ~30 years is
+ * refused, rather than overflow the clock. */
+static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError **error) {
+  double seconds = 0, bytes = 0;
+  for (guint i = 0; i < trace->ops->len; i++) {
+    const RokOp *op = rok_trace_op(trace, i);
+    seconds += op_seconds(hw, op, FALSE) + 2 * op_seconds(hw, op, TRUE) + 3e-9 * (double)hw->gpu.launch_overhead;
+  }
+  for (guint t = 0; t < trace->tensors->len; t++)
+    bytes += (double)rok_trace_tensor(trace, t)->bytes;
+  double slowest = MIN(hw->pcie.d2h_bandwidth, hw->pcie.h2d_bandwidth);
+  if (hw->nvme.devices > 0)
+    slowest = MIN(slowest, MIN(hw->nvme.read_bandwidth, hw->nvme.write_bandwidth));
+  seconds += 2 * bytes / slowest + (double)trace->fixed.optimizer_step_bytes / hw->gpu.hbm_bandwidth;
+  seconds *= (double)MAX(trace->micro_batches_per_step, 1);
+  if (seconds < 1e9)
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+              "hardware profile %s: a step of %s would take more than 30 years at these rates: "
+              "they are implausibly low (check gpu.peak_flops and the bandwidths)",
+              hw->name ? hw->name : "(unnamed)", trace->model_name ? trace->model_name : "this model");
+  return FALSE;
 }
 
 /* Measured op rates must name kinds the trace knows: a misspelt kind would
@@ -192,7 +229,7 @@ static void compute_lists(RokSim *sim) {
 
 RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   g_return_val_if_fail(trace != NULL && hw != NULL, NULL);
-  if (!check_hw(hw, error))
+  if (!check_hw(hw, error) || !check_magnitude(trace, hw, error))
     return NULL;
   if (trace->ops->len == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "trace %s has no ops to simulate",

@@ -52,6 +52,9 @@ done
 # Bad input: exit 2 with the reason; a timeline that cannot be written: 1.
 expect_fail 2 "missing --hw" "$rok" simulate gpt3-1.3b
 expect_fail 2 "missing MODEL" "$rok" simulate --hw a100-80g-sxm-4x980pro
+# Rates so low that a step's nanoseconds would overflow: refused, not a crash.
+sed 's/"peak_flops": "312e12"/"peak_flops": 1e-300/' "$ROK_SOURCE_DIR/configs/hw/a100-40g-pcie4-4xp5800x.json" > "$tmp/slow.json"
+expect_fail 2 "implausibly low" "$rok" simulate gpt3-1.3b --hw "$tmp/slow.json"
 expect_fail 2 'unknown strategy "offlaod"' "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offlaod
 expect_fail 2 "no such file, nor a bundled hardware config" "$rok" simulate gpt3-1.3b --hw no-such-gpu
 expect_fail 2 "--budget" "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget lots

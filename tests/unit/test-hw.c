@@ -80,6 +80,39 @@ static void test_bad(void) {
   }
 }
 
+/* Times up to the one-hour bound write and read back to the same
+ * nanoseconds (1e9 s used to come back as 1000000000.0000001 s). */
+static void test_latencies(void) {
+  static const char *const good[] = {"\"1h\"", "3600", "\"59.999999999min\"", "0.000000001", "\"4us\"",
+                                     "\"1.000000003s\"", "0"};
+  static const char *const bad[] = {"1e9", "\"2h\"", "3600.000000001"};
+  for (guint i = 0; i < G_N_ELEMENTS(good) + G_N_ELEMENTS(bad); i++) {
+    gboolean ok = i < G_N_ELEMENTS(good);
+    const char *value = ok ? good[i] : bad[i - G_N_ELEMENTS(good)];
+    g_autofree char *json = g_strdup_printf(
+        "{\"gpu\": {\"memory\": \"40GiB\", \"peak_flops\": 1e12, \"matmul_efficiency\": 0.5, "
+        "\"hbm_bandwidth\": 1e12}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9, "
+        "\"latency\": %s}, \"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", "
+        "\"memcpy_bandwidth\": 1e9}}",
+        value);
+    GError *error = NULL;
+    g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
+    if (!ok) {
+      g_assert_null(hw);
+      g_assert_nonnull(strstr(error->message, "\"pcie.latency\""));
+      g_error_free(error);
+      continue;
+    }
+    g_assert_no_error(error);
+    json_object *o = rok_hw_to_json(hw);
+    g_autofree char *text = rok_json_to_string(o);
+    json_object_put(o);
+    g_autoptr(RokHw) back = rok_hw_parse("back.json", text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(back->pcie.latency, ==, hw->pcie.latency);
+  }
+}
+
 #define CURVE_HW(curve, nvme)                                                                                \
   "{\"gpu\": {\"memory\": \"8GiB\", \"peak_flops\": 1e11, \"matmul_efficiency\": 0.8, "                   \
   "\"hbm_bandwidth\": 2e10" curve "}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "            \
@@ -162,6 +195,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hw/bundled", test_bundled);
   g_test_add_func("/hw/round-trip", test_round_trip);
   g_test_add_func("/hw/bad", test_bad);
+  g_test_add_func("/hw/latencies", test_latencies);
   g_test_add_func("/hw/curve", test_curve);
   g_test_add_func("/hw/bad-curve", test_bad_curve);
   return g_test_run();

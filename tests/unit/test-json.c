@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 static RokJsonDoc *parse_ok(const char *text) {
   g_autoptr(GError) error = NULL;
@@ -43,6 +44,16 @@ static void test_syntax_positions(void) {
   PARSE_FAILS(" \n\t ", "x.json: empty document (expected a JSON value)");
   PARSE_FAILS("{\"a\": 01}", "x.json:1:9: number expected");
   PARSE_FAILS("{\"a\": \"\xff\"}", "x.json:1:8: invalid utf-8 string");
+  /* What json-c's own UTF-8 check lets through: code points past U+10FFFF
+   * (lead bytes F5-F7), encoded surrogates, overlong forms. */
+  PARSE_FAILS("{\"gpu\": {\"\xf7\x9a\x92\x93ww\": 1}}", "x.json:1:11: invalid utf-8 string");
+  PARSE_FAILS("[\"\xed\xa0\x80\"]", "x.json:1:3: invalid utf-8 string");
+  PARSE_FAILS("[\"\xc0\x80\"]", "x.json:1:3: invalid utf-8 string");
+  PARSE_FAILS("\xef\xbb\xbf{}", "x.json:1:1: a byte order mark (U+FEFF) starts the text; JSON has none (save "
+                                "the file as UTF-8 without BOM)");
+  /* json-c would cut the key short at the NUL: "hid". */
+  PARSE_FAILS("{\"a\": 1,\n \"hid\\u0000den\": 2}", "x.json:2:2: a key must not contain \\u0000");
+  parse_accepts("{\"a\": \"NUL \\u0000 in a value\"}");
   PARSE_FAILS("// comment\n{}", "x.json:1:1: unexpected character");
   parse_fails("{\"a\": 1,\n \"b\": \0}", 17, "x.json:2:7: NUL byte in the text");
 }
@@ -716,6 +727,54 @@ static void test_large_document(void) {
   g_string_free(text, TRUE);
 }
 
+/* What keeps a hostile file from taking gigabytes: 128 MiB of text at most
+ * (checked before reading: /dev/zero never ends), and 4 Mi values, an
+ * object counting as 8, located at the value past the limit. */
+static void test_limits(void) {
+  g_autoptr(GError) error = NULL;
+  GString *text = g_string_new("[");
+  for (guint i = 0; i < 4u << 20; i++)
+    g_string_append(text, i ? ",0" : "0");
+  g_string_append(text, "]");
+  g_assert_null(rok_json_doc_parse("x.json", text->str, text->len, &error));
+  /* The array is value 1: the zero at byte 1 + 2·(4Mi - 1) is one too many. */
+  g_autofree char *expected = g_strdup_printf("x.json:1:%u: too many values (more than 4194304, an object "
+                                              "counting as 8)", 2 + 2 * ((4u << 20) - 1));
+  g_assert_cmpstr(error->message, ==, expected);
+  g_clear_error(&error);
+  g_string_assign(text, "{\"k\": [");
+  for (guint i = 0; i < (1u << 19); i++)
+    g_string_append(text, i ? ",{}" : "{}");
+  g_string_append(text, "]}");
+  g_assert_null(rok_json_doc_parse("x.json", text->str, text->len, &error));
+  g_assert_nonnull(strstr(error->message, "too many values"));
+  g_clear_error(&error);
+  /* A syntax error before the limit is reported as such. */
+  g_string_assign(text, "[1, 2, x");
+  g_assert_null(rok_json_doc_parse("x.json", text->str, text->len, &error));
+  g_assert_cmpstr(error->message, ==, "x.json:1:8: unexpected character");
+  g_clear_error(&error);
+  g_string_free(text, TRUE);
+
+  g_autofree char *path = g_build_filename(g_get_tmp_dir(), "rok-test-huge-XXXXXX", NULL);
+  int fd = g_mkstemp(path);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(ftruncate(fd, (128 << 20) + 1), ==, 0); /* sparse: nothing is written */
+  close(fd);
+  g_assert_null(rok_json_doc_load(path, &error));
+  g_autofree char *too_large = g_strdup_printf("%s: too large for a JSON document (rok reads at most 128 MiB; "
+                                               "134217729 bytes)", path);
+  g_assert_cmpstr(error->message, ==, too_large);
+  g_clear_error(&error);
+  g_unlink(path);
+  if (g_file_test("/dev/zero", G_FILE_TEST_EXISTS)) {
+    g_assert_null(rok_json_doc_load("/dev/zero", &error));
+    g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+    g_assert_cmpstr(error->message, ==, "/dev/zero: too large for a JSON document (rok reads at most 128 MiB; "
+                                        "more than that)");
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/json/syntax/positions", test_syntax_positions);
@@ -739,5 +798,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/json/load/errors", test_load_errors);
   g_test_add_func("/json/robust/prefixes", test_prefixes_and_corruptions);
   g_test_add_func("/json/robust/large", test_large_document);
+  g_test_add_func("/json/robust/limits", test_limits);
   return g_test_run();
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "rok/error.h"
+#include "rok/json.h"
 #include "rok/trace.h"
 
 static char *config_path(const char *kind, const char *name) {
@@ -156,6 +157,69 @@ static void test_overrides(void) {
   g_clear_error(&error);
 }
 
+static void parse_fails(const char *json, const char *const *sets, const char *expected) {
+  GError *error = NULL;
+  g_autoptr(RokModel) m = rok_model_parse("big.json", json, strlen(json), sets, &error);
+  g_assert_null(m);
+  g_assert_nonnull(error);
+  g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_INVALID);
+  if (strstr(error->message, expected) == NULL)
+    g_error("expected \"%s\" in: %s", expected, error->message);
+  g_error_free(error);
+}
+
+/* What keeps a config from asking for absurd memory or wrapping counts
+ * around: at most 2048 layers in all, and every byte, parameter and FLOP
+ * count below 2^62. */
+static void test_limits(void) {
+  const char *gpt = "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 2, \"seq_len\": 8, "
+                    "\"micro_batch\": 1}";
+  const char *t5 = "{\"arch\": \"t5\", \"layers\": 2, \"hidden\": 64, \"heads\": 2, \"seq_len\": 8, "
+                   "\"micro_batch\": 1}";
+  parse_fails(gpt, (const char *[]){"layers=2049", NULL},
+              "--set layers=2049: \"layers\": must be an integer from 1 to 2048, not 2049");
+  parse_fails(gpt, (const char *[]){"layers=16777216", NULL}, "from 1 to 2048");
+  /* T5's decoder has as many layers as the encoder unless told otherwise. */
+  parse_fails(t5, (const char *[]){"layers=1025", NULL},
+              "\"layers\": and \"decoder_layers\" (as many as \"layers\" unless given) must add up to at most 2048");
+  parse_fails(t5, (const char *[]){"layers=2000", "decoder_layers=49", NULL}, "must add up to at most 2048");
+  /* hidden × heads × head_dim: 2^72 parameters. */
+  parse_fails(gpt, (const char *[]){"hidden=16777216", "heads=16777216", "head_dim=16777216", "ffn_hidden=16777216",
+                                    NULL},
+              "the parameter bytes (hidden × ffn_hidden × layers × ...) of this model would exceed 2^62");
+  /* Small activations, sane parameters, but 2^63 FLOPs per micro-batch. */
+  parse_fails(gpt, (const char *[]){"layers=1", "hidden=1048576", "heads=16", "seq_len=65536", NULL},
+              "big.json: the FLOPs of one micro-batch");
+  parse_fails(gpt, (const char *[]){"seq_len=16777216", "micro_batch=16777216", NULL}, "activation bytes");
+  /* global_batch defaults to micro_batch × data_parallel, and is at most 2^32-1. */
+  parse_fails(gpt, (const char *[]){"micro_batch=16777216", "data_parallel=1024", NULL},
+              "--set data_parallel=1024: \"data_parallel\": times micro_batch must be at most 4294967295");
+
+  /* The largest configs accepted still make a trace, of bounded size. */
+  GError *error = NULL;
+  g_autoptr(RokModel) deep = rok_model_parse("deep.json", t5, strlen(t5), (const char *[]){"layers=1024", NULL},
+                                             &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) trace = rok_trace_new_from_model(deep, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(trace->layers, ==, 2048);
+  g_assert_cmpuint(trace->ops->len + trace->tensors->len, <, 2048 * 50);
+  /* 2^33 tokens in a micro-batch (op dims past 32 bits) read back. */
+  g_autoptr(RokModel) wide = rok_model_parse(
+      "wide.json", gpt, strlen(gpt),
+      (const char *[]){"layers=1", "seq_len=1048576", "micro_batch=8192", "hidden=1", "heads=1", "vocab=2", NULL},
+      &error);
+  g_assert_no_error(error);
+  g_autoptr(RokTrace) wide_trace = rok_trace_new_from_model(wide, &error);
+  g_assert_no_error(error);
+  json_object *json = rok_trace_to_json(wide_trace);
+  g_autofree char *text = rok_json_to_string(json);
+  json_object_put(json);
+  g_autoptr(RokTrace) back = rok_trace_parse("wide.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->tokens_per_micro_batch, ==, G_GUINT64_CONSTANT(1) << 33);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/model/bundled/param-counts", test_bundled_param_counts);
@@ -164,5 +228,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/model/defaults", test_defaults);
   g_test_add_func("/model/bad-configs", test_bad_configs);
   g_test_add_func("/model/overrides", test_overrides);
+  g_test_add_func("/model/limits", test_limits);
   return g_test_run();
 }

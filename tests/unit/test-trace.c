@@ -1,5 +1,6 @@
 /* The trace generator against Korthikanti et al.'s closed forms, computed
  * here by hand, and the trace file's round trip. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rok/error.h"
@@ -172,6 +173,67 @@ static void test_bad_reference(void) {
   g_error_free(error);
 }
 
+/* A one-layer GPT trace as JSON, changed by `edit` ("ops[4].inputs=[8]"
+ * through a document override), must be refused with `expected` in the
+ * message: every reference is checked, and located in the file. */
+static void edited_trace_fails(const char *edit, const char *expected) {
+  g_autoptr(RokTrace) trace = trace_of("{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 2, "
+                                       "\"seq_len\": 8, \"micro_batch\": 1}");
+  json_object *o = rok_trace_to_json(trace);
+  g_auto(GStrv) parts = g_strsplit(edit, "=", 2);
+  g_auto(GStrv) path = g_strsplit_set(parts[0], "[].", -1); /* "ops", "4", "", "inputs" */
+  json_object *target = json_object_array_get_idx(json_object_object_get(o, path[0]), atoi(path[1]));
+  json_object_object_add(target, path[3], json_tokener_parse(parts[1]));
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  GError *error = NULL;
+  g_autoptr(RokTrace) back = rok_trace_parse("bad.json", text, strlen(text), &error);
+  g_assert_null(back);
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  if (!g_regex_match_simple("^bad\\.json:[0-9]+:[0-9]+: ", error->message, 0, 0) ||
+      strstr(error->message, expected) == NULL)
+    g_error("%s: expected a located message with \"%s\", got: %s", edit, expected, error->message);
+  g_error_free(error);
+}
+
+static void test_bad_references(void) {
+  /* Op 4 reads tensor 8, which op 5 makes: a forward reference. */
+  edited_trace_fails("ops[4].inputs=[8]", "\"ops[4].inputs[0]\": tensor 8 is made by op 5, not by an op before");
+  edited_trace_fails("ops[4].inputs=[4, 99]", "\"ops[4].inputs[1]\": must be an integer from 0 to");
+  /* Backward cannot need a tensor from an op that ran before it was made. */
+  edited_trace_fails("tensors[7].needed_by=[5, 2]",
+                     "\"tensors[7].needed_by[1]\": must be an op at or after the tensor's producer, op 4");
+  /* Recomputed from itself or a later tensor: a cycle. */
+  edited_trace_fails("tensors[7].recompute_from=[7]",
+                     "\"tensors[7].recompute_from[0]\": must be a tensor made before this tensor's producer");
+  edited_trace_fails("tensors[7].recompute_from=[9]", "\"tensors[7].recompute_from[0]\"");
+  edited_trace_fails("tensors[7].recompute_from=[4000000000]", "\"tensors[7].recompute_from[0]\"");
+  /* Tensors are listed in the order they are made. */
+  edited_trace_fails("tensors[5].producer=1",
+                     "\"tensors[5].producer\": must be at least 2, the producer of tensor 4");
+  /* Layers exist: an op or tensor of layer 1 in a one-layer trace. */
+  edited_trace_fails("ops[3].layer=1", "\"ops[3].layer\": must be an integer from -1 to 0, not 1");
+  edited_trace_fails("tensors[6].layer=7", "\"tensors[6].layer\": must be an integer from -1 to 0, not 7");
+  edited_trace_fails("ops[3].dims=[1, 2, 3, 18446744073709551615]", "\"ops[3].dims[3]\"");
+  edited_trace_fails("tensors[5].shape=[4294967296, 4294967296, 4294967296]",
+                     "\"tensors[5].shape\": is too large: its bytes do not fit 64 bits");
+}
+
+/* The header's layer count is bounded like a config's. */
+static void test_layer_limit(void) {
+  g_autoptr(RokTrace) trace = trace_of("{\"arch\": \"gpt\", \"layers\": 1, \"hidden\": 64, \"heads\": 2, "
+                                       "\"seq_len\": 8, \"micro_batch\": 1}");
+  json_object *o = rok_trace_to_json(trace);
+  json_object_object_add(o, "layers", json_object_new_int64(2000000000));
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  GError *error = NULL;
+  g_autoptr(RokTrace) back = rok_trace_parse("bad.json", text, strlen(text), &error);
+  g_assert_null(back);
+  g_assert_nonnull(strstr(error->message, "\"layers\": must be an integer from 0 to 2048, not 2000000000"));
+  g_error_free(error);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/trace/gpt/dropout", test_gpt_dropout);
@@ -185,5 +247,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/trace/structure", test_structure);
   g_test_add_func("/trace/round-trip", test_round_trip);
   g_test_add_func("/trace/bad-reference", test_bad_reference);
+  g_test_add_func("/trace/bad-references", test_bad_references);
+  g_test_add_func("/trace/layer-limit", test_layer_limit);
   return g_test_run();
 }

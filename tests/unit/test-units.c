@@ -282,6 +282,22 @@ static void test_format_rate_time_count(void) {
   check_format(rok_units_format_count(2.5e15), "2500 T");
 }
 
+/* Past the ends of the unit scales the digits would run on ("1e300 B/s"
+ * printed 283 of them): the exponent form keeps three. */
+static void test_format_extremes(void) {
+  check_format(rok_units_format_count(999999e12), "999999 T");
+  check_format(rok_units_format_count(1e18), "1.00e+06 T");
+  check_format(rok_units_format_rate(6.8301e55), "6.83e+37 EB/s");
+  check_format(rok_units_format_rate(-1.7976931348623157e308), "-1.80e+290 EB/s");
+  check_format(rok_units_format_time(1e300), "3.17e+292 y");
+  check_format(rok_units_format_time(4.9e-324), "4.94e-315 ns");
+  check_format(rok_units_format_time(1e-15), "0.00000100 ns");
+  check_format(rok_units_format_time(1e-16), "1.00e-07 ns");
+  check_format(rok_units_format_time(0.5e-9), "0.500 ns");
+  check_format(rok_units_format_rate(1e-300), "1.00e-300 B/s");
+  check_format(rok_units_format_rate(0.001), "0.00100 B/s");
+}
+
 /* Significant digits of the number a formatted text starts with. */
 static int significant(const char *text) {
   int digits = 0;
@@ -320,5 +336,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/units/format/size", test_format_size);
   g_test_add_func("/units/format/other", test_format_rate_time_count);
   g_test_add_func("/units/format/three-digits", test_format_three_digits);
+  g_test_add_func("/units/format/extremes", test_format_extremes);
   return g_test_run();
 }

@@ -55,6 +55,22 @@ static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
  * that a step (every op forward, twice backward, every saved byte over the
  * slowest link both ways, every micro-batch) would outlast ~30 years is
  * refused, rather than overflow the clock. */
+/* Every op's outputs rebuilt from the seed at its kind's rebuild rate. */
+static double rebuild_seconds(const RokTrace *trace, const RokHw *hw) {
+  double seconds = 0;
+  for (guint i = 0; i < trace->ops->len; i++) {
+    const RokOp *op = rok_trace_op(trace, i);
+    const RokHwOpRates *rates = rok_hw_op_rates(hw, rok_op_kind_name(op->kind));
+    if (rates == NULL || rates->len[ROK_HW_REBUILD] == 0)
+      continue;
+    for (guint o = 0; o < op->outputs->len; o++) {
+      double bytes = (double)rok_trace_tensor(trace, g_array_index(op->outputs, guint, o))->bytes;
+      seconds += bytes / rok_hw_op_rate(rates, ROK_HW_REBUILD, bytes);
+    }
+  }
+  return seconds;
+}
+
 static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError **error) {
   double seconds = 0, bytes = 0;
   for (guint i = 0; i < trace->ops->len; i++) {
@@ -67,6 +83,11 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
   if (hw->nvme.devices > 0)
     slowest = MIN(slowest, MIN(hw->nvme.read_bandwidth, hw->nvme.write_bandwidth));
   seconds += 2 * bytes / slowest + (double)trace->fixed.optimizer_step_bytes / hw->gpu.hbm_bandwidth;
+  if (hw->host.checksum_bandwidth > 0) /* every copy checked both ways */
+    seconds += 2 * bytes / hw->host.checksum_bandwidth;
+  seconds += rebuild_seconds(trace, hw);
+  if (hw->gpu.shared_cpus > 0) /* copies on all four streams slowing the compute */
+    seconds *= 1.0 + (double)(ROK_SIM_STREAM_COUNT - 1) / (double)hw->gpu.shared_cpus;
   seconds *= (double)MAX(trace->micro_batches_per_step, 1);
   if (seconds < 1e9)
     return TRUE;

@@ -117,7 +117,8 @@ typedef struct {
 void rok_validation_free(RokValidation *validation);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokValidation, rok_validation_free)
 
-/* Plan, run and compare, as described above. Errors: those of the planner
+/* Plan, run and compare, as described above. A profile with SSDs needs
+ * options->exec.dirs (ROK_ERROR_USAGE otherwise). Errors: those of the planner
  * (ROK_ERROR_NO_FIT when not even the smallest plan fits the device), of
  * the schedules and of the executor (ROK_ERROR_DEVICE, ROK_ERROR_IO,
  * ROK_ERROR_INTEGRITY, ROK_ERROR_CANCELLED), prefixed with the row. */

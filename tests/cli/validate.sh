@@ -21,6 +21,7 @@ expect_fail 2 "--repeat must be at least 1" "$rok" validate --hw cpu-2core-virti
 expect_fail 2 "leaves nothing to run" "$rok" validate --hw cpu-2core-virtio --no-baselines --budgets 0
 expect_fail 2 "unexpected argument" "$rok" validate a b --hw cpu-2core-virtio
 expect_fail 2 "no-such-model" "$rok" validate no-such-model --hw cpu-2core-virtio
+expect_fail 2 "give a directory on each disk (--dir DIR)" "$rok" validate --hw cpu-2core-virtio
 
 if ! "$rok" execute --list-devices >/dev/null 2>"$tmp/stderr"; then
   echo "no OpenCL device: $(cat "$tmp/stderr")" >&2

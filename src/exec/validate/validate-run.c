@@ -115,6 +115,12 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "the number of measured steps must be at least 1");
     return NULL;
   }
+  if (hw->nvme.devices > 0 && (options->exec.dirs == NULL || options->exec.dirs[0] == NULL)) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "profile %s has SSDs, which offload and tba write to: give a directory on each disk (--dir DIR)",
+                hw->name ? hw->name : "(unnamed)");
+    return NULL;
+  }
   g_autoptr(RokValidation) v = rok_validation_new(trace, hw);
   v->repeat = options->exec.repeat;
   g_autoptr(GPtrArray) planned = rok_validate_plan_rows(trace, hw, options, v, error);

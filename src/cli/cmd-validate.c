@@ -235,7 +235,7 @@ int rok_cmd_validate(int argc, char **argv) {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile of this machine (required; see rok calibrate)",
        "HW"},
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
-       "Directory to offload tensors into, one per disk (repeatable; needed when a plan writes to the SSDs)", "DIR"},
+       "Directory to offload tensors into, one per disk (repeatable; needed when the profile has SSDs)", "DIR"},
       {"budgets", 'n', 0, G_OPTION_ARG_INT, &o.budgets, "Budgets the planner is run at (default 3)", "N"},
       {"no-baselines", 0, 0, G_OPTION_ARG_NONE, &o.no_baselines, "Leave the baseline strategies out", NULL},
       {"repeat", 'r', 0, G_OPTION_ARG_INT, &o.repeat, "Measured steps per row after one warm-up (default 3)", "N"},

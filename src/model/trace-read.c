@@ -31,7 +31,16 @@ static gboolean read_id(const RokJsonObj *o, guint expected, GError **error) {
   return TRUE;
 }
 
-static gboolean read_op(RokTrace *trace, const RokJsonObj *o, guint id, guint n_tensors, GError **error) {
+/* What the element readers share: the trace being read, and how many tensors
+ * the file lists (ops, read first, may name any of them). */
+typedef struct {
+  RokTrace *trace;
+  guint n_tensors;
+} Reading;
+
+static gboolean read_op(Reading *r, const RokJsonObj *o, guint id, GError **error) {
+  RokTrace *trace = r->trace;
+  guint n_tensors = r->n_tensors;
   g_autofree char *name = NULL;
   gint64 layer = -1;
   int kind = 0;
@@ -100,7 +109,8 @@ static gboolean check_tensor_references(const RokTrace *trace, const RokJsonObj 
   return TRUE;
 }
 
-static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GError **error) {
+static gboolean read_tensor(Reading *r, const RokJsonObj *o, guint id, GError **error) {
+  RokTrace *trace = r->trace;
   g_autofree char *name = NULL;
   gint64 layer = -1;
   int dtype = 0;
@@ -140,7 +150,8 @@ static gboolean read_tensor(RokTrace *trace, const RokJsonObj *o, guint id, GErr
 
 /* Outputs are rebuilt from the tensors' producers; the file's list must
  * agree. Inputs must have been made by earlier ops. */
-static gboolean check_outputs(const RokTrace *trace, const RokJsonObj *o, guint id, GError **error) {
+static gboolean check_outputs(Reading *r, const RokJsonObj *o, guint id, GError **error) {
+  const RokTrace *trace = r->trace;
   const GArray *inputs = rok_trace_op(trace, id)->inputs;
   for (guint i = 0; i < inputs->len; i++) {
     const RokTensor *input = rok_trace_tensor(trace, g_array_index(inputs, guint, i));
@@ -162,27 +173,14 @@ static gboolean check_outputs(const RokTrace *trace, const RokJsonObj *o, guint 
   return TRUE;
 }
 
-typedef gboolean (*ElementReader)(RokTrace *trace, const RokJsonObj *element, guint index, guint extra,
-                                  GError **error);
+typedef gboolean (*ElementReader)(Reading *r, const RokJsonObj *element, guint index, GError **error);
 
-static gboolean read_op_element(RokTrace *trace, const RokJsonObj *o, guint i, guint n_tensors, GError **e) {
-  return read_op(trace, o, i, n_tensors, e);
-}
-static gboolean read_tensor_element(RokTrace *trace, const RokJsonObj *o, guint i, guint unused, GError **e) {
-  (void)unused;
-  return read_tensor(trace, o, i, e);
-}
-static gboolean check_outputs_element(RokTrace *trace, const RokJsonObj *o, guint i, guint unused, GError **e) {
-  (void)unused;
-  return check_outputs(trace, o, i, e);
-}
-
-static gboolean for_each_element(RokTrace *trace, const RokJsonObj *root, const char *key, json_object *array,
-                                 ElementReader reader, guint extra, GError **error) {
+static gboolean for_each_element(Reading *r, const RokJsonObj *root, const char *key, json_object *array,
+                                 ElementReader reader, GError **error) {
   for (gsize i = 0; i < json_object_array_length(array); i++) {
     g_auto(RokJsonObj) element = {0};
     if (!rok_json_element(root, key, array, i, &element, error) ||
-        !reader(trace, &element, (guint)i, extra, error))
+        !reader(r, &element, (guint)i, error))
       return FALSE;
   }
   return TRUE;
@@ -234,9 +232,10 @@ static RokTrace *trace_from_doc(const RokJsonDoc *doc, GError **error) {
     rok_json_error(error, doc, json_object_array_length(ops) == 0 ? "ops" : "tensors", "must not be empty");
     return NULL;
   }
-  if (!for_each_element(trace, &root, "ops", ops, read_op_element, n_tensors, error) ||
-      !for_each_element(trace, &root, "tensors", tensors, read_tensor_element, 0, error) ||
-      !for_each_element(trace, &root, "ops", ops, check_outputs_element, 0, error))
+  Reading r = {.trace = trace, .n_tensors = n_tensors};
+  if (!for_each_element(&r, &root, "ops", ops, read_op, error) ||
+      !for_each_element(&r, &root, "tensors", tensors, read_tensor, error) ||
+      !for_each_element(&r, &root, "ops", ops, check_outputs, error))
     return NULL;
   GError *check = NULL;
   if (!rok_trace_check(trace, &check)) {

@@ -38,6 +38,11 @@ typedef struct _RokJsonDoc RokJsonDoc;
 
 /* A missing or unreadable file is ROK_ERROR_INPUT, a failing read ROK_ERROR_IO. */
 RokJsonDoc *rok_json_doc_load(const char *path, GError **error);
+/* A file's text as rok reads its inputs (JSON, CSV): at most 128 MiB, so
+ * /dev/zero or an endless pipe is refused rather than read; NUL-terminated.
+ * A missing or unreadable file is ROK_ERROR_INPUT naming it, a failing read
+ * ROK_ERROR_IO. */
+gboolean rok_json_read_file(const char *path, char **contents, gsize *length, GError **error);
 /* `name` is what messages call the text (a path, or "<stdin>"). */
 RokJsonDoc *rok_json_doc_parse(const char *name, const char *text, gsize length, GError **error);
 void rok_json_doc_free(RokJsonDoc *doc);

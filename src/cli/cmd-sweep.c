@@ -31,7 +31,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 static char *read_config(const char *arg, char **path, gsize *length, GError **error) {
   *path = rok_cli_resolve(arg, "models", error);
   char *text = NULL;
-  if (*path == NULL || !g_file_get_contents(*path, &text, length, error))
+  if (*path == NULL || !rok_json_read_file(*path, &text, length, error))
     return NULL;
   g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(*path, text, *length, NULL);
   json_object *root = doc == NULL ? NULL : rok_json_doc_root(doc);

@@ -192,7 +192,7 @@ static gboolean file_error(GError **error, const char *path, const char *doing, 
 
 /* The file's bytes, NUL-terminated: /dev/zero or a pipe that never ends
  * must not fill the memory, nor a huge file be read only to be refused. */
-static gboolean read_bounded(const char *path, char **contents, gsize *length, GError **error) {
+gboolean rok_json_read_file(const char *path, char **contents, gsize *length, GError **error) {
   int fd = g_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     return file_error(error, path, "cannot open", errno);
@@ -236,7 +236,7 @@ RokJsonDoc *rok_json_doc_load(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
   char *contents = NULL;
   gsize length = 0;
-  if (!read_bounded(path, &contents, &length, error))
+  if (!rok_json_read_file(path, &contents, &length, error))
     return NULL;
   return doc_take_text(path, contents, length, error);
 }

@@ -155,11 +155,7 @@ RokPlanFile *rok_plan_file_parse(const char *name, const char *text, gsize lengt
 RokPlanFile *rok_plan_file_load(const char *path, const RokTrace *trace, GError **error) {
   g_autofree char *text = NULL;
   gsize length = 0;
-  GError *local = NULL;
-  if (!g_file_get_contents(path, &text, &length, &local)) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s", local->message);
-    g_error_free(local);
+  if (!rok_json_read_file(path, &text, &length, error))
     return NULL;
-  }
   return rok_plan_file_parse(path, text, length, trace, error);
 }

@@ -235,11 +235,7 @@ RokSweep *rok_sweep_parse_csv(const char *name, const char *text, gsize length, 
 RokSweep *rok_sweep_load_csv(const char *path, GError **error) {
   g_autofree char *text = NULL;
   gsize length = 0;
-  g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &text, &length, &local)) {
-    gboolean missing = g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT);
-    g_set_error(error, ROK_ERROR, missing ? ROK_ERROR_INPUT : ROK_ERROR_IO, "%s", local->message);
+  if (!rok_json_read_file(path, &text, &length, error))
     return NULL;
-  }
   return rok_sweep_parse_csv(path, text, length, error);
 }

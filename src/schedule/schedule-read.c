@@ -190,12 +190,7 @@ RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length
 RokSchedule *rok_schedule_load(const char *path, GError **error) {
   g_autofree char *text = NULL;
   gsize length = 0;
-  GError *local = NULL;
-  if (!g_file_get_contents(path, &text, &length, &local)) {
-    g_set_error(error, ROK_ERROR, local->code == G_FILE_ERROR_NOENT ? ROK_ERROR_INPUT : ROK_ERROR_IO, "%s",
-                local->message);
-    g_error_free(local);
+  if (!rok_json_read_file(path, &text, &length, error))
     return NULL;
-  }
   return rok_schedule_parse(path, text, length, error);
 }

@@ -56,6 +56,8 @@ typedef struct {
 RokModel *rok_model_load(const char *path, const char *const *overrides, GError **error);
 RokModel *rok_model_parse(const char *name, const char *text, gsize length, const char *const *overrides,
                           GError **error);
+/* A parsed document (which the overrides change) as a config. */
+RokModel *rok_model_from_doc(RokJsonDoc *doc, const char *const *overrides, GError **error);
 /* A config embedded in another file (a trace's "model" member). */
 RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error);
 RokModel *rok_model_copy(const RokModel *model);

@@ -25,6 +25,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "rok/json.h"
 #include "rok/model.h"
 
 G_BEGIN_DECLS
@@ -148,6 +149,7 @@ const char *const *rok_op_kind_names(void);
  * back as the config it came from. */
 json_object *rok_trace_to_json(const RokTrace *trace);
 RokTrace *rok_trace_load(const char *path, GError **error);
+RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error);
 RokTrace *rok_trace_parse(const char *name, const char *text, gsize length, GError **error);
 gboolean rok_trace_save(const RokTrace *trace, const char *path, GError **error);
 

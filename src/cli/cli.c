@@ -97,27 +97,23 @@ char *rok_cli_resolve(const char *arg, const char *kind, GError **error) {
   return NULL;
 }
 
-/* A rok-trace/1 file says so in its "format"; a model config has none. */
-static gboolean is_trace_file(const char *path) {
-  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, NULL);
-  json_object *root = doc == NULL ? NULL : rok_json_doc_root(doc);
-  return root != NULL && json_object_is_type(root, json_type_object) &&
-         json_object_object_get_ex(root, "format", NULL);
-}
-
+/* Read once (a pipe can be read only once): a rok-trace/1 file says so in
+ * its "format"; a model config has none. */
 RokTrace *rok_cli_load_trace(const char *arg, char **sets, GError **error) {
   g_autofree char *path = rok_cli_resolve(arg, "models", error);
-  if (path == NULL)
+  g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
+  if (doc == NULL)
     return NULL;
-  if (is_trace_file(path)) {
+  json_object *root = rok_json_doc_root(doc);
+  if (json_object_is_type(root, json_type_object) && json_object_object_get_ex(root, "format", NULL)) {
     if (sets != NULL && sets[0] != NULL) {
       g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--set %s: a trace file has no model config to override",
                   sets[0]);
       return NULL;
     }
-    return rok_trace_load(path, error);
+    return rok_trace_from_doc(doc, error);
   }
-  g_autoptr(RokModel) model = rok_model_load(path, (const char *const *)sets, error);
+  g_autoptr(RokModel) model = rok_model_from_doc(doc, (const char *const *)sets, error);
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 

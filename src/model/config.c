@@ -216,13 +216,6 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
   return g_steal_pointer(&m);
 }
 
-static RokModel *model_from_doc(const RokJsonDoc *doc, GError **error) {
-  g_auto(RokJsonObj) root = {0};
-  if (!rok_json_root(doc, &root, error))
-    return NULL;
-  return rok_model_from_json(&root, error);
-}
-
 static gboolean apply_overrides(RokJsonDoc *doc, const char *const *overrides, GError **error) {
   for (const char *const *set = overrides; set != NULL && *set != NULL; set++) {
     g_autofree char *origin = g_strdup_printf("--set %s", *set);
@@ -232,19 +225,22 @@ static gboolean apply_overrides(RokJsonDoc *doc, const char *const *overrides, G
   return TRUE;
 }
 
+RokModel *rok_model_from_doc(RokJsonDoc *doc, const char *const *overrides, GError **error) {
+  g_auto(RokJsonObj) root = {0};
+  if (!apply_overrides(doc, overrides, error) || !rok_json_root(doc, &root, error))
+    return NULL;
+  return rok_model_from_json(&root, error);
+}
+
 RokModel *rok_model_parse(const char *name, const char *text, gsize length, const char *const *overrides,
                           GError **error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(name, text, length, error);
-  if (doc == NULL || !apply_overrides(doc, overrides, error))
-    return NULL;
-  return model_from_doc(doc, error);
+  return doc == NULL ? NULL : rok_model_from_doc(doc, overrides, error);
 }
 
 RokModel *rok_model_load(const char *path, const char *const *overrides, GError **error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
-  if (doc == NULL || !apply_overrides(doc, overrides, error))
-    return NULL;
-  return model_from_doc(doc, error);
+  return doc == NULL ? NULL : rok_model_from_doc(doc, overrides, error);
 }
 
 json_object *rok_model_to_json(const RokModel *m) {

@@ -219,7 +219,7 @@ static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **er
   return TRUE;
 }
 
-static RokTrace *trace_from_doc(const RokJsonDoc *doc, GError **error) {
+RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error) {
   g_auto(RokJsonObj) root = {0};
   g_autoptr(RokTrace) trace = rok_trace_new(NULL);
   json_object *ops = NULL, *tensors = NULL;
@@ -248,10 +248,10 @@ static RokTrace *trace_from_doc(const RokJsonDoc *doc, GError **error) {
 
 RokTrace *rok_trace_parse(const char *name, const char *text, gsize length, GError **error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(name, text, length, error);
-  return doc == NULL ? NULL : trace_from_doc(doc, error);
+  return doc == NULL ? NULL : rok_trace_from_doc(doc, error);
 }
 
 RokTrace *rok_trace_load(const char *path, GError **error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
-  return doc == NULL ? NULL : trace_from_doc(doc, error);
+  return doc == NULL ? NULL : rok_trace_from_doc(doc, error);
 }

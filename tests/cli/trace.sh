@@ -19,6 +19,9 @@ grep -q '"format": "rok-trace/1"' "$tmp/a.json"
 # A written trace reads back as the input of the same command.
 "$rok" trace "$tmp/a.json" --json | cmp - "$tmp/a.json"
 
+# A trace read from a pipe (it can be read only once).
+"$rok" trace llama2-70b --json | "$rok" trace /dev/stdin --json | cmp - "$tmp/a.json"
+
 # --set changes the model; its bad values name the option.
 "$rok" trace gpt3-1.3b --set micro_batch=4 --json > "$tmp/set.json"
 grep -q '"micro_batch": 4' "$tmp/set.json"

@@ -45,26 +45,7 @@ fio_file=$dir/fio-bench.dat
 work=$(mktemp -d)
 cleanup() { rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
 trap cleanup EXIT
-
-# rok's staging slots are (transparent) huge pages, so a block is one DMA
-# segment; fio's default buffers are 4 KiB pages, which a device with fewer
-# segments per request than pages per block (virtio-blk: 254) must split.
-# Like for like needs fio on huge pages too: --mem=shmhuge takes them from
-# the reserved pool, if there are enough.
-fio_memory() { # sets fio_mem
-  local block_bytes need free
-  block_bytes=$(numfmt --from=iec "$block")
-  need=$(( (block_bytes * qd + (2 << 20) - 1) / (2 << 20) + 1 ))
-  free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
-  if [ "$free" -ge "$need" ]; then
-    echo "fio buffers: huge pages (--mem=shmhuge), like rok's staging slots"
-    fio_mem=--mem=shmhuge
-  else
-    echo "fio buffers: 4 KiB pages; rok's staging slots are huge pages. For like for like, reserve" \
-      "$need huge pages (echo $need > /proc/sys/vm/nr_hugepages) and run again"
-    fio_mem=--mem=malloc
-  fi
-}
+source "$here/fio-lib.bash"
 
 fio_job() { # rw
   fio --name=bench --filename="$fio_file" --size="$size" --bs="$block" $fio_mem \
@@ -87,15 +68,8 @@ fio_bw() { # rw
   fi
 }
 
-# fio's "1M" is rok's "1MiB"; plain byte counts are the same for both.
-rok_size() { case $1 in *[KMGTkmgt]) echo "${1}iB" ;; *) echo "$1" ;; esac; }
 # The array figures of rok's profile: with one directory, the directory's.
 profile_field() { sed -n "s/^ *\"$1\": \([-0-9.e+]*\),\{0,1\}$/\1/p" "$work/hw.json" | tail -1; }
-# Deleting a large file costs the disk work after the fact (discard, a VM
-# host punching holes): let that finish before the next timed run.
-settle() { sync; sleep 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-gbs() { awk -v b="$1" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'; }
 
 fio_memory
 echo "block $block, queue depth $qd, file $size, O_DIRECT, $trials trials"

@@ -46,40 +46,12 @@ fi
 fio_file=$dir/fio-bench.dat
 cleanup() { rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
 trap cleanup EXIT
+source "$here/fio-lib.bash"
 
 block=1M  # rok execute's staging slot (--slot), the stripe unit
 qd=$(sed -n 's/.*"queue_depth": *\([0-9]*\).*/\1/p' "$root/configs/hw/cpu-2core-virtio.json")
 mask_bytes=$((2 * tokens * hidden))
 size_bytes=$((mask_bytes * layers))
-
-describe_disk() {
-  local src dev
-  src=$(df --output=source "$dir" | tail -n 1)
-  echo "directory: $dir ($(df --output=fstype "$dir" | tail -n 1) on $src)"
-  dev=$(basename "$(readlink -f "$src")")
-  dev=${dev%%[0-9]*}
-  [ -e "/sys/block/$dev" ] || return 0
-  case $(readlink -f "/sys/block/$dev/device" 2>/dev/null) in
-    *virtio*) echo "disk: $dev is a virtio disk: a virtual machine's, the figures are the host's caching and backing store, not a drive's" ;;
-    *) echo "disk: $dev $(cat "/sys/block/$dev/device/model" 2>/dev/null || true)" ;;
-  esac
-}
-
-# rok's staging slots are (transparent) huge pages; fio's buffers too when
-# the reserved pool has room (as in bench-io.sh).
-fio_memory() { # sets fio_mem
-  local need free
-  need=$(( ($(numfmt --from=iec "$block") * qd + (2 << 20) - 1) / (2 << 20) + 1 ))
-  free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
-  if [ "$free" -ge "$need" ]; then
-    echo "fio buffers: huge pages (--mem=shmhuge), like rok's staging slots"
-    fio_mem=--mem=shmhuge
-  else
-    echo "fio buffers: 4 KiB pages; rok's staging slots are huge pages. For like for like, reserve" \
-      "$need huge pages (echo $need > /proc/sys/vm/nr_hugepages) and run again"
-    fio_mem=--mem=malloc
-  fi
-}
 
 fio_bw() { # rw [minimal fields to print] -> bytes/s
   local fields
@@ -138,9 +110,6 @@ write_profile() { # write_bw read_bw
 }
 
 num() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -n 1 | sed 's/.*: //'; }
-settle() { sync; sleep 1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-gbs() { awk -v b="$1" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'; }
 
 describe_disk
 fio_memory

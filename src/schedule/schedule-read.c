@@ -1,10 +1,8 @@
 /* Reading rok-schedule/1, checking everything an executor relies on. */
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
-#include "rok/plan.h"
-#include "schedule/schedule-private.h"
+#include "rok/core.h"
+#include "schedule-private.h"
 
 static const char *const top_keys[] = {"format", "strategy", "model", "budget_bytes", "micro_batches", "options",
                                        "predicted", "plan", "hw", "trace_sha256", "trace", "actions", NULL};
@@ -44,13 +42,21 @@ static gboolean read_trace(Reader *r, const RokJsonObj *root, GError **error) {
   if (r->s->owned_trace == NULL)
     return FALSE;
   r->s->trace = r->s->owned_trace;
-  r->s->trace_sha256 = schedule_trace_sha256(r->s->trace, NULL);
+  r->s->trace_sha256 = rok_trace_sha256(r->s->trace, NULL);
   if (!g_str_equal(hash, r->s->trace_sha256)) {
     rok_json_error(error, r->doc, "trace_sha256", "does not match the embedded trace (its SHA-256 is %s)",
                    r->s->trace_sha256);
     return FALSE;
   }
   return TRUE;
+}
+
+static gboolean label_ok(const char *label) {
+  gsize n = strlen(label);
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isalnum(label[i]) && label[i] != '-' && label[i] != '_')
+      return FALSE;
+  return n >= 1 && n <= 64;
 }
 
 static gboolean read_hw(Reader *r, const RokJsonObj *root, GError **error) {
@@ -62,24 +68,15 @@ static gboolean read_hw(Reader *r, const RokJsonObj *root, GError **error) {
   return r->s->hw != NULL;
 }
 
-static gboolean read_options(const RokJsonObj *root, RokSimOptions *o, guint64 micro_batches, GError **error) {
-  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
-                                     "rebuild_whole_layers", NULL};
-  g_auto(RokJsonObj) obj = {0};
-  guint64 prefetch = 0, detail = 0;
-  if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
-      !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
-      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
-      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
-      !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
+/* The step options, whose log must cover every micro-batch. */
+static gboolean read_options(const RokJsonObj *root, RokStepOptions *o, guint64 micro_batches, GError **error) {
+  if (!rok_step_options_read(root, o, error))
     return FALSE;
-  if (detail != micro_batches) { /* the log covers every micro-batch */
-    rok_json_error(error, obj.doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
+  if (o->detail_micro_batches != micro_batches) {
+    rok_json_error(error, root->doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
                    micro_batches);
     return FALSE;
   }
-  o->prefetch_layers = (guint)prefetch;
-  o->detail_micro_batches = (guint)detail;
   return TRUE;
 }
 
@@ -150,15 +147,16 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
   RokSchedule *s = r->s;
   g_autofree char *model = NULL;
   guint64 micro_batches = 0;
-  RokStrategy strategy;
   if (!rok_json_check_format(root, "rok-schedule/1", error) || !rok_json_only_keys(root, top_keys, error) ||
       !rok_json_get_string(root, "strategy", TRUE, &s->strategy, error) ||
       !rok_json_get_string(root, "model", TRUE, &model, error) ||
       !rok_json_get_uint(root, "budget_bytes", TRUE, 1, G_MAXUINT64, &s->budget_bytes, error) ||
       !rok_json_get_uint(root, "micro_batches", TRUE, 1, G_MAXUINT, &micro_batches, error))
     return FALSE;
-  if (!rok_plan_strategy_from_name(s->strategy, &strategy, NULL)) {
-    rok_json_error(error, r->doc, "strategy", "unknown strategy \"%s\"", s->strategy);
+  /* A label of who made the program ("rok", "keep", ...): the executor
+   * runs any program, so any short plain name will do. */
+  if (!label_ok(s->strategy)) {
+    rok_json_error(error, r->doc, "strategy", "must be 1 to 64 letters, digits, '-' or '_'");
     return FALSE;
   }
   if (!read_trace(r, root, error) || !read_hw(r, root, error))
@@ -167,7 +165,7 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
     rok_json_error(error, r->doc, "model", "the embedded trace is of %s", s->trace->model_name);
     return FALSE;
   }
-  s->plan = rok_sim_plan_new(s->trace);
+  s->plan = rok_step_plan_new(s->trace);
   return read_options(root, &s->plan->options, micro_batches, error) && read_plan(r, root, error) &&
          read_predicted(r, root, error);
 }
@@ -180,7 +178,7 @@ RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length
   g_autoptr(RokSchedule) s = g_new0(RokSchedule, 1);
   Reader r;
   reader_init(&r, doc, s);
-  s->actions = g_array_new(FALSE, FALSE, sizeof(RokSimAction));
+  s->actions = g_array_new(FALSE, FALSE, sizeof(RokAction));
   s->deps = g_array_new(FALSE, FALSE, sizeof(guint));
   if (!read_head(&r, &root, error) || !schedule_read_actions(doc, &root, s, error))
     return NULL;

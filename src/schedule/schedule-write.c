@@ -2,9 +2,8 @@
  * action per line (a 175B step has a few hundred thousand of them). */
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
-#include "schedule/schedule-private.h"
+#include "rok/core.h"
+#include "schedule-private.h"
 
 /* Whole nanoseconds as seconds with nine decimals, exactly. */
 static void append_seconds(GString *out, gint64 ns) {
@@ -30,15 +29,6 @@ static void append_json(GString *out, const char *key, json_object *value) {
   json_object_put(value);
 }
 
-static json_object *options_json(const RokSimOptions *o) {
-  json_object *obj = json_object_new_object();
-  json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
-  json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
-  json_object_object_add(obj, "detail_micro_batches", json_object_new_uint64(o->detail_micro_batches));
-  json_object_object_add(obj, "rebuild_whole_layers", json_object_new_boolean(o->rebuild_whole_layers));
-  return obj;
-}
-
 static json_object *plan_json(const RokSchedule *s) {
   json_object *list = json_object_new_array();
   for (guint t = 0; t < s->trace->tensors->len; t++) {
@@ -61,23 +51,23 @@ static void append_head(GString *out, const RokSchedule *s) {
   append_json(out, "model", json_object_new_string(s->trace->model_name ? s->trace->model_name : ""));
   append_json(out, "budget_bytes", json_object_new_uint64(s->budget_bytes));
   append_json(out, "micro_batches", json_object_new_uint64(s->plan->options.detail_micro_batches));
-  append_json(out, "options", options_json(&s->plan->options));
+  append_json(out, "options", rok_step_options_to_json(&s->plan->options));
   append_json(out, "predicted", json_object_get(s->predicted));
   append_json(out, "plan", plan_json(s));
   append_json(out, "hw", rok_hw_to_json(s->hw));
   g_autofree char *trace_text = NULL;
-  g_autofree char *hash = schedule_trace_sha256(s->trace, &trace_text);
+  g_autofree char *hash = rok_trace_sha256(s->trace, &trace_text);
   append_json(out, "trace_sha256", json_object_new_string(hash));
   append_member(out, "trace", trace_text, FALSE);
 }
 
 static void append_action(GString *out, const RokSchedule *s, guint id) {
-  const RokSimAction *a = rok_schedule_action(s, id);
+  const RokAction *a = rok_schedule_action(s, id);
   g_string_append_printf(out, "    {\"id\": %u, \"stream\": \"%s\", \"kind\": \"%s\", \"micro_batch\": %u", id,
-                         rok_sim_stream_name(a->stream), rok_action_kind_name(a->kind), a->micro_batch);
-  if (a->op != ROK_SIM_NONE)
+                         rok_stream_name(a->stream), rok_action_kind_name(a->kind), a->micro_batch);
+  if (a->op != ROK_NO_ID)
     g_string_append_printf(out, ", \"op\": %u", a->op);
-  if (a->tensor != ROK_SIM_NONE)
+  if (a->tensor != ROK_NO_ID)
     g_string_append_printf(out, ", \"tensor\": %u, \"bytes\": %" G_GUINT64_FORMAT, a->tensor, a->bytes);
   if (a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH)
     g_string_append_printf(out, ", \"gpudirect\": %s", a->gpudirect ? "true" : "false");

@@ -2,30 +2,71 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rok/core.h"
 #include "rok/model.h"
 
+/* The long option closest to the one GLib refused ("Unknown option
+ * --budjet" or "--budjet=30GiB"), added to the message. */
+static void suggest_option(GOptionContext *context, GOptionGroup *group, gpointer data, GError **error) {
+  (void)context;
+  (void)group;
+  if (error == NULL || *error == NULL || !g_error_matches(*error, G_OPTION_ERROR, G_OPTION_ERROR_UNKNOWN_OPTION))
+    return;
+  const char *dashes = g_strrstr((*error)->message, " --");
+  if (dashes == NULL)
+    return;
+  g_autofree char *word = g_strndup(dashes + 3, strcspn(dashes + 3, "= "));
+  const char *close = rok_closest_name(word, (const char *const *)data);
+  if (close == NULL)
+    return;
+  g_autofree char *message = g_strdup_printf("%s; did you mean \"--%s\"?", (*error)->message, close);
+  g_free((*error)->message);
+  (*error)->message = g_steal_pointer(&message);
+}
+
+static void add_names(GStrvBuilder *names, const GOptionEntry *entries) {
+  for (const GOptionEntry *e = entries; e != NULL && e->long_name != NULL; e++)
+    g_strv_builder_add(names, e->long_name);
+}
+
 GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common) {
   g_autofree char *usage = g_strdup_printf("%s — %s", command->args, command->summary);
   GOptionContext *context = g_option_context_new(usage);
   g_autofree char *prog = g_strdup_printf("rok %s", command->name);
   g_set_prgname(prog);
+  g_autoptr(GStrvBuilder) names = g_strv_builder_new();
+  g_strv_builder_add(names, "help");
+  add_names(names, entries);
+  const GOptionEntry shared[] = {
+      {"json", 0, 0, G_OPTION_ARG_NONE, common ? &common->json : NULL, "Print one JSON object instead of the table",
+       NULL},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, common ? &common->sets : NULL,
+       "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
+      {"hw-set", 0, 0, G_OPTION_ARG_STRING_ARRAY, common ? &common->hw_sets : NULL,
+       "Override a hardware-profile field (repeatable), e.g. --hw-set nvme.devices=2", "KEY=VALUE"},
+      G_OPTION_ENTRY_NULL};
+  if (common != NULL)
+    add_names(names, shared);
+  GOptionGroup *group = g_option_group_new(command->name, command->summary, "Options", g_strv_builder_end(names),
+                                           (GDestroyNotify)g_strfreev);
+  g_option_group_set_error_hook(group, suggest_option);
   if (entries != NULL)
-    g_option_context_add_main_entries(context, entries, NULL);
-  if (common != NULL) {
-    const GOptionEntry shared[] = {
-        {"json", 0, 0, G_OPTION_ARG_NONE, &common->json, "Print one JSON object instead of the table", NULL},
-        {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &common->sets,
-         "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
-        G_OPTION_ENTRY_NULL};
-    g_option_context_add_main_entries(context, shared, NULL);
-  }
+    g_option_group_add_entries(group, entries);
+  if (common != NULL)
+    g_option_group_add_entries(group, shared);
+  g_option_context_set_main_group(context, group);
   g_option_context_set_description(context, "Exit codes: 0 success, 1 runtime failure, 2 invalid usage or "
                                             "input, 3 no plan fits the budget.");
   return context;
+}
+
+void cli_common_clear(RokCliCommon *common) {
+  g_clear_pointer(&common->sets, g_strfreev);
+  g_clear_pointer(&common->hw_sets, g_strfreev);
 }
 
 gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error) {
@@ -35,6 +76,32 @@ gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **er
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "%s (see --help)", local->message);
   g_error_free(local);
   return FALSE;
+}
+
+void cli_warn(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  g_autofree char *text = g_strdup_vprintf(format, args);
+  va_end(args);
+  fflush(stdout);
+  fprintf(stderr, "%s: warning: %s\n", g_get_prgname(), text);
+}
+
+gboolean cli_parse_size(const char *option, const char *text, gboolean zero_ok, guint64 *bytes, GError **error) {
+  g_autofree char *note = NULL;
+  if (!rok_units_parse_size_lenient(text, bytes, &note, error)) {
+    g_prefix_error(error, "--%s: ", option);
+    return FALSE;
+  }
+  if (*bytes == 0 && !zero_ok) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be more than 0 bytes", option);
+    return FALSE;
+  }
+  if (note != NULL) {
+    fflush(stdout);
+    fprintf(stderr, "%s: --%s: %s\n", g_get_prgname(), option, note);
+  }
+  return TRUE;
 }
 
 gboolean cli_positionals(int argc, char **argv, int count, const char *what, GError **error) {
@@ -96,9 +163,26 @@ char *cli_resolve(const char *arg, const char *kind, GError **error) {
   return NULL;
 }
 
+/* --set names model-config fields; a hardware key there is --hw-set's. */
+static gboolean check_model_sets(char **sets, GError **error) {
+  for (char **set = sets; set != NULL && *set != NULL; set++) {
+    g_autofree char *key = g_strndup(*set, strcspn(*set, "="));
+    if (rok_hw_is_key(key)) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                  "--set %s: --set overrides model-config fields; \"%s\" is a hardware-profile field: use "
+                  "--hw-set %s",
+                  *set, key, *set);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
  * its "format"; a model config has none. */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
+  if (!check_model_sets(sets, error))
+    return NULL;
   g_autofree char *path = cli_resolve(arg, "models", error);
   g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
   if (doc == NULL)
@@ -116,9 +200,59 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 
-RokHw *cli_load_hw(const char *arg, GError **error) {
+RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {
   g_autofree char *path = cli_resolve(arg, "hw", error);
-  return path == NULL ? NULL : rok_hw_load(path, error);
+  g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
+  if (doc == NULL)
+    return NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  RokHw *hw = rok_hw_from_doc(doc, (const char *const *)hw_sets, warnings, error);
+  for (guint i = 0; hw != NULL && i < warnings->len; i++)
+    cli_warn("%s", (const char *)warnings->pdata[i]);
+  return hw;
+}
+
+gboolean cli_check_hw_sets(const char *hw_arg, char **hw_sets, GError **error) {
+  if (hw_arg != NULL || hw_sets == NULL || hw_sets[0] == NULL)
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--hw-set %s: no profile to change (give --hw HW)", hw_sets[0]);
+  return FALSE;
+}
+
+char *cli_replica_text(const RokTrace *trace) {
+  guint64 gpus = rok_trace_replica_gpus(trace);
+  if (trace->model == NULL)
+    return g_strdup("per copy of the model (the trace's GPU)");
+  if (gpus == 1)
+    return g_strdup("per copy of the model (1 GPU)");
+  const RokModel *m = trace->model;
+  if (m->pipeline_parallel == 1)
+    return g_strdup_printf("per copy of the model (%" G_GUINT64_FORMAT " GPUs: TP %" G_GUINT64_FORMAT ")", gpus,
+                           m->tensor_parallel);
+  return g_strdup_printf("per copy of the model (%" G_GUINT64_FORMAT " GPUs: TP %" G_GUINT64_FORMAT
+                         " x PP %" G_GUINT64_FORMAT ")",
+                         gpus, m->tensor_parallel, m->pipeline_parallel);
+}
+
+char *cli_batch_text(const RokTrace *trace) {
+  guint64 n = trace->micro_batches_per_step;
+  if (trace->model == NULL)
+    return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s per step", n, n == 1 ? "" : "es");
+  const RokModel *m = trace->model;
+  return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s of %" G_GUINT64_FORMAT " per step on each of %"
+                         G_GUINT64_FORMAT " data-parallel cop%s (global batch %" G_GUINT64_FORMAT ")",
+                         n, n == 1 ? "" : "es", m->micro_batch, m->data_parallel, m->data_parallel == 1 ? "y" : "ies",
+                         m->global_batch);
+}
+
+char *cli_flops_text(double flops_per_s) {
+  g_autofree char *count = rok_units_format_count(flops_per_s);
+  gsize n = strlen(count);
+  return g_strdup_printf("%s%sFLOP/s", count, n > 0 && g_ascii_isalpha(count[n - 1]) ? "" : " ");
+}
+
+char *cli_percent_text(double fraction) {
+  return g_strdup_printf("%.1f%%", 100.0 * fraction);
 }
 
 gboolean cli_print_json(json_object *value, GError **error) {

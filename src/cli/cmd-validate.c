@@ -197,7 +197,8 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
 
 /* ---- running ---- */
 
-static RokValidation *run(const Options *o, const char *model, char **sets, RokExecCancel *cancel, GError **error) {
+static RokValidation *run(const Options *o, const char *model, const RokCliCommon *common, RokExecCancel *cancel,
+                          GError **error) {
   RokValidateOptions vo;
   if (!fill_options(o, &vo, error))
     return NULL;
@@ -206,8 +207,8 @@ static RokValidation *run(const Options *o, const char *model, char **sets, RokE
                         "missing --hw HW: a profile of this machine, as `rok calibrate --dir DIR -o hw.json` makes");
     return NULL;
   }
-  g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
-  g_autoptr(RokTrace) trace = hw ? cli_load_trace(model, sets, error) : NULL;
+  g_autoptr(RokHw) hw = cli_load_hw(o->hw, common->hw_sets, error);
+  g_autoptr(RokTrace) trace = hw ? cli_load_trace(model, common->sets, error) : NULL;
   if (trace == NULL)
     return NULL;
   vo.exec.cancel = cancel;
@@ -249,14 +250,14 @@ int cli_cmd_validate(int argc, char **argv) {
   GError *error = NULL;
   if (!cli_parse(context, &argc, &argv, &error) ||
       (argc > 2 && !cli_positionals(argc, argv, 1, "MODEL", &error))) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     return cli_fail(self->name, error);
   }
   /* First, before the device or the store start threads (signals.h). */
   g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
   g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(on_signal, cancel, &error);
-  g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, common.sets, cancel, &error) : NULL;
-  g_strfreev(common.sets);
+  g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, &common, cancel, &error) : NULL;
+  cli_common_clear(&common);
   if (v == NULL)
     return cli_fail(self->name, error);
   if (common.json)

@@ -78,6 +78,17 @@ char *cli_batch_text(const RokTrace *trace);
 char *cli_flops_text(double flops_per_s);
 char *cli_percent_text(double fraction);
 
+/* The options of commands that draw charts, in their entries before
+ * G_OPTION_ENTRY_NULL; `style` is a RokChartStyle (rok/charts.h), given to
+ * rok_charts_set_style() after parsing. */
+#define CLI_CHART_ENTRIES(style)                                                                                     \
+  {"width", 0, 0, G_OPTION_ARG_DOUBLE, &(style)->width, "Chart width in points (default 600; timelines 720)", "PT"}, \
+      {"height", 0, 0, G_OPTION_ARG_DOUBLE, &(style)->height, "Chart height in points (default 380; timelines 440)", \
+       "PT"},                                                                                                        \
+      {"font-size", 0, 0, G_OPTION_ARG_DOUBLE, &(style)->font_size,                                                  \
+       "Chart body text in points (default 11; titles scale with it)", "PT"},                                        \
+      {"title", 0, 0, G_OPTION_ARG_STRING, &(style)->title, "Chart title instead of the default (\"\": none)", "TEXT"}
+
 /* "rok NAME: warning: ..." on stderr. */
 void cli_warn(const char *format, ...) G_GNUC_PRINTF(1, 2);
 

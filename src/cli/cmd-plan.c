@@ -260,6 +260,23 @@ static void explain_no_fit(const Outcome *out, GError **error) {
 static const char *const file_names[] = {"plan.json", "schedule.json", "rok-curve.csv", "rok-curve.png",
                                          "rok-curve.svg"};
 
+static void point_of(const RokSimResult *r, RokCurvePoint *pt) {
+  pt->peak_bytes = r->peak_bytes;
+  pt->activation_peak_bytes = r->activation_peak_bytes;
+  pt->step_time_s = r->step_time_s;
+  pt->tokens_per_s = r->tokens_per_s;
+}
+
+/* The curve with what the table reports at the budget marked on it. */
+static gboolean save_curve_chart(const Outcome *out, const char *path, GError **error) {
+  RokCurveMarks marks = {.budget_bytes = out->budget, .has_chosen = TRUE};
+  point_of(out->result, &marks.chosen);
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
+    if ((marks.has_baseline[b] = out->baselines[b] != NULL))
+      point_of(out->baselines[b], &marks.baselines[b]);
+  return rok_curve_save_chart(out->curve, &marks, path, error);
+}
+
 static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, const char *path, GError **error) {
   g_autoptr(RokSchedule) schedule = NULL;
   switch (i) {
@@ -272,7 +289,7 @@ static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, 
   case 2:
     return rok_curve_save_csv(out->curve, path, error);
   default:
-    return rok_curve_save_chart(out->curve, out->budget, path, error);
+    return save_curve_chart(out, path, error);
   }
 }
 
@@ -508,6 +525,7 @@ static void print_summary(const Outcome *out, const char *dir) {
 int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
+  RokChartStyle style = {0};
   g_auto(Options) o = {.points = 32, .offload_min_elements = -1,
                        .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
   const GOptionEntry entries[] = {
@@ -525,6 +543,7 @@ int cli_cmd_plan(int argc, char **argv) {
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
       {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
        "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
@@ -532,7 +551,8 @@ int cli_cmd_plan(int argc, char **argv) {
   g_autoptr(RokHw) hw = NULL;
   g_auto(Outcome) out = {0};
   g_autoptr(RokPlanFile) file = NULL;
-  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
+      !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
       (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {

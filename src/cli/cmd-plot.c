@@ -151,6 +151,7 @@ static gboolean plot(const Options *o, const char *path, GError **error) {
 int cli_cmd_plot(int argc, char **argv) {
   const RokCommand *self = cli_find("plot");
   g_auto(Options) o = {0};
+  RokChartStyle style = {0};
   const GOptionEntry entries[] = {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output, "The chart to write: .png, .svg or .pdf (required)",
        "CHART"},
@@ -162,10 +163,11 @@ int cli_cmd_plot(int argc, char **argv) {
        "Sweeps: the value of another swept axis (repeatable; default: its smallest)", "AXIS=VALUE"},
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Timelines: draw the GPU memory of this profile", "HW"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Timelines: draw a memory budget line", "SIZE"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, NULL);
   GError *error = NULL;
-  gboolean ok = cli_parse(context, &argc, &argv, &error) &&
+  gboolean ok = cli_parse(context, &argc, &argv, &error) && rok_charts_set_style(&style, &error) &&
                 cli_positionals(argc, argv, 1, "FILE", &error) && plot(&o, argv[1], &error);
   rok_charts_release();
   return ok ? ROK_EXIT_OK : cli_fail(self->name, error);

@@ -165,6 +165,7 @@ static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *h
 int cli_cmd_simulate(int argc, char **argv) {
   const RokCommand *self = cli_find("simulate");
   RokCliCommon common = {0};
+  RokChartStyle style = {0};
   g_auto(Options) o = {.prefetch_layers = -1, .detail = -1};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
@@ -179,6 +180,7 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"prefetch-layers", 0, 0, G_OPTION_ARG_INT, &o.prefetch_layers, "Prefetch look-ahead in layers (default 1)",
        "N"},
       {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail, "Micro-batches simulated event by event (default 3)", "N"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
@@ -186,7 +188,8 @@ int cli_cmd_simulate(int argc, char **argv) {
   g_autoptr(RokHw) hw = NULL;
   g_autoptr(RokSimResult) r = NULL;
   RokStrategy strategy = ROK_STRATEGY_KEEP;
-  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
+      !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
       (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||

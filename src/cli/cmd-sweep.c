@@ -236,6 +236,7 @@ static gboolean parse_threads(gint threads, guint *out, GError **error) {
 int cli_cmd_sweep(int argc, char **argv) {
   const RokCommand *self = cli_find("sweep");
   RokCliCommon common = {0};
+  RokChartStyle style = {0};
   g_auto(Options) o = {0};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
@@ -251,6 +252,7 @@ int cli_cmd_sweep(int argc, char **argv) {
       {"threads", 'j', 0, G_OPTION_ARG_INT, &o.threads, "Worker threads (default 0: one per core)", "N"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
        "Write sweep.csv and the charts (throughput, memory; PNG and SVG) to DIR", "DIR"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
@@ -258,7 +260,8 @@ int cli_cmd_sweep(int argc, char **argv) {
   g_autoptr(RokSweep) sweep = NULL;
   guint threads = 0;
   gboolean progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
-  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
+      !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       !parse_threads(o.threads, &threads, &error) || (spec = make_spec(&o, argv[1], &common, &error)) == NULL ||
       (sweep = rok_sweep_run(spec, threads, progress ? show_progress : NULL, NULL, &error)) == NULL ||

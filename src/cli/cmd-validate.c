@@ -225,6 +225,7 @@ static RokValidation *run(const Options *o, const char *model, const RokCliCommo
 int cli_cmd_validate(int argc, char **argv) {
   const RokCommand *self = cli_find("validate");
   RokCliCommon common = {0};
+  RokChartStyle style = {0};
   g_auto(Options) o = {.device = -1,
                        .repeat = ROK_EXEC_DEFAULT_REPEAT,
                        .budgets = ROK_VALIDATE_DEFAULT_BUDGETS,
@@ -245,10 +246,11 @@ int cli_cmd_validate(int argc, char **argv) {
       {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
        "Write validation.json, the chart (PNG, SVG) and each row's schedule, report and timeline in DIR", "DIR"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  if (!cli_parse(context, &argc, &argv, &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
       (argc > 2 && !cli_positionals(argc, argv, 1, "MODEL", &error))) {
     cli_common_clear(&common);
     return cli_fail(self->name, error);

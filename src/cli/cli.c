@@ -239,9 +239,12 @@ char *cli_batch_text(const RokTrace *trace) {
   if (trace->model == NULL)
     return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s per step", n, n == 1 ? "" : "es");
   const RokModel *m = trace->model;
-  return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s of %" G_GUINT64_FORMAT " per step on each of %"
-                         G_GUINT64_FORMAT " data-parallel cop%s (global batch %" G_GUINT64_FORMAT ")",
-                         n, n == 1 ? "" : "es", m->micro_batch, m->data_parallel, m->data_parallel == 1 ? "y" : "ies",
+  g_autofree char *copies = m->data_parallel == 1 ? g_strdup("")
+                                                  : g_strdup_printf(" on each of %" G_GUINT64_FORMAT
+                                                                    " data-parallel copies", m->data_parallel);
+  return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s of %" G_GUINT64_FORMAT " sequence%s per step%s "
+                         "(global batch %" G_GUINT64_FORMAT ")",
+                         n, n == 1 ? "" : "es", m->micro_batch, m->micro_batch == 1 ? "" : "s", copies,
                          m->global_batch);
 }
 

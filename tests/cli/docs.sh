@@ -14,6 +14,7 @@
 #    in docs/formats*.md (or the schema documents, for embedded configs
 #    and profiles).
 # A name counts as documented when it appears in backquotes: `name`.
+# Options named in docs/cli.md must exist, so that the page cannot go stale.
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
@@ -85,9 +86,11 @@ need "$docs/hardware-profile.md" -- "op_rates direction" "${keys[@]}"
 mapfile -t commands < <("$rok" help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p')
 [ "${#commands[@]}" -ge 8 ] || { echo "only ${#commands[@]} commands: ${commands[*]}" >&2; exit 1; }
 need "$docs/cli.md" -- "command" "${commands[@]/#/rok }"
+all_options=(--help --version)
 for command in "${commands[@]}"; do
   mapfile -t options < <("$rok" "$command" --help | grep -oE '^  (-[a-zA-Z], )?--[a-z][a-z-]*' |
     grep -oE -- '--[a-z][a-z-]*' | grep -vx -- '--help')
+  all_options+=("${options[@]}")
   for option in "${options[@]}"; do # `--budget SIZE`, `--budget=`, `--json`
     if ! grep -qE -- "\`$option([ =]|\`)" "$docs/cli.md"; then
       echo "undocumented option of rok $command: \`$option\` (expected in docs/cli.md)" >&2
@@ -95,6 +98,14 @@ for command in "${commands[@]}"; do
     fi
   done
 done
+
+# and no option in docs/cli.md that no command has (a stale page)
+while read -r option; do
+  if ! printf '%s\n' "${all_options[@]}" | grep -qx -- "$option"; then
+    echo "docs/cli.md names \`$option\`, which no command takes" >&2
+    missing=$((missing + 1))
+  fi
+done < <(grep -oE -- '`--[a-z][a-z-]*' "$docs/cli.md" | tr -d '`' | sort -u)
 
 # ---- format names, as the sources spell them in code (not comments) ----
 mapfile -t formats < <(grep -rhE '"rok-[a-z]+/[0-9]+"' "$root/src" | grep -vE '^\s*(/?\*|//)' |
@@ -144,6 +155,6 @@ mapfile -t formats < <(grep -ohE '"format": "[^"]*"' "${written[@]}" | sed 's/.*
 need "$docs"/formats*.md -- "format written" "${formats[@]}"
 
 if [ "$missing" -gt 0 ]; then
-  echo "$missing names are missing from docs/" >&2
+  echo "$missing mismatches between the code and docs/" >&2
   exit 1
 fi

@@ -17,10 +17,10 @@ int main(void) {
 
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/exec.h"
 #include "rok/schedule.h"
-#include "rok/units.h"
+#include "rok/sim.h"
 
 /* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
 const char *__lsan_default_suppressions(void);
@@ -40,7 +40,7 @@ static gboolean no_device;
 
 static RokSchedule *one_tensor_to_nvme(const RokTrace *trace, const RokHw *hw, guint64 *bytes) {
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   *bytes = 0;
   for (guint t = 0; t < plan->n_tensors; t++)
     if (g_str_equal(rok_trace_tensor(trace, t)->name, TENSOR)) {
@@ -48,7 +48,7 @@ static RokSchedule *one_tensor_to_nvme(const RokTrace *trace, const RokHw *hw, g
       *bytes = rok_trace_tensor(trace, t)->bytes;
     }
   g_assert_cmpuint(*bytes, ==, 8 * SLOT);
-  RokSchedule *s = rok_schedule_new(trace, hw, plan, "one-tensor", hw->gpu.memory, &error);
+  RokSchedule *s = rok_sim_schedule_new(trace, hw, plan, "one-tensor", hw->gpu.memory, &error);
   g_assert_no_error(error);
   /* Both micro-batches read it back from the disk (not from staging), so
    * the store's reads are its chunks in order: 1-8 micro-batch 0, 9-16

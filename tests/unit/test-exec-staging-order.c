@@ -29,9 +29,9 @@ enum { POOL_SLOTS = 4, FIRST_NEEDS = 3, SECOND_NEEDS = 2 };
 
 typedef struct {
   Runner r;
-  RunAction actions[2];
-  RunCopyState copies[2];
-  RunRecord rec[2];
+  RunnerAction actions[2];
+  RunnerCopyState copies[2];
+  RunnerRecord rec[2];
   GError *errors[2];
   gboolean granted[2];
   gint first_done; /* leg 0 has run and given its slots back (atomic) */
@@ -40,13 +40,13 @@ typedef struct {
 static void gate_init(Gate *g) {
   memset(g, 0, sizeof *g);
   Runner *r = &g->r;
-  r->prog.copies = g_array_new(FALSE, TRUE, sizeof(RunCopy));
+  r->prog.copies = g_array_new(FALSE, TRUE, sizeof(RunnerCopy));
   guint needs[2] = {FIRST_NEEDS, SECOND_NEEDS};
   for (guint i = 0; i < 2; i++) {
-    RunCopy c = {.mb = 0, .tensor = i, .n_chunks = needs[i], .d2h = i, .nvme_write = RUN_NONE,
+    RunnerCopy c = {.mb = 0, .tensor = i, .n_chunks = needs[i], .d2h = i, .nvme_write = RUN_NONE,
                  .nvme_read = RUN_NONE, .h2d = RUN_NONE};
     g_array_append_val(r->prog.copies, c);
-    g->actions[i] = (RunAction){.copy = i, .ticket = i};
+    g->actions[i] = (RunnerAction){.copy = i, .ticket = i};
   }
   r->prog.actions = g->actions;
   r->prog.n_actions = 2;
@@ -68,11 +68,11 @@ static void gate_clear(Gate *g) {
 /* Leg 1: reserves, then holds its slots until leg 0 has run. */
 static gpointer second_leg(gpointer data) {
   Gate *g = data;
-  g->granted[1] = run_gate_reserve(&g->r, 1, 1, &g->rec[1], &g->errors[1]);
+  g->granted[1] = runner_gate_reserve(&g->r, 1, 1, &g->rec[1], &g->errors[1]);
   if (g->granted[1]) {
-    while (!g_atomic_int_get(&g->first_done) && !run_failed(&g->r))
+    while (!g_atomic_int_get(&g->first_done) && !runner_failed(&g->r))
       g_usleep(1000);
-    run_gate_release(&g->r, 1);
+    runner_gate_release(&g->r, 1);
   }
   return NULL;
 }
@@ -80,19 +80,19 @@ static gpointer second_leg(gpointer data) {
 /* Leg 0: reserves, runs, gives its slots back. */
 static gpointer first_leg(gpointer data) {
   Gate *g = data;
-  g->granted[0] = run_gate_reserve(&g->r, 0, 0, &g->rec[0], &g->errors[0]);
+  g->granted[0] = runner_gate_reserve(&g->r, 0, 0, &g->rec[0], &g->errors[0]);
   if (g->granted[0]) {
     g_assert_cmpuint(g->r.gate_reserved, <=, POOL_SLOTS);
-    run_gate_release(&g->r, 0);
+    runner_gate_release(&g->r, 0);
   }
   g_atomic_int_set(&g->first_done, 1);
   return NULL;
 }
 
-/* What run_fail does to the gate: every waiter gives up. */
+/* What runner_fail does to the gate: every waiter gives up. */
 static void stop_gate(Gate *g) {
   g_atomic_int_set(&g->r.failed, 1);
-  run_gate_wake(&g->r);
+  runner_gate_wake(&g->r);
 }
 
 static void test_later_leg_waits(void) {

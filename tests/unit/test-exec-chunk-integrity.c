@@ -21,18 +21,10 @@ int main(void) {
 #include "rok/exec.h"
 #include "rok/schedule.h"
 #include "rok/sim.h"
+#include "test-exec-common.h"
 
-/* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-  return "leak:libpocl.so\nleak:libLLVM\n";
-}
-
-/* A tiny GPT (2 micro-batches per step); layer 0's fc1 output is
- * 2 x 32 x 256 fp32 values = 32 KiB, eight 4 KiB chunks. */
-#define TINY_GPT                                                                                                       \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 32, \"micro_batch\": 2, "             \
-  "\"global_batch\": 4, \"vocab\": 128, \"dropout\": 0.1}"
+/* Layer 0's fc1 output of the tiny GPT is 2 x 32 x 256 fp32 values =
+ * 32 KiB: eight 4 KiB chunks. */
 #define TENSOR "layer0.mlp.fc1_out"
 #define SLOT ((guint64)4096)
 

@@ -38,10 +38,19 @@ gboolean rok_charts_set_style(const RokChartStyle *s, GError **error) {
   return TRUE;
 }
 
+/* The style's size, each side defaulting to the chart's own; FALSE when the
+ * style sets neither. */
+static gboolean style_size(double width, double height, double *w, double *h) {
+  *w = style.width > 0 ? style.width : width;
+  *h = style.height > 0 ? style.height : height;
+  return style.width > 0 || style.height > 0;
+}
+
 RokChart *rok_charts_chart_new(const char *title) {
   RokChart *chart = rok_chart_new(style.has_title ? style.title : title);
-  if (style.width > 0 || style.height > 0)
-    rok_chart_set_size(chart, style.width > 0 ? style.width : 600.0, style.height > 0 ? style.height : 380.0);
+  double w, h;
+  if (style_size(600.0, 380.0, &w, &h))
+    rok_chart_set_size(chart, w, h);
   if (style.font_size > 0)
     rok_chart_set_font_size(chart, style.font_size);
   return chart;
@@ -49,8 +58,9 @@ RokChart *rok_charts_chart_new(const char *title) {
 
 RokTimeline *rok_charts_timeline_new(const char *title) {
   RokTimeline *timeline = rok_timeline_new(style.has_title ? style.title : title);
-  if (style.width > 0 || style.height > 0)
-    rok_timeline_set_size(timeline, style.width > 0 ? style.width : 720.0, style.height > 0 ? style.height : 440.0);
+  double w, h;
+  if (style_size(720.0, 440.0, &w, &h))
+    rok_timeline_set_size(timeline, w, h);
   if (style.font_size > 0)
     rok_timeline_set_font_size(timeline, style.font_size);
   return timeline;

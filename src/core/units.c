@@ -263,10 +263,15 @@ static char *size_unit_any_case(const char *unit) {
   return g_strdup_printf("%c%s", letter, n == 3 ? "iB" : "B");
 }
 
-/* Exactly "the number times the unit" of a number with a unit, rounded to
- * the nearest byte (the caller has checked it fits). */
-static guint64 rounded_bytes(const char *trimmed, const Decimal *number, int ten, int two) {
-  return (guint64)llround(ldexp(decimal_value(trimmed, number) * pow(10.0, ten), two));
+/* The number times the unit, rounded to the nearest byte; FALSE when that
+ * is more than 2^64-1. Above 2^53 a double holds only whole numbers, so
+ * rounding is then the conversion itself. */
+static gboolean rounded_bytes(const char *trimmed, const Decimal *number, int ten, int two, guint64 *bytes) {
+  double value = ldexp(decimal_value(trimmed, number) * pow(10.0, ten), two);
+  if (!(value < 18446744073709551616.0))
+    return FALSE;
+  *bytes = value < 9007199254740992.0 ? (guint64)llround(value) : (guint64)value;
+  return TRUE;
 }
 
 static gboolean parse_size(const char *text, gboolean lenient, guint64 *bytes, char **note, GError **error) {
@@ -287,7 +292,8 @@ static gboolean parse_size(const char *text, gboolean lenient, guint64 *bytes, c
   guint64 result = 0;
   ExactResult exact = digits[0] == '\0' ? EXACT_OK : exact_product(digits, strlen(digits), scale + ten, two, &result);
   if (exact == EXACT_FRACTION && lenient && ten + two > 0) {
-    result = rounded_bytes(trimmed, &number, ten, two);
+    if (!rounded_bytes(trimmed, &number, ten, two, &result))
+      return fail(error, "size", text, "too large (more than 2^64-1 bytes)");
     char exact_text[G_ASCII_DTOSTR_BUF_SIZE];
     g_ascii_formatd(exact_text, sizeof exact_text, "%.1f", ldexp(decimal_value(trimmed, &number) * pow(10.0, ten), two));
     *note = g_strdup_printf("\"%s\" is %s bytes: rounded to %" G_GUINT64_FORMAT " B%s%s%s", text, exact_text,

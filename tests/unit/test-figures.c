@@ -11,22 +11,7 @@
 #include "rok/plan.h"
 #include "rok/sim.h"
 #include "rok/trace.h"
-
-static char *config_path(const char *kind, const char *name) {
-  const char *root = g_getenv("ROK_SOURCE_DIR");
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  return g_build_filename(root ? root : ROK_SOURCE_DIR, "configs", kind, file, NULL);
-}
-
-static RokTrace *trace_of(const char *name, const char *const *overrides) {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *path = config_path("models", name);
-  g_autoptr(RokModel) model = rok_model_load(path, overrides, &error);
-  g_assert_no_error(error);
-  RokTrace *trace = rok_trace_new_from_model(model, &error);
-  g_assert_no_error(error);
-  return trace;
-}
+#include "test-configs.h"
 
 /* Narayanan et al. 2021 (Megatron-LM, eq. 3) count 96·B·s·l·h²·(1 + s/6h +
  * V/16lh) FLOPs per batch with full recompute: four passes over the layers
@@ -36,7 +21,7 @@ static RokTrace *trace_of(const char *name, const char *const *overrides) {
  * GPT with ffn = 4h, summed over the tensor-parallel GPUs (it does, to the
  * FLOP: biases and element-wise work are not in either). */
 static void test_megatron_formula(gconstpointer data) {
-  g_autoptr(RokTrace) trace = trace_of(data, NULL);
+  g_autoptr(RokTrace) trace = config_trace(data, NULL);
   const RokModel *m = trace->model;
   double B = (double)m->micro_batch, s = (double)m->seq_len, l = (double)m->layers, h = (double)m->hidden;
   double V = (double)m->vocab;
@@ -51,10 +36,8 @@ static void test_megatron_formula(gconstpointer data) {
  * makes the step slower and MFU lower: its FLOPs are not model FLOPs. */
 static void test_step_figures(void) {
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokTrace) trace = trace_of("gpt3-13b", NULL);
-  g_autofree char *hw_path = config_path("hw", "a100-80g-sxm-4x980pro");
-  g_autoptr(RokHw) hw = rok_hw_load(hw_path, &error);
-  g_assert_no_error(error);
+  g_autoptr(RokTrace) trace = config_trace("gpt3-13b", NULL);
+  g_autoptr(RokHw) hw = config_hw("a100-80g-sxm-4x980pro");
   g_assert_cmpuint(rok_trace_replica_gpus(trace), ==, 2);
   double mfu[2];
   for (guint i = 0; i < 2; i++) {

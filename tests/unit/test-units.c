@@ -65,6 +65,11 @@ static void test_size_lenient(void) {
   g_assert_false(rok_units_parse_size_lenient("1.5", &bytes, NULL, &error));
   assert_message(error, "1.5", "not a whole number of bytes");
   g_clear_error(&error);
+  /* Rounding near the top of the range: what does not fit is refused. */
+  lenient_ok("15.9999999999EiB", G_GUINT64_CONSTANT(18446744073594259456), "rounded to");
+  g_assert_false(rok_units_parse_size_lenient("16.00000000001EiB", &bytes, NULL, &error));
+  assert_message(error, "16.00000000001EiB", "too large");
+  g_clear_error(&error);
   g_assert_false(rok_units_parse_size_lenient("30gx", &bytes, NULL, &error));
   g_assert_cmpuint(bytes, ==, 7);
   /* The strict parser refuses the same texts, saying what would do. */

@@ -130,6 +130,40 @@ PHRASES = [
 ]
 
 
+# ---- the bundled models' table: every column but "published" from the config ----
+
+MODELS = ["gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b", "llama2-7b", "llama2-13b",
+          "llama2-70b", "bert-large", "t5-3b", "ssdtrain-bert"]
+
+
+def count(x):
+    """rok_units_format_count: three significant digits and k, M, B, T."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if x >= scale * 0.9995:
+            v = x / scale
+            return ("%.0f" if v >= 99.95 else "%.1f" if v >= 9.995 else "%.2f") % v + " " + unit
+    return "%d" % x
+
+
+def model_row(rok, name):
+    """The table's cells up to the parameters, from `rok trace NAME --json`."""
+    t = rok.json("trace", name)
+    m = t["model"]
+    layers = str(m["layers"]) + ("+%d" % m["decoder_layers"] if m.get("decoder_layers") else "")
+    heads = str(m["heads"]) + (" (%d)" % m["kv_heads"] if m["kv_heads"] != m["heads"] else "")
+    par = []
+    if m["tensor_parallel"] > 1:
+        par.append("TP %d" % m["tensor_parallel"] + (" + SP" if m["sequence_parallel"] else ""))
+    if m["pipeline_parallel"] > 1:
+        par.append("PP %d" % m["pipeline_parallel"])
+    par.append("DP %d" % m["data_parallel"])
+    if m["zero_stage"] > 0:
+        par.append("ZeRO-%d" % m["zero_stage"])
+    cells = [f"`{name}`", m["arch"], layers, str(m["hidden"]), heads, str(m["ffn_hidden"]), str(m["vocab"]),
+             str(m["seq_len"]), ", ".join(par), count(t["fixed"]["params_total"])]
+    return "| " + " | ".join(cells) + " |"
+
+
 def phrase_regex(template):
     """The template with {} as a figure: a run of anything but a newline,
     lazily, as short as makes the rest match."""
@@ -161,6 +195,14 @@ def main():
         elif m.group(0) != want:
             wrong.append(f"{name}: README shows\n{m.group(0)}\nrok prints\n{want}")
             text = text[:m.start()] + want + text[m.end():]
+    for name in MODELS:
+        want = model_row(rok, name)
+        m = re.search(r"^\| `" + re.escape(name) + r"` \|.*?\|(?= [^|]* \|$)", text, re.M)
+        if m is None:
+            missing.append(f"model table: no row for `{name}` in README")
+        elif m.group(0) != want:
+            wrong.append(f"model table: README has\n{m.group(0)}\nrok gives\n{want}")
+            text = text[:m.start()] + want + text[m.end():]
     for name, template, compute in PHRASES:
         value = compute(rok)
         regex = phrase_regex(template)
@@ -182,7 +224,8 @@ def main():
     for w in wrong:
         print("README.md: " + w, file=sys.stderr)
     if not wrong:
-        print(f"README.md: {len(BLOCKS)} output blocks and {len(PHRASES)} figures match rok")
+        print(f"README.md: {len(BLOCKS)} output blocks, {len(MODELS)} model rows and {len(PHRASES)} figures "
+              "match rok")
     return 1 if wrong else 0
 
 

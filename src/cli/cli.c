@@ -164,7 +164,7 @@ char *cli_resolve(const char *arg, const char *kind, GError **error) {
 }
 
 /* --set names model-config fields; a hardware key there is --hw-set's. */
-static gboolean check_model_sets(char **sets, GError **error) {
+gboolean cli_check_model_sets(char **sets, GError **error) {
   for (char **set = sets; set != NULL && *set != NULL; set++) {
     g_autofree char *key = g_strndup(*set, strcspn(*set, "="));
     if (rok_hw_is_key(key)) {
@@ -181,7 +181,7 @@ static gboolean check_model_sets(char **sets, GError **error) {
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
  * its "format"; a model config has none. */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
-  if (!check_model_sets(sets, error))
+  if (!cli_check_model_sets(sets, error))
     return NULL;
   g_autofree char *path = cli_resolve(arg, "models", error);
   g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
@@ -200,7 +200,24 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 
+/* --hw-set names profile fields: gpu.*, pcie.*, host.*, nvme.*, name, source. */
+static gboolean check_hw_sets(char **hw_sets, GError **error) {
+  for (char **set = hw_sets; set != NULL && *set != NULL; set++) {
+    g_autofree char *key = g_strndup(*set, strcspn(*set, "="));
+    if (!rok_hw_is_key(key) && !g_str_equal(key, "name") && !g_str_equal(key, "source")) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                  "--hw-set %s: --hw-set overrides hardware-profile fields (gpu.*, pcie.*, host.*, nvme.*); for a "
+                  "model-config field use --set %s",
+                  *set, *set);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {
+  if (!check_hw_sets(hw_sets, error))
+    return NULL;
   g_autofree char *path = cli_resolve(arg, "hw", error);
   g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
   if (doc == NULL)

@@ -56,6 +56,9 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
 /* A hardware profile with `hw_sets` (may be NULL) applied; its plausibility
  * warnings are printed on stderr. */
 RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error);
+/* A hardware-profile key given to --set is a usage error naming the
+ * --hw-set to use instead (cli_load_trace checks this itself). */
+gboolean cli_check_model_sets(char **sets, GError **error);
 /* --hw-set without a profile to change is a usage error. */
 gboolean cli_check_hw_sets(const char *hw_arg, char **hw_sets, GError **error);
 

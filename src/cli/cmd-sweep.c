@@ -45,6 +45,8 @@ static RokSweepSpec *make_spec(const Options *o, const char *model_arg, const Ro
   static const char *const option_names[ROK_SWEEP_AXIS_COUNT] = {
       [ROK_SWEEP_BUDGET] = "--budget", [ROK_SWEEP_NVME_DEVICES] = "--nvme-devices",
       [ROK_SWEEP_SEQ_LEN] = "--seq-len", [ROK_SWEEP_MICRO_BATCH] = "--micro-batch"};
+  if (!cli_check_model_sets(common->sets, error))
+    return NULL;
   g_autoptr(RokHw) hw = cli_load_hw(o->hw, common->hw_sets, error);
   char **sets = common->sets;
   g_autofree char *path = NULL;

@@ -26,10 +26,12 @@ expect_fail 2 'unknown command "plna"; did you mean "plan"?' "$rok" plna
 # --set is the model's, --hw-set the profile's.
 expect_fail 2 '--set overrides model-config fields; "nvme.devices" is a hardware-profile field: use --hw-set nvme.devices=2' \
   "$rok" plan ssdtrain-bert --hw $hw --set nvme.devices=2
+expect_fail 2 'use --hw-set nvme.devices=2' "$rok" sweep ssdtrain-bert --hw $hw -m 4 --set nvme.devices=2
 "$rok" simulate ssdtrain-bert --hw $hw --hw-set nvme.devices=2 --strategy offload --json >"$tmp/two.json"
 "$rok" simulate ssdtrain-bert --hw $hw --strategy offload --json >"$tmp/four.json"
 cmp -s "$tmp/two.json" "$tmp/four.json" && { echo "--hw-set nvme.devices=2 changed nothing" >&2; exit 1; }
 expect_fail 2 '--hw-set gpu.memry=1: "gpu.memry": unknown key; did you mean "memory"?' "$rok" simulate ssdtrain-bert --hw $hw --hw-set gpu.memry=1
+expect_fail 2 'for a model-config field use --set micro_batch=3' "$rok" plan ssdtrain-bert --hw $hw --hw-set micro_batch=3
 expect_fail 2 '--hw-set x=1: no profile to change' "$rok" trace ssdtrain-bert --hw-set x=1
 
 # Plain numbers in a profile are bytes and seconds: implausible ones warned.

@@ -1,0 +1,37 @@
+/* `rok export`: what a framework can express of a plan (export-map.c) and
+ * the command (cmd-export.c). */
+#pragma once
+
+#include "rok/sim.h"
+#include "rok/trace.h"
+
+/* A framework knob and the tensors (local names, "attn.norm_out") it covers. */
+typedef struct {
+  const char *knob;
+  const char *const *names;
+} RokExportGroup;
+
+/* NULL-terminated; bit i of a mask is element i. */
+extern const RokExportGroup rok_export_recompute_modules[];
+extern const RokExportGroup rok_export_offload_modules[];
+
+gboolean rok_export_in_group(const RokTensor *t, const RokExportGroup *group);
+
+typedef struct {
+  guint full_layers;        /* --recompute-granularity full --recompute-method block --recompute-num-layers */
+  guint cpu_offload_layers; /* --cpu-offloading-num-layers */
+  guint64 recompute_modules; /* selective: mask over rok_export_recompute_modules */
+  guint64 offload_modules;   /* fine-grained offloading: mask over rok_export_offload_modules */
+} RokExportMegatron;
+
+void rok_export_megatron(const RokTrace *trace, const RokSimPlan *plan, RokExportMegatron *m);
+RokSimPlan *rok_export_megatron_plan(const RokTrace *trace, const RokSimPlan *plan, const RokExportMegatron *m);
+
+typedef struct {
+  gboolean *checkpointed; /* per layer; g_free */
+  guint n_checkpointed;
+  gboolean cpu_checkpointing;
+} RokExportDeepSpeed;
+
+void rok_export_deepspeed(const RokTrace *trace, const RokSimPlan *plan, RokExportDeepSpeed *ds);
+RokSimPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokSimPlan *plan, const RokExportDeepSpeed *ds);

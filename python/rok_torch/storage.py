@@ -1,6 +1,6 @@
 """NVMe offload through rok's own storage layer (librok_torch_storage).
 
-The library is the executor's store (src/exec/io: io_uring or psync,
+The library is the executor's store (src/storage: io_uring or psync,
 O_DIRECT, pinned staging slots, rok-XXXXXX work folders, $ROK_FAULT fault
 injection) behind a small C ABI (src/pytorch/torch-storage.c), called here
 with ctypes. Calls block, but release the GIL: the offload engine runs them

@@ -20,7 +20,7 @@
  * deepspeed.checkpointing.checkpoint; activation_checkpointing's
  * cpu_checkpointing moves those layers' inputs to host memory. Nothing
  * finer. */
-#include "cli/export.h"
+#include "export.h"
 
 #include <string.h>
 
@@ -63,7 +63,7 @@ static gboolean offloaded(RokDecision d) {
 
 /* Bytes of the saved tensors in GROUP (NULL: all), and of those the plan
  * decides so (recompute, or offload of either kind). */
-static void group_bytes(const RokTrace *trace, const RokSimPlan *plan, const RokExportGroup *group, gint layer,
+static void group_bytes(const RokTrace *trace, const RokStepPlan *plan, const RokExportGroup *group, gint layer,
                         gboolean recompute, guint64 *total, guint64 *chosen) {
   *total = *chosen = 0;
   for (guint i = 0; i < trace->tensors->len; i++) {
@@ -79,7 +79,7 @@ static void group_bytes(const RokTrace *trace, const RokSimPlan *plan, const Rok
 }
 
 /* Layers whose every saved byte but the input's goes one way (90%). */
-static guint whole_layers(const RokTrace *trace, const RokSimPlan *plan, gboolean recompute) {
+static guint whole_layers(const RokTrace *trace, const RokStepPlan *plan, gboolean recompute) {
   guint n = 0;
   for (guint l = 0; l < trace->layers; l++) {
     guint64 all = 0, chosen = 0, in_all = 0, in_chosen = 0;
@@ -92,7 +92,7 @@ static guint whole_layers(const RokTrace *trace, const RokSimPlan *plan, gboolea
 }
 
 /* The knobs of GROUPS the plan mostly (by bytes, over all layers) sets. */
-static guint64 majority(const RokTrace *trace, const RokSimPlan *plan, const RokExportGroup *groups,
+static guint64 majority(const RokTrace *trace, const RokStepPlan *plan, const RokExportGroup *groups,
                         gboolean recompute) {
   guint64 mask = 0;
   for (guint g = 0; groups[g].knob != NULL; g++) {
@@ -104,13 +104,13 @@ static guint64 majority(const RokTrace *trace, const RokSimPlan *plan, const Rok
   return mask;
 }
 
-static guint64 plan_bytes(const RokTrace *trace, const RokSimPlan *plan, gboolean recompute) {
+static guint64 plan_bytes(const RokTrace *trace, const RokStepPlan *plan, gboolean recompute) {
   guint64 total = 0, chosen = 0;
   group_bytes(trace, plan, NULL, -1, recompute, &total, &chosen);
   return chosen;
 }
 
-void rok_export_megatron(const RokTrace *trace, const RokSimPlan *plan, RokExportMegatron *m) {
+void rok_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExportMegatron *m) {
   *m = (RokExportMegatron){0};
   guint64 recomputed = plan_bytes(trace, plan, TRUE), moved = plan_bytes(trace, plan, FALSE);
   guint full = whole_layers(trace, plan, TRUE), offloaded_layers = whole_layers(trace, plan, FALSE);
@@ -133,8 +133,8 @@ void rok_export_megatron(const RokTrace *trace, const RokSimPlan *plan, RokExpor
 }
 
 /* The decisions Megatron's settings M make, on a copy of PLAN's options. */
-RokSimPlan *rok_export_megatron_plan(const RokTrace *trace, const RokSimPlan *plan, const RokExportMegatron *m) {
-  RokSimPlan *out = rok_sim_plan_copy(plan);
+RokStepPlan *rok_export_megatron_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportMegatron *m) {
+  RokStepPlan *out = rok_step_plan_copy(plan);
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);
     RokDecision d = ROK_DECISION_KEEP;
@@ -154,7 +154,7 @@ RokSimPlan *rok_export_megatron_plan(const RokTrace *trace, const RokSimPlan *pl
   return out;
 }
 
-void rok_export_deepspeed(const RokTrace *trace, const RokSimPlan *plan, RokExportDeepSpeed *ds) {
+void rok_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds) {
   *ds = (RokExportDeepSpeed){0};
   ds->checkpointed = g_new0(gboolean, MAX(trace->layers, 1));
   guint moved_inputs = 0;
@@ -171,8 +171,8 @@ void rok_export_deepspeed(const RokTrace *trace, const RokSimPlan *plan, RokExpo
   ds->cpu_checkpointing = ds->n_checkpointed > 0 && moved_inputs * 2 > ds->n_checkpointed;
 }
 
-RokSimPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokSimPlan *plan, const RokExportDeepSpeed *ds) {
-  RokSimPlan *out = rok_sim_plan_copy(plan);
+RokStepPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds) {
+  RokStepPlan *out = rok_step_plan_copy(plan);
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);
     RokDecision d = ROK_DECISION_KEEP;

@@ -24,8 +24,8 @@ typedef struct {
   guint64 offload_modules;   /* fine-grained offloading: mask over rok_export_offload_modules */
 } RokExportMegatron;
 
-void rok_export_megatron(const RokTrace *trace, const RokSimPlan *plan, RokExportMegatron *m);
-RokSimPlan *rok_export_megatron_plan(const RokTrace *trace, const RokSimPlan *plan, const RokExportMegatron *m);
+void rok_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExportMegatron *m);
+RokStepPlan *rok_export_megatron_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportMegatron *m);
 
 typedef struct {
   gboolean *checkpointed; /* per layer; g_free */
@@ -33,5 +33,5 @@ typedef struct {
   gboolean cpu_checkpointing;
 } RokExportDeepSpeed;
 
-void rok_export_deepspeed(const RokTrace *trace, const RokSimPlan *plan, RokExportDeepSpeed *ds);
-RokSimPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokSimPlan *plan, const RokExportDeepSpeed *ds);
+void rok_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds);
+RokStepPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds);

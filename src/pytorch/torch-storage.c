@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "exec/io/io.h"
-#include "rok/error.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 #define ROK_TORCH_EXPORT __attribute__((visibility("default")))
 

@@ -35,9 +35,9 @@ static const char *const attn_qkv[] = {"attn.qkv_out", "attn.rotary_out", "attn.
 static const char *const attn_context[] = {"attn.context_out", NULL};
 static const char *const attn_residual[] = {"attn.residual_out", NULL};
 
-const RokExportGroup rok_export_recompute_modules[] = {
+const RokExportGroup cli_export_recompute_modules[] = {
     {"core_attn", core_attn_inside}, {"mlp", mlp_inside}, {"layernorm", norm_outputs}, {NULL, NULL}};
-const RokExportGroup rok_export_offload_modules[] = {
+const RokExportGroup cli_export_offload_modules[] = {
     {"attn_norm", layer_input},  {"qkv_linear", attn_normed}, {"core_attn", attn_qkv},
     {"attn_proj", attn_context}, {"mlp_norm", attn_residual}, {NULL, NULL}};
 
@@ -50,7 +50,7 @@ static gboolean local_is(const RokTensor *t, const char *local) {
   return strlen(local) == n && strncmp(dot + 1, local, n) == 0;
 }
 
-gboolean rok_export_in_group(const RokTensor *t, const RokExportGroup *g) {
+gboolean cli_export_in_group(const RokTensor *t, const RokExportGroup *g) {
   for (guint i = 0; g->names[i] != NULL; i++)
     if (local_is(t, g->names[i]))
       return TRUE;
@@ -69,7 +69,7 @@ static void group_bytes(const RokTrace *trace, const RokStepPlan *plan, const Ro
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);
     if (!rok_tensor_is_saved(t) || t->layer < 0 || (layer >= 0 && t->layer != layer) ||
-        (group != NULL && !rok_export_in_group(t, group)))
+        (group != NULL && !cli_export_in_group(t, group)))
       continue;
     RokDecision d = plan->decisions[i];
     *total += t->bytes;
@@ -110,7 +110,7 @@ static guint64 plan_bytes(const RokTrace *trace, const RokStepPlan *plan, gboole
   return chosen;
 }
 
-void rok_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExportMegatron *m) {
+void cli_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExportMegatron *m) {
   *m = (RokExportMegatron){0};
   guint64 recomputed = plan_bytes(trace, plan, TRUE), moved = plan_bytes(trace, plan, FALSE);
   guint full = whole_layers(trace, plan, TRUE), offloaded_layers = whole_layers(trace, plan, FALSE);
@@ -123,8 +123,8 @@ void rok_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExpo
     if (m->cpu_offload_layers > 0 || moved == 0)
       return;
   }
-  m->recompute_modules = majority(trace, plan, rok_export_recompute_modules, TRUE);
-  m->offload_modules = majority(trace, plan, rok_export_offload_modules, FALSE);
+  m->recompute_modules = majority(trace, plan, cli_export_recompute_modules, TRUE);
+  m->offload_modules = majority(trace, plan, cli_export_offload_modules, FALSE);
   if (!(m->offload_modules & (1u << 2)))
     m->offload_modules &= ~(guint64)(1u << 3); /* attn_proj goes only with core_attn */
   /* A recomputed norm output is not also offloaded as qkv_linear's input. */
@@ -133,7 +133,7 @@ void rok_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExpo
 }
 
 /* The decisions Megatron's settings M make, on a copy of PLAN's options. */
-RokStepPlan *rok_export_megatron_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportMegatron *m) {
+RokStepPlan *cli_export_megatron_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportMegatron *m) {
   RokStepPlan *out = rok_step_plan_copy(plan);
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);
@@ -143,18 +143,18 @@ RokStepPlan *rok_export_megatron_plan(const RokTrace *trace, const RokStepPlan *
       d = ROK_DECISION_RECOMPUTE;
     else if (t->layer >= 0 && (guint)t->layer < m->cpu_offload_layers)
       d = ROK_DECISION_OFFLOAD_HOST;
-    for (guint g = 0; rok_export_recompute_modules[g].knob != NULL; g++)
-      if ((m->recompute_modules >> g & 1) && rok_export_in_group(t, &rok_export_recompute_modules[g]))
+    for (guint g = 0; cli_export_recompute_modules[g].knob != NULL; g++)
+      if ((m->recompute_modules >> g & 1) && cli_export_in_group(t, &cli_export_recompute_modules[g]))
         d = ROK_DECISION_RECOMPUTE;
-    for (guint g = 0; rok_export_offload_modules[g].knob != NULL; g++)
-      if ((m->offload_modules >> g & 1) && rok_export_in_group(t, &rok_export_offload_modules[g]))
+    for (guint g = 0; cli_export_offload_modules[g].knob != NULL; g++)
+      if ((m->offload_modules >> g & 1) && cli_export_in_group(t, &cli_export_offload_modules[g]))
         d = ROK_DECISION_OFFLOAD_HOST;
     out->decisions[i] = d;
   }
   return out;
 }
 
-void rok_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds) {
+void cli_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds) {
   *ds = (RokExportDeepSpeed){0};
   ds->checkpointed = g_new0(gboolean, MAX(trace->layers, 1));
   guint moved_inputs = 0;
@@ -171,7 +171,7 @@ void rok_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExp
   ds->cpu_checkpointing = ds->n_checkpointed > 0 && moved_inputs * 2 > ds->n_checkpointed;
 }
 
-RokStepPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds) {
+RokStepPlan *cli_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds) {
   RokStepPlan *out = rok_step_plan_copy(plan);
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);

@@ -12,20 +12,20 @@ typedef struct {
 } RokExportGroup;
 
 /* NULL-terminated; bit i of a mask is element i. */
-extern const RokExportGroup rok_export_recompute_modules[];
-extern const RokExportGroup rok_export_offload_modules[];
+extern const RokExportGroup cli_export_recompute_modules[];
+extern const RokExportGroup cli_export_offload_modules[];
 
-gboolean rok_export_in_group(const RokTensor *t, const RokExportGroup *group);
+gboolean cli_export_in_group(const RokTensor *t, const RokExportGroup *group);
 
 typedef struct {
   guint full_layers;        /* --recompute-granularity full --recompute-method block --recompute-num-layers */
   guint cpu_offload_layers; /* --cpu-offloading-num-layers */
-  guint64 recompute_modules; /* selective: mask over rok_export_recompute_modules */
-  guint64 offload_modules;   /* fine-grained offloading: mask over rok_export_offload_modules */
+  guint64 recompute_modules; /* selective: mask over cli_export_recompute_modules */
+  guint64 offload_modules;   /* fine-grained offloading: mask over cli_export_offload_modules */
 } RokExportMegatron;
 
-void rok_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExportMegatron *m);
-RokStepPlan *rok_export_megatron_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportMegatron *m);
+void cli_export_megatron(const RokTrace *trace, const RokStepPlan *plan, RokExportMegatron *m);
+RokStepPlan *cli_export_megatron_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportMegatron *m);
 
 typedef struct {
   gboolean *checkpointed; /* per layer; g_free */
@@ -33,5 +33,5 @@ typedef struct {
   gboolean cpu_checkpointing;
 } RokExportDeepSpeed;
 
-void rok_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds);
-RokStepPlan *rok_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds);
+void cli_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds);
+RokStepPlan *cli_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds);

@@ -64,8 +64,10 @@ class Plan:
             where = os.fspath(source)
             with open(where) as f:
                 doc = json.load(f)
+        if doc.get("format") == "rok-torch-policy/1":
+            doc = self._from_policy(doc, where)
         if doc.get("format") != "rok-plan/1":
-            raise PlanError(f"{where}: not a rok-plan/1 file (format {doc.get('format')!r})")
+            raise PlanError(f"{where}: not a rok-plan/1 or rok-torch-policy/1 file (format {doc.get('format')!r})")
         self.doc = doc
         self.decisions, self.bytes, self.layer_of = {}, {}, {}
         for i, t in enumerate(doc.get("tensors", [])):
@@ -77,6 +79,19 @@ class Plan:
             self.layer_of[t["name"]] = t["layer"]
         self.layers = max(self.layer_of.values(), default=-1) + 1
         self.prefetch_layers = int(doc.get("options", {}).get("prefetch_layers", 1))
+
+    @staticmethod
+    def _from_policy(doc, where):
+        """`rok export --to torch`: decisions by name (no byte counts)."""
+        tensors = []
+        for name, decision in doc.get("decisions", {}).items():
+            head = name.split(".", 1)[0]
+            layer = int(head[5:]) if head.startswith("layer") and head[5:].isdigit() else -1
+            tensors.append({"name": name, "layer": layer, "bytes": 0, "decision": decision})
+        if not tensors:
+            raise PlanError(f"{where}: a rok-torch-policy/1 without decisions")
+        return {"format": "rok-plan/1", "tensors": tensors,
+                "options": {"prefetch_layers": doc.get("prefetch_layers", 1)}}
 
     def predicted_layer_bytes(self):
         """{layer: {decision: bytes}} as the plan predicts it."""

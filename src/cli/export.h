@@ -2,6 +2,8 @@
  * the command (cmd-export.c). */
 #pragma once
 
+#include <json-c/json.h>
+
 #include "rok/sim.h"
 #include "rok/trace.h"
 
@@ -35,3 +37,18 @@ typedef struct {
 
 void cli_export_deepspeed(const RokTrace *trace, const RokStepPlan *plan, RokExportDeepSpeed *ds);
 RokStepPlan *cli_export_deepspeed_plan(const RokTrace *trace, const RokStepPlan *plan, const RokExportDeepSpeed *ds);
+
+/* What an export makes: the artifact (Megatron's command line, or a JSON
+ * config), the closest plan the framework expresses, and notes on what it
+ * gave up. */
+typedef struct {
+  char *arguments;
+  json_object *config;
+  RokStepPlan *closest;
+  GPtrArray *notes; /* strings */
+} Export;
+
+void cli_export_note(Export *e, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+/* rok-torch-policy/1 (export-torch.c). */
+gboolean cli_export_torch(Export *e, const RokTrace *trace, const RokStepPlan *plan, GError **error);

@@ -121,9 +121,18 @@ class GPT2Model(nn.Module):
         return self.ln_f(x)
 
 
-class GPT2LMHeadModel(nn.Module):
+class _CausalLM(nn.Module):
     """forward(input_ids, labels) -> mean cross-entropy (labels per token)."""
 
+    def body(self):
+        raise NotImplementedError
+
+    def forward(self, input_ids, labels):
+        logits = self.lm_head(self.body()(input_ids))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))
+
+
+class GPT2LMHeadModel(_CausalLM):
     def __init__(self, c):
         super().__init__()
         self.config = c
@@ -131,9 +140,8 @@ class GPT2LMHeadModel(nn.Module):
         self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
         self.lm_head.weight = self.transformer.wte.weight  # tied, as HF does
 
-    def forward(self, input_ids, labels):
-        logits = self.lm_head(self.transformer(input_ids))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))
+    def body(self):
+        return self.transformer
 
 
 @dataclass
@@ -285,15 +293,12 @@ class LlamaModel(nn.Module):
         return self.norm(x)
 
 
-class LlamaForCausalLM(nn.Module):
-    """forward(input_ids, labels) -> mean cross-entropy (labels per token)."""
-
+class LlamaForCausalLM(_CausalLM):
     def __init__(self, c):
         super().__init__()
         self.config = c
         self.model = LlamaModel(c)
         self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
 
-    def forward(self, input_ids, labels):
-        logits = self.lm_head(self.model(input_ids))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))
+    def body(self):
+        return self.model

@@ -208,7 +208,7 @@ static int report(const Export *e, const Options *o, gboolean json, const RokSim
     printf("%s\n", e->arguments);
   else {
     g_autofree char *text = rok_json_to_string(e->config);
-    printf("%s\n", text);
+    fputs(text, stdout); /* ends with a newline */
   }
   printf("\nWhat %s cannot say as the plan does:\n", o->to);
   for (guint i = 0; i < e->notes->len; i++)

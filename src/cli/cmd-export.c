@@ -177,6 +177,30 @@ static void print_cost(const char *label, const RokSimResult *r, guint64 budget)
          cap);
 }
 
+/* The closest plan per run of alike layers: bytes by decision. */
+static void print_layers(const RokTrace *trace, const RokStepPlan *plan) {
+  json_object *runs = rok_plan_layers_to_json(trace, plan);
+  printf("\nThe closest plan's decisions (bytes of one micro-batch; a run of layers shows the sum):\n");
+  for (gsize i = 0; i < json_object_array_length(runs); i++) {
+    json_object *run = json_object_array_get_idx(runs, i), *first, *last, *bytes;
+    json_object_object_get_ex(run, "first", &first);
+    json_object_object_get_ex(run, "last", &last);
+    json_object_object_get_ex(run, "bytes", &bytes);
+    int a = json_object_get_int(first), b = json_object_get_int(last);
+    g_autofree char *label = a < 0 ? g_strdup("outside the layers") : a == b ? g_strdup_printf("layer %d", a)
+                                                                             : g_strdup_printf("layers %d–%d", a, b);
+    printf("  %s:", label);
+    for (guint d = 0; d < ROK_DECISION_COUNT; d++) {
+      json_object *v = NULL;
+      json_object_object_get_ex(bytes, rok_decision_name(d), &v);
+      g_autofree char *size = rok_units_format_size((guint64)json_object_get_int64(v));
+      printf("%s %s %s", d ? "," : "", rok_decision_name(d), size);
+    }
+    printf("\n");
+  }
+  json_object_put(runs);
+}
+
 static gboolean write_artifact(const Export *e, const char *path, GError **error) {
   if (e->config != NULL)
     return rok_json_write_file(e->config, path, error);
@@ -215,6 +239,7 @@ static int report(const Export *e, const Options *o, gboolean json, const RokSim
     printf("  - %s\n", (const char *)g_ptr_array_index(e->notes, i));
   if (e->notes->len == 0)
     printf("  nothing: the export is the plan\n");
+  print_layers(trace, e->closest);
   printf("\nPredicted (rok simulate with the plan's options; the budget the plan was made for):\n");
   print_cost("plan", plan_r, budget);
   print_cost("closest", closest_r, budget);

@@ -410,7 +410,7 @@ class Runner:
 
     def _to_device(self, rec, host):
         if rec.device.type == "cpu":
-            return host if rec.decision == "offload-nvme" else host.clone()
+            return host  # already a copy of its own
         self.stats["h2d_bytes"] += rec.nbytes
         return host.to(rec.device, non_blocking=True)
 
@@ -421,7 +421,8 @@ class Runner:
         rec.write.result()
         host = torch.empty(rec.numel, dtype=rec.dtype, pin_memory=rec.device.type == "cuda")
         self.store.get(rec.stored, host.data_ptr(), rec.nbytes)
-        self.stats["nvme_read_bytes"] += rec.nbytes
+        with self._lock:
+            self.stats["nvme_read_bytes"] += rec.nbytes
         return host
 
     def _prefetch_before(self, call):

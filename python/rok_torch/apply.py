@@ -208,7 +208,7 @@ class Runner:
             for f in (r.write, r.fetch):
                 if f is not None and f.done() and f.exception() is not None:
                     errors.append(f.exception())
-        backend = direct = None
+        backend = direct = st = None
         if self.store is not None:
             backend, direct = self.store.backend, self.store.direct
             st = self.store.stats()
@@ -224,7 +224,7 @@ class Runner:
             "peak_saved_bytes": self.peak,
             "cuda_max_memory_allocated": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None,
             "unplanned": sorted(self.unplanned), "deviations": self.deviations,
-            "workdir": self.workdir, "backend": backend, "direct": direct, "completed": ok,
+            "workdir": self.workdir, "backend": backend, "direct": direct, "store": st, "completed": ok,
         }
         for r in self.records:
             r.stored = None  # the store is gone with its files

@@ -203,64 +203,71 @@ class _Capture:
         return fwd, bwd
 
 
-def _trace(c, fwd, bwd, name, micro_batches, optimizer, tokens):
-    entries = sorted(c.entries.values(), key=lambda e: (e["producer"], e["order"]))
-    for i, e in enumerate(entries):
-        e["id"] = i
+def _op_inputs(c, entries):
+    """Each op's inputs: the saved tensors it read that earlier ops made
+    (what it saved itself, and its module's first argument)."""
     saved_by = {}
     for e in entries:
         for op in e["needed_by"]:
             saved_by.setdefault(op, []).append(e["id"])
-    by_key = {k: e for k, e in c.entries.items()}
-    ops = []
     for i, op in enumerate(c.ops):
         inputs = [t for t in saved_by.get(i, []) if entries[t]["producer"] < i]
-        arg = by_key.get(op.get("args"))
+        arg = c.entries.get(op.get("args"))
         if arg is not None and arg["producer"] < i and arg["id"] not in inputs:
             inputs.append(arg["id"])
         op["input_ids"] = sorted(inputs)
-    tensors = []
-    for e in entries:
-        producer = c.ops[e["producer"]]
-        shape = e["shape"] if e["numel"] * e["itemsize"] == e["nbytes"] and 1 <= len(e["shape"]) <= 4 \
-            else [e["nbytes"] // e["itemsize"]]
-        # A dropout mask is rebuilt from the seed; anything else from what
-        # its producer read, so a producer that read no saved tensor (its
-        # inputs were never saved) leaves it not recomputable.
-        is_mask = producer["kind"] == "dropout" and not e["history"]
-        sources = [] if is_mask or e["producer"] == 0 else producer["input_ids"]
-        tensors.append({
-            "id": e["id"], "name": e["name"], "layer": e["layer"], "dtype": e["dtype"], "shape": shape,
-            "bytes": e["nbytes"], "producer": e["producer"], "needed_by": sorted(e["needed_by"]),
-            "recomputable": e["producer"] != 0 and (is_mask or bool(sources)),
-            "recompute_from": sources,
-        })
-    trace_ops = []
-    for i, op in enumerate(c.ops):
-        o = {"id": i, "name": op["name"], "layer": op["layer"], "kind": op["kind"], "dims": [1, 0, 0, 0],
-             "fwd_flops": 0, "bwd_flops": 0, "fwd_bytes": 0, "bwd_bytes": 0}
-        if i > 0:
-            o["fwd_time_s"], o["bwd_time_s"] = fwd[i], bwd[i]
-        o["inputs"] = op["input_ids"]
-        o["outputs"] = [e["id"] for e in entries if e["producer"] == i]
-        trace_ops.append(o)
-    params = [p for p in c.model.parameters()]
-    n_params = sum(p.numel() for p in {id(p): p for p in params}.values())
+
+
+def _tensor(c, e):
+    producer = c.ops[e["producer"]]
+    whole = e["numel"] * e["itemsize"] == e["nbytes"] and 1 <= len(e["shape"]) <= 4
+    # A dropout mask is rebuilt from the seed; anything else from what its
+    # producer read, so a producer that read no saved tensor (its inputs
+    # were never saved) leaves it not recomputable.
+    is_mask = producer["kind"] == "dropout" and not e["history"]
+    sources = [] if is_mask or e["producer"] == 0 else producer["input_ids"]
+    return {"id": e["id"], "name": e["name"], "layer": e["layer"], "dtype": e["dtype"],
+            "shape": e["shape"] if whole else [e["nbytes"] // e["itemsize"]], "bytes": e["nbytes"],
+            "producer": e["producer"], "needed_by": sorted(e["needed_by"]),
+            "recomputable": e["producer"] != 0 and (is_mask or bool(sources)), "recompute_from": sources}
+
+
+def _op(c, i, entries, fwd, bwd):
+    op = c.ops[i]
+    o = {"id": i, "name": op["name"], "layer": op["layer"], "kind": op["kind"], "dims": [1, 0, 0, 0],
+         "fwd_flops": 0, "bwd_flops": 0, "fwd_bytes": 0, "bwd_bytes": 0}
+    if i > 0:
+        o["fwd_time_s"], o["bwd_time_s"] = fwd[i], bwd[i]
+    o["inputs"] = op["input_ids"]
+    o["outputs"] = [e["id"] for e in entries if e["producer"] == i]
+    return o
+
+
+def _fixed(model, optimizer):
+    """Weights, gradients and optimizer states as rok counts them: Adam's
+    two fp32 states (and fp32 master weights under 16-bit weights)."""
+    params = list({id(p): p for p in model.parameters()}.values())
+    n = sum(p.numel() for p in params)
     elem = params[0].element_size() if params else 4
-    master = 4 if elem < 4 else 0
-    states = {"adam": 2, "sgd": 1}[optimizer]
-    optimizer_bytes = n_params * (master + states * 4)
+    opt = n * ((4 if elem < 4 else 0) + {"adam": 2, "sgd": 1}[optimizer] * 4)
+    return {"params_total": n, "params_per_gpu": n, "weight_bytes": n * elem, "gradient_bytes": n * elem,
+            "optimizer_bytes": opt, "optimizer_step_bytes": 2 * opt + 2 * elem * n}
+
+
+def _trace(c, fwd, bwd, name, micro_batches, optimizer, tokens):
+    entries = sorted(c.entries.values(), key=lambda e: (e["producer"], e["order"]))
+    for i, e in enumerate(entries):
+        e["id"] = i
+    _op_inputs(c, entries)
     return {
         "format": "rok-trace/1",
         "model_name": name,
         "layers": c.tracker.n_layers,
         "tokens_per_micro_batch": tokens,
         "micro_batches_per_step": micro_batches,
-        "fixed": {"params_total": n_params, "params_per_gpu": n_params, "weight_bytes": n_params * elem,
-                  "gradient_bytes": n_params * elem, "optimizer_bytes": optimizer_bytes,
-                  "optimizer_step_bytes": 2 * optimizer_bytes + 2 * elem * n_params},
-        "ops": trace_ops,
-        "tensors": tensors,
+        "fixed": _fixed(c.model, optimizer),
+        "ops": [_op(c, i, entries, fwd, bwd) for i in range(len(c.ops))],
+        "tensors": [_tensor(c, e) for e in entries],
     }
 
 

@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from . import capture
+from .capture import capture, dropout_mask_bytes
 from .reference import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 
@@ -64,7 +64,6 @@ def main(argv=None):
     trace = capture(model, (ids, labels), name=name, warmup=a.warmup)
     where = torch.cuda.get_device_name() if a.device.startswith("cuda") else f"{platform.processor() or 'CPU'}, " \
         f"{torch.get_num_threads()} threads"
-    mask_bytes = 4 if a.dtype == "fp32" else 2  # CPU dropout keeps its mask in the activation dtype
     trace["model"] = {
         "name": name,
         "source": f"Captured by `python3 -m rok_torch {' '.join(argv or sys.argv[1:])}` (rok_torch.capture, "
@@ -74,7 +73,7 @@ def main(argv=None):
         "layers": a.layers, "hidden": a.hidden, "heads": a.heads, "kv_heads": kv, "ffn_hidden": ffn,
         "vocab": a.vocab, "seq_len": a.seq, "micro_batch": a.batch, "global_batch": a.batch, "data_parallel": 1,
         "dtype": a.dtype, "dropout": a.dropout if a.arch == "gpt2" else 0.0,
-        "mask_bytes": mask_bytes if a.device == "cpu" else 1,
+        "mask_bytes": dropout_mask_bytes(dtype, a.device),
         "attention": "standard", "optimizer": "adam", "precision": "mixed" if a.dtype != "fp32" else "pure",
     }
     with open(a.output, "w") as f:

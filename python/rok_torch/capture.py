@@ -271,6 +271,17 @@ def _trace(c, fwd, bwd, name, micro_batches, optimizer, tokens):
     }
 
 
+def dropout_mask_bytes(dtype=torch.float32, device="cpu"):
+    """Bytes per element of the mask this PyTorch's dropout saves (rok's
+    `mask_bytes`): 1.13 on the CPU keeps it in the activation dtype, the
+    fused kernel (CUDA) keeps booleans."""
+    sizes = []
+    x = torch.ones(64, dtype=dtype, device=device, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.element_size()) or t, lambda t: t):
+        torch.nn.functional.dropout(x, 0.5, training=True)
+    return min(sizes)
+
+
 def capture(model, batch, loss_fn=None, name=None, micro_batches_per_step=1, optimizer="adam", warmup=1,
             profile=None):
     """Runs one forward and backward of MODEL on BATCH (a tuple of its

@@ -2,7 +2,7 @@
 """rok_torch against PyTorch itself (Debian's python3-torch, on the CPU).
 
 For a tiny GPT-2 and a tiny LLaMA (rok_torch.reference, HF's module paths,
-fp32 so that CPU dropout masks are 4 bytes, as --set mask_bytes=4 says):
+fp32; --set mask_bytes says what this PyTorch's CPU dropout saves):
 - 3 training steps (SGD) under keep and under applied plans that mix
   host offload, NVMe offload (rok's store) and recompute give bitwise the
   same gradients and weights;
@@ -23,6 +23,7 @@ import tempfile
 import torch
 
 import rok_torch
+from rok_torch.capture import dropout_mask_bytes
 from rok_torch.reference import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 from rok_torch.storage import StorageError
 
@@ -39,7 +40,7 @@ def model_args(arch):
     sets = dict(layers=LAYERS, hidden=HIDDEN, heads=HEADS, vocab=VOCAB, seq_len=SEQ, micro_batch=BATCH,
                 global_batch=BATCH, data_parallel=1, dtype="fp32")
     if arch == "gpt":
-        sets.update(ffn_hidden=4 * HIDDEN, mask_bytes=4, dropout=0.1)
+        sets.update(ffn_hidden=4 * HIDDEN, mask_bytes=dropout_mask_bytes(), dropout=0.1)
         base = "gpt3-1.3b"
     else:
         sets.update(ffn_hidden=172, kv_heads=HEADS, attention="standard", zero_stage=0)

@@ -242,7 +242,7 @@ int cli_cmd_sweep(int argc, char **argv) {
   g_auto(Options) o = {0};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
-      {"micro-batch", 'm', 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_MICRO_BATCH],
+      {"micro-batch", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_MICRO_BATCH],
        "Micro-batch sizes: 8, 1,2,4,8, 1:64 (every one), 8:64:8, 1:64:*2", "RANGE"},
       {"seq-len", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_SEQ_LEN], "Sequence lengths (a range)", "RANGE"},
       {"nvme-devices", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_NVME_DEVICES], "SSD counts (a range)",

@@ -32,7 +32,7 @@ fi
 cmp "$tmp/throughput.pdf" "$tmp/again.pdf"
 
 # Two swept axes: across either, at a value of the other.
-"$rok" sweep ssdtrain-bert --hw $hw -m 4,8,16 --nvme-devices 1,4 -s keep,tba -o "$tmp/two" > /dev/null
+"$rok" sweep ssdtrain-bert --hw $hw --micro-batch 4,8,16 --nvme-devices 1,4 -s keep,tba -o "$tmp/two" > /dev/null
 "$rok" plot "$tmp/two/sweep.csv" -o "$tmp/default.png"
 cmp "$tmp/default.png" "$tmp/two/throughput.png"
 "$rok" plot "$tmp/two/sweep.csv" --at nvme_devices=4 -o "$tmp/at4.png"

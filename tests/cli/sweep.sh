@@ -51,19 +51,19 @@ expect_in "$out" "Along micro-batch at seq len 1024:"
 expect_fail 2 "missing --hw" "$rok" sweep ssdtrain-bert
 expect_fail 2 "missing MODEL" "$rok" sweep --hw $hw
 expect_fail 2 '--micro-batch: invalid range "1:x": "x" is not a whole number' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 1:x
-expect_fail 2 '--micro-batch: invalid range "8:1": it ends before it starts' "$rok" sweep ssdtrain-bert --hw $hw -m 8:1
+expect_fail 2 '--micro-batch: invalid range "8:1": it ends before it starts' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 8:1
 expect_fail 2 '--seq-len: invalid range "0,512"' "$rok" sweep ssdtrain-bert --hw $hw --seq-len 0,512
 expect_fail 2 '--nvme-devices: invalid range' "$rok" sweep ssdtrain-bert --hw $hw --nvme-devices 4,4
 expect_fail 2 '--budget: invalid range "40G"' "$rok" sweep ssdtrain-bert --hw $hw --budget 40G
 expect_fail 2 '--budget: a budget of 45.0 GiB is more than the GPU memory of a100-40g-pcie4-4xp5800x (40.0 GiB)' "$rok" sweep ssdtrain-bert --hw $hw --budget 45GiB
 expect_fail 2 '--strategies: unknown strategy "fast"' "$rok" sweep ssdtrain-bert --hw $hw -s keep,fast
 expect_fail 2 '--threads must be 0' "$rok" sweep ssdtrain-bert --hw $hw --threads -1
-expect_fail 2 'at micro_batch=5000000000: --set micro_batch=5000000000' "$rok" sweep ssdtrain-bert --hw $hw -m 1,5000000000
+expect_fail 2 'at micro_batch=5000000000: --set micro_batch=5000000000' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 1,5000000000
 "$rok" trace gpt3-1.3b -o "$tmp/trace.json" > /dev/null
 expect_fail 2 "is not a model config" "$rok" sweep "$tmp/trace.json" --hw $hw
 expect_fail 2 "--set mirco_batch=2" "$rok" sweep ssdtrain-bert --hw $hw --set mirco_batch=2
 touch "$tmp/file"
-expect_fail 1 "$tmp/file" "$rok" sweep ssdtrain-bert --hw $hw -m 1 -o "$tmp/file/sub"
+expect_fail 1 "$tmp/file" "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 1 -o "$tmp/file/sub"
 
 expect_in "$("$rok" help sweep)" "--micro-batch"
 expect_in "$("$rok" sweep --help)" "Exit codes"

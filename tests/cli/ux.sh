@@ -26,7 +26,7 @@ expect_fail 2 'unknown command "plna"; did you mean "plan"?' "$rok" plna
 # --set is the model's, --hw-set the profile's.
 expect_fail 2 '--set overrides model-config fields; "nvme.devices" is a hardware-profile field: use --hw-set nvme.devices=2' \
   "$rok" plan ssdtrain-bert --hw $hw --set nvme.devices=2
-expect_fail 2 'use --hw-set nvme.devices=2' "$rok" sweep ssdtrain-bert --hw $hw -m 4 --set nvme.devices=2
+expect_fail 2 'use --hw-set nvme.devices=2' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 4 --set nvme.devices=2
 "$rok" simulate ssdtrain-bert --hw $hw --hw-set nvme.devices=2 --strategy offload --json >"$tmp/two.json"
 "$rok" simulate ssdtrain-bert --hw $hw --strategy offload --json >"$tmp/four.json"
 cmp -s "$tmp/two.json" "$tmp/four.json" && { echo "--hw-set nvme.devices=2 changed nothing" >&2; exit 1; }
@@ -43,10 +43,10 @@ expect_in "$(cat "$tmp/err")" '"80GB" is 74.5 GiB (decimal units); GPU memory so
 expect_fail 2 'a micro_batch that divides 16 (1, 2, 4, 8, 16), or global_batch 960 or 1152' \
   "$rok" plan gpt3-13b --hw $hw --set micro_batch=3
 
-# -b is --budget in every command that takes one; -m the micro-batch range.
-"$rok" sweep ssdtrain-bert --hw $hw -m 4 -b 30GiB -s keep --json >"$tmp/sweep.json"
+# -b is --budget in every command that takes one.
+"$rok" sweep ssdtrain-bert --hw $hw --micro-batch 4 -b 30GiB -s keep --json >"$tmp/sweep.json"
 expect_in "$(cat "$tmp/sweep.json")" '"budget_bytes": 32212254720'
-out=$("$rok" sweep ssdtrain-bert --hw $hw -m 4 -s keep)
+out=$("$rok" sweep ssdtrain-bert --hw $hw --micro-batch 4 -s keep)
 expect_in "$out" "keeps the config's micro-batches per step"
 expect_in "$out" 'MFU: model FLOPs'
 

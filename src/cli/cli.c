@@ -163,19 +163,28 @@ char *cli_resolve(const char *arg, const char *kind, GError **error) {
   return NULL;
 }
 
-/* --set names model-config fields; a hardware key there is --hw-set's. */
-gboolean cli_check_model_sets(char **sets, GError **error) {
+/* The first assignment of `sets` whose key is a hardware-profile field
+ * (`profile` FALSE) or is not one (`profile` TRUE), or NULL. */
+static const char *misplaced(char **sets, gboolean profile) {
   for (char **set = sets; set != NULL && *set != NULL; set++) {
     g_autofree char *key = g_strndup(*set, strcspn(*set, "="));
-    if (rok_hw_is_key(key)) {
-      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                  "--set %s: --set overrides model-config fields; \"%s\" is a hardware-profile field: use "
-                  "--hw-set %s",
-                  *set, key, *set);
-      return FALSE;
-    }
+    gboolean is_profile = rok_hw_is_key(key) || g_str_equal(key, "name") || g_str_equal(key, "source");
+    if (profile ? !is_profile : rok_hw_is_key(key))
+      return *set;
   }
-  return TRUE;
+  return NULL;
+}
+
+/* --set names model-config fields; a hardware key there is --hw-set's. */
+gboolean cli_check_model_sets(char **sets, GError **error) {
+  const char *set = misplaced(sets, FALSE);
+  if (set == NULL)
+    return TRUE;
+  g_autofree char *key = g_strndup(set, strcspn(set, "="));
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+              "--set %s: --set overrides model-config fields; \"%s\" is a hardware-profile field: use --hw-set %s",
+              set, key, set);
+  return FALSE;
 }
 
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
@@ -202,17 +211,14 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
 
 /* --hw-set names profile fields: gpu.*, pcie.*, host.*, nvme.*, name, source. */
 static gboolean check_hw_sets(char **hw_sets, GError **error) {
-  for (char **set = hw_sets; set != NULL && *set != NULL; set++) {
-    g_autofree char *key = g_strndup(*set, strcspn(*set, "="));
-    if (!rok_hw_is_key(key) && !g_str_equal(key, "name") && !g_str_equal(key, "source")) {
-      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                  "--hw-set %s: --hw-set overrides hardware-profile fields (gpu.*, pcie.*, host.*, nvme.*); for a "
-                  "model-config field use --set %s",
-                  *set, *set);
-      return FALSE;
-    }
-  }
-  return TRUE;
+  const char *set = misplaced(hw_sets, TRUE);
+  if (set == NULL)
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+              "--hw-set %s: --hw-set overrides hardware-profile fields (gpu.*, pcie.*, host.*, nvme.*); for a "
+              "model-config field use --set %s",
+              set, set);
+  return FALSE;
 }
 
 RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {

@@ -295,7 +295,7 @@ static RokChart *build_chart(const RokSweep *sweep, const RokSweepView *view, Ro
   double scale = log_memory ? 1.0 / GIB : 1.0;
   set_x_axis(chart, sweep, view->x);
   if (kind == ROK_SWEEP_CHART_THROUGHPUT)
-    rok_chart_set_axis(chart, ROK_AXIS_Y, "Throughput", ROK_UNIT_RATE, "tokens/s");
+    rok_chart_set_axis(chart, ROK_AXIS_Y, "Throughput per copy of the model", ROK_UNIT_RATE, "tokens/s");
   else if (!log_memory)
     rok_chart_set_axis(chart, ROK_AXIS_Y, "Peak GPU memory", ROK_UNIT_BYTES, NULL);
   else {

@@ -5,9 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "cli.h"
+#include "rok/core.h"
 #include "rok/model.h"
 
 static void print_notes(char **notes) {
@@ -27,7 +26,7 @@ static gboolean finish(json_object *config, const char *name, char **sets, const
   print_notes(caveats);
   json_object *out = rok_model_to_json(model);
   if (output == NULL)
-    return rok_cli_print_json(out, error);
+    return cli_print_json(out, error);
   gboolean ok = rok_json_write_file(out, output, error);
   json_object_put(out);
   return ok;
@@ -119,17 +118,17 @@ static int run_hf(const RokCommand *self, int argc, char **argv) {
   const GOptionEntry entries[] = {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the config to FILE instead of printing it", "FILE"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  gboolean ok = rok_cli_parse(context, &argc, &argv, &error) &&
-                rok_cli_positionals(argc, argv, 1, "CONFIG.json", &error) &&
+  gboolean ok = cli_parse(context, &argc, &argv, &error) &&
+                cli_positionals(argc, argv, 1, "CONFIG.json", &error) &&
                 import_hf(argv[1], common.sets, output, &error);
   g_strfreev(common.sets);
-  return ok ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+  return ok ? ROK_EXIT_OK : cli_fail(self->name, error);
 }
 
 int rok_cmd_import(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("import");
+  const RokCommand *self = cli_find("import");
   g_set_prgname("rok import");
   if (argc < 2 || g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h"))
     return print_help(argc < 2 ? stderr : stdout);
@@ -137,9 +136,9 @@ int rok_cmd_import(int argc, char **argv) {
     return run_hf(self, argc - 1, argv + 1);
   if (g_str_equal(argv[1], "megatron")) {
     GError *error = NULL;
-    return import_megatron(argc - 2, argv + 2, &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+    return import_megatron(argc - 2, argv + 2, &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   }
   GError *error = g_error_new(ROK_ERROR, ROK_ERROR_USAGE, "unknown source \"%s\": hf or megatron (see --help)",
                               argv[1]);
-  return rok_cli_fail(self->name, error);
+  return cli_fail(self->name, error);
 }

@@ -5,14 +5,14 @@
  * start: that is the value the copy is checked against. */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 /* The tensor table for a forward or a recompute: the outputs it makes get
  * new buffers; the other outputs of a recompute go to scratch, so that a
  * resident copy (maybe being copied out) is never written again. */
 static gboolean forward_view(Runner *r, guint id, RokClBuffer **view, GError **error) {
-  const RokSimAction *a = run_action(&r->prog, id);
+  const RokAction *a = run_action(&r->prog, id);
   const RunAction *ra = &r->prog.actions[id];
   run_buffer_view(r, a->micro_batch, view);
   const GArray *outs = rok_trace_op(r->trace, a->op)->outputs;
@@ -66,7 +66,7 @@ static gboolean end_micro_batch(Runner *r, guint mb, GError **error) {
 }
 
 gboolean run_compute_action(Runner *r, guint id, GError **error) {
-  const RokSimAction *a = run_action(&r->prog, id);
+  const RokAction *a = run_action(&r->prog, id);
   const RunAction *ra = &r->prog.actions[id];
   gboolean ok = TRUE;
   switch (a->kind) {

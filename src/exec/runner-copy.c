@@ -11,8 +11,8 @@
 
 #include <errno.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 static gsize chunk_len(const Runner *r, const RunCopy *c, guint chunk) {
   guint64 offset = (guint64)chunk * r->prog.slot_bytes;

@@ -8,8 +8,8 @@
 
 #include <time.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 gint64 run_now_ns(void) {
   struct timespec ts;
@@ -51,13 +51,13 @@ static gboolean take_error(Runner *r, GError **error) {
 
 static gboolean exec_action(Runner *r, guint id, GError **error) {
   switch (run_action(&r->prog, id)->stream) {
-  case ROK_SIM_STREAM_COMPUTE:
+  case ROK_STREAM_COMPUTE:
     return run_compute_action(r, id, error);
-  case ROK_SIM_STREAM_D2H:
+  case ROK_STREAM_D2H:
     return run_d2h_leg(r, id, error);
-  case ROK_SIM_STREAM_H2D:
+  case ROK_STREAM_H2D:
     return run_h2d_leg(r, id, error);
-  case ROK_SIM_STREAM_NVME_WRITE:
+  case ROK_STREAM_NVME_WRITE:
     return run_nvme_write_leg(r, id, error);
   default:
     return run_nvme_read_leg(r, id, error);
@@ -88,7 +88,7 @@ gpointer run_worker_thread(gpointer data) {
 }
 
 gboolean run_compute_task(Runner *r, guint task, GError **error) {
-  g_async_queue_push(r->work[ROK_SIM_STREAM_COMPUTE], run_msg(task));
+  g_async_queue_push(r->work[ROK_STREAM_COMPUTE], run_msg(task));
   while (run_msg_value(g_async_queue_pop(r->completions)) != RUN_MSG_TASK)
     ; /* a cancellation's wake-up: the task still reports */
   return !run_failed(r) || take_error(r, error);
@@ -97,7 +97,7 @@ gboolean run_compute_task(Runner *r, guint task, GError **error) {
 /* ---- the tracker ---- */
 
 static void issue(Runner *r, guint id) {
-  RokSimStream s = run_action(&r->prog, id)->stream;
+  RokStream s = run_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
   r->busy[s] = TRUE;
@@ -105,7 +105,7 @@ static void issue(Runner *r, guint id) {
 }
 
 static void run_free(Runner *r, guint id) {
-  const RokSimAction *f = run_action(&r->prog, id);
+  const RokAction *f = run_action(&r->prog, id);
   r->rec[id].start_ns = r->rec[id].end_ns = run_now_ns();
   run_buffer_free(r, f->micro_batch, f->tensor);
 }
@@ -140,7 +140,7 @@ static void on_completion(Runner *r, guint id) {
 /* Issue each idle stream's next action if it is ready. Returns how many. */
 static guint pump(Runner *r) {
   guint issued = 0;
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     const GArray *order = r->prog.order[s];
     if (r->busy[s] || r->cursor[s] >= order->len)
       continue;
@@ -157,7 +157,7 @@ static guint pump(Runner *r) {
 static void reset(Runner *r) {
   for (guint id = 0; id < r->prog.n_actions; id++)
     r->rec[id] = (RunRecord){.pending = run_action(&r->prog, id)->deps_count, .state = RUN_WAITING};
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     r->cursor[s] = 0;
     r->busy[s] = FALSE;
   }
@@ -165,12 +165,12 @@ static void reset(Runner *r) {
 }
 
 static gboolean stuck(Runner *r, GError **error) {
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (r->cursor[s] < r->prog.order[s]->len) {
       guint id = g_array_index(r->prog.order[s], guint, r->cursor[s]);
       g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
                   "schedule action %u (%s) can never start: its dependencies wait for actions after it on its stream",
-                  id, rok_sim_stream_name(s));
+                  id, rok_stream_name(s));
       return FALSE;
     }
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule stops with %u of %u actions done", r->done,

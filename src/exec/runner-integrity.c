@@ -7,9 +7,8 @@
  * or host memory. */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 void run_sum_init(RunSum *sum) {
   rok_cl_checksum_init(&sum->state);

@@ -23,18 +23,18 @@
 typedef void (*RokExecCancelHook)(int signo, gpointer data);
 /* Attach `hook`; if the flag is already set it runs at once (in this
  * thread). Detaching waits for a running hook to return. */
-void rok_exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data);
-void rok_exec_cancel_detach(RokExecCancel *cancel);
+void exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data);
+void exec_cancel_detach(RokExecCancel *cancel);
 
 /* The report's parts that exist without OpenCL (report.c). */
-RokExecReport *rok_exec_report_new(void);
+RokExecReport *exec_report_new(void);
 
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/io/io.h"
-#include "exec/opencl/cl-checksum.h"
-#include "exec/opencl/cl-device.h"
-#include "exec/ops/ops.h"
+#include "rok/storage.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/ops.h"
 
 #define RUN_NONE G_MAXUINT
 
@@ -73,7 +73,7 @@ typedef struct {
   GArray *copies;                      /* RunCopy */
   guint *copy_of;                      /* [mb * n_tensors + tensor]: its copy, or RUN_NONE */
   guint n_chunks;                      /* over all copies */
-  GArray *order[ROK_SIM_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
+  GArray *order[ROK_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
   /* Sizes, bytes rounded up to whole slots. */
   guint64 stored_total;   /* copies written to the SSDs */
   guint64 staged_largest; /* the largest copy held in staging */
@@ -100,7 +100,7 @@ static inline const guint *run_ids(const RunProgram *prog, guint offset) {
 static inline RunCopy *run_copy(const RunProgram *prog, guint id) {
   return &g_array_index(prog->copies, RunCopy, id);
 }
-static inline const RokSimAction *run_action(const RunProgram *prog, guint id) {
+static inline const RokAction *run_action(const RunProgram *prog, guint id) {
   return rok_schedule_action(prog->schedule, id);
 }
 static inline guint run_key(const RunProgram *prog, guint mb, guint tensor) {
@@ -109,7 +109,7 @@ static inline guint run_key(const RunProgram *prog, guint mb, guint tensor) {
 static inline const char *run_tensor_name(const RunProgram *prog, guint tensor) {
   return rok_trace_tensor(prog->trace, tensor)->name;
 }
-static inline gboolean run_is_copy(const RokSimAction *a) {
+static inline gboolean run_is_copy(const RokAction *a) {
   return a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH;
 }
 
@@ -142,7 +142,7 @@ typedef struct _Runner Runner;
 
 typedef struct {
   Runner *r;
-  RokSimStream stream;
+  RokStream stream;
 } RunWorker;
 
 struct _Runner {
@@ -178,15 +178,15 @@ struct _Runner {
 
   /* The step. */
   RunRecord *rec;
-  guint cursor[ROK_SIM_STREAM_COUNT]; /* next position in prog.order */
-  gboolean busy[ROK_SIM_STREAM_COUNT];
+  guint cursor[ROK_STREAM_COUNT]; /* next position in prog.order */
+  gboolean busy[ROK_STREAM_COUNT];
   guint done, in_flight;
   gint64 step_start_ns;
   guint64 step_fixed;       /* device bytes allocated when the step started */
   GAsyncQueue *completions; /* to the dispatcher */
-  GAsyncQueue *work[ROK_SIM_STREAM_COUNT];
-  GThread *threads[ROK_SIM_STREAM_COUNT];
-  RunWorker workers[ROK_SIM_STREAM_COUNT];
+  GAsyncQueue *work[ROK_STREAM_COUNT];
+  GThread *threads[ROK_STREAM_COUNT];
+  RunWorker workers[ROK_STREAM_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
 
   /* Per step, from the compute thread. */

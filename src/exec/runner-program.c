@@ -7,17 +7,17 @@
 
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 gboolean run_program_fail(GError **error, const RunProgram *p, guint id, const char *format, ...) {
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   va_list args;
   va_start(args, format);
   g_autofree char *what = g_strdup_vprintf(format, args);
   va_end(args);
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "schedule action %u (%s on %s, micro-batch %u): %s", id,
-              rok_action_kind_name(a->kind), rok_sim_stream_name(a->stream), a->micro_batch, what);
+              rok_action_kind_name(a->kind), rok_stream_name(a->stream), a->micro_batch, what);
   return FALSE;
 }
 
@@ -49,10 +49,10 @@ static RunCopy *copy_for(RunProgram *p, guint mb, guint tensor) {
  * (gpudirect) on the way out; [nvme-read] h2d or nvme-read (gpudirect) on
  * the way back, after the way out. */
 static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **error) {
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   const char *name = run_tensor_name(p, a->tensor);
   RokDecision d = p->schedule->plan->decisions[a->tensor];
-  gboolean ssd = a->stream == ROK_SIM_STREAM_NVME_WRITE || a->stream == ROK_SIM_STREAM_NVME_READ;
+  gboolean ssd = a->stream == ROK_STREAM_NVME_WRITE || a->stream == ROK_STREAM_NVME_READ;
   if (!rok_tensor_is_saved(rok_trace_tensor(p->trace, a->tensor)) ||
       (d != ROK_DECISION_OFFLOAD_NVME && d != ROK_DECISION_OFFLOAD_HOST) || (ssd && c->host))
     return run_program_fail(error, p, id, "tensor '%s' is not offloaded%s (its decision is %s)", name,
@@ -61,11 +61,11 @@ static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **erro
   gboolean back = c->nvme_read != RUN_NONE || c->h2d != RUN_NONE;
   const char *wrong = NULL;
   switch (a->stream) {
-  case ROK_SIM_STREAM_D2H:
+  case ROK_STREAM_D2H:
     wrong = out ? "it already left the device" : NULL;
     c->d2h = id;
     break;
-  case ROK_SIM_STREAM_NVME_WRITE:
+  case ROK_STREAM_NVME_WRITE:
     if (c->nvme_write != RUN_NONE || back)
       wrong = "it was already written or read back";
     else if (a->gpudirect && c->d2h != RUN_NONE)
@@ -75,7 +75,7 @@ static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **erro
     c->nvme_write = id;
     c->gd_write = a->gpudirect;
     break;
-  case ROK_SIM_STREAM_NVME_READ:
+  case ROK_STREAM_NVME_READ:
     wrong = back || c->nvme_write == RUN_NONE ? "it is not on the SSDs or was already read" : NULL;
     c->nvme_read = id;
     c->gd_read = a->gpudirect;
@@ -88,12 +88,12 @@ static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **erro
 }
 
 static gboolean check_target(const RunProgram *p, guint id, GError **error) {
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   if (a->micro_batch >= p->n_mb)
     return run_program_fail(error, p, id, "micro-batch out of range");
   if (a->kind == ROK_ACTION_OPTIMIZER)
     return TRUE;
-  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
+  if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
     return a->op < p->trace->ops->len || run_program_fail(error, p, id, "op %u is not in the trace", a->op);
   if (a->tensor >= p->n_tensors)
     return run_program_fail(error, p, id, "tensor %u is not in the trace", a->tensor);
@@ -102,14 +102,14 @@ static gboolean check_target(const RunProgram *p, guint id, GError **error) {
 
 static gboolean gather_copies(RunProgram *p, GError **error) {
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     if (!check_target(p, id, error))
       return FALSE;
     if (run_is_copy(a) && !add_leg(p, id, copy_for(p, a->micro_batch, a->tensor), error))
       return FALSE;
   }
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     p->actions[id].copy = a->tensor < p->n_tensors ? p->copy_of[run_key(p, a->micro_batch, a->tensor)] : RUN_NONE;
   }
   for (guint i = 0; i < p->copies->len; i++) {
@@ -131,7 +131,7 @@ static void link(RunProgram *p) {
   const RokSchedule *s = p->schedule;
   g_autofree guint *count = g_new0(guint, p->n_actions + 1);
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     for (guint k = 0; k < a->deps_count; k++)
       count[g_array_index(s->deps, guint, a->deps_first + k)]++;
     if (a->kind != ROK_ACTION_FREE)
@@ -144,7 +144,7 @@ static void link(RunProgram *p) {
   }
   g_array_set_size(p->ids, base);
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     for (guint k = 0; k < a->deps_count; k++) {
       RunAction *d = &p->actions[g_array_index(s->deps, guint, a->deps_first + k)];
       g_array_index(p->ids, guint, d->dependents + d->n_dependents++) = id;
@@ -159,7 +159,7 @@ static void mark_late(RunProgram *p) {
     guint first = c->nvme_read != RUN_NONE ? c->nvme_read : c->h2d;
     if (first == RUN_NONE)
       continue;
-    const RokSimAction *a = run_action(p, first);
+    const RokAction *a = run_action(p, first);
     for (guint k = 0; k < a->deps_count; k++)
       c->late |= run_action(p, g_array_index(p->schedule->deps, guint, a->deps_first + k))->kind == ROK_ACTION_FREE;
   }
@@ -170,7 +170,7 @@ static void mark_ends(RunProgram *p) {
   for (guint mb = 0; mb < p->n_mb; mb++)
     last[mb] = RUN_NONE;
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     if (a->kind == ROK_ACTION_FORWARD || a->kind == ROK_ACTION_BACKWARD || a->kind == ROK_ACTION_RECOMPUTE)
       last[a->micro_batch] = id;
   }
@@ -182,7 +182,7 @@ static void mark_ends(RunProgram *p) {
 static void measure_sizes(RunProgram *p) {
   guint64 on_disk = 0;
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     p->gpudirect_legs += run_is_copy(a) && a->gpudirect;
     guint c = p->actions[id].copy;
     if (c == RUN_NONE || !run_is_copy(a))
@@ -213,7 +213,7 @@ static void measure_sizes(RunProgram *p) {
 }
 
 static gboolean depends(const RunProgram *p, guint id, guint on) {
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   for (guint k = 0; k < a->deps_count; k++)
     if (g_array_index(p->schedule->deps, guint, a->deps_first + k) == on)
       return TRUE;
@@ -319,7 +319,7 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
   p->actions = g_new0(RunAction, MAX(p->n_actions, 1));
   p->ids = g_array_new(FALSE, FALSE, sizeof(guint));
   p->copies = g_array_new(FALSE, FALSE, sizeof(RunCopy));
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     p->order[s] = g_array_new(FALSE, FALSE, sizeof(guint));
   if (p->n_actions == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule has no actions to run");
@@ -345,7 +345,7 @@ void run_program_clear(RunProgram *p) {
     g_array_unref(p->ids);
   if (p->copies != NULL)
     g_array_unref(p->copies);
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (p->order[s] != NULL)
       g_array_unref(p->order[s]);
   memset(p, 0, sizeof *p);

@@ -7,7 +7,7 @@
  * naming the action). */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
+#include "runner-private.h"
 
 typedef struct {
   RunProgram *p;
@@ -39,7 +39,7 @@ static void index_needs(Replay *b) {
 
 /* The action that brings a copy back into device memory. */
 static gboolean is_first_read(const RunProgram *p, guint id) {
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   guint c = p->actions[id].copy;
   if (a->kind != ROK_ACTION_PREFETCH || c == RUN_NONE)
     return FALSE;
@@ -58,7 +58,7 @@ static void find_rebuilds(Replay *b) {
   b->rebuild_at = g_new0(guint, p->n_actions);
   b->rebuild_n = g_new0(guint, p->n_actions);
   for (guint id = p->n_actions; id-- > 0;) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     if (a->kind == ROK_ACTION_FREE) {
       next[run_key(p, a->micro_batch, a->tensor)] = NEXT_FREE;
     } else if (is_first_read(p, id)) {
@@ -80,11 +80,11 @@ static void find_rebuilds(Replay *b) {
 
 static gboolean require(Replay *b, const guint8 *resident, guint id, guint tensor, GError **error) {
   const RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   if (resident[run_key(p, a->micro_batch, tensor)])
     return TRUE;
   const char *what = a->kind == ROK_ACTION_FREE ? "frees" : run_is_copy(a) ? "copies" : "needs";
-  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
+  if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
     return run_program_fail(error, p, id, "'%s' needs tensor '%s', which is not in device memory then",
                             rok_trace_op(p->trace, a->op)->name, run_tensor_name(p, tensor));
   return run_program_fail(error, p, id, "it %s tensor '%s', which is not in device memory then", what,
@@ -101,7 +101,7 @@ static void append_ids(RunProgram *p, guint *first, guint *count, const guint *i
  * masks, functions of the seed), as the simulator then charges it. */
 static gboolean seed_only(const Replay *b, guint id) {
   const RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   if (a->kind != ROK_ACTION_RECOMPUTE || rok_trace_op(p->trace, a->op)->kind != ROK_OP_DROPOUT || b->rebuild_n[id] == 0)
     return FALSE;
   for (guint k = 0; k < b->rebuild_n[id]; k++) {
@@ -117,7 +117,7 @@ static gboolean seed_only(const Replay *b, guint id) {
  * copies it makes. */
 static gboolean replay_compute(Replay *b, guint8 *resident, guint id, GError **error) {
   RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   const RokOp *op = rok_trace_op(p->trace, a->op);
   p->actions[id].seed_only = seed_only(b, id);
   for (guint i = 0; i < op->inputs->len && !p->actions[id].seed_only; i++)
@@ -150,7 +150,7 @@ static gboolean replay_compute(Replay *b, guint8 *resident, guint id, GError **e
 
 static gboolean replay_one(Replay *b, guint8 *resident, guint id, GError **error) {
   const RunProgram *p = b->p;
-  const RokSimAction *a = run_action(p, id);
+  const RokAction *a = run_action(p, id);
   guint8 *res = a->tensor < p->n_tensors ? &resident[run_key(p, a->micro_batch, a->tensor)] : NULL;
   if (a->kind == ROK_ACTION_FORWARD || a->kind == ROK_ACTION_RECOMPUTE)
     return replay_compute(b, resident, id, error);
@@ -166,8 +166,8 @@ static gboolean replay_one(Replay *b, guint8 *resident, guint id, GError **error
     *res = 1;
     return TRUE;
   }
-  gboolean reads_device = a->kind == ROK_ACTION_FREE || a->stream == ROK_SIM_STREAM_D2H ||
-                          (a->stream == ROK_SIM_STREAM_NVME_WRITE && a->gpudirect);
+  gboolean reads_device = a->kind == ROK_ACTION_FREE || a->stream == ROK_STREAM_D2H ||
+                          (a->stream == ROK_STREAM_NVME_WRITE && a->gpudirect);
   if (reads_device && !require(b, resident, id, a->tensor, error))
     return FALSE;
   if (a->kind == ROK_ACTION_FREE)

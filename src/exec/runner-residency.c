@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 static RokClBuffer **entry(Runner *r, guint mb, guint tensor) {
   return &r->buffers[(gsize)mb * r->prog.n_tensors + tensor];

@@ -10,9 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 static void note(Runner *r, char *text) {
   g_ptr_array_add(r->notes, text);
@@ -261,10 +260,10 @@ static gboolean open_store(Runner *r, GError **error) {
 }
 
 static gboolean start_threads(Runner *r, GError **error) {
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     r->work[s] = g_async_queue_new();
     r->workers[s] = (RunWorker){.r = r, .stream = s};
-    g_autofree char *name = g_strdup_printf("rok-%s", rok_sim_stream_name(s));
+    g_autofree char *name = g_strdup_printf("rok-%s", rok_stream_name(s));
     r->threads[s] = g_thread_try_new(name, run_worker_thread, &r->workers[s], error);
     if (r->threads[s] == NULL)
       return FALSE;
@@ -294,13 +293,13 @@ gboolean run_setup(Runner *r, GError **error) {
 }
 
 static void stop_threads(Runner *r) {
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (r->threads[s] != NULL) {
       g_async_queue_push(r->work[s], run_msg(RUN_TASK_STOP));
       g_thread_join(r->threads[s]);
       r->threads[s] = NULL;
     }
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     g_clear_pointer(&r->work[s], g_async_queue_unref);
 }
 

@@ -10,8 +10,8 @@
  * the simulation. */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GError **error) {
   guint ticket = r->prog.actions[id].ticket;

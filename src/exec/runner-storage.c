@@ -8,8 +8,8 @@
 
 #include <errno.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 /* The chunks of one leg in flight; completions arrive on a backend thread. */
 typedef struct {

@@ -3,9 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 void rok_exec_options_init(RokExecOptions *options) {
   *options = (RokExecOptions){.device = -1, .repeat = ROK_EXEC_DEFAULT_REPEAT, .seed = ROK_EXEC_DEFAULT_SEED};
@@ -56,7 +55,7 @@ static void static_notes(Runner *r) {
                                               "leg, chunk by chunk: GPUDirect Storage is not available here",
                                               p->gpudirect_legs));
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = run_action(p, id);
     if (a->kind == ROK_ACTION_OPTIMIZER && a->end_ns > a->start_ns) {
       g_autofree char *t = rok_units_format_time((double)(a->end_ns - a->start_ns) / 1e9);
       g_ptr_array_add(r->notes, g_strdup_printf("the optimizer step (predicted %s) has no kernel in the executor: "
@@ -131,15 +130,15 @@ static guint median_step(const Measured *m, double *median) {
   return 0;
 }
 
-static const char *action_name(const Runner *r, const RokSimAction *a) {
-  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
+static const char *action_name(const Runner *r, const RokAction *a) {
+  if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
     return a->op < r->trace->ops->len ? rok_trace_op(r->trace, a->op)->name : rok_action_kind_name(a->kind);
   return rok_trace_tensor(r->trace, a->tensor)->name;
 }
 
 static void fill_timeline(Runner *r, const RunRecord *rec, gint64 origin) {
   for (guint id = 0; id < r->prog.n_actions; id++) {
-    const RokSimAction *a = run_action(&r->prog, id);
+    const RokAction *a = run_action(&r->prog, id);
     RokExecSpan span = {.action = id,
                         .kind = a->kind,
                         .stream = a->stream,
@@ -234,7 +233,7 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
   g_cond_init(&r->gate_cond);
   r->completions = g_async_queue_new();
   r->notes = g_ptr_array_new_with_free_func(g_free);
-  r->report = rok_exec_report_new();
+  r->report = exec_report_new();
   RokExecReport *rep = r->report;
   rep->strategy = g_strdup(schedule->strategy);
   rep->model = g_strdup(schedule->trace->model_name);
@@ -262,7 +261,7 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
   gboolean ok =
       check_options(&r->options, error) && run_program_build(&r->prog, schedule, r->options.slot_bytes, error);
   if (ok && r->options.cancel != NULL)
-    rok_exec_cancel_attach(r->options.cancel, on_cancel, r);
+    exec_cancel_attach(r->options.cancel, on_cancel, r);
   if (ok) {
     r->report->micro_batches = r->prog.n_mb;
     static_notes(r);
@@ -273,7 +272,7 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
     ok = run_steps(r, error);
   }
   if (r->options.cancel != NULL)
-    rok_exec_cancel_detach(r->options.cancel);
+    exec_cancel_detach(r->options.cancel);
   run_teardown(r);
   RokExecReport *report = NULL;
   if (ok) {

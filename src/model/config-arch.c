@@ -5,8 +5,8 @@
  * something (the MoE keys only for a model with experts). */
 #include <math.h>
 
-#include "model/config-arch.h"
-#include "rok/error.h"
+#include "config-arch.h"
+#include "rok/core.h"
 
 /* Booleans whose default depends on the architecture start here. */
 #define UNSET ((gboolean)-1)

@@ -3,7 +3,7 @@
  * fields. */
 #pragma once
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 
 /* The keys config-arch.c reads, for the config reader's list of known keys. */

@@ -12,8 +12,8 @@
  * --set or an overlay file changes them. */
 #include <string.h>
 
-#include "model/config-arch.h"
-#include "rok/error.h"
+#include "config-arch.h"
+#include "rok/core.h"
 
 #define DEFAULT_SEQ_LEN 4096
 

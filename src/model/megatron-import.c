@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config-arch.h"
-#include "rok/error.h"
+#include "config-arch.h"
+#include "rok/core.h"
 
 typedef enum { FLAG, UINT, NUMBER, TEXT } ArgKind;
 

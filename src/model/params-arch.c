@@ -13,7 +13,7 @@
  * score correction), this rank's experts (experts / ep of them,
  * each a SwiGLU FFN split over tensor ranks), the shared experts (one SwiGLU
  * FFN of their total width) and Qwen2-MoE's shared-expert gate. */
-#include "model/config-arch.h"
+#include "config-arch.h"
 
 guint64 model_mla_params(const RokModel *m, guint64 t) {
   const RokModelArchitecture *a = &m->a;

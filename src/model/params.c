@@ -4,7 +4,7 @@
  * holds the embedding): weight matrices are split by tensor_parallel (key and
  * value heads are replicated when there are fewer than ranks), norms and the
  * biases of row-parallel layers are replicated. */
-#include "model/config-arch.h"
+#include "config-arch.h"
 #include "rok/model.h"
 
 /* Parameters of one self- or cross-attention block on one of `t` ranks. */

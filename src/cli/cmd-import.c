@@ -127,7 +127,7 @@ static int run_hf(const RokCommand *self, int argc, char **argv) {
   return ok ? ROK_EXIT_OK : cli_fail(self->name, error);
 }
 
-int rok_cmd_import(int argc, char **argv) {
+int cli_cmd_import(int argc, char **argv) {
   const RokCommand *self = cli_find("import");
   g_set_prgname("rok import");
   if (argc < 2 || g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h"))

@@ -17,7 +17,7 @@ int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 int cli_cmd_execute(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
-int rok_cmd_import(int argc, char **argv);
+int cli_cmd_import(int argc, char **argv);
 
 /* The user's journeys first (DESIGN.md), then the building blocks. */
 static const RokCommand commands[] = {
@@ -34,7 +34,7 @@ static const RokCommand commands[] = {
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", cli_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", cli_cmd_simulate},
     {"import", "hf CONFIG.json | megatron ARGS... [-o FILE]",
-     "A model config from a Hugging Face config.json or Megatron-LM's arguments", rok_cmd_import},
+     "A model config from a Hugging Face config.json or Megatron-LM's arguments", cli_cmd_import},
     {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",
      cli_cmd_plot},
     {NULL, NULL, NULL, NULL},

@@ -23,15 +23,15 @@ typedef struct {
 } Span;
 
 typedef struct {
-  const RunProgram *p;
+  const RunnerProgram *p;
   const Span *span;
   RokExecFigures *f;
   gint64 stall_ns[ROK_STALL_COUNT];
   gint64 dispatch_ns;
 } Stalls;
 
-static guint last_dep(const RunProgram *p, const Span *span, guint id) {
-  const RokAction *a = run_action(p, id);
+static guint last_dep(const RunnerProgram *p, const Span *span, guint id) {
+  const RokAction *a = runner_action(p, id);
   guint last = RUN_NONE;
   for (guint k = 0; k < a->deps_count; k++) {
     guint d = g_array_index(p->schedule->deps, guint, a->deps_first + k);
@@ -47,11 +47,11 @@ static void explain(Stalls *s, guint id, gint64 from, gint64 to) {
     guint d = last_dep(s->p, s->span, id);
     if (d == RUN_NONE || s->span[d].end <= from)
       break;
-    const RokAction *a = run_action(s->p, d);
+    const RokAction *a = runner_action(s->p, d);
     gint64 end = MIN(s->span[d].end, to);
     s->dispatch_ns += to - end;
     guint copy = s->p->actions[d].copy;
-    gboolean late = a->kind == ROK_ACTION_PREFETCH && copy != RUN_NONE && run_copy(s->p, copy)->late;
+    gboolean late = a->kind == ROK_ACTION_PREFETCH && copy != RUN_NONE && runner_copy(s->p, copy)->late;
     if (a->kind == ROK_ACTION_FREE || late) {
       s->stall_ns[ROK_STALL_MEMORY] += end - from;
       return; /* the chain behind a memory wait is the memory wait */
@@ -72,7 +72,7 @@ static void explain(Stalls *s, guint id, gint64 from, gint64 to) {
     s->dispatch_ns += to - from;
 }
 
-static void stalls(const RunProgram *p, const Span *span, RokExecFigures *f, double *dispatch_s) {
+static void stalls(const RunnerProgram *p, const Span *span, RokExecFigures *f, double *dispatch_s) {
   Stalls s = {.p = p, .span = span, .f = f};
   const GArray *order = p->order[ROK_STREAM_COMPUTE];
   for (guint i = 1; i < order->len; i++) {
@@ -92,11 +92,11 @@ static double rate(guint64 bytes, gint64 ns) {
   return bytes > 0 && ns > 0 ? (double)bytes / ((double)ns / 1e9) : 0;
 }
 
-static void figures(const RunProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
+static void figures(const RunnerProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
   gint64 busy[ROK_STREAM_COUNT] = {0}, waits[ROK_STREAM_COUNT] = {0}, end = origin, recompute = 0;
   guint64 moved[ROK_STREAM_COUNT] = {0}, gd_out = 0, gd_in = 0;
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     if (a->kind == ROK_ACTION_FREE)
       continue;
     gint64 length = span[id].end - span[id].start;
@@ -127,12 +127,12 @@ static void figures(const RunProgram *p, const Span *span, gint64 origin, RokExe
   stalls(p, span, f, dispatch_s);
 }
 
-void run_measure_step(const Runner *r, RunStepFigures *out) {
-  const RunProgram *p = &r->prog;
+void runner_measure_step(const Runner *r, RunnerStepFigures *out) {
+  const RunnerProgram *p = &r->prog;
   g_autofree Span *span = g_new(Span, p->n_actions);
-  *out = (RunStepFigures){0};
+  *out = (RunnerStepFigures){0};
   for (guint id = 0; id < p->n_actions; id++) {
-    const RunRecord *rec = &r->rec[id];
+    const RunnerRecord *rec = &r->rec[id];
     span[id] = (Span){.start = rec->start_ns, .end = rec->end_ns, .wait = rec->wait_ns, .moved = rec->moved};
     out->staging_waits += rec->waits;
     out->staging_wait_s += (double)rec->wait_ns / 1e9;
@@ -150,10 +150,10 @@ static double json_seconds(json_object *obj, const char *key) {
   return obj != NULL && json_object_object_get_ex(obj, key, &value) ? json_object_get_double(value) : 0;
 }
 
-void run_measure_predicted(const RunProgram *p, RokExecFigures *out) {
+void runner_measure_predicted(const RunnerProgram *p, RokExecFigures *out) {
   g_autofree Span *span = g_new(Span, p->n_actions);
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     span[id] = (Span){.start = a->start_ns, .end = a->end_ns, .moved = a->kind == ROK_ACTION_FREE ? 0 : a->bytes};
   }
   double dispatch = 0;

@@ -425,11 +425,11 @@ static void test_predicted(void) {
   for (guint i = 0; i < G_N_ELEMENTS(schedules); i++) {
     const RokSchedule *s = schedules[i];
     g_autoptr(GError) error = NULL;
-    RunProgram prog;
-    g_assert_true(run_program_build(&prog, s, ROK_EXEC_DEFAULT_SLOT_BYTES, &error));
+    RunnerProgram prog;
+    g_assert_true(runner_program_build(&prog, s, ROK_EXEC_DEFAULT_SLOT_BYTES, &error));
     g_assert_no_error(error);
     RokExecFigures f;
-    run_measure_predicted(&prog, &f);
+    runner_measure_predicted(&prog, &f);
     g_assert_cmpfloat_with_epsilon(f.step_time_s, predicted_double(s, "step_time_s", NULL), 1e-9);
     g_assert_cmpfloat_with_epsilon(f.compute_s, predicted_double(s, "compute_s", NULL), 1e-9);
     g_assert_cmpfloat_with_epsilon(f.recompute_s, predicted_double(s, "recompute_s", NULL), 1e-9);
@@ -442,7 +442,7 @@ static void test_predicted(void) {
     /* Every copy of the mixed plan goes to staging, host memory or both. */
     if (i == 2)
       g_assert_cmpuint(prog.staging_peak + prog.host_total, >, 0);
-    run_program_clear(&prog);
+    runner_program_clear(&prog);
     rok_schedule_free(schedules[i]);
   }
 }

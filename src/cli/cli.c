@@ -155,8 +155,23 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
     }
     return rok_trace_from_doc(doc, error);
   }
+  g_auto(GStrv) notes = NULL;
+  if (rok_model_doc_is_hf(doc)) { /* what the import approximates; errors come from reading it below */
+    json_object *config = rok_model_hf_to_config(doc, &notes, NULL);
+    json_object_put(config);
+  }
   g_autoptr(RokModel) model = rok_model_from_doc(doc, (const char *const *)sets, error);
-  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+  if (model == NULL)
+    return NULL;
+  g_auto(GStrv) caveats = rok_model_caveats(model);
+  cli_print_notes("note", notes);
+  cli_print_notes("warning", caveats);
+  return rok_trace_new_from_model(model, error);
+}
+
+void cli_print_notes(const char *kind, char **notes) {
+  for (char **n = notes; n != NULL && *n != NULL; n++)
+    fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), kind, *n);
 }
 
 RokHw *cli_load_hw(const char *arg, GError **error) {

@@ -47,6 +47,9 @@ char *cli_resolve(const char *arg, const char *kind, GError **error);
 /* A model config (with --set applied) turned into a trace, or a rok-trace/1
  * file as it is (then --set is an error). */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
+/* What rok approximates or does not model, one "rok CMD: KIND: ..." line
+ * each on standard error (notes may be NULL). */
+void cli_print_notes(const char *kind, char **notes);
 RokHw *cli_load_hw(const char *arg, GError **error);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */

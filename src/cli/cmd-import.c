@@ -9,11 +9,6 @@
 #include "rok/core.h"
 #include "rok/model.h"
 
-static void print_notes(char **notes) {
-  for (char **n = notes; n != NULL && *n != NULL; n++)
-    fprintf(stderr, "rok import: note: %s\n", *n);
-}
-
 /* The mapped config, with --set applied and every rule checked, as the
  * config reader writes it back. */
 static gboolean finish(json_object *config, const char *name, char **sets, const char *output, GError **error) {
@@ -23,7 +18,7 @@ static gboolean finish(json_object *config, const char *name, char **sets, const
   if (model == NULL)
     return FALSE;
   g_auto(GStrv) caveats = rok_model_caveats(model);
-  print_notes(caveats);
+  cli_print_notes("warning", caveats);
   json_object *out = rok_model_to_json(model);
   if (output == NULL)
     return cli_print_json(out, error);
@@ -45,7 +40,7 @@ static gboolean import_hf(const char *path, char **sets, const char *output, GEr
   json_object *config = rok_model_hf_to_config(doc, &notes, error);
   if (config == NULL)
     return FALSE;
-  print_notes(notes);
+  cli_print_notes("note", notes);
   g_autofree char *name = g_strdup_printf("%s (as `rok import hf` prints it)", path);
   return finish(config, name, sets, output, error);
 }
@@ -75,7 +70,7 @@ static gboolean import_megatron(int argc, char **argv, GError **error) {
       rok_model_megatron_to_config((int)rest->len, (const char *const *)rest->pdata, &notes, error);
   if (config == NULL)
     return FALSE;
-  print_notes(notes);
+  cli_print_notes("note", notes);
   return finish(config, "Megatron-LM arguments (as `rok import megatron` prints them)", (char **)sets->pdata, output,
                 error);
 }

@@ -160,17 +160,27 @@ static void add_bool(json_object *o, const char *key, gboolean value) {
   json_object_object_add(o, key, json_object_new_boolean(value));
 }
 
+/* Only what differs from the architecture's defaults is written: configs
+ * and traces of the four base architectures read and hash as before. */
 void model_arch_to_json(const RokModel *m, json_object *o) {
   const RokModelArchitecture *a = &m->a;
-  add_bool(o, "qkv_bias", a->qkv_bias);
-  add_bool(o, "tied_embeddings", a->tied_embeddings);
-  add_uint(o, "vocab_divisible_by", a->vocab_divisible_by);
-  add_uint(o, "positions", a->positions);
-  add_bool(o, "parallel_residual", a->parallel_residual);
-  add_bool(o, "post_norms", a->post_norms);
-  add_uint(o, "sliding_window", a->sliding_window);
-  if (a->sliding_window > 0)
+  gboolean gpt_like = m->arch == ROK_ARCH_GPT || m->arch == ROK_ARCH_BERT;
+  if (a->qkv_bias != gpt_like)
+    add_bool(o, "qkv_bias", a->qkv_bias);
+  if (a->tied_embeddings != (m->arch != ROK_ARCH_LLAMA))
+    add_bool(o, "tied_embeddings", a->tied_embeddings);
+  if (a->vocab_divisible_by > 0)
+    add_uint(o, "vocab_divisible_by", a->vocab_divisible_by);
+  if (a->positions != (gpt_like ? m->seq_len : 0))
+    add_uint(o, "positions", a->positions);
+  if (a->parallel_residual)
+    add_bool(o, "parallel_residual", TRUE);
+  if (a->post_norms)
+    add_bool(o, "post_norms", TRUE);
+  if (a->sliding_window > 0) {
+    add_uint(o, "sliding_window", a->sliding_window);
     add_uint(o, "window_skip", a->window_skip);
+  }
   if (a->experts > 0) {
     add_uint(o, "experts", a->experts);
     add_uint(o, "top_k", a->top_k);

@@ -8,7 +8,8 @@
  * approximates is said in the config's "source" and in the notes.
  *
  * The training side is not in a config.json: seq_len defaults to the
- * model's context length up to 4096, micro_batch to 1, no parallelism;
+ * model's context length up to 4096, micro_batch to 1, flash attention,
+ * bf16, no parallelism;
  * --set or an overlay file changes them. */
 #include <string.h>
 
@@ -322,6 +323,8 @@ static void training_defaults(Import *im) {
     rok_json_get_uint(im->hf, "n_positions", TRUE, 1, G_MAXUINT32, &context, NULL);
   json_object_object_add(im->out, "seq_len", json_object_new_uint64(MIN(context, DEFAULT_SEQ_LEN)));
   json_object_object_add(im->out, "micro_batch", json_object_new_uint64(1));
+  /* FlashAttention (or cuDNN's fused attention) is how these are trained. */
+  json_object_object_add(im->out, "attention", json_object_new_string("flash"));
   if (!json_object_object_get_ex(im->out, "dropout", NULL))
     json_object_object_add(im->out, "dropout", rok_json_new_double(0));
 }

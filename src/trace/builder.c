@@ -111,6 +111,14 @@ guint trace_build_dropout(RokBuilder *b, const char *name, guint x, guint rank, 
   return trace_build_tensor(b, suffixed(buffer, name, "_out"), op, b->dtype, rank, shape);
 }
 
+guint trace_build_rotary(RokBuilder *b, const char *name, guint qk, guint64 rows, guint64 cols) {
+  char buffer[64];
+  guint op = trace_build_op(b, name, ROK_OP_ROTARY, 1, rows, cols, 0);
+  set_cost(b, op, 3 * rows * cols, 3 * rows * cols, 2 * elem(b) * rows * cols, 2 * elem(b) * rows * cols);
+  use(b, op, qk, FALSE);
+  return ROK_TENSOR(b, suffixed(buffer, name, "_out"), op, b->dtype, rows, cols);
+}
+
 guint trace_build_add(RokBuilder *b, const char *name, guint x, guint y, guint64 rows, guint64 cols) {
   char buffer[64];
   guint op = trace_build_op(b, name, ROK_OP_ADD, 1, rows, cols, 0);
@@ -133,18 +141,35 @@ static void use_qkv(RokBuilder *b, guint op, const RokAttentionShape *a, gboolea
   }
 }
 
+static guint64 v_dim(const RokAttentionShape *a) {
+  return a->v_dim > 0 ? a->v_dim : a->head_dim;
+}
+
+/* Of the query-key pairs causal attention computes, the share inside a
+ * sliding window of `w` keys (1 without a window, or with one as long as
+ * the sequence). */
+static double window_share(guint64 s, guint64 w) {
+  if (w == 0 || w >= s)
+    return 1.0;
+  double causal = (double)s * (double)(s + 1) / 2, inside = (double)w * (double)(w + 1) / 2 + (double)(s - w) * (double)w;
+  return inside / causal;
+}
+
 static guint build_flash(RokBuilder *b, const char *name, const RokAttentionShape *a) {
   char buffer[64];
-  guint64 bh = a->batch * a->heads, qd = a->heads * a->head_dim, kvd = a->kv_heads * a->head_dim;
+  guint64 bh = a->batch * a->heads, dv = v_dim(a), qd = a->heads * a->head_dim, kvd = a->kv_heads * a->head_dim;
+  guint64 od = a->heads * dv, vd = a->kv_heads * dv;
   guint op = trace_build_op(b, suffixed(buffer, name, ".flash"), ROK_OP_FLASH_ATTENTION, bh, a->seq_q, a->seq_k,
                           a->head_dim);
   rok_trace_op(b->trace, op)->dropout = b->dropout ? b->model->dropout : 0.0;
-  guint64 gemm = 2 * bh * a->seq_q * a->seq_k * a->head_dim;
-  guint64 io = elem(b) * a->batch * (2 * a->seq_q * qd + 2 * a->seq_k * kvd);
+  /* Q·Kᵀ over head_dim and P·V over v_dim, inside the window only. */
+  double share = window_share(a->seq_k, a->window);
+  guint64 gemm = (guint64)(share * (double)(bh * a->seq_q * a->seq_k * (a->head_dim + dv)) + 0.5);
+  guint64 io = elem(b) * a->batch * (a->seq_q * (qd + od) + a->seq_k * (kvd + vd));
   /* Backward recomputes the scores: five GEMMs against forward's two. */
   set_cost(b, op, 2 * gemm, 5 * gemm, io + 4 * bh * a->seq_q, 2 * io + 4 * bh * a->seq_q);
   use_qkv(b, op, a, TRUE, TRUE, TRUE);
-  guint ctx = ROK_TENSOR(b, suffixed(buffer, name, ".flash_out"), op, b->dtype, a->batch * a->seq_q, qd);
+  guint ctx = ROK_TENSOR(b, suffixed(buffer, name, ".flash_out"), op, b->dtype, a->batch * a->seq_q, od);
   guint lse = ROK_TENSOR(b, suffixed(buffer, name, ".flash_lse"), op, ROK_DTYPE_FP32, a->batch, a->heads,
                          a->seq_q);
   rok_trace_need(b->trace, ctx, op);
@@ -157,9 +182,10 @@ static guint build_flash(RokBuilder *b, const char *name, const RokAttentionShap
  * ops (softmax and context), stored once. */
 static guint build_standard(RokBuilder *b, const char *name, const RokAttentionShape *a) {
   char buffer[64];
-  guint64 bh = a->batch * a->heads, sq = a->seq_q, sk = a->seq_k, d = a->head_dim;
+  guint64 bh = a->batch * a->heads, sq = a->seq_q, sk = a->seq_k, d = a->head_dim, dv = v_dim(a);
   guint64 n = bh * sq * sk, gemm = 2 * n * d;
   guint64 qkv_bytes = elem(b) * a->batch * d * (sq * a->heads + sk * a->kv_heads);
+  guint64 pv_gemm = 2 * n * dv, pv_bytes = elem(b) * a->batch * dv * (sq * a->heads + sk * a->kv_heads);
 
   guint scores_op = trace_build_op(b, suffixed(buffer, name, ".scores"), ROK_OP_ATTN_SCORES, bh, sq, sk, d);
   set_cost(b, scores_op, gemm, 2 * gemm, qkv_bytes + elem(b) * n, 2 * (qkv_bytes + elem(b) * n));
@@ -177,12 +203,12 @@ static guint build_standard(RokBuilder *b, const char *name, const RokAttentionS
   const guint64 shape[4] = {a->batch, a->heads, sq, sk};
   guint dropped = trace_build_dropout(b, suffixed(buffer, name, ".dropout"), probs, 4, shape);
 
-  guint ctx_op = trace_build_op(b, suffixed(buffer, name, ".context"), ROK_OP_ATTN_CONTEXT, bh, sq, d, sk);
-  set_cost(b, ctx_op, gemm, 2 * gemm, qkv_bytes + elem(b) * n, 2 * (qkv_bytes + elem(b) * n));
+  guint ctx_op = trace_build_op(b, suffixed(buffer, name, ".context"), ROK_OP_ATTN_CONTEXT, bh, sq, dv, sk);
+  set_cost(b, ctx_op, pv_gemm, 2 * pv_gemm, pv_bytes + elem(b) * n, 2 * (pv_bytes + elem(b) * n));
   use(b, ctx_op, dropped, TRUE);
   use_qkv(b, ctx_op, a, FALSE, FALSE, TRUE);
   return ROK_TENSOR(b, suffixed(buffer, name, ".context_out"), ctx_op, b->dtype, a->batch * sq,
-                    a->heads * d);
+                    a->heads * dv);
 }
 
 guint trace_build_attention(RokBuilder *b, const char *name, const RokAttentionShape *shape) {

@@ -117,9 +117,11 @@ gboolean rok_model_is_moe_layer(const RokModel *model, guint64 layer);
 guint64 rok_model_layer_window(const RokModel *model, guint64 layer);
 /* The vocabulary as the embedding holds it (padded, all ranks together). */
 guint64 rok_model_padded_vocab(const RokModel *model);
-/* What rok does not model in this config, one line each (NULL-terminated;
- * empty when all is modelled): the CLI prints them as warnings. */
-char **rok_model_caveats(const RokModel *model);
+/* What rok does not model in this config (the CLI prints them as
+ * warnings), and what it assumes (notes): one line each, NULL-terminated,
+ * empty when there is none. */
+char **rok_model_unmodelled(const RokModel *model);
+char **rok_model_assumptions(const RokModel *model);
 
 /* Hugging Face config.json files (hf-import.c): a document is one when its
  * root has "model_type" or "architectures". Reading one maps it to a rok

@@ -219,7 +219,12 @@ guint64 rok_model_padded_vocab(const RokModel *m) {
   return m->a.vocab_divisible_by == 0 ? m->vocab : (m->vocab + multiple - 1) / multiple * multiple;
 }
 
-char **rok_model_caveats(const RokModel *m) {
+static char **strv_from(GPtrArray *lines) {
+  g_ptr_array_add(lines, NULL);
+  return (char **)g_ptr_array_free(lines, FALSE);
+}
+
+char **rok_model_unmodelled(const RokModel *m) {
   GPtrArray *lines = g_ptr_array_new();
   if (m->a.expert_parallel > 1)
     g_ptr_array_add(lines, g_strdup_printf("expert_parallel=%" G_GUINT64_FORMAT ": the all-to-all dispatch and "
@@ -227,9 +232,13 @@ char **rok_model_caveats(const RokModel *m) {
                                            "communication time); each rank holds its share of the experts and, "
                                            "with balanced routing, as many routed tokens as without",
                                            m->a.expert_parallel));
+  return strv_from(lines);
+}
+
+char **rok_model_assumptions(const RokModel *m) {
+  GPtrArray *lines = g_ptr_array_new();
   if (m->a.experts > 0 && m->a.capacity_factor == 0)
     g_ptr_array_add(lines, g_strdup("dropless routing: expert activations are sized for top_k × tokens routed "
                                     "rows, the experts' loads balanced on average (an imbalanced step needs more)"));
-  g_ptr_array_add(lines, NULL);
-  return (char **)g_ptr_array_free(lines, FALSE);
+  return strv_from(lines);
 }

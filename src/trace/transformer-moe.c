@@ -20,7 +20,7 @@
  * ceil(c·k·T/E) rows, padded. Expert parallelism leaves R unchanged under
  * balanced routing: each of the ep ranks holds E/ep experts and receives
  * their rows from all ep ranks. The all-to-all it needs is not modelled
- * (rok_model_caveats() says so). */
+ * (rok_model_unmodelled() says so). */
 #include <math.h>
 
 #include "transformer-parts.h"

@@ -17,7 +17,9 @@
 /* Traces up to this many ops are also written and read back. */
 #define ROUND_TRIP_OPS 4000
 
-static const char *const prefixes[] = {ROK_FUZZ_NAME ":", "--set ", NULL};
+/* A Hugging Face config.json read as a model is refused at the rok config it
+ * maps to (`rok import hf` prints it). */
+static const char *const prefixes[] = {ROK_FUZZ_NAME ":", ROK_FUZZ_NAME " (as `rok import hf` prints it):", "--set ", NULL};
 
 static void check_model_round_trip(const RokModel *model) {
   json_object *json = rok_model_to_json(model);

@@ -111,4 +111,13 @@ import sys
 w, f, s, k = int(sys.argv[1]), int(sys.argv[2]), 16384, 4096
 share = (k * (k + 1) / 2 + (s - k) * k) / (s * (s + 1) / 2)
 assert abs(w / f - share) < 1e-6, (w / f, share)" "$windowed" "$full"
+# A MoE schedule plans and simulates, and the executor refuses it plainly
+# (no MoE kernels yet) where an OpenCL device exists.
+tiny=(--set layers=2 --set hidden=64 --set heads=4 --set kv_heads=2 --set ffn_hidden=128 --set expert_ffn_hidden=128
+  --set vocab=256 --set seq_len=64 --set micro_batch=2 --set dtype=fp32)
+"$rok" plan "$data/mixtral-8x7b-v0.1.json" --hw cpu-2core-virtio "${tiny[@]}" -o "$tmp/moe-plan" >/dev/null 2>&1
+if "$rok" execute --list-devices >/dev/null 2>&1; then
+  expect_fail 2 "mixture-of-experts layers cannot run on the executor yet" \
+    "$rok" execute "$tmp/moe-plan/schedule.json" --dir "$tmp"
+fi
 echo "all import checks passed"

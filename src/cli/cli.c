@@ -163,12 +163,16 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
   g_autoptr(RokModel) model = rok_model_from_doc(doc, (const char *const *)sets, error);
   if (model == NULL)
     return NULL;
+  cli_print_notes("note", notes);
+  cli_print_model_notes(model);
+  return rok_trace_new_from_model(model, error);
+}
+
+void cli_print_model_notes(const RokModel *model) {
   g_auto(GStrv) unmodelled = rok_model_unmodelled(model);
   g_auto(GStrv) assumed = rok_model_assumptions(model);
-  cli_print_notes("note", notes);
   cli_print_notes("warning", unmodelled);
   cli_print_notes("note", assumed);
-  return rok_trace_new_from_model(model, error);
 }
 
 void cli_print_notes(const char *kind, char **notes) {

@@ -50,6 +50,8 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
 /* What rok approximates or does not model, one "rok CMD: KIND: ..." line
  * each on standard error (notes may be NULL). */
 void cli_print_notes(const char *kind, char **notes);
+/* What `model` leaves unmodelled (warnings) and assumes (notes). */
+void cli_print_model_notes(const RokModel *model);
 RokHw *cli_load_hw(const char *arg, GError **error);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */

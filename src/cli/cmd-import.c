@@ -17,10 +17,7 @@ static gboolean finish(json_object *config, const char *name, char **sets, const
   g_autoptr(RokModel) model = rok_model_parse(name, text, strlen(text), (const char *const *)sets, error);
   if (model == NULL)
     return FALSE;
-  g_auto(GStrv) unmodelled = rok_model_unmodelled(model);
-  g_auto(GStrv) assumed = rok_model_assumptions(model);
-  cli_print_notes("warning", unmodelled);
-  cli_print_notes("note", assumed);
+  cli_print_model_notes(model);
   json_object *out = rok_model_to_json(model);
   if (output == NULL)
     return cli_print_json(out, error);

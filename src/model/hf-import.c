@@ -95,8 +95,7 @@ static gboolean tied(Import *im, gboolean fallback, GError **error) {
 }
 
 /* The shape every decoder family shares under LLaMA's names. */
-static gboolean llama_shape(Import *im, GError **error) {
-  static const char *const silu[] = {"silu", "swish", NULL};
+static gboolean decoder_shape(Import *im, GError **error) {
   set_string(im, "arch", "llama");
   return get_uint(im, "num_hidden_layers", "layers", TRUE, error) &&
          get_uint(im, "hidden_size", "hidden", TRUE, error) &&
@@ -104,8 +103,12 @@ static gboolean llama_shape(Import *im, GError **error) {
          get_uint(im, "num_key_value_heads", "kv_heads", FALSE, error) &&
          get_uint(im, "head_dim", "head_dim", FALSE, error) &&
          get_uint(im, "intermediate_size", "ffn_hidden", TRUE, error) &&
-         get_uint(im, "vocab_size", "vocab", TRUE, error) &&
-         require_string(im, "hidden_act", silu, "the MLP is SwiGLU", error);
+         get_uint(im, "vocab_size", "vocab", TRUE, error);
+}
+
+static gboolean llama_shape(Import *im, GError **error) {
+  static const char *const silu[] = {"silu", "swish", NULL};
+  return decoder_shape(im, error) && require_string(im, "hidden_act", silu, "the MLP is SwiGLU", error);
 }
 
 static gboolean map_llama(Import *im, GError **error) {
@@ -168,19 +171,12 @@ static gboolean map_qwen2_moe(Import *im, GError **error) {
 
 static gboolean map_gemma2(Import *im, GError **error) {
   static const char *const gelu[] = {"gelu_pytorch_tanh", "gelu", NULL};
-  set_string(im, "arch", "llama");
   set_bool(im, "post_norms", TRUE);
   json_object_object_add(im->out, "window_skip", json_object_new_uint64(2));
   g_ptr_array_add(im->approx, g_strdup("GeGLU counted as SwiGLU (same shapes, the same saved [gate|up])"));
   g_ptr_array_add(im->approx, g_strdup("attention and final logit soft-capping and the embedding scale are "
                                        "element-wise work, not counted"));
-  return get_uint(im, "num_hidden_layers", "layers", TRUE, error) &&
-         get_uint(im, "hidden_size", "hidden", TRUE, error) &&
-         get_uint(im, "num_attention_heads", "heads", TRUE, error) &&
-         get_uint(im, "num_key_value_heads", "kv_heads", FALSE, error) &&
-         get_uint(im, "head_dim", "head_dim", FALSE, error) &&
-         get_uint(im, "intermediate_size", "ffn_hidden", TRUE, error) &&
-         get_uint(im, "vocab_size", "vocab", TRUE, error) &&
+  return decoder_shape(im, error) &&
          require_string(im, "hidden_activation", gelu, "the MLP is a gated GeLU", error) &&
          require_bool(im, "attention_bias", FALSE, FALSE, "biases on attention projections", error) &&
          tied(im, TRUE, error) && get_uint(im, "sliding_window", "sliding_window", TRUE, error);

@@ -57,6 +57,11 @@ typedef struct {
 } RokAttentionShape;
 guint trace_build_attention(RokBuilder *b, const char *name, const RokAttentionShape *shape);
 
+/* An op's FLOPs and memory traffic, forward and backward. */
+void trace_build_cost(RokBuilder *b, guint op, guint64 fwd_flops, guint64 bwd_flops, guint64 fwd_bytes,
+                      guint64 bwd_bytes);
+/* `op` reads `tensor`; its backward too when `saved`. */
+void trace_build_use(RokBuilder *b, guint op, guint tensor, gboolean saved);
 /* Adds an op named prefix.name in the current layer. */
 guint trace_build_op(RokBuilder *b, const char *name, RokOpKind kind, guint64 batch, guint64 m, guint64 n,
                    guint64 k);

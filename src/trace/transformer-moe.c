@@ -33,21 +33,6 @@ guint64 trace_moe_routed_rows(const RokModel *m, guint64 tokens) {
   return (guint64)per_expert * a->experts;
 }
 
-static void set_cost(RokBuilder *b, guint op, guint64 fwd_flops, guint64 bwd_flops, guint64 fwd_bytes,
-                     guint64 bwd_bytes) {
-  RokOp *o = rok_trace_op(b->trace, op);
-  o->fwd_flops = fwd_flops;
-  o->bwd_flops = bwd_flops;
-  o->fwd_bytes = fwd_bytes;
-  o->bwd_bytes = bwd_bytes;
-}
-
-static void use(RokBuilder *b, guint op, guint tensor, gboolean saved) {
-  rok_trace_add_input(b->trace, op, tensor);
-  if (saved)
-    rok_trace_need(b->trace, tensor, op);
-}
-
 /* Router: logits, then softmax, top-k and the load-balancing loss in one
  * op. Returns the top-k weights, and in *indices the top-k indices. */
 static guint route(RokBuilder *b, guint x, guint64 tokens, guint *indices) {
@@ -58,8 +43,8 @@ static guint route(RokBuilder *b, guint x, guint64 tokens, guint *indices) {
   guint op = trace_build_op(b, "moe.route", ROK_OP_MOE_ROUTER, 1, tokens, e, k);
   /* softmax, top-k selection, and (with aux_loss) the per-expert means */
   guint64 n = tokens * e;
-  set_cost(b, op, 8 * n, 6 * n, (elem + 4) * n + 12 * tokens * k, (4 + 4) * n + 12 * tokens * k);
-  use(b, op, logits, FALSE);
+  trace_build_cost(b, op, 8 * n, 6 * n, (elem + 4) * n + 12 * tokens * k, (4 + 4) * n + 12 * tokens * k);
+  trace_build_use(b, op, logits, FALSE);
   guint probs = ROK_TENSOR(b, "moe.router_probs", op, ROK_DTYPE_FP32, tokens, e);
   *indices = ROK_TENSOR(b, "moe.topk_indices", op, ROK_DTYPE_I64, tokens, k);
   guint weights = ROK_TENSOR(b, "moe.topk_weights", op, ROK_DTYPE_FP32, tokens, k);
@@ -95,9 +80,9 @@ static guint shared_experts(RokBuilder *b, guint x, guint64 tokens) {
   /* out · sigmoid(logit): backward reads both (the sigmoid's result is the
    * logit's size). */
   guint scale = trace_build_op(b, "moe.shared.gate_scale", ROK_OP_OTHER, 1, tokens, h, 0);
-  set_cost(b, scale, 2 * tokens * h, 3 * tokens * h, 2 * elem * tokens * h, 3 * elem * tokens * h);
-  use(b, scale, out, TRUE);
-  use(b, scale, logit, TRUE);
+  trace_build_cost(b, scale, 2 * tokens * h, 3 * tokens * h, 2 * elem * tokens * h, 3 * elem * tokens * h);
+  trace_build_use(b, scale, out, TRUE);
+  trace_build_use(b, scale, logit, TRUE);
   return ROK_TENSOR(b, "moe.shared.gate_scale_out", scale, b->dtype, tokens, h);
 }
 
@@ -107,10 +92,10 @@ guint trace_moe_block(RokBuilder *b, guint x, guint64 tokens) {
   guint indices, weights = route(b, x, tokens, &indices);
 
   guint dispatch = trace_build_op(b, "moe.dispatch", ROK_OP_MOE_DISPATCH, 1, rows, h, k);
-  set_cost(b, dispatch, 0, rows * h, 2 * elem * rows * h + 12 * rows, 2 * elem * rows * h + 12 * rows);
-  use(b, dispatch, x, FALSE);
-  use(b, dispatch, indices, FALSE);
-  use(b, dispatch, weights, FALSE);
+  trace_build_cost(b, dispatch, 0, rows * h, 2 * elem * rows * h + 12 * rows, 2 * elem * rows * h + 12 * rows);
+  trace_build_use(b, dispatch, x, FALSE);
+  trace_build_use(b, dispatch, indices, FALSE);
+  trace_build_use(b, dispatch, weights, FALSE);
   guint routed = ROK_TENSOR(b, "moe.dispatched", dispatch, b->dtype, rows, h);
   guint row_token = ROK_TENSOR(b, "moe.row_token", dispatch, ROK_DTYPE_I64, rows);
   guint row_weight = ROK_TENSOR(b, "moe.row_weight", dispatch, ROK_DTYPE_FP32, rows);
@@ -118,11 +103,11 @@ guint trace_moe_block(RokBuilder *b, guint x, guint64 tokens) {
 
   guint expert_out = experts(b, routed, rows);
   guint combine = trace_build_op(b, "moe.combine", ROK_OP_MOE_COMBINE, 1, tokens, h, k);
-  set_cost(b, combine, 2 * rows * h, 3 * rows * h, elem * (rows + tokens) * h + 12 * rows,
+  trace_build_cost(b, combine, 2 * rows * h, 3 * rows * h, elem * (rows + tokens) * h + 12 * rows,
            elem * (2 * rows + tokens) * h + 12 * rows);
-  use(b, combine, expert_out, TRUE);
-  use(b, combine, row_weight, TRUE);
-  use(b, combine, row_token, TRUE);
+  trace_build_use(b, combine, expert_out, TRUE);
+  trace_build_use(b, combine, row_weight, TRUE);
+  trace_build_use(b, combine, row_token, TRUE);
   /* The last op's output has the residual stream's rows: tensor (and
    * sequence) parallelism reduce the partial sums there, as the dense
    * FFN's fc2 does. */

@@ -13,7 +13,7 @@ here=$(dirname "$0")
 s=256 b=2 h=512 a=8 g=2
 
 check() { # LABEL CONFIG FFN TORCH-ARGS -- ROK-ARGS
-  local label=$1 config=$2 f=$3 torch_args=() rok_bytes torch_bytes
+  local label=$1 config=$2 f=$3 torch_args=() torch_bytes
   shift 3
   while [ "$1" != -- ]; do torch_args+=("$1"); shift; done
   shift
@@ -21,16 +21,7 @@ check() { # LABEL CONFIG FFN TORCH-ARGS -- ROK-ARGS
     --kv-heads $g --ffn "$f" "${torch_args[@]}" | "$python" -c "import json,sys; print(json.load(sys.stdin)['saved_bytes'])")
   "$rok" trace "$here/../data/hf/$config.json" --set layers=2 --set hidden=$h --set heads=$a --set kv_heads=$g \
     --set ffn_hidden="$f" --set seq_len=$s --set micro_batch=$b --set global_batch=$b "$@" --json 2>/dev/null >"$tmp/trace.json"
-  rok_bytes=$("$python" -c "
-import json, sys
-t = json.load(open(sys.argv[1]))
-print(sum(x['bytes'] for x in t['tensors'] if x['layer'] == 1 and x['needed_by']))" "$tmp/trace.json")
-  "$python" -c "
-import sys
-r, p = int(sys.argv[1]), int(sys.argv[2])
-err = abs(r - p) / p
-print(f'{sys.argv[3]}: rok {r} bytes, PyTorch {p} bytes, {100 * err:.3f}% apart')
-sys.exit(0 if err < 0.01 else 1)" "$rok_bytes" "$torch_bytes" "$label"
+  compare_saved_bytes "$label" "$tmp/trace.json" "$torch_bytes"
 }
 check "Qwen2 layer" qwen2-7b 1536 --qkv-bias --
 check "Mixtral-style MoE layer (8 experts, top 2)" mixtral-8x7b-v0.1 1024 --experts 8 --top-k 2 -- \

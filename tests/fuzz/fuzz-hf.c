@@ -19,19 +19,6 @@
 
 static const char *const mapped_prefixes[] = {CONVERTED, "--set ", NULL};
 
-static void check_model(const RokModel *model) {
-  json_object *json = rok_model_to_json(model);
-  g_autofree char *text = rok_json_to_string(json);
-  json_object_put(json);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(RokModel) again = rok_model_parse(ROK_FUZZ_NAME, text, strlen(text), NULL, &error);
-  if (again == NULL)
-    rok_fuzz_fail("an imported config written back does not read: %s\n%s", error->message, text);
-  g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
-  if (trace == NULL)
-    rok_fuzz_fail("an imported config makes no trace: %s", error->message);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   g_auto(GStrv) parts = rok_fuzz_split(data, size, MAX_OVERRIDES);
   g_autoptr(GError) error = NULL;
@@ -48,6 +35,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rok_fuzz_check_result(model != NULL, error, mapped_prefixes, data, size);
   json_object_put(config);
   if (model != NULL)
-    check_model(model);
+    rok_fuzz_check_model(model);
   return 0;
 }

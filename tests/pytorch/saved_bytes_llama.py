@@ -72,6 +72,20 @@ class Rotary(torch.autograd.Function):
         return torch.cat((a * ctx.cos + b * ctx.sin, b * ctx.cos - a * ctx.sin), dim=-1), None, None
 
 
+def causal_probs(q, k, v, lse=None):
+    """fp32 probabilities of causal attention with k and v repeated over each
+    group of query heads, the repeated v, and the log-sum-exp."""
+    b, h, s, d = q.shape
+    group = h // k.shape[1]
+    kk = k.float().repeat_interleave(group, dim=1)
+    vv = v.float().repeat_interleave(group, dim=1)
+    scores = q.float() @ kk.transpose(-1, -2) / math.sqrt(d)
+    scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
+    if lse is None:
+        lse = torch.logsumexp(scores, dim=-1)
+    return torch.exp(scores - lse[..., None]), kk, vv, lse
+
+
 class FlashAttention(torch.autograd.Function):
     """Causal attention with grouped-query heads, saving what flash-attn saves.
     Takes [b, heads, s, d] views, returns the output as [s, b, heads, d] (the
@@ -79,14 +93,8 @@ class FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v):
-        b, h, s, d = q.shape
-        group = h // k.shape[1]
-        kk = k.float().repeat_interleave(group, dim=1)
-        vv = v.float().repeat_interleave(group, dim=1)
-        scores = q.float() @ kk.transpose(-1, -2) / math.sqrt(d)
-        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
-        lse = torch.logsumexp(scores, dim=-1)
-        out = (torch.exp(scores - lse[..., None]) @ vv).to(q.dtype).permute(2, 0, 1, 3).contiguous()
+        p, _, vv, lse = causal_probs(q, k, v)
+        out = (p @ vv).to(q.dtype).permute(2, 0, 1, 3).contiguous()
         ctx.save_for_backward(q, k, v, out, lse)
         return out
 
@@ -95,11 +103,7 @@ class FlashAttention(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         b, h, s, d = q.shape
         group = h // k.shape[1]
-        kk = k.float().repeat_interleave(group, dim=1)
-        vv = v.float().repeat_interleave(group, dim=1)
-        scores = q.float() @ kk.transpose(-1, -2) / math.sqrt(d)
-        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
-        p = torch.exp(scores - lse[..., None])
+        p, kk, vv, _ = causal_probs(q, k, v, lse)
         gf, out = g.float().permute(1, 2, 0, 3), out.permute(1, 2, 0, 3)
         dv = p.transpose(-1, -2) @ gf
         dp = gf @ vv.transpose(-1, -2)

@@ -181,4 +181,73 @@ gboolean rok_schedule_save(const RokSchedule *schedule, const char *path, GError
 RokSchedule *rok_schedule_load(const char *path, GError **error);
 RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length, GError **error);
 
+/* ---- Timelines ---- */
+
+/* The timeline file of a step, written for `rok simulate --timeline` and
+ * `rok execute --timeline` alike: Chrome/Perfetto trace-event JSON (the
+ * object form, {"displayTimeUnit": "ns", "traceEvents": [...]}), with
+ * metadata naming processes and threads (a thread per stream), complete
+ * events ("X") for compute and copy legs, instants ("i") for frees and
+ * counters ("C") for memory. Timestamps are microseconds written with
+ * exactly three decimals (whole nanoseconds), so that the same step gives
+ * the same bytes. Events appear in the order they are added. docs/formats.md
+ * lists every field; rok/charts.h draws such a file. */
+typedef struct _RokTimelineJson RokTimelineJson;
+
+typedef struct {
+  const char *name; /* the op or the tensor */
+  RokActionKind kind;
+  guint action, micro_batch;
+  gint64 start_ns, end_ns;
+  gboolean show_bytes; /* write args.bytes */
+  guint64 bytes;
+  gboolean gpudirect;
+} RokTimelineAction;
+
+RokTimelineJson *rok_timeline_json_new(void);
+void rok_timeline_json_free(RokTimelineJson *timeline);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimelineJson, rok_timeline_json_free)
+/* A process's name; with sort_index >= 0 its place among processes too. */
+void rok_timeline_json_name_process(RokTimelineJson *timeline, int pid, const char *name, int sort_index);
+void rok_timeline_json_name_thread(RokTimelineJson *timeline, int pid, int tid, const char *name, int sort_index);
+void rok_timeline_json_add_action(RokTimelineJson *timeline, int pid, int tid, const RokTimelineAction *action);
+void rok_timeline_json_add_counter(RokTimelineJson *timeline, int pid, const char *name, gint64 ns, guint64 bytes);
+/* The document (new reference); frees `timeline`. */
+json_object *rok_timeline_json_finish(RokTimelineJson *timeline);
+
+/* A timeline file read back (any trace-event JSON of this shape): the
+ * threads as tracks, the complete events whose category is an action kind,
+ * the "gpu memory" counter, and from "otherData" (optional) the strategy,
+ * the machine, the GPU's memory and the budget. Located errors
+ * (ROK_ERROR_INPUT) for members of the wrong type. */
+typedef struct {
+  gint64 tid;
+  gint64 order; /* thread_sort_index, else the tid */
+  char *name;
+} RokTimelineTrack;
+
+typedef struct {
+  gint64 tid;
+  RokActionKind kind;
+  double start_s, end_s;
+} RokTimelineSpan;
+
+typedef struct {
+  double time_s;
+  guint64 bytes;
+} RokTimelineSample;
+
+typedef struct {
+  GArray *tracks; /* RokTimelineTrack, in order of first appearance */
+  GArray *spans;  /* RokTimelineSpan, in file order */
+  GArray *memory; /* RokTimelineSample of the "gpu memory" counter */
+  char *model;    /* from a process named "rok simulate: MODEL", else NULL */
+  char *strategy, *hw;        /* from otherData, NULL when absent */
+  guint64 gpu_memory, budget; /* from otherData, 0 when absent */
+} RokTimelineFile;
+
+RokTimelineFile *rok_timeline_file_read(const RokJsonDoc *doc, GError **error);
+void rok_timeline_file_free(RokTimelineFile *file);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimelineFile, rok_timeline_file_free)
+
 G_END_DECLS

@@ -311,18 +311,18 @@ static char *model_name(const RokJsonObj *root) {
 }
 
 /* The training side a config.json does not hold. */
-static void training_defaults(Import *im) {
+static gboolean training_defaults(Import *im, GError **error) {
   guint64 context = DEFAULT_SEQ_LEN;
-  if (!is_null(im->hf, "max_position_embeddings"))
-    rok_json_get_uint(im->hf, "max_position_embeddings", TRUE, 1, G_MAXUINT32, &context, NULL);
-  if (!is_null(im->hf, "n_positions"))
-    rok_json_get_uint(im->hf, "n_positions", TRUE, 1, G_MAXUINT32, &context, NULL);
+  const char *key = !is_null(im->hf, "n_positions") ? "n_positions" : "max_position_embeddings";
+  if (!is_null(im->hf, key) && !rok_json_get_uint(im->hf, key, TRUE, 1, G_MAXUINT32, &context, error))
+    return FALSE;
   json_object_object_add(im->out, "seq_len", json_object_new_uint64(MIN(context, DEFAULT_SEQ_LEN)));
   json_object_object_add(im->out, "micro_batch", json_object_new_uint64(1));
   /* FlashAttention (or cuDNN's fused attention) is how these are trained. */
   json_object_object_add(im->out, "attention", json_object_new_string("flash"));
   if (!json_object_object_get_ex(im->out, "dropout", NULL))
     json_object_object_add(im->out, "dropout", rok_json_new_double(0));
+  return TRUE;
 }
 
 json_object *rok_model_hf_to_config(const RokJsonDoc *doc, char ***notes, GError **error) {
@@ -337,11 +337,10 @@ json_object *rok_model_hf_to_config(const RokJsonDoc *doc, char ***notes, GError
   Import im = {.hf = &root, .out = out, .approx = approx};
   g_autofree char *name = model_name(&root);
   json_object_object_add(out, "name", json_object_new_string(name));
-  if (!family->map(&im, error)) {
+  if (!family->map(&im, error) || !training_defaults(&im, error)) {
     json_object_put(out);
     return NULL;
   }
-  training_defaults(&im);
   g_ptr_array_add(approx, NULL);
   g_autofree char *approximated = g_strjoinv("; ", (char **)approx->pdata);
   g_autofree char *source = g_strdup_printf(

@@ -148,8 +148,37 @@ static gboolean validate_mla(const RokJsonObj *obj, const RokModel *m, GError **
          require(!a->qkv_bias, obj, "qkv_bias", error, "is not for latent attention");
 }
 
+/* config.c's magnitude check, for what the architecture keys add: every
+ * MoE layer's experts and routed rows, latent attention's projections and
+ * the padded vocabulary, in doubles, each below 2^62 (bytes of 64 per
+ * parameter; activation bytes and FLOPs of one micro-batch). */
+static gboolean check_magnitude(const RokJsonObj *obj, const RokModel *m, GError **error) {
+  const RokModelArchitecture *a = &m->a;
+  double layers = (double)m->layers, h = (double)m->hidden, tokens = (double)m->seq_len * (double)m->micro_batch;
+  double e = (double)a->experts, fe = (double)a->expert_ffn_hidden, fs = (double)a->shared_expert_ffn_hidden;
+  double rows = (a->capacity_factor > 0 ? a->capacity_factor : 1.0) * (double)a->top_k * tokens + e;
+  double heads = (double)m->heads, dqk = (double)m->head_dim, dv = (double)a->v_head_dim;
+  double mla = (h + heads * dqk) * (double)a->q_lora_rank + h * (double)(a->kv_lora_rank + a->rope_head_dim) +
+               (double)a->kv_lora_rank * heads * (dqk + dv) + heads * dv * h;
+  double padded = (double)m->vocab + (double)a->vocab_divisible_by * (double)m->tensor_parallel;
+  double params = layers * (e * (3 * h * fe + h + 1) + 3 * h * fs + h + mla) + 2 * padded * h;
+  double activations = layers * (rows * (8 * h + 16 * fe + 16) + tokens * (8 * e + 16 * (double)a->top_k + 8 * fs) +
+                                 tokens * 8 * (heads * (dqk + dv) + (double)(a->q_lora_rank + a->kv_lora_rank))) +
+                       8 * tokens * padded;
+  double flops = layers * 6 * (rows * 3 * h * fe + tokens * (3 * h * fs + mla + e * h)) + 8 * tokens * h * padded;
+  const char *what = params * 64 >= 0x1p62    ? "parameter bytes (experts × expert_ffn_hidden × hidden × ...)"
+                     : activations >= 0x1p62 ? "activation bytes (top_k × seq_len × micro_batch × ...)"
+                     : flops >= 0x1p62       ? "FLOPs of one micro-batch (routed rows × expert parameters)"
+                                             : NULL;
+  if (what == NULL)
+    return TRUE;
+  g_autofree char *why = g_strdup_printf("the %s of this model would exceed 2^62: the sizes are absurd", what);
+  return require(FALSE, obj, "experts", error, why);
+}
+
 gboolean model_arch_validate(const RokJsonObj *obj, const RokModel *m, GError **error) {
-  return validate_layout(obj, m, error) && validate_moe(obj, m, error) && validate_mla(obj, m, error);
+  return validate_layout(obj, m, error) && validate_moe(obj, m, error) && validate_mla(obj, m, error) &&
+         check_magnitude(obj, m, error);
 }
 
 static void add_uint(json_object *o, const char *key, guint64 value) {

@@ -124,6 +124,9 @@ static void test_rules(void) {
       {", \"context_parallel\": 2", "\"context_parallel\": must be an integer from 1 to 1"},
       {", \"experts\": 0", "\"top_k\": is only for a mixture of experts"},
       {", \"positions\": 64", "\"positions\": is a learned position table"},
+      {", \"layers\": 2048, \"experts\": 65536, \"expert_ffn_hidden\": 16777216", "\"experts\": the parameter bytes"},
+      {", \"kv_heads\": 65536, \"heads\": 65536, \"hidden\": 65536, \"kv_lora_rank\": 16777216, \"layers\": 2048",
+       "the sizes are absurd"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     GError *error = NULL;

@@ -2,12 +2,57 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rok/core.h"
 #include "rok/model.h"
+
+/* Append `item` to the NULL-terminated list common->sets. */
+static void append_set(RokCliCommon *common, char *item) {
+  guint n = common->sets == NULL ? 0 : g_strv_length(common->sets);
+  common->sets = g_renew(char *, common->sets, n + 2);
+  common->sets[n] = item;
+  common->sets[n + 1] = NULL;
+}
+
+/* What the main group's callbacks and error hook see. */
+typedef struct {
+  RokCliCommon *common; /* NULL for a command without the common options */
+  char **names;         /* every long option, for "did you mean" */
+} GroupData;
+
+static void group_data_free(gpointer data) {
+  GroupData *g = data;
+  g_strfreev(g->names);
+  g_free(g);
+}
+
+static gboolean on_set(const char *name, const char *value, gpointer data, GError **error) {
+  (void)name;
+  (void)error;
+  append_set(((GroupData *)data)->common, g_strdup(value));
+  return TRUE;
+}
+
+/* --overlay FILE: each member of the file's object, as --set KEY=JSON, in
+ * order with the --set options around it. */
+static gboolean on_overlay(const char *name, const char *value, gpointer data, GError **error) {
+  (void)name;
+  GError *local = NULL;
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(value, &local);
+  g_auto(RokJsonObj) root = {0};
+  if (doc == NULL || !rok_json_root(doc, &root, &local)) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--overlay %s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  json_object_object_foreach(root.obj, key, member) {
+    g_autofree char *text = rok_json_to_string(member);
+    append_set(((GroupData *)data)->common, g_strdup_printf("%s=%s", key, g_strstrip(text)));
+  }
+  return TRUE;
+}
 
 /* The long option closest to the one GLib refused ("Unknown option
  * --budjet" or "--budjet=30GiB"), added to the message. */
@@ -20,7 +65,7 @@ static void suggest_option(GOptionContext *context, GOptionGroup *group, gpointe
   if (dashes == NULL)
     return;
   g_autofree char *word = g_strndup(dashes + 3, strcspn(dashes + 3, "= "));
-  const char *close = rok_closest_name(word, (const char *const *)data);
+  const char *close = rok_closest_name(word, (const char *const *)((GroupData *)data)->names);
   if (close == NULL)
     return;
   g_autofree char *message = g_strdup_printf("%s; did you mean \"--%s\"?", (*error)->message, close);
@@ -44,15 +89,23 @@ GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entri
   const GOptionEntry shared[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, common ? &common->json : NULL, "Print one JSON object instead of the table",
        NULL},
-      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, common ? &common->sets : NULL,
+      {"set", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_set,
        "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
+      {"overlay", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_overlay,
+       "Override model-config fields from a JSON object (the training side of a Hugging Face config: "
+       "seq_len, micro_batch, parallelism), as --set does",
+       "FILE"},
       {"hw-set", 0, 0, G_OPTION_ARG_STRING_ARRAY, common ? &common->hw_sets : NULL,
        "Override a hardware-profile field (repeatable), e.g. --hw-set nvme.devices=2", "KEY=VALUE"},
       G_OPTION_ENTRY_NULL};
   if (common != NULL)
     add_names(names, shared);
-  GOptionGroup *group = g_option_group_new(command->name, command->summary, "Options", g_strv_builder_end(names),
-                                           (GDestroyNotify)g_strfreev);
+  /* One main group whose callbacks see `common` and whose error hook sees
+   * the names. */
+  GroupData *data = g_new0(GroupData, 1);
+  data->common = common;
+  data->names = g_strv_builder_end(names);
+  GOptionGroup *group = g_option_group_new(command->name, command->summary, "Options", data, group_data_free);
   g_option_group_set_error_hook(group, suggest_option);
   if (entries != NULL)
     g_option_group_add_entries(group, entries);
@@ -76,15 +129,6 @@ gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **er
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "%s (see --help)", local->message);
   g_error_free(local);
   return FALSE;
-}
-
-void cli_warn(const char *format, ...) {
-  va_list args;
-  va_start(args, format);
-  g_autofree char *text = g_strdup_vprintf(format, args);
-  va_end(args);
-  fflush(stdout);
-  fprintf(stderr, "%s: warning: %s\n", g_get_prgname(), text);
 }
 
 gboolean cli_parse_size(const char *option, const char *text, gboolean zero_ok, guint64 *bytes, GError **error) {
@@ -205,8 +249,29 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
     }
     return rok_trace_from_doc(doc, error);
   }
+  g_auto(GStrv) notes = NULL;
+  if (rok_model_doc_is_hf(doc)) { /* what the import approximates; errors come from reading it below */
+    json_object *config = rok_model_hf_to_config(doc, &notes, NULL);
+    json_object_put(config);
+  }
   g_autoptr(RokModel) model = rok_model_from_doc(doc, (const char *const *)sets, error);
-  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+  if (model == NULL)
+    return NULL;
+  cli_print_notes("note", notes);
+  cli_print_model_notes(model);
+  return rok_trace_new_from_model(model, error);
+}
+
+void cli_print_model_notes(const RokModel *model) {
+  g_auto(GStrv) unmodelled = rok_model_unmodelled(model);
+  g_auto(GStrv) assumed = rok_model_assumptions(model);
+  cli_print_notes("warning", unmodelled);
+  cli_print_notes("note", assumed);
+}
+
+void cli_print_notes(const char *kind, char **notes) {
+  for (char **n = notes; n != NULL && *n != NULL; n++)
+    fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), kind, *n);
 }
 
 /* --hw-set names profile fields: gpu.*, pcie.*, host.*, nvme.*, name, source. */
@@ -230,15 +295,16 @@ RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {
     return NULL;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   RokHw *hw = rok_hw_from_doc(doc, (const char *const *)hw_sets, warnings, error);
-  for (guint i = 0; hw != NULL && i < warnings->len; i++)
-    cli_warn("%s", (const char *)warnings->pdata[i]);
+  g_ptr_array_add(warnings, NULL);
+  if (hw != NULL)
+    cli_print_notes("warning", (char **)warnings->pdata);
   return hw;
 }
 
 gboolean cli_check_hw_sets(const char *hw_arg, char **hw_sets, GError **error) {
   if (hw_arg != NULL || hw_sets == NULL || hw_sets[0] == NULL)
     return TRUE;
-  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--hw-set %s: no profile to change (give --hw HW)", hw_sets[0]);
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--hw-set %s: no hardware profile to change (--hw-set changes the one given with --hw)", hw_sets[0]);
   return FALSE;
 }
 

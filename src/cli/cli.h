@@ -92,8 +92,11 @@ char *cli_percent_text(double fraction);
        "Chart body text in points (default 11; titles scale with it)", "PT"},                                        \
       {"title", 0, 0, G_OPTION_ARG_STRING, &(style)->title, "Chart title instead of the default (\"\": none)", "TEXT"}
 
-/* "rok NAME: warning: ..." on stderr. */
-void cli_warn(const char *format, ...) G_GNUC_PRINTF(1, 2);
+/* What rok approximates or does not model, one "rok CMD: KIND: ..." line
+ * each on standard error (notes may be NULL). */
+void cli_print_notes(const char *kind, char **notes);
+/* What `model` leaves unmodelled (warnings) and assumes (notes). */
+void cli_print_model_notes(const RokModel *model);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);

@@ -32,7 +32,7 @@ expect_fail 2 'use --hw-set nvme.devices=2' "$rok" sweep ssdtrain-bert --hw $hw 
 cmp -s "$tmp/two.json" "$tmp/four.json" && { echo "--hw-set nvme.devices=2 changed nothing" >&2; exit 1; }
 expect_fail 2 '--hw-set gpu.memry=1: "gpu.memry": unknown key; did you mean "memory"?' "$rok" simulate ssdtrain-bert --hw $hw --hw-set gpu.memry=1
 expect_fail 2 'for a model-config field use --set micro_batch=3' "$rok" plan ssdtrain-bert --hw $hw --hw-set micro_batch=3
-expect_fail 2 '--hw-set x=1: no profile to change' "$rok" trace ssdtrain-bert --hw-set x=1
+expect_fail 2 '--hw-set x=1: no hardware profile to change' "$rok" trace ssdtrain-bert --hw-set x=1
 
 # Plain numbers in a profile are bytes and seconds: implausible ones warned.
 "$rok" simulate ssdtrain-bert --hw $hw --hw-set nvme.latency=70 --hw-set gpu.memory=80GB >/dev/null 2>"$tmp/err"

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HW40 = "a100-40g-pcie4-4xp5800x"
 HW80 = "a100-80g-sxm-4x980pro"
 
@@ -164,6 +165,13 @@ def model_row(rok, name):
     return "| " + " | ".join(cells) + " |"
 
 
+def params_cell(rok, name, written):
+    """The parameter count of a row the table gives in its own style: exact
+    with thousands separators ("8,030,261,248") or as rok prints counts."""
+    total = rok.json("trace", name)["fixed"]["params_total"]
+    return f"{total:,}" if "," in written else count(total)
+
+
 def phrase_regex(template):
     """The template with {} as a figure: a run of anything but a newline,
     lazily, as short as makes the rest match."""
@@ -179,9 +187,8 @@ def main():
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--update", action="store_true")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--rok", default=os.path.join(root, "build", "rok"))
-    ap.add_argument("--readme", default=os.path.join(root, "README.md"))
+    ap.add_argument("--rok", default=os.path.join(ROOT, "build", "rok"))
+    ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
     args = ap.parse_args()
     rok = Rok(args.rok)
     text = open(args.readme, encoding="utf-8").read()
@@ -203,6 +210,17 @@ def main():
         elif m.group(0) != want:
             wrong.append(f"model table: README has\n{m.group(0)}\nrok gives\n{want}")
             text = text[:m.start()] + want + text[m.end():]
+    # The other rows of the table (models with annotations of their own):
+    # their parameter count, the column rok computes.
+    row = re.compile(r"^\| `([a-z0-9.-]+)` \|(?:[^|]*\|){8} ([^|]*) \| [^|]* \|$", re.M)
+    for m in list(row.finditer(text)):
+        name = m.group(1)
+        if name in MODELS or not os.path.exists(os.path.join(ROOT, "configs", "models", name + ".json")):
+            continue
+        want = params_cell(rok, name, m.group(2))
+        if m.group(2) != want:
+            wrong.append(f"model table: `{name}` has {m.group(2)} parameters in README, rok counts {want}")
+            text = text[:m.start(2)] + want + text[m.end(2):]
     for name, template, compute in PHRASES:
         value = compute(rok)
         regex = phrase_regex(template)
@@ -224,7 +242,7 @@ def main():
     for w in wrong:
         print("README.md: " + w, file=sys.stderr)
     if not wrong:
-        print(f"README.md: {len(BLOCKS)} output blocks, {len(MODELS)} model rows and {len(PHRASES)} figures "
+        print(f"README.md: {len(BLOCKS)} output blocks, the bundled models' table and {len(PHRASES)} figures "
               "match rok")
     return 1 if wrong else 0
 

@@ -13,7 +13,7 @@
  * that the file is all an executor needs.
  *
  * File format `rok-schedule/1` (JSON): format, strategy, model,
- * budget_bytes, micro_batches, options {memory_budget, prefetch_layers,
+ * budget_bytes, micro_batches, options {memory_budget, prefetch_window,
  * detail_micro_batches, rebuild_whole_layers}, predicted (the simulate
  * fields), plan [{id, name, decision} per saved tensor], hw (a hardware
  * profile), trace_sha256, trace (rok-trace/1), then actions, one per line:

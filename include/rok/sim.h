@@ -71,13 +71,19 @@
  * half each; a read and a write on the array get half the device time each.
  *
  * Prefetch. In backward the offloaded tensors are read back in the order
- * backward first needs them. The window: while backward runs layer chunk c
- * (a run of backward work of one layer), tensors first needed up to chunk
- * c + prefetch_layers may be read, each only when live memory plus its
- * bytes stays within the budget (memory is reserved when the read is
- * issued); with prefetch_layers 0, a read is issued only when the compute
- * work that needs it is next. The tensor the next compute work needs is
- * always read, budget or not, so the step cannot deadlock. A read held
+ * backward first needs them. The window: while backward runs chunk c (a
+ * run of backward work of one unit: a layer, a module — a layer's
+ * attention or MLP block, named by the op's second name component — or a
+ * leaf op, options.prefetch_unit), tensors first needed up to chunk
+ * c + prefetch_window may be read. A read is issued only when live memory
+ * plus its bytes plus what the compute work up to and including the
+ * tensor's first user will take (each item's outputs and activation
+ * gradients, less what the items before it give back) stays within the
+ * budget: a prefetch never takes the step over the budget (memory is
+ * reserved when the read is issued); with prefetch_window 0, a read is
+ * issued only when the compute work that needs it is next. The tensor the
+ * next compute work needs is always read, budget or not, so the step
+ * cannot deadlock. A read held
  * back by the budget that the compute then waits for is a memory stall.
  * A copy still running when its GPU memory would be freed (after its last
  * use) holds the memory until it ends. Forwarding: a tensor whose GPU copy
@@ -128,6 +134,7 @@
 #include <json-c/json.h>
 
 #include "rok/hw.h"
+#include "rok/json.h"
 #include "rok/trace.h"
 
 G_BEGIN_DECLS
@@ -174,9 +181,18 @@ typedef enum {
   ROK_ACTION_KIND_COUNT
 } RokActionKind;
 
+/* The unit of the prefetch window (see "Prefetch" above). */
+typedef enum {
+  ROK_PREFETCH_LAYER,
+  ROK_PREFETCH_MODULE,
+  ROK_PREFETCH_OP,
+  ROK_PREFETCH_UNIT_COUNT
+} RokPrefetchUnit;
+
 typedef struct {
   guint64 memory_budget;      /* bytes; 0: gpu.memory */
-  guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
+  guint prefetch_window;      /* look-ahead in chunks of prefetch_unit; 0: only on demand */
+  RokPrefetchUnit prefetch_unit;
   guint detail_micro_batches; /* >= 1 */
   gboolean record;            /* keep the action log and memory samples */
   /* A layer's rebuild re-runs every op of the layer, as Megatron's
@@ -186,7 +202,8 @@ typedef struct {
 
 /* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
  * attention and MLP blocks as its modules, that is one layer. */
-#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 1
+#define ROK_SIM_DEFAULT_PREFETCH_WINDOW 1
+#define ROK_SIM_DEFAULT_PREFETCH_UNIT ROK_PREFETCH_LAYER
 #define ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES 3
 
 /* A plan as the simulator consumes it: one decision per tensor id. */
@@ -198,6 +215,13 @@ typedef struct {
 
 void rok_sim_options_init(RokSimOptions *options);
 /* Every tensor kept, default options. */
+/* A plan's "options" object in rok-plan/1 and rok-schedule/1:
+ * {memory_budget, prefetch_window, prefetch_unit, detail_micro_batches,
+ * rebuild_whole_layers}; reading takes the member "options" of `root`
+ * (prefetch_unit may be absent: layer; "prefetch_layers", the window's old
+ * name, is read as a window of layers). */
+json_object *rok_sim_options_to_json(const RokSimOptions *options);
+gboolean rok_sim_options_read(const RokJsonObj *root, RokSimOptions *options, GError **error);
 RokSimPlan *rok_sim_plan_new(const RokTrace *trace);
 RokSimPlan *rok_sim_plan_copy(const RokSimPlan *plan);
 void rok_sim_plan_free(RokSimPlan *plan);
@@ -298,5 +322,8 @@ const char *rok_decision_name(RokDecision decision);
 const char *rok_sim_stream_name(RokSimStream stream);
 const char *rok_stall_cause_name(RokStallCause cause);
 const char *rok_action_kind_name(RokActionKind kind);
+/* "layer", "module", "op"; an unknown name is ROK_ERROR_USAGE. */
+const char *rok_prefetch_unit_name(RokPrefetchUnit unit);
+gboolean rok_prefetch_unit_from_name(const char *name, RokPrefetchUnit *unit, GError **error);
 
 G_END_DECLS

@@ -63,23 +63,13 @@ static gboolean read_hw(Reader *r, const RokJsonObj *root, GError **error) {
 }
 
 static gboolean read_options(const RokJsonObj *root, RokSimOptions *o, guint64 micro_batches, GError **error) {
-  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
-                                     "rebuild_whole_layers", NULL};
-  g_auto(RokJsonObj) obj = {0};
-  guint64 prefetch = 0, detail = 0;
-  if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
-      !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
-      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
-      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
-      !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
+  if (!rok_sim_options_read(root, o, error))
     return FALSE;
-  if (detail != micro_batches) { /* the log covers every micro-batch */
-    rok_json_error(error, obj.doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
+  if (o->detail_micro_batches != micro_batches) { /* the log covers every micro-batch */
+    rok_json_error(error, root->doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
                    micro_batches);
     return FALSE;
   }
-  o->prefetch_layers = (guint)prefetch;
-  o->detail_micro_batches = (guint)detail;
   return TRUE;
 }
 

@@ -38,7 +38,7 @@ static void random_plan(GRand *rand, const RokTrace *trace, RokSimPlan *plan) {
       d = ROK_DECISION_KEEP;
     plan->decisions[t] = d;
   }
-  plan->options.prefetch_layers = g_rand_int_range(rand, 0, 4);
+  plan->options.prefetch_window = g_rand_int_range(rand, 0, 4);
   plan->options.detail_micro_batches = g_rand_int_range(rand, 1, 4);
   plan->options.rebuild_whole_layers = g_rand_boolean(rand);
   plan->options.record = TRUE;

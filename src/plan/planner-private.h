@@ -33,6 +33,15 @@ typedef struct {
   guint lo, hi; /* member indexes within the class, [lo, hi) */
 } PlanUnit;
 
+/* Prefetch windows the final judgement tries every finalist and baseline
+ * with; the first is the simulator's default, the one searches run with. */
+typedef struct {
+  RokPrefetchUnit unit;
+  guint window;
+} PlanPrefetch;
+#define PLAN_PREFETCH_SETTINGS 6
+extern const PlanPrefetch plan_prefetch[PLAN_PREFETCH_SETTINGS];
+
 /* What the simulator said of a plan. */
 typedef struct {
   gboolean valid; /* the simulator took it and host memory holds it */
@@ -83,6 +92,7 @@ struct _RokPlanner {
   gboolean baselines_done;
   PlanBaseline baselines[ROK_STRATEGY_BASELINE_COUNT];
   gboolean worker; /* a copy for one thread: owns only sim and scratch */
+  guint prefetch;  /* the plan_prefetch setting plan_eval runs with (0 but in final judgements) */
 };
 
 /* planner.c: run a plan with these options (the others default). */
@@ -151,6 +161,7 @@ typedef struct {
   guint8 *decisions;
   guint64 memory_budget;
   gboolean whole_layers; /* rebuild whole layers (a baseline's option) */
+  guint prefetch;        /* plan_prefetch setting */
   PlanEval eval;
   gboolean final;   /* eval is at the default detail */
   RokStrategy source;

@@ -4,6 +4,14 @@
 
 #include "rok/error.h"
 
+/* SSDTrain's chunk of two modules (one layer) ahead first; on demand only;
+ * two layers; a module; SSDTrain's two leaf ops; four. A smaller window
+ * holds less memory, a larger one hides more of the reads. */
+const PlanPrefetch plan_prefetch[PLAN_PREFETCH_SETTINGS] = {
+    {ROK_PREFETCH_LAYER, 1}, {ROK_PREFETCH_LAYER, 0}, {ROK_PREFETCH_LAYER, 2},
+    {ROK_PREFETCH_MODULE, 1}, {ROK_PREFETCH_OP, 2},   {ROK_PREFETCH_OP, 4},
+};
+
 void rok_planner_options_init(RokPlannerOptions *options) {
   *options = (RokPlannerOptions){.host_memory = G_MAXUINT64, .use_nvme = TRUE, .search_detail = 1};
   rok_strategy_options_init(&options->strategy);
@@ -103,6 +111,8 @@ gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_
   plan->options.memory_budget = memory_budget;
   plan->options.detail_micro_batches = detail;
   plan->options.rebuild_whole_layers = whole_layers;
+  plan->options.prefetch_unit = plan_prefetch[p->prefetch].unit;
+  plan->options.prefetch_window = plan_prefetch[p->prefetch].window;
   p->runs++;
   g_autoptr(RokSimResult) r = rok_sim_run(p->sim, plan, NULL);
   *out = (PlanEval){.valid = r != NULL && r->host_peak_bytes <= p->host_limit};

@@ -136,11 +136,35 @@ gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GE
  * rest of the job; the SSDs' wear is reported), then the smaller peak.
  * Deterministic: no hash-table order, seeded randomness; a curve's points
  * are shared out among threads, but each is planned on its own. */
+/* On step times within this fraction of the fastest, the plan that writes
+ * less to the SSDs wins, then the one moving fewer bytes over PCIe: keep
+ * (or recompute) beats host memory beats NVMe when they are as fast. 1%:
+ * below the simulator's own error against measured steps (README,
+ * `rok validate`), so the planner does not wear the drives for a gain it
+ * cannot promise. */
+#define ROK_PLAN_WEAR_TOLERANCE 0.01
+
 typedef struct {
   /* Host memory offloads may fill; G_MAXUINT64 (the default): host.memory
    * less the pinned staging buffer; 0: no offload to host memory. */
   guint64 host_memory;
   gboolean use_nvme;          /* offload to the SSDs when there are some (TRUE) */
+  /* Decisions a saved tensor may take: bits (1 << RokDecision); 0 (the
+   * default): all four. A tensor none of them applies to is kept. */
+  guint tiers;
+  /* Tensors with fewer elements are never offloaded (0, the default: any). */
+  guint64 offload_min_elements;
+  /* Most bytes per second a plan may write to the SSDs on average over
+   * the step; 0 (the default): no limit. rok_ssd_max_write_rate() turns a
+   * lifetime into one. */
+  double max_nvme_write_rate;
+  /* Budgets of the ROK curve (>= 2; 0: the default, 32). A plan for a
+   * budget is never slower than these budgets' plans at or below it, so
+   * that the curve's points are what rok_planner_plan() returns there.
+   * Set ROK_PLANNER_NO_GRID to plan each budget on its own (sweeps). */
+  guint curve_points;
+  /* The wear tolerance (default ROK_PLAN_WEAR_TOLERANCE; 0: speed alone). */
+  double wear_tolerance;
   guint search_detail;        /* detail_micro_batches while searching (1) */
   guint polish_runs;          /* simulator runs for refining one plan; 0: by trace size */
   guint curve_polish_runs;    /* the same for each point of a curve; 0: by trace size */
@@ -148,6 +172,9 @@ typedef struct {
   guint threads;              /* for the curve's points; 0: one per processor */
   RokStrategyOptions strategy; /* for the baselines */
 } RokPlannerOptions;
+
+#define ROK_PLANNER_DEFAULT_CURVE_POINTS 32
+#define ROK_PLANNER_NO_GRID G_MAXUINT
 
 void rok_planner_options_init(RokPlannerOptions *options);
 

@@ -83,12 +83,13 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
       (o->host_memory != NULL && !parse_size_option("host-memory", o->host_memory, &popts->host_memory, TRUE, error)) ||
       !rok_plan_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
-  if (o->offload_min_elements >= 0)
-    popts->strategy.offload_min_elements = (guint64)o->offload_min_elements;
+  if (o->offload_min_elements >= 0) /* the planner honours it too */
+    popts->strategy.offload_min_elements = popts->offload_min_elements = (guint64)o->offload_min_elements;
   if (o->points < 2) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
     return FALSE;
   }
+  popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
   if (!(o->write_amplification >= 1.0 && isfinite(o->write_amplification))) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--write-amplification must be 1 or more, not %g",
                 o->write_amplification);

@@ -55,7 +55,7 @@ RokSimPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **resul
     return NULL;
   }
   PlanChoice choice;
-  if (!plan_solve(p, budget, polish_runs(p, FALSE), &choice)) {
+  if (!plan_choose(p, budget, &choice)) {
     plan_no_fit(p, budget, error);
     return NULL;
   }

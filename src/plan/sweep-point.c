@@ -84,6 +84,7 @@ static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row
   RokPlannerOptions options;
   rok_planner_options_init(&options);
   options.quick = TRUE;
+  options.curve_points = ROK_PLANNER_NO_GRID; /* each point planned on its own */
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
     return FALSE;

@@ -274,16 +274,42 @@ typedef struct {
   double average_write_bandwidth; /* simulated: written bytes / step time */
   double array_write_bandwidth;   /* devices · write_bandwidth */
   double path_write_bandwidth;    /* the least of the array and PCIe d2h */
-  double write_amplification;     /* assumed (1.0: large sequential writes) */
-  double endurance_bytes;         /* devices · endurance_pbw · 1e15 */
+  double write_amplification;     /* the activation workload's, assumed */
+  double rated_write_amplification; /* the workload the endurance rating assumes */
+  double retention_factor;        /* endurance gained by relaxed retention */
+  double endurance_bytes;         /* devices · endurance_pbw · 1e15 (as rated) */
   double lifetime_years;          /* INFINITY when nothing is written; NaN when the endurance is unknown */
   guint64 capacity_bytes;         /* devices · capacity */
 } RokSsdFigures;
 
+/* The lifetime model's assumptions. The drives last
+ *   endurance · rated_write_amplification · retention_factor
+ *   / (bytes written per day · write_amplification)
+ * days, training around the clock. A rated TBW/PBW is what the drive takes
+ * under the JEDEC workload (JESD219), whose own write amplification is in
+ * the rating: with rated_write_amplification = 2.5 and write_amplification
+ * = 1 (large sequential writes), the drive takes 2.5 times its rating,
+ * SSDTrain's arithmetic; retention_factor credits activations living
+ * seconds rather than a year of retention (SSDTrain "relaxed retention"). The
+ * defaults, 1, 1 and 1, take the rating at face value: nothing credited
+ * that the drive's maker does not promise. Any of them may be below 1
+ * (a write amplification under 1 stands for compression or
+ * deduplication in the drive). */
+typedef struct {
+  double write_amplification, rated_write_amplification, retention_factor;
+} RokSsdModel;
+
 #define ROK_SSD_DEFAULT_WRITE_AMPLIFICATION 1.0
+void rok_ssd_model_init(RokSsdModel *model);
+/* The rated endurance the model credits: endurance · rated / workload ·
+ * retention; 0 when the profile does not rate its drives. */
+double rok_ssd_credited_endurance(const RokHw *hw, const RokSsdModel *model);
+/* The most bytes per second the array may be written so that it lasts
+ * `lifetime_s` (0 when the endurance is unknown). */
+double rok_ssd_max_write_rate(const RokHw *hw, const RokSsdModel *model, double lifetime_s);
 
 void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const RokSimResult *result,
-                     double write_amplification, RokSsdFigures *out);
+                     const RokSsdModel *model, RokSsdFigures *out);
 /* write_bytes_per_step, write_bytes_per_day, required_write_bandwidth,
  * average_write_bandwidth, array_write_bandwidth, path_write_bandwidth,
  * lifetime_years (null when nothing is written or the drives' endurance is

@@ -30,7 +30,8 @@ gboolean rok_units_parse_rate(const char *text, double *per_second, GError **err
 
 /* A duration, returned in nanoseconds rounded to the nearest (half away
  * from zero): "4us", "4µs", "10ms", "1.5s", "100ns", "2min", "1h"; a plain
- * number is seconds. At most 2^63-1 ns (about 292 years). */
+ * number is seconds; "3d", "3y" (days, Julian years of 365.25 days). At most
+ * 2^63-1 ns (about 292 years). */
 gboolean rok_units_parse_time(const char *text, gint64 *ns, GError **error);
 
 /* A plain finite number, C locale, nothing after it: "0.55", "312e12",

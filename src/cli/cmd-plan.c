@@ -15,11 +15,14 @@
 #include "rok/units.h"
 
 typedef struct {
-  char *hw, *budget, *output, *strategy, *host_memory;
+  char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
   gint points;
   gint64 offload_min_elements; /* -1: the strategies' default */
-  double write_amplification;
+  RokSsdModel ssd;
 } Options;
+
+/* The SSDs must last this long by default (README, "SSD wear"). */
+#define DEFAULT_MIN_SSD_LIFETIME "3y"
 
 static void options_clear(Options *o) {
   g_free(o->hw);
@@ -27,6 +30,9 @@ static void options_clear(Options *o) {
   g_free(o->output);
   g_free(o->strategy);
   g_free(o->host_memory);
+  g_free(o->tiers);
+  g_free(o->min_lifetime);
+  g_free(o->max_rate);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -43,6 +49,8 @@ typedef struct {
   char *baseline_errors[ROK_STRATEGY_BASELINE_COUNT];
   RokCurve *curve;
   RokSsdFigures ssd;
+  RokSsdModel ssd_model;
+  double max_write_rate; /* the limit the plan kept to (0: none) */
   json_object *layers;
   char *summary;
 } Outcome;
@@ -75,6 +83,70 @@ static gboolean parse_size_option(const char *name, const char *text, guint64 *o
   return TRUE;
 }
 
+/* --tiers keep,host,nvme,recompute: any subset, as decision bits. */
+static gboolean parse_tiers(const char *text, guint *tiers, GError **error) {
+  static const struct {
+    const char *name;
+    RokDecision decision;
+  } names[] = {{"keep", ROK_DECISION_KEEP}, {"host", ROK_DECISION_OFFLOAD_HOST},
+               {"nvme", ROK_DECISION_OFFLOAD_NVME}, {"recompute", ROK_DECISION_RECOMPUTE}};
+  *tiers = 0;
+  if (text == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (guint i = 0; parts[i] != NULL; i++) {
+    guint k = 0;
+    while (k < G_N_ELEMENTS(names) && g_strcmp0(g_strstrip(parts[i]), names[k].name) != 0)
+      k++;
+    if (k == G_N_ELEMENTS(names)) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--tiers: unknown tier \"%s\" (known: keep, host, nvme, recompute)",
+                  parts[i]);
+      return FALSE;
+    }
+    *tiers |= 1u << names[k].decision;
+  }
+  return TRUE;
+}
+
+static gboolean positive_factor(const char *name, double x, GError **error) {
+  if (x > 0 && isfinite(x))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be a positive number, not %g", name, x);
+  return FALSE;
+}
+
+/* The lifetime model and the wear limit: the least of --max-ssd-write-rate
+ * and what keeps the drives alive for --min-ssd-lifetime. */
+static gboolean ssd_limit(const Options *o, const RokHw *hw, Outcome *out, RokPlannerOptions *popts,
+                          GError **error) {
+  out->ssd_model = o->ssd;
+  if (!positive_factor("write-amplification", o->ssd.write_amplification, error) ||
+      !positive_factor("rated-write-amplification", o->ssd.rated_write_amplification, error) ||
+      !positive_factor("retention-factor", o->ssd.retention_factor, error))
+    return FALSE;
+  gint64 life_ns = 0;
+  double rate = 0;
+  const char *life = o->min_lifetime ? o->min_lifetime : DEFAULT_MIN_SSD_LIFETIME;
+  if (!rok_units_parse_time(life, &life_ns, error)) {
+    g_prefix_error(error, "--min-ssd-lifetime: ");
+    return FALSE;
+  }
+  if (o->max_rate != NULL && (!rok_units_parse_rate(o->max_rate, &rate, error) || rate <= 0)) {
+    if (error != NULL && *error == NULL)
+      g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "must be more than 0");
+    g_prefix_error(error, "--max-ssd-write-rate: ");
+    return FALSE;
+  }
+  double lifetime_rate = rok_ssd_max_write_rate(hw, &o->ssd, (double)life_ns / 1e9);
+  if (life_ns > 0 && lifetime_rate <= 0 && hw->nvme.devices > 0 && o->min_lifetime != NULL)
+    g_printerr("rok plan: warning: --min-ssd-lifetime not applied: %s does not rate its drives' endurance "
+               "(nvme.endurance_pbw)\n", hw->name);
+  if (lifetime_rate > 0)
+    rate = rate > 0 ? MIN(rate, lifetime_rate) : lifetime_rate;
+  popts->max_nvme_write_rate = out->max_write_rate = rate;
+  return TRUE;
+}
+
 static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, RokPlannerOptions *popts,
                               GError **error) {
   rok_planner_options_init(popts);
@@ -90,11 +162,7 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
     return FALSE;
   }
   popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
-  if (!(o->write_amplification >= 1.0 && isfinite(o->write_amplification))) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--write-amplification must be 1 or more, not %g",
-                o->write_amplification);
-    return FALSE;
-  }
+  return parse_tiers(o->tiers, &popts->tiers, error) && ssd_limit(o, hw, out, popts, error);
   return TRUE;
 }
 
@@ -151,7 +219,7 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
                                  error);
   if (out->curve == NULL)
     return FALSE;
-  rok_ssd_figures(trace, hw, out->plan, out->result, o->write_amplification, &out->ssd);
+  rok_ssd_figures(trace, hw, out->plan, out->result, &out->ssd_model, &out->ssd);
   out->layers = rok_plan_layers_to_json(trace, out->plan);
   return TRUE;
 }
@@ -192,7 +260,10 @@ static RokPlanFile *plan_file(const Outcome *out) {
   json_object_object_add(file->report, "baselines", baselines_json(out));
   json_object_object_add(file->report, "curve", rok_curve_to_json(out->curve));
   json_object_object_add(file->report, "curve_baselines", rok_curve_baselines_to_json(out->curve));
-  json_object_object_add(file->report, "ssd", rok_ssd_figures_to_json(&out->ssd));
+  json_object *ssd = rok_ssd_figures_to_json(&out->ssd);
+  /* The wear limit every candidate kept to (null: none). */
+  json_object_object_add(ssd, "max_write_rate", out->max_write_rate > 0 ? rok_json_new_double(out->max_write_rate) : NULL);
+  json_object_object_add(file->report, "ssd", ssd);
   json_object_object_add(file->report, "layers", json_object_get(out->layers));
   return file;
 }
@@ -391,9 +462,9 @@ static void print_ssd(const Outcome *out) {
     printf("  Lifetime: unknown (add nvme.endurance_pbw, the drives' rated petabytes written, to the profile).\n");
     return;
   }
-  printf("  Lifetime: %.1f years at write amplification %.1f (SSDTrain: large sequential writes keep it near 1;\n"
-         "  its setups lasted more than 2 years).\n",
-         s->lifetime_years, s->write_amplification);
+  printf("  Lifetime: %.1f years: the rated endurance x %g (the rating's workload amplification) x %g (retention)\n"
+         "  / %g (this workload's write amplification) over the writes per day.\n",
+         s->lifetime_years, s->rated_write_amplification, s->retention_factor, s->write_amplification);
 }
 
 static void print_summary(const Outcome *out, const char *dir) {
@@ -422,8 +493,8 @@ static void print_summary(const Outcome *out, const char *dir) {
 int rok_cmd_plan(int argc, char **argv) {
   const RokCommand *self = rok_cli_find("plan");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.points = 32, .offload_min_elements = -1,
-                       .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
+  g_auto(Options) o = {.points = 32, .offload_min_elements = -1};
+  rok_ssd_model_init(&o.ssd);
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
@@ -437,8 +508,19 @@ int rok_cmd_plan(int argc, char **argv) {
        "Host memory offloads may use (default: the host's less the staging buffer; 0: SSDs only)", "SIZE"},
       {"offload-min-elements", 0, 0, G_OPTION_ARG_INT64, &o.offload_min_elements,
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
-      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
-       "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
+      {"tiers", 0, 0, G_OPTION_ARG_STRING, &o.tiers,
+       "Decisions the planner may take: any of keep,host,nvme,recompute (default: all)", "LIST"},
+      {"min-ssd-lifetime", 0, 0, G_OPTION_ARG_STRING, &o.min_lifetime,
+       "The SSDs must last this long training 24/7 (default 3y; 0: no limit)", "DURATION"},
+      {"max-ssd-write-rate", 0, 0, G_OPTION_ARG_STRING, &o.max_rate,
+       "Most bytes per second written to the SSDs on average (default: no limit)", "RATE"},
+      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.write_amplification,
+       "The activation workload's write amplification (default 1.0: large sequential writes)", "X"},
+      {"rated-write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.rated_write_amplification,
+       "The write amplification the endurance rating assumes (default 1.0: the rating at face value; SSDTrain 2.5)",
+       "X"},
+      {"retention-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.retention_factor,
+       "Endurance gained by relaxed retention (default 1.0)", "X"},
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
   GError *error = NULL;

@@ -59,7 +59,7 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
 static void fill_plan_row(RokSweepRow *row, const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan,
                           const RokSimResult *r) {
   RokSsdFigures ssd;
-  rok_ssd_figures(trace, hw, plan, r, ROK_SSD_DEFAULT_WRITE_AMPLIFICATION, &ssd);
+  rok_ssd_figures(trace, hw, plan, r, NULL, &ssd);
   fill_row(row, r);
   row->required_write_bandwidth = ssd.required_write_bandwidth;
 }

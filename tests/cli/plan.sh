@@ -20,14 +20,16 @@ assert doc["format"] == "rok-plan/1" and doc["feasible"] is True, doc.get("feasi
 p = doc["predicted"]
 assert p["peak_bytes"] <= budget, (p["peak_bytes"], budget)
 assert len(doc["baselines"]) == 5
+tol = 0.01  # ROK_PLAN_WEAR_TOLERANCE: as fast, or nearly and writing no more to the SSDs
 for b in doc["baselines"]:
     if b["available"] and b["peak_bytes"] <= budget:
-        assert p["step_time_s"] <= b["step_time_s"], (b["strategy"], b["step_time_s"], p["step_time_s"])
+        assert p["step_time_s"] <= b["step_time_s"] or (p["step_time_s"] <= b["step_time_s"] * (1 + tol) and
+                p["nvme_write_bytes"] <= b["nvme_write_bytes"]), (b["strategy"], b["step_time_s"], p["step_time_s"])
 curve = doc["curve"]
 assert len(curve) >= 2 or curve[0]["budget_bytes"] == curve[-1]["budget_bytes"], len(curve)
 for a, b in zip(curve, curve[1:]):
     assert a["budget_bytes"] < b["budget_bytes"]
-    assert b["step_time_s"] <= a["step_time_s"], (a, b)
+    assert b["step_time_s"] <= a["step_time_s"] * (1 + tol), (a, b)
 for c in curve:
     assert c["peak_bytes"] <= c["budget_bytes"] and c["activation_peak_bytes"] <= c["peak_bytes"]
 ssd = doc["ssd"]

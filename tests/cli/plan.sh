@@ -21,8 +21,10 @@ p = doc["predicted"]
 assert p["peak_bytes"] <= budget, (p["peak_bytes"], budget)
 assert len(doc["baselines"]) == 5
 tol = 0.01  # ROK_PLAN_WEAR_TOLERANCE: as fast, or nearly and writing no more to the SSDs
+limit = doc["ssd"]["max_write_rate"]  # baselines that wear the SSDs faster are not candidates
 for b in doc["baselines"]:
-    if b["available"] and b["peak_bytes"] <= budget:
+    wears = limit is not None and b.get("nvme_write_bytes", 0) > limit * b.get("step_time_s", 0)
+    if b["available"] and b["peak_bytes"] <= budget and not wears:
         assert p["step_time_s"] <= b["step_time_s"] or (p["step_time_s"] <= b["step_time_s"] * (1 + tol) and
                 p["nvme_write_bytes"] <= b["nvme_write_bytes"]), (b["strategy"], b["step_time_s"], p["step_time_s"])
 curve = doc["curve"]

@@ -2,9 +2,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/limits.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/model.h"
+#include "rok/core.h"
 #include "rok/model.h"
 
 static const char *const arch_names[] = {"gpt", "bert", "t5", "llama", NULL};

@@ -7,9 +7,9 @@
  * with fewer tiers, so more memory never makes the plan slower (beyond the
  * wear tolerance, where a plan writing less to the SSDs is preferred). The
  * baselines are simulated once each, unbounded, as labelled points. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 void rok_curve_free(RokCurve *curve) {
   if (curve == NULL)

@@ -10,7 +10,7 @@
  * and a curve point is exactly the plan for its budget. Among plans within
  * the wear tolerance of the fastest, the one that writes least to the
  * SSDs, then moves least over PCIe, wins. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 PlanGrid *plan_grid_new(guint n, guint64 lo, guint64 hi) {
   PlanGrid *g = g_new0(PlanGrid, 1);

@@ -2,7 +2,7 @@
  * plan, descent and ascent steps), refine the three best, and let the
  * simulator at its default detail pick the winner among the finalists and
  * every baseline. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 #define FINALISTS 3
 
@@ -197,7 +197,7 @@ static gboolean has_offloads(const RokPlanner *p, const guint8 *d) {
 static void final_try(Solve *s, PlanChoice *c, guint k, guint64 mb, gboolean *any) {
   PlanEval e;
   s->p->prefetch = k;
-  gboolean ok = plan_eval_whole(s->p, c->decisions, mb, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, c->whole_layers, &e);
+  gboolean ok = plan_eval_whole(s->p, c->decisions, mb, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, c->whole_layers, &e);
   s->p->prefetch = 0;
   if (ok && (!*any || plan_better(&e, &c->eval, s->budget))) {
     c->eval = e;
@@ -324,8 +324,8 @@ gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice
   return found;
 }
 
-RokSimPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
-  RokSimPlan *plan = rok_sim_plan_new(p->trace);
+RokStepPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
+  RokStepPlan *plan = rok_step_plan_new(p->trace);
   for (guint t = 0; t < p->n_tensors; t++)
     plan->decisions[t] = choice->decisions[t];
   plan->options.memory_budget = choice->memory_budget;

@@ -8,7 +8,7 @@
  * rok/plan.h states the assumptions), training around the clock. */
 #include <math.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 
 #define SECONDS_PER_DAY 86400.0
@@ -38,7 +38,7 @@ double rok_ssd_max_write_rate(const RokHw *hw, const RokSsdModel *m, double life
   return lifetime_s > 0 ? rok_ssd_credited_endurance(hw, m) / lifetime_s : 0;
 }
 
-void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const RokSimResult *result,
+void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const RokSimResult *result,
                      const RokSsdModel *model, RokSsdFigures *out) {
   RokSsdModel defaults;
   if (model == NULL) {

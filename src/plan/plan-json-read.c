@@ -17,7 +17,6 @@ static const struct {
     {"min_budget_bytes", json_type_int}, {"min_budget_how", json_type_string},
 };
 
-
 /* The next saved tensor at or after `from`, or the count of tensors. */
 static guint next_saved(const RokTrace *trace, guint from) {
   while (from < trace->tensors->len && !rok_tensor_is_saved(rok_trace_tensor(trace, from)))
@@ -130,7 +129,7 @@ RokPlanFile *rok_plan_file_parse(const char *name, const char *text, gsize lengt
     return NULL;
   if (file->feasible) {
     file->plan = rok_step_plan_new(trace);
-    if (!rok_sim_options_read(&root, &file->plan->options, error) || !read_tensors(&root, trace, file->plan, error))
+    if (!rok_step_options_read(&root, &file->plan->options, error) || !read_tensors(&root, trace, file->plan, error))
       return NULL;
   }
   return g_steal_pointer(&file);

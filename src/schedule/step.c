@@ -1,7 +1,6 @@
-/* Plans as the simulator consumes them, and the names of its enums. */
-#include "rok/sim.h"
-
-#include "rok/core.h"
+/* The schedule's vocabulary: names of its enums, step plans and their
+ * options (the simulator-options object of plan and schedule files). */
+#include "rok/schedule.h"
 
 static const char *const decision_names[ROK_DECISION_COUNT] = {
     [ROK_DECISION_KEEP] = "keep",
@@ -48,10 +47,9 @@ const char *rok_action_kind_name(RokActionKind kind) {
 
 void rok_step_options_init(RokStepOptions *options) {
   *options = (RokStepOptions){.memory_budget = 0,
-                             .prefetch_window = ROK_SIM_DEFAULT_PREFETCH_WINDOW,
-                             .prefetch_unit = ROK_SIM_DEFAULT_PREFETCH_UNIT,
-                             .detail_micro_batches = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES,
-                             .record = FALSE};
+                             .prefetch_window = ROK_STEP_DEFAULT_PREFETCH_WINDOW,
+                             .prefetch_unit = ROK_STEP_DEFAULT_PREFETCH_UNIT,
+                             .detail_micro_batches = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES};
 }
 
 RokStepPlan *rok_step_plan_new(const RokTrace *trace) {
@@ -95,7 +93,7 @@ gboolean rok_prefetch_unit_from_name(const char *name, RokPrefetchUnit *unit, GE
   return FALSE;
 }
 
-json_object *rok_sim_options_to_json(const RokStepOptions *o) {
+json_object *rok_step_options_to_json(const RokStepOptions *o) {
   json_object *obj = json_object_new_object();
   json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
   json_object_object_add(obj, "prefetch_window", json_object_new_uint64(o->prefetch_window));
@@ -123,7 +121,7 @@ static gboolean read_window(const RokJsonObj *obj, RokStepOptions *o, GError **e
   return TRUE;
 }
 
-gboolean rok_sim_options_read(const RokJsonObj *root, RokStepOptions *o, GError **error) {
+gboolean rok_step_options_read(const RokJsonObj *root, RokStepOptions *o, GError **error) {
   static const char *const keys[] = {"memory_budget",        "prefetch_window",      "prefetch_layers", "prefetch_unit",
                                      "detail_micro_batches", "rebuild_whole_layers", NULL};
   g_auto(RokJsonObj) obj = {0};

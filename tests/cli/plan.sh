@@ -135,7 +135,8 @@ expect_fail 2 "--budget" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --budg
 expect_fail 2 "--budget must be more than 0" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 0
 expect_fail 2 'unknown strategy "rock"' "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --strategy rock
 expect_fail 2 "--points must be at least 2" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points 1
-expect_fail 2 "--write-amplification" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --write-amplification 0.5
+# Below 1 is allowed (compression in the drive); 0 or less is not.
+expect_fail 2 "--write-amplification must be a positive number" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --write-amplification -1
 expect_fail 2 "--host-memory" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --host-memory much
 
 expect_in "$("$rok" help plan)" "--budget"

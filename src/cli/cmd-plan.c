@@ -14,11 +14,14 @@
 #include "rok/schedule.h"
 
 typedef struct {
-  char *hw, *budget, *output, *strategy, *host_memory;
+  char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
   gint points;
   gint64 offload_min_elements; /* -1: the strategies' default */
-  double write_amplification;
+  RokSsdModel ssd;
 } Options;
+
+/* The SSDs must last this long by default (README, "SSD wear"). */
+#define DEFAULT_MIN_SSD_LIFETIME "3y"
 
 static void options_clear(Options *o) {
   g_free(o->hw);
@@ -26,6 +29,9 @@ static void options_clear(Options *o) {
   g_free(o->output);
   g_free(o->strategy);
   g_free(o->host_memory);
+  g_free(o->tiers);
+  g_free(o->min_lifetime);
+  g_free(o->max_rate);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -42,6 +48,8 @@ typedef struct {
   char *baseline_errors[ROK_STRATEGY_BASELINE_COUNT];
   RokCurve *curve;
   RokSsdFigures ssd;
+  RokSsdModel ssd_model;
+  double max_write_rate; /* the limit the plan kept to (0: none) */
   json_object *layers;
   char *summary;
 } Outcome;
@@ -61,6 +69,70 @@ static void outcome_clear(Outcome *o) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Outcome, outcome_clear)
 
+/* --tiers keep,host,nvme,recompute: any subset, as decision bits. */
+static gboolean parse_tiers(const char *text, guint *tiers, GError **error) {
+  static const struct {
+    const char *name;
+    RokDecision decision;
+  } names[] = {{"keep", ROK_DECISION_KEEP}, {"host", ROK_DECISION_OFFLOAD_HOST},
+               {"nvme", ROK_DECISION_OFFLOAD_NVME}, {"recompute", ROK_DECISION_RECOMPUTE}};
+  *tiers = 0;
+  if (text == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (guint i = 0; parts[i] != NULL; i++) {
+    guint k = 0;
+    while (k < G_N_ELEMENTS(names) && g_strcmp0(g_strstrip(parts[i]), names[k].name) != 0)
+      k++;
+    if (k == G_N_ELEMENTS(names)) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--tiers: unknown tier \"%s\" (known: keep, host, nvme, recompute)",
+                  parts[i]);
+      return FALSE;
+    }
+    *tiers |= 1u << names[k].decision;
+  }
+  return TRUE;
+}
+
+static gboolean positive_factor(const char *name, double x, GError **error) {
+  if (x > 0 && isfinite(x))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be a positive number, not %g", name, x);
+  return FALSE;
+}
+
+/* The lifetime model and the wear limit: the least of --max-ssd-write-rate
+ * and what keeps the drives alive for --min-ssd-lifetime. */
+static gboolean ssd_limit(const Options *o, const RokHw *hw, Outcome *out, RokPlannerOptions *popts,
+                          GError **error) {
+  out->ssd_model = o->ssd;
+  if (!positive_factor("write-amplification", o->ssd.write_amplification, error) ||
+      !positive_factor("rated-write-amplification", o->ssd.rated_write_amplification, error) ||
+      !positive_factor("retention-factor", o->ssd.retention_factor, error))
+    return FALSE;
+  gint64 life_ns = 0;
+  double rate = 0;
+  const char *life = o->min_lifetime ? o->min_lifetime : DEFAULT_MIN_SSD_LIFETIME;
+  if (!rok_units_parse_time(life, &life_ns, error)) {
+    g_prefix_error(error, "--min-ssd-lifetime: ");
+    return FALSE;
+  }
+  if (o->max_rate != NULL && (!rok_units_parse_rate(o->max_rate, &rate, error) || rate <= 0)) {
+    if (error != NULL && *error == NULL)
+      g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "must be more than 0");
+    g_prefix_error(error, "--max-ssd-write-rate: ");
+    return FALSE;
+  }
+  double lifetime_rate = rok_ssd_max_write_rate(hw, &o->ssd, (double)life_ns / 1e9);
+  if (life_ns > 0 && lifetime_rate <= 0 && hw->nvme.devices > 0 && o->min_lifetime != NULL)
+    g_printerr("rok plan: warning: --min-ssd-lifetime not applied: %s does not rate its drives' endurance "
+               "(nvme.endurance_pbw)\n", hw->name);
+  if (lifetime_rate > 0)
+    rate = rate > 0 ? MIN(rate, lifetime_rate) : lifetime_rate;
+  popts->max_nvme_write_rate = out->max_write_rate = rate;
+  return TRUE;
+}
+
 static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, RokPlannerOptions *popts,
                               GError **error) {
   rok_planner_options_init(popts);
@@ -69,17 +141,14 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
       (o->host_memory != NULL && !cli_parse_size("host-memory", o->host_memory, TRUE, &popts->host_memory, error)) ||
       !rok_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
-  if (o->offload_min_elements >= 0)
-    popts->strategy.offload_min_elements = (guint64)o->offload_min_elements;
+  if (o->offload_min_elements >= 0) /* the planner honours it too */
+    popts->strategy.offload_min_elements = popts->offload_min_elements = (guint64)o->offload_min_elements;
   if (o->points < 2) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
     return FALSE;
   }
-  if (!(o->write_amplification >= 1.0 && isfinite(o->write_amplification))) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--write-amplification must be 1 or more, not %g",
-                o->write_amplification);
-    return FALSE;
-  }
+  popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
+  return parse_tiers(o->tiers, &popts->tiers, error) && ssd_limit(o, hw, out, popts, error);
   return TRUE;
 }
 
@@ -136,7 +205,7 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
                                  error);
   if (out->curve == NULL)
     return FALSE;
-  rok_ssd_figures(trace, hw, out->plan, out->result, o->write_amplification, &out->ssd);
+  rok_ssd_figures(trace, hw, out->plan, out->result, &out->ssd_model, &out->ssd);
   out->layers = rok_plan_layers_to_json(trace, out->plan);
   return TRUE;
 }
@@ -177,7 +246,10 @@ static RokPlanFile *plan_file(const Outcome *out) {
   json_object_object_add(file->report, "baselines", baselines_json(out));
   json_object_object_add(file->report, "curve", rok_curve_to_json(out->curve));
   json_object_object_add(file->report, "curve_baselines", rok_curve_baselines_to_json(out->curve));
-  json_object_object_add(file->report, "ssd", rok_ssd_figures_to_json(&out->ssd));
+  json_object *ssd = rok_ssd_figures_to_json(&out->ssd);
+  /* The wear limit every candidate kept to (null: none). */
+  json_object_object_add(ssd, "max_write_rate", out->max_write_rate > 0 ? rok_json_new_double(out->max_write_rate) : NULL);
+  json_object_object_add(file->report, "ssd", ssd);
   json_object_object_add(file->report, "layers", json_object_get(out->layers));
   return file;
 }
@@ -493,9 +565,9 @@ static void print_ssd(const Outcome *out) {
   }
   g_autofree char *life = s->lifetime_years >= 1 ? g_strdup_printf("%.1f years", s->lifetime_years)
                                                  : rok_units_format_time(s->lifetime_years * 365.25 * 86400);
-  printf("  Lifetime: %s at write amplification %.1f (SSDTrain: large sequential writes keep it near 1;\n"
-         "  its setups lasted more than 2 years).\n",
-         life, s->write_amplification);
+  printf("  Lifetime: %s: the rated endurance x %g (the rating's workload amplification) x %g (retention)\n"
+         "  / %g (this workload's write amplification) over the writes per day.\n",
+         life, s->rated_write_amplification, s->retention_factor, s->write_amplification);
 }
 
 static void print_summary(const Outcome *out, const char *dir) {
@@ -526,8 +598,8 @@ int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
   RokChartStyle style = {0};
-  g_auto(Options) o = {.points = 32, .offload_min_elements = -1,
-                       .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
+  g_auto(Options) o = {.points = 32, .offload_min_elements = -1};
+  rok_ssd_model_init(&o.ssd);
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
@@ -541,8 +613,19 @@ int cli_cmd_plan(int argc, char **argv) {
        "Host memory offloads may use (default: the host's less the staging buffer; 0: SSDs only)", "SIZE"},
       {"offload-min-elements", 0, 0, G_OPTION_ARG_INT64, &o.offload_min_elements,
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
-      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
-       "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
+      {"tiers", 0, 0, G_OPTION_ARG_STRING, &o.tiers,
+       "Decisions the planner may take: any of keep,host,nvme,recompute (default: all)", "LIST"},
+      {"min-ssd-lifetime", 0, 0, G_OPTION_ARG_STRING, &o.min_lifetime,
+       "The SSDs must last this long training 24/7 (default 3y; 0: no limit)", "DURATION"},
+      {"max-ssd-write-rate", 0, 0, G_OPTION_ARG_STRING, &o.max_rate,
+       "Most bytes per second written to the SSDs on average (default: no limit)", "RATE"},
+      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.write_amplification,
+       "The activation workload's write amplification (default 1.0: large sequential writes)", "X"},
+      {"rated-write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.rated_write_amplification,
+       "The write amplification the endurance rating assumes (default 1.0: the rating at face value; SSDTrain 2.5)",
+       "X"},
+      {"retention-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.retention_factor,
+       "Endurance gained by relaxed retention (default 1.0)", "X"},
       CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);

@@ -9,8 +9,8 @@
 #include "rok/plan.h"
 
 typedef struct {
-  char *hw, *strategy, *timeline, *timeline_chart, *budget;
-  gint prefetch_layers, detail;
+  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit;
+  gint prefetch_window, detail;
 } Options;
 
 static void options_clear(Options *o) {
@@ -19,6 +19,7 @@ static void options_clear(Options *o) {
   g_free(o->timeline);
   g_free(o->timeline_chart);
   g_free(o->budget);
+  g_free(o->prefetch_unit);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -28,14 +29,18 @@ static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **erro
     if (!cli_parse_size("budget", o->budget, FALSE, &plan->options.memory_budget, error))
       return FALSE;
   }
-  if (o->prefetch_layers < -1 || o->detail < -1 || o->detail == 0) {
+  if (o->prefetch_window < -1 || o->detail < -1 || o->detail == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be %s",
-                o->detail == 0 || o->detail < -1 ? "detail" : "prefetch-layers",
+                o->detail == 0 || o->detail < -1 ? "detail" : "prefetch-window",
                 o->detail == 0 || o->detail < -1 ? "at least 1" : "0 or more");
     return FALSE;
   }
-  if (o->prefetch_layers >= 0)
-    plan->options.prefetch_layers = (guint)o->prefetch_layers;
+  if (o->prefetch_window >= 0)
+    plan->options.prefetch_window = (guint)o->prefetch_window;
+  if (o->prefetch_unit != NULL && !rok_prefetch_unit_from_name(o->prefetch_unit, &plan->options.prefetch_unit, error)) {
+    g_prefix_error(error, "--prefetch-unit: ");
+    return FALSE;
+  }
   if (o->detail > 0)
     plan->options.detail_micro_batches = (guint)o->detail;
   return TRUE;
@@ -166,7 +171,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   const RokCommand *self = cli_find("simulate");
   RokCliCommon common = {0};
   RokChartStyle style = {0};
-  g_auto(Options) o = {.prefetch_layers = -1, .detail = -1};
+  g_auto(Options) o = {.prefetch_window = -1, .detail = -1};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,
@@ -177,8 +182,10 @@ int cli_cmd_simulate(int argc, char **argv) {
        "Draw the step's timeline and memory to CHART (.png, .svg or .pdf)", "CHART"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
        "GPU memory that prefetching and waiting respect (default: the GPU's)", "SIZE"},
-      {"prefetch-layers", 0, 0, G_OPTION_ARG_INT, &o.prefetch_layers, "Prefetch look-ahead in layers (default 1)",
-       "N"},
+      {"prefetch-window", 0, 0, G_OPTION_ARG_INT, &o.prefetch_window,
+       "Prefetch look-ahead in units of --prefetch-unit (default 1)", "N"},
+      {"prefetch-unit", 0, 0, G_OPTION_ARG_STRING, &o.prefetch_unit,
+       "What the window counts: layer (default), module (attention, MLP) or op", "UNIT"},
       {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail, "Micro-batches simulated event by event (default 3)", "N"},
       CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};

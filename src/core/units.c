@@ -392,7 +392,8 @@ static gboolean time_unit(const char *unit, double *ns) {
     double ns;
   } units[] = {
       {"", 1e9},     {"ns", 1},   {"us", 1e3}, {"\u00b5s", 1e3}, {"\u03bcs", 1e3},
-      {"ms", 1e6},   {"s", 1e9},  {"min", 60e9}, {"h", 3600e9},
+      {"ms", 1e6},   {"s", 1e9},  {"min", 60e9}, {"h", 3600e9}, {"d", 86400e9},
+      {"y", 365.25 * 86400e9}, /* a Julian year, as the SSD lifetimes count them */
   };
   for (gsize i = 0; i < G_N_ELEMENTS(units); i++) {
     if (strcmp(unit, units[i].name) == 0) {
@@ -413,7 +414,7 @@ gboolean rok_units_parse_time(const char *text, gint64 *ns, GError **error) {
                     error))
     return FALSE;
   if (!time_unit(unit, &factor))
-    return fail(error, "time", text, "unknown unit \"%s\" (expected ns, us, \u00b5s, ms, s, min or h)", unit);
+    return fail(error, "time", text, "unknown unit \"%s\" (expected ns, us, \u00b5s, ms, s, min, h, d or y)", unit);
   double value = decimal_value(trimmed, &number) * factor;
   /* 2^63 is exact in a double; every double below it rounds into gint64. */
   if (!(value < 9223372036854775808.0))

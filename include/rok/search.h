@@ -23,8 +23,9 @@
  * everything with unbounded memory (compute alone, as the simulator times
  * it); its memory at least its fixed memory. A point whose fixed memory
  * exceeds the GPU's is not planned. The others are planned in order of
- * falling bound (per offload mode); once `top` points are planned whose
- * throughput all beat a point's bound, it and every later point are pruned.
+ * falling bound; once `top` fitting points of its group (GPU count and
+ * offload mode) are planned whose throughput all beat a point's bound, it
+ * is pruned, and so is every later point of the group.
  * Points run in parallel speculatively, but the set of points planned is
  * that of the serial order, so results are byte-identical on any number of
  * threads or ranks. */

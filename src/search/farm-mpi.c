@@ -306,7 +306,12 @@ gboolean farm_mpi_run(const Farm *farm, const RokSearchRunner *runner, gboolean 
 #else /* without MPI */
 
 gboolean rok_search_mpi_init(int *argc, char ***argv, GError **error) {
-  (void)argc, (void)argv, (void)error;
+  (void)argc, (void)argv;
+  /* Every rank would run the whole search and write the same files. */
+  const char *size = g_getenv("OMPI_COMM_WORLD_SIZE");
+  if (size != NULL && g_ascii_strtoull(size, NULL, 10) > 1)
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
+                        "started by mpirun, but rok was built without MPI (ROK_WITH_MPI, libopenmpi-dev)");
   return FALSE;
 }
 

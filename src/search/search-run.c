@@ -191,16 +191,17 @@ static void plan_done(guint task, GBytes *result, GError *error, gpointer data) 
   g_bytes_unref(result);
 }
 
-/* The `top`-th best throughput among planned, fitting rows of `offload`
- * before position `end` of the order (that have finished); -1 while there
- * are fewer. */
-static double threshold(const Run *run, gboolean offload, guint end) {
+/* The `top`-th best throughput among planned, fitting rows of the group
+ * of `of` (same GPU count and offload mode) before position `end` of the
+ * order (that have finished); -1 while there are fewer. */
+static double threshold(const Run *run, const RokSearchRow *of, guint end) {
   guint top = run->spec->top;
   g_autofree double *best = g_new(double, top);
   guint n = 0;
   for (guint i = 0; i < end; i++) {
     const RokSearchRow *row = row_of(run, run->order[i]);
-    if (row->offload != offload || !run->ran[run->order[i]] || !row->fits)
+    if (row->offload != of->offload || row->layout.gpus != of->layout.gpus || !run->ran[run->order[i]] ||
+        !row->fits)
       continue;
     double v = row->tokens_per_s;
     guint at = n < top ? n++ : top;
@@ -218,7 +219,7 @@ static double threshold(const Run *run, gboolean offload, guint end) {
 static gboolean plan_wanted(guint task, gpointer data) {
   Run *run = data;
   const RokSearchRow *row = row_of(run, task);
-  return !run->spec->prune || row->bound_tokens_per_s >= threshold(run, row->offload, run->position[task]);
+  return !run->spec->prune || row->bound_tokens_per_s >= threshold(run, row, run->position[task]);
 }
 
 static gint by_bound(gconstpointer a, gconstpointer b, gpointer data) {
@@ -246,7 +247,7 @@ static void apply_pruning(Run *run, guint n) {
   for (guint i = 0; i < n; i++) {
     guint task = run->order[i];
     RokSearchRow *row = row_of(run, task);
-    if (run->spec->prune && row->bound_tokens_per_s < threshold(run, row->offload, i)) {
+    if (run->spec->prune && row->bound_tokens_per_s < threshold(run, row, i)) {
       RokSearchRow keep = *row;
       memset(row, 0, sizeof *row);
       row->layout = keep.layout;

@@ -19,12 +19,13 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { TAG_READY = 1, TAG_RESULT, TAG_HEARTBEAT, TAG_TASK, TAG_STOP };
+enum { TAG_READY = 1, TAG_RESULT, TAG_HEARTBEAT, TAG_TASK, TAG_STOP, TAG_BYE };
 #define NO_TASK G_MAXUINT
 
 static gboolean mpi_on;
 static gboolean *given_up; /* per rank, for the whole run */
 static gboolean any_given_up;
+static double timeout_s = 60; /* of the last farm run */
 
 gboolean rok_search_mpi_init(int *argc, char ***argv, GError **error) {
   /* Only under mpirun: a plain `rok search` never starts MPI. */
@@ -54,11 +55,50 @@ void rok_search_mpi_rank(guint *rank, guint *size) {
   *size = (guint)s;
 }
 
+/* Before MPI_Finalize, which waits for every rank: each rank says goodbye
+ * to rank 0, which waits for them as long as it would for a result. A rank
+ * stopped while it held no task is found here. */
+static void say_goodbye(int rank, int size) {
+  if (rank != 0) {
+    MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_BYE, MPI_COMM_WORLD);
+    return;
+  }
+  gboolean *bye = g_new0(gboolean, size);
+  gint64 start = g_get_monotonic_time();
+  for (int left = 0;;) {
+    left = 0;
+    for (int r = 1; r < size; r++)
+      left += !given_up[r] && !bye[r];
+    if (left == 0)
+      break;
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_BYE, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS)
+      break;
+    if (flag) {
+      MPI_Recv(NULL, 0, MPI_BYTE, st.MPI_SOURCE, TAG_BYE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      bye[st.MPI_SOURCE] = TRUE;
+    } else if (g_get_monotonic_time() - start > (gint64)(timeout_s * 1e6)) {
+      for (int r = 1; r < size; r++)
+        if (!given_up[r] && !bye[r]) {
+          fprintf(stderr, "rok: MPI rank %d did not finish within %.0f s; it is given up\n", r, timeout_s);
+          given_up[r] = any_given_up = TRUE;
+        }
+    } else {
+      g_usleep(1000);
+    }
+  }
+  g_free(bye);
+}
+
 int rok_search_mpi_finish(int code) {
   if (!mpi_on)
     return code;
-  int size = 1;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (code == 0 && size > 1 && !any_given_up)
+    say_goodbye(rank, size);
   if (any_given_up || (code != 0 && size > 1)) {
     /* MPI_Finalize would wait for a rank given up, or for ranks still
      * waiting for work after a failure: end the job here. */
@@ -300,6 +340,7 @@ gboolean farm_mpi_run(const Farm *farm, const RokSearchRunner *runner, gboolean 
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   *root = rank == 0;
+  timeout_s = runner->timeout_s;
   return rank == 0 ? run_root(farm, runner, size, error) : run_worker(farm, error);
 }
 

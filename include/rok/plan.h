@@ -194,6 +194,11 @@ typedef struct {
   char *model_name, *hw_name;
   guint64 fixed_bytes, gpu_memory_bytes;
   guint64 min_budget, keep_budget;
+  /* For the per-GPU figures of each point (0 in a curve read back from a
+   * plan file): GPUs per copy of the model, model FLOPs of a step on one
+   * GPU (rok_trace_model_flops × micro-batches), the GPU's peak FLOP/s. */
+  guint64 replica_gpus;
+  double model_flops_per_step, peak_flops;
   GArray *points; /* RokCurvePoint, budgets rising; step times never rising */
   /* Each baseline on its own, under the GPU's memory: a labelled point. */
   gboolean has_baseline[ROK_STRATEGY_BASELINE_COUNT];

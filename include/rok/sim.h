@@ -143,7 +143,11 @@ typedef struct {
 typedef struct {
   gint64 step_ns;
   double step_time_s;
-  double tokens_per_s;
+  double tokens_per_s; /* per copy of the model (rok_trace_replica_gpus GPUs) */
+  /* Per GPU: tokens/s over the copy's GPUs; model FLOP/s achieved
+   * (rok_trace_model_flops per step / step time: no recompute); and model
+   * FLOPs utilisation, that over the profile's gpu.peak_flops. */
+  double tokens_per_gpu_s, model_flops_per_gpu_s, mfu;
   guint64 micro_batches;          /* in the step */
   guint64 detailed_micro_batches; /* simulated event by event */
   guint64 fixed_bytes, budget_bytes, gpu_memory_bytes;

@@ -47,8 +47,12 @@ static gboolean check_numbers(const Options *o, GError **error) {
   return bad == NULL && o->ranges[ROK_SEARCH_GPUS] != NULL;
 }
 
-static RokSearchSpec *make_spec(const Options *o, const char *model_arg, char **sets, GError **error) {
-  g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
+static RokSearchSpec *make_spec(const Options *o, const char *model_arg, const RokCliCommon *common,
+                                GError **error) {
+  if (!cli_check_model_sets(common->sets, error))
+    return NULL;
+  char **sets = common->sets;
+  g_autoptr(RokHw) hw = cli_load_hw(o->hw, common->hw_sets, error);
   g_autofree char *path = hw == NULL ? NULL : cli_resolve(model_arg, "models", error);
   g_autofree char *text = NULL;
   gsize length = 0;
@@ -240,7 +244,7 @@ int cli_cmd_search(int argc, char **argv) {
   if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       !check_numbers(&o, &error)) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     return finish(self->name, error, root);
   }
   RokSearchRunner runner;
@@ -250,13 +254,13 @@ int cli_cmd_search(int argc, char **argv) {
   runner.timeout_s = o.timeout;
   if (root && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO))
     runner.progress = show_progress;
-  if ((spec = make_spec(&o, argv[1], common.sets, &error)) == NULL ||
+  if ((spec = make_spec(&o, argv[1], &common, &error)) == NULL ||
       ((search = rok_search_run(spec, &runner, &root, &error)) == NULL && error != NULL) ||
       (root && o.output != NULL && !write_files(search, o.output, &error))) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     return finish(self->name, error, root);
   }
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
   if (!root)
     return finish(self->name, NULL, root);
   if (common.json) {

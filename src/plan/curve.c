@@ -56,6 +56,9 @@ static RokCurve *curve_new(RokPlanner *p) {
   curve->hw_name = g_strdup(p->hw->name);
   curve->fixed_bytes = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
   curve->gpu_memory_bytes = p->hw->gpu.memory;
+  curve->replica_gpus = rok_trace_replica_gpus(p->trace);
+  curve->model_flops_per_step = rok_trace_model_flops(p->trace) * (double)MAX(p->trace->micro_batches_per_step, 1);
+  curve->peak_flops = p->hw->gpu.peak_flops;
   curve->points = g_array_new(FALSE, TRUE, sizeof(RokCurvePoint));
   return curve;
 }

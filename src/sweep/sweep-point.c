@@ -46,6 +46,9 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
   row->fixed_bytes = r->fixed_bytes;
   row->step_time_s = r->step_time_s;
   row->tokens_per_s = r->tokens_per_s;
+  row->tokens_per_gpu_s = r->tokens_per_gpu_s;
+  row->model_flops_per_gpu_s = r->model_flops_per_gpu_s;
+  row->mfu = r->mfu;
   row->peak_bytes = r->peak_bytes;
   row->activation_peak_bytes = r->activation_peak_bytes;
   row->nvme_write_bytes = r->nvme_write_bytes;

@@ -244,7 +244,7 @@ static void test_curve(void) {
     g_assert_cmpint(a->source, ==, b->source);
   }
   g_autofree char *csv = rok_curve_to_csv(one);
-  g_assert_true(g_str_has_prefix(csv, "series,budget_bytes,step_time_s,tokens_per_s,peak_bytes,"));
+  g_assert_true(g_str_has_prefix(csv, "series,budget_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,model_flops_per_gpu_s,mfu,peak_bytes,"));
   g_assert_nonnull(strstr(csv, "\nkeep,"));
   g_assert_nonnull(strstr(csv, "\nrecompute,"));
   guint rows = 0;

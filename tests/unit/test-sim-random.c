@@ -6,30 +6,7 @@
 
 #include "rok/model.h"
 #include "rok/sim.h"
-
-static char *config_path(const char *kind, const char *name) {
-  const char *root = g_getenv("ROK_SOURCE_DIR");
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  return g_build_filename(root ? root : ROK_SOURCE_DIR, "configs", kind, file, NULL);
-}
-
-static RokTrace *small_trace(const char *name, const char *const *overrides) {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *path = config_path("models", name);
-  g_autoptr(RokModel) model = rok_model_load(path, overrides, &error);
-  g_assert_no_error(error);
-  RokTrace *trace = rok_trace_new_from_model(model, &error);
-  g_assert_no_error(error);
-  return trace;
-}
-
-static RokHw *hw_named(const char *name) {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *path = config_path("hw", name);
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
-}
+#include "test-configs.h"
 
 static void random_plan(GRand *rand, const RokTrace *trace, RokStepPlan *plan) {
   for (guint t = 0; t < trace->tensors->len; t++) {
@@ -86,10 +63,10 @@ static void test_random_plans(void) {
   const char *const t5[] = {"layers=2", "decoder_layers=2", "micro_batch=2", NULL};
   const char *const llama[] = {"layers=2", "seq_len=1024", NULL};
   const char *const bert[] = {"layers=2", "global_batch=64", NULL};
-  RokTrace *traces[] = {small_trace("gpt3-1.3b", gpt), small_trace("t5-3b", t5), small_trace("llama2-7b", llama),
-                        small_trace("bert-large", bert)};
-  RokHw *hws[] = {hw_named("a100-40g-pcie4-4xp5800x"), hw_named("a100-80g-sxm-4x980pro"),
-                  hw_named("cpu-2core-virtio")};
+  RokTrace *traces[] = {config_trace("gpt3-1.3b", gpt), config_trace("t5-3b", t5), config_trace("llama2-7b", llama),
+                        config_trace("bert-large", bert)};
+  RokHw *hws[] = {config_hw("a100-40g-pcie4-4xp5800x"), config_hw("a100-80g-sxm-4x980pro"),
+                  config_hw("cpu-2core-virtio")};
   hws[1]->host.pinned_buffer = 64u << 20; /* staging waits */
   g_autoptr(GRand) rand = g_rand_new_with_seed(20240613);
   guint runs = 0, seen[6] = {0};

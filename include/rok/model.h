@@ -16,7 +16,34 @@ G_BEGIN_DECLS
 
 typedef enum { ROK_ARCH_GPT, ROK_ARCH_BERT, ROK_ARCH_T5, ROK_ARCH_LLAMA } RokArch;
 typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;
-typedef enum { ROK_OPTIMIZER_ADAM, ROK_OPTIMIZER_SGD } RokOptimizer;
+/* adam and adamw keep the same states; sgd keeps a momentum buffer unless
+ * "momentum": false; adam8bit: bitsandbytes' block-wise 8-bit states;
+ * adafactor: factored second moment, no first moment; apollo (rank
+ * "optimizer_rank") and apollo_mini (rank 1): Zhu et al., arXiv 2412.05270.
+ * States and step costs: src/model/fixed.c. */
+typedef enum {
+  ROK_OPTIMIZER_ADAM,
+  ROK_OPTIMIZER_SGD,
+  ROK_OPTIMIZER_ADAMW,
+  ROK_OPTIMIZER_ADAM8BIT,
+  ROK_OPTIMIZER_ADAFACTOR,
+  ROK_OPTIMIZER_APOLLO,
+  ROK_OPTIMIZER_APOLLO_MINI,
+} RokOptimizer;
+/* Whose accounting of weights, gradients and optimizer states (docs in
+ * README, "Fixed memory"): Megatron-LM (fp32 main gradients; zero_stage 1
+ * is its distributed optimizer) or DeepSpeed ZeRO 0-3. */
+typedef enum { ROK_FRAMEWORK_MEGATRON, ROK_FRAMEWORK_DEEPSPEED } RokFramework;
+/* How LoRA's frozen base weights are stored: in the model's dtype, int8
+ * (LLM.int8) or nf4 (QLoRA, double-quantised). */
+typedef enum { ROK_BASE_DTYPE, ROK_BASE_INT8, ROK_BASE_NF4 } RokBaseFormat;
+/* Weight matrices of a layer that LoRA adapts (bits). */
+typedef enum {
+  ROK_LORA_QKV = 1 << 0,  /* q, k and v projections */
+  ROK_LORA_PROJ = 1 << 1, /* attention output projection */
+  ROK_LORA_FC1 = 1 << 2,  /* MLP up (and gate) projections */
+  ROK_LORA_FC2 = 1 << 3,  /* MLP down projection */
+} RokLoraTarget;
 typedef enum { ROK_PRECISION_MIXED, ROK_PRECISION_PURE } RokPrecision;
 /* Element types of tensors: u8/u16/u32 are dropout masks (mask_bytes wide),
  * i64 token ids. */
@@ -49,6 +76,17 @@ typedef struct {
   RokOptimizer optimizer;
   RokPrecision precision;
   guint64 zero_stage; /* 0..3 */
+  /* How the framework trains it (src/model/config-training.c). */
+  struct {
+    RokFramework framework;
+    RokDtype grad_dtype;      /* gradient buffers; default fp32 under megatron+mixed, else dtype */
+    gboolean momentum;        /* sgd only */
+    guint64 optimizer_rank;   /* apollo: rank r of the projected states; apollo_mini: 1 */
+    guint64 lora_rank;        /* 0: no LoRA */
+    guint lora_targets;       /* RokLoraTarget bits */
+    RokBaseFormat lora_base;  /* frozen base weights under LoRA */
+    guint64 frozen_layers;    /* the embedding and the first N layers are frozen */
+  } train;
 } RokModel;
 
 /* Load and validate a config; `overrides` (may be NULL) is a NULL-terminated
@@ -87,6 +125,29 @@ guint64 rok_model_params_per_gpu(const RokModel *model);
  * exactly and adds what the formula leaves out (normalisation statistics,
  * flash attention's log-sum-exp). */
 guint64 rok_model_reference_layer_bytes(const RokModel *model);
+/* One term of the fixed memory on one GPU: what it is, its bytes, and the
+ * public accounting it follows. */
+typedef enum { ROK_FIXED_WEIGHTS, ROK_FIXED_GRADIENTS, ROK_FIXED_OPTIMIZER } RokFixedKind;
+typedef struct {
+  const char *name;
+  RokFixedKind kind;
+  guint64 bytes;
+  const char *source;
+} RokFixedTerm;
+#define ROK_FIXED_MAX_TERMS 8
+/* The fixed memory's terms (weights, gradients, fp32 gradient partition,
+ * master weights, optimizer states, ZeRO-3's gathered buffers...) into
+ * `terms`; returns how many. */
+guint rok_model_fixed_terms(const RokModel *model, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]);
+/* Parameters one GPU trains (adapters under LoRA; not the frozen layers). */
+guint64 rok_model_trainable_params_per_gpu(const RokModel *model);
+/* Bytes one optimizer step reads and writes on one GPU: the optimizer's
+ * own traffic per trained parameter, gradient-norm clipping and (fp16) the
+ * loss-scale check, over the shard this rank updates. */
+guint64 rok_model_optimizer_step_bytes(const RokModel *model);
+const char *rok_optimizer_name(RokOptimizer optimizer);
+const char *rok_framework_name(RokFramework framework);
+
 /* Micro-batches per optimizer step on one data-parallel rank. */
 guint64 rok_model_micro_batches_per_step(const RokModel *model);
 

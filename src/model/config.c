@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/config-private.h"
 #include "model/limits.h"
 #include "rok/error.h"
 #include "rok/json.h"
@@ -9,7 +10,8 @@
 
 static const char *const arch_names[] = {"gpt", "bert", "t5", "llama", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};
-static const char *const optimizer_names[] = {"adam", "sgd", NULL};
+static const char *const optimizer_names[] = {"adam",      "sgd",    "adamw",       "adam8bit",
+                                               "adafactor", "apollo", "apollo_mini", NULL};
 static const char *const precision_names[] = {"mixed", "pure", NULL};
 /* Activation dtypes a config may name; masks and token ids are internal. */
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "u8", "u16", "u32", "i64", NULL};
@@ -19,10 +21,17 @@ static const char *const model_keys[] = {
     "name", "source", "arch", "layers", "decoder_layers", "hidden", "heads", "kv_heads", "head_dim",
     "ffn_hidden", "vocab", "seq_len", "decoder_seq_len", "micro_batch", "global_batch", "dtype", "dropout",
     "mask_bytes", "attention", "tensor_parallel", "sequence_parallel", "pipeline_parallel", "data_parallel",
-    "optimizer", "precision", "zero_stage", NULL};
+    "optimizer", "precision", "zero_stage",
+    /* config-training.c */
+    "framework", "grad_dtype", "momentum", "optimizer_rank", "lora_rank", "lora_targets", "lora_base",
+    "frozen_layers", NULL};
 
 const char *rok_arch_name(RokArch arch) {
   return arch_names[arch];
+}
+
+const char *rok_optimizer_name(RokOptimizer optimizer) {
+  return optimizer_names[optimizer];
 }
 
 const char *rok_dtype_name(RokDtype dtype) {
@@ -200,7 +209,7 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
       !rok_json_get_enum(obj, "arch", TRUE, arch_names, &arch, error))
     return NULL;
   m->arch = arch;
-  if (!read_shape(obj, m, error) || !read_training(obj, m, error))
+  if (!read_shape(obj, m, error) || !read_training(obj, m, error) || !model_read_training(obj, m, error))
     return NULL;
   if (m->dropout < 0)
     m->dropout = m->arch == ROK_ARCH_LLAMA ? 0.0 : 0.1;
@@ -211,7 +220,7 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
   if (m->head_dim == 0)
     m->head_dim = m->hidden / m->heads;
   fill_defaults(m, rok_json_doc_name(obj->doc));
-  if (!validate(obj, m, error))
+  if (!validate(obj, m, error) || !model_check_training(obj, m, error))
     return NULL;
   return g_steal_pointer(&m);
 }
@@ -274,6 +283,7 @@ json_object *rok_model_to_json(const RokModel *m) {
   json_object_object_add(o, "optimizer", json_object_new_string(optimizer_names[m->optimizer]));
   json_object_object_add(o, "precision", json_object_new_string(precision_names[m->precision]));
   json_object_object_add(o, "zero_stage", json_object_new_uint64(m->zero_stage));
+  model_training_to_json(m, o);
   return o;
 }
 

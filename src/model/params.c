@@ -4,7 +4,7 @@
  * holds the embedding): weight matrices are split by tensor_parallel (key and
  * value heads are replicated when there are fewer than ranks), norms and the
  * biases of row-parallel layers are replicated. */
-#include "rok/model.h"
+#include "model/config-private.h"
 
 /* Parameters of one self- or cross-attention block on one of `t` ranks. */
 static guint64 attention_params(const RokModel *m, guint64 t, gboolean biases) {
@@ -76,5 +76,28 @@ guint64 rok_model_param_count(const RokModel *m) {
 guint64 rok_model_params_per_gpu(const RokModel *m) {
   guint64 t = m->tensor_parallel;
   guint64 stage_layers = (m->layers + m->decoder_layers) / m->pipeline_parallel;
+  /* With several stages the first holds the input embeddings; the final
+   * norm and the output head live on the last (Megatron-LM's most loaded
+   * shard, theoretical_memory_usage.py). */
+  if (m->pipeline_parallel > 1)
+    return layer_stack_params(m, t, stage_layers) + model_embedding_params(m, t);
   return layer_stack_params(m, t, stage_layers) + outer_params(m, t);
+}
+
+guint64 model_layer_params(const RokModel *m, guint64 t, guint64 layers) {
+  return layer_stack_params(m, t, layers);
+}
+
+guint64 model_embedding_params(const RokModel *m, guint64 t) {
+  guint64 h = m->hidden, vocab = (m->vocab + t - 1) / t;
+  switch (m->arch) {
+  case ROK_ARCH_GPT: /* tokens and learned positions */
+    return vocab * h + m->seq_len * h;
+  case ROK_ARCH_BERT: /* + token types and the embedding LayerNorm */
+    return vocab * h + m->seq_len * h + 2 * h + 2 * h;
+  case ROK_ARCH_LLAMA:
+  case ROK_ARCH_T5:
+    return vocab * h;
+  }
+  g_return_val_if_reached(0);
 }

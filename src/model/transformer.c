@@ -10,6 +10,7 @@
  * parallelism also splits the residual stream (norms, dropout, residual) by
  * sequence. The communication these imply is not part of the trace. */
 #include "model/builder.h"
+#include "model/config-private.h"
 #include "rok/error.h"
 
 typedef struct {
@@ -233,25 +234,6 @@ static guint encoder_output(RokBuilder *b, guint x) {
   return rok_build_dropout(b, "dropout", n, 2, (const guint64[]){rows, h});
 }
 
-static void fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed) {
-  guint64 params = rok_model_params_per_gpu(m), dp = m->data_parallel;
-  guint64 elem = rok_dtype_bytes(m->dtype);
-  gboolean master = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
-  guint64 state = master ? 4 : elem; /* optimizer states in fp32 under mixed precision */
-  guint64 states = m->optimizer == ROK_OPTIMIZER_ADAM ? 2 : 1; /* Adam: m and v; SGD: momentum */
-  guint64 per_param = (master ? 4 : 0) + states * state;
-  guint64 z = m->zero_stage;
-  fixed->params_total = rok_model_param_count(m);
-  fixed->params_per_gpu = params;
-  fixed->weight_bytes = (params * elem + (z >= 3 ? dp - 1 : 0)) / (z >= 3 ? dp : 1);
-  fixed->gradient_bytes = (params * elem + (z >= 2 ? dp - 1 : 0)) / (z >= 2 ? dp : 1);
-  fixed->optimizer_bytes = (params * per_param + (z >= 1 ? dp - 1 : 0)) / (z >= 1 ? dp : 1);
-  /* One step reads and writes every state, reads the gradients and writes
-   * the 16-bit weights of the shard this rank updates. */
-  guint64 shard = (params + (z >= 1 ? dp - 1 : 0)) / (z >= 1 ? dp : 1);
-  fixed->optimizer_step_bytes = 2 * fixed->optimizer_bytes + 2 * elem * shard;
-}
-
 RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   g_autoptr(RokTrace) trace = rok_trace_new(m->name);
   guint64 t = m->tensor_parallel;
@@ -287,7 +269,7 @@ RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   trace->model = rok_model_copy(m);
   trace->tokens_per_micro_batch = seq * m->micro_batch;
   trace->micro_batches_per_step = rok_model_micro_batches_per_step(m);
-  fill_fixed_memory(m, &trace->fixed);
+  model_fill_fixed_memory(m, &trace->fixed);
   if (!rok_trace_finish(trace, error))
     return NULL;
   return g_steal_pointer(&trace);

@@ -1,0 +1,166 @@
+/* Model configs: how the framework trains the model (framework, gradient
+ * dtype, optimizer options, LoRA, frozen layers), read, checked and written
+ * apart from the shape so that both grow without stepping on each other. */
+#include "model/config-private.h"
+
+#include <string.h>
+
+#include "rok/error.h"
+
+static const char *const framework_names[] = {"megatron", "deepspeed", NULL};
+static const char *const float_names[] = {"bf16", "fp16", "fp32", NULL};
+static const char *const base_names[] = {"dtype", "int8", "nf4", NULL};
+static const char *const lora_target_names[] = {"qkv", "proj", "fc1", "fc2", NULL};
+#define ROK_LORA_ALL (ROK_LORA_QKV | ROK_LORA_PROJ | ROK_LORA_FC1 | ROK_LORA_FC2)
+
+const char *rok_framework_name(RokFramework framework) {
+  return framework_names[framework];
+}
+
+/* "lora_targets": ["qkv", "fc1", ...] into bits, each name at most once. */
+static gboolean read_lora_targets(const RokJsonObj *obj, RokModel *m, GError **error) {
+  json_object *array = NULL;
+  if (!rok_json_get_array(obj, "lora_targets", FALSE, &array, error))
+    return FALSE;
+  if (array == NULL)
+    return TRUE;
+  guint bits = 0;
+  for (gsize i = 0; i < json_object_array_length(array); i++) {
+    json_object *v = json_object_array_get_idx(array, i);
+    const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    gint index = -1;
+    for (gint k = 0; name != NULL && lora_target_names[k] != NULL; k++)
+      if (strcmp(name, lora_target_names[k]) == 0)
+        index = k;
+    g_autofree char *path = g_strdup_printf("%s%slora_targets[%" G_GSIZE_FORMAT "]", obj->path,
+                                            *obj->path ? "." : "", i);
+    if (index < 0 || (bits & (1u << index))) {
+      rok_json_error(error, obj->doc, path, "%s", index < 0 ? "must be one of \"qkv\", \"proj\", \"fc1\", \"fc2\""
+                                                             : "is named twice");
+      return FALSE;
+    }
+    bits |= 1u << index;
+  }
+  if (bits == 0) {
+    g_autofree char *path = g_strdup_printf("%s%slora_targets", obj->path, *obj->path ? "." : "");
+    rok_json_error(error, obj->doc, path, "must name at least one weight matrix");
+    return FALSE;
+  }
+  m->train.lora_targets = bits;
+  return TRUE;
+}
+
+gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error) {
+  int framework = 0, grad = -1, base = 0;
+  m->train.momentum = TRUE;
+  if (!rok_json_get_enum(obj, "framework", FALSE, framework_names, &framework, error) ||
+      !rok_json_get_enum(obj, "grad_dtype", FALSE, float_names, &grad, error) ||
+      !rok_json_get_bool(obj, "momentum", FALSE, &m->train.momentum, error) ||
+      !rok_json_get_uint(obj, "optimizer_rank", FALSE, 1, 1 << 20, &m->train.optimizer_rank, error) ||
+      !rok_json_get_uint(obj, "lora_rank", FALSE, 1, 1 << 20, &m->train.lora_rank, error) ||
+      !read_lora_targets(obj, m, error) ||
+      !rok_json_get_enum(obj, "lora_base", FALSE, base_names, &base, error) ||
+      !rok_json_get_uint(obj, "frozen_layers", FALSE, 0, G_MAXUINT32, &m->train.frozen_layers, error))
+    return FALSE;
+  m->train.framework = framework;
+  m->train.lora_base = base;
+  /* -1: absent; filled in by model_check_training once precision is known. */
+  m->train.grad_dtype = grad < 0 ? (RokDtype)-1 : (RokDtype)(ROK_DTYPE_BF16 + grad);
+  return TRUE;
+}
+
+static gboolean present(const RokJsonObj *obj, const char *key) {
+  return json_object_object_get_ex(obj->obj, key, NULL);
+}
+
+/* A rule between fields, reported at the field that breaks it. */
+static gboolean rule(gboolean holds, const RokJsonObj *obj, const char *key, GError **error, const char *why) {
+  if (!holds) {
+    g_autofree char *path = *obj->path == '\0' ? g_strdup(key) : g_strconcat(obj->path, ".", key, NULL);
+    rok_json_error(error, obj->doc, path, "%s", why);
+  }
+  return holds;
+}
+
+static gboolean check_optimizer(const RokJsonObj *obj, RokModel *m, GError **error) {
+  RokOptimizer o = m->optimizer;
+  if (!rule(o == ROK_OPTIMIZER_SGD || !present(obj, "momentum"), obj, "momentum", error,
+            "is only for optimizer \"sgd\""))
+    return FALSE;
+  if (o == ROK_OPTIMIZER_APOLLO_MINI) {
+    if (!rule(m->train.optimizer_rank <= 1, obj, "optimizer_rank", error,
+              "must be 1 for apollo_mini (rank-1 projection, tensor-wise scaling)"))
+      return FALSE;
+    m->train.optimizer_rank = 1;
+  } else if (o == ROK_OPTIMIZER_APOLLO) {
+    if (!rule(m->train.optimizer_rank > 0, obj, "optimizer", error,
+              "\"apollo\" needs \"optimizer_rank\" (the paper's r, e.g. 256)") ||
+        !rule(m->train.optimizer_rank <= m->hidden, obj, "optimizer_rank", error, "must be at most \"hidden\""))
+      return FALSE;
+  } else if (!rule(m->train.optimizer_rank == 0, obj, "optimizer_rank", error,
+                   "is only for optimizers \"apollo\" and \"apollo_mini\"")) {
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean check_lora(const RokJsonObj *obj, RokModel *m, GError **error) {
+  gboolean lora = m->train.lora_rank > 0;
+  if (!rule(lora || !present(obj, "lora_targets"), obj, "lora_targets", error, "needs \"lora_rank\"") ||
+      !rule(lora || !present(obj, "lora_base"), obj, "lora_base", error, "needs \"lora_rank\"") ||
+      !rule(!lora || m->train.frozen_layers == 0, obj, "frozen_layers", error,
+            "has no meaning with LoRA, which freezes every base weight") ||
+      !rule(!lora || m->train.lora_rank <= m->hidden, obj, "lora_rank", error, "must be at most \"hidden\"") ||
+      !rule(!lora || m->arch != ROK_ARCH_T5, obj, "lora_rank", error, "is not modelled for arch \"t5\""))
+    return FALSE;
+  if (lora && m->train.lora_targets == 0)
+    m->train.lora_targets = ROK_LORA_ALL; /* QLoRA's advice: every linear layer */
+  return TRUE;
+}
+
+/* Megatron-LM accumulates fp32 main gradients under bf16 (and by default
+ * under fp16); DeepSpeed's gradients are in the model's dtype. */
+static RokDtype default_grad_dtype(const RokModel *m) {
+  gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
+  return m->train.framework == ROK_FRAMEWORK_MEGATRON && mixed ? ROK_DTYPE_FP32 : m->dtype;
+}
+
+gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error) {
+  gboolean megatron = m->train.framework == ROK_FRAMEWORK_MEGATRON;
+  gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
+  if (!rule(!megatron || m->zero_stage <= 1, obj, "zero_stage", error,
+            "must be 0 or 1 under framework \"megatron\" (1 is its distributed optimizer, which shards "
+            "optimizer states only); ZeRO-2 and 3 need \"framework\": \"deepspeed\"") ||
+      !rule(m->train.frozen_layers <= m->layers + m->decoder_layers, obj, "frozen_layers", error,
+            "must be at most the number of layers") ||
+      !check_optimizer(obj, m, error) || !check_lora(obj, m, error))
+    return FALSE;
+  if (m->train.grad_dtype == (RokDtype)-1)
+    m->train.grad_dtype = default_grad_dtype(m);
+  return rule(mixed || m->train.grad_dtype == m->dtype, obj, "grad_dtype", error,
+              "must equal \"dtype\" without mixed precision");
+}
+
+void model_training_to_json(const RokModel *m, json_object *o) {
+  /* Defaults are left out: configs and traces written before these keys
+   * existed write the same bytes. */
+  if (m->train.framework != ROK_FRAMEWORK_MEGATRON)
+    json_object_object_add(o, "framework", json_object_new_string(framework_names[m->train.framework]));
+  if (m->train.grad_dtype != default_grad_dtype(m))
+    json_object_object_add(o, "grad_dtype", json_object_new_string(rok_dtype_name(m->train.grad_dtype)));
+  if (m->optimizer == ROK_OPTIMIZER_SGD)
+    json_object_object_add(o, "momentum", json_object_new_boolean(m->train.momentum));
+  if (m->optimizer == ROK_OPTIMIZER_APOLLO || m->optimizer == ROK_OPTIMIZER_APOLLO_MINI)
+    json_object_object_add(o, "optimizer_rank", json_object_new_uint64(m->train.optimizer_rank));
+  if (m->train.lora_rank > 0) {
+    json_object_object_add(o, "lora_rank", json_object_new_uint64(m->train.lora_rank));
+    json_object *targets = json_object_new_array();
+    for (guint k = 0; lora_target_names[k] != NULL; k++)
+      if (m->train.lora_targets & (1u << k))
+        json_object_array_add(targets, json_object_new_string(lora_target_names[k]));
+    json_object_object_add(o, "lora_targets", targets);
+    json_object_object_add(o, "lora_base", json_object_new_string(base_names[m->train.lora_base]));
+  }
+  if (m->train.frozen_layers > 0)
+    json_object_object_add(o, "frozen_layers", json_object_new_uint64(m->train.frozen_layers));
+}

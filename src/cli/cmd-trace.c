@@ -109,7 +109,7 @@ static void print_fixed_terms(const RokModel *m) {
          trained);
   for (guint i = 0; i < n; i++) {
     g_autofree char *bytes = rok_units_format_size(terms[i].bytes);
-    printf("    %-40s %-9s %10s  %s\n", terms[i].name, kinds[terms[i].kind], bytes, terms[i].source);
+    printf("    %-44s %-9s %10s  %s\n", terms[i].name, kinds[terms[i].kind], bytes, terms[i].source);
   }
 }
 

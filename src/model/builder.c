@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "model/builder.h"
+#include "model/training-trace.h"
 
 void rok_builder_enter(RokBuilder *b, gint layer, const char *prefix) {
   b->layer = layer;
@@ -55,6 +56,7 @@ guint rok_build_linear(RokBuilder *b, const char *name, guint x, guint64 rows, g
   /* Backward: dX = dY·Wᵀ and dW = Xᵀ·dY move twice what forward moves. */
   set_cost(b, op, 2 * rows * in * out, 4 * rows * in * out, fwd_bytes, 2 * fwd_bytes);
   use(b, op, x, TRUE);
+  model_linear_training(b, op, name, rows, in, out);
   return op;
 }
 

@@ -23,3 +23,4 @@ guint64 model_embedding_params(const RokModel *m, guint64 t);
 /* The trace's fixed memory: the terms of rok_model_fixed_terms summed by
  * kind, and the optimizer step's traffic (src/model/fixed.c). */
 void model_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed);
+

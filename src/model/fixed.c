@@ -99,47 +99,66 @@ static Held held(const RokModel *m) {
   return p;
 }
 
+/* Matrix-wise optimizers: Adafactor keeps a row and a column second
+ * moment per matrix (Shazeer and Stern 2018, no first moment) and a full
+ * one for vectors; APOLLO keeps m and v of the rank-r projection, r × the
+ * larger side, of each attention and MLP projection, and AdamW's two full
+ * states for the rest (embeddings, head, norms), as its release does. */
+static void matrix_state_bytes(const RokModel *m, const Held *p, guint64 s, guint64 *main, guint64 *rest) {
+  gboolean adafactor = m->optimizer == ROK_OPTIMIZER_ADAFACTOR;
+  if (m->train.lora_rank > 0) { /* adapters: rank-r matrices already */
+    *main = adafactor ? s * p->trained : 2 * s * p->trained;
+    return;
+  }
+  Matrix x[MAX_MATRICES];
+  guint n = matrices(m, x);
+  guint64 r = m->train.optimizer_rank, covered = 0;
+  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
+  double trained_share = stage == 0 ? 1.0 : (double)(stage - MIN(m->train.frozen_layers, stage)) / (double)stage;
+  *main = *rest = 0;
+  for (guint i = 0; i < n; i++) {
+    if (m->train.frozen_layers > 0 && x[i].embedding)
+      continue;
+    guint64 count = x[i].low_rank ? (guint64)((double)x[i].count * trained_share + 0.5) : x[i].count;
+    covered += x[i].rows * x[i].cols * count;
+    if (adafactor)
+      *main += s * (x[i].rows + x[i].cols) * count;
+    else if (x[i].low_rank)
+      *main += 2 * s * r * MAX(x[i].rows, x[i].cols) * count;
+    else
+      *rest += 2 * s * x[i].rows * x[i].cols * count;
+  }
+  guint64 vectors = p->trained > covered ? p->trained - covered : 0; /* norms, biases: full states */
+  if (adafactor)
+    *main += s * vectors;
+  else
+    *rest += 2 * s * vectors;
+}
+
 /* Bytes of the optimizer's states for the trained parameters, `s` bytes
- * per full-precision state element. */
-static guint64 state_bytes(const RokModel *m, const Held *p, guint64 s) {
+ * per full-precision state element: `*main` the optimizer's own, `*rest`
+ * (APOLLO only) AdamW's two full states for the parameters it does not
+ * project. */
+static void state_bytes(const RokModel *m, const Held *p, guint64 s, guint64 *main, guint64 *rest) {
   guint64 t = p->trained;
+  *rest = 0;
   switch (m->optimizer) {
   case ROK_OPTIMIZER_ADAM:
   case ROK_OPTIMIZER_ADAMW:
-    return 2 * s * t;
+    *main = 2 * s * t;
+    return;
   case ROK_OPTIMIZER_SGD:
-    return m->train.momentum ? s * t : 0;
+    *main = m->train.momentum ? s * t : 0;
+    return;
   case ROK_OPTIMIZER_ADAM8BIT: /* two 8-bit states, an fp32 absmax per block of 2048 each (Dettmers et al. 2022) */
-    return 2 * (t + 4 * ((t + 2047) / 2048));
+    *main = 2 * (t + 4 * ((t + 2047) / 2048));
+    return;
   case ROK_OPTIMIZER_ADAFACTOR:
   case ROK_OPTIMIZER_APOLLO:
   case ROK_OPTIMIZER_APOLLO_MINI:
     break;
   }
-  /* Matrix-wise optimizers: Adafactor keeps a row and a column second
-   * moment per matrix (Shazeer and Stern 2018, no first moment), a full one
-   * for vectors; APOLLO keeps m and v of the rank-r projection, r × the
-   * larger side, of each attention and MLP projection and AdamW's two full
-   * states for the rest (embeddings, head, norms), as its release does. */
-  if (m->train.lora_rank > 0)
-    return m->optimizer == ROK_OPTIMIZER_ADAFACTOR ? s * t : 2 * s * t; /* adapters: rank-r matrices already */
-  Matrix x[MAX_MATRICES];
-  guint n = matrices(m, x);
-  guint64 bytes = 0, covered = 0, r = m->train.optimizer_rank;
-  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
-  double trained_share = stage == 0 ? 1.0 : (double)(stage - MIN(m->train.frozen_layers, stage)) / (double)stage;
-  for (guint i = 0; i < n; i++) {
-    if (m->train.frozen_layers > 0 && x[i].embedding)
-      continue;
-    guint64 count = x[i].low_rank ? (guint64)((double)x[i].count * trained_share + 0.5) : x[i].count;
-    guint64 each = m->optimizer == ROK_OPTIMIZER_ADAFACTOR ? s * (x[i].rows + x[i].cols)
-                   : x[i].low_rank                         ? 2 * s * r * MAX(x[i].rows, x[i].cols)
-                                                           : 2 * s * x[i].rows * x[i].cols;
-    bytes += each * count;
-    covered += x[i].rows * x[i].cols * count;
-  }
-  guint64 rest = t > covered ? t - covered : 0; /* norms, biases: full states */
-  return bytes + (m->optimizer == ROK_OPTIMIZER_ADAFACTOR ? 1 : 2) * s * rest;
+  matrix_state_bytes(m, p, s, main, rest);
 }
 
 /* The largest module's parameters on this GPU, as DeepSpeed's
@@ -154,7 +173,9 @@ static guint64 shard(guint64 bytes, gboolean sharded, guint64 n) {
   return sharded ? (bytes + n - 1) / n : bytes;
 }
 
-static const char *source_of(const RokModel *m) {
+static const char *source_of(const RokModel *m, gboolean mixed) {
+  if (!mixed)
+    return "pure precision: weights, gradients and states in the model's dtype, no master copy";
   if (m->train.framework == ROK_FRAMEWORK_MEGATRON)
     return m->zero_stage == 1 ? "Megatron-LM theoretical memory, distributed optimizer: 6 + 12/DP B/param"
                               : "Megatron-LM theoretical memory: 18 B/param";
@@ -195,7 +216,7 @@ guint rok_model_fixed_terms(const RokModel *m, RokFixedTerm terms[ROK_FIXED_MAX_
   gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
   gboolean zero3 = z == 3, ds = m->train.framework == ROK_FRAMEWORK_DEEPSPEED;
   guint64 s = mixed ? 4 : w;
-  const char *src = source_of(m);
+  const char *src = source_of(m, mixed);
   guint n = 0;
   n = add(terms, n, mixed ? "weights (16-bit)" : "weights", ROK_FIXED_WEIGHTS, shard(p.all * w, zero3, dp), src);
   n = add(terms, n, m->train.lora_base == ROK_BASE_INT8 ? "frozen base weights (int8)" : "frozen base weights (nf4)",
@@ -211,8 +232,11 @@ guint rok_model_fixed_terms(const RokModel *m, RokFixedTerm terms[ROK_FIXED_MAX_
   }
   if (mixed)
     n = add(terms, n, "fp32 master weights", ROK_FIXED_OPTIMIZER, shard(p.trained * 4, z >= 1, dp), src);
-  n = add(terms, n, "optimizer states", ROK_FIXED_OPTIMIZER, shard(state_bytes(m, &p, s), z >= 1, dp),
-          optimizer_source(m));
+  guint64 main, rest;
+  state_bytes(m, &p, s, &main, &rest);
+  n = add(terms, n, "optimizer states", ROK_FIXED_OPTIMIZER, shard(main, z >= 1, dp), optimizer_source(m));
+  n = add(terms, n, "AdamW states of the unprojected parameters", ROK_FIXED_OPTIMIZER, shard(rest, z >= 1, dp),
+          "APOLLO's release: embeddings, head and norms in AdamW's group");
   if (zero3 && ds) {
     guint64 largest = largest_layer(m);
     n = add(terms, n, "gathered weights of the largest layer", ROK_FIXED_WEIGHTS, largest * w, src);
@@ -253,7 +277,9 @@ guint64 rok_model_optimizer_step_bytes(const RokModel *m) {
   guint64 w = rok_dtype_bytes(m->dtype), s = mixed ? 4 : w;
   gboolean sharded = m->zero_stage >= 1;
   guint64 trained = shard(p.trained, sharded, m->data_parallel);
-  return trained * step_bytes_per_param(m, s, w, mixed) + 2 * shard(state_bytes(m, &p, s), sharded, m->data_parallel);
+  guint64 main, rest;
+  state_bytes(m, &p, s, &main, &rest);
+  return trained * step_bytes_per_param(m, s, w, mixed) + 2 * shard(main + rest, sharded, m->data_parallel);
 }
 
 void model_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed) {

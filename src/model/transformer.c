@@ -11,6 +11,7 @@
  * sequence. The communication these imply is not part of the trace. */
 #include "model/builder.h"
 #include "model/config-private.h"
+#include "model/training-trace.h"
 #include "rok/error.h"
 
 typedef struct {
@@ -270,6 +271,7 @@ RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   trace->tokens_per_micro_batch = seq * m->micro_batch;
   trace->micro_batches_per_step = rok_model_micro_batches_per_step(m);
   model_fill_fixed_memory(m, &trace->fixed);
+  model_trace_training(trace, m);
   if (!rok_trace_finish(trace, error))
     return NULL;
   return g_steal_pointer(&trace);

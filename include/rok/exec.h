@@ -2,7 +2,7 @@
  * "Executor").
  *
  * rok_exec_run() opens an OpenCL device, builds the kernels, creates the
- * model's parameters (src/exec/ops) and plays the schedule's actions: one
+ * model's parameters (src/ops) and plays the schedule's actions: one
  * warm-up step, then `repeat` measured steps. Each action starts once all
  * its dependencies have completed, on its own stream, in the schedule's
  * order within the stream; nothing else orders them. Compute actions run
@@ -10,7 +10,7 @@
  * optimizer step has no kernel and takes no time); d2h and h2d copies run
  * on the device's transfer queues from their own threads (a leg enqueues
  * all its chunks at once); nvme-write and nvme-read move the tensor through
- * the tensor store (src/exec/io), chunk by chunk between the files and a
+ * the tensor store (src/storage), chunk by chunk between the files and a
  * bounded pool of pinned staging slots; a free releases the tensor's device
  * buffer. A copy bound for the SSDs holds its slots from its d2h copy until
  * its write (and any read back from staging) is done, as the simulator's
@@ -99,7 +99,7 @@ typedef struct {
   guint repeat;            /* measured steps after the warm-up (>= 1) */
   guint64 seed;            /* parameters, token ids and dropout masks */
   guint64 slot_bytes;      /* staging slot and stripe unit; 0: 1 MiB */
-  const char *faults;      /* fault injection (src/exec/io/fault.h); NULL: $ROK_FAULT */
+  const char *faults;      /* fault injection (src/storage/fault.h); NULL: $ROK_FAULT */
   const char *backend;     /* "auto" (or NULL), "io_uring" or "psync" */
   RokExecCancel *cancel;   /* may be NULL */
   RokExecProgressFunc progress;
@@ -124,7 +124,7 @@ typedef struct {
   guint64 activation_peak_bytes; /* the peak less the fixed memory */
   guint64 d2h_bytes, h2d_bytes, nvme_write_bytes, nvme_read_bytes;
   double d2h_bandwidth, h2d_bandwidth, nvme_write_bandwidth, nvme_read_bandwidth;
-  double busy_s[ROK_SIM_STREAM_COUNT];
+  double busy_s[ROK_STREAM_COUNT];
   double compute_s, recompute_s;
   double stall_s;
   double stall_s_by_cause[ROK_STALL_COUNT];
@@ -135,7 +135,7 @@ typedef struct {
 typedef struct {
   guint action;
   RokActionKind kind;
-  RokSimStream stream;
+  RokStream stream;
   guint micro_batch;
   char *name; /* the op or the tensor */
   guint64 bytes;

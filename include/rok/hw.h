@@ -39,7 +39,7 @@ typedef enum {
  * size, as `rok calibrate` measures them by running every op of small
  * transformers through the executor's kernels. `kind` is a trace op kind's
  * name ("linear", "softmax", ...; the simulator rejects others). Work is
- * what the trace counts for the op in that direction (rok_sim_op_work):
+ * what the trace counts for the op in that direction (rok_op_work):
  * its FLOPs for GEMM-like kinds, its bytes for the others. Knots sorted by
  * work, strictly increasing; a direction may have none. */
 typedef struct {

@@ -10,7 +10,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 
 G_BEGIN_DECLS
 

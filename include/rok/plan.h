@@ -1,7 +1,7 @@
 /* Plans: what happens to every activation tensor of a step.
  *
  * The baseline strategies (DESIGN.md, "Strategies") turn a trace into a
- * RokSimPlan, one decision per tensor, with default simulator options.
+ * RokStepPlan, one decision per tensor, with default simulator options.
  * Tensors outside the layers (layer -1: embedding, loss head) are kept by
  * every baseline; transient tensors get "keep" (the simulator ignores their
  * decision).
@@ -69,7 +69,7 @@ gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError 
 
 /* The plan of a baseline strategy; `options` may be NULL (defaults).
  * offload and tba need NVMe devices in `hw` (ROK_ERROR_INPUT otherwise). */
-RokSimPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const RokHw *hw,
+RokStepPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const RokHw *hw,
                               const RokStrategyOptions *options, GError **error);
 
 /* Layers that tba offloads (the first `n` layers, 0 <= n < trace->layers),
@@ -90,9 +90,9 @@ G_BEGIN_DECLS
 #define ROK_STRATEGY_COUNT (ROK_STRATEGY_BASELINE_COUNT + 1)
 
 /* "rok" or a baseline's name. */
-const char *rok_plan_strategy_name(RokStrategy strategy);
+const char *rok_strategy_name(RokStrategy strategy);
 /* Any of the six names; ROK_ERROR_USAGE listing them otherwise. */
-gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GError **error);
+gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError **error);
 
 /* The planner chooses, for every saved tensor, keep, offload to NVMe,
  * offload to host memory or recompute, so that the simulated step is as
@@ -165,14 +165,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokPlanner, rok_planner_free)
 guint64 rok_planner_min_budget(RokPlanner *planner, const char **how);
 
 /* The plan for `budget` (bytes, fixed memory included), simulated with the
- * default detail (RokSimPlan.options.memory_budget is the limit the
+ * default detail (RokStepPlan.options.memory_budget is the limit the
  * simulator honoured, at most `budget`). ROK_ERROR_NO_FIT when no plan
  * fits, saying the smallest budget that does. */
-RokSimPlan *rok_planner_plan(RokPlanner *planner, guint64 budget, RokSimResult **result, GError **error);
+RokStepPlan *rok_planner_plan(RokPlanner *planner, guint64 budget, RokSimResult **result, GError **error);
 /* A baseline at `budget`: its plan run under the budget. NULL and
  * ROK_ERROR_INPUT when it does not apply (no SSDs). The result says
  * whether it fits (peak_bytes <= budget). */
-RokSimPlan *rok_planner_baseline(RokPlanner *planner, RokStrategy strategy, guint64 budget,
+RokStepPlan *rok_planner_baseline(RokPlanner *planner, RokStrategy strategy, guint64 budget,
                                  RokSimResult **result, GError **error);
 /* Simulator runs made so far (for benchmarks). */
 guint64 rok_planner_runs(const RokPlanner *planner);
@@ -182,7 +182,7 @@ guint64 rok_planner_runs(const RokPlanner *planner);
  * when there would be more. Each plan is run under `budget` with the
  * default detail; the fastest that fits (ties: smaller peak, then first in
  * enumeration order). ROK_ERROR_NO_FIT when none fits. */
-RokSimPlan *rok_planner_exhaustive(RokPlanner *planner, guint64 budget, guint64 max_plans,
+RokStepPlan *rok_planner_exhaustive(RokPlanner *planner, guint64 budget, guint64 max_plans,
                                    RokSimResult **result, GError **error);
 
 /* ---- The ROK curve: step time against the memory budget ---- */
@@ -255,7 +255,7 @@ typedef struct {
 
 #define ROK_SSD_DEFAULT_WRITE_AMPLIFICATION 1.0
 
-void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const RokSimResult *result,
+void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const RokSimResult *result,
                      double write_amplification, RokSsdFigures *out);
 /* write_bytes_per_step, write_bytes_per_day, required_write_bandwidth,
  * average_write_bandwidth, array_write_bandwidth, path_write_bandwidth,
@@ -269,7 +269,7 @@ json_object *rok_ssd_figures_to_json(const RokSsdFigures *ssd);
  * for name), then the tensors outside the layers (first = last = -1):
  * [{first, last, bytes: {decision: bytes of the whole run, one
  * micro-batch}, tensors: {decision: [names, as in the run's first layer]}}]. */
-json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokSimPlan *plan);
+json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokStepPlan *plan);
 
 /* A plan as `rok plan` writes it: which strategy made it, for what model
  * and machine and budget, the decision of every saved tensor, and the
@@ -282,7 +282,7 @@ typedef struct {
   char *trace_sha256; /* of the trace's rok-trace/1 text */
   guint64 budget_bytes;
   gboolean feasible;
-  RokSimPlan *plan;   /* one decision per tensor of the trace, options */
+  RokStepPlan *plan;   /* one decision per tensor of the trace, options */
   json_object *report; /* predicted, baselines, curve, ssd, layers */
 } RokPlanFile;
 
@@ -295,7 +295,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokPlanFile, rok_plan_file_free)
  * faster than selective, the fastest baseline that fits."); `baselines`
  * holds a result per baseline at the same budget, NULL where it does not
  * apply. Parts under a thousandth of the saved bytes are left out. */
-char *rok_plan_summary(const RokTrace *trace, const RokSimPlan *plan, const RokSimResult *result,
+char *rok_plan_summary(const RokTrace *trace, const RokStepPlan *plan, const RokSimResult *result,
                        RokStrategy strategy, guint64 budget, const RokSimResult *const *baselines);
 
 /* The SHA-256 of a trace's canonical rok-trace/1 text (hex). */

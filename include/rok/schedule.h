@@ -44,9 +44,9 @@ typedef struct {
   const RokHw *hw;
   char *trace_sha256;
   guint64 budget_bytes;
-  RokSimPlan *plan; /* decisions and the options the log was made with */
+  RokStepPlan *plan; /* decisions and the options the log was made with */
   json_object *predicted; /* the simulate fields (rok_sim_result_to_json) */
-  /* The program: RokSimAction (times in ns, deps into `deps`), guint. */
+  /* The program: RokAction (times in ns, deps into `deps`), guint. */
   GArray *actions, *deps;
   /* private */
   RokTrace *owned_trace;
@@ -56,14 +56,14 @@ typedef struct {
 /* Simulate `plan` with every micro-batch in detail and the action log on
  * (its other options kept) and make the schedule. Borrows `trace` and
  * `hw`, which must outlive it. */
-RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const char *strategy,
+RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
                               guint64 budget_bytes, GError **error);
 void rok_schedule_free(RokSchedule *schedule);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSchedule, rok_schedule_free)
 
 /* The action's dependencies: schedule->deps[first .. first + count). */
-static inline const RokSimAction *rok_schedule_action(const RokSchedule *schedule, guint id) {
-  return &g_array_index(schedule->actions, RokSimAction, id);
+static inline const RokAction *rok_schedule_action(const RokSchedule *schedule, guint id) {
+  return &g_array_index(schedule->actions, RokAction, id);
 }
 
 /* The file's text; writing is atomic (temporary file, then rename). */

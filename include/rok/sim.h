@@ -17,7 +17,7 @@
  * measured curve in the profile, e = rok_hw_gemm_efficiency() at the op's
  * forward FLOPs, in both directions). With measured rates for the op's
  * kind in the profile (gpu.op_rates), an op takes work / rate(work) +
- * launch_overhead instead, work being rok_sim_op_work() and the rate the
+ * launch_overhead instead, work being rok_op_work() and the rate the
  * kind's curve for that direction at that work. A measured
  * time in the trace (>= 0) wins; input ops take no time. Backward uses the
  * op's backward figures. The optimizer step after the last micro-batch
@@ -132,7 +132,7 @@
 
 G_BEGIN_DECLS
 
-#define ROK_SIM_NONE G_MAXUINT
+#define ROK_NO_ID G_MAXUINT
 /* NVMe request size for the queue-depth limit (see the model above). */
 #define ROK_SIM_NVME_REQUEST_BYTES ((guint64)1 << 20)
 
@@ -147,13 +147,13 @@ typedef enum {
 } RokDecision;
 
 typedef enum {
-  ROK_SIM_STREAM_COMPUTE,
-  ROK_SIM_STREAM_D2H,
-  ROK_SIM_STREAM_H2D,
-  ROK_SIM_STREAM_NVME_WRITE,
-  ROK_SIM_STREAM_NVME_READ,
-  ROK_SIM_STREAM_COUNT
-} RokSimStream;
+  ROK_STREAM_COMPUTE,
+  ROK_STREAM_D2H,
+  ROK_STREAM_H2D,
+  ROK_STREAM_NVME_WRITE,
+  ROK_STREAM_NVME_READ,
+  ROK_STREAM_COUNT
+} RokStream;
 
 typedef enum {
   ROK_STALL_READ,    /* a read from the SSDs */
@@ -182,26 +182,26 @@ typedef struct {
   /* A layer's rebuild re-runs every op of the layer, as Megatron's
    * activation checkpointing does, not only the ops its tensors need. */
   gboolean rebuild_whole_layers;
-} RokSimOptions;
+} RokStepOptions;
 
 /* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
  * attention and MLP blocks as its modules, that is one layer. */
-#define ROK_SIM_DEFAULT_PREFETCH_LAYERS 1
-#define ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES 3
+#define ROK_STEP_DEFAULT_PREFETCH_LAYERS 1
+#define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
 
 /* A plan as the simulator consumes it: one decision per tensor id. */
 typedef struct {
   guint n_tensors;
   RokDecision *decisions;
-  RokSimOptions options;
-} RokSimPlan;
+  RokStepOptions options;
+} RokStepPlan;
 
-void rok_sim_options_init(RokSimOptions *options);
+void rok_step_options_init(RokStepOptions *options);
 /* Every tensor kept, default options. */
-RokSimPlan *rok_sim_plan_new(const RokTrace *trace);
-RokSimPlan *rok_sim_plan_copy(const RokSimPlan *plan);
-void rok_sim_plan_free(RokSimPlan *plan);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSimPlan, rok_sim_plan_free)
+RokStepPlan *rok_step_plan_new(const RokTrace *trace);
+RokStepPlan *rok_step_plan_copy(const RokStepPlan *plan);
+void rok_step_plan_free(RokStepPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokStepPlan, rok_step_plan_free)
 
 /* One entry of the action log: a compute op, one leg of a transfer, or a
  * free, with the earlier actions it had to wait for (result->deps[deps_first
@@ -212,15 +212,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSimPlan, rok_sim_plan_free)
  * runs on the nvme-write / nvme-read stream and also uses the PCIe link. */
 typedef struct {
   RokActionKind kind;
-  RokSimStream stream;
+  RokStream stream;
   guint micro_batch;
-  guint op;      /* compute actions; ROK_SIM_NONE otherwise */
-  guint tensor;  /* transfers and frees; ROK_SIM_NONE otherwise */
+  guint op;      /* compute actions; ROK_NO_ID otherwise */
+  guint tensor;  /* transfers and frees; ROK_NO_ID otherwise */
   guint64 bytes; /* transfers and frees */
   gboolean gpudirect;
   gint64 start_ns, end_ns;
   guint deps_first, deps_count;
-} RokSimAction;
+} RokAction;
 
 typedef struct {
   gint64 time_ns;
@@ -246,12 +246,12 @@ typedef struct {
   gint64 recompute_ns; /* of which re-running forward ops */
   gint64 stall_ns[ROK_STALL_COUNT];
   gint64 stall_total_ns;
-  gint64 busy_ns[ROK_SIM_STREAM_COUNT]; /* per stream, latencies included */
+  gint64 busy_ns[ROK_STREAM_COUNT]; /* per stream, latencies included */
   guint64 pcie_d2h_bytes, pcie_h2d_bytes, nvme_write_bytes, nvme_read_bytes;
   guint64 staging_peak_bytes, host_peak_bytes;
   guint64 forwarded_tensors; /* offloaded tensors used from GPU memory */
   guint64 events;            /* events the engine processed */
-  /* With options.record (NULL otherwise): RokSimAction in start order of
+  /* With options.record (NULL otherwise): RokAction in start order of
    * creation, guint action indexes, RokSimSample at every change. */
   GArray *actions, *deps, *samples;
 } RokSimResult;
@@ -271,15 +271,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSim, rok_sim_free)
 /* The size of an op's work in one direction, as measured op rates count
  * it: its FLOPs for GEMM-like kinds (linear, attn_scores, attn_context,
  * flash_attention), its bytes moved for the others. */
-double rok_sim_op_work(const RokOp *op, gboolean backward);
+double rok_op_work(const RokOp *op, gboolean backward);
 /* The time of one op's forward or backward, in ns. */
 gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward);
 /* Simulate one step. Fails (ROK_ERROR_INPUT) on a plan that does not fit
  * the trace: wrong length, recompute of what cannot be recomputed, NVMe
  * offload without SSDs, bad options. */
-RokSimResult *rok_sim_run(RokSim *sim, const RokSimPlan *plan, GError **error);
+RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error);
 /* rok_sim_new + rok_sim_run + rok_sim_free. */
-RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, GError **error);
+RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error);
 
 /* The summary as JSON: step_time_s, tokens_per_s, peak_bytes,
  * activation_peak_bytes, compute_s, recompute_s, stall_s, pcie_d2h_bytes,
@@ -295,7 +295,7 @@ gboolean rok_sim_timeline_save(const RokSimResult *result, const RokTrace *trace
                                GError **error);
 
 const char *rok_decision_name(RokDecision decision);
-const char *rok_sim_stream_name(RokSimStream stream);
+const char *rok_stream_name(RokStream stream);
 const char *rok_stall_cause_name(RokStallCause cause);
 const char *rok_action_kind_name(RokActionKind kind);
 

@@ -154,7 +154,7 @@ typedef enum {
  * offloading strategies, rok and all); the one near pair, offload and tba,
  * are kin and differ in marker shape. For every chart that shows
  * strategies, so that each looks the same on all of them. */
-guint rok_sweep_strategy_color(RokStrategy strategy);
+guint rok_strategy_color(RokStrategy strategy);
 
 /* Which rows a chart shows: those whose axes other than `x` equal `at`. */
 typedef struct {

@@ -25,7 +25,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 
 G_BEGIN_DECLS

@@ -1,15 +1,14 @@
 /* Shared command-line plumbing. */
-#include "cli/cli.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 
-GOptionContext *rok_cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common) {
+GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common) {
   g_autofree char *usage = g_strdup_printf("%s — %s", command->args, command->summary);
   GOptionContext *context = g_option_context_new(usage);
   g_autofree char *prog = g_strdup_printf("rok %s", command->name);
@@ -29,7 +28,7 @@ GOptionContext *rok_cli_context(const RokCommand *command, const GOptionEntry *e
   return context;
 }
 
-gboolean rok_cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error) {
+gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error) {
   GError *local = NULL;
   if (g_option_context_parse(context, argc, argv, &local))
     return TRUE;
@@ -38,7 +37,7 @@ gboolean rok_cli_parse(GOptionContext *context, int *argc, char ***argv, GError 
   return FALSE;
 }
 
-gboolean rok_cli_positionals(int argc, char **argv, int count, const char *what, GError **error) {
+gboolean cli_positionals(int argc, char **argv, int count, const char *what, GError **error) {
   if (argc - 1 == count)
     return TRUE;
   if (argc - 1 < count)
@@ -85,7 +84,7 @@ static char *bundled_names(const char *kind) {
   return g_strjoinv(", ", (char **)names->pdata);
 }
 
-char *rok_cli_resolve(const char *arg, const char *kind, GError **error) {
+char *cli_resolve(const char *arg, const char *kind, GError **error) {
   if (g_file_test(arg, G_FILE_TEST_EXISTS))
     return g_strdup(arg);
   char *path = strchr(arg, '/') == NULL ? bundled_path(kind, arg) : NULL;
@@ -99,8 +98,8 @@ char *rok_cli_resolve(const char *arg, const char *kind, GError **error) {
 
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
  * its "format"; a model config has none. */
-RokTrace *rok_cli_load_trace(const char *arg, char **sets, GError **error) {
-  g_autofree char *path = rok_cli_resolve(arg, "models", error);
+RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
+  g_autofree char *path = cli_resolve(arg, "models", error);
   g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
   if (doc == NULL)
     return NULL;
@@ -117,12 +116,12 @@ RokTrace *rok_cli_load_trace(const char *arg, char **sets, GError **error) {
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 
-RokHw *rok_cli_load_hw(const char *arg, GError **error) {
-  g_autofree char *path = rok_cli_resolve(arg, "hw", error);
+RokHw *cli_load_hw(const char *arg, GError **error) {
+  g_autofree char *path = cli_resolve(arg, "hw", error);
   return path == NULL ? NULL : rok_hw_load(path, error);
 }
 
-gboolean rok_cli_print_json(json_object *value, GError **error) {
+gboolean cli_print_json(json_object *value, GError **error) {
   g_autofree char *text = rok_json_to_string(value);
   json_object_put(value);
   if (fputs(text, stdout) == EOF) {
@@ -132,7 +131,7 @@ gboolean rok_cli_print_json(json_object *value, GError **error) {
   return TRUE;
 }
 
-int rok_cli_fail(const char *command, GError *error) {
+int cli_fail(const char *command, GError *error) {
   int code = rok_error_exit_code(error);
   fflush(stdout);
   fprintf(stderr, "rok %s: %s\n", command, error->message);

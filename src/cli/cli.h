@@ -4,7 +4,7 @@
  * A subcommand lives in its own cmd-NAME.c, exports one
  * `int rok_cmd_NAME(int argc, char **argv)` and is listed in main.c. It
  * returns an exit code (DESIGN.md: 0 ok, 1 runtime failure, 2 bad input,
- * 3 no plan fits), usually through rok_cli_fail(). */
+ * 3 no plan fits), usually through cli_fail(). */
 #pragma once
 
 #include <glib.h>
@@ -21,8 +21,8 @@ typedef struct {
 } RokCommand;
 
 /* The command table (main.c). */
-const RokCommand *rok_cli_commands(void);
-const RokCommand *rok_cli_find(const char *name);
+const RokCommand *cli_commands(void);
+const RokCommand *cli_find(const char *name);
 
 /* Options every model-reading command takes: --json and --set. */
 typedef struct {
@@ -32,25 +32,25 @@ typedef struct {
 
 /* A context for `rok NAME`, with the command's entries and the common ones
  * (when `common` is not NULL). */
-GOptionContext *rok_cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common);
+GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common);
 /* Parse; a bad option is ROK_ERROR_USAGE. Leaves the positional arguments
  * in argv[1..]. */
-gboolean rok_cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error);
+gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error);
 /* Exactly `count` positional arguments after parsing (argv[1..count]),
  * `what` naming them in the message when some are missing. */
-gboolean rok_cli_positionals(int argc, char **argv, int count, const char *what, GError **error);
+gboolean cli_positionals(int argc, char **argv, int count, const char *what, GError **error);
 
 /* A path as given, or a bundled config by name ("gpt3-13b" ->
  * configs/models/gpt3-13b.json) when no such file exists. `kind` is "models"
  * or "hw". */
-char *rok_cli_resolve(const char *arg, const char *kind, GError **error);
+char *cli_resolve(const char *arg, const char *kind, GError **error);
 /* A model config (with --set applied) turned into a trace, or a rok-trace/1
  * file as it is (then --set is an error). */
-RokTrace *rok_cli_load_trace(const char *arg, char **sets, GError **error);
-RokHw *rok_cli_load_hw(const char *arg, GError **error);
+RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
+RokHw *cli_load_hw(const char *arg, GError **error);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */
-gboolean rok_cli_print_json(json_object *value, GError **error);
+gboolean cli_print_json(json_object *value, GError **error);
 
 /* Report `error` (consumed) as "rok NAME: message" and return its exit code. */
-int rok_cli_fail(const char *command, GError *error);
+int cli_fail(const char *command, GError *error);

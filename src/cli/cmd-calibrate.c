@@ -4,11 +4,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "exec/calibrate/calibrate.h"
-#include "rok/error.h"
-#include "rok/json.h"
-#include "rok/units.h"
+#include "cli.h"
+#include "rok/calibrate.h"
+#include "rok/core.h"
 
 typedef struct {
   char **dirs, **blocks, **depths;
@@ -230,7 +228,7 @@ static gboolean run(const Options *o, GError **error) {
     return FALSE;
   gboolean ok = TRUE;
   if (o->json || o->output == NULL)
-    ok = rok_cli_print_json(rok_hw_to_json(hw), error);
+    ok = cli_print_json(rok_hw_to_json(hw), error);
   else
     print_table(c, hw, o->output);
   /* Last, so that they are not lost above the table. */
@@ -239,8 +237,8 @@ static gboolean run(const Options *o, GError **error) {
   return ok;
 }
 
-int rok_cmd_calibrate(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("calibrate");
+int cli_cmd_calibrate(int argc, char **argv) {
+  const RokCommand *self = cli_find("calibrate");
   g_auto(Options) o = {.device = -1};
   const GOptionEntry entries[] = {
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
@@ -260,10 +258,10 @@ int rok_cmd_calibrate(int argc, char **argv) {
       {"pass-time", 0, 0, G_OPTION_ARG_DOUBLE, &o.pass_time,
        "A timed disk pass stops issuing after this many seconds (default 2; --quick 0.2)", "SECONDS"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, NULL);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, NULL);
   GError *error = NULL;
-  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 0, "", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 0, "", &error) ||
       !run(&o, &error))
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   return ROK_EXIT_OK;
 }

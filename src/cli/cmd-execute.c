@@ -4,13 +4,12 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "exec/io/signals.h"
-#include "rok/error.h"
+#include "cli.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 #include "rok/exec.h"
-#include "rok/units.h"
 #ifdef ROK_WITH_OPENCL
-#include "exec/opencl/cl-device.h"
+#include "rok/device.h"
 #endif
 
 typedef struct {
@@ -35,15 +34,15 @@ static int list_devices(gboolean json) {
   GError *error = NULL;
   g_autoptr(GPtrArray) infos = rok_cl_device_list(&error);
   if (infos == NULL)
-    return rok_cli_fail("execute", error);
+    return cli_fail("execute", error);
   if (json)
-    return rok_cli_print_json(rok_cl_device_list_to_json(infos), &error) ? ROK_EXIT_OK : rok_cli_fail("execute", error);
+    return cli_print_json(rok_cl_device_list_to_json(infos), &error) ? ROK_EXIT_OK : cli_fail("execute", error);
   g_autofree char *table = rok_cl_device_list_format(infos);
   fputs(table, stdout);
   return ROK_EXIT_OK;
 #else
   (void)json;
-  return rok_cli_fail("execute", g_error_new_literal(ROK_ERROR, ROK_ERROR_DEVICE,
+  return cli_fail("execute", g_error_new_literal(ROK_ERROR, ROK_ERROR_DEVICE,
                                                      "this rok was built without OpenCL: no devices to list"));
 #endif
 }
@@ -192,8 +191,8 @@ static GError *after_stop(GError *error, const Options *o) {
   return out;
 }
 
-int rok_cmd_execute(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("execute");
+int cli_cmd_execute(int argc, char **argv) {
+  const RokCommand *self = cli_find("execute");
   g_auto(Options) o = {.device = -1, .repeat = ROK_EXEC_DEFAULT_REPEAT, .seed = ROK_EXEC_DEFAULT_SEED};
   const GOptionEntry entries[] = {
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
@@ -209,28 +208,28 @@ int rok_cmd_execute(int argc, char **argv) {
       {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},
       {"slot", 0, 0, G_OPTION_ARG_STRING, &o.slot, "Staging slot and stripe unit (default 1MiB)", "SIZE"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, NULL);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, NULL);
   GError *error = NULL;
-  if (!rok_cli_parse(context, &argc, &argv, &error))
-    return rok_cli_fail(self->name, error);
+  if (!cli_parse(context, &argc, &argv, &error))
+    return cli_fail(self->name, error);
   if (o.list)
     return argc == 1 ? list_devices(o.json)
-                     : rok_cli_fail(self->name, g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE,
+                     : cli_fail(self->name, g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE,
                                                                     "--list-devices takes no SCHEDULE"));
-  if (!rok_cli_positionals(argc, argv, 1, "SCHEDULE", &error))
-    return rok_cli_fail(self->name, error);
+  if (!cli_positionals(argc, argv, 1, "SCHEDULE", &error))
+    return cli_fail(self->name, error);
   /* First, before the device or the store start threads (signals.h). */
   g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
   g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(on_signal, cancel, &error);
   if (watch == NULL)
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   g_autoptr(RokExecReport) report = execute(&o, argv[1], cancel, &error);
   if (isatty(STDOUT_FILENO)) /* the progress line goes */
     printf("\r\033[K");
   if (report == NULL)
-    return rok_cli_fail(self->name, after_stop(error, &o));
+    return cli_fail(self->name, after_stop(error, &o));
   if (o.json)
-    return rok_cli_print_json(rok_exec_report_to_json(report), &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+    return cli_print_json(rok_exec_report_to_json(report), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_summary(report);
   return ROK_EXIT_OK;
 }

@@ -6,13 +6,11 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli/charts.h"
-#include "cli/cli.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/charts.h"
+#include "cli.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 #include "rok/schedule.h"
-#include "rok/units.h"
 
 typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory;
@@ -37,7 +35,7 @@ typedef struct {
   RokStrategy strategy;
   guint64 budget;
   RokPlanner *planner;
-  RokSimPlan *plan;
+  RokStepPlan *plan;
   RokSimResult *result;
   RokSimResult *baselines[ROK_STRATEGY_BASELINE_COUNT];
   char *baseline_errors[ROK_STRATEGY_BASELINE_COUNT];
@@ -49,7 +47,7 @@ typedef struct {
 
 static void outcome_clear(Outcome *o) {
   rok_planner_free(o->planner);
-  rok_sim_plan_free(o->plan);
+  rok_step_plan_free(o->plan);
   rok_sim_result_free(o->result);
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     rok_sim_result_free(o->baselines[b]);
@@ -81,7 +79,7 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
   out->budget = hw->gpu.memory;
   if ((o->budget != NULL && !parse_size_option("budget", o->budget, &out->budget, FALSE, error)) ||
       (o->host_memory != NULL && !parse_size_option("host-memory", o->host_memory, &popts->host_memory, TRUE, error)) ||
-      !rok_plan_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
+      !rok_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
   if (o->offload_min_elements >= 0)
     popts->strategy.offload_min_elements = (guint64)o->offload_min_elements;
@@ -116,7 +114,7 @@ static gboolean plan_baseline(Outcome *out, GError **error) {
 static void run_baselines(Outcome *out) {
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     GError *local = NULL;
-    g_autoptr(RokSimPlan) plan = rok_planner_baseline(out->planner, b, out->budget, &out->baselines[b], &local);
+    g_autoptr(RokStepPlan) plan = rok_planner_baseline(out->planner, b, out->budget, &out->baselines[b], &local);
     if (plan == NULL) {
       out->baseline_errors[b] = g_strdup(local->message);
       g_error_free(local);
@@ -178,13 +176,13 @@ static json_object *baselines_json(const Outcome *out) {
 
 static RokPlanFile *plan_file(const Outcome *out) {
   RokPlanFile *file = g_new0(RokPlanFile, 1);
-  file->strategy = g_strdup(rok_plan_strategy_name(out->strategy));
+  file->strategy = g_strdup(rok_strategy_name(out->strategy));
   file->model_name = g_strdup(out->trace->model_name);
   file->hw_name = g_strdup(out->hw->name);
-  file->trace_sha256 = rok_trace_sha256(out->trace);
+  file->trace_sha256 = rok_trace_sha256(out->trace, NULL);
   file->budget_bytes = out->budget;
   file->feasible = TRUE;
-  file->plan = rok_sim_plan_copy(out->plan);
+  file->plan = rok_step_plan_copy(out->plan);
   file->report = json_object_new_object();
   json_object_object_add(file->report, "summary", json_object_new_string(out->summary));
   json_object_object_add(file->report, "predicted", rok_sim_result_to_json(out->result, out->trace));
@@ -200,10 +198,10 @@ static RokPlanFile *plan_file(const Outcome *out) {
 static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Outcome *out) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "format", json_object_new_string("rok-plan/1"));
-  json_object_object_add(o, "strategy", json_object_new_string(rok_plan_strategy_name(out->strategy)));
+  json_object_object_add(o, "strategy", json_object_new_string(rok_strategy_name(out->strategy)));
   json_object_object_add(o, "model", json_object_new_string(trace->model_name));
   json_object_object_add(o, "hw", json_object_new_string(hw->name));
-  g_autofree char *hash = rok_trace_sha256(trace);
+  g_autofree char *hash = rok_trace_sha256(trace, NULL);
   json_object_object_add(o, "trace_sha256", json_object_new_string(hash));
   json_object_object_add(o, "budget_bytes", json_object_new_uint64(out->budget));
   json_object_object_add(o, "feasible", json_object_new_boolean(FALSE));
@@ -224,7 +222,7 @@ static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, 
   case 0:
     return rok_plan_file_save(file, out->trace, path, error);
   case 1:
-    schedule = rok_schedule_new(out->trace, out->hw, out->plan, rok_plan_strategy_name(out->strategy), out->budget,
+    schedule = rok_sim_schedule_new(out->trace, out->hw, out->plan, rok_strategy_name(out->strategy), out->budget,
                                 error);
     return schedule != NULL && rok_schedule_save(schedule, path, error);
   case 2:
@@ -345,7 +343,7 @@ static void print_comparison(const Outcome *out) {
   cell("peak", 10, TRUE);
   cell("activation", 10, TRUE);
   printf("\n");
-  print_row(rok_plan_strategy_name(out->strategy), out->result, out->budget, " (this plan)");
+  print_row(rok_strategy_name(out->strategy), out->result, out->budget, " (this plan)");
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     if (out->baselines[b] != NULL)
       print_row(rok_strategy_name(b), out->baselines[b], out->budget, "");
@@ -418,8 +416,8 @@ static void print_summary(const Outcome *out, const char *dir) {
     printf("Wrote plan.json, schedule.json, rok-curve.csv, rok-curve.png and rok-curve.svg in %s\n", dir);
 }
 
-int rok_cmd_plan(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("plan");
+int cli_cmd_plan(int argc, char **argv) {
+  const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
   g_auto(Options) o = {.points = 32, .offload_min_elements = -1,
                        .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
@@ -439,20 +437,20 @@ int rok_cmd_plan(int argc, char **argv) {
       {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
        "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
   g_autoptr(RokTrace) trace = NULL;
   g_autoptr(RokHw) hw = NULL;
   g_auto(Outcome) out = {0};
   g_autoptr(RokPlanFile) file = NULL;
-  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
-      (hw = rok_cli_load_hw(o.hw, &error)) == NULL ||
-      (trace = rok_cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {
+      (hw = cli_load_hw(o.hw, &error)) == NULL ||
+      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {
     g_strfreev(common.sets);
     if (common.json && error->code == ROK_ERROR_NO_FIT && error->domain == ROK_ERROR && out.planner != NULL)
-      rok_cli_print_json(no_fit_json(trace, hw, &out), NULL);
-    return rok_cli_fail(self->name, error);
+      cli_print_json(no_fit_json(trace, hw, &out), NULL);
+    return cli_fail(self->name, error);
   }
   g_strfreev(common.sets);
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
@@ -460,12 +458,12 @@ int rok_cmd_plan(int argc, char **argv) {
   file = plan_file(&out);
   gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
   if (o.output != NULL)
-    rok_cli_charts_release(); /* the charts are drawn; nothing else draws */
+    rok_charts_release(); /* the charts are drawn; nothing else draws */
   if (!written)
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   if (common.json)
-    return rok_cli_print_json(rok_plan_file_to_json(file, trace), &error) ? ROK_EXIT_OK
-                                                                          : rok_cli_fail(self->name, error);
+    return cli_print_json(rok_plan_file_to_json(file, trace), &error) ? ROK_EXIT_OK
+                                                                          : cli_fail(self->name, error);
   print_summary(&out, o.output);
   return ROK_EXIT_OK;
 }

@@ -5,11 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/charts.h"
-#include "cli/cli.h"
-#include "rok/error.h"
+#include "rok/charts.h"
+#include "cli.h"
+#include "rok/core.h"
 #include "rok/sweep.h"
-#include "rok/units.h"
 
 typedef struct {
   char *output, *chart, *x, *hw, *budget;
@@ -87,7 +86,7 @@ static gboolean plot_sweep(const Options *o, const char *path, GError **error) {
 static gboolean plot_timeline(const Options *o, const RokJsonDoc *doc, GError **error) {
   guint64 gpu_memory = 0, budget = 0;
   if (o->hw != NULL) {
-    g_autoptr(RokHw) hw = rok_cli_load_hw(o->hw, error);
+    g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
     if (hw == NULL)
       return FALSE;
     gpu_memory = hw->gpu.memory;
@@ -96,7 +95,7 @@ static gboolean plot_timeline(const Options *o, const RokJsonDoc *doc, GError **
     g_prefix_error(error, "--budget: ");
     return FALSE;
   }
-  return rok_cli_timeline_save(doc, gpu_memory, budget, o->output, error);
+  return rok_charts_timeline_save(doc, gpu_memory, budget, o->output, error);
 }
 
 /* A JSON document is a plan file when it says so in "format", a timeline
@@ -110,7 +109,7 @@ static gboolean plot_json(const Options *o, const char *path, GError **error) {
   if (object && json_object_object_get_ex(root, "traceEvents", NULL))
     return check_options(o, INPUT_TIMELINE, error) && plot_timeline(o, doc, error);
   if (object && json_object_object_get_ex(root, "format", NULL))
-    return check_options(o, INPUT_PLAN, error) && rok_cli_curve_save(doc, o->output, error);
+    return check_options(o, INPUT_PLAN, error) && rok_charts_plan_curve_save(doc, o->output, error);
   g_set_error(error, ROK_ERROR, ROK_ERROR_FORMAT,
               "%s: neither a plan (rok-plan/1) nor a timeline (rok simulate --timeline: an object with "
               "\"traceEvents\")", path);
@@ -151,8 +150,8 @@ static gboolean plot(const Options *o, const char *path, GError **error) {
   return check_options(o, INPUT_SWEEP, error) && plot_sweep(o, path, error);
 }
 
-int rok_cmd_plot(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("plot");
+int cli_cmd_plot(int argc, char **argv) {
+  const RokCommand *self = cli_find("plot");
   g_auto(Options) o = {0};
   const GOptionEntry entries[] = {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output, "The chart to write: .png, .svg or .pdf (required)",
@@ -166,10 +165,10 @@ int rok_cmd_plot(int argc, char **argv) {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Timelines: draw the GPU memory of this profile", "HW"},
       {"budget", 0, 0, G_OPTION_ARG_STRING, &o.budget, "Timelines: draw a memory budget line", "SIZE"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, NULL);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, NULL);
   GError *error = NULL;
-  gboolean ok = rok_cli_parse(context, &argc, &argv, &error) &&
-                rok_cli_positionals(argc, argv, 1, "FILE", &error) && plot(&o, argv[1], &error);
-  rok_cli_charts_release();
-  return ok ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+  gboolean ok = cli_parse(context, &argc, &argv, &error) &&
+                cli_positionals(argc, argv, 1, "FILE", &error) && plot(&o, argv[1], &error);
+  rok_charts_release();
+  return ok ? ROK_EXIT_OK : cli_fail(self->name, error);
 }

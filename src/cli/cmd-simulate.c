@@ -3,12 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/charts.h"
-#include "cli/cli.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/charts.h"
+#include "cli.h"
+#include "rok/core.h"
 #include "rok/plan.h"
-#include "rok/units.h"
 
 typedef struct {
   char *hw, *strategy, *timeline, *timeline_chart, *budget;
@@ -25,7 +23,7 @@ static void options_clear(Options *o) {
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
 /* Options that change the plan's simulator settings. */
-static gboolean apply_options(const Options *o, RokSimPlan *plan, GError **error) {
+static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **error) {
   if (o->budget != NULL) {
     if (!rok_units_parse_size(o->budget, &plan->options.memory_budget, error)) {
       g_prefix_error(error, "--budget: ");
@@ -62,7 +60,7 @@ static json_object *to_json(const RokSimResult *r, const RokTrace *trace, const 
 }
 
 static const char *peak_place(const RokSimResult *r, const RokTrace *trace) {
-  return r->peak_op != ROK_SIM_NONE && r->peak_op < trace->ops->len ? rok_trace_op(trace, r->peak_op)->name
+  return r->peak_op != ROK_NO_ID && r->peak_op < trace->ops->len ? rok_trace_op(trace, r->peak_op)->name
                                                                      : "the optimizer step";
 }
 
@@ -111,9 +109,9 @@ static void print_traffic(const RokSimResult *r) {
   g_autofree char *pcie = g_strdup_printf("%s d2h, %s h2d", d2h, h2d), *nvme = g_strdup_printf("%s written, %s read", w, rd);
   print_line("PCIe", "", pcie);
   print_line("NVMe", "", nvme);
-  for (guint s = ROK_SIM_STREAM_D2H; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = ROK_STREAM_D2H; s < ROK_STREAM_COUNT; s++) {
     g_autofree char *busy = rok_units_format_time((double)r->busy_ns[s] / 1e9), *share = percent(r->busy_ns[s], r->step_ns);
-    g_autofree char *label = g_strdup_printf("  %s busy", rok_sim_stream_name(s));
+    g_autofree char *label = g_strdup_printf("  %s busy", rok_stream_name(s));
     print_line(label, busy, share);
   }
 }
@@ -139,8 +137,8 @@ static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace
   json_object_put(json);
   g_autoptr(RokJsonDoc) doc = rok_json_doc_parse("timeline", text, strlen(text), error);
   guint64 budget = r->budget_bytes < r->gpu_memory_bytes ? r->budget_bytes : 0;
-  gboolean ok = doc != NULL && rok_cli_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
-  rok_cli_charts_release();
+  gboolean ok = doc != NULL && rok_charts_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
+  rok_charts_release();
   return ok;
 }
 
@@ -148,7 +146,7 @@ static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *h
                          GError **error) {
   if (!rok_strategy_from_name(o->strategy ? o->strategy : "keep", strategy, error))
     return NULL;
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(*strategy, trace, hw, NULL, error);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(*strategy, trace, hw, NULL, error);
   if (plan == NULL || !apply_options(o, plan, error))
     return NULL;
   RokSimResult *r = rok_simulate(trace, hw, plan, error);
@@ -159,8 +157,8 @@ static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *h
   return r;
 }
 
-int rok_cmd_simulate(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("simulate");
+int cli_cmd_simulate(int argc, char **argv) {
+  const RokCommand *self = cli_find("simulate");
   RokCliCommon common = {0};
   g_auto(Options) o = {.prefetch_layers = -1, .detail = -1};
   const GOptionEntry entries[] = {
@@ -177,24 +175,24 @@ int rok_cmd_simulate(int argc, char **argv) {
        "N"},
       {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail, "Micro-batches simulated event by event (default 3)", "N"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
   g_autoptr(RokTrace) trace = NULL;
   g_autoptr(RokHw) hw = NULL;
   g_autoptr(RokSimResult) r = NULL;
   RokStrategy strategy = ROK_STRATEGY_KEEP;
-  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
-      (hw = rok_cli_load_hw(o.hw, &error)) == NULL ||
-      (trace = rok_cli_load_trace(argv[1], common.sets, &error)) == NULL ||
+      (hw = cli_load_hw(o.hw, &error)) == NULL ||
+      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
       (r = run(&o, trace, hw, &strategy, &error)) == NULL) {
     g_strfreev(common.sets);
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   }
   g_strfreev(common.sets);
   if (common.json)
-    return rok_cli_print_json(to_json(r, trace, hw, strategy), &error) ? ROK_EXIT_OK
-                                                                       : rok_cli_fail(self->name, error);
+    return cli_print_json(to_json(r, trace, hw, strategy), &error) ? ROK_EXIT_OK
+                                                                       : cli_fail(self->name, error);
   print_summary(r, trace, hw, strategy);
   return ROK_EXIT_OK;
 }

@@ -5,12 +5,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli/charts.h"
-#include "cli/cli.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/charts.h"
+#include "cli.h"
+#include "rok/core.h"
 #include "rok/sweep.h"
-#include "rok/units.h"
 
 typedef struct {
   char *hw, *strategies, *output;
@@ -29,7 +27,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
 /* A model config's text; a rok-trace/1 file has no config to change. */
 static char *read_config(const char *arg, char **path, gsize *length, GError **error) {
-  *path = rok_cli_resolve(arg, "models", error);
+  *path = cli_resolve(arg, "models", error);
   char *text = NULL;
   if (*path == NULL || !rok_json_read_file(*path, &text, length, error))
     return NULL;
@@ -47,7 +45,7 @@ static RokSweepSpec *make_spec(const Options *o, const char *model_arg, char **s
   static const char *const option_names[ROK_SWEEP_AXIS_COUNT] = {
       [ROK_SWEEP_BUDGET] = "--budget", [ROK_SWEEP_NVME_DEVICES] = "--nvme-devices",
       [ROK_SWEEP_SEQ_LEN] = "--seq-len", [ROK_SWEEP_MICRO_BATCH] = "--micro-batch"};
-  g_autoptr(RokHw) hw = rok_cli_load_hw(o->hw, error);
+  g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
   g_autofree char *path = NULL;
   gsize length = 0;
   g_autofree char *text = hw == NULL ? NULL : read_config(model_arg, &path, &length, error);
@@ -100,7 +98,7 @@ static gboolean write_charts(const RokSweep *sweep, const char *dir, GError **er
 
 static gboolean write_files(const RokSweep *sweep, const char *dir, GError **error) {
   gboolean ok = write_charts(sweep, dir, error);
-  rok_cli_charts_release();
+  rok_charts_release();
   return ok;
 }
 
@@ -135,7 +133,7 @@ static void print_row(const RokSweep *sweep, const RokSweepRow *row, gboolean be
   g_autofree char *act = rok_units_format_size(row->activation_peak_bytes);
   g_autofree char *write = row->required_write_bandwidth > 0 ? rok_units_format_rate(row->required_write_bandwidth)
                                                             : g_strdup("-");
-  printf("%c %-10s %10s %12s %11s %11s %11s  %s\n", best ? '*' : ' ', rok_plan_strategy_name(row->strategy), step,
+  printf("%c %-10s %10s %12s %11s %11s %11s  %s\n", best ? '*' : ' ', rok_strategy_name(row->strategy), step,
          rate, peak, act, write, row->fits ? "yes" : "NO");
 }
 
@@ -177,12 +175,12 @@ static void print_strategy_summary(const RokSweep *sweep, const RokSweepView *vi
       best = row;
   }
   if (!any) {
-    printf("  %-10s %22s  %s\n", rok_plan_strategy_name(strategy), "-", "does not fit anywhere");
+    printf("  %-10s %22s  %s\n", rok_strategy_name(strategy), "-", "does not fit anywhere");
     return;
   }
   g_autofree char *up_to = axis_text(view->x, largest), *at = axis_text(view->x, rok_sweep_row_value(best, view->x));
   g_autofree char *rate = rok_units_format_count(best->tokens_per_s);
-  printf("  %-10s %22s  %s tokens/s at %s %s\n", rok_plan_strategy_name(strategy), up_to, rate, axis_labels[view->x], at);
+  printf("  %-10s %22s  %s tokens/s at %s %s\n", rok_strategy_name(strategy), up_to, rate, axis_labels[view->x], at);
 }
 
 static void print_summary(const RokSweep *sweep) {
@@ -228,8 +226,8 @@ static gboolean parse_threads(gint threads, guint *out, GError **error) {
   return TRUE;
 }
 
-int rok_cmd_sweep(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("sweep");
+int cli_cmd_sweep(int argc, char **argv) {
+  const RokCommand *self = cli_find("sweep");
   RokCliCommon common = {0};
   g_auto(Options) o = {0};
   const GOptionEntry entries[] = {
@@ -247,23 +245,23 @@ int rok_cmd_sweep(int argc, char **argv) {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
        "Write sweep.csv and the charts (throughput, memory; PNG and SVG) to DIR", "DIR"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
   g_autoptr(RokSweepSpec) spec = NULL;
   g_autoptr(RokSweep) sweep = NULL;
   guint threads = 0;
   gboolean progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
-  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       !parse_threads(o.threads, &threads, &error) || (spec = make_spec(&o, argv[1], common.sets, &error)) == NULL ||
       (sweep = rok_sweep_run(spec, threads, progress ? show_progress : NULL, NULL, &error)) == NULL ||
       (o.output != NULL && !write_files(sweep, o.output, &error))) {
     g_strfreev(common.sets);
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   }
   g_strfreev(common.sets);
   if (common.json)
-    return rok_cli_print_json(rok_sweep_to_json(sweep), &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+    return cli_print_json(rok_sweep_to_json(sweep), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_table(sweep, rok_sweep_spec_points(spec));
   return ROK_EXIT_OK;
 }

@@ -2,10 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "rok/error.h"
-#include "rok/json.h"
-#include "rok/units.h"
+#include "cli.h"
+#include "rok/core.h"
 
 /* A name without its "layer3." prefix: the same in every layer. */
 static const char *local_name(const char *name) {
@@ -160,28 +158,28 @@ static void print_trace(const RokTrace *trace, const RokHw *hw) {
   print_summary(trace, hw);
 }
 
-int rok_cmd_trace(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("trace");
+int cli_cmd_trace(int argc, char **argv) {
+  const RokCommand *self = cli_find("trace");
   RokCliCommon common = {0};
   g_autofree char *hw_arg = NULL, *output = NULL;
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &hw_arg, "Hardware profile: say whether keeping everything fits", "HW"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the trace (rok-trace/1) to FILE", "FILE"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
   g_autoptr(RokTrace) trace = NULL;
   g_autoptr(RokHw) hw = NULL;
-  if (!rok_cli_parse(context, &argc, &argv, &error) || !rok_cli_positionals(argc, argv, 1, "MODEL", &error) ||
-      (hw_arg != NULL && (hw = rok_cli_load_hw(hw_arg, &error)) == NULL) ||
-      (trace = rok_cli_load_trace(argv[1], common.sets, &error)) == NULL ||
+  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+      (hw_arg != NULL && (hw = cli_load_hw(hw_arg, &error)) == NULL) ||
+      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
       (output != NULL && !rok_trace_save(trace, output, &error))) {
     g_strfreev(common.sets);
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   }
   g_strfreev(common.sets);
   if (common.json)
-    return rok_cli_print_json(rok_trace_to_json(trace), &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+    return cli_print_json(rok_trace_to_json(trace), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_trace(trace, hw);
   return ROK_EXIT_OK;
 }

@@ -6,12 +6,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli/charts.h"
-#include "cli/cli.h"
-#include "exec/io/signals.h"
-#include "rok/error.h"
-#include "rok/json.h"
-#include "rok/units.h"
+#include "rok/charts.h"
+#include "cli.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 #include "rok/validate.h"
 
 /* The bundled model sized for a small device (configs/models). */
@@ -193,7 +191,7 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
     g_autofree char *chart = g_build_filename(dir, charts[i], NULL);
     ok = rok_validation_save_chart(v, chart, error);
   }
-  rok_cli_charts_release(); /* the charts are drawn; nothing else draws */
+  rok_charts_release(); /* the charts are drawn; nothing else draws */
   return ok;
 }
 
@@ -208,8 +206,8 @@ static RokValidation *run(const Options *o, const char *model, char **sets, RokE
                         "missing --hw HW: a profile of this machine, as `rok calibrate --dir DIR -o hw.json` makes");
     return NULL;
   }
-  g_autoptr(RokHw) hw = rok_cli_load_hw(o->hw, error);
-  g_autoptr(RokTrace) trace = hw ? rok_cli_load_trace(model, sets, error) : NULL;
+  g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
+  g_autoptr(RokTrace) trace = hw ? cli_load_trace(model, sets, error) : NULL;
   if (trace == NULL)
     return NULL;
   vo.exec.cancel = cancel;
@@ -223,8 +221,8 @@ static RokValidation *run(const Options *o, const char *model, char **sets, RokE
   return v;
 }
 
-int rok_cmd_validate(int argc, char **argv) {
-  const RokCommand *self = rok_cli_find("validate");
+int cli_cmd_validate(int argc, char **argv) {
+  const RokCommand *self = cli_find("validate");
   RokCliCommon common = {0};
   g_auto(Options) o = {.device = -1,
                        .repeat = ROK_EXEC_DEFAULT_REPEAT,
@@ -247,12 +245,12 @@ int rok_cmd_validate(int argc, char **argv) {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
        "Write validation.json, the chart (PNG, SVG) and each row's schedule, report and timeline in DIR", "DIR"},
       G_OPTION_ENTRY_NULL};
-  g_autoptr(GOptionContext) context = rok_cli_context(self, entries, &common);
+  g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  if (!rok_cli_parse(context, &argc, &argv, &error) ||
-      (argc > 2 && !rok_cli_positionals(argc, argv, 1, "MODEL", &error))) {
+  if (!cli_parse(context, &argc, &argv, &error) ||
+      (argc > 2 && !cli_positionals(argc, argv, 1, "MODEL", &error))) {
     g_strfreev(common.sets);
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   }
   /* First, before the device or the store start threads (signals.h). */
   g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
@@ -260,9 +258,9 @@ int rok_cmd_validate(int argc, char **argv) {
   g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, common.sets, cancel, &error) : NULL;
   g_strfreev(common.sets);
   if (v == NULL)
-    return rok_cli_fail(self->name, error);
+    return cli_fail(self->name, error);
   if (common.json)
-    return rok_cli_print_json(rok_validation_to_json(v), &error) ? ROK_EXIT_OK : rok_cli_fail(self->name, error);
+    return cli_print_json(rok_validation_to_json(v), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_table(v, o.output);
   return ROK_EXIT_OK;
 }

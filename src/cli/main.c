@@ -6,42 +6,42 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "cli/cli.h"
-#include "rok/error.h"
+#include "cli.h"
+#include "rok/core.h"
 
-int rok_cmd_plan(int argc, char **argv);
-int rok_cmd_sweep(int argc, char **argv);
-int rok_cmd_calibrate(int argc, char **argv);
-int rok_cmd_trace(int argc, char **argv);
-int rok_cmd_simulate(int argc, char **argv);
-int rok_cmd_plot(int argc, char **argv);
-int rok_cmd_execute(int argc, char **argv);
-int rok_cmd_validate(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_sweep(int argc, char **argv);
+int cli_cmd_calibrate(int argc, char **argv);
+int cli_cmd_trace(int argc, char **argv);
+int cli_cmd_simulate(int argc, char **argv);
+int cli_cmd_plot(int argc, char **argv);
+int cli_cmd_execute(int argc, char **argv);
+int cli_cmd_validate(int argc, char **argv);
 
 /* The user's journeys first (DESIGN.md), then the building blocks. */
 static const RokCommand commands[] = {
     {"plan", "MODEL --hw HW [--budget B] [-o DIR]", "Recommend a plan within a memory budget, with the ROK curve",
-     rok_cmd_plan},
+     cli_cmd_plan},
     {"sweep", "MODEL --hw HW [--micro-batch RANGE] [-o DIR]",
-     "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", rok_cmd_sweep},
+     "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", cli_cmd_sweep},
     {"calibrate", "--dir DIR [--dir DIR2] [-o hw.json]", "Measure this machine into a hardware profile",
-     rok_cmd_calibrate},
+     cli_cmd_calibrate},
     {"execute", "SCHEDULE --dir DIR [--device N] [--repeat N]", "Run a schedule for real and compare with its prediction",
-     rok_cmd_execute},
+     cli_cmd_execute},
     {"validate", "[MODEL] --hw HW --dir DIR", "Plan, run and compare: how close the predictions come here",
-     rok_cmd_validate},
-    {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", rok_cmd_trace},
-    {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", rok_cmd_simulate},
+     cli_cmd_validate},
+    {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", cli_cmd_trace},
+    {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", cli_cmd_simulate},
     {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",
-     rok_cmd_plot},
+     cli_cmd_plot},
     {NULL, NULL, NULL, NULL},
 };
 
-const RokCommand *rok_cli_commands(void) {
+const RokCommand *cli_commands(void) {
   return commands;
 }
 
-const RokCommand *rok_cli_find(const char *name) {
+const RokCommand *cli_find(const char *name) {
   for (const RokCommand *c = commands; c->name != NULL; c++)
     if (g_str_equal(c->name, name))
       return c;
@@ -77,7 +77,7 @@ static int help(int argc, char **argv) {
     print_usage(stdout);
     return ROK_EXIT_OK;
   }
-  const RokCommand *command = rok_cli_find(argv[2]);
+  const RokCommand *command = cli_find(argv[2]);
   if (command == NULL)
     return unknown_command(argv[2]);
   char *help_argv[] = {argv[2], "--help", NULL};
@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
     printf("rok %s\n", ROK_VERSION);
     return check_stdout(ROK_EXIT_OK);
   }
-  const RokCommand *command = rok_cli_find(name);
+  const RokCommand *command = cli_find(name);
   if (command == NULL)
     return unknown_command(name);
   return check_stdout(command->run(argc - 1, argv + 1));

@@ -1,5 +1,5 @@
 /* The ROK_ERROR domain and its exit codes. */
-#include "rok/error.h"
+#include "rok/core.h"
 
 G_DEFINE_QUARK(rok-error-quark, rok_error)
 

@@ -1,13 +1,13 @@
 /* Getters for sizes, rates and times: a number in base units or a string
  * with units, read by the parsers of units.h. */
-#include "core/json-private.h"
-#include "rok/units.h"
+#include "json-private.h"
+#include "rok/core.h"
 
 #include <math.h>
 
 /* A string the units parser rejected: its message says what and why. */
 static gboolean units_error(const RokJsonObj *obj, const char *key, GError *parse_error, GError **error) {
-  rok_json_member_error(obj, key, error, "%s", parse_error->message);
+  core_json_member_error(obj, key, error, "%s", parse_error->message);
   g_error_free(parse_error);
   return FALSE;
 }
@@ -20,7 +20,7 @@ gboolean rok_json_get_size(const RokJsonObj *obj, const char *key, gboolean requ
                            GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -38,7 +38,7 @@ gboolean rok_json_get_size(const RokJsonObj *obj, const char *key, gboolean requ
       result = (guint64)d;
   }
   if (result == 0)
-    return rok_json_wrong_value(obj, key, value, SIZE_EXPECTED, error);
+    return core_json_wrong_value(obj, key, value, SIZE_EXPECTED, error);
   *bytes = result;
   return TRUE;
 }
@@ -47,7 +47,7 @@ gboolean rok_json_get_rate(const RokJsonObj *obj, const char *key, gboolean requ
                            GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -60,7 +60,7 @@ gboolean rok_json_get_rate(const RokJsonObj *obj, const char *key, gboolean requ
     result = json_object_get_double(value);
   }
   if (!(isfinite(result) && result > 0))
-    return rok_json_wrong_value(obj, key, value, RATE_EXPECTED, error);
+    return core_json_wrong_value(obj, key, value, RATE_EXPECTED, error);
   *per_second = result;
   return TRUE;
 }
@@ -97,7 +97,7 @@ gboolean rok_json_get_time(const RokJsonObj *obj, const char *key, gboolean requ
                            GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -110,8 +110,8 @@ gboolean rok_json_get_time(const RokJsonObj *obj, const char *key, gboolean requ
     gboolean too_long;
     if (!seconds_to_ns(value, &result, &too_long)) {
       if (too_long)
-        return rok_json_member_error(obj, key, error, "too long (more than 2^63-1 ns, about 292 years)");
-      return rok_json_wrong_value(obj, key, value, TIME_EXPECTED, error);
+        return core_json_member_error(obj, key, error, "too long (more than 2^63-1 ns, about 292 years)");
+      return core_json_wrong_value(obj, key, value, TIME_EXPECTED, error);
     }
   }
   *ns = result;

@@ -1,13 +1,13 @@
 /* Typed getters: one member of an object, checked, with a located message
  * saying what was expected and what was found. Each is a hash lookup plus
  * a type check; paths and positions are only worked out for an error. */
-#include "core/json-private.h"
-#include "rok/units.h"
+#include "json-private.h"
+#include "rok/core.h"
 
 #include <math.h>
 #include <string.h>
 
-gboolean rok_json_lookup(const RokJsonObj *obj, const char *key, gboolean required, json_object **value,
+gboolean core_json_lookup(const RokJsonObj *obj, const char *key, gboolean required, json_object **value,
                        gboolean *present, GError **error) {
   *value = NULL;
   *present = obj->obj != NULL && json_object_object_get_ex(obj->obj, key, value);
@@ -18,24 +18,24 @@ gboolean rok_json_lookup(const RokJsonObj *obj, const char *key, gboolean requir
   return TRUE;
 }
 
-gboolean rok_json_member_error(const RokJsonObj *obj, const char *key, GError **error, const char *format, ...) {
+gboolean core_json_member_error(const RokJsonObj *obj, const char *key, GError **error, const char *format, ...) {
   if (error == NULL)
     return FALSE;
   va_list args;
   va_start(args, format);
   g_autofree char *message = g_strdup_vprintf(format, args);
   va_end(args);
-  g_autofree char *path = rok_json_path_join(obj->path, key);
+  g_autofree char *path = core_json_path_join(obj->path, key);
   rok_json_error(error, obj->doc, path, "%s", message);
   return FALSE;
 }
 
-gboolean rok_json_wrong_value(const RokJsonObj *obj, const char *key, json_object *value, const char *expected,
+gboolean core_json_wrong_value(const RokJsonObj *obj, const char *key, json_object *value, const char *expected,
                             GError **error) {
   if (error == NULL)
     return FALSE;
-  g_autofree char *found = rok_json_describe(value);
-  return rok_json_member_error(obj, key, error, "must be %s, not %s", expected, found);
+  g_autofree char *found = core_json_describe(value);
+  return core_json_member_error(obj, key, error, "must be %s, not %s", expected, found);
 }
 
 static char *uint_expectation(guint64 min, guint64 max) {
@@ -76,7 +76,7 @@ gboolean rok_json_get_uint(const RokJsonObj *obj, const char *key, gboolean requ
                            guint64 *out, GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -89,14 +89,14 @@ gboolean rok_json_get_uint(const RokJsonObj *obj, const char *key, gboolean requ
     }
   }
   g_autofree char *expected = uint_expectation(min, max);
-  return rok_json_wrong_value(obj, key, value, expected, error);
+  return core_json_wrong_value(obj, key, value, expected, error);
 }
 
 gboolean rok_json_get_int(const RokJsonObj *obj, const char *key, gboolean required, gint64 min, gint64 max,
                           gint64 *out, GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -110,7 +110,7 @@ gboolean rok_json_get_int(const RokJsonObj *obj, const char *key, gboolean requi
     }
   }
   g_autofree char *expected = int_expectation(min, max);
-  return rok_json_wrong_value(obj, key, value, expected, error);
+  return core_json_wrong_value(obj, key, value, expected, error);
 }
 
 static gboolean is_number(json_object *value) {
@@ -121,7 +121,7 @@ gboolean rok_json_get_double(const RokJsonObj *obj, const char *key, gboolean re
                              double *out, GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -133,19 +133,19 @@ gboolean rok_json_get_double(const RokJsonObj *obj, const char *key, gboolean re
     }
   }
   g_autofree char *expected = double_expectation(min, max);
-  return rok_json_wrong_value(obj, key, value, expected, error);
+  return core_json_wrong_value(obj, key, value, expected, error);
 }
 
 gboolean rok_json_get_bool(const RokJsonObj *obj, const char *key, gboolean required, gboolean *out,
                            GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
   if (!json_object_is_type(value, json_type_boolean))
-    return rok_json_wrong_value(obj, key, value, "true or false", error);
+    return core_json_wrong_value(obj, key, value, "true or false", error);
   *out = json_object_get_boolean(value) ? TRUE : FALSE;
   return TRUE;
 }
@@ -154,7 +154,7 @@ gboolean rok_json_get_bool(const RokJsonObj *obj, const char *key, gboolean requ
 static char *string_expectation(const char *const *names) {
   if (names == NULL)
     return g_strdup("a string");
-  g_autofree char *choices = rok_json_quote_list(names);
+  g_autofree char *choices = core_json_quote_list(names);
   return g_strdup_printf("one of %s", choices);
 }
 
@@ -166,17 +166,17 @@ static const char *string_of(const RokJsonObj *obj, const char *key, json_object
     const char *text = json_object_get_string(value);
     if (strlen(text) == (gsize)json_object_get_string_len(value))
       return text;
-    rok_json_member_error(obj, key, error, "must not contain a NUL character (\\u0000)");
+    core_json_member_error(obj, key, error, "must not contain a NUL character (\\u0000)");
     return NULL;
   }
   if (obj->doc != NULL) {
-    g_autofree char *path = rok_json_path_join(obj->path, key);
-    const char *literal = rok_json_doc_override_literal(obj->doc, path);
+    g_autofree char *path = core_json_path_join(obj->path, key);
+    const char *literal = core_json_doc_override_literal(obj->doc, path);
     if (literal != NULL)
       return literal;
   }
   g_autofree char *expected = string_expectation(names);
-  rok_json_wrong_value(obj, key, value, expected, error);
+  core_json_wrong_value(obj, key, value, expected, error);
   return NULL;
 }
 
@@ -184,7 +184,7 @@ gboolean rok_json_get_string(const RokJsonObj *obj, const char *key, gboolean re
                              GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -200,7 +200,7 @@ gboolean rok_json_get_enum(const RokJsonObj *obj, const char *key, gboolean requ
                            int *out, GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present)
     return TRUE;
@@ -214,25 +214,25 @@ gboolean rok_json_get_enum(const RokJsonObj *obj, const char *key, gboolean requ
     }
   }
   g_autofree char *expected = string_expectation(names);
-  const char *close = rok_json_closest(text, names);
-  g_autofree char *found = rok_json_describe(value);
+  const char *close = core_json_closest(text, names);
+  g_autofree char *found = core_json_describe(value);
   if (close != NULL)
-    return rok_json_member_error(obj, key, error, "must be %s, not %s; did you mean \"%s\"?", expected, found, close);
-  return rok_json_member_error(obj, key, error, "must be %s, not %s", expected, found);
+    return core_json_member_error(obj, key, error, "must be %s, not %s; did you mean \"%s\"?", expected, found, close);
+  return core_json_member_error(obj, key, error, "must be %s, not %s", expected, found);
 }
 
 gboolean rok_json_get_array(const RokJsonObj *obj, const char *key, gboolean required, json_object **out,
                             GError **error) {
   json_object *value;
   gboolean present;
-  if (!rok_json_lookup(obj, key, required, &value, &present, error))
+  if (!core_json_lookup(obj, key, required, &value, &present, error))
     return FALSE;
   if (!present) {
     *out = NULL;
     return TRUE;
   }
   if (!json_object_is_type(value, json_type_array))
-    return rok_json_wrong_value(obj, key, value, "an array", error);
+    return core_json_wrong_value(obj, key, value, "an array", error);
   *out = value;
   return TRUE;
 }
@@ -246,7 +246,7 @@ static gboolean element_uint(const RokJsonObj *obj, const char *key, json_object
   if (!integer || v > max) {
     g_autofree char *element_key = g_strdup_printf("%s[%" G_GSIZE_FORMAT "]", key, i);
     g_autofree char *expected = uint_expectation(0, max);
-    return rok_json_wrong_value(obj, element_key, element, expected, error);
+    return core_json_wrong_value(obj, element_key, element, expected, error);
   }
   *out = v;
   return TRUE;
@@ -281,7 +281,7 @@ gboolean rok_json_get_uint_array(const RokJsonObj *obj, const char *key, gboolea
     return TRUE;
   gsize n = json_object_array_length(array);
   if (n > capacity)
-    return rok_json_member_error(obj, key, error, "must hold at most %" G_GSIZE_FORMAT " numbers", capacity);
+    return core_json_member_error(obj, key, error, "must hold at most %" G_GSIZE_FORMAT " numbers", capacity);
   for (gsize i = 0; i < n; i++)
     if (!element_uint(obj, key, array, i, max, &out[i], error))
       return FALSE;

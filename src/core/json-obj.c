@@ -1,14 +1,14 @@
 /* Walking a document: objects with their paths, unknown keys, the format
  * field, and the wording shared by all messages. */
-#include "core/json-private.h"
+#include "json-private.h"
 
 #include <string.h>
 
-char *rok_json_path_join(const char *parent, const char *key) {
+char *core_json_path_join(const char *parent, const char *key) {
   return parent[0] == '\0' ? g_strdup(key) : g_strconcat(parent, ".", key, NULL);
 }
 
-char *rok_json_describe(json_object *value) {
+char *core_json_describe(json_object *value) {
   switch (json_object_get_type(value)) {
   case json_type_null:
     return g_strdup("null");
@@ -30,7 +30,7 @@ char *rok_json_describe(json_object *value) {
   return g_strconcat(head, "...\"", NULL);
 }
 
-char *rok_json_quote_list(const char *const *names) {
+char *core_json_quote_list(const char *const *names) {
   GString *out = g_string_new(NULL);
   for (gsize i = 0; names[i] != NULL; i++)
     g_string_append_printf(out, "%s\"%s\"", i > 0 ? ", " : "", names[i]);
@@ -63,7 +63,7 @@ static gsize edit_distance(const char *a, const char *b) {
 }
 
 /* Close enough: at most one edit per three characters (at least one). */
-const char *rok_json_closest(const char *word, const char *const *names) {
+const char *core_json_closest(const char *word, const char *const *names) {
   const char *best = NULL;
   gsize best_distance = G_MAXSIZE;
   for (gsize i = 0; names[i] != NULL; i++) {
@@ -98,7 +98,7 @@ static void set_obj(RokJsonObj *out, const RokJsonObj *parent, json_object *valu
 static gboolean must_be_object(const RokJsonDoc *doc, const char *path, json_object *value, GError **error) {
   if (json_object_is_type(value, json_type_object))
     return TRUE;
-  g_autofree char *found = rok_json_describe(value);
+  g_autofree char *found = core_json_describe(value);
   rok_json_error(error, doc, path, "must be an object, not %s", found);
   return FALSE;
 }
@@ -107,7 +107,7 @@ gboolean rok_json_root(const RokJsonDoc *doc, RokJsonObj *out, GError **error) {
   g_return_val_if_fail(doc != NULL && out != NULL, FALSE);
   json_object *root = rok_json_doc_root(doc);
   if (!json_object_is_type(root, json_type_object)) {
-    g_autofree char *found = rok_json_describe(root);
+    g_autofree char *found = core_json_describe(root);
     rok_json_error(error, doc, "", "the document must be a JSON object, not %s", found);
     return FALSE;
   }
@@ -126,7 +126,7 @@ gboolean rok_json_child(const RokJsonObj *parent, const char *key, gboolean requ
     rok_json_error(error, parent->doc, parent->path, "required member \"%s\" is missing", key);
     return FALSE;
   }
-  char *path = rok_json_path_join(parent->path, key);
+  char *path = core_json_path_join(parent->path, key);
   if (present && !must_be_object(parent->doc, path, value, error)) {
     g_free(path);
     return FALSE;
@@ -173,14 +173,14 @@ gboolean rok_json_only_keys(const RokJsonObj *obj, const char *const *keys, GErr
     (void)value;
     if (is_known(key, keys))
       continue;
-    g_autofree char *path = rok_json_path_join(obj->path, key);
-    const char *close = rok_json_closest(key, keys);
+    g_autofree char *path = core_json_path_join(obj->path, key);
+    const char *close = core_json_closest(key, keys);
     if (close != NULL) {
-      rok_json_doc_error(error, ROK_ERROR_INPUT, obj->doc, path, TRUE, "unknown key; did you mean \"%s\"?",
+      core_json_doc_error(error, ROK_ERROR_INPUT, obj->doc, path, TRUE, "unknown key; did you mean \"%s\"?",
                          close);
     } else {
-      g_autofree char *known = rok_json_quote_list(keys);
-      rok_json_doc_error(error, ROK_ERROR_INPUT, obj->doc, path, TRUE, "unknown key (known keys: %s)", known);
+      g_autofree char *known = core_json_quote_list(keys);
+      core_json_doc_error(error, ROK_ERROR_INPUT, obj->doc, path, TRUE, "unknown key (known keys: %s)", known);
     }
     return FALSE;
   }
@@ -203,20 +203,20 @@ gboolean rok_json_check_format(const RokJsonObj *root, const char *expected, GEr
   g_return_val_if_fail(root != NULL && expected != NULL, FALSE);
   json_object *value = NULL;
   if (root->obj == NULL || !json_object_object_get_ex(root->obj, "format", &value)) {
-    rok_json_doc_error(error, ROK_ERROR_FORMAT, root->doc, root->path, FALSE,
+    core_json_doc_error(error, ROK_ERROR_FORMAT, root->doc, root->path, FALSE,
                        "no \"format\" member: not a %s file", expected);
     return FALSE;
   }
-  g_autofree char *path = rok_json_path_join(root->path, "format");
+  g_autofree char *path = core_json_path_join(root->path, "format");
   const char *found = json_object_is_type(value, json_type_string) ? json_object_get_string(value) : NULL;
   if (found != NULL && strcmp(found, expected) == 0)
     return TRUE;
-  g_autofree char *shown = rok_json_describe(value);
+  g_autofree char *shown = core_json_describe(value);
   if (found != NULL && is_newer(found, expected))
-    rok_json_doc_error(error, ROK_ERROR_FORMAT, root->doc, path, FALSE,
+    core_json_doc_error(error, ROK_ERROR_FORMAT, root->doc, path, FALSE,
                        "format %s is newer than this version of rok reads (expected \"%s\")", shown, expected);
   else
-    rok_json_doc_error(error, ROK_ERROR_FORMAT, root->doc, path, FALSE, "expected format \"%s\", found %s",
+    core_json_doc_error(error, ROK_ERROR_FORMAT, root->doc, path, FALSE, "expected format \"%s\", found %s",
                        expected, shown);
   return FALSE;
 }

@@ -1,7 +1,7 @@
 /* A strict JSON scanner (RFC 8259) over text json-c has already accepted:
  * see json-text.h for why it exists. It never allocates per value, only
  * per object key when checking for duplicates. */
-#include "core/json-text.h"
+#include "json-text.h"
 
 #include <math.h>
 #include <string.h>
@@ -344,7 +344,7 @@ static gboolean scan_value(Scanner *sc, int depth) {
   return fail(sc, ROK_JSON_TEXT_SYNTAX, sc->pos, "unexpected character");
 }
 
-RokJsonTextStatus rok_json_text_check(const char *text, gsize length, gsize *offset, char **message) {
+RokJsonTextStatus core_json_text_check(const char *text, gsize length, gsize *offset, char **message) {
   Scanner sc = {.text = text, .length = length, .check = TRUE};
   sc.keys = g_ptr_array_new_with_free_func((GDestroyNotify)g_hash_table_unref);
   sc.key = g_string_new(NULL);
@@ -363,7 +363,7 @@ RokJsonTextStatus rok_json_text_check(const char *text, gsize length, gsize *off
   return sc.status;
 }
 
-gboolean rok_json_text_within(const char *text, gsize length, gsize max_values, gsize *offset, char **message) {
+gboolean core_json_text_within(const char *text, gsize length, gsize max_values, gsize *offset, char **message) {
   Scanner sc = {.text = text, .length = length, .max_values = max_values};
   skip_ws(&sc);
   scan_value(&sc, 0);
@@ -440,7 +440,7 @@ static gboolean follow_step(Scanner *sc, const char **path, gboolean first, gsiz
   return n > 0 && enter_member(sc, p, n, key_at, key);
 }
 
-gboolean rok_json_text_locate(const char *text, gsize length, const char *path, gsize *value_offset,
+gboolean core_json_text_locate(const char *text, gsize length, const char *path, gsize *value_offset,
                               gsize *key_offset) {
   Scanner sc = {.text = text, .length = length};
   g_autoptr(GString) key = g_string_new(NULL);
@@ -458,7 +458,7 @@ gboolean rok_json_text_locate(const char *text, gsize length, const char *path, 
   return TRUE;
 }
 
-void rok_json_text_position(const char *text, gsize length, gsize offset, gsize *line, gsize *column) {
+void core_json_text_position(const char *text, gsize length, gsize offset, gsize *line, gsize *column) {
   offset = MIN(offset, length);
   gsize line_start = 0;
   *line = 1;

@@ -19,7 +19,7 @@ typedef enum {
 /* Checks the whole text (one JSON value, optional whitespace around it).
  * Otherwise returns the problem, sets *offset to the byte where it is and
  * *message to a new string describing it. */
-RokJsonTextStatus rok_json_text_check(const char *text, gsize length, gsize *offset, char **message);
+RokJsonTextStatus core_json_text_check(const char *text, gsize length, gsize *offset, char **message);
 
 /* What an object costs, counted in values: json-c gives each a hash table
  * (about 700 bytes) where a number takes about 80. */
@@ -30,16 +30,16 @@ RokJsonTextStatus rok_json_text_check(const char *text, gsize length, gsize *off
  * when they come to more than `max_values`, with *offset at the value past
  * the limit and *message saying so; TRUE otherwise, also when the text is
  * not JSON (the parser says why). */
-gboolean rok_json_text_within(const char *text, gsize length, gsize max_values, gsize *offset, char **message);
+gboolean core_json_text_within(const char *text, gsize length, gsize max_values, gsize *offset, char **message);
 
 /* Finds the value at `path` ("gpu.memory", "ops[3].inputs[0]", "" for the
  * whole text): *value_offset is where it starts, *key_offset where the key
  * naming it starts (the value itself for array elements and the root).
  * FALSE when the text has no such value. Keys containing '.' or '[' cannot
  * be named by a path. */
-gboolean rok_json_text_locate(const char *text, gsize length, const char *path, gsize *value_offset,
+gboolean core_json_text_locate(const char *text, gsize length, const char *path, gsize *value_offset,
                               gsize *key_offset);
 
 /* The 1-based line and column of a byte offset; columns count characters
  * (UTF-8), not bytes. */
-void rok_json_text_position(const char *text, gsize length, gsize offset, gsize *line, gsize *column);
+void core_json_text_position(const char *text, gsize length, gsize offset, gsize *line, gsize *column);

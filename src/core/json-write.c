@@ -1,5 +1,5 @@
 /* Writing JSON: canonical text, byte-identical across runs and locales. */
-#include "core/json-private.h"
+#include "json-private.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* RokJsonDoc: a parsed JSON text that can still say where each value is
  * written, plus the command-line overrides applied to it. */
-#include "core/json-private.h"
-#include "core/json-text.h"
+#include "json-private.h"
+#include "json-text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,7 +63,7 @@ json_object *rok_json_doc_root(const RokJsonDoc *doc) {
 static void set_error_at(GError **error, const char *name, const char *text, gsize length, gsize offset,
                          const char *message) {
   gsize line, column;
-  rok_json_text_position(text, length, offset, &line, &column);
+  core_json_text_position(text, length, offset, &line, &column);
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s:%" G_GSIZE_FORMAT ":%" G_GSIZE_FORMAT ": %s", name, line,
               column, message);
 }
@@ -121,7 +121,7 @@ static gboolean parse_text(const char *name, const char *text, gsize length, jso
   gsize at = 0;
   const char *reason = NULL;
   g_autofree char *too_many = NULL;
-  if (!rok_json_text_within(text, length, MAX_VALUES, &at, &too_many)) {
+  if (!core_json_text_within(text, length, MAX_VALUES, &at, &too_many)) {
     set_error_at(error, name, text, length, at, too_many);
     return FALSE;
   }
@@ -139,7 +139,7 @@ static gboolean parse_text(const char *name, const char *text, gsize length, jso
     return FALSE;
   }
   g_autofree char *message = NULL;
-  if (rok_json_text_check(text, length, &at, &message) != ROK_JSON_TEXT_OK) {
+  if (core_json_text_check(text, length, &at, &message) != ROK_JSON_TEXT_OK) {
     set_error_at(error, name, text, length, at, message);
     g_clear_pointer(root, json_object_put);
     return FALSE;
@@ -265,7 +265,7 @@ static const Override *find_descendant_override(const RokJsonDoc *doc, const cha
   return NULL;
 }
 
-const char *rok_json_doc_override_literal(const RokJsonDoc *doc, const char *path) {
+const char *core_json_doc_override_literal(const RokJsonDoc *doc, const char *path) {
   const Override *o = find_override(doc, path);
   return o != NULL && strcmp(o->path, path) == 0 ? o->literal : NULL;
 }
@@ -276,9 +276,9 @@ static char *error_prefix(const RokJsonDoc *doc, const char *path, gboolean at_k
   if (o != NULL)
     return g_strdup_printf("%s: ", o->origin);
   gsize value_at, key_at;
-  if (rok_json_text_locate(doc->text, doc->length, path, &value_at, &key_at)) {
+  if (core_json_text_locate(doc->text, doc->length, path, &value_at, &key_at)) {
     gsize line, column;
-    rok_json_text_position(doc->text, doc->length, at_key ? key_at : value_at, &line, &column);
+    core_json_text_position(doc->text, doc->length, at_key ? key_at : value_at, &line, &column);
     return g_strdup_printf("%s:%" G_GSIZE_FORMAT ":%" G_GSIZE_FORMAT ": ", doc->name, line, column);
   }
   o = find_descendant_override(doc, path);
@@ -302,7 +302,7 @@ static void doc_error_valist(GError **error, RokErrorCode code, const RokJsonDoc
   g_set_error(error, ROK_ERROR, code, "%s\"%s\": %s", prefix, path, message);
 }
 
-void rok_json_doc_error(GError **error, RokErrorCode code, const RokJsonDoc *doc, const char *path,
+void core_json_doc_error(GError **error, RokErrorCode code, const RokJsonDoc *doc, const char *path,
                         gboolean at_key, const char *format, ...) {
   va_list args;
   va_start(args, format);
@@ -354,7 +354,7 @@ static gboolean override_value(const char *text, const char *origin, json_object
     *value = json_object_new_string(text);
     return TRUE;
   }
-  switch (rok_json_text_check(text, length, &at, &message)) {
+  switch (core_json_text_check(text, length, &at, &message)) {
   case ROK_JSON_TEXT_OK:
     break;
   case ROK_JSON_TEXT_SYNTAX: /* NaN, 'x', 1.: not JSON, so a string */

@@ -4,7 +4,7 @@
  * digits) and "bytes" below 1 KiB, so it does not give the uniform
  * three-digit columns rok's tables want; this is the small generalisation.
  * Numbers go through g_ascii_formatd so that the locale never changes them. */
-#include "rok/units.h"
+#include "rok/core.h"
 
 #include <math.h>
 

@@ -5,9 +5,8 @@
  * whole number of bytes ("1.5B", "0.1KiB") is rejected rather than rounded,
  * because a silently rounded size hides a typo. Rates and times go through
  * g_ascii_strtod (C locale); times are rounded to the nearest nanosecond. */
-#include "rok/units.h"
+#include "rok/core.h"
 
-#include "rok/error.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* The cancellation flag of a run: set from any thread (a signal watch's),
  * seen by the runner through the hook it attaches. */
-#include "exec/runner-private.h"
+#include "runner-private.h"
 
 struct _RokExecCancel {
   GMutex lock; /* guards the hook; held while it runs, so detaching waits for it */
@@ -41,7 +41,7 @@ int rok_exec_cancel_signal(RokExecCancel *cancel) {
   return g_atomic_int_get(&cancel->signo);
 }
 
-void rok_exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data) {
+void exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data) {
   g_mutex_lock(&cancel->lock);
   cancel->hook = hook;
   cancel->data = data;
@@ -50,7 +50,7 @@ void rok_exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpoin
   g_mutex_unlock(&cancel->lock);
 }
 
-void rok_exec_cancel_detach(RokExecCancel *cancel) {
+void exec_cancel_detach(RokExecCancel *cancel) {
   g_mutex_lock(&cancel->lock);
   cancel->hook = NULL;
   cancel->data = NULL;

@@ -5,8 +5,8 @@
  * "compute, predicted", ..., so that `rok plot`, which goes by thread,
  * draws them under the measured ones), complete events for compute and
  * copies and instants for frees. Microseconds with three decimals. */
-#include "exec/runner-private.h"
-#include "rok/json.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 static json_object *micros(double seconds) {
   gint64 ns = (gint64)(seconds * 1e9 + (seconds >= 0 ? 0.5 : -0.5));
@@ -28,8 +28,8 @@ static json_object *meta(const char *name, int pid, int tid, const char *key, js
 }
 
 /* Threads: measured streams 1.., predicted streams after them. */
-static int thread_of(RokSimStream stream, int pid) {
-  return (int)stream + 1 + (pid - 1) * ROK_SIM_STREAM_COUNT;
+static int thread_of(RokStream stream, int pid) {
+  return (int)stream + 1 + (pid - 1) * ROK_STREAM_COUNT;
 }
 
 static json_object *span_event(const RokExecSpan *span, int pid, double start, double end) {
@@ -61,9 +61,9 @@ json_object *rok_exec_report_timeline_to_json(const RokExecReport *r) {
     g_autofree char *title = g_strdup_printf("%s (%s, %s)", titles[p], r->model, r->strategy);
     json_object_array_add(events, meta("process_name", p + 1, 0, "name", json_object_new_string(title)));
     json_object_array_add(events, meta("process_sort_index", p + 1, 0, "sort_index", json_object_new_int(p)));
-    for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+    for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
       int tid = thread_of(s, p + 1);
-      const char *stream = rok_sim_stream_name(s);
+      const char *stream = rok_stream_name(s);
       g_autofree char *name = p == 0 ? g_strdup(stream) : g_strdup_printf("%s, predicted", stream);
       json_object_array_add(events, meta("thread_name", p + 1, tid, "name", json_object_new_string(name)));
       json_object_array_add(events, meta("thread_sort_index", p + 1, tid, "sort_index", json_object_new_int(tid)));

@@ -2,10 +2,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/json.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
-RokExecReport *rok_exec_report_new(void) {
+RokExecReport *exec_report_new(void) {
   RokExecReport *r = g_new0(RokExecReport, 1);
   r->dirs = g_ptr_array_new_with_free_func(g_free);
   r->notes = g_ptr_array_new_with_free_func(g_free);
@@ -43,8 +43,8 @@ static json_object *str_or_null(const char *s) {
 
 static json_object *per_stream(const double *values) {
   json_object *obj = json_object_new_object();
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
-    add(obj, rok_sim_stream_name(s), rok_json_new_double(values[s]));
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+    add(obj, rok_stream_name(s), rok_json_new_double(values[s]));
   return obj;
 }
 
@@ -110,8 +110,8 @@ static json_object *relative_errors(const RokExecFigures *m, const RokExecFigure
   for (guint i = 0; i < n; i++)
     add(obj, sm[i].name, relative(sm[i].value, sp[i].value));
   json_object *busy = json_object_new_object();
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
-    add(busy, rok_sim_stream_name(s), relative(m->busy_s[s], p->busy_s[s]));
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+    add(busy, rok_stream_name(s), relative(m->busy_s[s], p->busy_s[s]));
   add(obj, "busy_s", busy);
   json_object *stall = json_object_new_object();
   for (guint c = 0; c < ROK_STALL_COUNT; c++)

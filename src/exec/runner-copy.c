@@ -11,22 +11,22 @@
 
 #include <errno.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
-static gsize chunk_len(const Runner *r, const RunCopy *c, guint chunk) {
+static gsize chunk_len(const Runner *r, const RunnerCopy *c, guint chunk) {
   guint64 offset = (guint64)chunk * r->prog.slot_bytes;
   return (gsize)MIN(r->prog.slot_bytes, c->bytes - offset);
 }
 
-guint8 *run_chunk_data(Runner *r, guint copy, guint chunk) {
-  const RunCopy *c = run_copy(&r->prog, copy);
+guint8 *runner_chunk_data(Runner *r, guint copy, guint chunk) {
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
   int slot = r->slots[c->chunk_base + chunk];
   g_assert(slot >= 0);
   return rok_staging_slot(r->copies[copy].pool, (guint)slot);
 }
 
-gboolean run_slot_acquire(Runner *r, RokStaging *pool, RunRecord *rec, int *slot, GError **error) {
+gboolean runner_slot_acquire(Runner *r, RokStaging *pool, RunnerRecord *rec, int *slot, GError **error) {
   (void)r;
   gint64 waited = 0;
   int s = rok_staging_acquire(pool, -1, &waited);
@@ -46,20 +46,20 @@ gboolean run_slot_acquire(Runner *r, RokStaging *pool, RunRecord *rec, int *slot
 /* Slots for every chunk of the copy; a copy bound for the SSDs waits for
  * its reservation first. */
 static gboolean take_slots(Runner *r, guint id, guint copy, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  if (r->prog.actions[id].ticket != RUN_NONE && !run_gate_reserve(r, id, copy, &r->rec[id], error))
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  if (r->prog.actions[id].ticket != RUN_NONE && !runner_gate_reserve(r, id, copy, &r->rec[id], error))
     return FALSE;
   for (guint i = 0; i < c->n_chunks; i++)
-    if (!run_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error))
+    if (!runner_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error))
       return FALSE;
   return TRUE;
 }
 
 static gboolean chunk_copy(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, gboolean out, gboolean blocking,
                            cl_event *event, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
   guint64 offset = (guint64)chunk * r->prog.slot_bytes;
-  guint8 *data = run_chunk_data(r, copy, chunk);
+  guint8 *data = runner_chunk_data(r, copy, chunk);
   if (out)
     return rok_cl_buffer_read(buffer, ROK_CL_QUEUE_D2H, offset, chunk_len(r, c, chunk), data, blocking, 0, NULL, event,
                               error);
@@ -69,7 +69,7 @@ static gboolean chunk_copy(Runner *r, RokClBuffer *buffer, guint copy, guint chu
 
 /* Every chunk of the copy between the device and its slots, at once. */
 static gboolean copy_all(Runner *r, RokClBuffer *buffer, guint copy, gboolean out, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
   g_autofree cl_event *events = g_new0(cl_event, c->n_chunks);
   guint n = 0;
   gboolean ok = TRUE;
@@ -83,64 +83,64 @@ static gboolean copy_all(Runner *r, RokClBuffer *buffer, guint copy, gboolean ou
   return ok;
 }
 
-gboolean run_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error) {
+gboolean runner_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error) {
   return chunk_copy(r, buffer, copy, chunk, TRUE, TRUE, NULL, error);
 }
 
-gboolean run_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunSum *sum, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  return run_integrity_in(r, copy, sum, chunk, run_chunk_data(r, copy, chunk), chunk_len(r, c, chunk), error) &&
+gboolean runner_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunnerSum *sum, GError **error) {
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  return runner_integrity_in(r, copy, sum, chunk, runner_chunk_data(r, copy, chunk), chunk_len(r, c, chunk), error) &&
          chunk_copy(r, buffer, copy, chunk, FALSE, TRUE, NULL, error);
 }
 
 static void release_slots(Runner *r, guint copy) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RunCopyState *st = &r->copies[copy];
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
   for (guint i = 0; i < c->n_chunks; i++) {
     int *slot = &r->slots[c->chunk_base + i];
     if (*slot >= 0)
       rok_staging_release(st->pool, (guint)*slot);
     *slot = -1;
   }
-  run_gate_release(r, copy);
+  runner_gate_release(r, copy);
 }
 
-void run_copy_unref(Runner *r, guint copy) {
+void runner_copy_unref(Runner *r, guint copy) {
   if (g_atomic_int_dec_and_test(&r->copies[copy].refs))
     release_slots(r, copy);
 }
 
-void run_copy_release_chunk(Runner *r, guint copy, guint chunk) {
-  const RunCopy *c = run_copy(&r->prog, copy);
+void runner_copy_release_chunk(Runner *r, guint copy, guint chunk) {
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
   int *slot = &r->slots[c->chunk_base + chunk];
   if (*slot >= 0)
     rok_staging_release(r->copies[copy].pool, (guint)*slot);
   *slot = -1;
 }
 
-void run_copies_clear(Runner *r) {
+void runner_copies_clear(Runner *r) {
   for (guint i = 0; i < r->prog.copies->len; i++) {
     release_slots(r, i);
-    RunCopyState *st = &r->copies[i];
+    RunnerCopyState *st = &r->copies[i];
     g_clear_pointer(&st->stored, rok_store_tensor_free);
     g_atomic_int_set(&st->refs, 0);
   }
-  run_gate_reset(r);
+  runner_gate_reset(r);
 }
 
 /* Out of the device into slots; the slots stay for the legs that read them. */
 gboolean run_d2h_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RokClBuffer *buffer = run_buffer_get(r, c->mb, c->tensor);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RokClBuffer *buffer = runner_buffer_get(r, c->mb, c->tensor);
   if (!take_slots(r, id, copy, error) || !copy_all(r, buffer, copy, TRUE, error))
     return FALSE;
-  RunSum sum;
-  run_sum_init(&sum);
+  RunnerSum sum;
+  runner_sum_init(&sum);
   for (guint i = 0; i < c->n_chunks; i++)
-    run_integrity_out(r, c, &sum, i, run_chunk_data(r, copy, i), chunk_len(r, c, i));
+    runner_integrity_out(r, c, &sum, i, runner_chunk_data(r, copy, i), chunk_len(r, c, i));
   r->rec[id].moved = c->bytes;
-  if (!run_integrity_out_done(r, copy, &sum, error))
+  if (!runner_integrity_out_done(r, copy, &sum, error))
     return FALSE;
   gint refs = (c->nvme_write != RUN_NONE) + (c->h2d != RUN_NONE && c->nvme_read == RUN_NONE);
   g_atomic_int_set(&r->copies[copy].refs, refs);
@@ -154,28 +154,28 @@ gboolean run_d2h_leg(Runner *r, guint id, GError **error) {
  * memory or staging gets its device buffer now. */
 gboolean run_h2d_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RunCopyState *st = &r->copies[copy];
-  RunSum sum;
-  run_sum_init(&sum);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
+  RunnerSum sum;
+  runner_sum_init(&sum);
   for (guint i = 0; i < c->n_chunks; i++)
-    if (!run_integrity_in(r, copy, &sum, i, run_chunk_data(r, copy, i), chunk_len(r, c, i), error))
+    if (!runner_integrity_in(r, copy, &sum, i, runner_chunk_data(r, copy, i), chunk_len(r, c, i), error))
       return FALSE;
-  if (!run_integrity_in_done(r, copy, &sum, error))
+  if (!runner_integrity_in_done(r, copy, &sum, error))
     return FALSE;
   RokClBuffer *buffer =
-      c->nvme_read != RUN_NONE ? run_buffer_get(r, c->mb, c->tensor) : run_buffer_alloc(r, c->mb, c->tensor, error);
+      c->nvme_read != RUN_NONE ? runner_buffer_get(r, c->mb, c->tensor) : runner_buffer_alloc(r, c->mb, c->tensor, error);
   if (buffer == NULL || !copy_all(r, buffer, copy, FALSE, error))
     return FALSE;
   r->rec[id].moved = c->bytes;
-  run_copy_unref(r, copy);
+  runner_copy_unref(r, copy);
   if (c->nvme_read != RUN_NONE)
     g_clear_pointer(&st->stored, rok_store_tensor_free);
   return TRUE;
 }
 
 /* A staged SSD read's slots, reserved in its turn. */
-gboolean run_read_slots(Runner *r, guint id, guint copy, GError **error) {
+gboolean runner_read_slots(Runner *r, guint id, guint copy, GError **error) {
   return take_slots(r, id, copy, error);
 }
 

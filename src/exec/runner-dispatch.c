@@ -8,20 +8,20 @@
 
 #include <time.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
-gint64 run_now_ns(void) {
+gint64 runner_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-gboolean run_failed(Runner *r) {
+gboolean runner_failed(Runner *r) {
   return g_atomic_int_get(&r->failed) != 0;
 }
 
-void run_fail(Runner *r, GError *error) {
+void runner_fail(Runner *r, GError *error) {
   g_mutex_lock(&r->error_lock);
   if (r->error == NULL)
     r->error = error;
@@ -29,7 +29,7 @@ void run_fail(Runner *r, GError *error) {
     g_error_free(error);
   g_atomic_int_set(&r->failed, 1);
   g_mutex_unlock(&r->error_lock);
-  run_gate_wake(r);
+  runner_gate_wake(r);
   /* Wake every leg waiting for a slot or for I/O not yet issued. */
   if (r->staging != NULL)
     rok_staging_cancel(r->staging);
@@ -50,64 +50,64 @@ static gboolean take_error(Runner *r, GError **error) {
 /* ---- the streams' threads ---- */
 
 static gboolean exec_action(Runner *r, guint id, GError **error) {
-  switch (run_action(&r->prog, id)->stream) {
-  case ROK_SIM_STREAM_COMPUTE:
-    return run_compute_action(r, id, error);
-  case ROK_SIM_STREAM_D2H:
+  switch (runner_action(&r->prog, id)->stream) {
+  case ROK_STREAM_COMPUTE:
+    return runner_compute_action(r, id, error);
+  case ROK_STREAM_D2H:
     return run_d2h_leg(r, id, error);
-  case ROK_SIM_STREAM_H2D:
+  case ROK_STREAM_H2D:
     return run_h2d_leg(r, id, error);
-  case ROK_SIM_STREAM_NVME_WRITE:
-    return run_nvme_write_leg(r, id, error);
+  case ROK_STREAM_NVME_WRITE:
+    return runner_nvme_write_leg(r, id, error);
   default:
-    return run_nvme_read_leg(r, id, error);
+    return runner_nvme_read_leg(r, id, error);
   }
 }
 
-gpointer run_worker_thread(gpointer data) {
-  RunWorker *w = data;
+gpointer runner_worker_thread(gpointer data) {
+  RunnerWorker *w = data;
   Runner *r = w->r;
   for (;;) {
-    guint id = run_msg_value(g_async_queue_pop(r->work[w->stream]));
+    guint id = runner_msg_value(g_async_queue_pop(r->work[w->stream]));
     if (id == RUN_TASK_STOP)
       return NULL;
     GError *error = NULL;
     gboolean task = id >= r->prog.n_actions, ok = TRUE;
     if (task) {
-      ok = run_compute_special(r, id, &error);
-    } else if (!run_failed(r)) { /* after a failure, issued actions are only acknowledged */
-      RunRecord *rec = &r->rec[id];
-      rec->start_ns = run_now_ns();
+      ok = runner_compute_special(r, id, &error);
+    } else if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
+      RunnerRecord *rec = &r->rec[id];
+      rec->start_ns = runner_now_ns();
       ok = exec_action(r, id, &error);
-      rec->end_ns = run_now_ns();
+      rec->end_ns = runner_now_ns();
     }
     if (!ok)
-      run_fail(r, error);
-    g_async_queue_push(r->completions, run_msg(task ? RUN_MSG_TASK : id));
+      runner_fail(r, error);
+    g_async_queue_push(r->completions, runner_msg(task ? RUN_MSG_TASK : id));
   }
 }
 
-gboolean run_compute_task(Runner *r, guint task, GError **error) {
-  g_async_queue_push(r->work[ROK_SIM_STREAM_COMPUTE], run_msg(task));
-  while (run_msg_value(g_async_queue_pop(r->completions)) != RUN_MSG_TASK)
+gboolean runner_compute_task(Runner *r, guint task, GError **error) {
+  g_async_queue_push(r->work[ROK_STREAM_COMPUTE], runner_msg(task));
+  while (runner_msg_value(g_async_queue_pop(r->completions)) != RUN_MSG_TASK)
     ; /* a cancellation's wake-up: the task still reports */
-  return !run_failed(r) || take_error(r, error);
+  return !runner_failed(r) || take_error(r, error);
 }
 
 /* ---- the tracker ---- */
 
 static void issue(Runner *r, guint id) {
-  RokSimStream s = run_action(&r->prog, id)->stream;
+  RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
   r->busy[s] = TRUE;
-  g_async_queue_push(r->work[s], run_msg(id));
+  g_async_queue_push(r->work[s], runner_msg(id));
 }
 
 static void run_free(Runner *r, guint id) {
-  const RokSimAction *f = run_action(&r->prog, id);
-  r->rec[id].start_ns = r->rec[id].end_ns = run_now_ns();
-  run_buffer_free(r, f->micro_batch, f->tensor);
+  const RokAction *f = runner_action(&r->prog, id);
+  r->rec[id].start_ns = r->rec[id].end_ns = runner_now_ns();
+  runner_buffer_free(r, f->micro_batch, f->tensor);
 }
 
 /* Mark `id` done; frees it releases are run here, depth first. */
@@ -119,11 +119,11 @@ static void complete(Runner *r, guint id) {
     g_array_set_size(stack, stack->len - 1);
     r->rec[done].state = RUN_DONE;
     r->done++;
-    const RunAction *ra = &r->prog.actions[done];
-    const guint *dependents = run_ids(&r->prog, ra->dependents);
+    const RunnerAction *ra = &r->prog.actions[done];
+    const guint *dependents = runner_ids(&r->prog, ra->dependents);
     for (guint i = 0; i < ra->n_dependents; i++) {
       guint next = dependents[i];
-      if (--r->rec[next].pending > 0 || run_action(&r->prog, next)->kind != ROK_ACTION_FREE)
+      if (--r->rec[next].pending > 0 || runner_action(&r->prog, next)->kind != ROK_ACTION_FREE)
         continue;
       run_free(r, next);
       g_array_append_val(stack, next);
@@ -133,14 +133,14 @@ static void complete(Runner *r, guint id) {
 
 static void on_completion(Runner *r, guint id) {
   r->in_flight--;
-  r->busy[run_action(&r->prog, id)->stream] = FALSE;
+  r->busy[runner_action(&r->prog, id)->stream] = FALSE;
   complete(r, id);
 }
 
 /* Issue each idle stream's next action if it is ready. Returns how many. */
 static guint pump(Runner *r) {
   guint issued = 0;
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     const GArray *order = r->prog.order[s];
     if (r->busy[s] || r->cursor[s] >= order->len)
       continue;
@@ -156,8 +156,8 @@ static guint pump(Runner *r) {
 
 static void reset(Runner *r) {
   for (guint id = 0; id < r->prog.n_actions; id++)
-    r->rec[id] = (RunRecord){.pending = run_action(&r->prog, id)->deps_count, .state = RUN_WAITING};
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+    r->rec[id] = (RunnerRecord){.pending = runner_action(&r->prog, id)->deps_count, .state = RUN_WAITING};
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     r->cursor[s] = 0;
     r->busy[s] = FALSE;
   }
@@ -165,12 +165,12 @@ static void reset(Runner *r) {
 }
 
 static gboolean stuck(Runner *r, GError **error) {
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (r->cursor[s] < r->prog.order[s]->len) {
       guint id = g_array_index(r->prog.order[s], guint, r->cursor[s]);
       g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
                   "schedule action %u (%s) can never start: its dependencies wait for actions after it on its stream",
-                  id, rok_sim_stream_name(s));
+                  id, rok_stream_name(s));
       return FALSE;
     }
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule stops with %u of %u actions done", r->done,
@@ -179,7 +179,7 @@ static gboolean stuck(Runner *r, GError **error) {
 }
 
 static void report_progress(Runner *r, guint step, gint64 *last) {
-  gint64 now = run_now_ns();
+  gint64 now = runner_now_ns();
   if (r->options.progress == NULL || (now - *last < 100000000 && r->done < r->prog.n_actions))
     return;
   *last = now;
@@ -187,15 +187,15 @@ static void report_progress(Runner *r, guint step, gint64 *last) {
   r->options.progress(&p, r->options.progress_data);
 }
 
-gboolean run_step(Runner *r, guint step, GError **error) {
+gboolean runner_step(Runner *r, guint step, GError **error) {
   reset(r);
-  if (!run_compute_task(r, RUN_TASK_ZERO, error))
+  if (!runner_compute_task(r, RUN_TASK_ZERO, error))
     return FALSE;
   rok_cl_device_reset_peak(r->device);
   r->step_fixed = rok_cl_device_allocated(r->device);
-  r->step_start_ns = run_now_ns();
+  r->step_start_ns = runner_now_ns();
   for (guint id = 0; id < r->prog.n_actions; id++) /* frees that wait for nothing */
-    if (r->rec[id].pending == 0 && run_action(&r->prog, id)->kind == ROK_ACTION_FREE &&
+    if (r->rec[id].pending == 0 && runner_action(&r->prog, id)->kind == ROK_ACTION_FREE &&
         r->rec[id].state == RUN_WAITING) {
       run_free(r, id);
       complete(r, id);
@@ -203,22 +203,22 @@ gboolean run_step(Runner *r, guint step, GError **error) {
   gint64 last = 0;
   pump(r);
   while (r->done < r->prog.n_actions) {
-    if (run_failed(r) && r->in_flight == 0)
+    if (runner_failed(r) && r->in_flight == 0)
       break;
-    if (!run_failed(r) && r->in_flight == 0 && pump(r) == 0)
+    if (!runner_failed(r) && r->in_flight == 0 && pump(r) == 0)
       return stuck(r, error);
     gpointer msg = g_async_queue_timeout_pop(r->completions, 100000);
-    guint value = msg != NULL ? run_msg_value(msg) : RUN_NONE;
+    guint value = msg != NULL ? runner_msg_value(msg) : RUN_NONE;
     if (value < r->prog.n_actions)
       on_completion(r, value);
-    if (!run_failed(r))
+    if (!runner_failed(r))
       pump(r);
     report_progress(r, step, &last);
   }
-  if (run_failed(r))
+  if (runner_failed(r))
     return take_error(r, error);
   report_progress(r, step, &last);
-  return run_compute_task(r, RUN_TASK_CHECKSUM, error);
+  return runner_compute_task(r, RUN_TASK_CHECKSUM, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -7,29 +7,28 @@
  * or host memory. */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
-void run_sum_init(RunSum *sum) {
+void runner_sum_init(RunnerSum *sum) {
   rok_cl_checksum_init(&sum->state);
 }
 
-guint64 run_sum_chunk(RunSum *sum, const void *data, gsize bytes) {
+guint64 runner_sum_chunk(RunnerSum *sum, const void *data, gsize bytes) {
   guint64 before = sum->state.sum;
   rok_cl_checksum_update(&sum->state, data, bytes);
   return sum->state.sum - before;
 }
 
-guint64 run_sum_finish(const RunSum *sum) {
+guint64 runner_sum_finish(const RunnerSum *sum) {
   return rok_cl_checksum_finish(&sum->state);
 }
 
-void run_integrity_out(Runner *r, const RunCopy *c, RunSum *sum, guint chunk, const void *data, gsize bytes) {
-  r->chunk_sums[c->chunk_base + chunk] = run_sum_chunk(sum, data, bytes);
+void runner_integrity_out(Runner *r, const RunnerCopy *c, RunnerSum *sum, guint chunk, const void *data, gsize bytes) {
+  r->chunk_sums[c->chunk_base + chunk] = runner_sum_chunk(sum, data, bytes);
 }
 
-static const char *name_of(const Runner *r, const RunCopy *c) {
+static const char *name_of(const Runner *r, const RunnerCopy *c) {
   return rok_trace_tensor(r->trace, c->tensor)->name;
 }
 
@@ -44,10 +43,10 @@ static gboolean mismatch(Runner *r, GError **error, const char *format, ...) {
   return FALSE;
 }
 
-gboolean run_integrity_out_done(Runner *r, guint copy, const RunSum *sum, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RunCopyState *st = &r->copies[copy];
-  st->host_sum = run_sum_finish(sum);
+gboolean runner_integrity_out_done(Runner *r, guint copy, const RunnerSum *sum, GError **error) {
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
+  st->host_sum = runner_sum_finish(sum);
   if (st->host_sum == st->device_sum)
     return TRUE;
   return mismatch(r, error,
@@ -58,8 +57,8 @@ gboolean run_integrity_out_done(Runner *r, guint copy, const RunSum *sum, GError
 
 /* Where chunk `chunk` of the copy came back from, for a message. */
 static char *chunk_origin(const Runner *r, guint copy, guint chunk) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  const RunCopyState *st = &r->copies[copy];
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  const RunnerCopyState *st = &r->copies[copy];
   if (c->nvme_read != RUN_NONE && st->stored != NULL) {
     guint64 offset = 0;
     const char *file = rok_store_chunk_file(st->stored, chunk, &offset);
@@ -68,10 +67,10 @@ static char *chunk_origin(const Runner *r, guint copy, guint chunk) {
   return g_strdup(c->host ? "kept in host memory" : "kept in the staging buffer");
 }
 
-gboolean run_integrity_in(Runner *r, guint copy, RunSum *sum, guint chunk, const void *data, gsize bytes,
+gboolean runner_integrity_in(Runner *r, guint copy, RunnerSum *sum, guint chunk, const void *data, gsize bytes,
                           GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  guint64 share = run_sum_chunk(sum, data, bytes);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  guint64 share = runner_sum_chunk(sum, data, bytes);
   guint64 expected = r->chunk_sums[c->chunk_base + chunk];
   if (share == expected)
     return TRUE;
@@ -83,9 +82,9 @@ gboolean run_integrity_in(Runner *r, guint copy, RunSum *sum, guint chunk, const
                   name_of(r, c), c->mb, chunk, c->n_chunks, size, origin);
 }
 
-gboolean run_integrity_in_done(Runner *r, guint copy, const RunSum *sum, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  guint64 value = run_sum_finish(sum);
+gboolean runner_integrity_in_done(Runner *r, guint copy, const RunnerSum *sum, GError **error) {
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  guint64 value = runner_sum_finish(sum);
   g_atomic_int_inc(&r->verified);
   if (value == r->copies[copy].device_sum)
     return TRUE;

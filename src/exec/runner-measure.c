@@ -15,7 +15,7 @@
  * between threads) is the dispatch time, not a stall. */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
+#include "runner-private.h"
 
 typedef struct {
   gint64 start, end, wait;
@@ -23,15 +23,15 @@ typedef struct {
 } Span;
 
 typedef struct {
-  const RunProgram *p;
+  const RunnerProgram *p;
   const Span *span;
   RokExecFigures *f;
   gint64 stall_ns[ROK_STALL_COUNT];
   gint64 dispatch_ns;
 } Stalls;
 
-static guint last_dep(const RunProgram *p, const Span *span, guint id) {
-  const RokSimAction *a = run_action(p, id);
+static guint last_dep(const RunnerProgram *p, const Span *span, guint id) {
+  const RokAction *a = runner_action(p, id);
   guint last = RUN_NONE;
   for (guint k = 0; k < a->deps_count; k++) {
     guint d = g_array_index(p->schedule->deps, guint, a->deps_first + k);
@@ -47,22 +47,22 @@ static void explain(Stalls *s, guint id, gint64 from, gint64 to) {
     guint d = last_dep(s->p, s->span, id);
     if (d == RUN_NONE || s->span[d].end <= from)
       break;
-    const RokSimAction *a = run_action(s->p, d);
+    const RokAction *a = runner_action(s->p, d);
     gint64 end = MIN(s->span[d].end, to);
     s->dispatch_ns += to - end;
     guint copy = s->p->actions[d].copy;
-    gboolean late = a->kind == ROK_ACTION_PREFETCH && copy != RUN_NONE && run_copy(s->p, copy)->late;
+    gboolean late = a->kind == ROK_ACTION_PREFETCH && copy != RUN_NONE && runner_copy(s->p, copy)->late;
     if (a->kind == ROK_ACTION_FREE || late) {
       s->stall_ns[ROK_STALL_MEMORY] += end - from;
       return; /* the chain behind a memory wait is the memory wait */
     }
-    if (a->stream == ROK_SIM_STREAM_COMPUTE) {
+    if (a->stream == ROK_STREAM_COMPUTE) {
       s->dispatch_ns += end - from;
       return;
     }
     gint64 begin = MAX(from, s->span[d].start);
     gint64 staging = MIN(s->span[d].wait, end - begin);
-    gboolean ssd = a->stream == ROK_SIM_STREAM_NVME_READ || a->stream == ROK_SIM_STREAM_NVME_WRITE;
+    gboolean ssd = a->stream == ROK_STREAM_NVME_READ || a->stream == ROK_STREAM_NVME_WRITE;
     s->stall_ns[ROK_STALL_STAGING] += staging;
     s->stall_ns[ssd ? ROK_STALL_READ : ROK_STALL_PCIE] += end - begin - staging;
     to = begin;
@@ -72,9 +72,9 @@ static void explain(Stalls *s, guint id, gint64 from, gint64 to) {
     s->dispatch_ns += to - from;
 }
 
-static void stalls(const RunProgram *p, const Span *span, RokExecFigures *f, double *dispatch_s) {
+static void stalls(const RunnerProgram *p, const Span *span, RokExecFigures *f, double *dispatch_s) {
   Stalls s = {.p = p, .span = span, .f = f};
-  const GArray *order = p->order[ROK_SIM_STREAM_COMPUTE];
+  const GArray *order = p->order[ROK_STREAM_COMPUTE];
   for (guint i = 1; i < order->len; i++) {
     guint prev = g_array_index(order, guint, i - 1), id = g_array_index(order, guint, i);
     if (span[id].start > span[prev].end)
@@ -92,11 +92,11 @@ static double rate(guint64 bytes, gint64 ns) {
   return bytes > 0 && ns > 0 ? (double)bytes / ((double)ns / 1e9) : 0;
 }
 
-static void figures(const RunProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
-  gint64 busy[ROK_SIM_STREAM_COUNT] = {0}, waits[ROK_SIM_STREAM_COUNT] = {0}, end = origin, recompute = 0;
-  guint64 moved[ROK_SIM_STREAM_COUNT] = {0}, gd_out = 0, gd_in = 0;
+static void figures(const RunnerProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
+  gint64 busy[ROK_STREAM_COUNT] = {0}, waits[ROK_STREAM_COUNT] = {0}, end = origin, recompute = 0;
+  guint64 moved[ROK_STREAM_COUNT] = {0}, gd_out = 0, gd_in = 0;
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     if (a->kind == ROK_ACTION_FREE)
       continue;
     gint64 length = span[id].end - span[id].start;
@@ -104,35 +104,35 @@ static void figures(const RunProgram *p, const Span *span, gint64 origin, RokExe
     waits[a->stream] += span[id].wait;
     moved[a->stream] += span[id].moved;
     recompute += a->kind == ROK_ACTION_RECOMPUTE ? length : 0;
-    gd_out += a->gpudirect && a->stream == ROK_SIM_STREAM_NVME_WRITE ? span[id].moved : 0;
-    gd_in += a->gpudirect && a->stream == ROK_SIM_STREAM_NVME_READ ? span[id].moved : 0;
-    if (a->stream == ROK_SIM_STREAM_COMPUTE)
+    gd_out += a->gpudirect && a->stream == ROK_STREAM_NVME_WRITE ? span[id].moved : 0;
+    gd_in += a->gpudirect && a->stream == ROK_STREAM_NVME_READ ? span[id].moved : 0;
+    if (a->stream == ROK_STREAM_COMPUTE)
       end = MAX(end, span[id].end);
   }
   f->step_time_s = (double)(end - origin) / 1e9;
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     f->busy_s[s] = (double)busy[s] / 1e9;
-  f->compute_s = f->busy_s[ROK_SIM_STREAM_COMPUTE];
+  f->compute_s = f->busy_s[ROK_STREAM_COMPUTE];
   f->recompute_s = (double)recompute / 1e9;
-  f->d2h_bytes = moved[ROK_SIM_STREAM_D2H] + gd_out;
-  f->h2d_bytes = moved[ROK_SIM_STREAM_H2D] + gd_in;
-  f->nvme_write_bytes = moved[ROK_SIM_STREAM_NVME_WRITE];
-  f->nvme_read_bytes = moved[ROK_SIM_STREAM_NVME_READ];
-  f->d2h_bandwidth = rate(moved[ROK_SIM_STREAM_D2H], busy[ROK_SIM_STREAM_D2H] - waits[ROK_SIM_STREAM_D2H]);
-  f->h2d_bandwidth = rate(moved[ROK_SIM_STREAM_H2D], busy[ROK_SIM_STREAM_H2D] - waits[ROK_SIM_STREAM_H2D]);
+  f->d2h_bytes = moved[ROK_STREAM_D2H] + gd_out;
+  f->h2d_bytes = moved[ROK_STREAM_H2D] + gd_in;
+  f->nvme_write_bytes = moved[ROK_STREAM_NVME_WRITE];
+  f->nvme_read_bytes = moved[ROK_STREAM_NVME_READ];
+  f->d2h_bandwidth = rate(moved[ROK_STREAM_D2H], busy[ROK_STREAM_D2H] - waits[ROK_STREAM_D2H]);
+  f->h2d_bandwidth = rate(moved[ROK_STREAM_H2D], busy[ROK_STREAM_H2D] - waits[ROK_STREAM_H2D]);
   f->nvme_write_bandwidth =
-      rate(moved[ROK_SIM_STREAM_NVME_WRITE], busy[ROK_SIM_STREAM_NVME_WRITE] - waits[ROK_SIM_STREAM_NVME_WRITE]);
+      rate(moved[ROK_STREAM_NVME_WRITE], busy[ROK_STREAM_NVME_WRITE] - waits[ROK_STREAM_NVME_WRITE]);
   f->nvme_read_bandwidth =
-      rate(moved[ROK_SIM_STREAM_NVME_READ], busy[ROK_SIM_STREAM_NVME_READ] - waits[ROK_SIM_STREAM_NVME_READ]);
+      rate(moved[ROK_STREAM_NVME_READ], busy[ROK_STREAM_NVME_READ] - waits[ROK_STREAM_NVME_READ]);
   stalls(p, span, f, dispatch_s);
 }
 
-void run_measure_step(const Runner *r, RunStepFigures *out) {
-  const RunProgram *p = &r->prog;
+void runner_measure_step(const Runner *r, RunnerStepFigures *out) {
+  const RunnerProgram *p = &r->prog;
   g_autofree Span *span = g_new(Span, p->n_actions);
-  *out = (RunStepFigures){0};
+  *out = (RunnerStepFigures){0};
   for (guint id = 0; id < p->n_actions; id++) {
-    const RunRecord *rec = &r->rec[id];
+    const RunnerRecord *rec = &r->rec[id];
     span[id] = (Span){.start = rec->start_ns, .end = rec->end_ns, .wait = rec->wait_ns, .moved = rec->moved};
     out->staging_waits += rec->waits;
     out->staging_wait_s += (double)rec->wait_ns / 1e9;
@@ -150,10 +150,10 @@ static double json_seconds(json_object *obj, const char *key) {
   return obj != NULL && json_object_object_get_ex(obj, key, &value) ? json_object_get_double(value) : 0;
 }
 
-void run_measure_predicted(const RunProgram *p, RokExecFigures *out) {
+void runner_measure_predicted(const RunnerProgram *p, RokExecFigures *out) {
   g_autofree Span *span = g_new(Span, p->n_actions);
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     span[id] = (Span){.start = a->start_ns, .end = a->end_ns, .moved = a->kind == ROK_ACTION_FREE ? 0 : a->bytes};
   }
   double dispatch = 0;

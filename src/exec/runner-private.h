@@ -23,18 +23,18 @@
 typedef void (*RokExecCancelHook)(int signo, gpointer data);
 /* Attach `hook`; if the flag is already set it runs at once (in this
  * thread). Detaching waits for a running hook to return. */
-void rok_exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data);
-void rok_exec_cancel_detach(RokExecCancel *cancel);
+void exec_cancel_attach(RokExecCancel *cancel, RokExecCancelHook hook, gpointer data);
+void exec_cancel_detach(RokExecCancel *cancel);
 
 /* The report's parts that exist without OpenCL (report.c). */
-RokExecReport *rok_exec_report_new(void);
+RokExecReport *exec_report_new(void);
 
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/io/io.h"
-#include "exec/opencl/cl-checksum.h"
-#include "exec/opencl/cl-device.h"
-#include "exec/ops/ops.h"
+#include "rok/storage.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/ops.h"
 
 #define RUN_NONE G_MAXUINT
 
@@ -51,7 +51,7 @@ typedef struct {
   gboolean gd_write, gd_read;            /* the SSD legs are gpudirect */
   guint producer;                        /* its producer's forward action */
   gboolean late;                         /* its read waited for memory under the budget (a free) */
-} RunCopy;
+} RunnerCopy;
 
 typedef struct {
   guint copy;                     /* transfers and frees of a copied tensor: the copy; RUN_NONE otherwise */
@@ -61,19 +61,19 @@ typedef struct {
   gboolean ends_mb;               /* the last compute action of its micro-batch */
   gboolean seed_only;             /* a recompute of dropout masks alone, from the seed */
   guint ticket;                   /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
-} RunAction;
+} RunnerAction;
 
 typedef struct {
   const RokSchedule *schedule;
   const RokTrace *trace;
   guint n_actions, n_mb, n_tensors;
   guint64 slot_bytes;
-  RunAction *actions;
+  RunnerAction *actions;
   GArray *ids;                         /* guint: the lists of the actions */
-  GArray *copies;                      /* RunCopy */
+  GArray *copies;                      /* RunnerCopy */
   guint *copy_of;                      /* [mb * n_tensors + tensor]: its copy, or RUN_NONE */
   guint n_chunks;                      /* over all copies */
-  GArray *order[ROK_SIM_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
+  GArray *order[ROK_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
   /* Sizes, bytes rounded up to whole slots. */
   guint64 stored_total;   /* copies written to the SSDs */
   guint64 staged_largest; /* the largest copy held in staging */
@@ -84,32 +84,32 @@ typedef struct {
   guint64 largest_tensor;
   guint gpudirect_legs;
   gboolean has_loss;
-} RunProgram;
+} RunnerProgram;
 
-gboolean run_program_build(RunProgram *prog, const RokSchedule *schedule, guint64 slot_bytes, GError **error);
-void run_program_clear(RunProgram *prog);
+gboolean runner_program_build(RunnerProgram *prog, const RokSchedule *schedule, guint64 slot_bytes, GError **error);
+void runner_program_clear(RunnerProgram *prog);
 /* runner-replay.c: residency replayed (allocs, sums, seed_only, checks). */
-gboolean run_program_replay(RunProgram *prog, GError **error);
+gboolean runner_program_replay(RunnerProgram *prog, GError **error);
 /* ROK_ERROR_INPUT "schedule action N (kind on stream, micro-batch m): ..."; returns FALSE. */
-gboolean run_program_fail(GError **error, const RunProgram *prog, guint id, const char *format, ...)
+gboolean runner_program_fail(GError **error, const RunnerProgram *prog, guint id, const char *format, ...)
     G_GNUC_PRINTF(4, 5);
 
-static inline const guint *run_ids(const RunProgram *prog, guint offset) {
+static inline const guint *runner_ids(const RunnerProgram *prog, guint offset) {
   return &g_array_index(prog->ids, guint, offset);
 }
-static inline RunCopy *run_copy(const RunProgram *prog, guint id) {
-  return &g_array_index(prog->copies, RunCopy, id);
+static inline RunnerCopy *runner_copy(const RunnerProgram *prog, guint id) {
+  return &g_array_index(prog->copies, RunnerCopy, id);
 }
-static inline const RokSimAction *run_action(const RunProgram *prog, guint id) {
+static inline const RokAction *runner_action(const RunnerProgram *prog, guint id) {
   return rok_schedule_action(prog->schedule, id);
 }
-static inline guint run_key(const RunProgram *prog, guint mb, guint tensor) {
+static inline guint runner_key(const RunnerProgram *prog, guint mb, guint tensor) {
   return mb * prog->n_tensors + tensor;
 }
-static inline const char *run_tensor_name(const RunProgram *prog, guint tensor) {
+static inline const char *runner_tensor_name(const RunnerProgram *prog, guint tensor) {
   return rok_trace_tensor(prog->trace, tensor)->name;
 }
-static inline gboolean run_is_copy(const RokSimAction *a) {
+static inline gboolean runner_is_copy(const RokAction *a) {
   return a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH;
 }
 
@@ -124,7 +124,7 @@ typedef struct {
   guint waits;             /* slot acquisitions that waited */
   guint pending;           /* dependencies not completed yet */
   guint8 state;            /* RUN_WAITING, RUN_ISSUED, RUN_DONE */
-} RunRecord;
+} RunnerRecord;
 
 enum { RUN_WAITING, RUN_ISSUED, RUN_DONE };
 
@@ -136,20 +136,20 @@ typedef struct {
   RokStoreTensor *stored; /* on the SSDs */
   guint64 device_sum;     /* from the device, after the producer ran */
   guint64 host_sum;       /* of the staged copy on its way out */
-} RunCopyState;
+} RunnerCopyState;
 
 typedef struct _Runner Runner;
 
 typedef struct {
   Runner *r;
-  RokSimStream stream;
-} RunWorker;
+  RokStream stream;
+} RunnerWorker;
 
 struct _Runner {
   const RokSchedule *schedule;
   const RokTrace *trace;
   RokExecOptions options;
-  RunProgram prog;
+  RunnerProgram prog;
 
   RokClDevice *device;
   RokClKernels *kernels;
@@ -166,7 +166,7 @@ struct _Runner {
   RokClBuffer **buffers; /* [mb * n_tensors + tensor] */
 
   /* Copies. */
-  RunCopyState *copies;
+  RunnerCopyState *copies;
   int *slots; /* per chunk: its slot, or -1 */
   /* Reservations of staging slots, granted in ticket order (see
    * runner-staging.c). */
@@ -177,16 +177,16 @@ struct _Runner {
   guint64 *chunk_sums; /* per chunk: its share of the checksum on the way out */
 
   /* The step. */
-  RunRecord *rec;
-  guint cursor[ROK_SIM_STREAM_COUNT]; /* next position in prog.order */
-  gboolean busy[ROK_SIM_STREAM_COUNT];
+  RunnerRecord *rec;
+  guint cursor[ROK_STREAM_COUNT]; /* next position in prog.order */
+  gboolean busy[ROK_STREAM_COUNT];
   guint done, in_flight;
   gint64 step_start_ns;
   guint64 step_fixed;       /* device bytes allocated when the step started */
   GAsyncQueue *completions; /* to the dispatcher */
-  GAsyncQueue *work[ROK_SIM_STREAM_COUNT];
-  GThread *threads[ROK_SIM_STREAM_COUNT];
-  RunWorker workers[ROK_SIM_STREAM_COUNT];
+  GAsyncQueue *work[ROK_STREAM_COUNT];
+  GThread *threads[ROK_STREAM_COUNT];
+  RunnerWorker workers[ROK_STREAM_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
 
   /* Per step, from the compute thread. */
@@ -214,89 +214,89 @@ struct _Runner {
 #define RUN_TASK_CHECKSUM (G_MAXUINT - 4)
 #define RUN_TASK_STOP (G_MAXUINT - 5)
 
-static inline gpointer run_msg(guint value) {
+static inline gpointer runner_msg(guint value) {
   return GUINT_TO_POINTER(value + 1u);
 }
-static inline guint run_msg_value(gpointer msg) {
+static inline guint runner_msg_value(gpointer msg) {
   return GPOINTER_TO_UINT(msg) - 1u;
 }
 
-gint64 run_now_ns(void);
+gint64 runner_now_ns(void);
 /* Keep the first error (consumes `error`), then stop everything. */
-void run_fail(Runner *r, GError *error);
-gboolean run_failed(Runner *r);
+void runner_fail(Runner *r, GError *error);
+gboolean runner_failed(Runner *r);
 
 /* runner-residency.c */
-RokClBuffer *run_buffer_get(Runner *r, guint mb, guint tensor);
+RokClBuffer *runner_buffer_get(Runner *r, guint mb, guint tensor);
 /* A new device buffer for (mb, tensor), entered in the table. */
-RokClBuffer *run_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error);
-void run_buffer_free(Runner *r, guint mb, guint tensor);
+RokClBuffer *runner_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error);
+void runner_buffer_free(Runner *r, guint mb, guint tensor);
 /* Fill `view` with micro-batch mb's buffers. */
-void run_buffer_view(Runner *r, guint mb, RokClBuffer **view);
+void runner_buffer_view(Runner *r, guint mb, RokClBuffer **view);
 /* Free every buffer left; returns how many there were. */
-guint run_buffers_clear(Runner *r);
+guint runner_buffers_clear(Runner *r);
 
 /* runner-integrity.c */
 typedef struct {
   RokClChecksum state;
-} RunSum;
-void run_sum_init(RunSum *sum);
+} RunnerSum;
+void runner_sum_init(RunnerSum *sum);
 /* Add a chunk; returns its share (a difference of sums, so that a chunk's
  * share does not depend on how the others went). */
-guint64 run_sum_chunk(RunSum *sum, const void *data, gsize bytes);
-guint64 run_sum_finish(const RunSum *sum);
+guint64 runner_sum_chunk(RunnerSum *sum, const void *data, gsize bytes);
+guint64 runner_sum_finish(const RunnerSum *sum);
 /* A chunk on its way out: its share is recorded. */
-void run_integrity_out(Runner *r, const RunCopy *c, RunSum *sum, guint chunk, const void *data, gsize bytes);
+void runner_integrity_out(Runner *r, const RunnerCopy *c, RunnerSum *sum, guint chunk, const void *data, gsize bytes);
 /* After the last chunk out: the staged copy must equal the device's. */
-gboolean run_integrity_out_done(Runner *r, guint copy, const RunSum *sum, GError **error);
+gboolean runner_integrity_out_done(Runner *r, guint copy, const RunnerSum *sum, GError **error);
 /* A chunk on its way back, before it reaches the device. */
-gboolean run_integrity_in(Runner *r, guint copy, RunSum *sum, guint chunk, const void *data, gsize bytes,
+gboolean runner_integrity_in(Runner *r, guint copy, RunnerSum *sum, guint chunk, const void *data, gsize bytes,
                           GError **error);
-gboolean run_integrity_in_done(Runner *r, guint copy, const RunSum *sum, GError **error);
+gboolean runner_integrity_in_done(Runner *r, guint copy, const RunnerSum *sum, GError **error);
 
 /* runner-compute.c: the compute stream's actions, and tasks between steps
  * (RUN_TASK_ZERO: zero the gradients; RUN_TASK_CHECKSUM: their checksum). */
-gboolean run_compute_action(Runner *r, guint id, GError **error);
-gboolean run_compute_special(Runner *r, guint task, GError **error);
+gboolean runner_compute_action(Runner *r, guint id, GError **error);
+gboolean runner_compute_special(Runner *r, guint task, GError **error);
 
 /* runner-copy.c: the d2h and h2d legs, and the staged copies' slots. */
 gboolean run_d2h_leg(Runner *r, guint id, GError **error);
 gboolean run_h2d_leg(Runner *r, guint id, GError **error);
 /* The slot memory of a chunk (which must hold one). */
-guint8 *run_chunk_data(Runner *r, guint copy, guint chunk);
+guint8 *runner_chunk_data(Runner *r, guint copy, guint chunk);
 /* A slot of `pool` into *slot, waiting if need be (counted in rec). */
-gboolean run_slot_acquire(Runner *r, RokStaging *pool, RunRecord *rec, int *slot, GError **error);
+gboolean runner_slot_acquire(Runner *r, RokStaging *pool, RunnerRecord *rec, int *slot, GError **error);
 /* One chunk device -> its slot, blocking, on the d2h queue. */
-gboolean run_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error);
+gboolean runner_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error);
 /* One chunk checked, then its slot -> device, blocking, on the h2d queue. */
-gboolean run_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunSum *sum, GError **error);
+gboolean runner_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunnerSum *sum, GError **error);
 /* A staged SSD read's slots (reserved in its turn). */
-gboolean run_read_slots(Runner *r, guint id, guint copy, GError **error);
+gboolean runner_read_slots(Runner *r, guint id, guint copy, GError **error);
 /* One leg fewer needs the staged chunks; the last gives the slots back. */
-void run_copy_unref(Runner *r, guint copy);
-void run_copy_release_chunk(Runner *r, guint copy, guint chunk);
+void runner_copy_unref(Runner *r, guint copy);
+void runner_copy_release_chunk(Runner *r, guint copy, guint chunk);
 /* What a step left of the copies: slots, stored tensors (store drained). */
-void run_copies_clear(Runner *r);
+void runner_copies_clear(Runner *r);
 
 /* runner-staging.c: reservations of staging slots. */
 /* Wait for the leg's turn and room for `slots`; the wait is a staging
  * wait in rec. Fails once the run has failed. */
-gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GError **error);
-void run_gate_release(Runner *r, guint copy);
+gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec, GError **error);
+void runner_gate_release(Runner *r, guint copy);
 /* A new step: tickets from the first. */
-void run_gate_reset(Runner *r);
+void runner_gate_reset(Runner *r);
 /* Wake every waiter (the run failed). */
-void run_gate_wake(Runner *r);
+void runner_gate_wake(Runner *r);
 
 /* runner-storage.c: the nvme-write and nvme-read legs. */
-gboolean run_nvme_write_leg(Runner *r, guint id, GError **error);
-gboolean run_nvme_read_leg(Runner *r, guint id, GError **error);
+gboolean runner_nvme_write_leg(Runner *r, guint id, GError **error);
+gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error);
 
 /* runner-dispatch.c */
-gpointer run_worker_thread(gpointer data); /* a RunWorker */
-gboolean run_step(Runner *r, guint step, GError **error);
+gpointer runner_worker_thread(gpointer data); /* a RunnerWorker */
+gboolean runner_step(Runner *r, guint step, GError **error);
 /* Run a task on the compute thread and wait for it. */
-gboolean run_compute_task(Runner *r, guint task, GError **error);
+gboolean runner_compute_task(Runner *r, guint task, GError **error);
 
 /* runner-measure.c */
 typedef struct {
@@ -304,15 +304,15 @@ typedef struct {
   double dispatch_s;
   guint64 staging_waits;
   double staging_wait_s;
-} RunStepFigures;
+} RunnerStepFigures;
 /* Figures of the step just run, from the records (peak and bytes from
  * the caller). */
-void run_measure_step(const Runner *r, RunStepFigures *out);
+void runner_measure_step(const Runner *r, RunnerStepFigures *out);
 /* The schedule's predicted figures. */
-void run_measure_predicted(const RunProgram *prog, RokExecFigures *out);
+void runner_measure_predicted(const RunnerProgram *prog, RokExecFigures *out);
 
 /* runner-setup.c */
-gboolean run_setup(Runner *r, GError **error);
-void run_teardown(Runner *r);
+gboolean runner_setup(Runner *r, GError **error);
+void runner_teardown(Runner *r);
 
 #endif /* ROK_WITH_OPENCL */

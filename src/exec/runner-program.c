@@ -7,27 +7,27 @@
 
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
-gboolean run_program_fail(GError **error, const RunProgram *p, guint id, const char *format, ...) {
-  const RokSimAction *a = run_action(p, id);
+gboolean runner_program_fail(GError **error, const RunnerProgram *p, guint id, const char *format, ...) {
+  const RokAction *a = runner_action(p, id);
   va_list args;
   va_start(args, format);
   g_autofree char *what = g_strdup_vprintf(format, args);
   va_end(args);
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "schedule action %u (%s on %s, micro-batch %u): %s", id,
-              rok_action_kind_name(a->kind), rok_sim_stream_name(a->stream), a->micro_batch, what);
+              rok_action_kind_name(a->kind), rok_stream_name(a->stream), a->micro_batch, what);
   return FALSE;
 }
 
 /* ---- copies ---- */
 
-static RunCopy *copy_for(RunProgram *p, guint mb, guint tensor) {
-  guint *slot = &p->copy_of[run_key(p, mb, tensor)];
+static RunnerCopy *copy_for(RunnerProgram *p, guint mb, guint tensor) {
+  guint *slot = &p->copy_of[runner_key(p, mb, tensor)];
   if (*slot == RUN_NONE) {
     guint64 bytes = rok_trace_tensor(p->trace, tensor)->bytes;
-    RunCopy c = {.mb = mb,
+    RunnerCopy c = {.mb = mb,
                  .tensor = tensor,
                  .bytes = bytes,
                  .n_chunks = (guint)((bytes + p->slot_bytes - 1) / p->slot_bytes),
@@ -42,30 +42,30 @@ static RunCopy *copy_for(RunProgram *p, guint mb, guint tensor) {
     g_array_append_val(p->copies, c);
     *slot = p->copies->len - 1;
   }
-  return run_copy(p, *slot);
+  return runner_copy(p, *slot);
 }
 
 /* The legs a copy may have, in order: d2h [nvme-write] or nvme-write
  * (gpudirect) on the way out; [nvme-read] h2d or nvme-read (gpudirect) on
  * the way back, after the way out. */
-static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **error) {
-  const RokSimAction *a = run_action(p, id);
-  const char *name = run_tensor_name(p, a->tensor);
+static gboolean add_leg(const RunnerProgram *p, guint id, RunnerCopy *c, GError **error) {
+  const RokAction *a = runner_action(p, id);
+  const char *name = runner_tensor_name(p, a->tensor);
   RokDecision d = p->schedule->plan->decisions[a->tensor];
-  gboolean ssd = a->stream == ROK_SIM_STREAM_NVME_WRITE || a->stream == ROK_SIM_STREAM_NVME_READ;
+  gboolean ssd = a->stream == ROK_STREAM_NVME_WRITE || a->stream == ROK_STREAM_NVME_READ;
   if (!rok_tensor_is_saved(rok_trace_tensor(p->trace, a->tensor)) ||
       (d != ROK_DECISION_OFFLOAD_NVME && d != ROK_DECISION_OFFLOAD_HOST) || (ssd && c->host))
-    return run_program_fail(error, p, id, "tensor '%s' is not offloaded%s (its decision is %s)", name,
+    return runner_program_fail(error, p, id, "tensor '%s' is not offloaded%s (its decision is %s)", name,
                             ssd ? " to the SSDs" : "", rok_decision_name(d));
   gboolean out = c->d2h != RUN_NONE || c->nvme_write != RUN_NONE;
   gboolean back = c->nvme_read != RUN_NONE || c->h2d != RUN_NONE;
   const char *wrong = NULL;
   switch (a->stream) {
-  case ROK_SIM_STREAM_D2H:
+  case ROK_STREAM_D2H:
     wrong = out ? "it already left the device" : NULL;
     c->d2h = id;
     break;
-  case ROK_SIM_STREAM_NVME_WRITE:
+  case ROK_STREAM_NVME_WRITE:
     if (c->nvme_write != RUN_NONE || back)
       wrong = "it was already written or read back";
     else if (a->gpudirect && c->d2h != RUN_NONE)
@@ -75,7 +75,7 @@ static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **erro
     c->nvme_write = id;
     c->gd_write = a->gpudirect;
     break;
-  case ROK_SIM_STREAM_NVME_READ:
+  case ROK_STREAM_NVME_READ:
     wrong = back || c->nvme_write == RUN_NONE ? "it is not on the SSDs or was already read" : NULL;
     c->nvme_read = id;
     c->gd_read = a->gpudirect;
@@ -84,54 +84,54 @@ static gboolean add_leg(const RunProgram *p, guint id, RunCopy *c, GError **erro
     wrong = c->h2d != RUN_NONE || c->gd_read || !out ? "there is no copy to bring back" : NULL;
     c->h2d = id;
   }
-  return wrong == NULL || run_program_fail(error, p, id, "tensor '%s': %s", name, wrong);
+  return wrong == NULL || runner_program_fail(error, p, id, "tensor '%s': %s", name, wrong);
 }
 
-static gboolean check_target(const RunProgram *p, guint id, GError **error) {
-  const RokSimAction *a = run_action(p, id);
+static gboolean check_target(const RunnerProgram *p, guint id, GError **error) {
+  const RokAction *a = runner_action(p, id);
   if (a->micro_batch >= p->n_mb)
-    return run_program_fail(error, p, id, "micro-batch out of range");
+    return runner_program_fail(error, p, id, "micro-batch out of range");
   if (a->kind == ROK_ACTION_OPTIMIZER)
     return TRUE;
-  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
-    return a->op < p->trace->ops->len || run_program_fail(error, p, id, "op %u is not in the trace", a->op);
+  if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
+    return a->op < p->trace->ops->len || runner_program_fail(error, p, id, "op %u is not in the trace", a->op);
   if (a->tensor >= p->n_tensors)
-    return run_program_fail(error, p, id, "tensor %u is not in the trace", a->tensor);
+    return runner_program_fail(error, p, id, "tensor %u is not in the trace", a->tensor);
   return TRUE;
 }
 
-static gboolean gather_copies(RunProgram *p, GError **error) {
+static gboolean gather_copies(RunnerProgram *p, GError **error) {
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     if (!check_target(p, id, error))
       return FALSE;
-    if (run_is_copy(a) && !add_leg(p, id, copy_for(p, a->micro_batch, a->tensor), error))
+    if (runner_is_copy(a) && !add_leg(p, id, copy_for(p, a->micro_batch, a->tensor), error))
       return FALSE;
   }
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
-    p->actions[id].copy = a->tensor < p->n_tensors ? p->copy_of[run_key(p, a->micro_batch, a->tensor)] : RUN_NONE;
+    const RokAction *a = runner_action(p, id);
+    p->actions[id].copy = a->tensor < p->n_tensors ? p->copy_of[runner_key(p, a->micro_batch, a->tensor)] : RUN_NONE;
   }
   for (guint i = 0; i < p->copies->len; i++) {
-    RunCopy *c = run_copy(p, i);
+    RunnerCopy *c = runner_copy(p, i);
     if (c->h2d == RUN_NONE && c->nvme_read != RUN_NONE && !c->gd_read)
-      return run_program_fail(error, p, c->nvme_read,
+      return runner_program_fail(error, p, c->nvme_read,
                               "tensor '%s' is read from the SSDs but never copied to the device",
-                              run_tensor_name(p, c->tensor));
+                              runner_tensor_name(p, c->tensor));
     if (c->bytes == 0)
-      return run_program_fail(error, p, c->d2h != RUN_NONE ? c->d2h : c->nvme_write, "tensor '%s' has no bytes to copy",
-                              run_tensor_name(p, c->tensor));
+      return runner_program_fail(error, p, c->d2h != RUN_NONE ? c->d2h : c->nvme_write, "tensor '%s' has no bytes to copy",
+                              runner_tensor_name(p, c->tensor));
   }
   return TRUE;
 }
 
 /* ---- order, dependents, sizes ---- */
 
-static void link(RunProgram *p) {
+static void link(RunnerProgram *p) {
   const RokSchedule *s = p->schedule;
   g_autofree guint *count = g_new0(guint, p->n_actions + 1);
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     for (guint k = 0; k < a->deps_count; k++)
       count[g_array_index(s->deps, guint, a->deps_first + k)]++;
     if (a->kind != ROK_ACTION_FREE)
@@ -144,33 +144,33 @@ static void link(RunProgram *p) {
   }
   g_array_set_size(p->ids, base);
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     for (guint k = 0; k < a->deps_count; k++) {
-      RunAction *d = &p->actions[g_array_index(s->deps, guint, a->deps_first + k)];
+      RunnerAction *d = &p->actions[g_array_index(s->deps, guint, a->deps_first + k)];
       g_array_index(p->ids, guint, d->dependents + d->n_dependents++) = id;
     }
   }
 }
 
 /* A read the simulator held back for the budget depends on a free. */
-static void mark_late(RunProgram *p) {
+static void mark_late(RunnerProgram *p) {
   for (guint i = 0; i < p->copies->len; i++) {
-    RunCopy *c = run_copy(p, i);
+    RunnerCopy *c = runner_copy(p, i);
     guint first = c->nvme_read != RUN_NONE ? c->nvme_read : c->h2d;
     if (first == RUN_NONE)
       continue;
-    const RokSimAction *a = run_action(p, first);
+    const RokAction *a = runner_action(p, first);
     for (guint k = 0; k < a->deps_count; k++)
-      c->late |= run_action(p, g_array_index(p->schedule->deps, guint, a->deps_first + k))->kind == ROK_ACTION_FREE;
+      c->late |= runner_action(p, g_array_index(p->schedule->deps, guint, a->deps_first + k))->kind == ROK_ACTION_FREE;
   }
 }
 
-static void mark_ends(RunProgram *p) {
+static void mark_ends(RunnerProgram *p) {
   g_autofree guint *last = g_new(guint, p->n_mb);
   for (guint mb = 0; mb < p->n_mb; mb++)
     last[mb] = RUN_NONE;
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     if (a->kind == ROK_ACTION_FORWARD || a->kind == ROK_ACTION_BACKWARD || a->kind == ROK_ACTION_RECOMPUTE)
       last[a->micro_batch] = id;
   }
@@ -179,15 +179,15 @@ static void mark_ends(RunProgram *p) {
       p->actions[last[mb]].ends_mb = TRUE;
 }
 
-static void measure_sizes(RunProgram *p) {
+static void measure_sizes(RunnerProgram *p) {
   guint64 on_disk = 0;
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
-    p->gpudirect_legs += run_is_copy(a) && a->gpudirect;
+    const RokAction *a = runner_action(p, id);
+    p->gpudirect_legs += runner_is_copy(a) && a->gpudirect;
     guint c = p->actions[id].copy;
-    if (c == RUN_NONE || !run_is_copy(a))
+    if (c == RUN_NONE || !runner_is_copy(a))
       continue;
-    const RunCopy *copy = run_copy(p, c);
+    const RunnerCopy *copy = runner_copy(p, c);
     guint64 rounded = copy->n_chunks * p->slot_bytes;
     if (id == copy->nvme_write)
       on_disk += rounded;
@@ -196,7 +196,7 @@ static void measure_sizes(RunProgram *p) {
       on_disk -= rounded;
   }
   for (guint i = 0; i < p->copies->len; i++) {
-    const RunCopy *c = run_copy(p, i);
+    const RunnerCopy *c = runner_copy(p, i);
     guint64 rounded = c->n_chunks * p->slot_bytes;
     gboolean holds = c->d2h != RUN_NONE || (c->nvme_read != RUN_NONE && !c->gd_read);
     if (c->host)
@@ -212,8 +212,8 @@ static void measure_sizes(RunProgram *p) {
     p->has_loss |= rok_trace_op(p->trace, o)->kind == ROK_OP_CROSS_ENTROPY;
 }
 
-static gboolean depends(const RunProgram *p, guint id, guint on) {
-  const RokSimAction *a = run_action(p, id);
+static gboolean depends(const RunnerProgram *p, guint id, guint on) {
+  const RokAction *a = runner_action(p, id);
   for (guint k = 0; k < a->deps_count; k++)
     if (g_array_index(p->schedule->deps, guint, a->deps_first + k) == on)
       return TRUE;
@@ -223,9 +223,9 @@ static gboolean depends(const RunProgram *p, guint id, guint on) {
 /* What the data path relies on: a copy's legs wait for what made their
  * bytes (the producer, for its checksum too; the leg before; a read back
  * from the staged copy, for its d2h copy or, once written, the write). */
-static gboolean check_leg_deps(const RunProgram *p, GError **error) {
+static gboolean check_leg_deps(const RunnerProgram *p, GError **error) {
   for (guint i = 0; i < p->copies->len; i++) {
-    const RunCopy *c = run_copy(p, i);
+    const RunnerCopy *c = runner_copy(p, i);
     guint out = c->d2h != RUN_NONE ? c->d2h : c->nvme_write;
     guint back = c->nvme_read != RUN_NONE ? c->nvme_read : c->h2d;
     struct {
@@ -238,8 +238,8 @@ static gboolean check_leg_deps(const RunProgram *p, GError **error) {
     for (guint k = 0; k < G_N_ELEMENTS(need); k++)
       if (need[k].id != RUN_NONE && !depends(p, need[k].id, need[k].on) &&
           (need[k].or == RUN_NONE || !depends(p, need[k].id, need[k].or)))
-        return run_program_fail(error, p, need[k].id, "tensor '%s': it does not wait for %s (action %u)",
-                                run_tensor_name(p, c->tensor), need[k].what, need[k].on);
+        return runner_program_fail(error, p, need[k].id, "tensor '%s': it does not wait for %s (action %u)",
+                                runner_tensor_name(p, c->tensor), need[k].what, need[k].on);
   }
   return TRUE;
 }
@@ -247,13 +247,13 @@ static gboolean check_leg_deps(const RunProgram *p, GError **error) {
 /* Legs that hold staging slots get a turn, in schedule order: the d2h copy
  * of a tensor bound for the SSDs (held until its write and any read back
  * from staging are done) and a staged SSD read (held until its h2d). */
-static void number_tickets(RunProgram *p) {
+static void number_tickets(RunnerProgram *p) {
   for (guint id = 0; id < p->n_actions; id++) {
     p->actions[id].ticket = RUN_NONE;
     guint c = p->actions[id].copy;
-    if (c == RUN_NONE || run_copy(p, c)->host)
+    if (c == RUN_NONE || runner_copy(p, c)->host)
       continue;
-    const RunCopy *copy = run_copy(p, c);
+    const RunnerCopy *copy = runner_copy(p, c);
     if (id == copy->d2h || (id == copy->nvme_read && !copy->gd_read))
       p->actions[id].ticket = p->n_tickets++;
   }
@@ -271,23 +271,23 @@ static gint hold_compare(gconstpointer a, gconstpointer b) {
   return (y->slots > 0) - (x->slots > 0); /* taking first: the peak errs high */
 }
 
-static void add_hold(GArray *holds, const RunProgram *p, guint from, guint64 until_ns, guint n) {
-  Hold take = {run_action(p, from)->start_ns, n}, give = {(gint64)until_ns, -(gint64)n};
+static void add_hold(GArray *holds, const RunnerProgram *p, guint from, guint64 until_ns, guint n) {
+  Hold take = {runner_action(p, from)->start_ns, n}, give = {(gint64)until_ns, -(gint64)n};
   g_array_append_val(holds, take);
   g_array_append_val(holds, give);
 }
 
-static gint64 end_of(const RunProgram *p, guint id) {
-  return id == RUN_NONE ? 0 : run_action(p, id)->end_ns;
+static gint64 end_of(const RunnerProgram *p, guint id) {
+  return id == RUN_NONE ? 0 : runner_action(p, id)->end_ns;
 }
 
 /* The most slots the simulator's timeline holds in staging at once (its
  * bytes within the profile's pinned buffer, here in whole slots): the size
  * of the reservations the run may hold. */
-static void staging_peak(RunProgram *p) {
+static void staging_peak(RunnerProgram *p) {
   g_autoptr(GArray) holds = g_array_new(FALSE, FALSE, sizeof(Hold));
   for (guint i = 0; i < p->copies->len; i++) {
-    const RunCopy *c = run_copy(p, i);
+    const RunnerCopy *c = runner_copy(p, i);
     if (c->host)
       continue;
     if (c->d2h != RUN_NONE) {
@@ -308,7 +308,7 @@ static void staging_peak(RunProgram *p) {
   p->staging_peak = (guint64)peak * p->slot_bytes;
 }
 
-gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 slot_bytes, GError **error) {
+gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, guint64 slot_bytes, GError **error) {
   memset(p, 0, sizeof *p);
   p->schedule = schedule;
   p->trace = schedule->trace;
@@ -316,10 +316,10 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
   p->n_tensors = p->trace->tensors->len;
   p->n_mb = MAX(schedule->plan->options.detail_micro_batches, 1);
   p->slot_bytes = slot_bytes;
-  p->actions = g_new0(RunAction, MAX(p->n_actions, 1));
+  p->actions = g_new0(RunnerAction, MAX(p->n_actions, 1));
   p->ids = g_array_new(FALSE, FALSE, sizeof(guint));
-  p->copies = g_array_new(FALSE, FALSE, sizeof(RunCopy));
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  p->copies = g_array_new(FALSE, FALSE, sizeof(RunnerCopy));
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     p->order[s] = g_array_new(FALSE, FALSE, sizeof(guint));
   if (p->n_actions == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule has no actions to run");
@@ -327,7 +327,7 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
   }
   p->copy_of = g_new(guint, (gsize)p->n_mb * p->n_tensors);
   memset(p->copy_of, 0xff, sizeof(guint) * (gsize)p->n_mb * p->n_tensors);
-  if (!gather_copies(p, error) || !run_program_replay(p, error) || !check_leg_deps(p, error))
+  if (!gather_copies(p, error) || !runner_program_replay(p, error) || !check_leg_deps(p, error))
     return FALSE;
   link(p);
   mark_late(p);
@@ -338,14 +338,14 @@ gboolean run_program_build(RunProgram *p, const RokSchedule *schedule, guint64 s
   return TRUE;
 }
 
-void run_program_clear(RunProgram *p) {
+void runner_program_clear(RunnerProgram *p) {
   g_free(p->actions);
   g_free(p->copy_of);
   if (p->ids != NULL)
     g_array_unref(p->ids);
   if (p->copies != NULL)
     g_array_unref(p->copies);
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (p->order[s] != NULL)
       g_array_unref(p->order[s]);
   memset(p, 0, sizeof *p);

@@ -8,21 +8,21 @@
 
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 static RokClBuffer **entry(Runner *r, guint mb, guint tensor) {
   return &r->buffers[(gsize)mb * r->prog.n_tensors + tensor];
 }
 
-RokClBuffer *run_buffer_get(Runner *r, guint mb, guint tensor) {
+RokClBuffer *runner_buffer_get(Runner *r, guint mb, guint tensor) {
   g_mutex_lock(&r->lock);
   RokClBuffer *buffer = *entry(r, mb, tensor);
   g_mutex_unlock(&r->lock);
   return buffer;
 }
 
-RokClBuffer *run_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error) {
+RokClBuffer *runner_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error) {
   const RokTensor *t = rok_trace_tensor(r->trace, tensor);
   guint64 elements = 1;
   for (guint d = 0; d < t->rank; d++)
@@ -46,7 +46,7 @@ RokClBuffer *run_buffer_alloc(Runner *r, guint mb, guint tensor, GError **error)
   return buffer;
 }
 
-void run_buffer_free(Runner *r, guint mb, guint tensor) {
+void runner_buffer_free(Runner *r, guint mb, guint tensor) {
   g_mutex_lock(&r->lock);
   RokClBuffer **e = entry(r, mb, tensor);
   RokClBuffer *buffer = *e;
@@ -55,13 +55,13 @@ void run_buffer_free(Runner *r, guint mb, guint tensor) {
   rok_cl_buffer_free(buffer);
 }
 
-void run_buffer_view(Runner *r, guint mb, RokClBuffer **view) {
+void runner_buffer_view(Runner *r, guint mb, RokClBuffer **view) {
   g_mutex_lock(&r->lock);
   memcpy(view, entry(r, mb, 0), sizeof(RokClBuffer *) * r->prog.n_tensors);
   g_mutex_unlock(&r->lock);
 }
 
-guint run_buffers_clear(Runner *r) {
+guint runner_buffers_clear(Runner *r) {
   guint n = 0;
   gsize total = (gsize)r->prog.n_mb * r->prog.n_tensors;
   g_mutex_lock(&r->lock);

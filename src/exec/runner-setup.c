@@ -10,9 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 static void note(Runner *r, char *text) {
   g_ptr_array_add(r->notes, text);
@@ -53,7 +52,7 @@ static RokDtype activation_dtype(const RokTrace *trace) {
  * through an empty one), plus room for gpudirect legs' passing chunks.
  * Copies to host memory keep their chunks, so their pool holds them all. */
 static void pool_sizes(const Runner *r, guint64 *staging, guint64 *limit, guint64 *host) {
-  const RunProgram *p = &r->prog;
+  const RunnerProgram *p = &r->prog;
   guint64 depth = CLAMP(r->schedule->hw->nvme.queue_depth, 1, 64);
   *limit = MAX(p->staging_peak, p->staged_largest);
   *staging = *limit + (p->gpudirect_legs > 0 ? depth * p->slot_bytes : 0);
@@ -261,11 +260,11 @@ static gboolean open_store(Runner *r, GError **error) {
 }
 
 static gboolean start_threads(Runner *r, GError **error) {
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     r->work[s] = g_async_queue_new();
-    r->workers[s] = (RunWorker){.r = r, .stream = s};
-    g_autofree char *name = g_strdup_printf("rok-%s", rok_sim_stream_name(s));
-    r->threads[s] = g_thread_try_new(name, run_worker_thread, &r->workers[s], error);
+    r->workers[s] = (RunnerWorker){.r = r, .stream = s};
+    g_autofree char *name = g_strdup_printf("rok-%s", rok_stream_name(s));
+    r->threads[s] = g_thread_try_new(name, runner_worker_thread, &r->workers[s], error);
     if (r->threads[s] == NULL)
       return FALSE;
   }
@@ -273,20 +272,20 @@ static gboolean start_threads(Runner *r, GError **error) {
 }
 
 static void state_new(Runner *r) {
-  const RunProgram *p = &r->prog;
+  const RunnerProgram *p = &r->prog;
   r->buffers = g_new0(RokClBuffer *, MAX((gsize)p->n_mb * p->n_tensors, 1));
   r->view = g_new0(RokClBuffer *, MAX(p->n_tensors, 1));
-  r->rec = g_new0(RunRecord, p->n_actions);
-  r->copies = g_new0(RunCopyState, MAX(p->copies->len, 1));
+  r->rec = g_new0(RunnerRecord, p->n_actions);
+  r->copies = g_new0(RunnerCopyState, MAX(p->copies->len, 1));
   r->slots = g_new(int, MAX(p->n_chunks, 1));
   r->chunk_sums = g_new0(guint64, MAX(p->n_chunks, 1));
   for (guint i = 0; i < p->n_chunks; i++)
     r->slots[i] = -1;
   for (guint i = 0; i < p->copies->len; i++)
-    r->copies[i].pool = run_copy(p, i)->host ? r->host_pool : r->staging;
+    r->copies[i].pool = runner_copy(p, i)->host ? r->host_pool : r->staging;
 }
 
-gboolean run_setup(Runner *r, GError **error) {
+gboolean runner_setup(Runner *r, GError **error) {
   if (!open_compute(r, error) || !check_device(r, error) || !make_pools(r, error) || !open_store(r, error))
     return FALSE;
   state_new(r);
@@ -294,13 +293,13 @@ gboolean run_setup(Runner *r, GError **error) {
 }
 
 static void stop_threads(Runner *r) {
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (r->threads[s] != NULL) {
-      g_async_queue_push(r->work[s], run_msg(RUN_TASK_STOP));
+      g_async_queue_push(r->work[s], runner_msg(RUN_TASK_STOP));
       g_thread_join(r->threads[s]);
       r->threads[s] = NULL;
     }
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     g_clear_pointer(&r->work[s], g_async_queue_unref);
 }
 
@@ -315,14 +314,14 @@ static void unpin_pools(Runner *r) {
     }
 }
 
-void run_teardown(Runner *r) {
+void runner_teardown(Runner *r) {
   stop_threads(r);
   if (r->store != NULL)
     rok_store_drain(r->store);
   if (r->copies != NULL)
-    run_copies_clear(r);
+    runner_copies_clear(r);
   if (r->buffers != NULL)
-    run_buffers_clear(r);
+    runner_buffers_clear(r);
   if (r->device != NULL)
     rok_cl_device_finish_all(r->device, NULL);
   g_clear_pointer(&r->sums, rok_cl_buffer_free);

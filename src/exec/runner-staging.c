@@ -10,21 +10,21 @@
  * the simulation. */
 #ifdef ROK_WITH_OPENCL
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
-gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GError **error) {
+gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec, GError **error) {
   guint ticket = r->prog.actions[id].ticket;
-  guint need = run_copy(&r->prog, copy)->n_chunks;
+  guint need = runner_copy(&r->prog, copy)->n_chunks;
   gint64 start = 0;
   g_mutex_lock(&r->gate_lock);
-  while (!run_failed(r) &&
+  while (!runner_failed(r) &&
          (r->gate_next != ticket || (r->gate_reserved > 0 && r->gate_reserved + need > r->gate_limit))) {
     if (start == 0)
-      start = run_now_ns();
+      start = runner_now_ns();
     g_cond_wait(&r->gate_cond, &r->gate_lock);
   }
-  gboolean ok = !run_failed(r);
+  gboolean ok = !runner_failed(r);
   if (ok) {
     r->gate_reserved += need;
     r->gate_next++;
@@ -33,7 +33,7 @@ gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GErro
   }
   g_mutex_unlock(&r->gate_lock);
   if (start != 0) {
-    rec->wait_ns += run_now_ns() - start;
+    rec->wait_ns += runner_now_ns() - start;
     rec->waits++;
   }
   if (!ok)
@@ -41,8 +41,8 @@ gboolean run_gate_reserve(Runner *r, guint id, guint copy, RunRecord *rec, GErro
   return ok;
 }
 
-void run_gate_release(Runner *r, guint copy) {
-  RunCopyState *st = &r->copies[copy];
+void runner_gate_release(Runner *r, guint copy) {
+  RunnerCopyState *st = &r->copies[copy];
   g_mutex_lock(&r->gate_lock);
   r->gate_reserved -= MIN(st->reserved, r->gate_reserved);
   st->reserved = 0;
@@ -50,14 +50,14 @@ void run_gate_release(Runner *r, guint copy) {
   g_mutex_unlock(&r->gate_lock);
 }
 
-void run_gate_reset(Runner *r) {
+void runner_gate_reset(Runner *r) {
   g_mutex_lock(&r->gate_lock);
   r->gate_next = 0;
   r->gate_reserved = 0;
   g_mutex_unlock(&r->gate_lock);
 }
 
-void run_gate_wake(Runner *r) {
+void runner_gate_wake(Runner *r) {
   g_mutex_lock(&r->gate_lock);
   g_cond_broadcast(&r->gate_cond);
   g_mutex_unlock(&r->gate_lock);

@@ -8,8 +8,8 @@
 
 #include <errno.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 /* The chunks of one leg in flight; completions arrive on a backend thread. */
 typedef struct {
@@ -34,7 +34,7 @@ static void on_done(RokStoreTensor *tensor, guint chunk, int res, gpointer data)
   (void)tensor;
   LegIo *io = data;
   if (io->release)
-    run_copy_release_chunk(io->r, io->copy, chunk);
+    runner_copy_release_chunk(io->r, io->copy, chunk);
   g_mutex_lock(&io->lock);
   if (res < 0 && io->first_res == 0) {
     io->first_res = res;
@@ -72,8 +72,8 @@ static gboolean leg_finish(LegIo *io, GError **error) {
 }
 
 static RokStoreTensor *store_tensor(Runner *r, guint copy, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RunCopyState *st = &r->copies[copy];
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
   st->stored = rok_store_tensor_new(r->store, c->bytes, error);
   if (st->stored == NULL)
     g_prefix_error(error, "tensor '%s' (micro-batch %u): ", rok_trace_tensor(r->trace, c->tensor)->name, c->mb);
@@ -82,26 +82,26 @@ static RokStoreTensor *store_tensor(Runner *r, guint copy, GError **error) {
 
 /* Device -> slot -> SSD, chunk by chunk (gpudirect, emulated). */
 static gboolean write_direct(Runner *r, guint id, guint copy, LegIo *io, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RokClBuffer *buffer = run_buffer_get(r, c->mb, c->tensor);
-  RunSum sum;
-  run_sum_init(&sum);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RokClBuffer *buffer = runner_buffer_get(r, c->mb, c->tensor);
+  RunnerSum sum;
+  runner_sum_init(&sum);
   io->release = TRUE;
   for (guint i = 0; i < c->n_chunks; i++) {
-    if (!run_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error) ||
-        !run_chunk_out(r, buffer, copy, i, error))
+    if (!runner_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error) ||
+        !runner_chunk_out(r, buffer, copy, i, error))
       return FALSE;
     gsize len = rok_store_tensor_chunk_bytes(r->copies[copy].stored, i);
-    run_integrity_out(r, c, &sum, i, run_chunk_data(r, copy, i), len);
+    runner_integrity_out(r, c, &sum, i, runner_chunk_data(r, copy, i), len);
     submit(io, r->copies[copy].stored, i, r->slots[c->chunk_base + i], TRUE);
   }
-  return run_integrity_out_done(r, copy, &sum, error);
+  return runner_integrity_out_done(r, copy, &sum, error);
 }
 
-gboolean run_nvme_write_leg(Runner *r, guint id, GError **error) {
+gboolean runner_nvme_write_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RunCopyState *st = &r->copies[copy];
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
   if (store_tensor(r, copy, error) == NULL)
     return FALSE;
   LegIo io;
@@ -117,7 +117,7 @@ gboolean run_nvme_write_leg(Runner *r, guint id, GError **error) {
     return FALSE;
   r->rec[id].moved = c->bytes;
   if (!c->gd_write)
-    run_copy_unref(r, copy);
+    runner_copy_unref(r, copy);
   if (c->nvme_read == RUN_NONE) /* forwarded: nobody reads it back */
     g_clear_pointer(&st->stored, rok_store_tensor_free);
   return TRUE;
@@ -127,10 +127,10 @@ gboolean run_nvme_write_leg(Runner *r, guint id, GError **error) {
  * the device (gpudirect, emulated): reads are issued while slots are
  * free, the chunks consumed in order. */
 static gboolean read_direct(Runner *r, guint id, guint copy, RokClBuffer *buffer, LegIo *io, GError **error) {
-  const RunCopy *c = run_copy(&r->prog, copy);
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
   RokStaging *pool = r->copies[copy].pool;
-  RunSum sum;
-  run_sum_init(&sum);
+  RunnerSum sum;
+  runner_sum_init(&sum);
   io->arrived = g_new0(guint8, c->n_chunks);
   guint issued = 0;
   for (guint next = 0; next < c->n_chunks; next++) {
@@ -154,19 +154,19 @@ static gboolean read_direct(Runner *r, guint id, guint copy, RokClBuffer *buffer
       g_cond_wait(&io->cond, &io->lock);
     gboolean failed = io->first_res != 0;
     g_mutex_unlock(&io->lock);
-    if (failed || !run_chunk_in(r, buffer, copy, next, &sum, error))
+    if (failed || !runner_chunk_in(r, buffer, copy, next, &sum, error))
       return FALSE;
-    run_copy_release_chunk(r, copy, next);
+    runner_copy_release_chunk(r, copy, next);
   }
-  return run_integrity_in_done(r, copy, &sum, error);
+  return runner_integrity_in_done(r, copy, &sum, error);
 }
 
-gboolean run_nvme_read_leg(Runner *r, guint id, GError **error) {
+gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
-  const RunCopy *c = run_copy(&r->prog, copy);
-  RunCopyState *st = &r->copies[copy];
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
   /* Device memory is taken when the read is issued, as the simulator counts it. */
-  RokClBuffer *buffer = run_buffer_alloc(r, c->mb, c->tensor, error);
+  RokClBuffer *buffer = runner_buffer_alloc(r, c->mb, c->tensor, error);
   if (buffer == NULL)
     return FALSE;
   LegIo io;
@@ -174,7 +174,7 @@ gboolean run_nvme_read_leg(Runner *r, guint id, GError **error) {
   gboolean ok = TRUE;
   if (c->gd_read)
     ok = read_direct(r, id, copy, buffer, &io, error);
-  else if ((ok = run_read_slots(r, id, copy, error)))
+  else if ((ok = runner_read_slots(r, id, copy, error)))
     for (guint i = 0; i < c->n_chunks; i++)
       submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
   ok = leg_finish(&io, ok ? error : NULL) && ok;

@@ -3,9 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/runner-private.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "runner-private.h"
+#include "rok/core.h"
 
 void rok_exec_options_init(RokExecOptions *options) {
   *options = (RokExecOptions){.device = -1, .repeat = ROK_EXEC_DEFAULT_REPEAT, .seed = ROK_EXEC_DEFAULT_SEED};
@@ -45,18 +44,18 @@ static void on_cancel(int signo, gpointer data) {
   GError *error = signo > 0 ? g_error_new(ROK_ERROR, ROK_ERROR_CANCELLED, "interrupted by signal %d (%s)", signo,
                                           g_strsignal(signo))
                             : g_error_new_literal(ROK_ERROR, ROK_ERROR_CANCELLED, "cancelled");
-  run_fail(r, error);
-  g_async_queue_push(r->completions, run_msg(RUN_MSG_CANCEL));
+  runner_fail(r, error);
+  g_async_queue_push(r->completions, runner_msg(RUN_MSG_CANCEL));
 }
 
 static void static_notes(Runner *r) {
-  const RunProgram *p = &r->prog;
+  const RunnerProgram *p = &r->prog;
   if (p->gpudirect_legs > 0)
     g_ptr_array_add(r->notes, g_strdup_printf("%u gpudirect legs ran as a copy through a staging slot plus the SSD "
                                               "leg, chunk by chunk: GPUDirect Storage is not available here",
                                               p->gpudirect_legs));
   for (guint id = 0; id < p->n_actions; id++) {
-    const RokSimAction *a = run_action(p, id);
+    const RokAction *a = runner_action(p, id);
     if (a->kind == ROK_ACTION_OPTIMIZER && a->end_ns > a->start_ns) {
       g_autofree char *t = rok_units_format_time((double)(a->end_ns - a->start_ns) / 1e9);
       g_ptr_array_add(r->notes, g_strdup_printf("the optimizer step (predicted %s) has no kernel in the executor: "
@@ -83,9 +82,9 @@ static int compare_double(gconstpointer a, gconstpointer b) {
 }
 
 typedef struct {
-  RunStepFigures *steps; /* per measured step */
+  RunnerStepFigures *steps; /* per measured step */
   guint64 *peaks, *fixed;
-  RunRecord **recs; /* each step's action times */
+  RunnerRecord **recs; /* each step's action times */
   gint64 *origins;  /* each step's start */
   guint n;
 } Measured;
@@ -95,8 +94,8 @@ typedef struct {
 static gboolean after_step(Runner *r, guint step, guint64 *checksum, GError **error) {
   if (r->store != NULL)
     rok_store_drain(r->store);
-  guint left = run_buffers_clear(r);
-  run_copies_clear(r);
+  guint left = runner_buffers_clear(r);
+  runner_copies_clear(r);
   if (step == 0 && left > 0)
     g_ptr_array_add(r->notes, g_strdup_printf("%u tensors were still in device memory at the end of a step (the "
                                               "schedule does not free them): freed then",
@@ -131,15 +130,15 @@ static guint median_step(const Measured *m, double *median) {
   return 0;
 }
 
-static const char *action_name(const Runner *r, const RokSimAction *a) {
-  if (a->stream == ROK_SIM_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
+static const char *action_name(const Runner *r, const RokAction *a) {
+  if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
     return a->op < r->trace->ops->len ? rok_trace_op(r->trace, a->op)->name : rok_action_kind_name(a->kind);
   return rok_trace_tensor(r->trace, a->tensor)->name;
 }
 
-static void fill_timeline(Runner *r, const RunRecord *rec, gint64 origin) {
+static void fill_timeline(Runner *r, const RunnerRecord *rec, gint64 origin) {
   for (guint id = 0; id < r->prog.n_actions; id++) {
-    const RokSimAction *a = run_action(&r->prog, id);
+    const RokAction *a = runner_action(&r->prog, id);
     RokExecSpan span = {.action = id,
                         .kind = a->kind,
                         .stream = a->stream,
@@ -175,7 +174,7 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
   rep->staging_wait_s = m->steps[k].staging_wait_s;
   rep->warmup_time_s = warmup;
   fill_timeline(r, m->recs[k], m->origins[k]);
-  run_measure_predicted(&r->prog, &rep->predicted);
+  runner_measure_predicted(&r->prog, &rep->predicted);
   const RokFixedMemory *fixed = &r->trace->fixed;
   rep->predicted_fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
   rep->gradient_checksum = r->gradient_checksum;
@@ -186,10 +185,10 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
 
 static gboolean run_steps(Runner *r, GError **error) {
   guint n = r->options.repeat;
-  Measured m = {.steps = g_new0(RunStepFigures, n),
+  Measured m = {.steps = g_new0(RunnerStepFigures, n),
                 .peaks = g_new0(guint64, n),
                 .fixed = g_new0(guint64, n),
-                .recs = g_new0(RunRecord *, n),
+                .recs = g_new0(RunnerRecord *, n),
                 .origins = g_new0(gint64, n),
                 .n = n};
   guint64 checksum = 0;
@@ -197,16 +196,16 @@ static gboolean run_steps(Runner *r, GError **error) {
   gboolean ok = TRUE;
   for (guint step = 0; ok && step <= n; step++) {
     g_atomic_int_set(&r->verified, 0);
-    ok = run_step(r, step, error);
+    ok = runner_step(r, step, error);
     if (ok && step > 0) {
-      run_measure_step(r, &m.steps[step - 1]);
+      runner_measure_step(r, &m.steps[step - 1]);
       m.peaks[step - 1] = rok_cl_device_peak(r->device);
       m.fixed[step - 1] = r->step_fixed;
-      m.recs[step - 1] = g_memdup2(r->rec, sizeof(RunRecord) * r->prog.n_actions);
+      m.recs[step - 1] = g_memdup2(r->rec, sizeof(RunnerRecord) * r->prog.n_actions);
       m.origins[step - 1] = r->step_start_ns;
     } else if (ok) {
-      RunStepFigures w;
-      run_measure_step(r, &w);
+      RunnerStepFigures w;
+      runner_measure_step(r, &w);
       warmup = w.figures.step_time_s;
     }
     ok = ok && after_step(r, step, &checksum, error);
@@ -234,7 +233,7 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
   g_cond_init(&r->gate_cond);
   r->completions = g_async_queue_new();
   r->notes = g_ptr_array_new_with_free_func(g_free);
-  r->report = rok_exec_report_new();
+  r->report = exec_report_new();
   RokExecReport *rep = r->report;
   rep->strategy = g_strdup(schedule->strategy);
   rep->model = g_strdup(schedule->trace->model_name);
@@ -244,7 +243,7 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
 }
 
 static void runner_free(Runner *r) {
-  run_program_clear(&r->prog);
+  runner_program_clear(&r->prog);
   g_async_queue_unref(r->completions);
   g_ptr_array_unref(r->notes);
   rok_exec_report_free(r->report);
@@ -260,21 +259,21 @@ static void runner_free(Runner *r) {
 RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *options, GError **error) {
   Runner *r = runner_new(schedule, options);
   gboolean ok =
-      check_options(&r->options, error) && run_program_build(&r->prog, schedule, r->options.slot_bytes, error);
+      check_options(&r->options, error) && runner_program_build(&r->prog, schedule, r->options.slot_bytes, error);
   if (ok && r->options.cancel != NULL)
-    rok_exec_cancel_attach(r->options.cancel, on_cancel, r);
+    exec_cancel_attach(r->options.cancel, on_cancel, r);
   if (ok) {
     r->report->micro_batches = r->prog.n_mb;
     static_notes(r);
-    ok = run_setup(r, error);
+    ok = runner_setup(r, error);
   }
   if (ok) {
     model_notes(r);
     ok = run_steps(r, error);
   }
   if (r->options.cancel != NULL)
-    rok_exec_cancel_detach(r->options.cancel);
-  run_teardown(r);
+    exec_cancel_detach(r->options.cancel);
+  runner_teardown(r);
   RokExecReport *report = NULL;
   if (ok) {
     report = g_steal_pointer(&r->report);

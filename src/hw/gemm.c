@@ -8,11 +8,11 @@
  * sections 3.1 "Tile Quantization" and 3.2 "Wave Quantization"). The
  * fraction of the machine's math that does useful work is what this file
  * computes; the simulator divides the profile's matmul_efficiency by it. */
-#include "hw/hw-private.h"
+#include "hw-private.h"
 
 #include <math.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 #define MAX_SMS 65536
 #define MAX_TILE 4096

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "rok/hw.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 /* gpu.sm_count and gpu.gemm_tile: both or neither. */
 gboolean hw_read_gemm_tiling(const RokJsonObj *gpu, RokHw *hw, GError **error);

@@ -1,14 +1,13 @@
 /* Hardware profiles: reading, validation, writing. */
 #include "rok/hw.h"
-#include "hw/hw-private.h"
+#include "hw-private.h"
 
 #include <math.h>
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",

@@ -2,9 +2,8 @@
  * their own files. */
 #pragma once
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
-#include "rok/trace.h"
 
 /* The training keys (framework, grad_dtype, momentum, optimizer_rank,
  * lora_*, frozen_layers) of `obj` into m->train. */
@@ -19,8 +18,4 @@ void model_training_to_json(const RokModel *m, json_object *o);
 guint64 model_layer_params(const RokModel *m, guint64 t, guint64 layers);
 /* Parameters of the input embeddings on one of `t` ranks. */
 guint64 model_embedding_params(const RokModel *m, guint64 t);
-
-/* The trace's fixed memory: the terms of rok_model_fixed_terms summed by
- * kind, and the optimizer step's traffic (src/model/fixed.c). */
-void model_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed);
 

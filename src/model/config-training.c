@@ -1,11 +1,11 @@
 /* Model configs: how the framework trains the model (framework, gradient
  * dtype, optimizer options, LoRA, frozen layers), read, checked and written
  * apart from the shape so that both grow without stepping on each other. */
-#include "model/config-private.h"
+#include "config-private.h"
 
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 static const char *const framework_names[] = {"megatron", "deepspeed", NULL};
 static const char *const float_names[] = {"bf16", "fp16", "fp32", NULL};

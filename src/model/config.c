@@ -2,10 +2,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/config-private.h"
-#include "model/limits.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "config-private.h"
+#include "rok/model.h"
+#include "rok/core.h"
 #include "rok/model.h"
 
 static const char *const arch_names[] = {"gpt", "bert", "t5", "llama", NULL};

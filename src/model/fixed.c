@@ -21,7 +21,7 @@
  *
  * Other optimizers change the 12 (master 4 + states); frozen parameters
  * (LoRA's base, frozen layers) keep only their weights. */
-#include "model/config-private.h"
+#include "config-private.h"
 
 /* One kind of weight matrix on one GPU: rows × cols, `count` of them. */
 typedef struct {
@@ -280,17 +280,4 @@ guint64 rok_model_optimizer_step_bytes(const RokModel *m) {
   guint64 main, rest;
   state_bytes(m, &p, s, &main, &rest);
   return trained * step_bytes_per_param(m, s, w, mixed) + 2 * shard(main + rest, sharded, m->data_parallel);
-}
-
-void model_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed) {
-  RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
-  guint n = rok_model_fixed_terms(m, terms);
-  guint64 *by_kind[] = {[ROK_FIXED_WEIGHTS] = &fixed->weight_bytes, [ROK_FIXED_GRADIENTS] = &fixed->gradient_bytes,
-                        [ROK_FIXED_OPTIMIZER] = &fixed->optimizer_bytes};
-  fixed->params_total = rok_model_param_count(m);
-  fixed->params_per_gpu = rok_model_params_per_gpu(m);
-  fixed->weight_bytes = fixed->gradient_bytes = fixed->optimizer_bytes = 0;
-  for (guint i = 0; i < n; i++)
-    *by_kind[terms[i].kind] += terms[i].bytes;
-  fixed->optimizer_step_bytes = rok_model_optimizer_step_bytes(m);
 }

@@ -4,7 +4,7 @@
  * holds the embedding): weight matrices are split by tensor_parallel (key and
  * value heads are replicated when there are fewer than ranks), norms and the
  * biases of row-parallel layers are replicated. */
-#include "model/config-private.h"
+#include "config-private.h"
 
 /* Parameters of one self- or cross-attention block on one of `t` ranks. */
 static guint64 attention_params(const RokModel *m, guint64 t, gboolean biases) {

@@ -1,8 +1,7 @@
 /* The ROK curve as JSON and CSV. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 static json_object *point_json(const RokCurvePoint *pt) {
   json_object *o = json_object_new_object();
@@ -15,7 +14,7 @@ static json_object *point_json(const RokCurvePoint *pt) {
   for (guint d = 0; d < ROK_DECISION_COUNT; d++)
     json_object_object_add(bytes, rok_decision_name(d), json_object_new_uint64(pt->decision_bytes[d]));
   json_object_object_add(o, "decision_bytes", bytes);
-  json_object_object_add(o, "source", json_object_new_string(rok_plan_strategy_name(pt->source)));
+  json_object_object_add(o, "source", json_object_new_string(rok_strategy_name(pt->source)));
   return o;
 }
 
@@ -40,7 +39,7 @@ static void csv_row(GString *out, const char *series, const RokCurvePoint *pt) {
                          pt->activation_peak_bytes);
   for (guint d = 0; d < ROK_DECISION_COUNT; d++)
     g_string_append_printf(out, ",%" G_GUINT64_FORMAT, pt->decision_bytes[d]);
-  g_string_append_printf(out, ",%s\n", rok_plan_strategy_name(pt->source));
+  g_string_append_printf(out, ",%s\n", rok_strategy_name(pt->source));
 }
 
 char *rok_curve_to_csv(const RokCurve *curve) {

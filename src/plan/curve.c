@@ -6,9 +6,9 @@
  * budget whose peak fits its own: what fits a budget fits every larger
  * one, so more memory never makes the plan slower. The baselines are
  * simulated once each, unbounded, as labelled points. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 void rok_curve_free(RokCurve *curve) {
   if (curve == NULL)

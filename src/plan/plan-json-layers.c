@@ -12,7 +12,7 @@ static const char *local_name(const char *name) {
 
 /* The saved tensors of `layer` as "decision:local-name" words, in order:
  * two layers decide alike when these are equal. */
-static char *signature(const RokTrace *trace, const RokSimPlan *plan, gint layer) {
+static char *signature(const RokTrace *trace, const RokStepPlan *plan, gint layer) {
   GString *s = g_string_new(NULL);
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
@@ -23,7 +23,7 @@ static char *signature(const RokTrace *trace, const RokSimPlan *plan, gint layer
   return g_string_free(s, FALSE);
 }
 
-static json_object *run_json(const RokTrace *trace, const RokSimPlan *plan, gint first, gint last) {
+static json_object *run_json(const RokTrace *trace, const RokStepPlan *plan, gint first, gint last) {
   guint64 bytes[ROK_DECISION_COUNT] = {0};
   json_object *names[ROK_DECISION_COUNT];
   for (guint d = 0; d < ROK_DECISION_COUNT; d++)
@@ -50,7 +50,7 @@ static json_object *run_json(const RokTrace *trace, const RokSimPlan *plan, gint
   return o;
 }
 
-json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokSimPlan *plan) {
+json_object *rok_plan_layers_to_json(const RokTrace *trace, const RokStepPlan *plan) {
   json_object *list = json_object_new_array();
   for (gint first = 0; first < (gint)trace->layers;) {
     g_autofree char *sig = signature(trace, plan, first);

@@ -1,6 +1,5 @@
 /* rok-plan/1: reading a plan file back, checked against its trace. */
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 
 static const char *const top_keys[] = {
@@ -18,7 +17,7 @@ static const struct {
     {"min_budget_bytes", json_type_int}, {"min_budget_how", json_type_string},
 };
 
-static gboolean read_options(const RokJsonObj *root, RokSimOptions *o, GError **error) {
+static gboolean read_options(const RokJsonObj *root, RokStepOptions *o, GError **error) {
   static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
                                      "rebuild_whole_layers", NULL};
   g_auto(RokJsonObj) obj = {0};
@@ -72,7 +71,7 @@ static gboolean read_tensor(const RokJsonObj *e, const RokTrace *trace, guint ex
   return TRUE;
 }
 
-static gboolean read_tensors(const RokJsonObj *root, const RokTrace *trace, RokSimPlan *plan, GError **error) {
+static gboolean read_tensors(const RokJsonObj *root, const RokTrace *trace, RokStepPlan *plan, GError **error) {
   json_object *list = NULL;
   if (!rok_json_get_array(root, "tensors", TRUE, &list, error))
     return FALSE;
@@ -123,11 +122,11 @@ static gboolean read_head(const RokJsonObj *root, const RokTrace *trace, RokPlan
       !rok_json_get_bool(root, "feasible", TRUE, &file->feasible, error))
     return FALSE;
   RokStrategy strategy;
-  if (!rok_plan_strategy_from_name(file->strategy, &strategy, NULL)) {
+  if (!rok_strategy_from_name(file->strategy, &strategy, NULL)) {
     rok_json_error(error, root->doc, "strategy", "unknown strategy \"%s\"", file->strategy);
     return FALSE;
   }
-  g_autofree char *hash = rok_trace_sha256(trace);
+  g_autofree char *hash = rok_trace_sha256(trace, NULL);
   if (g_strcmp0(hash, file->trace_sha256) != 0) {
     rok_json_error(error, root->doc, "trace_sha256", "the plan was made for another trace (this one is %s)", hash);
     return FALSE;
@@ -145,7 +144,7 @@ RokPlanFile *rok_plan_file_parse(const char *name, const char *text, gsize lengt
   if (!read_head(&root, trace, file, error) || !read_report(&root, file, error))
     return NULL;
   if (file->feasible) {
-    file->plan = rok_sim_plan_new(trace);
+    file->plan = rok_step_plan_new(trace);
     if (!read_options(&root, &file->plan->options, error) || !read_tensors(&root, trace, file->plan, error))
       return NULL;
   }

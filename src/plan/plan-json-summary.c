@@ -4,9 +4,9 @@
 #include <math.h>
 
 #include "rok/plan.h"
-#include "rok/units.h"
+#include "rok/core.h"
 
-static guint64 decision_bytes(const RokTrace *trace, const RokSimPlan *plan, RokDecision d) {
+static guint64 decision_bytes(const RokTrace *trace, const RokStepPlan *plan, RokDecision d) {
   guint64 bytes = 0;
   for (guint t = 0; t < trace->tensors->len; t++)
     if (rok_tensor_is_saved(rok_trace_tensor(trace, t)) && plan->decisions[t] == d)
@@ -15,7 +15,7 @@ static guint64 decision_bytes(const RokTrace *trace, const RokSimPlan *plan, Rok
 }
 
 /* The layers in which some tensor takes `d`: "layers 0–59", or "". */
-static char *layers_with(const RokTrace *trace, const RokSimPlan *plan, RokDecision d) {
+static char *layers_with(const RokTrace *trace, const RokStepPlan *plan, RokDecision d) {
   gint first = -1, last = -1;
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
@@ -38,7 +38,7 @@ static void append_part(GString *s, const char *verb, guint64 bytes, guint64 tot
   g_string_append_printf(s, "%s%s %s%s", s->len ? ", " : "", verb, size, where);
 }
 
-static char *decisions_text(const RokTrace *trace, const RokSimPlan *plan) {
+static char *decisions_text(const RokTrace *trace, const RokStepPlan *plan) {
   guint64 offloaded = decision_bytes(trace, plan, ROK_DECISION_OFFLOAD_NVME) +
                       decision_bytes(trace, plan, ROK_DECISION_OFFLOAD_HOST) +
                       decision_bytes(trace, plan, ROK_DECISION_RECOMPUTE);
@@ -77,7 +77,7 @@ static char *comparison_text(const RokSimResult *result, guint64 budget, const R
                          gain > 0 ? "faster" : "slower", rok_strategy_name(best));
 }
 
-char *rok_plan_summary(const RokTrace *trace, const RokSimPlan *plan, const RokSimResult *result,
+char *rok_plan_summary(const RokTrace *trace, const RokStepPlan *plan, const RokSimResult *result,
                        RokStrategy strategy, guint64 budget, const RokSimResult *const *baselines) {
   g_autofree char *what = decisions_text(trace, plan), *than = comparison_text(result, budget, baselines);
   g_autofree char *step = rok_units_format_time(result->step_time_s);

@@ -5,8 +5,7 @@
  * executor runs), lists the decision of every saved tensor, and carries
  * the report (predicted figures, baselines, curve, SSD figures, the
  * per-layer table) as it was made. */
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 
 void rok_plan_file_free(RokPlanFile *file) {
@@ -16,20 +15,20 @@ void rok_plan_file_free(RokPlanFile *file) {
   g_free(file->model_name);
   g_free(file->hw_name);
   g_free(file->trace_sha256);
-  rok_sim_plan_free(file->plan);
+  rok_step_plan_free(file->plan);
   if (file->report != NULL)
     json_object_put(file->report);
   g_free(file);
 }
 
-char *rok_trace_sha256(const RokTrace *trace) {
+char *rok_trace_sha256(const RokTrace *trace, NULL) {
   json_object *doc = rok_trace_to_json(trace);
   g_autofree char *text = rok_json_to_string(doc);
   json_object_put(doc);
   return g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
 }
 
-static json_object *options_json(const RokSimOptions *o) {
+static json_object *options_json(const RokStepOptions *o) {
   json_object *obj = json_object_new_object();
   json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
   json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
@@ -38,7 +37,7 @@ static json_object *options_json(const RokSimOptions *o) {
   return obj;
 }
 
-static json_object *tensors_json(const RokSimPlan *plan, const RokTrace *trace) {
+static json_object *tensors_json(const RokStepPlan *plan, const RokTrace *trace) {
   json_object *list = json_object_new_array();
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);

@@ -9,7 +9,7 @@
  * c becomes d, from the front or the back": the first (last) unit of c
  * that is not d yet. Prices are lazy as in the descent; a move that saves
  * time without adding peak is made first, the largest saving first. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 #include <math.h>
 

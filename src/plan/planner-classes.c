@@ -3,7 +3,7 @@
  * Alike layers save the same tensors, so a decision that pays for
  * "attn.softmax_out" in one layer pays about as much in the next: decide
  * per class and per run of layers, not per tensor. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 #include <string.h>
 

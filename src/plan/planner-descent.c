@@ -21,7 +21,7 @@
  * finish rather than exceed it (an offload too slow to free memory by
  * itself then frees it at the price of the wait), from the last shared
  * step that does not fit until the plan fits. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 #include <math.h>
 

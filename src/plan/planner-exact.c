@@ -1,9 +1,9 @@
 /* The exact optimum of a small trace: every decision of every saved
  * tensor, each plan run under the budget. The yardstick the planner is
  * tested against. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 /* Plans to enumerate, or G_MAXUINT64 past `limit`. */
 static guint64 count_plans(const RokPlanner *p, guint64 limit) {
@@ -34,7 +34,7 @@ static gboolean next(const RokPlanner *p, guint8 *d) {
   return FALSE;
 }
 
-RokSimPlan *rok_planner_exhaustive(RokPlanner *p, guint64 budget, guint64 max_plans, RokSimResult **result,
+RokStepPlan *rok_planner_exhaustive(RokPlanner *p, guint64 budget, guint64 max_plans, RokSimResult **result,
                                    GError **error) {
   if (count_plans(p, max_plans) > max_plans) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
@@ -47,7 +47,7 @@ RokSimPlan *rok_planner_exhaustive(RokPlanner *p, guint64 budget, guint64 max_pl
   PlanEval best_eval = {0};
   do {
     PlanEval e;
-    plan_eval(p, d, budget, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, &e);
+    plan_eval(p, d, budget, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e);
     if (plan_fits(&e, budget) && (!best_eval.valid || plan_better(&e, &best_eval, budget))) {
       best_eval = e;
       memcpy(best, d, p->n_tensors);
@@ -58,9 +58,9 @@ RokSimPlan *rok_planner_exhaustive(RokPlanner *p, guint64 budget, guint64 max_pl
     return NULL;
   }
   PlanChoice choice = {.decisions = best, .memory_budget = budget, .eval = best_eval};
-  RokSimPlan *plan = plan_choice_plan(p, &choice);
+  RokStepPlan *plan = plan_choice_plan(p, &choice);
   if (result != NULL && (*result = rok_sim_run(p->sim, plan, error)) == NULL) {
-    rok_sim_plan_free(plan);
+    rok_step_plan_free(plan);
     return NULL;
   }
   return plan;

@@ -5,7 +5,7 @@
  * budget of one byte (the simulator then waits for every copy that frees
  * memory and reads back only what the next op needs) and as they are; the
  * smallest peak wins. The descent's last plan is one of them. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 typedef enum { FREE_RECOMPUTE, FREE_HOST, FREE_NVME, FREE_KEEP } Way;
 
@@ -62,7 +62,7 @@ static void consider(RokPlanner *p, const guint8 *d, const char *what, guint64 *
   const guint64 budgets[] = {1, PLAN_NO_LIMIT};
   for (guint i = 0; i < G_N_ELEMENTS(budgets); i++) {
     PlanEval e;
-    if (!plan_eval(p, d, budgets[i], ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, &e))
+    if (!plan_eval(p, d, budgets[i], ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e))
       continue;
     if (p->min_eval.valid && e.peak > p->min_eval.peak)
       continue;

@@ -1,7 +1,7 @@
 /* Iterated local search: the last stage of refining a plan. */
 #include <string.h>
 
-#include "plan/planner-polish-private.h"
+#include "planner-polish-private.h"
 
 /* Shakes in a row without gain before the search stops. */
 #define ILS_PATIENCE 100

@@ -2,7 +2,7 @@
  * of one refinement and the moves the files share. */
 #pragma once
 
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 /* Pairs of tensors, ruins and blocks are tried when there are at most
  * this many saved tensors ("small" traces, whose runs are cheap). */

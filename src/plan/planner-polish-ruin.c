@@ -2,7 +2,7 @@
  * search on small traces. */
 #include <string.h>
 
-#include "plan/planner-polish-private.h"
+#include "planner-polish-private.h"
 
 /* Block search: at most this many tensors, this many combinations. */
 #define BLOCK_LIMIT_TENSORS 5

@@ -7,7 +7,7 @@
  * Passes repeat until nothing improves or the runs are spent. Units the
  * descent changed last are tried first: they were its dearest steps, the
  * likeliest to be undone. */
-#include "plan/planner-polish-private.h"
+#include "planner-polish-private.h"
 
 const guint8 polish_decisions[ROK_DECISION_COUNT] = {ROK_DECISION_KEEP, ROK_DECISION_OFFLOAD_NVME,
                                                      ROK_DECISION_OFFLOAD_HOST, ROK_DECISION_RECOMPUTE};

@@ -70,7 +70,7 @@ struct _RokPlanner {
   GArray *members; /* guint tensor ids */
   GArray *units;   /* PlanUnit */
   guint8 *allowed; /* per tensor, as in PlanClass */
-  RokSimPlan *scratch;
+  RokStepPlan *scratch;
   guint64 runs;    /* simulator runs so far */
   GPtrArray *descent; /* PlanStep*, computed once */
   GPtrArray *ascent;  /* PlanStep*, computed once */
@@ -161,5 +161,5 @@ void plan_choice_clear(PlanChoice *choice);
 guint plan_polish_runs(const RokPlanner *p, gboolean curve);
 /* ROK_ERROR_NO_FIT for `budget`, naming the smallest budget that fits. */
 void plan_no_fit(RokPlanner *p, guint64 budget, GError **error);
-/* Run a choice again with the default detail, as a RokSimPlan. */
-RokSimPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice);
+/* Run a choice again with the default detail, as a RokStepPlan. */
+RokStepPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice);

@@ -1,15 +1,14 @@
 /* The planner's public entry points: a plan for a budget, a baseline at a
  * budget, and the strategy names with `rok` among them. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
-#include "rok/error.h"
-#include "rok/units.h"
+#include "rok/core.h"
 
-const char *rok_plan_strategy_name(RokStrategy strategy) {
+const char *rok_strategy_name(RokStrategy strategy) {
   return strategy == ROK_STRATEGY_ROK ? "rok" : rok_strategy_name(strategy);
 }
 
-gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GError **error) {
+gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError **error) {
   if (g_strcmp0(name, "rok") == 0) {
     *strategy = ROK_STRATEGY_ROK;
     return TRUE;
@@ -18,7 +17,7 @@ gboolean rok_plan_strategy_from_name(const char *name, RokStrategy *strategy, GE
     return TRUE;
   GString *known = g_string_new(NULL);
   for (guint s = 0; s < ROK_STRATEGY_COUNT; s++)
-    g_string_append_printf(known, "%s%s", s ? ", " : "", rok_plan_strategy_name(s));
+    g_string_append_printf(known, "%s%s", s ? ", " : "", rok_strategy_name(s));
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown strategy \"%s\" (known: %s)", name ? name : "",
               known->str);
   g_string_free(known, TRUE);
@@ -49,7 +48,7 @@ void plan_no_fit(RokPlanner *p, guint64 budget, GError **error) {
               how ? how : "");
 }
 
-RokSimPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **result, GError **error) {
+RokStepPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **result, GError **error) {
   if (budget < rok_planner_min_budget(p, NULL)) {
     plan_no_fit(p, budget, error);
     return NULL;
@@ -59,18 +58,18 @@ RokSimPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **resul
     plan_no_fit(p, budget, error);
     return NULL;
   }
-  RokSimPlan *plan = plan_choice_plan(p, &choice);
+  RokStepPlan *plan = plan_choice_plan(p, &choice);
   plan_choice_clear(&choice);
   if (result != NULL && (*result = rok_sim_run(p->sim, plan, error)) == NULL) {
-    rok_sim_plan_free(plan);
+    rok_step_plan_free(plan);
     return NULL;
   }
   return plan;
 }
 
-RokSimPlan *rok_planner_baseline(RokPlanner *p, RokStrategy strategy, guint64 budget, RokSimResult **result,
+RokStepPlan *rok_planner_baseline(RokPlanner *p, RokStrategy strategy, guint64 budget, RokSimResult **result,
                                  GError **error) {
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, error);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, error);
   if (plan == NULL)
     return NULL;
   plan->options.memory_budget = budget;

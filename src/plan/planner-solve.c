@@ -2,7 +2,7 @@
  * plan, descent and ascent steps), refine the three best, and let the
  * simulator at its default detail pick the winner among the finalists and
  * every baseline. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
 #define FINALISTS 3
 
@@ -188,7 +188,7 @@ static gboolean same_as_baseline(const Solve *s, const PlanChoice *c) {
 /* A candidate at the default detail; one held under a tighter limit than
  * the budget is tried under the budget too (it may wait less). */
 static void final_eval(Solve *s, PlanChoice *c) {
-  guint detail = ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES;
+  guint detail = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES;
   plan_eval_whole(s->p, c->decisions, c->memory_budget, detail, c->whole_layers, &c->eval);
   PlanEval e;
   if (c->memory_budget < s->budget &&
@@ -292,8 +292,8 @@ gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice
   return found;
 }
 
-RokSimPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
-  RokSimPlan *plan = rok_sim_plan_new(p->trace);
+RokStepPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
+  RokStepPlan *plan = rok_step_plan_new(p->trace);
   for (guint t = 0; t < p->n_tensors; t++)
     plan->decisions[t] = choice->decisions[t];
   plan->options.memory_budget = choice->memory_budget;

@@ -1,8 +1,8 @@
 /* The planner's context: options, what each tensor may become, and
  * judging a plan with the simulator. */
-#include "plan/planner-private.h"
+#include "planner-private.h"
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 void rok_planner_options_init(RokPlannerOptions *options) {
   *options = (RokPlannerOptions){.host_memory = G_MAXUINT64, .use_nvme = TRUE, .search_detail = 1};
@@ -56,7 +56,7 @@ RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPla
   p->n_tensors = trace->tensors->len;
   p->host_limit = host_limit(hw, options);
   p->allowed = g_new0(guint8, MAX(p->n_tensors, 1));
-  p->scratch = rok_sim_plan_new(trace);
+  p->scratch = rok_step_plan_new(trace);
   allowed_decisions(p);
   plan_build_classes(p);
   return p;
@@ -66,7 +66,7 @@ void rok_planner_free(RokPlanner *p) {
   if (p == NULL)
     return;
   rok_sim_free(p->sim);
-  rok_sim_plan_free(p->scratch);
+  rok_step_plan_free(p->scratch);
   if (p->worker) {
     g_free(p);
     return;
@@ -96,10 +96,10 @@ gboolean plan_eval(RokPlanner *p, const guint8 *decisions, guint64 memory_budget
 
 gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_budget, guint detail,
                          gboolean whole_layers, PlanEval *out) {
-  RokSimPlan *plan = p->scratch;
+  RokStepPlan *plan = p->scratch;
   for (guint t = 0; t < p->n_tensors; t++)
     plan->decisions[t] = decisions[t];
-  rok_sim_options_init(&plan->options);
+  rok_step_options_init(&plan->options);
   plan->options.memory_budget = memory_budget;
   plan->options.detail_micro_batches = detail;
   plan->options.rebuild_whole_layers = whole_layers;
@@ -141,7 +141,7 @@ void plan_set_unit(const RokPlanner *p, guint8 *decisions, guint u, guint8 d, gb
 }
 
 guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layers) {
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, NULL);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, NULL);
   if (plan == NULL)
     return NULL;
   *whole_layers = plan->options.rebuild_whole_layers;
@@ -164,7 +164,7 @@ const PlanBaseline *plan_baselines(RokPlanner *p) {
     if (base->decisions == NULL)
       continue;
     plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, p->options.search_detail, base->whole_layers, &base->search);
-    plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, ROK_SIM_DEFAULT_DETAIL_MICRO_BATCHES, base->whole_layers,
+    plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, base->whole_layers,
                     &base->final);
   }
   return p->baselines;
@@ -183,6 +183,6 @@ RokPlanner *plan_worker_new(const RokPlanner *p) {
   w->worker = TRUE;
   w->runs = 0;
   w->sim = rok_sim_new(p->trace, p->hw, NULL);
-  w->scratch = rok_sim_plan_new(p->trace);
+  w->scratch = rok_step_plan_new(p->trace);
   return w;
 }

@@ -9,7 +9,7 @@
  * the JEDEC rating), training around the clock. */
 #include <math.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 
 #define SECONDS_PER_DAY 86400.0
@@ -25,7 +25,7 @@ static double forward_seconds(const RokTrace *trace, const RokHw *hw) {
   return (double)ns / 1e9;
 }
 
-void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const RokSimResult *result,
+void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const RokSimResult *result,
                      double write_amplification, RokSsdFigures *out) {
   *out = (RokSsdFigures){.write_amplification = write_amplification};
   for (guint t = 0; t < trace->tensors->len; t++) {

@@ -4,9 +4,9 @@
 #include "rok/plan.h"
 
 /* A saved tensor of the layers that offload would move to NVMe. */
-gboolean rok_strategy_offloadable(const RokTensor *tensor, const RokStrategyOptions *options);
+gboolean plan_strategy_offloadable(const RokTensor *tensor, const RokStrategyOptions *options);
 /* Offload every offloadable tensor of `layer`. */
-void rok_strategy_offload_layer(RokSimPlan *plan, const RokTrace *trace, gint layer,
+void plan_strategy_offload_layer(RokStepPlan *plan, const RokTrace *trace, gint layer,
                                 const RokStrategyOptions *options);
 /* ROK_ERROR_INPUT unless `hw` has SSDs. */
-gboolean rok_strategy_check_nvme(RokStrategy strategy, const RokHw *hw, GError **error);
+gboolean plan_strategy_check_nvme(RokStrategy strategy, const RokHw *hw, GError **error);

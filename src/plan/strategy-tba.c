@@ -1,8 +1,8 @@
 /* tba: SSDTrain's adaptive keep (Wu et al., arXiv 2408.10013), with the
  * transformer layers as modules (see plan.h). */
-#include "plan/strategy-private.h"
+#include "strategy-private.h"
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 typedef struct {
   double bytes;  /* offloadable */
@@ -27,7 +27,7 @@ static void measure(const RokTrace *trace, const RokSim *sim, const RokStrategyO
   }
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
-    if (rok_strategy_offloadable(tensor, options) && (guint)tensor->layer < n)
+    if (plan_strategy_offloadable(tensor, options) && (guint)tensor->layer < n)
       layers[tensor->layer].bytes += (double)tensor->bytes;
   }
 }
@@ -41,7 +41,7 @@ static void measure(const RokTrace *trace, const RokSim *sim, const RokStrategyO
 static gboolean fits(const Layer *layers, guint n, guint i, double written, double forward, double write_bw,
                      double read_bw) {
   double window = 3 * forward - 2 * layers[i].before, behind = 0;
-  for (guint j = i + 1; j < n && j <= i + ROK_SIM_DEFAULT_PREFETCH_LAYERS; j++)
+  for (guint j = i + 1; j < n && j <= i + ROK_STEP_DEFAULT_PREFETCH_LAYERS; j++)
     behind += layers[j].bwd;
   return layers[i].seen && window > 0 && (written + 2 * layers[i].bytes) / window <= write_bw &&
          (layers[i].bytes == 0 || (behind > 0 && layers[i].bytes / behind <= read_bw));
@@ -55,7 +55,7 @@ gboolean rok_strategy_tba_layers(const RokTrace *trace, const RokHw *hw, const R
     options = &defaults;
   }
   *n = 0;
-  if (!rok_strategy_check_nvme(ROK_STRATEGY_TBA, hw, error))
+  if (!plan_strategy_check_nvme(ROK_STRATEGY_TBA, hw, error))
     return FALSE;
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
   if (sim == NULL)

@@ -1,8 +1,8 @@
 /* The baseline strategies keep, recompute, selective and offload, and the
  * entry point for all of them (tba is in strategy-tba.c). */
-#include "plan/strategy-private.h"
+#include "strategy-private.h"
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 static const char *const strategy_names[ROK_STRATEGY_BASELINE_COUNT + 1] = {
     [ROK_STRATEGY_KEEP] = "keep",       [ROK_STRATEGY_RECOMPUTE] = "recompute",
@@ -31,7 +31,7 @@ gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError 
   return FALSE;
 }
 
-gboolean rok_strategy_check_nvme(RokStrategy strategy, const RokHw *hw, GError **error) {
+gboolean plan_strategy_check_nvme(RokStrategy strategy, const RokHw *hw, GError **error) {
   if (hw->nvme.devices > 0)
     return TRUE;
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "strategy %s offloads to NVMe, but hardware profile %s has no SSDs",
@@ -39,23 +39,23 @@ gboolean rok_strategy_check_nvme(RokStrategy strategy, const RokHw *hw, GError *
   return FALSE;
 }
 
-gboolean rok_strategy_offloadable(const RokTensor *tensor, const RokStrategyOptions *options) {
+gboolean plan_strategy_offloadable(const RokTensor *tensor, const RokStrategyOptions *options) {
   guint elem = rok_dtype_bytes(tensor->dtype);
   return tensor->layer >= 0 && rok_tensor_is_saved(tensor) && elem > 0 &&
          tensor->bytes / elem >= options->offload_min_elements;
 }
 
-void rok_strategy_offload_layer(RokSimPlan *plan, const RokTrace *trace, gint layer,
+void plan_strategy_offload_layer(RokStepPlan *plan, const RokTrace *trace, gint layer,
                                 const RokStrategyOptions *options) {
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
-    if (tensor->layer == layer && rok_strategy_offloadable(tensor, options))
+    if (tensor->layer == layer && plan_strategy_offloadable(tensor, options))
       plan->decisions[t] = ROK_DECISION_OFFLOAD_NVME;
   }
 }
 
 /* Megatron full recompute: all but the layer's input. */
-static void plan_recompute(RokSimPlan *plan, const RokTrace *trace) {
+static void plan_recompute(RokStepPlan *plan, const RokTrace *trace) {
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
     gboolean input = rok_trace_op(trace, tensor->producer)->layer != tensor->layer;
@@ -74,7 +74,7 @@ static gboolean attention_core(const RokTrace *trace, const RokOp *op) {
   return rok_trace_op(trace, in->producer)->kind == ROK_OP_SOFTMAX;
 }
 
-static void plan_selective(RokSimPlan *plan, const RokTrace *trace) {
+static void plan_selective(RokStepPlan *plan, const RokTrace *trace) {
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
     const RokOp *producer = rok_trace_op(trace, tensor->producer);
@@ -84,14 +84,14 @@ static void plan_selective(RokSimPlan *plan, const RokTrace *trace) {
   }
 }
 
-RokSimPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const RokHw *hw,
+RokStepPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const RokHw *hw,
                               const RokStrategyOptions *options, GError **error) {
   RokStrategyOptions defaults;
   if (options == NULL) {
     rok_strategy_options_init(&defaults);
     options = &defaults;
   }
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   guint n = 0;
   switch (strategy) {
   case ROK_STRATEGY_KEEP:
@@ -104,16 +104,16 @@ RokSimPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const
     plan_selective(plan, trace);
     break;
   case ROK_STRATEGY_OFFLOAD:
-    if (!rok_strategy_check_nvme(strategy, hw, error))
+    if (!plan_strategy_check_nvme(strategy, hw, error))
       return NULL;
     for (guint layer = 0; layer < trace->layers; layer++)
-      rok_strategy_offload_layer(plan, trace, (gint)layer, options);
+      plan_strategy_offload_layer(plan, trace, (gint)layer, options);
     break;
   case ROK_STRATEGY_TBA:
     if (!rok_strategy_tba_layers(trace, hw, options, &n, error))
       return NULL;
     for (guint layer = 0; layer < n; layer++)
-      rok_strategy_offload_layer(plan, trace, (gint)layer, options);
+      plan_strategy_offload_layer(plan, trace, (gint)layer, options);
     break;
   default:
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown strategy %d", (int)strategy);

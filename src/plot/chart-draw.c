@@ -2,7 +2,7 @@
  * text, in that order so that text is never hidden. */
 #include <math.h>
 
-#include "plot/chart-layout-private.h"
+#include "chart-layout-private.h"
 
 static void set_grey(cairo_t *cr, double level) {
   cairo_set_source_rgb(cr, level, level, level);
@@ -16,7 +16,7 @@ static void draw_grid(cairo_t *cr, const RokChartLayout *layout) {
   for (int a = 0; a < 2; a++) {
     const RokTicks *ticks = &layout->ticks[a];
     for (guint i = 0; i < ticks->count; i++) {
-      double f = rok_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
+      double f = plot_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
       if (a == ROK_AXIS_X) {
         cairo_move_to(cr, plot->x + f * plot->w, plot->y);
         cairo_line_to(cr, plot->x + f * plot->w, plot->y + plot->h);
@@ -40,7 +40,7 @@ static void draw_references(cairo_t *cr, const RokChart *chart, const RokChartLa
   for (guint r = 0; r < chart->references->len; r++) {
     const RokReference *reference = &g_array_index(chart->references, RokReference, r);
     double x, y;
-    rok_chart_layout_map(layout, reference->value, reference->value, &x, &y);
+    plot_chart_layout_map(layout, reference->value, reference->value, &x, &y);
     if (reference->axis == ROK_AXIS_Y) {
       cairo_move_to(cr, plot->x, y);
       cairo_line_to(cr, plot->x + plot->w, y);
@@ -56,7 +56,7 @@ static void draw_references(cairo_t *cr, const RokChart *chart, const RokChartLa
 /* A line into or out of a hollow (infeasible) point is dashed. */
 static void draw_series_line(cairo_t *cr, const RokChartLayout *layout, const RokSeries *series) {
   static const double dash[] = {4.0, 3.0};
-  RokRgb color = rok_palette_color(series->color);
+  RokRgb color = plot_palette_color(series->color);
   cairo_save(cr);
   cairo_set_source_rgb(cr, color.r, color.g, color.b);
   cairo_set_line_width(cr, 1.8);
@@ -67,8 +67,8 @@ static void draw_series_line(cairo_t *cr, const RokChartLayout *layout, const Ro
     const RokPoint *b = &g_array_index(series->points, RokPoint, p);
     gboolean dashed = ((a->flags | b->flags) & ROK_POINT_HOLLOW) != 0;
     double x0, y0, x1, y1;
-    rok_chart_layout_map(layout, a->x, a->y, &x0, &y0);
-    rok_chart_layout_map(layout, b->x, b->y, &x1, &y1);
+    plot_chart_layout_map(layout, a->x, a->y, &x0, &y0);
+    plot_chart_layout_map(layout, b->x, b->y, &x1, &y1);
     cairo_set_dash(cr, dash, dashed ? G_N_ELEMENTS(dash) : 0, 0.0);
     cairo_move_to(cr, x0, y0);
     cairo_line_to(cr, x1, y1);
@@ -76,7 +76,7 @@ static void draw_series_line(cairo_t *cr, const RokChartLayout *layout, const Ro
     const RokPoint *c =
         p + 1 < series->points->len ? &g_array_index(series->points, RokPoint, p + 1) : NULL;
     while (!dashed && c != NULL && ((b->flags | c->flags) & ROK_POINT_HOLLOW) == 0) {
-      rok_chart_layout_map(layout, c->x, c->y, &x1, &y1);
+      plot_chart_layout_map(layout, c->x, c->y, &x1, &y1);
       cairo_line_to(cr, x1, y1);
       p++;
       b = c;
@@ -89,12 +89,12 @@ static void draw_series_line(cairo_t *cr, const RokChartLayout *layout, const Ro
 
 static void draw_series_markers(cairo_t *cr, const RokChartLayout *layout,
                                 const RokSeries *series) {
-  RokRgb color = rok_palette_color(series->color);
+  RokRgb color = plot_palette_color(series->color);
   for (guint p = 0; p < series->points->len; p++) {
     const RokPoint *point = &g_array_index(series->points, RokPoint, p);
     double x, y;
-    rok_chart_layout_map(layout, point->x, point->y, &x, &y);
-    rok_palette_marker(cr, series->color, x, y, rok_series_marker_size(series), color,
+    plot_chart_layout_map(layout, point->x, point->y, &x, &y);
+    plot_palette_marker(cr, series->color, x, y, plot_series_marker_size(series), color,
                        (point->flags & ROK_POINT_HOLLOW) != 0);
   }
 }
@@ -108,7 +108,7 @@ static void draw_series(cairo_t *cr, const RokChart *chart, const RokChartLayout
   /* All markers above all lines. */
   for (guint s = 0; s < chart->series->len; s++) {
     const RokSeries *series = g_ptr_array_index(chart->series, s);
-    if (rok_series_draws_markers(series))
+    if (plot_series_draws_markers(series))
       draw_series_markers(cr, layout, series);
   }
 }
@@ -127,7 +127,7 @@ static void draw_axes(cairo_t *cr, const RokChartLayout *layout) {
   for (int a = 0; a < 2; a++) {
     const RokTicks *ticks = &layout->ticks[a];
     for (guint i = 0; i < ticks->count; i++) {
-      double f = rok_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
+      double f = plot_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
       if (a == ROK_AXIS_X) {
         cairo_move_to(cr, plot->x + f * plot->w, plot->y + plot->h);
         cairo_rel_line_to(cr, 0.0, ROK_TICK_LEN);
@@ -154,7 +154,7 @@ static void draw_legend(cairo_t *cr, const RokChartLayout *layout) {
   cairo_stroke(cr);
   for (guint e = 0; e < layout->legend_entries->len; e++) {
     const RokLegendEntry *entry = &g_array_index(layout->legend_entries, RokLegendEntry, e);
-    RokRgb color = entry->hollow ? (RokRgb){0.35, 0.35, 0.35} : rok_palette_color(entry->color);
+    RokRgb color = entry->hollow ? (RokRgb){0.35, 0.35, 0.35} : plot_palette_color(entry->color);
     double mid = entry->sample_x + ROK_LEGEND_SAMPLE / 2.0;
     if (entry->style & ROK_SERIES_LINE) {
       cairo_set_source_rgb(cr, color.r, color.g, color.b);
@@ -164,7 +164,7 @@ static void draw_legend(cairo_t *cr, const RokChartLayout *layout) {
       cairo_stroke(cr);
     }
     if ((entry->style & ROK_SERIES_MARKERS) || !(entry->style & ROK_SERIES_LINE))
-      rok_palette_marker(cr, entry->hollow ? 0 : entry->color, mid, entry->sample_y,
+      plot_palette_marker(cr, entry->hollow ? 0 : entry->color, mid, entry->sample_y,
                          entry->marker_size, color, entry->hollow);
   }
   cairo_restore(cr);
@@ -183,7 +183,7 @@ static void draw_leaders(cairo_t *cr, const RokChartLayout *layout) {
   cairo_restore(cr);
 }
 
-void rok_chart_draw(cairo_t *cr, const RokChart *chart, const RokChartLayout *layout) {
+void plot_chart_draw(cairo_t *cr, const RokChart *chart, const RokChartLayout *layout) {
   cairo_set_source_rgb(cr, 1.0, 1.0, 1.0);
   cairo_paint(cr);
   draw_grid(cr, layout);
@@ -193,5 +193,5 @@ void rok_chart_draw(cairo_t *cr, const RokChart *chart, const RokChartLayout *la
   draw_legend(cr, layout);
   draw_leaders(cr, layout);
   for (guint i = 0; i < layout->texts->len; i++)
-    rok_text_draw(cr, &g_array_index(layout->texts, RokText, i));
+    plot_text_draw(cr, &g_array_index(layout->texts, RokText, i));
 }

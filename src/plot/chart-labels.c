@@ -7,21 +7,21 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot/chart-layout-private.h"
+#include "chart-layout-private.h"
 
 static void collect_series(LayoutContext *ctx, const RokSeries *series) {
   const RokChartLayout *layout = ctx->layout;
-  double half = rok_series_marker_size(series) * 0.75;
+  double half = plot_series_marker_size(series) * 0.75;
   double last_x = 0.0, last_y = 0.0;
   for (guint p = 0; p < series->points->len; p++) {
     const RokPoint *point = &g_array_index(series->points, RokPoint, p);
     double x, y;
-    rok_chart_layout_map(layout, point->x, point->y, &x, &y);
+    plot_chart_layout_map(layout, point->x, point->y, &x, &y);
     if ((series->style & ROK_SERIES_LINE) && p > 0) {
       RokSegment segment = {last_x, last_y, x, y};
       g_array_append_val(ctx->obstacles.segments, segment);
     }
-    if (rok_series_draws_markers(series)) {
+    if (plot_series_draws_markers(series)) {
       RokBox box = {x - half, y - half, 2 * half, 2 * half};
       g_array_append_val(ctx->obstacles.boxes, box);
     }
@@ -30,7 +30,7 @@ static void collect_series(LayoutContext *ctx, const RokSeries *series) {
   }
 }
 
-void rok_layout_collect_obstacles(LayoutContext *ctx) {
+void plot_layout_collect_obstacles(LayoutContext *ctx) {
   const RokChart *chart = ctx->chart;
   const RokBox *plot = &ctx->layout->plot;
   g_clear_pointer(&ctx->obstacles.segments, g_array_unref);
@@ -44,7 +44,7 @@ void rok_layout_collect_obstacles(LayoutContext *ctx) {
   for (guint r = 0; r < chart->references->len; r++) {
     const RokReference *reference = &g_array_index(chart->references, RokReference, r);
     double x, y;
-    rok_chart_layout_map(ctx->layout, reference->value, reference->value, &x, &y);
+    plot_chart_layout_map(ctx->layout, reference->value, reference->value, &x, &y);
     RokSegment segment = reference->axis == ROK_AXIS_Y
                              ? (RokSegment){plot->x, y, plot->x + plot->w, y}
                              : (RokSegment){x, plot->y, x, plot->y + plot->h};
@@ -52,17 +52,17 @@ void rok_layout_collect_obstacles(LayoutContext *ctx) {
   }
 }
 
-guint rok_layout_obstacle_hits(const LayoutContext *ctx, const RokBox *box) {
+guint plot_layout_obstacle_hits(const LayoutContext *ctx, const RokBox *box) {
   guint hits = 0;
   for (guint i = 0; i < ctx->obstacles.segments->len; i++) {
     const RokSegment *s = &g_array_index(ctx->obstacles.segments, RokSegment, i);
-    hits += rok_box_hits_segment(box, s->x0, s->y0, s->x1, s->y1);
+    hits += plot_box_hits_segment(box, s->x0, s->y0, s->x1, s->y1);
   }
   for (guint i = 0; i < ctx->obstacles.boxes->len; i++)
-    hits += rok_box_overlaps(box, &g_array_index(ctx->obstacles.boxes, RokBox, i));
+    hits += plot_box_overlaps(box, &g_array_index(ctx->obstacles.boxes, RokBox, i));
   for (guint i = 0; i < ctx->obstacles.references->len; i++) {
     const RokSegment *s = &g_array_index(ctx->obstacles.references, RokSegment, i);
-    hits += rok_box_hits_segment(box, s->x0, s->y0, s->x1, s->y1);
+    hits += plot_box_hits_segment(box, s->x0, s->y0, s->x1, s->y1);
   }
   return hits;
 }
@@ -70,10 +70,10 @@ guint rok_layout_obstacle_hits(const LayoutContext *ctx, const RokBox *box) {
 /* Whether a reference line's label would sit so close to another reference
  * line that a reader could take it for that line's. */
 static gboolean near_other_reference(const LayoutContext *ctx, const RokBox *box, int own) {
-  RokBox near = rok_box_grow(*box, 3.0);
+  RokBox near = plot_box_grow(*box, 3.0);
   for (guint i = 0; i < ctx->obstacles.references->len; i++) {
     const RokSegment *s = &g_array_index(ctx->obstacles.references, RokSegment, i);
-    if ((int)i != own && rok_box_hits_segment(&near, s->x0, s->y0, s->x1, s->y1))
+    if ((int)i != own && plot_box_hits_segment(&near, s->x0, s->y0, s->x1, s->y1))
       return TRUE;
   }
   return FALSE;
@@ -84,15 +84,15 @@ static gboolean near_other_reference(const LayoutContext *ctx, const RokBox *box
 static gboolean spot_allowed(const LayoutContext *ctx, const RokBox *area, const RokBox *box,
                              int own) {
   const RokChartLayout *layout = ctx->layout;
-  if (!rok_box_contains(area, box))
+  if (!plot_box_contains(area, box))
     return FALSE;
   if (own >= 0 && near_other_reference(ctx, box, own))
     return FALSE;
-  RokBox clearance = rok_box_grow(*box, 1.5);
-  if (layout->has_legend && rok_box_overlaps(&clearance, &layout->legend))
+  RokBox clearance = plot_box_grow(*box, 1.5);
+  if (layout->has_legend && plot_box_overlaps(&clearance, &layout->legend))
     return FALSE;
   for (guint i = 0; i < layout->texts->len; i++)
-    if (rok_box_overlaps(&clearance, &g_array_index(layout->texts, RokText, i).box))
+    if (plot_box_overlaps(&clearance, &g_array_index(layout->texts, RokText, i).box))
       return FALSE;
   return TRUE;
 }
@@ -116,12 +116,12 @@ static int choose_spot(const LayoutContext *ctx, const RokBox *spots, int count,
     for (int i = 0; i < count; i++) {
       if (!spot_allowed(ctx, tiers[t].area, &spots[i], tiers[t].strict ? own : -1))
         continue;
-      RokBox clearance = rok_box_grow(spots[i], 1.0);
-      guint hits = rok_layout_obstacle_hits(ctx, &clearance);
+      RokBox clearance = plot_box_grow(spots[i], 1.0);
+      guint hits = plot_layout_obstacle_hits(ctx, &clearance);
       /* A label on its own line crosses that line on purpose. */
       if (own >= 0) {
         const RokSegment *s = &g_array_index(ctx->obstacles.references, RokSegment, own);
-        hits -= rok_box_hits_segment(&clearance, s->x0, s->y0, s->x1, s->y1);
+        hits -= plot_box_hits_segment(&clearance, s->x0, s->y0, s->x1, s->y1);
       }
       if (hits == 0)
         return i;
@@ -160,7 +160,7 @@ static guint reference_spots(const LayoutContext *ctx, const RokReference *refer
                              double h, RokBox *spots) {
   const RokBox *plot = &ctx->layout->plot;
   double x, y;
-  rok_chart_layout_map(ctx->layout, reference->value, reference->value, &x, &y);
+  plot_chart_layout_map(ctx->layout, reference->value, reference->value, &x, &y);
   guint n = 0;
   if (reference->axis == ROK_AXIS_Y) {
     /* Above, below, on the line (its halo breaks the line), further off. */
@@ -195,7 +195,7 @@ static RokText *add_label(LayoutContext *ctx, const char *text, const RokBox *sp
     ctx->layout->compromises++;
     return NULL; /* better left out than written over other text */
   }
-  RokText *added = rok_text_add(ctx->layout->texts, ctx->cr, text, ROK_SCALED(ctx, ROK_LABEL_SIZE),
+  RokText *added = plot_text_add(ctx->layout->texts, ctx->cr, text, ROK_SCALED(ctx, ROK_LABEL_SIZE),
                                 FALSE, box.x, box.y);
   added->color = color;
   added->halo = TRUE;
@@ -207,8 +207,8 @@ static void place_reference(LayoutContext *ctx, const RokReference *reference, i
   /* A label never needs more than the plot's width (or half its height). */
   double room =
       reference->axis == ROK_AXIS_Y ? ctx->layout->plot.w - 8.0 : ctx->layout->plot.w * 0.5;
-  g_autofree char *label = rok_text_ellipsize(ctx->cr, reference->label, size, FALSE, room);
-  double w = rok_text_width(ctx->cr, label, size, FALSE), h = rok_text_height(ctx->cr, size);
+  g_autofree char *label = plot_text_ellipsize(ctx->cr, reference->label, size, FALSE, room);
+  double w = plot_text_width(ctx->cr, label, size, FALSE), h = plot_text_height(ctx->cr, size);
   RokBox spots[32];
   guint count = reference_spots(ctx, reference, w, h, spots);
   int chosen;
@@ -246,13 +246,13 @@ static void point_spots(double px, double py, double radius, double w, double h,
 
 static void place_point_label(LayoutContext *ctx, const RokSeries *series, const RokPoint *point) {
   /* Triangles and stars reach further than half the nominal size. */
-  double radius = rok_series_marker_size(series) * 0.75;
+  double radius = plot_series_marker_size(series) * 0.75;
   double size = ROK_SCALED(ctx, ROK_LABEL_SIZE);
   g_autofree char *label =
-      rok_text_ellipsize(ctx->cr, point->label, size, FALSE, ctx->layout->plot.w * 0.5);
-  double w = rok_text_width(ctx->cr, label, size, FALSE), h = rok_text_height(ctx->cr, size);
+      plot_text_ellipsize(ctx->cr, point->label, size, FALSE, ctx->layout->plot.w * 0.5);
+  double w = plot_text_width(ctx->cr, label, size, FALSE), h = plot_text_height(ctx->cr, size);
   double px, py;
-  rok_chart_layout_map(ctx->layout, point->x, point->y, &px, &py);
+  plot_chart_layout_map(ctx->layout, point->x, point->y, &px, &py);
   RokBox spots[SPOT_RINGS * SPOT_DIRECTIONS];
   point_spots(px, py, radius, w, h, spots);
   int chosen;
@@ -273,7 +273,7 @@ static void place_point_label(LayoutContext *ctx, const RokSeries *series, const
   }
 }
 
-void rok_layout_place_labels(LayoutContext *ctx) {
+void plot_layout_place_labels(LayoutContext *ctx) {
   const RokChart *chart = ctx->chart;
   for (guint r = 0; r < chart->references->len; r++) {
     const RokReference *reference = &g_array_index(chart->references, RokReference, r);

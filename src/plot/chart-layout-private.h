@@ -2,7 +2,7 @@
  * chart-layout.c (frame, ticks, titles), chart-legend.c and chart-labels.c. */
 #pragma once
 
-#include "plot/plot-private.h"
+#include "plot-private.h"
 
 G_BEGIN_DECLS
 
@@ -70,18 +70,18 @@ typedef struct {
 #define ROK_SCALED(ctx, size) ((size) * (ctx)->text_scale)
 
 /* chart-legend.c */
-void rok_layout_measure_legend(LayoutContext *ctx);
-gboolean rok_layout_legend_inside(LayoutContext *ctx);
+void plot_layout_measure_legend(LayoutContext *ctx);
+gboolean plot_layout_legend_inside(LayoutContext *ctx);
 /* On the right when it is short enough, else as a grid at the bottom. */
-void rok_layout_legend_outside(LayoutContext *ctx);
+void plot_layout_legend_outside(LayoutContext *ctx);
 /* Inside the plot at the spot that covers the fewest lines and markers. */
-void rok_layout_legend_least_covering(LayoutContext *ctx);
-void rok_layout_emit_legend(LayoutContext *ctx);
+void plot_layout_legend_least_covering(LayoutContext *ctx);
+void plot_layout_emit_legend(LayoutContext *ctx);
 
 /* chart-labels.c */
-void rok_layout_collect_obstacles(LayoutContext *ctx);
+void plot_layout_collect_obstacles(LayoutContext *ctx);
 /* How many lines and markers the box touches. */
-guint rok_layout_obstacle_hits(const LayoutContext *ctx, const RokBox *box);
-void rok_layout_place_labels(LayoutContext *ctx);
+guint plot_layout_obstacle_hits(const LayoutContext *ctx, const RokBox *box);
+void plot_layout_place_labels(LayoutContext *ctx);
 
 G_END_DECLS

@@ -8,7 +8,7 @@
  * text. Every text lies inside the canvas. */
 #include <math.h>
 
-#include "plot/chart-layout-private.h"
+#include "chart-layout-private.h"
 
 static void data_range(const RokChart *chart, RokAxisId axis, double *lo, double *hi) {
   double min = INFINITY, max = -INFINITY;
@@ -59,12 +59,12 @@ static void place_title(LayoutContext *ctx) {
     return;
   double size;
   g_auto(GStrv) lines =
-      rok_text_fit(ctx->cr, chart->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE),
+      plot_text_fit(ctx->cr, chart->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE),
                    ROK_SCALED(ctx, ROK_TITLE_MIN), chart->width - 2 * ROK_LAYOUT_PAD, 3, &size);
-  double line_h = rok_text_height(ctx->cr, size);
+  double line_h = plot_text_height(ctx->cr, size);
   for (char **line = lines; *line != NULL; line++) {
-    double w = rok_text_width(ctx->cr, *line, size, TRUE);
-    RokText *text = rok_text_add(ctx->layout->texts, ctx->cr, *line, size, TRUE,
+    double w = plot_text_width(ctx->cr, *line, size, TRUE);
+    RokText *text = plot_text_add(ctx->layout->texts, ctx->cr, *line, size, TRUE,
                                  (chart->width - w) / 2.0, ctx->top);
     text->color = (RokRgb){0.0, 0.0, 0.0};
     ctx->top += line_h;
@@ -93,13 +93,13 @@ static void centre_title(LayoutContext *ctx) {
 
 /* Canvas x or y of a data value on an axis of the current frame. */
 static double map_axis(const RokChartLayout *layout, RokAxisId axis, double value) {
-  double f = rok_ticks_fraction(&layout->ticks[axis], value);
+  double f = plot_ticks_fraction(&layout->ticks[axis], value);
   if (axis == ROK_AXIS_X)
     return layout->plot.x + f * layout->plot.w;
   return layout->plot.y + (1.0 - f) * layout->plot.h;
 }
 
-void rok_chart_layout_map(const RokChartLayout *layout, double x, double y, double *px,
+void plot_chart_layout_map(const RokChartLayout *layout, double x, double y, double *px,
                           double *py) {
   *px = map_axis(layout, ROK_AXIS_X, x);
   *py = map_axis(layout, ROK_AXIS_Y, y);
@@ -108,7 +108,7 @@ void rok_chart_layout_map(const RokChartLayout *layout, double x, double y, doub
 static double max_label_width(LayoutContext *ctx, const RokTicks *ticks) {
   double w = 0.0;
   for (guint i = 0; i < ticks->count; i++)
-    w = MAX(w, rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
+    w = MAX(w, plot_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
   return w;
 }
 
@@ -116,13 +116,13 @@ static double max_label_width(LayoutContext *ctx, const RokTicks *ticks) {
 static void choose_y_ticks(LayoutContext *ctx, double plot_h) {
   const RokAxisSpec *spec = &ctx->chart->axes[ROK_AXIS_Y];
   RokTicks *ticks = &ctx->layout->ticks[ROK_AXIS_Y];
-  double need = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) * 1.9;
+  double need = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) * 1.9;
   for (guint n = 8; n >= 2; n--) {
-    rok_ticks_compute(ctx->lo[1], ctx->hi[1], spec->unit, spec->unit_name, spec->scale, n, ticks);
+    plot_ticks_compute(ctx->lo[1], ctx->hi[1], spec->unit, spec->unit_name, spec->scale, n, ticks);
     gboolean apart = TRUE;
     for (guint i = 0; i + 1 < ticks->count && apart; i++) {
-      double f0 = rok_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
-      double f1 = rok_ticks_fraction(ticks, ticks->values[i + 1] * ticks->scale);
+      double f0 = plot_ticks_fraction(ticks, ticks->values[i] * ticks->scale);
+      double f1 = plot_ticks_fraction(ticks, ticks->values[i + 1] * ticks->scale);
       apart = (f1 - f0) * plot_h >= need;
     }
     if (apart)
@@ -135,14 +135,14 @@ static void choose_x_ticks(LayoutContext *ctx, double plot_w) {
   const RokAxisSpec *spec = &ctx->chart->axes[ROK_AXIS_X];
   RokTicks *ticks = &ctx->layout->ticks[ROK_AXIS_X];
   for (guint n = 8; n >= 2; n--) {
-    rok_ticks_compute(ctx->lo[0], ctx->hi[0], spec->unit, spec->unit_name, spec->scale, n, ticks);
+    plot_ticks_compute(ctx->lo[0], ctx->hi[0], spec->unit, spec->unit_name, spec->scale, n, ticks);
     gboolean apart = TRUE;
     for (guint i = 0; i + 1 < ticks->count && apart; i++) {
-      double x0 = rok_ticks_fraction(ticks, ticks->values[i] * ticks->scale) * plot_w;
-      double x1 = rok_ticks_fraction(ticks, ticks->values[i + 1] * ticks->scale) * plot_w;
-      double w0 = rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+      double x0 = plot_ticks_fraction(ticks, ticks->values[i] * ticks->scale) * plot_w;
+      double x1 = plot_ticks_fraction(ticks, ticks->values[i + 1] * ticks->scale) * plot_w;
+      double w0 = plot_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
       double w1 =
-          rok_text_width(ctx->cr, ticks->labels[i + 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+          plot_text_width(ctx->cr, ticks->labels[i + 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
       apart = x1 - x0 >= (w0 + w1) / 2.0 + 12.0;
     }
     if (apart)
@@ -155,24 +155,24 @@ static void choose_x_ticks(LayoutContext *ctx, double plot_w) {
 static GStrv axis_title_lines(LayoutContext *ctx, RokAxisId axis, double room) {
   const RokTicks *ticks = &ctx->layout->ticks[axis];
   const char *words = ctx->chart->axes[axis].title;
-  g_autofree char *title = rok_ticks_axis_title(ticks, words);
+  g_autofree char *title = plot_ticks_axis_title(ticks, words);
   if (title[0] == '\0')
     return g_new0(char *, 1);
   double *size = &ctx->axis_size[axis];
-  GStrv lines = rok_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE),
+  GStrv lines = plot_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE),
                              ROK_SCALED(ctx, ROK_AXIS_TITLE_MIN), room, 0, size);
   if (g_strv_length(lines) <= 2 || ticks->unit[0] == '\0' || words[0] == '\0') {
     g_strfreev(lines);
-    return rok_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE),
+    return plot_text_fit(ctx->cr, title, FALSE, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE),
                         ROK_SCALED(ctx, ROK_AXIS_TITLE_MIN), room, 2, size);
   }
   g_strfreev(lines);
   g_autofree char *unit = g_strdup_printf(" (%s)", ticks->unit);
-  lines = rok_text_wrap_lines(ctx->cr, words, *size, FALSE, room, 2);
+  lines = plot_text_wrap_lines(ctx->cr, words, *size, FALSE, room, 2);
   guint last = g_strv_length(lines) - 1;
-  double unit_w = rok_text_width(ctx->cr, unit, *size, FALSE);
+  double unit_w = plot_text_width(ctx->cr, unit, *size, FALSE);
   g_autofree char *cut =
-      rok_text_ellipsize(ctx->cr, lines[last], *size, FALSE, MAX(room - unit_w, 0.0));
+      plot_text_ellipsize(ctx->cr, lines[last], *size, FALSE, MAX(room - unit_w, 0.0));
   g_free(lines[last]);
   lines[last] = g_strconcat(cut, unit, NULL);
   return lines;
@@ -188,7 +188,7 @@ static void fit_axis_titles(LayoutContext *ctx) {
 
 static double axis_title_depth(LayoutContext *ctx, RokAxisId axis) {
   guint n = g_strv_length(ctx->axis_lines[axis]);
-  return n == 0 ? 0.0 : n * rok_text_height(ctx->cr, ctx->axis_size[axis]) + ROK_LAYOUT_GAP;
+  return n == 0 ? 0.0 : n * plot_text_height(ctx->cr, ctx->axis_size[axis]) + ROK_LAYOUT_GAP;
 }
 
 static guint axis_title_line_count(const LayoutContext *ctx) {
@@ -202,7 +202,7 @@ static void frame_round(LayoutContext *ctx, double right_reserve, double bottom_
   RokChartLayout *layout = ctx->layout;
   const RokChart *chart = ctx->chart;
   double tick_size = ROK_SCALED(ctx, ROK_TICK_SIZE);
-  double tick_h = rok_text_height(ctx->cr, tick_size);
+  double tick_h = plot_text_height(ctx->cr, tick_size);
   double bottom = chart->height - ROK_LAYOUT_PAD - bottom_reserve -
                   axis_title_depth(ctx, ROK_AXIS_X) - tick_h - ROK_TICK_LEN - ROK_TICK_GAP;
   layout->plot.h = MAX(bottom - layout->plot.y, 20.0);
@@ -211,11 +211,11 @@ static void frame_round(LayoutContext *ctx, double right_reserve, double bottom_
   /* The first and last x labels are centred on their ticks: they may reach
    * past the plot's edges, not past the canvas's. */
   const RokTicks *xt = &layout->ticks[ROK_AXIS_X];
-  double first_w = rok_text_width(ctx->cr, xt->labels[0], tick_size, FALSE);
-  double last_w = rok_text_width(ctx->cr, xt->labels[xt->count - 1], tick_size, FALSE);
-  double inset_first = rok_ticks_fraction(xt, xt->values[0] * xt->scale) * layout->plot.w;
+  double first_w = plot_text_width(ctx->cr, xt->labels[0], tick_size, FALSE);
+  double last_w = plot_text_width(ctx->cr, xt->labels[xt->count - 1], tick_size, FALSE);
+  double inset_first = plot_ticks_fraction(xt, xt->values[0] * xt->scale) * layout->plot.w;
   double inset_last =
-      (1.0 - rok_ticks_fraction(xt, xt->values[xt->count - 1] * xt->scale)) * layout->plot.w;
+      (1.0 - plot_ticks_fraction(xt, xt->values[xt->count - 1] * xt->scale)) * layout->plot.w;
   layout->plot.x =
       MAX(ROK_LAYOUT_PAD + axis_title_depth(ctx, ROK_AXIS_Y) +
               max_label_width(ctx, &layout->ticks[ROK_AXIS_Y]) + ROK_TICK_GAP + ROK_TICK_LEN,
@@ -231,7 +231,7 @@ static void frame_round(LayoutContext *ctx, double right_reserve, double bottom_
 static void frame(LayoutContext *ctx) {
   RokChartLayout *layout = ctx->layout;
   const RokChart *chart = ctx->chart;
-  double tick_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
+  double tick_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
   double right_reserve =
       ctx->legend_mode == ROK_LEGEND_RIGHT ? ctx->legend_w + ROK_LAYOUT_GAP : 0.0;
   double bottom_reserve =
@@ -254,18 +254,18 @@ static void frame(LayoutContext *ctx) {
 
 static void emit_tick_labels(LayoutContext *ctx) {
   RokChartLayout *layout = ctx->layout;
-  double tick_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
+  double tick_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
   const RokTicks *xt = &layout->ticks[ROK_AXIS_X], *yt = &layout->ticks[ROK_AXIS_Y];
   for (guint i = 0; i < xt->count; i++) {
     double x = map_axis(layout, ROK_AXIS_X, xt->values[i] * xt->scale);
-    double w = rok_text_width(ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-    rok_text_add(layout->texts, ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
+    double w = plot_text_width(ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+    plot_text_add(layout->texts, ctx->cr, xt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
                  x - w / 2.0, layout->plot.y + layout->plot.h + ROK_TICK_LEN + ROK_TICK_GAP);
   }
   for (guint i = 0; i < yt->count; i++) {
     double y = map_axis(layout, ROK_AXIS_Y, yt->values[i] * yt->scale);
-    double w = rok_text_width(ctx->cr, yt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-    rok_text_add(layout->texts, ctx->cr, yt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
+    double w = plot_text_width(ctx->cr, yt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+    plot_text_add(layout->texts, ctx->cr, yt->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
                  layout->plot.x - ROK_TICK_LEN - ROK_TICK_GAP - w, y - tick_h / 2.0);
   }
 }
@@ -273,19 +273,19 @@ static void emit_tick_labels(LayoutContext *ctx) {
 static void emit_axis_titles(LayoutContext *ctx) {
   RokChartLayout *layout = ctx->layout;
   const RokBox *plot = &layout->plot;
-  double line_h = rok_text_height(ctx->cr, ctx->axis_size[ROK_AXIS_X]);
+  double line_h = plot_text_height(ctx->cr, ctx->axis_size[ROK_AXIS_X]);
   double y = plot->y + plot->h + ROK_TICK_LEN + ROK_TICK_GAP +
-             rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) + ROK_LAYOUT_GAP;
+             plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) + ROK_LAYOUT_GAP;
   for (char **line = ctx->axis_lines[ROK_AXIS_X]; *line != NULL; line++, y += line_h) {
-    double w = rok_text_width(ctx->cr, *line, ctx->axis_size[ROK_AXIS_X], FALSE);
-    rok_text_add(layout->texts, ctx->cr, *line, ctx->axis_size[ROK_AXIS_X], FALSE,
+    double w = plot_text_width(ctx->cr, *line, ctx->axis_size[ROK_AXIS_X], FALSE);
+    plot_text_add(layout->texts, ctx->cr, *line, ctx->axis_size[ROK_AXIS_X], FALSE,
                  plot->x + (plot->w - w) / 2.0, y);
   }
-  line_h = rok_text_height(ctx->cr, ctx->axis_size[ROK_AXIS_Y]);
+  line_h = plot_text_height(ctx->cr, ctx->axis_size[ROK_AXIS_Y]);
   double x = ROK_LAYOUT_PAD;
   for (char **line = ctx->axis_lines[ROK_AXIS_Y]; *line != NULL; line++, x += line_h) {
     RokText *text =
-        rok_text_add(layout->texts, ctx->cr, *line, ctx->axis_size[ROK_AXIS_Y], FALSE, x, 0.0);
+        plot_text_add(layout->texts, ctx->cr, *line, ctx->axis_size[ROK_AXIS_Y], FALSE, x, 0.0);
     double length = text->box.w;
     text->vertical = TRUE;
     text->box = (RokBox){x, plot->y + (plot->h - length) / 2.0, line_h, length};
@@ -312,16 +312,16 @@ static void place_legend_outside(LayoutContext *ctx) {
     if (plot->h < chart->height * 0.3) {
       frame_area(ctx, ROK_LEGEND_INSIDE);
       if (ctx->legend_w <= plot->w - 12.0 && ctx->legend_h <= plot->h - 12.0) {
-        rok_layout_collect_obstacles(ctx);
-        rok_layout_legend_least_covering(ctx);
+        plot_layout_collect_obstacles(ctx);
+        plot_layout_legend_least_covering(ctx);
         return;
       }
       frame_area(ctx,
                  right_fits && right_area > bottom_area ? ROK_LEGEND_RIGHT : ROK_LEGEND_BOTTOM);
     }
   }
-  rok_layout_collect_obstacles(ctx);
-  rok_layout_legend_outside(ctx);
+  plot_layout_collect_obstacles(ctx);
+  plot_layout_legend_outside(ctx);
 }
 
 static void layout_clear(LayoutContext *ctx) {
@@ -338,24 +338,24 @@ static RokChartLayout *layout_at_scale(const RokChart *chart, double text_scale)
   RokChartLayout *layout = g_new0(RokChartLayout, 1);
   layout->width = chart->width;
   layout->height = chart->height;
-  layout->texts = rok_text_array_new();
+  layout->texts = plot_text_array_new();
   layout->legend_entries = g_array_new(FALSE, TRUE, sizeof(RokLegendEntry));
   layout->leaders = g_array_new(FALSE, TRUE, sizeof(RokBox));
   LayoutContext ctx = {
-      .chart = chart, .cr = rok_text_context_new(), .layout = layout, .text_scale = text_scale};
+      .chart = chart, .cr = plot_text_context_new(), .layout = layout, .text_scale = text_scale};
   data_range(chart, ROK_AXIS_X, &ctx.lo[0], &ctx.hi[0]);
   data_range(chart, ROK_AXIS_Y, &ctx.lo[1], &ctx.hi[1]);
   place_title(&ctx);
-  rok_layout_measure_legend(&ctx);
+  plot_layout_measure_legend(&ctx);
   frame(&ctx);
-  rok_layout_collect_obstacles(&ctx);
-  if (layout->has_legend && !rok_layout_legend_inside(&ctx))
+  plot_layout_collect_obstacles(&ctx);
+  if (layout->has_legend && !plot_layout_legend_inside(&ctx))
     place_legend_outside(&ctx);
   centre_title(&ctx);
   emit_tick_labels(&ctx);
   emit_axis_titles(&ctx);
-  rok_layout_emit_legend(&ctx);
-  rok_layout_place_labels(&ctx);
+  plot_layout_emit_legend(&ctx);
+  plot_layout_place_labels(&ctx);
   layout_clear(&ctx);
   return layout;
 }
@@ -363,7 +363,7 @@ static RokChartLayout *layout_at_scale(const RokChart *chart, double text_scale)
 /* A small canvas with much text: all text a little smaller, until the plot
  * keeps a fair share of the canvas and nothing had to give way (else the
  * layout where least did). */
-RokChartLayout *rok_chart_layout_new(const RokChart *chart) {
+RokChartLayout *plot_chart_layout_new(const RokChart *chart) {
   static const double scales[] = {1.0, 0.9, 0.8, 0.7};
   RokChartLayout *best = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
@@ -371,10 +371,10 @@ RokChartLayout *rok_chart_layout_new(const RokChart *chart) {
     if (layout->plot.w < chart->width * 0.35 || layout->plot.h < chart->height * 0.3)
       layout->compromises++;
     if (best == NULL || layout->compromises < best->compromises) {
-      g_clear_pointer(&best, rok_chart_layout_free);
+      g_clear_pointer(&best, plot_chart_layout_free);
       best = layout;
     } else {
-      rok_chart_layout_free(layout);
+      plot_chart_layout_free(layout);
     }
     if (best->compromises == 0)
       break;
@@ -382,7 +382,7 @@ RokChartLayout *rok_chart_layout_new(const RokChart *chart) {
   return best;
 }
 
-void rok_chart_layout_free(RokChartLayout *layout) {
+void plot_chart_layout_free(RokChartLayout *layout) {
   if (layout == NULL)
     return;
   g_array_unref(layout->texts);

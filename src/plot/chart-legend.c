@@ -5,7 +5,7 @@
  * too little plot, back inside the plot where it covers the least. */
 #include <math.h>
 
-#include "plot/chart-layout-private.h"
+#include "chart-layout-private.h"
 
 #define GRID_COLUMN_GAP 16.0
 #define ROW_GAP 2.0
@@ -21,7 +21,7 @@ static void row_clear(gpointer data) {
 static double lines_width(LayoutContext *ctx, char **lines) {
   double w = 0.0;
   for (char **line = lines; *line != NULL; line++)
-    w = MAX(w, rok_text_width(ctx->cr, *line, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE));
+    w = MAX(w, plot_text_width(ctx->cr, *line, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE));
   return w;
 }
 
@@ -35,11 +35,11 @@ static void add_row(LayoutContext *ctx, const char *name, guint color, RokSeries
 /* As a column: names wrap at a fraction of the canvas width, so that the
  * column can stand beside the plot. */
 static void measure_column(LayoutContext *ctx) {
-  double line_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
+  double line_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
   double text_w = 0.0, h = 0.0;
   for (guint r = 0; r < ctx->legend_rows->len; r++) {
     RokLegendRow *row = &g_array_index(ctx->legend_rows, RokLegendRow, r);
-    row->lines = rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
+    row->lines = plot_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
                                      ctx->chart->width * 0.28, ROK_LEGEND_MAX_LINES);
     row->height = MAX(g_strv_length(row->lines), 1) * line_h;
     text_w = MAX(text_w, lines_width(ctx, row->lines));
@@ -53,7 +53,7 @@ static void measure_column(LayoutContext *ctx) {
  * without cutting names short (if every choice cuts some, the one that cuts
  * fewest). */
 static void measure_grid(LayoutContext *ctx) {
-  double line_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
+  double line_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
   double room = ctx->chart->width - 2 * ROK_LAYOUT_PAD - 2 * ROK_LEGEND_PAD;
   guint n = ctx->legend_rows->len;
   double best_h = INFINITY;
@@ -68,9 +68,9 @@ static void measure_grid(LayoutContext *ctx) {
     for (guint r = 0; r < n; r++) {
       const RokLegendRow *row = &g_array_index(ctx->legend_rows, RokLegendRow, r);
       g_auto(GStrv) whole =
-          rok_text_wrap(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE, text_room);
+          plot_text_wrap(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE, text_room);
       g_auto(GStrv) wrapped =
-          rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
+          plot_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
                               text_room, ROK_LEGEND_MAX_LINES);
       cut += g_strv_length(whole) > ROK_LEGEND_MAX_LINES || lines_width(ctx, whole) > text_room;
       lines = MAX(lines, g_strv_length(wrapped));
@@ -89,7 +89,7 @@ static void measure_grid(LayoutContext *ctx) {
   double text_room = ctx->legend_cell_w - ROK_LEGEND_SAMPLE - 6.0;
   for (guint r = 0; r < n; r++) {
     RokLegendRow *row = &g_array_index(ctx->legend_rows, RokLegendRow, r);
-    row->grid_lines = rok_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE),
+    row->grid_lines = plot_text_wrap_lines(ctx->cr, row->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE),
                                           FALSE, text_room + 0.01, ROK_LEGEND_MAX_LINES);
   }
   guint columns = ctx->legend_columns;
@@ -98,7 +98,7 @@ static void measure_grid(LayoutContext *ctx) {
   ctx->legend_grid_h = best_h + 2 * ROK_LEGEND_PAD;
 }
 
-void rok_layout_measure_legend(LayoutContext *ctx) {
+void plot_layout_measure_legend(LayoutContext *ctx) {
   const RokChart *chart = ctx->chart;
   ctx->legend_rows = g_array_new(FALSE, TRUE, sizeof(RokLegendRow));
   g_array_set_clear_func(ctx->legend_rows, row_clear);
@@ -106,7 +106,7 @@ void rok_layout_measure_legend(LayoutContext *ctx) {
     const RokSeries *series = g_ptr_array_index(chart->series, s);
     if ((series->style & ROK_SERIES_NO_LEGEND) || series->name[0] == '\0')
       continue;
-    add_row(ctx, series->name, series->color, series->style, FALSE, rok_series_marker_size(series));
+    add_row(ctx, series->name, series->color, series->style, FALSE, plot_series_marker_size(series));
   }
   if (chart->hollow_meaning != NULL)
     add_row(ctx, chart->hollow_meaning, 0, ROK_SERIES_MARKERS, TRUE, ROK_MARKER_SIZE);
@@ -130,18 +130,18 @@ static guint inside_spots(LayoutContext *ctx, RokBox spots[8]) {
   guint n = 0;
   for (guint i = 0; i < 8; i++) {
     RokBox box = {xy[i][0], xy[i][1], w, h};
-    if (rok_box_contains(plot, &box))
+    if (plot_box_contains(plot, &box))
       spots[n++] = box;
   }
   return n;
 }
 
-gboolean rok_layout_legend_inside(LayoutContext *ctx) {
+gboolean plot_layout_legend_inside(LayoutContext *ctx) {
   RokBox spots[8];
   guint n = inside_spots(ctx, spots);
   for (guint i = 0; i < n; i++) {
-    RokBox clearance = rok_box_grow(spots[i], 3.0);
-    if (rok_layout_obstacle_hits(ctx, &clearance) == 0) {
+    RokBox clearance = plot_box_grow(spots[i], 3.0);
+    if (plot_layout_obstacle_hits(ctx, &clearance) == 0) {
       ctx->layout->legend = spots[i];
       return TRUE;
     }
@@ -149,7 +149,7 @@ gboolean rok_layout_legend_inside(LayoutContext *ctx) {
   return FALSE;
 }
 
-void rok_layout_legend_least_covering(LayoutContext *ctx) {
+void plot_layout_legend_least_covering(LayoutContext *ctx) {
   RokBox spots[8];
   guint n = inside_spots(ctx, spots), best_hits = G_MAXUINT;
   ctx->layout->compromises++;
@@ -157,7 +157,7 @@ void rok_layout_legend_least_covering(LayoutContext *ctx) {
   ctx->layout->legend =
       (RokBox){plot->x + plot->w - ctx->legend_w, plot->y, ctx->legend_w, ctx->legend_h};
   for (guint i = 0; i < n; i++) {
-    guint hits = rok_layout_obstacle_hits(ctx, &spots[i]);
+    guint hits = plot_layout_obstacle_hits(ctx, &spots[i]);
     if (hits < best_hits) {
       best_hits = hits;
       ctx->layout->legend = spots[i];
@@ -165,7 +165,7 @@ void rok_layout_legend_least_covering(LayoutContext *ctx) {
   }
 }
 
-void rok_layout_legend_outside(LayoutContext *ctx) {
+void plot_layout_legend_outside(LayoutContext *ctx) {
   const RokChart *chart = ctx->chart;
   if (ctx->legend_mode == ROK_LEGEND_RIGHT)
     ctx->layout->legend = (RokBox){chart->width - ROK_LAYOUT_PAD - ctx->legend_w,
@@ -178,7 +178,7 @@ void rok_layout_legend_outside(LayoutContext *ctx) {
 
 static void emit_entry(LayoutContext *ctx, const RokLegendRow *row, char **lines, double x,
                        double y, double w, double h) {
-  double line_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
+  double line_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
   RokLegendEntry entry = {
       .box = {x, y, w, h},
       .color = row->color,
@@ -190,11 +190,11 @@ static void emit_entry(LayoutContext *ctx, const RokLegendRow *row, char **lines
   };
   g_array_append_val(ctx->layout->legend_entries, entry);
   for (char **line = lines; *line != NULL; line++, y += line_h)
-    rok_text_add(ctx->layout->texts, ctx->cr, *line, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
+    plot_text_add(ctx->layout->texts, ctx->cr, *line, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
                  x + ROK_LEGEND_SAMPLE + 6.0, y);
 }
 
-void rok_layout_emit_legend(LayoutContext *ctx) {
+void plot_layout_emit_legend(LayoutContext *ctx) {
   RokChartLayout *layout = ctx->layout;
   if (!layout->has_legend)
     return;

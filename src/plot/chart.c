@@ -1,8 +1,8 @@
 /* The chart as the caller builds it, checks on its data, and saving. */
 #include <math.h>
 
-#include "plot/plot-private.h"
-#include "rok/error.h"
+#include "plot-private.h"
+#include "rok/core.h"
 
 static void point_clear(gpointer data) {
   g_free(((RokPoint *)data)->label);
@@ -109,13 +109,13 @@ void rok_chart_set_hollow_meaning(RokChart *chart, const char *text) {
   chart->hollow_meaning = text != NULL && text[0] != '\0' ? g_strdup(text) : NULL;
 }
 
-double rok_series_marker_size(const RokSeries *series) {
+double plot_series_marker_size(const RokSeries *series) {
   if (series->points->len == 1)
     return 9.0; /* a single point (a baseline) stands out */
   return series->points->len > 16 ? 5.5 : ROK_MARKER_SIZE;
 }
 
-gboolean rok_series_draws_markers(const RokSeries *series) {
+gboolean plot_series_draws_markers(const RokSeries *series) {
   return (series->style & ROK_SERIES_MARKERS) || !(series->style & ROK_SERIES_LINE);
 }
 
@@ -140,7 +140,7 @@ static gboolean check_value(const RokChart *chart, RokAxisId axis, double value,
   return TRUE;
 }
 
-gboolean rok_chart_validate(const RokChart *chart, GError **error) {
+gboolean plot_chart_validate(const RokChart *chart, GError **error) {
   for (guint s = 0; s < chart->series->len; s++) {
     const RokSeries *series = g_ptr_array_index(chart->series, s);
     for (guint p = 0; p < series->points->len; p++) {
@@ -168,13 +168,13 @@ gboolean rok_chart_validate(const RokChart *chart, GError **error) {
 
 static void draw_chart(cairo_t *cr, gconstpointer data) {
   const RokChart *chart = data;
-  g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
-  rok_chart_draw(cr, chart, layout);
+  g_autoptr(RokChartLayout) layout = plot_chart_layout_new(chart);
+  plot_chart_draw(cr, chart, layout);
 }
 
 gboolean rok_chart_save(const RokChart *chart, const char *path, GError **error) {
   g_return_val_if_fail(chart != NULL && path != NULL, FALSE);
-  if (!rok_plot_check_path(path, error) || !rok_chart_validate(chart, error))
+  if (!plot_check_path(path, error) || !plot_chart_validate(chart, error))
     return FALSE;
-  return rok_plot_write(path, chart->width, chart->height, chart->title, draw_chart, chart, error);
+  return plot_write(path, chart->width, chart->height, chart->title, draw_chart, chart, error);
 }

@@ -6,7 +6,7 @@
  * they look about equally heavy. */
 #include <math.h>
 
-#include "plot/plot-private.h"
+#include "plot-private.h"
 
 static const RokRgb okabe_ito[ROK_PLOT_COLORS] = {
     {0x00 / 255.0, 0x72 / 255.0, 0xB2 / 255.0}, /* blue */
@@ -19,7 +19,7 @@ static const RokRgb okabe_ito[ROK_PLOT_COLORS] = {
     {0xF0 / 255.0, 0xE4 / 255.0, 0x42 / 255.0}, /* yellow */
 };
 
-RokRgb rok_palette_color(guint index) {
+RokRgb plot_palette_color(guint index) {
   return okabe_ito[index % ROK_PLOT_COLORS];
 }
 
@@ -80,7 +80,7 @@ static void marker_path(cairo_t *cr, guint shape, double x, double y, double siz
   }
 }
 
-void rok_palette_marker(cairo_t *cr, guint index, double x, double y, double size, RokRgb color,
+void plot_palette_marker(cairo_t *cr, guint index, double x, double y, double size, RokRgb color,
                         gboolean hollow) {
   cairo_save(cr);
   cairo_new_path(cr);

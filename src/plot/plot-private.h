@@ -29,12 +29,12 @@ typedef struct {
  * scale), at most max_ticks of them (2..ROK_TICKS_MAX). The unit is chosen
  * from the range; linear ticks step by 1, 2 or 5 times a power of ten and the
  * range is rounded out to whole steps; a zero-width range is widened. */
-void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name,
+void plot_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name,
                        RokScale scale, guint max_ticks, RokTicks *ticks);
 /* Where a data value lies along the axis: 0 at min, 1 at max. */
-double rok_ticks_fraction(const RokTicks *ticks, double value);
+double plot_ticks_fraction(const RokTicks *ticks, double value);
 /* "Peak memory (GiB)"; just the title when the unit is empty. */
-char *rok_ticks_axis_title(const RokTicks *ticks, const char *title);
+char *plot_ticks_axis_title(const RokTicks *ticks, const char *title);
 
 /* ---- palette.c: Okabe–Ito colours and marker shapes ---- */
 
@@ -42,10 +42,10 @@ typedef struct {
   double r, g, b;
 } RokRgb;
 
-RokRgb rok_palette_color(guint index);
+RokRgb plot_palette_color(guint index);
 /* A marker of shape `index` centred at (x, y), about `size` points across;
  * hollow markers are filled white with a coloured outline. */
-void rok_palette_marker(cairo_t *cr, guint index, double x, double y, double size, RokRgb color,
+void plot_palette_marker(cairo_t *cr, guint index, double x, double y, double size, RokRgb color,
                         gboolean hollow);
 
 /* ---- text.c: fonts, measuring, wrapping, and boxes ---- */
@@ -54,11 +54,11 @@ typedef struct {
   double x, y, w, h;
 } RokBox;
 
-gboolean rok_box_overlaps(const RokBox *a, const RokBox *b);
-gboolean rok_box_contains(const RokBox *outer, const RokBox *inner);
+gboolean plot_box_overlaps(const RokBox *a, const RokBox *b);
+gboolean plot_box_contains(const RokBox *outer, const RokBox *inner);
 /* Whether the segment (x0,y0)-(x1,y1) passes through the box. */
-gboolean rok_box_hits_segment(const RokBox *box, double x0, double y0, double x1, double y1);
-RokBox rok_box_grow(RokBox box, double margin);
+gboolean plot_box_hits_segment(const RokBox *box, double x0, double y0, double x1, double y1);
+RokBox plot_box_grow(RokBox box, double margin);
 
 /* One piece of text as laid out: its box on the canvas (a vertical text is
  * read bottom to top and its box is tall), a single line. */
@@ -74,44 +74,44 @@ typedef struct {
 } RokText;
 
 /* A context for measuring text with the same font options the output uses. */
-cairo_t *rok_text_context_new(void);
+cairo_t *plot_text_context_new(void);
 /* Selects DejaVu Sans at this size with fixed font options (no hinting) so
  * that layout is the same on every surface. */
-void rok_text_font(cairo_t *cr, double size, gboolean bold);
-double rok_text_width(cairo_t *cr, const char *text, double size, gboolean bold);
+void plot_text_font(cairo_t *cr, double size, gboolean bold);
+double plot_text_width(cairo_t *cr, const char *text, double size, gboolean bold);
 /* Height of one line: ascent + descent of the font. */
-double rok_text_height(cairo_t *cr, double size);
+double plot_text_height(cairo_t *cr, double size);
 /* Splits text into lines no wider than max_width at spaces (a single word
  * wider than that stays whole). */
-GStrv rok_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, double max_width);
+GStrv plot_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, double max_width);
 /* The text, or its longest prefix (whole characters) that fits with "…". */
-char *rok_text_ellipsize(cairo_t *cr, const char *text, double size, gboolean bold,
+char *plot_text_ellipsize(cairo_t *cr, const char *text, double size, gboolean bold,
                          double max_width);
-/* As rok_text_wrap(), but at most max_lines lines (0: any number), the last
+/* As plot_text_wrap(), but at most max_lines lines (0: any number), the last
  * one cut short with "…" if the text goes on; no line is wider than
  * max_width. */
-GStrv rok_text_wrap_lines(cairo_t *cr, const char *text, double size, gboolean bold,
+GStrv plot_text_wrap_lines(cairo_t *cr, const char *text, double size, gboolean bold,
                           double max_width, guint max_lines);
 /* Picks the largest size from `size` down to `min_size` at which text fits
  * on one line; if none does, wraps it at min_size into at most max_lines
  * lines (0: any number). Returns the lines. */
-GStrv rok_text_fit(cairo_t *cr, const char *text, gboolean bold, double size, double min_size,
+GStrv plot_text_fit(cairo_t *cr, const char *text, gboolean bold, double size, double min_size,
                    double max_width, guint max_lines, double *size_used);
 /* Adds one line of text with its top-left corner at (x, y). */
-RokText *rok_text_add(GArray *texts, cairo_t *cr, const char *text, double size, gboolean bold,
+RokText *plot_text_add(GArray *texts, cairo_t *cr, const char *text, double size, gboolean bold,
                       double x, double y);
-GArray *rok_text_array_new(void);
-void rok_text_draw(cairo_t *cr, const RokText *text);
+GArray *plot_text_array_new(void);
+void plot_text_draw(cairo_t *cr, const RokText *text);
 
 /* ---- surface.c: files by extension ---- */
 
 typedef void (*RokDrawFunc)(cairo_t *cr, gconstpointer data);
 
 /* Checks that PATH ends in .png, .svg or .pdf (ROK_ERROR_USAGE otherwise). */
-gboolean rok_plot_check_path(const char *path, GError **error);
+gboolean plot_check_path(const char *path, GError **error);
 /* Renders with `draw` on a width × height points canvas into PATH through a
  * temporary file in the same directory. */
-gboolean rok_plot_write(const char *path, double width, double height, const char *title,
+gboolean plot_write(const char *path, double width, double height, const char *title,
                         RokDrawFunc draw, gconstpointer data, GError **error);
 
 /* ---- chart.c: the chart as built by the caller ---- */
@@ -156,11 +156,11 @@ struct RokChart {
 
 /* Markers of a series with many points are smaller, so that the line still
  * shows between them; a lone point's marker is larger. */
-double rok_series_marker_size(const RokSeries *series);
-gboolean rok_series_draws_markers(const RokSeries *series);
+double plot_series_marker_size(const RokSeries *series);
+gboolean plot_series_draws_markers(const RokSeries *series);
 
 /* ROK_ERROR_INPUT naming the series and point that cannot be drawn. */
-gboolean rok_chart_validate(const RokChart *chart, GError **error);
+gboolean plot_chart_validate(const RokChart *chart, GError **error);
 
 /* ---- chart-layout.c ---- */
 
@@ -185,15 +185,15 @@ typedef struct {
   guint compromises;      /* a legend over data, labels left out: fewer is better */
 } RokChartLayout;
 
-RokChartLayout *rok_chart_layout_new(const RokChart *chart);
-void rok_chart_layout_free(RokChartLayout *layout);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokChartLayout, rok_chart_layout_free)
+RokChartLayout *plot_chart_layout_new(const RokChart *chart);
+void plot_chart_layout_free(RokChartLayout *layout);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokChartLayout, plot_chart_layout_free)
 /* Canvas position of a data point. */
-void rok_chart_layout_map(const RokChartLayout *layout, double x, double y, double *px, double *py);
+void plot_chart_layout_map(const RokChartLayout *layout, double x, double y, double *px, double *py);
 
 /* ---- chart-draw.c ---- */
 
-void rok_chart_draw(cairo_t *cr, const RokChart *chart, const RokChartLayout *layout);
+void plot_chart_draw(cairo_t *cr, const RokChart *chart, const RokChartLayout *layout);
 
 /* ---- timeline.c: the timeline as built by the caller ---- */
 
@@ -226,9 +226,9 @@ struct RokTimeline {
   GArray *limits;    /* RokMemoryLimit */
 };
 
-gboolean rok_timeline_validate(const RokTimeline *timeline, GError **error);
+gboolean plot_timeline_validate(const RokTimeline *timeline, GError **error);
 /* The time the chart ends: the last bar end or memory sample. */
-double rok_timeline_end(const RokTimeline *timeline);
+double plot_timeline_end(const RokTimeline *timeline);
 
 /* ---- timeline-layout.c ---- */
 
@@ -244,14 +244,14 @@ typedef struct {
   GArray *legend_entries; /* RokLegendEntry: one swatch per kind */
 } RokTimelineLayout;
 
-RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline);
-void rok_timeline_layout_free(RokTimelineLayout *layout);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimelineLayout, rok_timeline_layout_free)
-double rok_timeline_layout_x(const RokTimelineLayout *layout, double time);
-double rok_timeline_layout_memory_y(const RokTimelineLayout *layout, double bytes);
+RokTimelineLayout *plot_timeline_layout_new(const RokTimeline *timeline);
+void plot_timeline_layout_free(RokTimelineLayout *layout);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimelineLayout, plot_timeline_layout_free)
+double plot_timeline_layout_x(const RokTimelineLayout *layout, double time);
+double plot_timeline_layout_memory_y(const RokTimelineLayout *layout, double bytes);
 
 /* ---- timeline-draw.c ---- */
 
-void rok_timeline_draw(cairo_t *cr, const RokTimeline *timeline, const RokTimelineLayout *layout);
+void plot_timeline_draw(cairo_t *cr, const RokTimeline *timeline, const RokTimelineLayout *layout);
 
 G_END_DECLS

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plot/plot-private.h"
-#include "rok/error.h"
+#include "plot-private.h"
+#include "rok/core.h"
 
 /* Pixels per point in PNG output: sharp on screens and in slides. */
 #define ROK_PNG_SCALE 2.0
@@ -56,7 +56,7 @@ static gboolean format_from_path(const char *path, RokFormat *format, GError **e
   return FALSE;
 }
 
-gboolean rok_plot_check_path(const char *path, GError **error) {
+gboolean plot_check_path(const char *path, GError **error) {
   RokFormat format;
   return format_from_path(path, &format, error);
 }
@@ -174,7 +174,7 @@ static gboolean render(RokFormat format, int fd, const char *path, double width,
   return TRUE;
 }
 
-gboolean rok_plot_write(const char *path, double width, double height, const char *title,
+gboolean plot_write(const char *path, double width, double height, const char *title,
                         RokDrawFunc draw, gconstpointer data, GError **error) {
   RokFormat format;
   if (!format_from_path(path, &format, error))

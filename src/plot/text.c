@@ -7,27 +7,27 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot/plot-private.h"
+#include "plot-private.h"
 
 #define ROK_FONT_FAMILY "DejaVu Sans"
 
-gboolean rok_box_overlaps(const RokBox *a, const RokBox *b) {
+gboolean plot_box_overlaps(const RokBox *a, const RokBox *b) {
   return a->x < b->x + b->w && b->x < a->x + a->w && a->y < b->y + b->h && b->y < a->y + a->h;
 }
 
-gboolean rok_box_contains(const RokBox *outer, const RokBox *inner) {
+gboolean plot_box_contains(const RokBox *outer, const RokBox *inner) {
   const double slack = 1e-6;
   return inner->x >= outer->x - slack && inner->y >= outer->y - slack &&
          inner->x + inner->w <= outer->x + outer->w + slack &&
          inner->y + inner->h <= outer->y + outer->h + slack;
 }
 
-RokBox rok_box_grow(RokBox box, double margin) {
+RokBox plot_box_grow(RokBox box, double margin) {
   return (RokBox){box.x - margin, box.y - margin, box.w + 2 * margin, box.h + 2 * margin};
 }
 
 /* Liang–Barsky: clip the segment's parameter range against each side. */
-gboolean rok_box_hits_segment(const RokBox *box, double x0, double y0, double x1, double y1) {
+gboolean plot_box_hits_segment(const RokBox *box, double x0, double y0, double x1, double y1) {
   double dx = x1 - x0, dy = y1 - y0;
   double p[4] = {-dx, dx, -dy, dy};
   double q[4] = {x0 - box->x, box->x + box->w - x0, y0 - box->y, box->y + box->h - y0};
@@ -49,7 +49,7 @@ gboolean rok_box_hits_segment(const RokBox *box, double x0, double y0, double x1
   return TRUE;
 }
 
-void rok_text_font(cairo_t *cr, double size, gboolean bold) {
+void plot_text_font(cairo_t *cr, double size, gboolean bold) {
   cairo_select_font_face(cr, ROK_FONT_FAMILY, CAIRO_FONT_SLANT_NORMAL,
                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, size);
@@ -61,29 +61,29 @@ void rok_text_font(cairo_t *cr, double size, gboolean bold) {
   cairo_font_options_destroy(options);
 }
 
-cairo_t *rok_text_context_new(void) {
+cairo_t *plot_text_context_new(void) {
   cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
   cairo_t *cr = cairo_create(surface);
   cairo_surface_destroy(surface);
   return cr;
 }
 
-double rok_text_width(cairo_t *cr, const char *text, double size, gboolean bold) {
+double plot_text_width(cairo_t *cr, const char *text, double size, gboolean bold) {
   cairo_text_extents_t extents;
-  rok_text_font(cr, size, bold);
+  plot_text_font(cr, size, bold);
   cairo_text_extents(cr, text, &extents);
   /* The advance or the ink, whichever reaches further (italics, overhangs). */
   return MAX(extents.x_advance, extents.x_bearing + extents.width);
 }
 
-double rok_text_height(cairo_t *cr, double size) {
+double plot_text_height(cairo_t *cr, double size) {
   cairo_font_extents_t extents;
-  rok_text_font(cr, size, FALSE);
+  plot_text_font(cr, size, FALSE);
   cairo_font_extents(cr, &extents);
   return extents.ascent + extents.descent;
 }
 
-GStrv rok_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, double max_width) {
+GStrv plot_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, double max_width) {
   g_auto(GStrv) words = g_strsplit(text, " ", -1);
   g_autoptr(GStrvBuilder) lines = g_strv_builder_new();
   g_autoptr(GString) line = g_string_new(NULL);
@@ -92,7 +92,7 @@ GStrv rok_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, d
       continue;
     if (line->len > 0) {
       g_autofree char *longer = g_strdup_printf("%s %s", line->str, *word);
-      if (rok_text_width(cr, longer, size, bold) <= max_width) {
+      if (plot_text_width(cr, longer, size, bold) <= max_width) {
         g_string_assign(line, longer);
         continue;
       }
@@ -106,64 +106,64 @@ GStrv rok_text_wrap(cairo_t *cr, const char *text, double size, gboolean bold, d
   return g_strv_builder_end(lines);
 }
 
-char *rok_text_ellipsize(cairo_t *cr, const char *text, double size, gboolean bold,
+char *plot_text_ellipsize(cairo_t *cr, const char *text, double size, gboolean bold,
                          double max_width) {
-  if (rok_text_width(cr, text, size, bold) <= max_width)
+  if (plot_text_width(cr, text, size, bold) <= max_width)
     return g_strdup(text);
   glong chars = g_utf8_strlen(text, -1);
   for (glong keep = chars - 1; keep > 0; keep--) {
     g_autofree char *prefix = g_utf8_substring(text, 0, keep);
     g_strchomp(prefix);
     char *candidate = g_strconcat(prefix, "…", NULL);
-    if (rok_text_width(cr, candidate, size, bold) <= max_width)
+    if (plot_text_width(cr, candidate, size, bold) <= max_width)
       return candidate;
     g_free(candidate);
   }
   return g_strdup("…");
 }
 
-GStrv rok_text_wrap_lines(cairo_t *cr, const char *text, double size, gboolean bold,
+GStrv plot_text_wrap_lines(cairo_t *cr, const char *text, double size, gboolean bold,
                           double max_width, guint max_lines) {
-  g_auto(GStrv) lines = rok_text_wrap(cr, text, size, bold, max_width);
+  g_auto(GStrv) lines = plot_text_wrap(cr, text, size, bold, max_width);
   guint n = g_strv_length(lines);
   guint keep = max_lines == 0 ? n : MIN(n, max_lines);
   g_autoptr(GStrvBuilder) kept = g_strv_builder_new();
   for (guint i = 0; i < keep; i++) {
     /* The last line kept takes the rest of the text, cut short. */
     g_autofree char *line = i + 1 == keep ? g_strjoinv(" ", lines + i) : g_strdup(lines[i]);
-    g_autofree char *fitted = rok_text_ellipsize(cr, line, size, bold, max_width);
+    g_autofree char *fitted = plot_text_ellipsize(cr, line, size, bold, max_width);
     g_strv_builder_add(kept, fitted);
   }
   return g_strv_builder_end(kept);
 }
 
-GStrv rok_text_fit(cairo_t *cr, const char *text, gboolean bold, double size, double min_size,
+GStrv plot_text_fit(cairo_t *cr, const char *text, gboolean bold, double size, double min_size,
                    double max_width, guint max_lines, double *size_used) {
   for (double s = size; s >= min_size - 1e-9; s -= 0.5) {
-    if (rok_text_width(cr, text, s, bold) <= max_width) {
+    if (plot_text_width(cr, text, s, bold) <= max_width) {
       *size_used = s;
       const char *one[] = {text, NULL};
       return g_strdupv((char **)one);
     }
   }
   *size_used = min_size;
-  return rok_text_wrap_lines(cr, text, min_size, bold, max_width, max_lines);
+  return plot_text_wrap_lines(cr, text, min_size, bold, max_width, max_lines);
 }
 
 static void text_clear(gpointer data) {
   g_free(((RokText *)data)->text);
 }
 
-GArray *rok_text_array_new(void) {
+GArray *plot_text_array_new(void) {
   GArray *texts = g_array_new(FALSE, TRUE, sizeof(RokText));
   g_array_set_clear_func(texts, text_clear);
   return texts;
 }
 
-RokText *rok_text_add(GArray *texts, cairo_t *cr, const char *text, double size, gboolean bold,
+RokText *plot_text_add(GArray *texts, cairo_t *cr, const char *text, double size, gboolean bold,
                       double x, double y) {
   RokText item = {
-      .box = {x, y, rok_text_width(cr, text, size, bold), rok_text_height(cr, size)},
+      .box = {x, y, plot_text_width(cr, text, size, bold), plot_text_height(cr, size)},
       .text = g_strdup(text),
       .size = size,
       .bold = bold,
@@ -173,13 +173,13 @@ RokText *rok_text_add(GArray *texts, cairo_t *cr, const char *text, double size,
   return &g_array_index(texts, RokText, texts->len - 1);
 }
 
-void rok_text_draw(cairo_t *cr, const RokText *text) {
+void plot_text_draw(cairo_t *cr, const RokText *text) {
   cairo_font_extents_t extents;
   cairo_save(cr);
-  rok_text_font(cr, text->size, text->bold);
+  plot_text_font(cr, text->size, text->bold);
   cairo_font_extents(cr, &extents);
   if (text->backdrop) {
-    RokBox back = rok_box_grow(text->box, 1.0);
+    RokBox back = plot_box_grow(text->box, 1.0);
     cairo_rectangle(cr, back.x, back.y, back.w, back.h);
     cairo_set_source_rgb(cr, 1.0, 1.0, 1.0);
     cairo_fill(cr);

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot/plot-private.h"
+#include "plot-private.h"
 
 typedef struct {
   const char *name;
@@ -249,7 +249,7 @@ static void widen(RokScale scale, double *lo, double *hi) {
   }
 }
 
-void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name,
+void plot_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_name,
                        RokScale scale, guint max_ticks, RokTicks *ticks) {
   g_return_if_fail(isfinite(lo) && isfinite(hi) && lo <= hi);
   g_return_if_fail(scale == ROK_SCALE_LINEAR || lo > 0.0);
@@ -284,14 +284,14 @@ void rok_ticks_compute(double lo, double hi, RokUnitKind unit, const char *unit_
   }
 }
 
-double rok_ticks_fraction(const RokTicks *ticks, double value) {
+double plot_ticks_fraction(const RokTicks *ticks, double value) {
   double shown = value / ticks->scale;
   if (ticks->kind == ROK_SCALE_LINEAR)
     return (shown - ticks->min) / (ticks->max - ticks->min);
   return log(shown / ticks->min) / log(ticks->max / ticks->min);
 }
 
-char *rok_ticks_axis_title(const RokTicks *ticks, const char *title) {
+char *plot_ticks_axis_title(const RokTicks *ticks, const char *title) {
   const char *text = title != NULL ? title : "";
   if (ticks->unit[0] == '\0')
     return g_strdup(text);

@@ -4,7 +4,7 @@
  * axis title. Text is measured first; panels get what is left. */
 #include <math.h>
 
-#include "plot/chart-layout-private.h"
+#include "chart-layout-private.h"
 
 #define ROW_MAX_HEIGHT 34.0
 #define SWATCH 11.0
@@ -21,14 +21,14 @@ typedef struct {
   double text_scale; /* below 1 when the canvas is small for its text */
 } TimelineContext;
 
-double rok_timeline_layout_x(const RokTimelineLayout *layout, double time) {
+double plot_timeline_layout_x(const RokTimelineLayout *layout, double time) {
   const RokBox *panel = &layout->gantt;
-  return panel->x + rok_ticks_fraction(&layout->time_ticks, time) * panel->w;
+  return panel->x + plot_ticks_fraction(&layout->time_ticks, time) * panel->w;
 }
 
-double rok_timeline_layout_memory_y(const RokTimelineLayout *layout, double bytes) {
+double plot_timeline_layout_memory_y(const RokTimelineLayout *layout, double bytes) {
   const RokBox *panel = &layout->memory;
-  return panel->y + (1.0 - rok_ticks_fraction(&layout->memory_ticks, bytes)) * panel->h;
+  return panel->y + (1.0 - plot_ticks_fraction(&layout->memory_ticks, bytes)) * panel->h;
 }
 
 static void data_ranges(TimelineContext *ctx) {
@@ -44,7 +44,7 @@ static void data_ranges(TimelineContext *ctx) {
   for (guint i = 0; i < timeline->limits->len; i++)
     top = MAX(top, g_array_index(timeline->limits, RokMemoryLimit, i).bytes);
   ctx->time_lo = start;
-  ctx->time_hi = rok_timeline_end(timeline);
+  ctx->time_hi = plot_timeline_end(timeline);
   ctx->memory_hi = top * 1.03; /* air above the top line */
 }
 
@@ -55,12 +55,12 @@ static void place_title(TimelineContext *ctx) {
     return;
   double size;
   g_auto(GStrv) lines =
-      rok_text_fit(ctx->cr, timeline->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE),
+      plot_text_fit(ctx->cr, timeline->title, TRUE, ROK_SCALED(ctx, ROK_TITLE_SIZE),
                    ROK_SCALED(ctx, ROK_TITLE_MIN), timeline->width - 2 * ROK_LAYOUT_PAD, 3, &size);
-  double line_h = rok_text_height(ctx->cr, size);
+  double line_h = plot_text_height(ctx->cr, size);
   for (char **line = lines; *line != NULL; line++, ctx->top += line_h) {
-    double w = rok_text_width(ctx->cr, *line, size, TRUE);
-    RokText *text = rok_text_add(ctx->layout->texts, ctx->cr, *line, size, TRUE,
+    double w = plot_text_width(ctx->cr, *line, size, TRUE);
+    RokText *text = plot_text_add(ctx->layout->texts, ctx->cr, *line, size, TRUE,
                                  (timeline->width - w) / 2.0, ctx->top);
     text->color = (RokRgb){0.0, 0.0, 0.0};
   }
@@ -71,12 +71,12 @@ static void place_title(TimelineContext *ctx) {
 static void place_legend(TimelineContext *ctx, double left) {
   RokTimelineLayout *layout = ctx->layout;
   const GArray *kinds = ctx->timeline->kinds;
-  double line_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
+  double line_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LEGEND_SIZE));
   double x = left, y = ctx->top, right = ctx->timeline->width - ROK_LAYOUT_PAD;
   for (guint k = 0; k < kinds->len; k++) {
     const RokBarKind *kind = &g_array_index(kinds, RokBarKind, k);
     double w =
-        SWATCH + 5.0 + rok_text_width(ctx->cr, kind->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE);
+        SWATCH + 5.0 + plot_text_width(ctx->cr, kind->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE);
     if (x > left && x + w > right) {
       x = left;
       y += line_h + 3.0;
@@ -86,7 +86,7 @@ static void place_legend(TimelineContext *ctx, double left) {
                             .sample_x = x,
                             .sample_y = y + line_h / 2.0};
     g_array_append_val(layout->legend_entries, entry);
-    rok_text_add(layout->texts, ctx->cr, kind->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
+    plot_text_add(layout->texts, ctx->cr, kind->name, ROK_SCALED(ctx, ROK_LEGEND_SIZE), FALSE,
                  x + SWATCH + 5.0, y);
     x += w + 16.0;
   }
@@ -97,19 +97,19 @@ static void place_legend(TimelineContext *ctx, double left) {
 static double widest(TimelineContext *ctx, const RokTicks *ticks) {
   double w = 0.0;
   for (guint i = 0; ticks != NULL && i < ticks->count; i++)
-    w = MAX(w, rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
+    w = MAX(w, plot_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
   for (guint t = 0; t < ctx->timeline->tracks->len; t++)
-    w = MAX(w, rok_text_width(ctx->cr, g_ptr_array_index(ctx->timeline->tracks, t),
+    w = MAX(w, plot_text_width(ctx->cr, g_ptr_array_index(ctx->timeline->tracks, t),
                               ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
   return w;
 }
 
 /* Memory ticks at least two label heights apart. */
 static void choose_memory_ticks(TimelineContext *ctx, double panel_h) {
-  double need = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) * 1.9;
+  double need = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) * 1.9;
   guint n = (guint)CLAMP(floor(panel_h / need) + 1, 2, 6);
   for (; n >= 2; n--) {
-    rok_ticks_compute(0.0, ctx->memory_hi, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, n,
+    plot_ticks_compute(0.0, ctx->memory_hi, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, n,
                       &ctx->layout->memory_ticks);
     const RokTicks *ticks = &ctx->layout->memory_ticks;
     if (ticks->count < 2 || panel_h / (ticks->count - 1) >= need)
@@ -121,11 +121,11 @@ static void choose_memory_ticks(TimelineContext *ctx, double panel_h) {
 static void choose_time_ticks(TimelineContext *ctx, double panel_w) {
   RokTicks *ticks = &ctx->layout->time_ticks;
   for (guint n = 10; n >= 2; n--) {
-    rok_ticks_compute(ctx->time_lo, ctx->time_hi, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, n,
+    plot_ticks_compute(ctx->time_lo, ctx->time_hi, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, n,
                       ticks);
     double widest_label = 0.0;
     for (guint i = 0; i < ticks->count; i++)
-      widest_label = MAX(widest_label, rok_text_width(ctx->cr, ticks->labels[i],
+      widest_label = MAX(widest_label, plot_text_width(ctx->cr, ticks->labels[i],
                                                       ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE));
     if (ticks->count < 2 || panel_w / (ticks->count - 1) >= widest_label + 14.0)
       return;
@@ -158,8 +158,8 @@ static void split_panels(TimelineContext *ctx, double room, double memory_title_
 static void frame(TimelineContext *ctx) {
   RokTimelineLayout *layout = ctx->layout;
   const RokTimeline *timeline = ctx->timeline;
-  double tick_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
-  double axis_h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE));
+  double tick_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
+  double axis_h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE));
   double memory_title_h = tick_h + tick_h / 2.0 + 2.0;
   double bottom = timeline->height - ROK_LAYOUT_PAD - axis_h - ROK_LAYOUT_GAP / 2.0 - tick_h -
                   ROK_TICK_LEN - ROK_TICK_GAP;
@@ -185,7 +185,7 @@ static void frame(TimelineContext *ctx) {
   choose_time_ticks(ctx, timeline->width - left - ROK_LAYOUT_PAD);
   const RokTicks *tt = &layout->time_ticks;
   double last_w =
-      rok_text_width(ctx->cr, tt->labels[tt->count - 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+      plot_text_width(ctx->cr, tt->labels[tt->count - 1], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
   layout->gantt.w = timeline->width - ROK_LAYOUT_PAD - MAX(last_w / 2.0, 4.0) - left;
   layout->memory.x = layout->gantt.x;
   layout->memory.w = layout->gantt.w;
@@ -198,10 +198,10 @@ static RokTimelineLayout *layout_at_scale(const RokTimeline *timeline, double te
   layout->width = timeline->width;
   layout->height = timeline->height;
   layout->has_memory = timeline->memory->len > 0;
-  layout->texts = rok_text_array_new();
+  layout->texts = plot_text_array_new();
   layout->legend_entries = g_array_new(FALSE, TRUE, sizeof(RokLegendEntry));
   TimelineContext ctx = {.timeline = timeline,
-                         .cr = rok_text_context_new(),
+                         .cr = plot_text_context_new(),
                          .layout = layout,
                          .text_scale = text_scale};
   data_ranges(&ctx);
@@ -223,11 +223,11 @@ static RokTimelineLayout *layout_at_scale(const RokTimeline *timeline, double te
 
 /* A low canvas with many tracks: all text a little smaller, until the rows
  * are high enough to read. */
-RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline) {
+RokTimelineLayout *plot_timeline_layout_new(const RokTimeline *timeline) {
   static const double scales[] = {1.0, 0.9, 0.8, 0.7};
   RokTimelineLayout *layout = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
-    g_clear_pointer(&layout, rok_timeline_layout_free);
+    g_clear_pointer(&layout, plot_timeline_layout_free);
     layout = layout_at_scale(timeline, scales[i]);
     if (layout->row_h >= ROW_MIN_HEIGHT)
       break;
@@ -235,7 +235,7 @@ RokTimelineLayout *rok_timeline_layout_new(const RokTimeline *timeline) {
   return layout;
 }
 
-void rok_timeline_layout_free(RokTimelineLayout *layout) {
+void plot_timeline_layout_free(RokTimelineLayout *layout) {
   if (layout == NULL)
     return;
   g_array_unref(layout->texts);
@@ -249,29 +249,29 @@ void rok_timeline_layout_free(RokTimelineLayout *layout) {
 static void emit_track_names(TimelineContext *ctx) {
   RokTimelineLayout *layout = ctx->layout;
   double size = ROK_SCALED(ctx, ROK_TICK_SIZE);
-  while (size > 4.0 && rok_text_height(ctx->cr, size) > layout->row_h)
+  while (size > 4.0 && plot_text_height(ctx->cr, size) > layout->row_h)
     size -= 0.5;
-  double h = rok_text_height(ctx->cr, size);
+  double h = plot_text_height(ctx->cr, size);
   for (guint t = 0; t < ctx->timeline->tracks->len; t++) {
     const char *name = g_ptr_array_index(ctx->timeline->tracks, t);
-    double w = rok_text_width(ctx->cr, name, size, FALSE);
+    double w = plot_text_width(ctx->cr, name, size, FALSE);
     double y = layout->gantt.y + (t + 0.5) * layout->row_h - h / 2.0;
-    rok_text_add(layout->texts, ctx->cr, name, size, FALSE, layout->gantt.x - ROK_TICK_GAP - w, y);
+    plot_text_add(layout->texts, ctx->cr, name, size, FALSE, layout->gantt.x - ROK_TICK_GAP - w, y);
   }
 }
 
 static void emit_memory_axis(TimelineContext *ctx) {
   RokTimelineLayout *layout = ctx->layout;
   const RokTicks *ticks = &layout->memory_ticks;
-  double h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
+  double h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE));
   for (guint i = 0; i < ticks->count; i++) {
-    double y = rok_timeline_layout_memory_y(layout, ticks->values[i] * ticks->scale);
-    double w = rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-    rok_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
+    double y = plot_timeline_layout_memory_y(layout, ticks->values[i] * ticks->scale);
+    double w = plot_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+    plot_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
                  layout->memory.x - ROK_TICK_LEN - ROK_TICK_GAP - w, y - h / 2.0);
   }
-  g_autofree char *title = rok_ticks_axis_title(ticks, "GPU memory");
-  rok_text_add(layout->texts, ctx->cr, title, ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE, ROK_LAYOUT_PAD,
+  g_autofree char *title = plot_ticks_axis_title(ticks, "GPU memory");
+  plot_text_add(layout->texts, ctx->cr, title, ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE, ROK_LAYOUT_PAD,
                layout->memory.y - h / 2.0 - 2.0 - h);
 }
 
@@ -281,15 +281,15 @@ static void emit_time_axis(TimelineContext *ctx) {
   const RokBox *panel = layout->has_memory ? &layout->memory : &layout->gantt;
   double y = panel->y + panel->h + ROK_TICK_LEN + ROK_TICK_GAP;
   for (guint i = 0; i < ticks->count; i++) {
-    double x = rok_timeline_layout_x(layout, ticks->values[i] * ticks->scale);
-    double w = rok_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
-    rok_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
+    double x = plot_timeline_layout_x(layout, ticks->values[i] * ticks->scale);
+    double w = plot_text_width(ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE);
+    plot_text_add(layout->texts, ctx->cr, ticks->labels[i], ROK_SCALED(ctx, ROK_TICK_SIZE), FALSE,
                  x - w / 2.0, y);
   }
-  g_autofree char *title = rok_ticks_axis_title(ticks, "Time");
-  double w = rok_text_width(ctx->cr, title, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), FALSE);
-  y += rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) + ROK_LAYOUT_GAP / 2.0;
-  rok_text_add(layout->texts, ctx->cr, title, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), FALSE,
+  g_autofree char *title = plot_ticks_axis_title(ticks, "Time");
+  double w = plot_text_width(ctx->cr, title, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), FALSE);
+  y += plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_TICK_SIZE)) + ROK_LAYOUT_GAP / 2.0;
+  plot_text_add(layout->texts, ctx->cr, title, ROK_SCALED(ctx, ROK_AXIS_TITLE_SIZE), FALSE,
                panel->x + (panel->w - w) / 2.0, y);
 }
 
@@ -299,10 +299,10 @@ static double memory_peak_between(TimelineContext *ctx, double x0, double x1) {
   double peak = 0.0;
   for (guint i = 0; i < memory->len; i++) {
     const RokMemorySample *sample = &g_array_index(memory, RokMemorySample, i);
-    double from = rok_timeline_layout_x(ctx->layout, sample->time);
+    double from = plot_timeline_layout_x(ctx->layout, sample->time);
     double to =
         i + 1 < memory->len
-            ? rok_timeline_layout_x(ctx->layout, g_array_index(memory, RokMemorySample, i + 1).time)
+            ? plot_timeline_layout_x(ctx->layout, g_array_index(memory, RokMemorySample, i + 1).time)
             : ctx->layout->memory.x + ctx->layout->memory.w;
     if (to >= x0 && from <= x1)
       peak = MAX(peak, sample->bytes);
@@ -311,9 +311,9 @@ static double memory_peak_between(TimelineContext *ctx, double x0, double x1) {
 }
 
 static gboolean clear_of_texts(const RokTimelineLayout *layout, const RokBox *box) {
-  RokBox clearance = rok_box_grow(*box, 1.5);
+  RokBox clearance = plot_box_grow(*box, 1.5);
   for (guint i = 0; i < layout->texts->len; i++)
-    if (rok_box_overlaps(&clearance, &g_array_index(layout->texts, RokText, i).box))
+    if (plot_box_overlaps(&clearance, &g_array_index(layout->texts, RokText, i).box))
       return FALSE;
   return TRUE;
 }
@@ -321,9 +321,9 @@ static gboolean clear_of_texts(const RokTimelineLayout *layout, const RokBox *bo
 /* Whether the box comes near a limit line other than its own: a reader
  * could take the label for that line's. */
 static gboolean near_other_limit(TimelineContext *ctx, const RokBox *box, guint own) {
-  RokBox near = rok_box_grow(*box, 3.0);
+  RokBox near = plot_box_grow(*box, 3.0);
   for (guint i = 0; i < ctx->timeline->limits->len; i++) {
-    double y = rok_timeline_layout_memory_y(
+    double y = plot_timeline_layout_memory_y(
         ctx->layout, g_array_index(ctx->timeline->limits, RokMemoryLimit, i).bytes);
     if (i != own && near.y <= y && y <= near.y + near.h)
       return TRUE;
@@ -338,9 +338,9 @@ static void emit_limit_label(TimelineContext *ctx, guint own) {
   const RokMemoryLimit *limit = &g_array_index(ctx->timeline->limits, RokMemoryLimit, own);
   RokTimelineLayout *layout = ctx->layout;
   const RokBox *panel = &layout->memory;
-  double w = rok_text_width(ctx->cr, limit->label, ROK_SCALED(ctx, ROK_LABEL_SIZE), FALSE);
-  double h = rok_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LABEL_SIZE));
-  double y = rok_timeline_layout_memory_y(layout, limit->bytes);
+  double w = plot_text_width(ctx->cr, limit->label, ROK_SCALED(ctx, ROK_LABEL_SIZE), FALSE);
+  double h = plot_text_height(ctx->cr, ROK_SCALED(ctx, ROK_LABEL_SIZE));
+  double y = plot_timeline_layout_memory_y(layout, limit->bytes);
   double right = panel->x + panel->w - 4.0 - w, left = panel->x + 4.0;
   double centre = panel->x + (panel->w - w) / 2.0;
   RokBox spots[] = {{right, y - 2.0 - h, w, h}, {left, y - 2.0 - h, w, h},
@@ -351,17 +351,17 @@ static void emit_limit_label(TimelineContext *ctx, guint own) {
   for (int pass = 0; pass < 2 && chosen < 0; pass++)
     for (int i = 0; i < (int)G_N_ELEMENTS(spots) && chosen < 0; i++) {
       const RokBox *s = &spots[i];
-      if (!rok_box_contains(panel, s) || !clear_of_texts(layout, s) ||
+      if (!plot_box_contains(panel, s) || !clear_of_texts(layout, s) ||
           near_other_limit(ctx, s, own))
         continue;
       double curve_y =
-          rok_timeline_layout_memory_y(layout, memory_peak_between(ctx, s->x, s->x + s->w));
+          plot_timeline_layout_memory_y(layout, memory_peak_between(ctx, s->x, s->x + s->w));
       if (pass == 1 || s->y + s->h <= curve_y - 1.0)
         chosen = i;
     }
   RokBox box = chosen >= 0 ? spots[chosen] : spots[4];
   box.y = CLAMP(box.y, panel->y, panel->y + panel->h - h);
-  RokText *text = rok_text_add(layout->texts, ctx->cr, limit->label,
+  RokText *text = plot_text_add(layout->texts, ctx->cr, limit->label,
                                ROK_SCALED(ctx, ROK_LABEL_SIZE), FALSE, box.x, box.y);
   text->color = (RokRgb){0.2, 0.2, 0.2};
   text->backdrop = TRUE;

@@ -1,8 +1,8 @@
 /* The timeline as the caller builds it, checks on its data, and saving. */
 #include <math.h>
 
-#include "plot/plot-private.h"
-#include "rok/error.h"
+#include "plot-private.h"
+#include "rok/core.h"
 
 static void kind_clear(gpointer data) {
   g_free(((RokBarKind *)data)->name);
@@ -124,11 +124,11 @@ static gboolean validate_memory(const RokTimeline *timeline, GError **error) {
   return TRUE;
 }
 
-gboolean rok_timeline_validate(const RokTimeline *timeline, GError **error) {
+gboolean plot_timeline_validate(const RokTimeline *timeline, GError **error) {
   return validate_bars(timeline, error) && validate_memory(timeline, error);
 }
 
-double rok_timeline_end(const RokTimeline *timeline) {
+double plot_timeline_end(const RokTimeline *timeline) {
   double end = 0.0;
   for (guint i = 0; i < timeline->bars->len; i++)
     end = MAX(end, g_array_index(timeline->bars, RokBar, i).end);
@@ -144,17 +144,17 @@ typedef struct {
 
 static void draw_timeline(cairo_t *cr, gconstpointer data) {
   const RokTimelineDrawing *drawing = data;
-  rok_timeline_draw(cr, drawing->timeline, drawing->layout);
+  plot_timeline_draw(cr, drawing->timeline, drawing->layout);
 }
 
 gboolean rok_timeline_save(const RokTimeline *timeline, const char *path, GError **error) {
   g_return_val_if_fail(timeline != NULL && path != NULL, FALSE);
-  if (!rok_plot_check_path(path, error) || !rok_timeline_validate(timeline, error))
+  if (!plot_check_path(path, error) || !plot_timeline_validate(timeline, error))
     return FALSE;
   /* The layout decides the height: a timeline without memory may be lower
    * than asked for. */
-  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+  g_autoptr(RokTimelineLayout) layout = plot_timeline_layout_new(timeline);
   RokTimelineDrawing drawing = {timeline, layout};
-  return rok_plot_write(path, layout->width, layout->height, timeline->title, draw_timeline,
+  return plot_write(path, layout->width, layout->height, timeline->title, draw_timeline,
                         &drawing, error);
 }

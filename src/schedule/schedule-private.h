@@ -1,7 +1,7 @@
 /* Private to src/schedule. */
 #pragma once
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/schedule.h"
 
 /* The SHA-256 of the trace's canonical rok-trace/1 text; the text too

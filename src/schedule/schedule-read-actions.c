@@ -2,14 +2,14 @@
  * stream and kind, and the actions before it. */
 #include <math.h>
 
-#include "rok/error.h"
-#include "schedule/schedule-private.h"
+#include "rok/core.h"
+#include "schedule-private.h"
 
 typedef struct {
   const RokJsonDoc *doc;
   RokSchedule *s;
   guint64 micro_batches;
-  const char *streams[ROK_SIM_STREAM_COUNT + 1];
+  const char *streams[ROK_STREAM_COUNT + 1];
   const char *kinds[ROK_ACTION_KIND_COUNT + 1];
 } Actions;
 
@@ -19,16 +19,16 @@ static gboolean is_compute(RokActionKind kind) {
 }
 
 /* The streams a kind of action may run on. */
-static gboolean stream_fits(RokActionKind kind, RokSimStream stream) {
+static gboolean stream_fits(RokActionKind kind, RokStream stream) {
   switch (kind) {
   case ROK_ACTION_OFFLOAD:
-    return stream == ROK_SIM_STREAM_D2H || stream == ROK_SIM_STREAM_NVME_WRITE;
+    return stream == ROK_STREAM_D2H || stream == ROK_STREAM_NVME_WRITE;
   case ROK_ACTION_PREFETCH:
-    return stream == ROK_SIM_STREAM_H2D || stream == ROK_SIM_STREAM_NVME_READ;
+    return stream == ROK_STREAM_H2D || stream == ROK_STREAM_NVME_READ;
   case ROK_ACTION_FREE:
     return TRUE;
   default:
-    return stream == ROK_SIM_STREAM_COMPUTE;
+    return stream == ROK_STREAM_COMPUTE;
   }
 }
 
@@ -43,12 +43,12 @@ static gboolean get_ns(const RokJsonObj *e, const char *key, gint64 *ns, GError 
 }
 
 /* op for compute (none for the optimizer), tensor and its bytes for the rest. */
-static gboolean read_target(const Actions *a, const RokJsonObj *e, RokSimAction *act, GError **error) {
+static gboolean read_target(const Actions *a, const RokJsonObj *e, RokAction *act, GError **error) {
   const RokTrace *trace = a->s->trace;
   gboolean compute = is_compute(act->kind), needs_op = compute && act->kind != ROK_ACTION_OPTIMIZER;
   gboolean has_op = json_object_object_get_ex(e->obj, "op", NULL);
   gboolean has_tensor = json_object_object_get_ex(e->obj, "tensor", NULL);
-  guint64 op = ROK_SIM_NONE, tensor = ROK_SIM_NONE;
+  guint64 op = ROK_NO_ID, tensor = ROK_NO_ID;
   if (has_op != needs_op || has_tensor == compute) {
     rok_json_error(error, a->doc, e->path, "a %s action names %s", rok_action_kind_name(act->kind),
                    needs_op ? "an op and no tensor" : compute ? "neither op nor tensor" : "a tensor and no op");
@@ -74,7 +74,7 @@ static gboolean read_target(const Actions *a, const RokJsonObj *e, RokSimAction 
   return rok_json_get_bool(e, "gpudirect", copy, &act->gpudirect, error);
 }
 
-static gboolean read_deps(const Actions *a, const RokJsonObj *e, guint id, RokSimAction *act, GError **error) {
+static gboolean read_deps(const Actions *a, const RokJsonObj *e, guint id, RokAction *act, GError **error) {
   act->deps_first = a->s->deps->len;
   json_object *deps = NULL;
   if (!rok_json_get_array(e, "deps", TRUE, &deps, error))
@@ -93,7 +93,7 @@ static gboolean read_deps(const Actions *a, const RokJsonObj *e, guint id, RokSi
 static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, GError **error) {
   static const char *const keys[] = {"id", "stream", "kind", "micro_batch", "op", "tensor", "bytes",
                                      "gpudirect", "deps", "start_s", "end_s", NULL};
-  RokSimAction act = {0};
+  RokAction act = {0};
   guint64 id = 0, mb = 0;
   int stream = 0, kind = 0;
   if (!rok_json_only_keys(e, keys, error) || !rok_json_get_uint(e, "id", TRUE, 0, G_MAXUINT, &id, error))
@@ -114,7 +114,7 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
   act.micro_batch = (guint)mb;
   if (!stream_fits(act.kind, act.stream)) {
     rok_json_error(error, a->doc, e->path, "a %s action cannot run on the %s stream", rok_action_kind_name(act.kind),
-                   rok_sim_stream_name(act.stream));
+                   rok_stream_name(act.stream));
     return FALSE;
   }
   if (!read_target(a, e, &act, error) || !read_deps(a, e, index, &act, error) ||
@@ -130,8 +130,8 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
 
 gboolean schedule_read_actions(const RokJsonDoc *doc, const RokJsonObj *root, RokSchedule *s, GError **error) {
   Actions a = {.doc = doc, .s = s, .micro_batches = s->plan->options.detail_micro_batches};
-  for (guint i = 0; i < ROK_SIM_STREAM_COUNT; i++)
-    a.streams[i] = rok_sim_stream_name(i);
+  for (guint i = 0; i < ROK_STREAM_COUNT; i++)
+    a.streams[i] = rok_stream_name(i);
   for (guint i = 0; i < ROK_ACTION_KIND_COUNT; i++)
     a.kinds[i] = rok_action_kind_name(i);
   json_object *list = NULL;

@@ -1,10 +1,9 @@
 /* Reading rok-schedule/1, checking everything an executor relies on. */
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/plan.h"
-#include "schedule/schedule-private.h"
+#include "schedule-private.h"
 
 static const char *const top_keys[] = {"format", "strategy", "model", "budget_bytes", "micro_batches", "options",
                                        "predicted", "plan", "hw", "trace_sha256", "trace", "actions", NULL};
@@ -44,7 +43,7 @@ static gboolean read_trace(Reader *r, const RokJsonObj *root, GError **error) {
   if (r->s->owned_trace == NULL)
     return FALSE;
   r->s->trace = r->s->owned_trace;
-  r->s->trace_sha256 = schedule_trace_sha256(r->s->trace, NULL);
+  r->s->trace_sha256 = rok_trace_sha256(r->s->trace, NULL);
   if (!g_str_equal(hash, r->s->trace_sha256)) {
     rok_json_error(error, r->doc, "trace_sha256", "does not match the embedded trace (its SHA-256 is %s)",
                    r->s->trace_sha256);
@@ -62,7 +61,7 @@ static gboolean read_hw(Reader *r, const RokJsonObj *root, GError **error) {
   return r->s->hw != NULL;
 }
 
-static gboolean read_options(const RokJsonObj *root, RokSimOptions *o, guint64 micro_batches, GError **error) {
+static gboolean read_options(const RokJsonObj *root, RokStepOptions *o, guint64 micro_batches, GError **error) {
   static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
                                      "rebuild_whole_layers", NULL};
   g_auto(RokJsonObj) obj = {0};
@@ -157,7 +156,7 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
       !rok_json_get_uint(root, "budget_bytes", TRUE, 1, G_MAXUINT64, &s->budget_bytes, error) ||
       !rok_json_get_uint(root, "micro_batches", TRUE, 1, G_MAXUINT, &micro_batches, error))
     return FALSE;
-  if (!rok_plan_strategy_from_name(s->strategy, &strategy, NULL)) {
+  if (!rok_strategy_from_name(s->strategy, &strategy, NULL)) {
     rok_json_error(error, r->doc, "strategy", "unknown strategy \"%s\"", s->strategy);
     return FALSE;
   }
@@ -167,7 +166,7 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
     rok_json_error(error, r->doc, "model", "the embedded trace is of %s", s->trace->model_name);
     return FALSE;
   }
-  s->plan = rok_sim_plan_new(s->trace);
+  s->plan = rok_step_plan_new(s->trace);
   return read_options(root, &s->plan->options, micro_batches, error) && read_plan(r, root, error) &&
          read_predicted(r, root, error);
 }
@@ -180,7 +179,7 @@ RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length
   g_autoptr(RokSchedule) s = g_new0(RokSchedule, 1);
   Reader r;
   reader_init(&r, doc, s);
-  s->actions = g_array_new(FALSE, FALSE, sizeof(RokSimAction));
+  s->actions = g_array_new(FALSE, FALSE, sizeof(RokAction));
   s->deps = g_array_new(FALSE, FALSE, sizeof(guint));
   if (!read_head(&r, &root, error) || !schedule_read_actions(doc, &root, s, error))
     return NULL;

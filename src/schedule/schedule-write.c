@@ -2,9 +2,8 @@
  * action per line (a 175B step has a few hundred thousand of them). */
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
-#include "schedule/schedule-private.h"
+#include "rok/core.h"
+#include "schedule-private.h"
 
 /* Whole nanoseconds as seconds with nine decimals, exactly. */
 static void append_seconds(GString *out, gint64 ns) {
@@ -30,7 +29,7 @@ static void append_json(GString *out, const char *key, json_object *value) {
   json_object_put(value);
 }
 
-static json_object *options_json(const RokSimOptions *o) {
+static json_object *options_json(const RokStepOptions *o) {
   json_object *obj = json_object_new_object();
   json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
   json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
@@ -72,12 +71,12 @@ static void append_head(GString *out, const RokSchedule *s) {
 }
 
 static void append_action(GString *out, const RokSchedule *s, guint id) {
-  const RokSimAction *a = rok_schedule_action(s, id);
+  const RokAction *a = rok_schedule_action(s, id);
   g_string_append_printf(out, "    {\"id\": %u, \"stream\": \"%s\", \"kind\": \"%s\", \"micro_batch\": %u", id,
-                         rok_sim_stream_name(a->stream), rok_action_kind_name(a->kind), a->micro_batch);
-  if (a->op != ROK_SIM_NONE)
+                         rok_stream_name(a->stream), rok_action_kind_name(a->kind), a->micro_batch);
+  if (a->op != ROK_NO_ID)
     g_string_append_printf(out, ", \"op\": %u", a->op);
-  if (a->tensor != ROK_SIM_NONE)
+  if (a->tensor != ROK_NO_ID)
     g_string_append_printf(out, ", \"tensor\": %u, \"bytes\": %" G_GUINT64_FORMAT, a->tensor, a->bytes);
   if (a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH)
     g_string_append_printf(out, ", \"gpudirect\": %s", a->gpudirect ? "true" : "false");

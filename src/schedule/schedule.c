@@ -2,16 +2,15 @@
  * micro-batch in detail. */
 #include "rok/schedule.h"
 
-#include "rok/error.h"
-#include "rok/json.h"
-#include "schedule/schedule-private.h"
+#include "rok/core.h"
+#include "schedule-private.h"
 
 void rok_schedule_free(RokSchedule *s) {
   if (s == NULL)
     return;
   g_free(s->strategy);
   g_free(s->trace_sha256);
-  rok_sim_plan_free(s->plan);
+  rok_step_plan_free(s->plan);
   if (s->predicted != NULL)
     json_object_put(s->predicted);
   g_clear_pointer(&s->actions, g_array_unref);
@@ -33,9 +32,9 @@ char *schedule_trace_sha256(const RokTrace *trace, char **text) {
   return hash;
 }
 
-RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const char *strategy,
+RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
                               guint64 budget_bytes, GError **error) {
-  g_autoptr(RokSimPlan) run = rok_sim_plan_copy(plan);
+  g_autoptr(RokStepPlan) run = rok_step_plan_copy(plan);
   run->options.record = TRUE;
   run->options.detail_micro_batches = (guint)MAX(trace->micro_batches_per_step, 1);
   g_autoptr(RokSimResult) result = rok_simulate(trace, hw, run, error);
@@ -45,7 +44,7 @@ RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokS
   s->strategy = g_strdup(strategy);
   s->trace = trace;
   s->hw = hw;
-  s->trace_sha256 = schedule_trace_sha256(trace, NULL);
+  s->trace_sha256 = rok_trace_sha256(trace, NULL);
   s->budget_bytes = budget_bytes;
   run->options.record = FALSE;
   s->plan = g_steal_pointer(&run);

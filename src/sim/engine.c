@@ -6,11 +6,11 @@
  * needs is ready, and its allocation fits the budget (or nothing in flight
  * could free memory). Time between the previous item's end and its start
  * is a stall, charged to the cause of the moment. */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
 #include <math.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 typedef struct {
   RokActionKind kind;
@@ -25,16 +25,16 @@ void sim_engine_init(SimEngine *e, RokSim *sim) {
   memset(e, 0, sizeof *e);
   e->sim = sim;
   e->n_tensors = sim->n_tensors;
-  rok_evq_init(&e->evq);
+  sim_evq_init(&e->evq);
   e->jobs = g_array_new(FALSE, FALSE, sizeof(SimJob));
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     e->streams[s].queue = g_array_new(FALSE, FALSE, sizeof(guint));
 }
 
 void sim_engine_clear(SimEngine *e) {
-  rok_evq_clear(&e->evq);
+  sim_evq_clear(&e->evq);
   g_array_unref(e->jobs);
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     g_array_unref(e->streams[s].queue);
   g_free(e->ts);
   g_free(e->snapshots);
@@ -51,28 +51,28 @@ static void reset_tensors(SimEngine *e) {
     e->ts_capacity = n;
   }
   for (gsize i = 0; i < n; i++)
-    e->ts[i] = (SimTensorState){.write_job = ROK_SIM_NONE, .read_job = ROK_SIM_NONE,
-                                .producer_action = ROK_SIM_NONE, .stored_action = ROK_SIM_NONE,
-                                .ready_action = ROK_SIM_NONE, .copy_action = ROK_SIM_NONE,
-                                .use_action = ROK_SIM_NONE};
+    e->ts[i] = (SimTensorState){.write_job = ROK_NO_ID, .read_job = ROK_NO_ID,
+                                .producer_action = ROK_NO_ID, .stored_action = ROK_NO_ID,
+                                .ready_action = ROK_NO_ID, .copy_action = ROK_NO_ID,
+                                .use_action = ROK_NO_ID};
 }
 
 static void reset_streams(SimEngine *e) {
   g_array_set_size(e->jobs, 0);
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];
     g_array_set_size(st->queue, 0);
     GArray *queue = st->queue;
-    *st = (SimStream){.queue = queue, .job = ROK_SIM_NONE, .event = ROK_SIM_NONE, .last_action = ROK_SIM_NONE};
+    *st = (SimStream){.queue = queue, .job = ROK_NO_ID, .event = ROK_NO_ID, .last_action = ROK_NO_ID};
     e->flows[s] = (RokFlow){0};
   }
 }
 
-static void reset(SimEngine *e, const RokSimPlan *plan) {
+static void reset(SimEngine *e, const RokStepPlan *plan) {
   const RokSim *sim = e->sim;
   const RokHw *hw = sim->hw;
   const RokFixedMemory *fixed = &sim->trace->fixed;
-  rok_evq_reset(&e->evq);
+  sim_evq_reset(&e->evq);
   e->now = e->end_time = 0;
   e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
   e->n_mb = (guint)MIN(plan->options.detail_micro_batches, MAX(sim->trace->micro_batches_per_step, 1));
@@ -96,13 +96,13 @@ static void reset(SimEngine *e, const RokSimPlan *plan) {
   e->phase = PHASE_FORWARD;
   e->running = e->stalled_on_memory = FALSE;
   e->stall_cause = -1;
-  e->compute_action = e->last_compute_action = ROK_SIM_NONE;
-  e->compute_event = ROK_SIM_NONE;
+  e->compute_action = e->last_compute_action = ROK_NO_ID;
+  e->compute_event = ROK_NO_ID;
   e->compute_left = e->compute_since = e->compute_start = 0;
   e->shared_cpus = (guint)MIN(hw->gpu.shared_cpus, G_MAXUINT / 2);
   e->cpu_legs = 0;
   e->next_prefetch = 0;
-  e->last_free_action = e->last_staging_release = ROK_SIM_NONE;
+  e->last_free_action = e->last_staging_release = ROK_NO_ID;
   e->counters = (SimCounters){0};
   e->snapshots = g_renew(SimCounters, e->snapshots, e->n_mb + 1);
   e->mb_start = g_renew(gint64, e->mb_start, e->n_mb);
@@ -111,7 +111,7 @@ static void reset(SimEngine *e, const RokSimPlan *plan) {
   g_clear_pointer(&e->deps, g_array_unref);
   g_clear_pointer(&e->samples, g_array_unref);
   if (e->record) {
-    e->actions = g_array_new(FALSE, FALSE, sizeof(RokSimAction));
+    e->actions = g_array_new(FALSE, FALSE, sizeof(RokAction));
     e->deps = g_array_new(FALSE, FALSE, sizeof(guint));
     e->samples = g_array_new(FALSE, FALSE, sizeof(RokSimSample));
     sim_record_sample(e);
@@ -131,7 +131,7 @@ static void where(const SimEngine *e, RokActionKind *kind, guint *op) {
     *op = item->op;
   } else {
     *kind = ROK_ACTION_OPTIMIZER;
-    *op = ROK_SIM_NONE;
+    *op = ROK_NO_ID;
   }
 }
 
@@ -168,13 +168,13 @@ void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor) {
   sim_mem_add(e, rok_trace_tensor(e->sim->trace, tensor)->bytes);
 }
 
-guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
   g_assert(ts->resident);
   guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
   ts->resident = 0;
   sim_mem_sub(e, bytes);
-  guint action = sim_record_begin(e, ROK_ACTION_FREE, stream, mb, ROK_SIM_NONE, tensor, bytes);
+  guint action = sim_record_begin(e, ROK_ACTION_FREE, stream, mb, ROK_NO_ID, tensor, bytes);
   sim_record_dep(e, action, cause);
   e->last_free_action = action;
   return action;
@@ -203,7 +203,7 @@ static void view(const SimEngine *e, ItemView *v) {
                     .frees = sim_ids(prog, item->frees), .n_frees = item->n_frees};
   } else {
     v->kind = ROK_ACTION_OPTIMIZER;
-    v->op = ROK_SIM_NONE;
+    v->op = ROK_NO_ID;
     v->ns = sim->optimizer_ns;
   }
 }
@@ -236,9 +236,9 @@ static gint blocking_cause(SimEngine *e, const ItemView *v) {
 }
 
 static void record_start(SimEngine *e, const ItemView *v) {
-  guint action = sim_record_begin(e, v->kind, ROK_SIM_STREAM_COMPUTE, e->mb, v->op, ROK_SIM_NONE, 0);
+  guint action = sim_record_begin(e, v->kind, ROK_STREAM_COMPUTE, e->mb, v->op, ROK_NO_ID, 0);
   e->compute_action = action;
-  if (action == ROK_SIM_NONE)
+  if (action == ROK_NO_ID)
     return;
   sim_record_dep(e, action, e->last_compute_action);
   if (e->stalled_on_memory)
@@ -272,7 +272,7 @@ void sim_cpu_legs_change(SimEngine *e, gboolean start) {
   g_assert(start || e->cpu_legs > 0);
   e->cpu_legs = start ? e->cpu_legs + 1 : e->cpu_legs - 1;
   if (e->running)
-    rok_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
+    sim_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
 }
 
 static void compute_try_start(SimEngine *e) {
@@ -298,7 +298,7 @@ static void compute_try_start(SimEngine *e) {
   sim_mem_add(e, v.work);
   e->compute_left = v.ns;
   e->compute_since = e->compute_start = e->now;
-  e->compute_event = rok_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
+  e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
 }
 
 static void forward_release(SimEngine *e, guint tensor) {
@@ -308,13 +308,13 @@ static void forward_release(SimEngine *e, guint tensor) {
   switch (e->sim->prog.eff[tensor]) {
   case ROK_DECISION_OFFLOAD_NVME:
   case ROK_DECISION_OFFLOAD_HOST:
-    sim_offload_maybe_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+    sim_offload_maybe_free(e, e->mb, tensor, ROK_STREAM_COMPUTE, e->compute_action);
     break;
   case ROK_DECISION_KEEP:
     break;
   default: /* transient, recomputed */
     if (ts->resident)
-      sim_tensor_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+      sim_tensor_free(e, e->mb, tensor, ROK_STREAM_COMPUTE, e->compute_action);
   }
 }
 
@@ -323,7 +323,7 @@ static void backward_release(SimEngine *e, guint entry) {
   SimTensorState *ts = sim_ts(e, e->mb, tensor);
   if (entry & SIM_TEMP_BIT) {
     if (ts->owned && ts->resident)
-      sim_tensor_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+      sim_tensor_free(e, e->mb, tensor, ROK_STREAM_COMPUTE, e->compute_action);
     ts->owned = 0;
     return;
   }
@@ -331,7 +331,7 @@ static void backward_release(SimEngine *e, guint entry) {
   if (eff == ROK_DECISION_OFFLOAD_NVME || eff == ROK_DECISION_OFFLOAD_HOST)
     sim_offload_release(e, e->mb, tensor, e->compute_action);
   else if (ts->resident)
-    sim_tensor_free(e, e->mb, tensor, ROK_SIM_STREAM_COMPUTE, e->compute_action);
+    sim_tensor_free(e, e->mb, tensor, ROK_STREAM_COMPUTE, e->compute_action);
 }
 
 static void snapshot(SimEngine *e, guint slot) {
@@ -375,10 +375,10 @@ static void compute_end(SimEngine *e) {
   ItemView v;
   view(e, &v);
   e->running = FALSE;
-  e->compute_event = ROK_SIM_NONE;
+  e->compute_event = ROK_NO_ID;
   gint64 elapsed = e->now - e->compute_start; /* v.ns, unless copies slowed it */
   e->counters.compute_ns += elapsed;
-  e->counters.busy_ns[ROK_SIM_STREAM_COMPUTE] += elapsed;
+  e->counters.busy_ns[ROK_STREAM_COMPUTE] += elapsed;
   if (v.kind == ROK_ACTION_RECOMPUTE)
     e->counters.recompute_ns += elapsed;
   sim_record_end(e, e->compute_action);
@@ -409,13 +409,13 @@ static void pump(SimEngine *e) {
   compute_try_start(e);
 }
 
-gboolean sim_engine_run(SimEngine *e, const RokSimPlan *plan, GError **error) {
+gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error) {
   reset(e, plan);
   e->mb_start[0] = 0;
   snapshot(e, 0);
   pump(e);
   RokEvent event;
-  while (rok_evq_pop(&e->evq, &event)) {
+  while (sim_evq_pop(&e->evq, &event)) {
     g_assert(event.time >= e->now);
     e->now = event.time;
     e->counters.events++;

@@ -7,8 +7,8 @@
 #pragma once
 
 #include "rok/sim.h"
-#include "sim/event-queue.h"
-#include "sim/fluid.h"
+#include "event-queue.h"
+#include "fluid.h"
 
 typedef struct _RokSim RokSim;
 
@@ -57,18 +57,18 @@ typedef struct {
 typedef struct {
   GArray *queue; /* guint job ids */
   guint head;
-  guint job;    /* running, or ROK_SIM_NONE */
+  guint job;    /* running, or ROK_NO_ID */
   gboolean flowing, staging_wait;
   gint64 leg_start, last_update;
   double remaining;
-  guint event; /* pending event, or ROK_SIM_NONE */
+  guint event; /* pending event, or ROK_NO_ID */
   guint last_action;
 } SimStream;
 
 typedef struct {
   gint64 compute_ns, recompute_ns;
   gint64 stall_ns[ROK_STALL_COUNT];
-  gint64 busy_ns[ROK_SIM_STREAM_COUNT];
+  gint64 busy_ns[ROK_STREAM_COUNT];
   guint64 d2h_bytes, h2d_bytes, nvme_write_bytes, nvme_read_bytes;
   guint64 forwarded, events;
 } SimCounters;
@@ -89,8 +89,8 @@ typedef struct {
   SimTensorState *ts; /* [mb * n_tensors + tensor] */
   gsize ts_capacity;
   GArray *jobs;
-  SimStream streams[ROK_SIM_STREAM_COUNT]; /* the compute entry is unused */
-  RokFlow flows[ROK_SIM_STREAM_COUNT];
+  SimStream streams[ROK_STREAM_COUNT]; /* the compute entry is unused */
+  RokFlow flows[ROK_STREAM_COUNT];
 
   /* memory */
   guint64 live, peak, pending_free, staging_used, staging_peak, host_used, host_peak;
@@ -128,7 +128,7 @@ typedef struct {
 void sim_engine_init(SimEngine *e, RokSim *sim);
 void sim_engine_clear(SimEngine *e);
 /* Play the compiled program; fills the engine's counters and memory figures. */
-gboolean sim_engine_run(SimEngine *e, const RokSimPlan *plan, GError **error);
+gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error);
 
 static inline SimTensorState *sim_ts(SimEngine *e, guint mb, guint tensor) {
   return &e->ts[(gsize)mb * e->n_tensors + tensor];
@@ -142,8 +142,8 @@ void sim_mem_add(SimEngine *e, guint64 bytes);
 void sim_mem_sub(SimEngine *e, guint64 bytes);
 void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
 /* Free a tensor's GPU memory; `cause` is the action after which it goes.
- * Returns the free's action (ROK_SIM_NONE when not recording). */
-guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
+ * Returns the free's action (ROK_NO_ID when not recording). */
+guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause);
 /* Take or give back bytes of the staging buffer. */
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
 /* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
@@ -159,10 +159,10 @@ RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor);
 /* The last backward use of an offloaded tensor has ended. */
 void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause);
 /* The GPU copy of an offloaded tensor may go, if nothing holds it. */
-void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause);
+void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause);
 
 /* record.c */
-guint sim_record_begin(SimEngine *e, RokActionKind kind, RokSimStream stream, guint mb, guint op, guint tensor,
+guint sim_record_begin(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op, guint tensor,
                        guint64 bytes);
 void sim_record_dep(SimEngine *e, guint action, guint dep);
 void sim_record_end(SimEngine *e, guint action);

@@ -1,18 +1,18 @@
 /* The future-event list: an indexed binary heap (see event-queue.h). */
-#include "sim/event-queue.h"
+#include "event-queue.h"
 
-void rok_evq_init(RokEventQueue *q) {
+void sim_evq_init(RokEventQueue *q) {
   memset(q, 0, sizeof *q);
 }
 
-void rok_evq_clear(RokEventQueue *q) {
+void sim_evq_clear(RokEventQueue *q) {
   g_free(q->events);
   g_free(q->heap);
   g_free(q->free_list);
-  rok_evq_init(q);
+  sim_evq_init(q);
 }
 
-void rok_evq_reset(RokEventQueue *q) {
+void sim_evq_reset(RokEventQueue *q) {
   q->size = q->n_free = q->n_used = 0;
   q->next_seq = 0;
 }
@@ -67,7 +67,7 @@ static guint new_handle(RokEventQueue *q) {
   return q->n_used++;
 }
 
-guint rok_evq_push(RokEventQueue *q, gint64 time, guint kind, guint arg) {
+guint sim_evq_push(RokEventQueue *q, gint64 time, guint kind, guint arg) {
   guint handle = new_handle(q);
   q->events[handle] = (RokEvent){.time = time, .seq = q->next_seq++, .kind = kind, .arg = arg};
   q->heap[q->size] = handle;
@@ -89,31 +89,31 @@ static void remove_at(RokEventQueue *q, guint pos) {
     sift_down(q, pos);
 }
 
-gboolean rok_evq_peek(const RokEventQueue *q, RokEvent *out) {
+gboolean sim_evq_peek(const RokEventQueue *q, RokEvent *out) {
   if (q->size == 0)
     return FALSE;
   *out = q->events[q->heap[0]];
   return TRUE;
 }
 
-gboolean rok_evq_pop(RokEventQueue *q, RokEvent *out) {
-  if (!rok_evq_peek(q, out))
+gboolean sim_evq_pop(RokEventQueue *q, RokEvent *out) {
+  if (!sim_evq_peek(q, out))
     return FALSE;
   remove_at(q, 0);
   return TRUE;
 }
 
-gboolean rok_evq_is_queued(const RokEventQueue *q, guint handle) {
+gboolean sim_evq_is_queued(const RokEventQueue *q, guint handle) {
   return handle < q->n_used && q->events[handle].heap_pos != G_MAXUINT;
 }
 
-void rok_evq_cancel(RokEventQueue *q, guint handle) {
-  g_return_if_fail(rok_evq_is_queued(q, handle));
+void sim_evq_cancel(RokEventQueue *q, guint handle) {
+  g_return_if_fail(sim_evq_is_queued(q, handle));
   remove_at(q, q->events[handle].heap_pos);
 }
 
-void rok_evq_reschedule(RokEventQueue *q, guint handle, gint64 time) {
-  g_return_if_fail(rok_evq_is_queued(q, handle));
+void sim_evq_reschedule(RokEventQueue *q, guint handle, gint64 time) {
+  g_return_if_fail(sim_evq_is_queued(q, handle));
   RokEvent *event = &q->events[handle];
   gint64 old = event->time;
   event->time = time;

@@ -26,18 +26,18 @@ typedef struct {
   guint64 next_seq;
 } RokEventQueue;
 
-void rok_evq_init(RokEventQueue *q);
-void rok_evq_clear(RokEventQueue *q); /* frees the memory */
-void rok_evq_reset(RokEventQueue *q); /* empties it, keeps the memory */
+void sim_evq_init(RokEventQueue *q);
+void sim_evq_clear(RokEventQueue *q); /* frees the memory */
+void sim_evq_reset(RokEventQueue *q); /* empties it, keeps the memory */
 
-guint rok_evq_push(RokEventQueue *q, gint64 time, guint kind, guint arg);
+guint sim_evq_push(RokEventQueue *q, gint64 time, guint kind, guint arg);
 /* The earliest event; FALSE when empty. The popped handle is released. */
-gboolean rok_evq_pop(RokEventQueue *q, RokEvent *out);
-gboolean rok_evq_peek(const RokEventQueue *q, RokEvent *out);
-void rok_evq_cancel(RokEventQueue *q, guint handle);
+gboolean sim_evq_pop(RokEventQueue *q, RokEvent *out);
+gboolean sim_evq_peek(const RokEventQueue *q, RokEvent *out);
+void sim_evq_cancel(RokEventQueue *q, guint handle);
 /* Move a queued event to `time`; it counts as scheduled now for ties. */
-void rok_evq_reschedule(RokEventQueue *q, guint handle, gint64 time);
-gboolean rok_evq_is_queued(const RokEventQueue *q, guint handle);
-static inline guint rok_evq_size(const RokEventQueue *q) {
+void sim_evq_reschedule(RokEventQueue *q, guint handle, gint64 time);
+gboolean sim_evq_is_queued(const RokEventQueue *q, guint handle);
+static inline guint sim_evq_size(const RokEventQueue *q) {
   return q->size;
 }

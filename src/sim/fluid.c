@@ -1,6 +1,6 @@
 /* Weighted max-min fair rates by progressive filling (see fluid.h). With a
  * handful of flows (one per transfer stream) the quadratic loop is cheap. */
-#include "sim/fluid.h"
+#include "fluid.h"
 
 /* The rate a flow gets alone, and which resource (or its cap) sets it. */
 static double solo_rate(const RokFlow *flow, gint *limit) {
@@ -14,7 +14,7 @@ static double solo_rate(const RokFlow *flow, gint *limit) {
   return solo;
 }
 
-void rok_fluid_share(RokFlow *flows, guint n_flows) {
+void sim_fluid_share(RokFlow *flows, guint n_flows) {
   double solo[n_flows ? n_flows : 1], used[ROK_LINK_COUNT] = {0};
   gint limit[n_flows ? n_flows : 1];
   gboolean frozen[n_flows ? n_flows : 1];

@@ -22,4 +22,4 @@ typedef struct {
 } RokFlow;
 
 /* Set rate and bottleneck of every active flow. */
-void rok_fluid_share(RokFlow *flows, guint n_flows);
+void sim_fluid_share(RokFlow *flows, guint n_flows);

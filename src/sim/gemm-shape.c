@@ -1,6 +1,6 @@
 /* The GEMMs an op runs, by shape, for the tile and wave quantisation of
  * rok_hw_gemm_utilisation(). Op dims are [batch, m, n, k] (trace.h). */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
 /* Two GEMMs of equal FLOPs: the utilisation of both together is the
  * harmonic mean (their times add). */

@@ -6,11 +6,11 @@
  * tensors. Its rebuild re-runs, in forward order, the producers of its
  * tensors and, going up the chain, of every input they need that is
  * neither kept nor offloaded. */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
 #include <math.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 #define TEMP_BIT SIM_TEMP_BIT
 
@@ -57,7 +57,7 @@ static gboolean available(const SimProgram *prog, guint tensor) {
   return e == ROK_DECISION_KEEP || e == ROK_DECISION_OFFLOAD_NVME || e == ROK_DECISION_OFFLOAD_HOST;
 }
 
-static gboolean set_decisions(RokSim *sim, const RokSimPlan *plan, GError **error) {
+static gboolean set_decisions(RokSim *sim, const RokStepPlan *plan, GError **error) {
   SimProgram *prog = &sim->prog;
   for (guint t = 0; t < sim->n_tensors; t++) {
     const RokTensor *tensor = rok_trace_tensor(sim->trace, t);
@@ -79,7 +79,7 @@ static gboolean set_decisions(RokSim *sim, const RokSimPlan *plan, GError **erro
                   tensor->name, sim->hw->name ? sim->hw->name : "(unnamed)");
       return FALSE;
     }
-    prog->last_use[t] = ROK_SIM_NONE;
+    prog->last_use[t] = ROK_NO_ID;
   }
   return TRUE;
 }
@@ -106,7 +106,7 @@ static void find_groups(RokSim *sim) {
   g_array_set_size(groups, 0);
   g_autofree guint *layer_trigger = g_new(guint, n_layers + 1);
   for (guint l = 0; l < n_layers; l++)
-    layer_trigger[l] = ROK_SIM_NONE;
+    layer_trigger[l] = ROK_NO_ID;
   for (guint t = 0; t < sim->n_tensors; t++) {
     if (prog->eff[t] != ROK_DECISION_RECOMPUTE)
       continue;
@@ -114,15 +114,15 @@ static void find_groups(RokSim *sim) {
     guint trigger = max_needed_by(tensor);
     if (tensor->layer >= 0 && (guint)tensor->layer < n_layers) {
       guint *lt = &layer_trigger[tensor->layer];
-      *lt = *lt == ROK_SIM_NONE ? trigger : MAX(*lt, trigger);
+      *lt = *lt == ROK_NO_ID ? trigger : MAX(*lt, trigger);
     } else {
       Group g = {.trigger = trigger, .key = n_layers + t, .member = t};
       g_array_append_val(groups, g);
     }
   }
   for (guint l = 0; l < n_layers; l++)
-    if (layer_trigger[l] != ROK_SIM_NONE) {
-      Group g = {.trigger = layer_trigger[l], .key = l, .member = ROK_SIM_NONE};
+    if (layer_trigger[l] != ROK_NO_ID) {
+      Group g = {.trigger = layer_trigger[l], .key = l, .member = ROK_NO_ID};
       g_array_append_val(groups, g);
     }
   g_array_sort(groups, group_compare);
@@ -131,7 +131,7 @@ static void find_groups(RokSim *sim) {
 static gboolean is_member(const RokSim *sim, const Group *g, guint t) {
   if (sim->prog.eff[t] != ROK_DECISION_RECOMPUTE)
     return FALSE;
-  if (g->member != ROK_SIM_NONE)
+  if (g->member != ROK_NO_ID)
     return t == g->member;
   gint layer = rok_trace_tensor(sim->trace, t)->layer;
   return layer >= 0 && (guint)layer == g->key;
@@ -185,8 +185,8 @@ static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, g
   SimProgram *prog = &sim->prog;
   g_array_set_size(prog->work, 0);
   g_array_set_size(prog->group_ops, 0);
-  gint layer = g->member == ROK_SIM_NONE ? (gint)g->key : -1;
-  if (g->member != ROK_SIM_NONE) {
+  gint layer = g->member == ROK_NO_ID ? (gint)g->key : -1;
+  if (g->member != ROK_NO_ID) {
     if (!want(sim, in_set, g->member, layer, error))
       return FALSE;
   } else {
@@ -287,12 +287,12 @@ static void reset_group(RokSim *sim, guint8 *in_set) {
 }
 
 /* Keep, for every intermediate of one group, only its last release.
- * prog->last_use is scratch here (all ROK_SIM_NONE between groups). */
+ * prog->last_use is scratch here (all ROK_NO_ID between groups). */
 static void dedupe_releases(SimProgram *prog, GArray *releases, guint from) {
   for (guint i = from; i < releases->len; i++) {
     const Release *r = &g_array_index(releases, Release, i);
     guint *last = &prog->last_use[r->tensor & ~TEMP_BIT];
-    *last = *last == ROK_SIM_NONE ? r->item : MAX(*last, r->item);
+    *last = *last == ROK_NO_ID ? r->item : MAX(*last, r->item);
   }
   guint kept = from;
   for (guint i = from; i < releases->len; i++) {
@@ -300,11 +300,11 @@ static void dedupe_releases(SimProgram *prog, GArray *releases, guint from) {
     guint *last = &prog->last_use[r.tensor & ~TEMP_BIT];
     if (*last != r.item)
       continue;
-    *last = ROK_SIM_NONE - 1; /* taken: drop duplicates of the same item */
+    *last = ROK_NO_ID - 1; /* taken: drop duplicates of the same item */
     g_array_index(releases, Release, kept++) = r;
   }
   for (guint i = from; i < kept; i++)
-    prog->last_use[g_array_index(releases, Release, i).tensor & ~TEMP_BIT] = ROK_SIM_NONE;
+    prog->last_use[g_array_index(releases, Release, i).tensor & ~TEMP_BIT] = ROK_NO_ID;
   g_array_set_size(releases, kept);
 }
 
@@ -354,7 +354,7 @@ static gboolean emit_items(RokSim *sim, gboolean whole_layers, GArray *releases,
 static void resolve_uses(RokSim *sim, GArray *releases) {
   SimProgram *prog = &sim->prog;
   for (guint t = 0; t < sim->n_tensors; t++)
-    prog->first_need[t] = prog->last_use[t] = ROK_SIM_NONE;
+    prog->first_need[t] = prog->last_use[t] = ROK_NO_ID;
   g_array_set_size(prog->prefetch, 0);
   gint layer = G_MININT;
   guint chunk = 0;
@@ -367,7 +367,7 @@ static void resolve_uses(RokSim *sim, GArray *releases) {
     item->chunk = chunk;
     for (guint n = 0; n < item->n_needs; n++) {
       guint t = sim_ids(prog, item->needs)[n];
-      if (prog->first_need[t] == ROK_SIM_NONE) {
+      if (prog->first_need[t] == ROK_NO_ID) {
         prog->first_need[t] = i;
         if (prog->eff[t] == ROK_DECISION_OFFLOAD_NVME || prog->eff[t] == ROK_DECISION_OFFLOAD_HOST)
           g_array_append_val(prog->prefetch, t);
@@ -376,7 +376,7 @@ static void resolve_uses(RokSim *sim, GArray *releases) {
     }
   }
   for (guint t = 0; t < sim->n_tensors; t++)
-    if (prog->last_use[t] != ROK_SIM_NONE) {
+    if (prog->last_use[t] != ROK_NO_ID) {
       Release r = {.item = prog->last_use[t], .tensor = t};
       g_array_append_val(releases, r);
     }
@@ -402,7 +402,7 @@ static void attach_releases(SimProgram *prog, GArray *releases) {
   }
 }
 
-gboolean sim_program_build(RokSim *sim, const RokSimPlan *plan, GError **error) {
+gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error) {
   SimProgram *prog = &sim->prog;
   g_array_set_size(prog->items, 0);
   g_array_set_size(prog->ids, 0);

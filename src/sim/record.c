@@ -1,11 +1,11 @@
 /* The action log and the memory samples, kept only when a run records. */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
-guint sim_record_begin(SimEngine *e, RokActionKind kind, RokSimStream stream, guint mb, guint op, guint tensor,
+guint sim_record_begin(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op, guint tensor,
                        guint64 bytes) {
   if (!e->record)
-    return ROK_SIM_NONE;
-  RokSimAction action = {.kind = kind, .stream = stream, .micro_batch = mb, .op = op, .tensor = tensor,
+    return ROK_NO_ID;
+  RokAction action = {.kind = kind, .stream = stream, .micro_batch = mb, .op = op, .tensor = tensor,
                          .bytes = bytes, .start_ns = e->now, .end_ns = e->now, .deps_first = e->deps->len};
   g_array_append_val(e->actions, action);
   return e->actions->len - 1;
@@ -14,9 +14,9 @@ guint sim_record_begin(SimEngine *e, RokActionKind kind, RokSimStream stream, gu
 /* Dependencies of an action are added right after it begins, so they are
  * contiguous; duplicates and "none" are skipped. */
 void sim_record_dep(SimEngine *e, guint action, guint dep) {
-  if (action == ROK_SIM_NONE || dep == ROK_SIM_NONE)
+  if (action == ROK_NO_ID || dep == ROK_NO_ID)
     return;
-  RokSimAction *a = &g_array_index(e->actions, RokSimAction, action);
+  RokAction *a = &g_array_index(e->actions, RokAction, action);
   g_assert(a->deps_first + a->deps_count == e->deps->len && dep < action);
   for (guint i = 0; i < a->deps_count; i++)
     if (g_array_index(e->deps, guint, a->deps_first + i) == dep)
@@ -26,13 +26,13 @@ void sim_record_dep(SimEngine *e, guint action, guint dep) {
 }
 
 void sim_record_end(SimEngine *e, guint action) {
-  if (action != ROK_SIM_NONE)
-    g_array_index(e->actions, RokSimAction, action).end_ns = e->now;
+  if (action != ROK_NO_ID)
+    g_array_index(e->actions, RokAction, action).end_ns = e->now;
 }
 
 void sim_record_gpudirect(SimEngine *e, guint action) {
-  if (action != ROK_SIM_NONE)
-    g_array_index(e->actions, RokSimAction, action).gpudirect = TRUE;
+  if (action != ROK_NO_ID)
+    g_array_index(e->actions, RokAction, action).gpudirect = TRUE;
 }
 
 /* One sample per instant: a later change at the same time overwrites. */

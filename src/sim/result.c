@@ -1,15 +1,15 @@
 /* Results: the engine's figures, extended over the whole step, and their
  * JSON summary. */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
-#include "rok/json.h"
+#include "rok/core.h"
 
 static void counters_add(SimCounters *total, const SimCounters *a, const SimCounters *b, gint64 times) {
   total->compute_ns += times * (a->compute_ns - b->compute_ns);
   total->recompute_ns += times * (a->recompute_ns - b->recompute_ns);
   for (guint i = 0; i < ROK_STALL_COUNT; i++)
     total->stall_ns[i] += times * (a->stall_ns[i] - b->stall_ns[i]);
-  for (guint i = 0; i < ROK_SIM_STREAM_COUNT; i++)
+  for (guint i = 0; i < ROK_STREAM_COUNT; i++)
     total->busy_ns[i] += times * (a->busy_ns[i] - b->busy_ns[i]);
   total->d2h_bytes += times * (a->d2h_bytes - b->d2h_bytes);
   total->h2d_bytes += times * (a->h2d_bytes - b->h2d_bytes);
@@ -98,7 +98,7 @@ static json_object *seconds(gint64 ns) {
 static json_object *peak_json(const RokSimResult *r, const RokTrace *trace) {
   json_object *peak = json_object_new_object();
   json_object_object_add(peak, "kind", json_object_new_string(rok_action_kind_name(r->peak_kind)));
-  gboolean has_op = r->peak_op != ROK_SIM_NONE && trace && r->peak_op < trace->ops->len;
+  gboolean has_op = r->peak_op != ROK_NO_ID && trace && r->peak_op < trace->ops->len;
   json_object_object_add(peak, "op", has_op ? json_object_new_string(rok_trace_op(trace, r->peak_op)->name) : NULL);
   json_object_object_add(peak, "micro_batch", json_object_new_uint64(r->peak_micro_batch));
   json_object_object_add(peak, "time_s", seconds(r->peak_time_ns));
@@ -129,8 +129,8 @@ json_object *rok_sim_result_to_json(const RokSimResult *r, const RokTrace *trace
     json_object_object_add(stalls, rok_stall_cause_name(i), seconds(r->stall_ns[i]));
   json_object_object_add(o, "stall_s_by_cause", stalls);
   json_object *busy = json_object_new_object();
-  for (guint i = 0; i < ROK_SIM_STREAM_COUNT; i++)
-    json_object_object_add(busy, rok_sim_stream_name(i), seconds(r->busy_ns[i]));
+  for (guint i = 0; i < ROK_STREAM_COUNT; i++)
+    json_object_object_add(busy, rok_stream_name(i), seconds(r->busy_ns[i]));
   json_object_object_add(o, "busy_s", busy);
   json_object_object_add(o, "staging_peak_bytes", json_object_new_uint64(r->staging_peak_bytes));
   json_object_object_add(o, "host_peak_bytes", json_object_new_uint64(r->host_peak_bytes));

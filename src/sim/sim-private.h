@@ -10,7 +10,7 @@
 #pragma once
 
 #include "rok/sim.h"
-#include "sim/engine.h"
+#include "engine.h"
 
 /* In a free list: an intermediate of a rebuild, freed only if the rebuild
  * allocated it (it may have found it live already). */
@@ -36,7 +36,7 @@ typedef struct {
   GArray *items; /* SimItem: backward items of one micro-batch, in order */
   GArray *ids;   /* guint: the lists of the items */
   guint8 *eff;   /* effective decision per tensor */
-  guint *first_need; /* per tensor: first backward item that needs it, or ROK_SIM_NONE */
+  guint *first_need; /* per tensor: first backward item that needs it, or ROK_NO_ID */
   GArray *prefetch;  /* guint: offloaded tensors in order of first need */
   /* scratch for building recompute groups */
   guint8 *op_mark;
@@ -74,7 +74,7 @@ double sim_gemm_utilisation(const RokHw *hw, const RokOp *op, gboolean backward)
 /* program.c */
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);
 void sim_program_clear(SimProgram *prog);
-gboolean sim_program_build(RokSim *sim, const RokSimPlan *plan, GError **error);
+gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error);
 
 static inline const SimItem *sim_item(const SimProgram *prog, guint index) {
   return &g_array_index(prog->items, SimItem, index);

@@ -1,9 +1,9 @@
 /* The simulator's context: what does not depend on the plan, and runs. */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
 #include <math.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 static gboolean is_gemm(RokOpKind kind) {
   return kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT ||
@@ -14,7 +14,7 @@ static gboolean is_float(RokDtype dtype) {
   return dtype == ROK_DTYPE_BF16 || dtype == ROK_DTYPE_FP16 || dtype == ROK_DTYPE_FP32;
 }
 
-double rok_sim_op_work(const RokOp *op, gboolean backward) {
+double rok_op_work(const RokOp *op, gboolean backward) {
   if (is_gemm(op->kind))
     return (double)(backward ? op->bwd_flops : op->fwd_flops);
   return (double)(backward ? op->bwd_bytes : op->fwd_bytes);
@@ -28,7 +28,7 @@ static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
     return measured;
   if (op->kind == ROK_OP_INPUT)
     return 0;
-  double work = rok_sim_op_work(op, backward);
+  double work = rok_op_work(op, backward);
   double measured_rate = rok_hw_op_rate(rok_hw_op_rates(hw, rok_op_kind_name(op->kind)),
                                         backward ? ROK_HW_BACKWARD : ROK_HW_FORWARD, work);
   if (measured_rate > 0)
@@ -92,7 +92,7 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
     seconds += 2 * bytes / hw->host.checksum_bandwidth;
   seconds += rebuild_seconds(trace, hw);
   if (hw->gpu.shared_cpus > 0) /* copies on all four streams slowing the compute */
-    seconds *= 1.0 + (double)(ROK_SIM_STREAM_COUNT - 1) / (double)hw->gpu.shared_cpus;
+    seconds *= 1.0 + (double)(ROK_STREAM_COUNT - 1) / (double)hw->gpu.shared_cpus;
   seconds *= (double)MAX(trace->micro_batches_per_step, 1);
   if (seconds < 1e9)
     return TRUE;
@@ -320,7 +320,7 @@ gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward) {
   return backward ? sim->bwd_ns[op] : sim->fwd_ns[op];
 }
 
-static gboolean check_plan(const RokSim *sim, const RokSimPlan *plan, GError **error) {
+static gboolean check_plan(const RokSim *sim, const RokStepPlan *plan, GError **error) {
   if (plan->n_tensors != sim->n_tensors) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "plan has %u decisions, trace %s has %u tensors",
                 plan->n_tensors, sim->trace->model_name ? sim->trace->model_name : "(unnamed)", sim->n_tensors);
@@ -334,7 +334,7 @@ static gboolean check_plan(const RokSim *sim, const RokSimPlan *plan, GError **e
   return TRUE;
 }
 
-RokSimResult *rok_sim_run(RokSim *sim, const RokSimPlan *plan, GError **error) {
+RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error) {
   g_return_val_if_fail(sim != NULL && plan != NULL, NULL);
   if (!check_plan(sim, plan, error) || !sim_program_build(sim, plan, error) ||
       !sim_engine_run(&sim->engine, plan, error))
@@ -342,7 +342,7 @@ RokSimResult *rok_sim_run(RokSim *sim, const RokSimPlan *plan, GError **error) {
   return sim_result_new(sim);
 }
 
-RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, GError **error) {
+RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error) {
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
   return sim ? rok_sim_run(sim, plan, error) : NULL;
 }

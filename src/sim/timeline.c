@@ -6,8 +6,7 @@
  * byte-identical across runs. */
 #include "rok/sim.h"
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 enum { PID = 1 };
 
@@ -29,15 +28,15 @@ static json_object *meta(const char *name, int tid, const char *key, json_object
   return event;
 }
 
-static const char *action_name(const RokSimAction *a, const RokTrace *trace) {
-  if (a->op != ROK_SIM_NONE && a->op < trace->ops->len)
+static const char *action_name(const RokAction *a, const RokTrace *trace) {
+  if (a->op != ROK_NO_ID && a->op < trace->ops->len)
     return rok_trace_op(trace, a->op)->name;
-  if (a->tensor != ROK_SIM_NONE && a->tensor < trace->tensors->len)
+  if (a->tensor != ROK_NO_ID && a->tensor < trace->tensors->len)
     return rok_trace_tensor(trace, a->tensor)->name;
   return rok_action_kind_name(a->kind);
 }
 
-static json_object *action_event(const RokSimAction *a, guint index, const RokTrace *trace) {
+static json_object *action_event(const RokAction *a, guint index, const RokTrace *trace) {
   json_object *event = json_object_new_object();
   json_object_object_add(event, "name", json_object_new_string(action_name(a, trace)));
   json_object_object_add(event, "cat", json_object_new_string(rok_action_kind_name(a->kind)));
@@ -53,7 +52,7 @@ static json_object *action_event(const RokSimAction *a, guint index, const RokTr
   json_object *args = json_object_new_object();
   json_object_object_add(args, "action", json_object_new_uint64(index));
   json_object_object_add(args, "micro_batch", json_object_new_uint64(a->micro_batch));
-  if (a->bytes > 0 || a->tensor != ROK_SIM_NONE)
+  if (a->bytes > 0 || a->tensor != ROK_NO_ID)
     json_object_object_add(args, "bytes", json_object_new_uint64(a->bytes));
   if (a->gpudirect)
     json_object_object_add(args, "gpudirect", json_object_new_boolean(TRUE));
@@ -82,12 +81,12 @@ json_object *rok_sim_timeline_to_json(const RokSimResult *result, const RokTrace
   json_object *events = json_object_new_array();
   g_autofree char *title = g_strdup_printf("rok simulate: %s", trace->model_name ? trace->model_name : "trace");
   json_object_array_add(events, meta("process_name", 0, "name", json_object_new_string(title)));
-  for (guint s = 0; s < ROK_SIM_STREAM_COUNT; s++) {
-    json_object_array_add(events, meta("thread_name", (int)s + 1, "name", json_object_new_string(rok_sim_stream_name(s))));
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
+    json_object_array_add(events, meta("thread_name", (int)s + 1, "name", json_object_new_string(rok_stream_name(s))));
     json_object_array_add(events, meta("thread_sort_index", (int)s + 1, "sort_index", json_object_new_int((int)s)));
   }
   for (guint i = 0; i < result->actions->len; i++)
-    json_object_array_add(events, action_event(&g_array_index(result->actions, RokSimAction, i), i, trace));
+    json_object_array_add(events, action_event(&g_array_index(result->actions, RokAction, i), i, trace));
   for (guint i = 0; i < result->samples->len; i++) {
     const RokSimSample *sample = &g_array_index(result->samples, RokSimSample, i);
     json_object_array_add(events, counter("gpu memory", sample->time_ns, sample->gpu_bytes));

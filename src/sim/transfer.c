@@ -6,24 +6,24 @@
  * or two legs; each leg runs on one stream, which runs its legs one after
  * the other in the order they were queued. A leg pays its latency, then
  * flows at the rate the fluid model gives it until its bytes have moved. */
-#include "sim/sim-private.h"
+#include "sim-private.h"
 
 #include <math.h>
 
 /* Streams of each path's legs, for writes and for reads. */
-static const RokSimStream write_legs[][2] = {
-    [PATH_HOST] = {ROK_SIM_STREAM_D2H},
-    [PATH_DIRECT] = {ROK_SIM_STREAM_NVME_WRITE},
-    [PATH_STAGED] = {ROK_SIM_STREAM_D2H, ROK_SIM_STREAM_NVME_WRITE},
+static const RokStream write_legs[][2] = {
+    [PATH_HOST] = {ROK_STREAM_D2H},
+    [PATH_DIRECT] = {ROK_STREAM_NVME_WRITE},
+    [PATH_STAGED] = {ROK_STREAM_D2H, ROK_STREAM_NVME_WRITE},
 };
-static const RokSimStream read_legs[][2] = {
-    [PATH_HOST] = {ROK_SIM_STREAM_H2D},
-    [PATH_DIRECT] = {ROK_SIM_STREAM_NVME_READ},
-    [PATH_STAGED] = {ROK_SIM_STREAM_NVME_READ, ROK_SIM_STREAM_H2D},
-    [PATH_FROM_STAGING] = {ROK_SIM_STREAM_H2D},
+static const RokStream read_legs[][2] = {
+    [PATH_HOST] = {ROK_STREAM_H2D},
+    [PATH_DIRECT] = {ROK_STREAM_NVME_READ},
+    [PATH_STAGED] = {ROK_STREAM_NVME_READ, ROK_STREAM_H2D},
+    [PATH_FROM_STAGING] = {ROK_STREAM_H2D},
 };
 
-static RokSimStream leg_stream(const SimJob *j) {
+static RokStream leg_stream(const SimJob *j) {
   return j->is_read ? read_legs[j->path][j->leg] : write_legs[j->path][j->leg];
 }
 
@@ -41,8 +41,8 @@ static gint64 leg_check(const SimEngine *e, const SimJob *j) {
 }
 
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
-  RokSimStream s = leg_stream(j);
-  if (s == ROK_SIM_STREAM_D2H || s == ROK_SIM_STREAM_H2D)
+  RokStream s = leg_stream(j);
+  if (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D)
     return e->pcie_latency + leg_check(e, j);
   if (j->path == PATH_DIRECT)
     return e->nvme_latency + e->pcie_latency + leg_check(e, j);
@@ -52,18 +52,18 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
 static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
   *flow = (RokFlow){.active = TRUE};
   switch (leg_stream(j)) {
-  case ROK_SIM_STREAM_D2H:
+  case ROK_STREAM_D2H:
     flow->speed[ROK_LINK_D2H] = e->d2h_speed;
     break;
-  case ROK_SIM_STREAM_H2D:
+  case ROK_STREAM_H2D:
     flow->speed[ROK_LINK_H2D] = e->h2d_speed;
     break;
-  case ROK_SIM_STREAM_NVME_WRITE:
+  case ROK_STREAM_NVME_WRITE:
     flow->speed[ROK_LINK_NVME] = e->sim->nvme_write_speed;
     if (j->path == PATH_DIRECT)
       flow->speed[ROK_LINK_D2H] = e->d2h_speed;
     break;
-  case ROK_SIM_STREAM_NVME_READ:
+  case ROK_STREAM_NVME_READ:
     flow->speed[ROK_LINK_NVME] = e->sim->nvme_read_speed;
     if (j->path == PATH_DIRECT)
       flow->speed[ROK_LINK_H2D] = e->h2d_speed;
@@ -76,8 +76,8 @@ static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
 static guint new_job(SimEngine *e, guint mb, guint tensor, gboolean is_read, SimPath path) {
   SimJob job = {.tensor = tensor, .mb = mb, .is_read = is_read, .path = path,
                 .n_legs = path == PATH_STAGED ? 2 : 1, .state = JOB_QUEUED,
-                .bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes, .action = ROK_SIM_NONE,
-                .issue_deps = {ROK_SIM_NONE, ROK_SIM_NONE}};
+                .bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes, .action = ROK_NO_ID,
+                .issue_deps = {ROK_NO_ID, ROK_NO_ID}};
   g_array_append_val(e->jobs, job);
   return e->jobs->len - 1;
 }
@@ -109,27 +109,27 @@ static gint64 flow_ns(double bytes, double rate) {
 /* Bring every flow up to now, share the links again, and move the flows'
  * end events to match their new rates. */
 static void reshare(SimEngine *e) {
-  for (guint s = 1; s < ROK_SIM_STREAM_COUNT; s++) {
+  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];
     if (!st->flowing)
       continue;
     st->remaining = MAX(0.0, st->remaining - e->flows[s].rate * (double)(e->now - st->last_update) / 1e9);
     st->last_update = e->now;
   }
-  rok_fluid_share(e->flows, ROK_SIM_STREAM_COUNT);
-  for (guint s = 1; s < ROK_SIM_STREAM_COUNT; s++) {
+  sim_fluid_share(e->flows, ROK_STREAM_COUNT);
+  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];
     if (!st->flowing)
       continue;
     gint64 end = e->now + flow_ns(st->remaining, e->flows[s].rate);
-    if (st->event == ROK_SIM_NONE)
-      st->event = rok_evq_push(&e->evq, end, EV_FLOW, s);
+    if (st->event == ROK_NO_ID)
+      st->event = sim_evq_push(&e->evq, end, EV_FLOW, s);
     else if (e->evq.events[st->event].time != end)
-      rok_evq_reschedule(&e->evq, st->event, end);
+      sim_evq_reschedule(&e->evq, st->event, end);
   }
 }
 
-static void begin_flow(SimEngine *e, RokSimStream s) {
+static void begin_flow(SimEngine *e, RokStream s) {
   SimStream *st = &e->streams[s];
   st->flowing = TRUE;
   st->remaining = (double)sim_job(e, st->job)->bytes;
@@ -140,11 +140,11 @@ static void begin_flow(SimEngine *e, RokSimStream s) {
 
 /* ---- legs ---- */
 
-static void record_leg(SimEngine *e, RokSimStream s, guint id) {
+static void record_leg(SimEngine *e, RokStream s, guint id) {
   SimJob *j = sim_job(e, id);
   SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
   guint action = sim_record_begin(e, j->is_read ? ROK_ACTION_PREFETCH : ROK_ACTION_OFFLOAD, s, j->mb,
-                                  ROK_SIM_NONE, j->tensor, j->bytes);
+                                  ROK_NO_ID, j->tensor, j->bytes);
   if (j->path == PATH_DIRECT)
     sim_record_gpudirect(e, action);
   sim_record_dep(e, action, e->streams[s].last_action);
@@ -160,18 +160,18 @@ static void record_leg(SimEngine *e, RokSimStream s, guint id) {
   if (j->waited_staging)
     sim_record_dep(e, action, e->last_staging_release);
   j->action = action;
-  if (action != ROK_SIM_NONE)
+  if (action != ROK_NO_ID)
     e->streams[s].last_action = action;
 }
 
 /* A copy in or out of device memory: on a device without a copy engine of
  * its own (gpu.shared_cpus), it runs on the compute processors. */
 static gboolean leg_on_cpus(const SimJob *j) {
-  RokSimStream s = leg_stream(j);
-  return s == ROK_SIM_STREAM_D2H || s == ROK_SIM_STREAM_H2D || j->path == PATH_DIRECT;
+  RokStream s = leg_stream(j);
+  return s == ROK_STREAM_D2H || s == ROK_STREAM_H2D || j->path == PATH_DIRECT;
 }
 
-static void start_leg(SimEngine *e, RokSimStream s, guint id) {
+static void start_leg(SimEngine *e, RokStream s, guint id) {
   SimStream *st = &e->streams[s];
   SimJob *j = sim_job(e, id);
   SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
@@ -198,15 +198,15 @@ static void start_leg(SimEngine *e, RokSimStream s, guint id) {
   j->waited_staging = FALSE;
   gint64 latency = leg_latency(e, j);
   if (latency > 0)
-    st->event = rok_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
+    st->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
   else
     begin_flow(e, s);
 }
 
-static void stream_try_start(SimEngine *e, RokSimStream s) {
+static void stream_try_start(SimEngine *e, RokStream s) {
   SimStream *st = &e->streams[s];
   st->staging_wait = FALSE;
-  if (st->job != ROK_SIM_NONE)
+  if (st->job != ROK_NO_ID)
     return;
   while (st->head < st->queue->len) {
     guint id = g_array_index(st->queue, guint, st->head);
@@ -230,20 +230,20 @@ static void stream_try_start(SimEngine *e, RokSimStream s) {
 }
 
 void sim_streams_pump(SimEngine *e) {
-  for (guint s = 1; s < ROK_SIM_STREAM_COUNT; s++)
+  for (guint s = 1; s < ROK_STREAM_COUNT; s++)
     stream_try_start(e, s);
 }
 
-static void count_bytes(SimEngine *e, RokSimStream s, const SimJob *j) {
+static void count_bytes(SimEngine *e, RokStream s, const SimJob *j) {
   SimCounters *c = &e->counters;
   switch (s) {
-  case ROK_SIM_STREAM_D2H:
+  case ROK_STREAM_D2H:
     c->d2h_bytes += j->bytes;
     break;
-  case ROK_SIM_STREAM_H2D:
+  case ROK_STREAM_H2D:
     c->h2d_bytes += j->bytes;
     break;
-  case ROK_SIM_STREAM_NVME_WRITE:
+  case ROK_STREAM_NVME_WRITE:
     c->nvme_write_bytes += j->bytes;
     c->d2h_bytes += j->path == PATH_DIRECT ? j->bytes : 0;
     break;
@@ -253,7 +253,7 @@ static void count_bytes(SimEngine *e, RokSimStream s, const SimJob *j) {
   }
 }
 
-static void write_leg_done(SimEngine *e, guint id, RokSimStream s) {
+static void write_leg_done(SimEngine *e, guint id, RokStream s) {
   SimJob *j = sim_job(e, id);
   SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
   ts->stored_action = j->action;
@@ -295,11 +295,11 @@ static void read_leg_done(SimEngine *e, guint id) {
     staging_unref(e, ts, j->bytes, j->action);
 }
 
-static void finish_leg(SimEngine *e, RokSimStream s) {
+static void finish_leg(SimEngine *e, RokStream s) {
   SimStream *st = &e->streams[s];
   guint id = st->job;
   SimJob *j = sim_job(e, id);
-  st->job = ROK_SIM_NONE;
+  st->job = ROK_NO_ID;
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, FALSE);
   e->counters.busy_ns[s] += e->now - st->leg_start;
@@ -313,7 +313,7 @@ static void finish_leg(SimEngine *e, RokSimStream s) {
 
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {
   SimStream *st = &e->streams[stream];
-  st->event = ROK_SIM_NONE;
+  st->event = ROK_NO_ID;
   if (kind == EV_LATENCY) {
     begin_flow(e, stream);
     return;
@@ -341,7 +341,7 @@ void sim_offload_start(SimEngine *e, guint mb, guint tensor) {
 /* Free the GPU copy when nothing holds it any more: the forward, a
  * backward that was forwarded the copy, or the copy out of the GPU. Keeps
  * pending_free (memory that a running copy will free) up to date. */
-void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokSimStream stream, guint cause) {
+void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
   guint64 bytes = rok_trace_tensor(e->sim->trace, tensor)->bytes;
   gboolean copying = ts->write == W_QUEUED || ts->write == W_GPU_LEG;
@@ -368,7 +368,7 @@ void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause) {
     ts->host_copy = 0;
     e->host_used -= rok_trace_tensor(e->sim->trace, tensor)->bytes;
   }
-  sim_offload_maybe_free(e, mb, tensor, ROK_SIM_STREAM_COMPUTE, cause);
+  sim_offload_maybe_free(e, mb, tensor, ROK_STREAM_COMPUTE, cause);
 }
 
 /* ---- prefetch ---- */
@@ -382,7 +382,7 @@ static void issue_forwarded(SimEngine *e, guint mb, guint tensor) {
     sim_job(e, ts->write_job)->state = JOB_CANCELLED;
     ts->write = W_CANCELLED;
   }
-  sim_offload_maybe_free(e, mb, tensor, ROK_SIM_STREAM_COMPUTE, ROK_SIM_NONE);
+  sim_offload_maybe_free(e, mb, tensor, ROK_STREAM_COMPUTE, ROK_NO_ID);
 }
 
 static void issue(SimEngine *e, guint mb, guint tensor) {
@@ -400,7 +400,7 @@ static void issue(SimEngine *e, guint mb, guint tensor) {
     if (w->state == JOB_QUEUED) {
       w->state = JOB_CANCELLED;
       ts->write = W_CANCELLED;
-      staging_unref(e, ts, bytes, ROK_SIM_NONE);
+      staging_unref(e, ts, bytes, ROK_NO_ID);
     }
   } else {
     g_assert(ts->write == W_DONE);
@@ -413,7 +413,7 @@ static void issue(SimEngine *e, guint mb, guint tensor) {
   SimJob *j = sim_job(e, id);
   j->late = ts->late;
   j->issue_deps[0] = e->last_compute_action;
-  j->issue_deps[1] = ts->late ? e->last_free_action : ROK_SIM_NONE;
+  j->issue_deps[1] = ts->late ? e->last_free_action : ROK_NO_ID;
   ts->read = R_ISSUED;
   ts->read_job = id;
   enqueue(e, id);
@@ -444,8 +444,8 @@ void sim_prefetch_pump(SimEngine *e) {
   }
 }
 
-static RokStallCause stream_cause(RokSimStream s) {
-  return s == ROK_SIM_STREAM_NVME_READ || s == ROK_SIM_STREAM_NVME_WRITE ? ROK_STALL_READ : ROK_STALL_PCIE;
+static RokStallCause stream_cause(RokStream s) {
+  return s == ROK_STREAM_NVME_READ || s == ROK_STREAM_NVME_WRITE ? ROK_STALL_READ : ROK_STALL_PCIE;
 }
 
 RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor) {
@@ -456,7 +456,7 @@ RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor) {
   const SimJob *j = sim_job(e, id);
   if (j->late)
     return ROK_STALL_MEMORY;
-  RokSimStream s = leg_stream(j);
+  RokStream s = leg_stream(j);
   const SimStream *st = &e->streams[s];
   if (j->state == JOB_QUEUED) {
     gboolean head = st->head < st->queue->len && g_array_index(st->queue, guint, st->head) == id;

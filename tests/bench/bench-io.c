@@ -11,9 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "exec/io/store.h"
-#include "rok/error.h"
-#include "rok/units.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 typedef struct {
   RokStaging *pool;

@@ -16,8 +16,8 @@ int main(void) {
 }
 #else
 
-#include "exec/opencl/cl-device.h"
-#include "exec/opencl/cl-kernels.h"
+#include "rok/device.h"
+#include "rok/device.h"
 
 typedef struct {
   const char *name;

@@ -45,7 +45,7 @@ static double best_baseline(RokPlanner *planner, guint64 budget) {
   double best = 0;
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     g_autoptr(RokSimResult) r = NULL;
-    g_autoptr(RokSimPlan) plan = rok_planner_baseline(planner, b, budget, &r, NULL);
+    g_autoptr(RokStepPlan) plan = rok_planner_baseline(planner, b, budget, &r, NULL);
     if (plan != NULL && r->peak_bytes <= budget && (best == 0 || r->step_time_s < best))
       best = r->step_time_s;
   }
@@ -68,7 +68,7 @@ static gboolean bench(const char *root, const char *model_name, const char *hw_n
   }
   guint64 budget = probe->min_budget + (probe->keep_budget - probe->min_budget) / 3;
   g_autoptr(RokSimResult) r = NULL;
-  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, budget, &r, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, budget, &r, &error);
   double w1 = wall(), c1 = cpu();
   guint64 plan_runs = rok_planner_runs(planner);
   /* The full curve, from another fresh planner. */

@@ -35,7 +35,7 @@ static gboolean load(const char *root, const char *model_name, const char *hw_na
 }
 
 /* Repeat a warm run until MIN_SECONDS have passed. */
-static void bench_warm(RokSim *sim, const RokSimPlan *plan, const char *label) {
+static void bench_warm(RokSim *sim, const RokStepPlan *plan, const char *label) {
   guint64 runs = 0, events = 0;
   double start = now(), elapsed;
   gint64 step = 0;
@@ -60,16 +60,16 @@ static void bench_model(const char *root, const char *model_name, const char *hw
          trace->ops->len, trace->tensors->len, trace->micro_batches_per_step);
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, NULL);
   for (guint s = 0; s < ROK_STRATEGY_BASELINE_COUNT; s++) {
-    g_autoptr(RokSimPlan) plan = rok_strategy_plan(s, trace, hw, NULL, NULL);
+    g_autoptr(RokStepPlan) plan = rok_strategy_plan(s, trace, hw, NULL, NULL);
     bench_warm(sim, plan, rok_strategy_name(s));
   }
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, NULL);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, NULL);
   plan->options.record = TRUE;
   bench_warm(sim, plan, "offload, recording");
   double start = now();
   g_autoptr(RokModel) model = rok_model_copy(trace->model);
   g_autoptr(RokTrace) cold_trace = rok_trace_new_from_model(model, NULL);
-  g_autoptr(RokSimPlan) cold_plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, cold_trace, hw, NULL, NULL);
+  g_autoptr(RokStepPlan) cold_plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, cold_trace, hw, NULL, NULL);
   RokSimResult *cold = rok_simulate(cold_trace, hw, cold_plan, NULL);
   double elapsed = now() - start;
   g_assert(cold != NULL);

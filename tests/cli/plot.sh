@@ -45,7 +45,7 @@ check_xml "$tmp/across.svg"
 
 # The ROK curve from plan.json: the chart rok plan drew, with a budget too.
 # rok plan leaves fontconfig's cache behind after drawing (cmd-plan.c does
-# not yet call rok_cli_charts_release()); leak checks on it are not this
+# not yet call rok_charts_release()); leak checks on it are not this
 # test's subject, so sanitizer builds skip them for rok plan alone.
 plan() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$rok" plan "$@"; }
 plan ssdtrain-bert --hw $hw -o "$tmp/p" > /dev/null

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 
 const char *const rok_fuzz_doc_prefixes[] = {ROK_FUZZ_NAME ":", NULL};
 

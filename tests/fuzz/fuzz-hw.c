@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "rok/hw.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 static char *hw_text(const RokHw *hw) {
   json_object *json = rok_hw_to_json(hw);

@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 #define MAX_OVERRIDES 8
 #define MAX_LOCATED 64 /* values whose position is checked: each check scans the text */

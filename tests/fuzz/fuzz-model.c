@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/trace.h"
 

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/plan.h"
 #include "rok/trace.h"

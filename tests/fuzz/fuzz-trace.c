@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/trace.h"
 
 static char *trace_text(const RokTrace *trace) {

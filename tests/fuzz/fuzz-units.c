@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "rok/sweep.h"
-#include "rok/units.h"
+#include "rok/core.h"
 
 static const char *const size_prefixes[] = {"invalid size \"", NULL};
 static const char *const rate_prefixes[] = {"invalid rate \"", NULL};

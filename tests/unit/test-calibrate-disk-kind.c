@@ -8,7 +8,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "exec/calibrate/calibrate.h"
+#include "rok/calibrate.h"
 
 static void test_reason(void) {
   static const struct {

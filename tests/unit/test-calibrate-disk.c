@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/calibrate/calibrate.h"
-#include "exec/io/owner.h"
-#include "rok/error.h"
+#include "rok/calibrate.h"
+#include "storage/owner.h"
+#include "rok/core.h"
 
 #define MIB ((guint64)1 << 20)
 
@@ -103,10 +103,10 @@ static void test_sweeps_stale(void) {
   g_autofree char *stale = g_build_filename(dir, "rok-AbC123", NULL);
   g_assert_cmpint(g_mkdir(stale, 0700), ==, 0);
   RokOwner owner;
-  rok_owner_self(&owner);
+  storage_owner_self(&owner);
   owner.pid = 0x7ffffff0; /* beyond any pid_max: that process is gone */
-  g_autofree char *marker_text = rok_owner_to_text(&owner);
-  rok_owner_clear(&owner);
+  g_autofree char *marker_text = storage_owner_to_text(&owner);
+  storage_owner_clear(&owner);
   g_autofree char *marker = g_build_filename(stale, "rok-owner", NULL), *data = g_build_filename(stale, "data", NULL);
   g_assert_true(g_file_set_contents(marker, marker_text, -1, NULL));
   g_assert_true(g_file_set_contents(data, "old", -1, NULL));

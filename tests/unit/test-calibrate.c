@@ -2,9 +2,8 @@
  * from hand-made measurements, its source text, and the sanity checks. */
 #include <string.h>
 
-#include "exec/calibrate/calibrate.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/calibrate.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 #include "rok/sim.h"
 
@@ -212,7 +211,7 @@ static void test_profile_usable(void) {
   g_assert_no_error(error);
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
   g_assert_no_error(error);
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, &error);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, &error);
   g_assert_no_error(error);
   g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
   g_assert_no_error(error);

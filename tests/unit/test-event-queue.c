@@ -5,43 +5,43 @@
 
 static void test_ties_in_insertion_order(void) {
   RokEventQueue q;
-  rok_evq_init(&q);
-  rok_evq_push(&q, 5, 0, 1);
-  rok_evq_push(&q, 3, 0, 2);
-  rok_evq_push(&q, 5, 0, 3);
-  rok_evq_push(&q, 3, 0, 4);
-  rok_evq_push(&q, 5, 0, 5);
+  sim_evq_init(&q);
+  sim_evq_push(&q, 5, 0, 1);
+  sim_evq_push(&q, 3, 0, 2);
+  sim_evq_push(&q, 5, 0, 3);
+  sim_evq_push(&q, 3, 0, 4);
+  sim_evq_push(&q, 5, 0, 5);
   const guint expected[] = {2, 4, 1, 3, 5};
   RokEvent e;
   for (guint i = 0; i < G_N_ELEMENTS(expected); i++) {
-    g_assert_true(rok_evq_pop(&q, &e));
+    g_assert_true(sim_evq_pop(&q, &e));
     g_assert_cmpuint(e.arg, ==, expected[i]);
   }
-  g_assert_false(rok_evq_pop(&q, &e));
-  rok_evq_clear(&q);
+  g_assert_false(sim_evq_pop(&q, &e));
+  sim_evq_clear(&q);
 }
 
 static void test_cancel_and_reschedule(void) {
   RokEventQueue q;
-  rok_evq_init(&q);
-  guint a = rok_evq_push(&q, 10, 0, 1);
-  guint b = rok_evq_push(&q, 20, 0, 2);
-  guint c = rok_evq_push(&q, 30, 0, 3);
-  rok_evq_push(&q, 20, 0, 4);
-  rok_evq_cancel(&q, b);
-  g_assert_false(rok_evq_is_queued(&q, b));
-  rok_evq_reschedule(&q, a, 25); /* after 4 (time 20) */
-  rok_evq_reschedule(&q, c, 20); /* ties with 4, scheduled later */
+  sim_evq_init(&q);
+  guint a = sim_evq_push(&q, 10, 0, 1);
+  guint b = sim_evq_push(&q, 20, 0, 2);
+  guint c = sim_evq_push(&q, 30, 0, 3);
+  sim_evq_push(&q, 20, 0, 4);
+  sim_evq_cancel(&q, b);
+  g_assert_false(sim_evq_is_queued(&q, b));
+  sim_evq_reschedule(&q, a, 25); /* after 4 (time 20) */
+  sim_evq_reschedule(&q, c, 20); /* ties with 4, scheduled later */
   const guint expected[] = {4, 3, 1};
   const gint64 times[] = {20, 20, 25};
   RokEvent e;
   for (guint i = 0; i < G_N_ELEMENTS(expected); i++) {
-    g_assert_true(rok_evq_pop(&q, &e));
+    g_assert_true(sim_evq_pop(&q, &e));
     g_assert_cmpuint(e.arg, ==, expected[i]);
     g_assert_cmpint(e.time, ==, times[i]);
   }
-  g_assert_cmpuint(rok_evq_size(&q), ==, 0);
-  rok_evq_clear(&q);
+  g_assert_cmpuint(sim_evq_size(&q), ==, 0);
+  sim_evq_clear(&q);
 }
 
 typedef struct {
@@ -54,7 +54,7 @@ typedef struct {
 /* Random pushes, cancels and reschedules against a plain list. */
 static void test_random_against_reference(void) {
   RokEventQueue q;
-  rok_evq_init(&q);
+  sim_evq_init(&q);
   g_autoptr(GRand) rand = g_rand_new_with_seed(42);
   enum { N = 4000 };
   static Ref refs[N];
@@ -62,19 +62,19 @@ static void test_random_against_reference(void) {
   guint64 order = 0;
   for (guint i = 0; i < N; i++) {
     refs[i] = (Ref){.time = g_rand_int_range(rand, 0, 500), .order = order++, .id = i, .live = TRUE};
-    handles[i] = rok_evq_push(&q, refs[i].time, 7, i);
+    handles[i] = sim_evq_push(&q, refs[i].time, 7, i);
   }
   for (guint k = 0; k < N / 2; k++) {
     guint i = g_rand_int_range(rand, 0, N);
     if (!refs[i].live)
       continue;
     if (g_rand_boolean(rand)) {
-      rok_evq_cancel(&q, handles[i]);
+      sim_evq_cancel(&q, handles[i]);
       refs[i].live = FALSE;
     } else {
       refs[i].time = g_rand_int_range(rand, 0, 500);
       refs[i].order = order++;
-      rok_evq_reschedule(&q, handles[i], refs[i].time);
+      sim_evq_reschedule(&q, handles[i], refs[i].time);
     }
   }
   gint64 last_time = -1;
@@ -83,7 +83,7 @@ static void test_random_against_reference(void) {
   for (guint i = 0; i < N; i++)
     live += refs[i].live;
   RokEvent e;
-  while (rok_evq_pop(&q, &e)) {
+  while (sim_evq_pop(&q, &e)) {
     const Ref *r = &refs[e.arg];
     g_assert_true(r->live);
     g_assert_cmpint(e.time, ==, r->time);
@@ -95,12 +95,12 @@ static void test_random_against_reference(void) {
   }
   g_assert_cmpuint(popped, ==, live);
   /* A reset queue is reusable and hands out handles again. */
-  rok_evq_reset(&q);
-  guint h = rok_evq_push(&q, 1, 0, 9);
-  g_assert_true(rok_evq_is_queued(&q, h));
-  g_assert_true(rok_evq_peek(&q, &e));
+  sim_evq_reset(&q);
+  guint h = sim_evq_push(&q, 1, 0, 9);
+  g_assert_true(sim_evq_is_queued(&q, h));
+  g_assert_true(sim_evq_peek(&q, &e));
   g_assert_cmpuint(e.arg, ==, 9);
-  rok_evq_clear(&q);
+  sim_evq_clear(&q);
 }
 
 int main(int argc, char **argv) {

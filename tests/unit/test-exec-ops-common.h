@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/opencl/cl-checksum.h"
-#include "exec/opencl/cl-device.h"
-#include "exec/opencl/cl-kernels.h"
-#include "exec/opencl/cl-numeric.h"
-#include "exec/ops/ops.h"
-#include "rok/error.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/ops.h"
+#include "rok/core.h"
 #include "rok/trace.h"
 
 /* PoCL keeps its LLVM compiler state until exit. Not our leaks. */

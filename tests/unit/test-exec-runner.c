@@ -17,9 +17,9 @@ int main(void) {
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/opencl/cl-device.h"
+#include "rok/device.h"
 #include "exec/runner-private.h"
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/exec.h"
 #include "rok/plan.h"
 #include "rok/schedule.h"
@@ -61,19 +61,19 @@ static RokHw *load_hw(const char *name) {
 
 /* A baseline's plan; offload with no size floor, so that a tiny model
  * offloads every saved tensor of its layers. */
-static RokSimPlan *baseline(const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+static RokStepPlan *baseline(const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
   g_autoptr(GError) error = NULL;
   RokStrategyOptions so;
   rok_strategy_options_init(&so);
   so.offload_min_elements = 0;
-  RokSimPlan *plan = rok_strategy_plan(strategy, trace, hw, &so, &error);
+  RokStepPlan *plan = rok_strategy_plan(strategy, trace, hw, &so, &error);
   g_assert_no_error(error);
   return plan;
 }
 
 /* Every tensor the offload plan sends to NVMe goes `to` instead. */
-static RokSimPlan *offload_to(const RokTrace *trace, const RokHw *hw, RokDecision to) {
-  RokSimPlan *plan = baseline(trace, hw, ROK_STRATEGY_OFFLOAD);
+static RokStepPlan *offload_to(const RokTrace *trace, const RokHw *hw, RokDecision to) {
+  RokStepPlan *plan = baseline(trace, hw, ROK_STRATEGY_OFFLOAD);
   for (guint t = 0; t < plan->n_tensors; t++)
     if (plan->decisions[t] == ROK_DECISION_OFFLOAD_NVME)
       plan->decisions[t] = to;
@@ -82,8 +82,8 @@ static RokSimPlan *offload_to(const RokTrace *trace, const RokHw *hw, RokDecisio
 
 /* Each saved tensor of the layers gets one of the four decisions in turn
  * (recompute only where it can be). */
-static RokSimPlan *mixed(const RokTrace *trace, const RokHw *hw) {
-  RokSimPlan *plan = rok_sim_plan_new(trace);
+static RokStepPlan *mixed(const RokTrace *trace, const RokHw *hw) {
+  RokStepPlan *plan = rok_step_plan_new(trace);
   (void)hw;
   guint i = 0;
   for (guint t = 0; t < plan->n_tensors; t++) {
@@ -96,10 +96,10 @@ static RokSimPlan *mixed(const RokTrace *trace, const RokHw *hw) {
   return plan;
 }
 
-static RokSchedule *schedule_of(const RokTrace *trace, const RokHw *hw, RokSimPlan *plan, const char *name) {
+static RokSchedule *schedule_of(const RokTrace *trace, const RokHw *hw, RokStepPlan *plan, const char *name) {
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimPlan) owned = plan;
-  RokSchedule *s = rok_schedule_new(trace, hw, owned, name, hw->gpu.memory, &error);
+  g_autoptr(RokStepPlan) owned = plan;
+  RokSchedule *s = rok_sim_schedule_new(trace, hw, owned, name, hw->gpu.memory, &error);
   g_assert_no_error(error);
   return s;
 }
@@ -136,7 +136,7 @@ static guint64 predicted_uint(const RokSchedule *s, const char *key) {
 static guint64 reads_back(const RokSchedule *s) {
   g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
   for (guint i = 0; i < s->actions->len; i++) {
-    const RokSimAction *a = rok_schedule_action(s, i);
+    const RokAction *a = rok_schedule_action(s, i);
     if (a->kind == ROK_ACTION_PREFETCH)
       g_hash_table_add(seen, GUINT_TO_POINTER(a->micro_batch * 100000 + a->tensor + 1));
   }
@@ -238,8 +238,8 @@ static void test_gpudirect(void) {
 static guint read_of_large_tensor(const RokSchedule *s, const char **name) {
   guint reads = 0;
   for (guint i = 0; i < s->actions->len; i++) {
-    const RokSimAction *a = rok_schedule_action(s, i);
-    if (a->stream != ROK_SIM_STREAM_NVME_READ)
+    const RokAction *a = rok_schedule_action(s, i);
+    if (a->stream != ROK_STREAM_NVME_READ)
       continue;
     reads += (guint)((a->bytes + (1 << 20) - 1) >> 20);
     if (a->bytes > 4096) {
@@ -327,7 +327,7 @@ static void test_bad_schedules(void) {
   /* A copy of a tensor the plan keeps. */
   guint tensor = G_MAXUINT;
   for (guint i = 0; i < s->actions->len && tensor == G_MAXUINT; i++)
-    if (rok_schedule_action(s, i)->stream == ROK_SIM_STREAM_D2H)
+    if (rok_schedule_action(s, i)->stream == ROK_STREAM_D2H)
       tensor = rok_schedule_action(s, i)->tensor;
   s->plan->decisions[tensor] = ROK_DECISION_KEEP;
   g_clear_error(&error);
@@ -336,10 +336,10 @@ static void test_bad_schedules(void) {
   s->plan->decisions[tensor] = ROK_DECISION_OFFLOAD_NVME;
   /* A free of a tensor that is not in device memory then: the first free
    * made to free the last op's output, which is not made yet. */
-  RokSimAction *free_action = NULL;
+  RokAction *free_action = NULL;
   for (guint i = 0; i < s->actions->len && free_action == NULL; i++)
     if (rok_schedule_action(s, i)->kind == ROK_ACTION_FREE)
-      free_action = &g_array_index(s->actions, RokSimAction, i);
+      free_action = &g_array_index(s->actions, RokAction, i);
   guint saved = free_action->tensor;
   free_action->tensor = fx.trace->tensors->len - 1;
   g_clear_error(&error);
@@ -362,7 +362,7 @@ static void test_too_big(void) {
   g_assert_no_error(error);
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
   g_assert_no_error(error);
-  g_autoptr(RokSchedule) s = schedule_of(trace, fx.hw, rok_sim_plan_new(trace), "keep");
+  g_autoptr(RokSchedule) s = schedule_of(trace, fx.hw, rok_step_plan_new(trace), "keep");
   g_autoptr(RokExecReport) r = run(s, NULL, NULL, NULL, &error);
   g_assert_null(r);
   assert_error_says(error, ROK_ERROR_DEVICE, "too big to run here", "of device memory");
@@ -425,16 +425,16 @@ static void test_predicted(void) {
   for (guint i = 0; i < G_N_ELEMENTS(schedules); i++) {
     const RokSchedule *s = schedules[i];
     g_autoptr(GError) error = NULL;
-    RunProgram prog;
-    g_assert_true(run_program_build(&prog, s, ROK_EXEC_DEFAULT_SLOT_BYTES, &error));
+    RunnerProgram prog;
+    g_assert_true(runner_program_build(&prog, s, ROK_EXEC_DEFAULT_SLOT_BYTES, &error));
     g_assert_no_error(error);
     RokExecFigures f;
-    run_measure_predicted(&prog, &f);
+    runner_measure_predicted(&prog, &f);
     g_assert_cmpfloat_with_epsilon(f.step_time_s, predicted_double(s, "step_time_s", NULL), 1e-9);
     g_assert_cmpfloat_with_epsilon(f.compute_s, predicted_double(s, "compute_s", NULL), 1e-9);
     g_assert_cmpfloat_with_epsilon(f.recompute_s, predicted_double(s, "recompute_s", NULL), 1e-9);
-    for (guint st = 0; st < ROK_SIM_STREAM_COUNT; st++)
-      g_assert_cmpfloat_with_epsilon(f.busy_s[st], predicted_double(s, "busy_s", rok_sim_stream_name(st)), 1e-9);
+    for (guint st = 0; st < ROK_STREAM_COUNT; st++)
+      g_assert_cmpfloat_with_epsilon(f.busy_s[st], predicted_double(s, "busy_s", rok_stream_name(st)), 1e-9);
     g_assert_cmpuint(f.d2h_bytes, ==, predicted_uint(s, "pcie_d2h_bytes"));
     g_assert_cmpuint(f.nvme_read_bytes, ==, predicted_uint(s, "nvme_read_bytes"));
     g_assert_cmpuint(f.activation_peak_bytes, ==, predicted_uint(s, "activation_peak_bytes"));
@@ -442,7 +442,7 @@ static void test_predicted(void) {
     /* Every copy of the mixed plan goes to staging, host memory or both. */
     if (i == 2)
       g_assert_cmpuint(prog.staging_peak + prog.host_total, >, 0);
-    run_program_clear(&prog);
+    runner_program_clear(&prog);
     rok_schedule_free(schedules[i]);
   }
 }

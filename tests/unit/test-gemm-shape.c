@@ -45,7 +45,7 @@ static double tokens_per_s(const char *model, const RokHw *hw, guint micro_batch
   g_assert_no_error(error);
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(m, &error);
   g_assert_no_error(error);
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace); /* keep everything; memory aside */
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace); /* keep everything; memory aside */
   g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
   g_assert_no_error(error);
   return r->tokens_per_s;

@@ -1,9 +1,8 @@
 /* Hardware profiles: the bundled ones, round trip, bad ones. */
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/hw.h"
-#include "rok/json.h"
 
 static RokHw *load_bundled(const char *name) {
   g_autofree char *file = g_strconcat(name, ".json", NULL);

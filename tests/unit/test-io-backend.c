@@ -14,9 +14,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "exec/io/backend.h"
-#include "exec/io/file.h"
-#include "rok/error.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 #define BLOCK 8192
 #define N_BUFS 64

@@ -5,12 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/io/extents.h"
-#include "exec/io/fault.h"
-#include "exec/io/owner.h"
-#include "exec/io/space.h"
-#include "exec/io/staging.h"
-#include "rok/error.h"
+#include "storage/extents.h"
+#include "rok/storage.h"
+#include "storage/owner.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 /* ---- fault specs ------------------------------------------------------- */
 
@@ -77,41 +77,41 @@ static void fault_bad(void) {
 /* ---- extents ------------------------------------------------------------ */
 
 static void extents_first_fit(void) {
-  g_autoptr(RokExtents) ex = rok_extents_new(10);
-  g_assert_cmpint(rok_extents_alloc(ex, 4), ==, 0);
-  g_assert_cmpint(rok_extents_alloc(ex, 3), ==, 4);
-  g_assert_cmpint(rok_extents_alloc(ex, 4), ==, -1); /* 3 left */
-  g_assert_cmpuint(rok_extents_shortfall(ex, 4), ==, 1); /* the free tail counts */
-  rok_extents_release(ex, 0, 4);
-  g_assert_cmpuint(rok_extents_shortfall(ex, 4), ==, 0);
-  g_assert_cmpint(rok_extents_alloc(ex, 2), ==, 0);  /* first fit: the hole */
-  g_assert_cmpint(rok_extents_alloc(ex, 3), ==, 7);  /* the hole has 2: the tail */
-  g_assert_cmpuint(rok_extents_used(ex), ==, 8);
-  rok_extents_grow(ex, 12);
-  g_assert_cmpint(rok_extents_alloc(ex, 2), ==, 2);  /* the rest of the hole */
-  g_assert_cmpint(rok_extents_alloc(ex, 2), ==, 10); /* the grown tail */
-  g_assert_cmpint(rok_extents_alloc(ex, 1), ==, -1);
-  g_assert_cmpuint(rok_extents_shortfall(ex, 3), ==, 3); /* no free tail */
+  g_autoptr(RokExtents) ex = storage_extents_new(10);
+  g_assert_cmpint(storage_extents_alloc(ex, 4), ==, 0);
+  g_assert_cmpint(storage_extents_alloc(ex, 3), ==, 4);
+  g_assert_cmpint(storage_extents_alloc(ex, 4), ==, -1); /* 3 left */
+  g_assert_cmpuint(storage_extents_shortfall(ex, 4), ==, 1); /* the free tail counts */
+  storage_extents_release(ex, 0, 4);
+  g_assert_cmpuint(storage_extents_shortfall(ex, 4), ==, 0);
+  g_assert_cmpint(storage_extents_alloc(ex, 2), ==, 0);  /* first fit: the hole */
+  g_assert_cmpint(storage_extents_alloc(ex, 3), ==, 7);  /* the hole has 2: the tail */
+  g_assert_cmpuint(storage_extents_used(ex), ==, 8);
+  storage_extents_grow(ex, 12);
+  g_assert_cmpint(storage_extents_alloc(ex, 2), ==, 2);  /* the rest of the hole */
+  g_assert_cmpint(storage_extents_alloc(ex, 2), ==, 10); /* the grown tail */
+  g_assert_cmpint(storage_extents_alloc(ex, 1), ==, -1);
+  g_assert_cmpuint(storage_extents_shortfall(ex, 3), ==, 3); /* no free tail */
 }
 
 /* Freed runs merge with both neighbours, whatever the order. */
 static void extents_merge(void) {
-  g_autoptr(RokExtents) ex = rok_extents_new(6);
+  g_autoptr(RokExtents) ex = storage_extents_new(6);
   for (guint i = 0; i < 6; i++)
-    g_assert_cmpint(rok_extents_alloc(ex, 1), ==, i);
+    g_assert_cmpint(storage_extents_alloc(ex, 1), ==, i);
   static const guint order[] = { 1, 3, 2, 5, 0, 4 };
   for (guint i = 0; i < 6; i++)
-    rok_extents_release(ex, order[i], 1);
-  g_assert_cmpuint(rok_extents_used(ex), ==, 0);
-  g_assert_cmpint(rok_extents_alloc(ex, 6), ==, 0); /* one run again */
+    storage_extents_release(ex, order[i], 1);
+  g_assert_cmpuint(storage_extents_used(ex), ==, 0);
+  g_assert_cmpint(storage_extents_alloc(ex, 6), ==, 0); /* one run again */
 }
 
 static void extents_double_release(void) {
   if (g_test_subprocess()) {
-    g_autoptr(RokExtents) ex = rok_extents_new(4);
-    rok_extents_alloc(ex, 2);
-    rok_extents_release(ex, 0, 2);
-    rok_extents_release(ex, 0, 2);
+    g_autoptr(RokExtents) ex = storage_extents_new(4);
+    storage_extents_alloc(ex, 2);
+    storage_extents_release(ex, 0, 2);
+    storage_extents_release(ex, 0, 2);
     return;
   }
   g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
@@ -230,12 +230,12 @@ static void staging_double_release(void) {
 
 static void owner_round_trip(void) {
   RokOwner self, back;
-  rok_owner_self(&self);
+  storage_owner_self(&self);
   g_assert_cmpint(self.pid, ==, getpid());
   g_assert_cmpuint(self.start, >, 0); /* /proc is there on Linux */
-  g_autofree char *text = rok_owner_to_text(&self);
+  g_autofree char *text = storage_owner_to_text(&self);
   g_assert_true(g_str_has_prefix(text, "rok-workdir/1\nhost="));
-  g_assert_true(rok_owner_parse(text, &back));
+  g_assert_true(storage_owner_parse(text, &back));
   g_assert_cmpstr(back.host, ==, self.host);
   g_assert_cmpstr(back.boot, ==, self.boot);
   g_assert_true(g_str_has_prefix(self.pidns, "pid:["));
@@ -244,10 +244,10 @@ static void owner_round_trip(void) {
   g_assert_cmpuint(back.start, ==, self.start);
   g_assert_cmpuint(back.uid, ==, self.uid);
   char *why = NULL;
-  g_assert_cmpint(rok_owner_state(&back, &self, &why), ==, ROK_OWNER_LIVE);
+  g_assert_cmpint(storage_owner_state(&back, &self, &why), ==, ROK_OWNER_LIVE);
   g_assert_null(why);
-  rok_owner_clear(&back);
-  rok_owner_clear(&self);
+  storage_owner_clear(&back);
+  storage_owner_clear(&self);
 }
 
 static void owner_bad_markers(void) {
@@ -263,11 +263,11 @@ static void owner_bad_markers(void) {
     "rok-workdir/1\nhost=a\nboot=b\npid=1\nstart=1\nuid=0\npidns=p\ncolour=red\n",
   };
   RokOwner good;
-  g_assert_true(rok_owner_parse("rok-workdir/1\nhost=a\nboot=\npid=1\nstart=1\nuid=0\npidns=\n", &good));
-  rok_owner_clear(&good);
+  g_assert_true(storage_owner_parse("rok-workdir/1\nhost=a\nboot=\npid=1\nstart=1\nuid=0\npidns=\n", &good));
+  storage_owner_clear(&good);
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     RokOwner o;
-    if (rok_owner_parse(bad[i], &o))
+    if (storage_owner_parse(bad[i], &o))
       g_error("accepted marker %u: %s", i, bad[i]);
   }
 }
@@ -276,7 +276,7 @@ static void owner_bad_markers(void) {
  * host, user or pid namespace: not ours to judge. */
 static void owner_states(void) {
   RokOwner self;
-  rok_owner_self(&self);
+  storage_owner_self(&self);
   GPid child = 0;
   char *argv[] = { "/bin/true", NULL };
   g_assert_true(g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &child, NULL));
@@ -300,11 +300,11 @@ static void owner_states(void) {
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *why = NULL;
-    g_assert_cmpint(rok_owner_state(&cases[i].o, &self, &why), ==, cases[i].state);
+    g_assert_cmpint(storage_owner_state(&cases[i].o, &self, &why), ==, cases[i].state);
     if (cases[i].why != NULL)
       g_assert_nonnull(strstr(why, cases[i].why));
   }
-  rok_owner_clear(&self);
+  storage_owner_clear(&self);
 }
 
 /* ---- free space ------------------------------------------------------------ */

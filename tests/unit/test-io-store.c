@@ -9,8 +9,8 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "exec/io/store.h"
-#include "rok/error.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 #define SLOT (64 * 1024)
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/io/store.h"
-#include "rok/error.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 typedef struct {
   GMutex lock;

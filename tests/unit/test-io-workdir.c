@@ -13,10 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/io/signals.h"
-#include "exec/io/store.h"
-#include "exec/io/workdir.h"
-#include "rok/error.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/core.h"
 
 #define SLOT (64 * 1024)
 

@@ -1,6 +1,5 @@
 /* JSON reading with located errors, overrides, and canonical writing. */
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 
 #include <glib/gstdio.h>
 #include <math.h>

@@ -2,8 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/trace.h"
 
 static char *config_path(const char *kind, const char *name) {

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/opencl/cl-checksum.h"
-#include "exec/opencl/cl-device.h"
-#include "exec/opencl/cl-kernels.h"
-#include "exec/opencl/cl-numeric.h"
-#include "rok/error.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/device.h"
+#include "rok/core.h"
 
 /* PoCL keeps its LLVM compiler state until exit: LeakSanitizer would report
  * it whenever kernels are compiled (a fresh kernel cache). Not our leaks. */

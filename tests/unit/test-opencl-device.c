@@ -8,7 +8,7 @@ int main(void) {
 }
 #else
 
-#include "exec/opencl/cl-program.h"
+#include "device/cl-program.h"
 #include "test-opencl-common.h"
 
 static void test_list(gconstpointer data) {
@@ -149,7 +149,7 @@ static void test_build_failure(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   static const char broken_text[] = "__kernel void broken(__global float *x) {\n  x[0] = undeclared_thing;\n}\n";
   RokClSource broken = {"broken.cl", broken_text, sizeof broken_text - 1};
-  cl_program program = rok_cl_program_build(f->device, &broken, 1, "-cl-std=CL1.2", &error);
+  cl_program program = device_cl_program_build(f->device, &broken, 1, "-cl-std=CL1.2", &error);
   g_assert_null(program);
   g_assert_error(error, ROK_ERROR, ROK_ERROR_DEVICE);
   g_assert_nonnull(strstr(error->message, "build log"));

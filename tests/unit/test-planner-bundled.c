@@ -6,7 +6,7 @@
  * the command.) Under the sanitizers, every third model. */
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/plan.h"
 
@@ -37,13 +37,13 @@ static GPtrArray *names(const char *kind) {
 static void check_plan(RokPlanner *planner, guint64 budget, const char *what) {
   g_autoptr(GError) error = NULL;
   g_autoptr(RokSimResult) r = NULL;
-  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, budget, &r, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, budget, &r, &error);
   if (plan == NULL)
     g_error("%s: %s", what, error->message);
   g_assert_cmpuint(r->peak_bytes, <=, budget);
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     g_autoptr(RokSimResult) br = NULL;
-    g_autoptr(RokSimPlan) bp = rok_planner_baseline(planner, b, budget, &br, NULL);
+    g_autoptr(RokStepPlan) bp = rok_planner_baseline(planner, b, budget, &br, NULL);
     if (bp != NULL && br->peak_bytes <= budget && br->step_ns < r->step_ns)
       g_error("%s: %s takes %.6f s, the plan %.6f s", what, rok_strategy_name(b), br->step_time_s, r->step_time_s);
   }
@@ -76,7 +76,7 @@ static void check_pair(const char *model_path, const char *hw_path) {
   for (guint i = 0; i < G_N_ELEMENTS(budgets); i++)
     if (budgets[i] >= least)
       check_plan(planner, budgets[i], what);
-  g_autoptr(RokSimPlan) none = rok_planner_plan(planner, least - 1, NULL, &error);
+  g_autoptr(RokStepPlan) none = rok_planner_plan(planner, least - 1, NULL, &error);
   g_assert_null(none);
   g_assert_error(error, ROK_ERROR, ROK_ERROR_NO_FIT);
 }

@@ -11,7 +11,7 @@
 #include <glib.h>
 #include <stdlib.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 
 #define MB 1000000ull
@@ -126,7 +126,7 @@ typedef struct {
   guint mix; /* bit per decision kind in the optimum */
 } Outcome;
 
-static guint decision_mix(const RokTrace *trace, const RokSimPlan *plan) {
+static guint decision_mix(const RokTrace *trace, const RokStepPlan *plan) {
   guint mix = 0;
   for (guint t = 0; t < trace->tensors->len; t++)
     if (rok_tensor_is_saved(rok_trace_tensor(trace, t))) {
@@ -136,7 +136,7 @@ static guint decision_mix(const RokTrace *trace, const RokSimPlan *plan) {
   return mix;
 }
 
-static char *plan_text(const RokTrace *trace, const RokSimPlan *plan) {
+static char *plan_text(const RokTrace *trace, const RokStepPlan *plan) {
   static const char letter[] = {'K', 'N', 'H', 'R'};
   GString *text = g_string_new(NULL);
   for (guint t = 0; t < trace->tensors->len; t++)
@@ -153,23 +153,23 @@ static gboolean compare(const RokTrace *trace, const RokHw *hw, double fraction,
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, NULL, &error);
   g_assert_no_error(error);
   g_autoptr(RokSimResult) keep = NULL;
-  g_autoptr(RokSimPlan) keep_plan = rok_planner_baseline(planner, ROK_STRATEGY_KEEP, G_MAXUINT64, &keep, &error);
+  g_autoptr(RokStepPlan) keep_plan = rok_planner_baseline(planner, ROK_STRATEGY_KEEP, G_MAXUINT64, &keep, &error);
   g_assert_nonnull(keep_plan);
   guint64 least = rok_planner_min_budget(planner, NULL);
   guint64 budget = least + (guint64)(fraction * (double)(keep->peak_bytes - MIN(least, keep->peak_bytes)));
   out->budget = budget;
   g_autoptr(RokSimResult) best = NULL;
-  g_autoptr(RokSimPlan) optimum = rok_planner_exhaustive(planner, budget, 1 << 16, &best, &error);
+  g_autoptr(RokStepPlan) optimum = rok_planner_exhaustive(planner, budget, 1 << 16, &best, &error);
   if (optimum == NULL) {
     g_assert_error(error, ROK_ERROR, ROK_ERROR_NO_FIT);
     g_clear_error(&error);
-    g_autoptr(RokSimPlan) none = rok_planner_plan(planner, budget, NULL, &error);
+    g_autoptr(RokStepPlan) none = rok_planner_plan(planner, budget, NULL, &error);
     g_assert_null(none);
     g_assert_error(error, ROK_ERROR, ROK_ERROR_NO_FIT);
     return FALSE;
   }
   g_autoptr(RokSimResult) got = NULL;
-  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, budget, &got, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, budget, &got, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(got->peak_bytes, <=, budget);
   if (g_test_verbose()) {

@@ -3,8 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/plan.h"
 
 #define MB 1000000ull
@@ -65,7 +64,7 @@ static RokHw small_hw(void) {
 static void test_ssd_by_hand(void) {
   g_autoptr(RokTrace) trace = small_trace();
   RokHw hw = small_hw();
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[1] = ROK_DECISION_OFFLOAD_NVME; /* layer0.a_out, 30 MB */
   RokSimResult result = {.step_time_s = 2.0, .nvme_write_bytes = 60 * MB};
   RokSsdFigures s;
@@ -101,10 +100,10 @@ static RokPlanFile *make_file(const RokTrace *trace) {
   file->strategy = g_strdup("rok");
   file->model_name = g_strdup("small");
   file->hw_name = g_strdup("small");
-  file->trace_sha256 = rok_trace_sha256(trace);
+  file->trace_sha256 = rok_trace_sha256(trace, NULL);
   file->budget_bytes = 123 * MB;
   file->feasible = TRUE;
-  file->plan = rok_sim_plan_new(trace);
+  file->plan = rok_step_plan_new(trace);
   file->plan->decisions[1] = ROK_DECISION_OFFLOAD_NVME;
   file->plan->decisions[2] = ROK_DECISION_RECOMPUTE;
   file->plan->options.memory_budget = 100 * MB;

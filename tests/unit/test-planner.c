@@ -8,11 +8,9 @@
 #include <string.h>
 
 #include "plan/planner-private.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/plan.h"
-#include "rok/units.h"
 
 #define MB 1000000ull
 #define FIXED (64 * MB)
@@ -88,7 +86,7 @@ static RokPlanner *new_planner(const RokTrace *trace, const RokHw *hw) {
 static RokSimResult *keep_result(RokPlanner *planner) {
   g_autoptr(GError) error = NULL;
   RokSimResult *r = NULL;
-  g_autoptr(RokSimPlan) plan = rok_planner_baseline(planner, ROK_STRATEGY_KEEP, G_MAXUINT64, &r, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_baseline(planner, ROK_STRATEGY_KEEP, G_MAXUINT64, &r, &error);
   g_assert_nonnull(plan);
   return r;
 }
@@ -97,14 +95,14 @@ static RokSimResult *keep_result(RokPlanner *planner) {
 static RokSimResult *check_plan(RokPlanner *planner, guint64 budget) {
   g_autoptr(GError) error = NULL;
   RokSimResult *r = NULL;
-  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, budget, &r, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, budget, &r, &error);
   g_assert_no_error(error);
   g_assert_nonnull(r);
   g_assert_cmpuint(r->peak_bytes, <=, budget);
   g_assert_cmpuint(plan->options.memory_budget, <=, budget);
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     g_autoptr(RokSimResult) br = NULL;
-    g_autoptr(RokSimPlan) bp = rok_planner_baseline(planner, b, budget, &br, NULL);
+    g_autoptr(RokStepPlan) bp = rok_planner_baseline(planner, b, budget, &br, NULL);
     if (bp != NULL && br->peak_bytes <= budget)
       g_assert_cmpint(r->step_ns, <=, br->step_ns);
   }
@@ -139,7 +137,7 @@ static void test_no_fit(void) {
   guint64 least = rok_planner_min_budget(planner, &how);
   g_assert_nonnull(how);
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimPlan) none = rok_planner_plan(planner, least - 1, NULL, &error);
+  g_autoptr(RokStepPlan) none = rok_planner_plan(planner, least - 1, NULL, &error);
   g_assert_null(none);
   g_assert_error(error, ROK_ERROR, ROK_ERROR_NO_FIT);
   g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_NO_FIT);
@@ -167,8 +165,8 @@ static void test_decisions_follow_the_machine(void) {
   g_autoptr(RokSimResult) keep = keep_result(ps);
   guint64 budget = keep->peak_bytes - 60 * MB;
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimPlan) a = rok_planner_plan(ps, budget, NULL, &error);
-  g_autoptr(RokSimPlan) b = rok_planner_plan(pf, budget, NULL, &error);
+  g_autoptr(RokStepPlan) a = rok_planner_plan(ps, budget, NULL, &error);
+  g_autoptr(RokStepPlan) b = rok_planner_plan(pf, budget, NULL, &error);
   g_assert_no_error(error);
   guint counts[2][ROK_DECISION_COUNT] = {{0}};
   for (guint t = 0; t < trace->tensors->len; t++) {
@@ -191,7 +189,7 @@ static void test_host_memory_option(void) {
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, &hw, &o, &error);
   g_autoptr(RokSimResult) keep = keep_result(planner);
   g_autoptr(RokSimResult) r = NULL;
-  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, keep->peak_bytes - 50 * MB, &r, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, keep->peak_bytes - 50 * MB, &r, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(r->host_peak_bytes, ==, 0);
   for (guint t = 0; t < trace->tensors->len; t++)
@@ -274,7 +272,7 @@ static void test_real_model_deterministic(void) {
   g_autoptr(RokHw) hw = rok_hw_load(hw_path, &error);
   g_assert_no_error(error);
   guint64 budget = 12ull << 30;
-  RokSimPlan *plans[2] = {NULL, NULL};
+  RokStepPlan *plans[2] = {NULL, NULL};
   RokPlannerOptions o;
   rok_planner_options_init(&o);
   o.polish_runs = 60;
@@ -288,8 +286,8 @@ static void test_real_model_deterministic(void) {
   g_assert_cmpmem(plans[0]->decisions, trace->tensors->len * sizeof(RokDecision), plans[1]->decisions,
                   trace->tensors->len * sizeof(RokDecision));
   g_assert_cmpuint(plans[0]->options.memory_budget, ==, plans[1]->options.memory_budget);
-  rok_sim_plan_free(plans[0]);
-  rok_sim_plan_free(plans[1]);
+  rok_step_plan_free(plans[0]);
+  rok_step_plan_free(plans[1]);
 }
 
 /* Alike layers make one class per local name; outside tensors one each. */
@@ -317,17 +315,17 @@ static void test_summary(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(RokSimResult) r = NULL;
   guint64 budget = keep->peak_bytes - 40 * MB;
-  g_autoptr(RokSimPlan) plan = rok_planner_plan(planner, budget, &r, &error);
+  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, budget, &r, &error);
   g_assert_no_error(error);
   RokSimResult *bases[ROK_STRATEGY_BASELINE_COUNT] = {NULL};
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
-    rok_sim_plan_free(rok_planner_baseline(planner, b, budget, &bases[b], NULL));
+    rok_step_plan_free(rok_planner_baseline(planner, b, budget, &bases[b], NULL));
   g_autofree char *text =
       rok_plan_summary(trace, plan, r, ROK_STRATEGY_ROK, budget, (const RokSimResult *const *)bases);
   g_assert_true(g_str_has_prefix(text, "Recommendation: "));
   g_assert_nonnull(strstr(text, " per micro-batch: "));
   g_assert_nonnull(strstr(text, "the fastest baseline that fits"));
-  g_autoptr(RokSimPlan) all_kept = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) all_kept = rok_step_plan_new(trace);
   g_autofree char *kept = rok_plan_summary(trace, all_kept, keep, ROK_STRATEGY_KEEP, keep->peak_bytes - 1,
                                            (const RokSimResult *const *)(RokSimResult *[ROK_STRATEGY_BASELINE_COUNT]){NULL});
   g_assert_nonnull(strstr(kept, "no baseline fits this budget"));
@@ -338,13 +336,13 @@ static void test_summary(void) {
 
 static void test_strategy_names(void) {
   RokStrategy s;
-  g_assert_true(rok_plan_strategy_from_name("rok", &s, NULL));
+  g_assert_true(rok_strategy_from_name("rok", &s, NULL));
   g_assert_cmpint(s, ==, ROK_STRATEGY_ROK);
-  g_assert_true(rok_plan_strategy_from_name("tba", &s, NULL));
+  g_assert_true(rok_strategy_from_name("tba", &s, NULL));
   g_assert_cmpint(s, ==, ROK_STRATEGY_TBA);
-  g_assert_cmpstr(rok_plan_strategy_name(ROK_STRATEGY_ROK), ==, "rok");
+  g_assert_cmpstr(rok_strategy_name(ROK_STRATEGY_ROK), ==, "rok");
   g_autoptr(GError) error = NULL;
-  g_assert_false(rok_plan_strategy_from_name("rock", &s, &error));
+  g_assert_false(rok_strategy_from_name("rock", &s, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
   g_assert_nonnull(strstr(error->message, "keep, recompute, selective, offload, tba, rok"));
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "plot/plot-private.h"
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/plot.h"
 
 #define GIB 1073741824.0
@@ -28,34 +28,34 @@ static void assert_ticks(const RokTicks *ticks, const char *unit, const char *co
 
 static void test_ticks_examples(void) {
   RokTicks t;
-  rok_ticks_compute(0.0, 1.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(0.0, 1.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "", (const char *[]){"0.0", "0.2", "0.4", "0.6", "0.8", "1.0", NULL}, 0.0, 1.0);
 
-  rok_ticks_compute(0.013, 0.0171, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(0.013, 0.0171, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "", (const char *[]){"0.013", "0.014", "0.015", "0.016", "0.017", "0.018", NULL},
                0.013, 0.018);
 
-  rok_ticks_compute(1.0, 64.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(1.0, 64.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "", (const char *[]){"0", "10", "20", "30", "40", "50", "60", "70", NULL}, 0.0,
                70.0);
 
-  rok_ticks_compute(3.2e9, 4.1e10, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(3.2e9, 4.1e10, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "GiB", (const char *[]){"0", "10", "20", "30", "40", NULL}, 0.0, 40.0);
   g_assert_cmpfloat(t.scale, ==, GIB);
 
   /* The same range in seconds reads in s; milliseconds stay up to 10 s. */
-  rok_ticks_compute(0.0, 2.5, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(0.0, 2.5, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "ms", (const char *[]){"0", "500", "1000", "1500", "2000", "2500", NULL}, 0.0,
                2500.0);
 
-  rok_ticks_compute(-3.7, -0.2, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(-3.7, -0.2, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "", (const char *[]){"−4", "−3", "−2", "−1", "0", NULL}, -4.0, 0.0);
 
-  rok_ticks_compute(-1e-3, 2e-3, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(-1e-3, 2e-3, ROK_UNIT_SECONDS, NULL, ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "ms", (const char *[]){"−1.0", "−0.5", "0.0", "0.5", "1.0", "1.5", "2.0", NULL},
                -1.0, 2.0);
 
-  rok_ticks_compute(0.0, 41000.0, ROK_UNIT_RATE, "tokens/s", ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(0.0, 41000.0, ROK_UNIT_RATE, "tokens/s", ROK_SCALE_LINEAR, 8, &t);
   assert_ticks(&t, "k tokens/s", (const char *[]){"0", "10", "20", "30", "40", "50", NULL}, 0.0,
                50.0);
 }
@@ -63,13 +63,13 @@ static void test_ticks_examples(void) {
 static void test_ticks_degenerate(void) {
   RokTicks t;
   /* Zero width at zero: a unit range. */
-  rok_ticks_compute(0.0, 0.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(0.0, 0.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
   g_assert_cmpfloat(t.min, ==, 0.0);
   g_assert_cmpfloat(t.max, ==, 1.0);
   /* A single value lies strictly inside its axis. */
   const double singles[] = {5.0, -5.0, 1e-7, 123456.0, 40.0 * GIB};
   for (gsize i = 0; i < G_N_ELEMENTS(singles); i++) {
-    rok_ticks_compute(singles[i], singles[i], ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, 8, &t);
+    plot_ticks_compute(singles[i], singles[i], ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, 8, &t);
     double shown = singles[i] / t.scale;
     g_assert_cmpfloat(t.min, <, shown);
     g_assert_cmpfloat(t.max, >, shown);
@@ -77,11 +77,11 @@ static void test_ticks_degenerate(void) {
     g_assert_cmpuint(t.count, <=, 8);
   }
   /* Nearly zero width relative to the value counts as zero width. */
-  rok_ticks_compute(1e9, 1e9 + 1e-3, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(1e9, 1e9 + 1e-3, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
   g_assert_cmpuint(t.count, >=, 3);
   g_assert_cmpstr(t.unit, ==, "×10⁹");
   /* Single value on a log axis. */
-  rok_ticks_compute(16.0, 16.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG2, 8, &t);
+  plot_ticks_compute(16.0, 16.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG2, 8, &t);
   g_assert_cmpuint(t.count, >=, 2);
   g_assert_cmpfloat(t.min, <, 16.0);
   g_assert_cmpfloat(t.max, >, 16.0);
@@ -91,7 +91,7 @@ static void test_ticks_degenerate(void) {
  * and the labels read back as the values. */
 static void check_linear_ticks(double lo, double hi, RokUnitKind unit) {
   RokTicks t;
-  rok_ticks_compute(lo, hi, unit, "B/s", ROK_SCALE_LINEAR, 8, &t);
+  plot_ticks_compute(lo, hi, unit, "B/s", ROK_SCALE_LINEAR, 8, &t);
   g_assert_cmpuint(t.count, >=, 4);
   g_assert_cmpuint(t.count, <=, 8);
   double step = t.values[1] - t.values[0];
@@ -160,65 +160,65 @@ static void test_ticks_units(void) {
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     RokTicks t;
-    rok_ticks_compute(0.0, cases[i].value, cases[i].unit, cases[i].name, ROK_SCALE_LINEAR, 8, &t);
+    plot_ticks_compute(0.0, cases[i].value, cases[i].unit, cases[i].name, ROK_SCALE_LINEAR, 8, &t);
     g_assert_cmpstr(t.unit, ==, cases[i].shown);
   }
   RokTicks t;
-  rok_ticks_compute(0.0, 40 * GIB, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, 8, &t);
-  g_autofree char *title = rok_ticks_axis_title(&t, "Peak memory");
+  plot_ticks_compute(0.0, 40 * GIB, ROK_UNIT_BYTES, NULL, ROK_SCALE_LINEAR, 8, &t);
+  g_autofree char *title = plot_ticks_axis_title(&t, "Peak memory");
   g_assert_cmpstr(title, ==, "Peak memory (GiB)");
-  g_autofree char *bare = rok_ticks_axis_title(&t, NULL);
+  g_autofree char *bare = plot_ticks_axis_title(&t, NULL);
   g_assert_cmpstr(bare, ==, "GiB");
-  rok_ticks_compute(0.0, 64, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
-  g_autofree char *plain = rok_ticks_axis_title(&t, "Micro-batch size");
+  plot_ticks_compute(0.0, 64, ROK_UNIT_NONE, NULL, ROK_SCALE_LINEAR, 8, &t);
+  g_autofree char *plain = plot_ticks_axis_title(&t, "Micro-batch size");
   g_assert_cmpstr(plain, ==, "Micro-batch size");
 }
 
 static void test_ticks_log(void) {
   RokTicks t;
-  rok_ticks_compute(1.0, 64.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG2, 8, &t);
+  plot_ticks_compute(1.0, 64.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG2, 8, &t);
   assert_ticks(&t, "", (const char *[]){"1", "2", "4", "8", "16", "32", "64", NULL}, 1.0, 64.0);
-  g_assert_cmpfloat_with_epsilon(rok_ticks_fraction(&t, 8.0), 0.5, 1e-12);
+  g_assert_cmpfloat_with_epsilon(plot_ticks_fraction(&t, 8.0), 0.5, 1e-12);
 
   /* Too many powers: every third one (powers of 8). */
-  rok_ticks_compute(1.0, 65536.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG2, 8, &t);
+  plot_ticks_compute(1.0, 65536.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG2, 8, &t);
   g_assert_cmpuint(t.count, <=, 8);
   g_assert_cmpstr(t.labels[0], ==, "1");
   g_assert_cmpstr(t.labels[1], ==, "8");
 
-  rok_ticks_compute(1.0, 1e6, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
+  plot_ticks_compute(1.0, 1e6, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
   assert_ticks(&t, "", (const char *[]){"1", "10", "100", "1000", "10000", "100000", "10⁶", NULL},
                1.0, 1e6);
 
-  rok_ticks_compute(1.5, 40.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
+  plot_ticks_compute(1.5, 40.0, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
   assert_ticks(&t, "", (const char *[]){"2", "5", "10", "20", NULL}, 1.5, 40.0);
 
-  rok_ticks_compute(1e-9, 1e3, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
+  plot_ticks_compute(1e-9, 1e3, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
   g_assert_cmpuint(t.count, <=, 8);
   g_assert_cmpuint(t.count, >=, 4);
 
   /* Within a decade a log axis gets linear ticks, all positive. */
-  rok_ticks_compute(0.013, 0.0171, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
+  plot_ticks_compute(0.013, 0.0171, ROK_UNIT_NONE, NULL, ROK_SCALE_LOG10, 8, &t);
   g_assert_cmpuint(t.count, >=, 3);
   for (guint i = 0; i < t.count; i++)
     g_assert_cmpfloat(t.values[i], >, 0.0);
   g_assert_cmpfloat(t.min, >, 0.0);
 
   /* Bytes on a log2 axis: powers of two in the chosen unit. */
-  rok_ticks_compute(GIB, 64 * GIB, ROK_UNIT_BYTES, NULL, ROK_SCALE_LOG2, 8, &t);
+  plot_ticks_compute(GIB, 64 * GIB, ROK_UNIT_BYTES, NULL, ROK_SCALE_LOG2, 8, &t);
   assert_ticks(&t, "GiB", (const char *[]){"1", "2", "4", "8", "16", "32", "64", NULL}, 1.0, 64.0);
 }
 
 /* ---- palette ---- */
 
 static void test_palette(void) {
-  RokRgb blue = rok_palette_color(ROK_COLOR_BLUE);
+  RokRgb blue = plot_palette_color(ROK_COLOR_BLUE);
   g_assert_cmpfloat_with_epsilon(blue.b, 0xB2 / 255.0, 1e-9);
-  RokRgb vermillion = rok_palette_color(ROK_COLOR_VERMILLION + ROK_PLOT_COLORS);
+  RokRgb vermillion = plot_palette_color(ROK_COLOR_VERMILLION + ROK_PLOT_COLORS);
   g_assert_cmpfloat_with_epsilon(vermillion.r, 0xD5 / 255.0, 1e-9);
   for (guint i = 0; i < ROK_PLOT_COLORS; i++)
     for (guint j = i + 1; j < ROK_PLOT_COLORS; j++) {
-      RokRgb a = rok_palette_color(i), b = rok_palette_color(j);
+      RokRgb a = plot_palette_color(i), b = plot_palette_color(j);
       g_assert_cmpfloat(fabs(a.r - b.r) + fabs(a.g - b.g) + fabs(a.b - b.b), >, 0.2);
     }
   /* Every shape inks a different set of pixels. */
@@ -228,7 +228,7 @@ static void test_palette(void) {
     cairo_t *cr = cairo_create(s);
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
-    rok_palette_marker(cr, i, 10, 10, 12, (RokRgb){0, 0, 0}, FALSE);
+    plot_palette_marker(cr, i, 10, 10, 12, (RokRgb){0, 0, 0}, FALSE);
     cairo_destroy(cr);
     cairo_surface_flush(s);
     gsize size = (gsize)cairo_image_surface_get_stride(s) * 20;
@@ -244,48 +244,48 @@ static void test_palette(void) {
 
 static void test_boxes(void) {
   RokBox a = {0, 0, 10, 10}, b = {10, 0, 5, 5}, c = {5, 5, 10, 10};
-  g_assert_false(rok_box_overlaps(&a, &b)); /* touching is not overlapping */
-  g_assert_true(rok_box_overlaps(&a, &c));
-  g_assert_true(rok_box_contains(&a, &(RokBox){1, 1, 2, 2}));
-  g_assert_false(rok_box_contains(&a, &c));
-  g_assert_true(rok_box_hits_segment(&a, -5, 5, 15, 5));
-  g_assert_true(rok_box_hits_segment(&a, 2, 2, 3, 3)); /* inside */
-  g_assert_false(rok_box_hits_segment(&a, -5, -5, 20, -1));
-  g_assert_false(rok_box_hits_segment(&a, 11, -5, 20, 30));
-  g_assert_true(rok_box_hits_segment(&a, -2, 5, 5, -2)); /* cuts a corner */
+  g_assert_false(plot_box_overlaps(&a, &b)); /* touching is not overlapping */
+  g_assert_true(plot_box_overlaps(&a, &c));
+  g_assert_true(plot_box_contains(&a, &(RokBox){1, 1, 2, 2}));
+  g_assert_false(plot_box_contains(&a, &c));
+  g_assert_true(plot_box_hits_segment(&a, -5, 5, 15, 5));
+  g_assert_true(plot_box_hits_segment(&a, 2, 2, 3, 3)); /* inside */
+  g_assert_false(plot_box_hits_segment(&a, -5, -5, 20, -1));
+  g_assert_false(plot_box_hits_segment(&a, 11, -5, 20, 30));
+  g_assert_true(plot_box_hits_segment(&a, -2, 5, 5, -2)); /* cuts a corner */
 }
 
 static void test_text_wrap(void) {
-  cairo_t *cr = rok_text_context_new();
+  cairo_t *cr = plot_text_context_new();
   const char *text = "A rather long title that cannot possibly fit into a narrow chart";
   double size;
-  g_auto(GStrv) lines = rok_text_fit(cr, text, TRUE, 15.0, 11.0, 200.0, 0, &size);
+  g_auto(GStrv) lines = plot_text_fit(cr, text, TRUE, 15.0, 11.0, 200.0, 0, &size);
   g_assert_cmpfloat(size, ==, 11.0);
   g_assert_cmpuint(g_strv_length(lines), >, 1);
   g_autofree char *joined = g_strjoinv(" ", lines);
   g_assert_cmpstr(joined, ==, text);
   for (char **line = lines; *line != NULL; line++)
-    g_assert_cmpfloat(rok_text_width(cr, *line, size, TRUE), <=, 200.0);
+    g_assert_cmpfloat(plot_text_width(cr, *line, size, TRUE), <=, 200.0);
   /* Fits when shrunk a little: one line, smaller font. */
-  double full = rok_text_width(cr, "Throughput by micro-batch", 15.0, TRUE);
+  double full = plot_text_width(cr, "Throughput by micro-batch", 15.0, TRUE);
   g_auto(GStrv) one =
-      rok_text_fit(cr, "Throughput by micro-batch", TRUE, 15.0, 11.0, full * 0.9, 1, &size);
+      plot_text_fit(cr, "Throughput by micro-batch", TRUE, 15.0, 11.0, full * 0.9, 1, &size);
   g_assert_cmpuint(g_strv_length(one), ==, 1);
   g_assert_cmpfloat(size, <, 15.0);
   g_assert_cmpfloat(size, >=, 11.0);
   /* At most two lines, the rest cut short with an ellipsis. */
-  g_auto(GStrv) two = rok_text_wrap_lines(cr, text, 11.0, FALSE, 150.0, 2);
+  g_auto(GStrv) two = plot_text_wrap_lines(cr, text, 11.0, FALSE, 150.0, 2);
   g_assert_cmpuint(g_strv_length(two), ==, 2);
   g_assert_true(g_str_has_suffix(two[1], "…"));
   g_assert_true(g_str_has_prefix(text, two[0]));
   for (char **line = two; *line != NULL; line++)
-    g_assert_cmpfloat(rok_text_width(cr, *line, 11.0, FALSE), <=, 150.0);
+    g_assert_cmpfloat(plot_text_width(cr, *line, 11.0, FALSE), <=, 150.0);
   /* A word wider than the room is cut too. */
-  g_auto(GStrv) word = rok_text_wrap_lines(cr, "Incomprehensibilities", 11.0, FALSE, 60.0, 1);
+  g_auto(GStrv) word = plot_text_wrap_lines(cr, "Incomprehensibilities", 11.0, FALSE, 60.0, 1);
   g_assert_cmpuint(g_strv_length(word), ==, 1);
   g_assert_true(g_str_has_suffix(word[0], "…"));
-  g_assert_cmpfloat(rok_text_width(cr, word[0], 11.0, FALSE), <=, 60.0);
-  g_auto(GStrv) fits = rok_text_wrap_lines(cr, "short", 11.0, FALSE, 150.0, 1);
+  g_assert_cmpfloat(plot_text_width(cr, word[0], 11.0, FALSE), <=, 60.0);
+  g_auto(GStrv) fits = plot_text_wrap_lines(cr, "short", 11.0, FALSE, 150.0, 1);
   g_assert_cmpstr(fits[0], ==, "short");
   cairo_destroy(cr);
 }
@@ -374,13 +374,13 @@ static void assert_texts_apart(const GArray *texts, double width, double height)
   RokBox canvas = {0, 0, width, height};
   for (guint i = 0; i < texts->len; i++) {
     const RokText *a = &g_array_index(texts, RokText, i);
-    if (!rok_box_contains(&canvas, &a->box))
+    if (!plot_box_contains(&canvas, &a->box))
       g_error("text \"%s\" at (%g, %g) %g×%g runs off the %g×%g canvas", a->text, a->box.x,
               a->box.y, a->box.w, a->box.h, width, height);
     g_assert_cmpfloat(a->size, >=, 7.0); /* readable even when shrunk to fit */
     for (guint j = i + 1; j < texts->len; j++) {
       const RokText *b = &g_array_index(texts, RokText, j);
-      if (rok_box_overlaps(&a->box, &b->box))
+      if (plot_box_overlaps(&a->box, &b->box))
         g_error("text \"%s\" overlaps \"%s\"", a->text, b->text);
     }
   }
@@ -391,12 +391,12 @@ static void assert_legend_clear(const RokChartLayout *layout) {
   if (!layout->has_legend)
     return;
   RokBox canvas = {0, 0, layout->width, layout->height};
-  g_assert_true(rok_box_contains(&canvas, &layout->legend));
+  g_assert_true(plot_box_contains(&canvas, &layout->legend));
   for (guint i = 0; i < layout->texts->len; i++) {
     const RokText *text = &g_array_index(layout->texts, RokText, i);
-    if (rok_box_contains(&layout->legend, &text->box))
+    if (plot_box_contains(&layout->legend, &text->box))
       continue;
-    g_assert_false(rok_box_overlaps(&layout->legend, &text->box));
+    g_assert_false(plot_box_overlaps(&layout->legend, &text->box));
   }
 }
 
@@ -426,11 +426,11 @@ static void test_layout_no_overlaps(void) {
   for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
     g_autoptr(RokChart) chart = crowded_chart();
     rok_chart_set_size(chart, sizes[i][0], sizes[i][1]);
-    g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+    g_autoptr(RokChartLayout) layout = plot_chart_layout_new(chart);
     assert_texts_apart(layout->texts, sizes[i][0], sizes[i][1]);
     assert_legend_clear(layout);
     RokBox canvas = {0, 0, sizes[i][0], sizes[i][1]};
-    g_assert_true(rok_box_contains(&canvas, &layout->plot));
+    g_assert_true(plot_box_contains(&canvas, &layout->plot));
     g_assert_cmpfloat(layout->plot.w, >, 50.0);
     g_assert_cmpfloat(layout->plot.h, >, 50.0);
     /* The title was shrunk or wrapped: its first text is the title. */
@@ -440,7 +440,7 @@ static void test_layout_no_overlaps(void) {
     g_assert_true(strcmp(title->text, chart->title) != 0 || title->size < 15.0);
   }
   g_autoptr(RokChart) curve = rok_curve_chart();
-  g_autoptr(RokChartLayout) layout = rok_chart_layout_new(curve);
+  g_autoptr(RokChartLayout) layout = plot_chart_layout_new(curve);
   assert_texts_apart(layout->texts, curve->width, curve->height);
   assert_legend_clear(layout);
   /* All five point labels were placed. */
@@ -460,7 +460,7 @@ static void test_layout_random_sizes(void) {
                                 : i % 3 == 1 ? throughput_chart("Throughput by micro-batch", "")
                                              : rok_curve_chart();
     rok_chart_set_size(chart, w, h);
-    g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+    g_autoptr(RokChartLayout) layout = plot_chart_layout_new(chart);
     assert_texts_apart(layout->texts, w, h);
     assert_legend_clear(layout);
     /* Ordinary charts need no compromise at any of these sizes. */
@@ -471,7 +471,7 @@ static void test_layout_random_sizes(void) {
     double w = g_rand_double_range(rand, 300, 1200), h = g_rand_double_range(rand, 200, 900);
     g_autoptr(RokTimeline) timeline = step_timeline("A timeline with a rather long title");
     rok_timeline_set_size(timeline, w, h);
-    g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+    g_autoptr(RokTimelineLayout) layout = plot_timeline_layout_new(timeline);
     assert_texts_apart(layout->texts, w, h);
   }
 }
@@ -486,17 +486,17 @@ static void test_layout_legend_avoids_data(void) {
   }
   rok_chart_axis_include(chart, ROK_AXIS_X, 10.0);
   rok_chart_axis_include(chart, ROK_AXIS_Y, 0.0);
-  g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+  g_autoptr(RokChartLayout) layout = plot_chart_layout_new(chart);
   g_assert_true(layout->has_legend);
-  g_assert_true(rok_box_contains(&layout->plot, &layout->legend));
+  g_assert_true(plot_box_contains(&layout->plot, &layout->legend));
   for (guint s = 0; s < chart->series->len; s++) {
     const RokSeries *series = g_ptr_array_index(chart->series, s);
     for (guint p = 0; p < series->points->len; p++) {
       const RokPoint *point = &g_array_index(series->points, RokPoint, p);
       double x, y;
-      rok_chart_layout_map(layout, point->x, point->y, &x, &y);
+      plot_chart_layout_map(layout, point->x, point->y, &x, &y);
       RokBox marker = {x - 4, y - 4, 8, 8};
-      g_assert_false(rok_box_overlaps(&marker, &layout->legend));
+      g_assert_false(plot_box_overlaps(&marker, &layout->legend));
     }
   }
   /* The first corner tried is the top left, taken by data here. */
@@ -511,7 +511,7 @@ static void test_layout_legend_outside(void) {
     for (int i = 0; i <= 48; i++)
       rok_chart_add_point(chart, id, i, (i * (7 + s * 3)) % 49, 0, NULL);
   }
-  g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+  g_autoptr(RokChartLayout) layout = plot_chart_layout_new(chart);
   g_assert_true(layout->has_legend);
   g_assert_cmpfloat(layout->legend.x, >=, layout->plot.x + layout->plot.w);
   assert_texts_apart(layout->texts, chart->width, chart->height);
@@ -527,13 +527,13 @@ static void test_layout_timeline_no_memory(void) {
   rok_timeline_add_kind(timeline, "forward", 0);
   rok_timeline_add_bar(timeline, 0, 0, 0.0, 2e-3);
   rok_timeline_add_bar(timeline, 1, 0, 1e-3, 4e-3);
-  g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+  g_autoptr(RokTimelineLayout) layout = plot_timeline_layout_new(timeline);
   g_assert_false(layout->has_memory);
   assert_texts_apart(layout->texts, layout->width, layout->height);
   g_assert_cmpfloat(layout->row_h, >, 20.0);
   g_assert_cmpfloat(layout->row_h, <, 60.0);
   g_assert_cmpstr(layout->time_ticks.unit, ==, "ms");
-  g_assert_cmpfloat(rok_timeline_layout_x(layout, 0.0), ==, layout->gantt.x);
+  g_assert_cmpfloat(plot_timeline_layout_x(layout, 0.0), ==, layout->gantt.x);
 }
 
 static void test_layout_timeline(void) {
@@ -542,7 +542,7 @@ static void test_layout_timeline(void) {
     g_autoptr(RokTimeline) timeline = step_timeline(
         "A timeline with a long title describing the model, the hardware and the plan in detail");
     rok_timeline_set_size(timeline, sizes[i][0], sizes[i][1]);
-    g_autoptr(RokTimelineLayout) layout = rok_timeline_layout_new(timeline);
+    g_autoptr(RokTimelineLayout) layout = plot_timeline_layout_new(timeline);
     assert_texts_apart(layout->texts, sizes[i][0], sizes[i][1]);
     g_assert_true(layout->has_memory);
     g_assert_cmpfloat(layout->memory.y, >, layout->gantt.y + layout->gantt.h);
@@ -703,7 +703,7 @@ static void test_save_charts(Fixture *f, gconstpointer data) {
   check_outputs(f->dir, "empty", save_chart, empty, 1200, 760);
   /* Without memory the canvas ends below the time axis. */
   g_autoptr(RokTimeline) bare = rok_timeline_new(NULL);
-  g_autoptr(RokTimelineLayout) bare_layout = rok_timeline_layout_new(bare);
+  g_autoptr(RokTimelineLayout) bare_layout = plot_timeline_layout_new(bare);
   g_assert_cmpfloat(bare_layout->height, <, 200.0);
   check_outputs(f->dir, "empty-timeline", save_timeline, bare, 1440,
                 (int)(bare_layout->height * 2));
@@ -711,11 +711,11 @@ static void test_save_charts(Fixture *f, gconstpointer data) {
   /* The series colours really reach the pixels. */
   g_autofree char *png = g_build_filename(f->dir, "throughput.png", NULL);
   for (guint s = 0; s < 6; s++)
-    g_assert_cmpuint(count_color(png, rok_palette_color(s)), >, 100);
-  g_assert_cmpuint(count_color(png, rok_palette_color(ROK_COLOR_YELLOW)), ==, 0);
+    g_assert_cmpuint(count_color(png, plot_palette_color(s)), >, 100);
+  g_assert_cmpuint(count_color(png, plot_palette_color(ROK_COLOR_YELLOW)), ==, 0);
   g_autofree char *tl = g_build_filename(f->dir, "timeline.png", NULL);
   for (guint k = 0; k < 5; k++)
-    g_assert_cmpuint(count_color(tl, rok_palette_color(k)), >, 100);
+    g_assert_cmpuint(count_color(tl, plot_palette_color(k)), >, 100);
 
   /* Extensions are case-insensitive; the size is the one set. */
   g_autofree char *upper = g_build_filename(f->dir, "SMALL.PNG", NULL);
@@ -752,12 +752,12 @@ static void test_save_hollow(Fixture *f, gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_assert_true(rok_chart_save(chart, path, &error));
   g_assert_no_error(error);
-  g_autoptr(RokChartLayout) layout = rok_chart_layout_new(chart);
+  g_autoptr(RokChartLayout) layout = plot_chart_layout_new(chart);
   double x, y;
-  guint32 vermillion = rgb24(rok_palette_color(ROK_COLOR_VERMILLION));
-  rok_chart_layout_map(layout, 1.0, 1.0, &x, &y);
+  guint32 vermillion = rgb24(plot_palette_color(ROK_COLOR_VERMILLION));
+  plot_chart_layout_map(layout, 1.0, 1.0, &x, &y);
   g_assert_cmphex(pixel_at(path, x, y), ==, vermillion);
-  rok_chart_layout_map(layout, 2.0, 2.0, &x, &y);
+  plot_chart_layout_map(layout, 2.0, 2.0, &x, &y);
   g_assert_cmphex(pixel_at(path, x, y), ==, 0xFFFFFF);
   /* The outline (1.5 points wide) lies about 3.3 points right of the centre. */
   gboolean outline = FALSE;

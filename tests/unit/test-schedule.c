@@ -4,9 +4,9 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/schedule.h"
+#include "rok/sim.h"
 
 #define MB 1000000ull
 
@@ -74,8 +74,8 @@ static RokHw small_hw(gboolean gpudirect) {
 }
 
 /* Offload A of layer 0 to NVMe, B of layer 0 to host, recompute A of layer 1. */
-static RokSimPlan *mixed_plan(const RokTrace *trace) {
-  RokSimPlan *plan = rok_sim_plan_new(trace);
+static RokStepPlan *mixed_plan(const RokTrace *trace) {
+  RokStepPlan *plan = rok_step_plan_new(trace);
   plan->decisions[1] = ROK_DECISION_OFFLOAD_NVME;
   plan->decisions[2] = ROK_DECISION_OFFLOAD_HOST;
   plan->decisions[3] = ROK_DECISION_RECOMPUTE;
@@ -84,14 +84,14 @@ static RokSimPlan *mixed_plan(const RokTrace *trace) {
 }
 
 static RokSchedule *make(const RokTrace *trace, const RokHw *hw) {
-  g_autoptr(RokSimPlan) plan = mixed_plan(trace);
+  g_autoptr(RokStepPlan) plan = mixed_plan(trace);
   g_autoptr(GError) error = NULL;
-  RokSchedule *s = rok_schedule_new(trace, hw, plan, "rok", 128 * MB, &error);
+  RokSchedule *s = rok_sim_schedule_new(trace, hw, plan, "rok", 128 * MB, &error);
   g_assert_no_error(error);
   return s;
 }
 
-static guint count(const RokSchedule *s, RokActionKind kind, RokSimStream stream) {
+static guint count(const RokSchedule *s, RokActionKind kind, RokStream stream) {
   guint n = 0;
   for (guint i = 0; i < s->actions->len; i++)
     n += rok_schedule_action(s, i)->kind == kind && rok_schedule_action(s, i)->stream == stream;
@@ -104,32 +104,32 @@ static void test_contents(void) {
   g_autoptr(RokSchedule) s = make(trace, &hw);
   /* Every micro-batch in detail, each op once forward and once backward. */
   g_assert_cmpuint(s->plan->options.detail_micro_batches, ==, 3);
-  g_assert_cmpuint(count(s, ROK_ACTION_FORWARD, ROK_SIM_STREAM_COMPUTE), ==, 3 * trace->ops->len);
-  g_assert_cmpuint(count(s, ROK_ACTION_BACKWARD, ROK_SIM_STREAM_COMPUTE), ==, 3 * trace->ops->len);
-  g_assert_cmpuint(count(s, ROK_ACTION_RECOMPUTE, ROK_SIM_STREAM_COMPUTE), ==, 3);
-  g_assert_cmpuint(count(s, ROK_ACTION_OPTIMIZER, ROK_SIM_STREAM_COMPUTE), ==, 1);
+  g_assert_cmpuint(count(s, ROK_ACTION_FORWARD, ROK_STREAM_COMPUTE), ==, 3 * trace->ops->len);
+  g_assert_cmpuint(count(s, ROK_ACTION_BACKWARD, ROK_STREAM_COMPUTE), ==, 3 * trace->ops->len);
+  g_assert_cmpuint(count(s, ROK_ACTION_RECOMPUTE, ROK_STREAM_COMPUTE), ==, 3);
+  g_assert_cmpuint(count(s, ROK_ACTION_OPTIMIZER, ROK_STREAM_COMPUTE), ==, 1);
   /* Staged NVMe offload: d2h then nvme-write; host offload: d2h only. */
-  g_assert_cmpuint(count(s, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_NVME_WRITE), ==, 3);
-  g_assert_cmpuint(count(s, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H), ==, 6);
+  g_assert_cmpuint(count(s, ROK_ACTION_OFFLOAD, ROK_STREAM_NVME_WRITE), ==, 3);
+  g_assert_cmpuint(count(s, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H), ==, 6);
   for (guint i = 0; i < s->actions->len; i++) {
-    const RokSimAction *a = rok_schedule_action(s, i);
+    const RokAction *a = rok_schedule_action(s, i);
     g_assert_cmpint(a->start_ns, <=, a->end_ns);
     for (guint d = 0; d < a->deps_count; d++)
       g_assert_cmpuint(g_array_index(s->deps, guint, a->deps_first + d), <, i);
   }
   /* The predicted totals are those of the run the log came from. */
-  g_autoptr(RokSimPlan) plan = mixed_plan(trace);
+  g_autoptr(RokStepPlan) plan = mixed_plan(trace);
   plan->options.detail_micro_batches = 3;
   g_autoptr(GError) error = NULL;
   g_autoptr(RokSimResult) r = rok_simulate(trace, &hw, plan, &error);
   json_object *step = NULL;
   g_assert_true(json_object_object_get_ex(s->predicted, "step_time_s", &step));
   g_assert_cmpfloat(json_object_get_double(step), ==, r->step_time_s);
-  const RokSimAction *last = rok_schedule_action(s, s->actions->len - 1);
+  const RokAction *last = rok_schedule_action(s, s->actions->len - 1);
   g_assert_cmpint(last->end_ns, ==, r->step_ns);
 }
 
-static void same_action(const RokSimAction *a, const RokSimAction *b) {
+static void same_action(const RokAction *a, const RokAction *b) {
   g_assert_cmpint(a->kind, ==, b->kind);
   g_assert_cmpint(a->stream, ==, b->stream);
   g_assert_cmpuint(a->micro_batch, ==, b->micro_batch);

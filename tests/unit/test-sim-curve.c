@@ -3,7 +3,7 @@
  * using it, while a profile without a curve behaves as before. */
 #include <math.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/sim.h"
 
 /* Efficiency rising with size, then flat, then a dip: a realistic shape

@@ -31,7 +31,7 @@ static RokHw *hw_named(const char *name) {
   return hw;
 }
 
-static void random_plan(GRand *rand, const RokTrace *trace, RokSimPlan *plan) {
+static void random_plan(GRand *rand, const RokTrace *trace, RokStepPlan *plan) {
   for (guint t = 0; t < trace->tensors->len; t++) {
     RokDecision d = g_rand_int_range(rand, 0, ROK_DECISION_COUNT);
     if (d == ROK_DECISION_RECOMPUTE && !rok_trace_tensor(trace, t)->recomputable)
@@ -48,7 +48,7 @@ static void random_plan(GRand *rand, const RokTrace *trace, RokSimPlan *plan) {
   plan->options.memory_budget = fixed + (guint64)(g_rand_double(rand) * 2.0 * (double)rok_trace_total_saved_bytes(trace));
 }
 
-static void check(const RokTrace *trace, const RokSimPlan *plan, const RokSimResult *r) {
+static void check(const RokTrace *trace, const RokStepPlan *plan, const RokSimResult *r) {
   g_assert_cmpuint(r->peak_bytes, >=, r->fixed_bytes);
   g_assert_cmpint(r->step_ns, >=, r->compute_ns);
   g_assert_cmpint(r->recompute_ns, <=, r->compute_ns);
@@ -59,13 +59,13 @@ static void check(const RokTrace *trace, const RokSimPlan *plan, const RokSimRes
   if (r->detailed_micro_batches == r->micro_batches)
     g_assert_cmpint(r->step_ns, ==, r->compute_ns + r->stall_total_ns);
   g_assert_cmpuint(r->nvme_read_bytes, <=, r->nvme_write_bytes);
-  gint64 end[ROK_SIM_STREAM_COUNT] = {0};
+  gint64 end[ROK_STREAM_COUNT] = {0};
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *a = &g_array_index(r->actions, RokAction, i);
     for (guint d = 0; d < a->deps_count; d++) {
       guint dep = g_array_index(r->deps, guint, a->deps_first + d);
       g_assert_cmpuint(dep, <, i);
-      g_assert_cmpint(g_array_index(r->actions, RokSimAction, dep).end_ns, <=, a->start_ns);
+      g_assert_cmpint(g_array_index(r->actions, RokAction, dep).end_ns, <=, a->start_ns);
     }
     if (a->kind != ROK_ACTION_FREE) {
       g_assert_cmpint(a->start_ns, >=, end[a->stream]);
@@ -97,7 +97,7 @@ static void test_random_plans(void) {
   for (guint round = 0; round < 150; round++)
     for (guint t = 0; t < G_N_ELEMENTS(traces); t++) {
       const RokHw *hw = hws[g_rand_int_range(rand, 0, G_N_ELEMENTS(hws))];
-      g_autoptr(RokSimPlan) plan = rok_sim_plan_new(traces[t]);
+      g_autoptr(RokStepPlan) plan = rok_step_plan_new(traces[t]);
       random_plan(rand, traces[t], plan);
       g_autoptr(GError) error = NULL;
       g_autoptr(RokSimResult) r = rok_simulate(traces[t], hw, plan, &error);

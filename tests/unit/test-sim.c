@@ -4,7 +4,7 @@
  * times, so every figure below is exact to the nanosecond and the byte. */
 #include <glib.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/sim.h"
 #include "sim/fluid.h"
 
@@ -56,7 +56,7 @@ static void finish(RokTrace *trace) {
   g_assert_no_error(error);
 }
 
-static RokSimResult *run(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan) {
+static RokSimResult *run(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan) {
   g_autoptr(GError) error = NULL;
   RokSimResult *result = rok_simulate(trace, hw, plan, &error);
   g_assert_no_error(error);
@@ -64,15 +64,15 @@ static RokSimResult *run(const RokTrace *trace, const RokHw *hw, const RokSimPla
   return result;
 }
 
-static RokSimPlan *recording_plan(const RokTrace *trace) {
-  RokSimPlan *plan = rok_sim_plan_new(trace);
+static RokStepPlan *recording_plan(const RokTrace *trace) {
+  RokStepPlan *plan = rok_step_plan_new(trace);
   plan->options.record = TRUE;
   return plan;
 }
 
-static const RokSimAction *find_action(const RokSimResult *r, RokActionKind kind, guint id, RokSimStream stream) {
+static const RokAction *find_action(const RokSimResult *r, RokActionKind kind, guint id, RokStream stream) {
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *a = &g_array_index(r->actions, RokAction, i);
     guint key = kind == ROK_ACTION_FORWARD || kind == ROK_ACTION_BACKWARD || kind == ROK_ACTION_RECOMPUTE ? a->op
                                                                                                           : a->tensor;
     if (a->kind == kind && key == id && a->stream == stream)
@@ -81,8 +81,8 @@ static const RokSimAction *find_action(const RokSimResult *r, RokActionKind kind
   g_assert_not_reached();
 }
 
-static gboolean depends_on(const RokSimResult *r, const RokSimAction *a, const RokSimAction *on) {
-  guint index = (guint)(on - (const RokSimAction *)r->actions->data);
+static gboolean depends_on(const RokSimResult *r, const RokAction *a, const RokAction *on) {
+  guint index = (guint)(on - (const RokAction *)r->actions->data);
   for (guint i = 0; i < a->deps_count; i++)
     if (g_array_index(r->deps, guint, a->deps_first + i) == index)
       return TRUE;
@@ -93,14 +93,14 @@ static gboolean depends_on(const RokSimResult *r, const RokSimAction *a, const R
  * no stream runs two actions at once; the compute stream is busy or
  * stalled from 0 to the end of the step. */
 static void check_log(const RokSimResult *r) {
-  gint64 stream_end[ROK_SIM_STREAM_COUNT] = {0};
+  gint64 stream_end[ROK_STREAM_COUNT] = {0};
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *a = &g_array_index(r->actions, RokAction, i);
     g_assert_cmpint(a->start_ns, <=, a->end_ns);
     for (guint d = 0; d < a->deps_count; d++) {
       guint dep = g_array_index(r->deps, guint, a->deps_first + d);
       g_assert_cmpuint(dep, <, i);
-      g_assert_cmpint(g_array_index(r->actions, RokSimAction, dep).end_ns, <=, a->start_ns);
+      g_assert_cmpint(g_array_index(r->actions, RokAction, dep).end_ns, <=, a->start_ns);
     }
     if (a->kind == ROK_ACTION_FREE)
       continue;
@@ -122,7 +122,7 @@ static void test_offload_pencil(void) {
   finish(trace);
   RokHw hw = test_hw();
   hw.pcie.latency = 10 * US;
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   /* forward 0-1-3 ms; A out 1 -> 2.01 ms; backward 3-5-6 ms; A back 3 -> 4.01 ms. */
@@ -139,21 +139,21 @@ static void test_offload_pencil(void) {
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000);
   g_assert_cmpuint(r->pcie_h2d_bytes, ==, 1000000);
   g_assert_cmpuint(r->nvme_write_bytes + r->nvme_read_bytes, ==, 0);
-  g_assert_cmpint(r->busy_ns[ROK_SIM_STREAM_D2H], ==, 1010 * US);
-  g_assert_cmpint(r->busy_ns[ROK_SIM_STREAM_H2D], ==, 1010 * US);
+  g_assert_cmpint(r->busy_ns[ROK_STREAM_D2H], ==, 1010 * US);
+  g_assert_cmpint(r->busy_ns[ROK_STREAM_H2D], ==, 1010 * US);
   g_assert_cmpuint(r->host_peak_bytes, ==, 1000000);
-  const RokSimAction *out = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H);
+  const RokAction *out = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_D2H);
   g_assert_cmpint(out->start_ns, ==, 1 * MS);
   g_assert_cmpint(out->end_ns, ==, 2010 * US);
-  g_assert_true(depends_on(r, out, find_action(r, ROK_ACTION_FORWARD, op0, ROK_SIM_STREAM_COMPUTE)));
-  const RokSimAction *freed = find_action(r, ROK_ACTION_FREE, a, ROK_SIM_STREAM_D2H);
+  g_assert_true(depends_on(r, out, find_action(r, ROK_ACTION_FORWARD, op0, ROK_STREAM_COMPUTE)));
+  const RokAction *freed = find_action(r, ROK_ACTION_FREE, a, ROK_STREAM_D2H);
   g_assert_cmpint(freed->start_ns, ==, 2010 * US);
   g_assert_true(depends_on(r, freed, out));
-  const RokSimAction *back = find_action(r, ROK_ACTION_PREFETCH, a, ROK_SIM_STREAM_H2D);
+  const RokAction *back = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_H2D);
   g_assert_cmpint(back->start_ns, ==, 3 * MS);
   g_assert_cmpint(back->end_ns, ==, 4010 * US);
   g_assert_true(depends_on(r, back, out));
-  const RokSimAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE);
+  const RokAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_STREAM_COMPUTE);
   g_assert_cmpint(bwd0->start_ns, ==, 5 * MS);
   g_assert_true(depends_on(r, bwd0, back));
   check_log(r);
@@ -177,23 +177,23 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   hw.pcie.latency = 10 * US;
   hw.nvme.latency = 20 * US;
   hw.nvme.read_bandwidth = 0.5e9;
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
   plan->options.prefetch_layers = window;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   gint64 issue = window ? 3 * MS : 3500 * US, arrival = issue + 30 * US + 2 * MS;
-  const RokSimAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_SIM_STREAM_NVME_READ);
+  const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
   g_assert_true(read->gpudirect);
   g_assert_cmpint(read->start_ns, ==, issue);
   g_assert_cmpint(read->end_ns, ==, arrival);
   g_assert_cmpint(r->stall_total_ns, ==, arrival - 3500 * US);
   g_assert_cmpint(r->stall_ns[ROK_STALL_READ], ==, arrival - 3500 * US);
-  const RokSimAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE);
+  const RokAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_STREAM_COMPUTE);
   g_assert_cmpint(bwd0->start_ns, ==, arrival);
   g_assert_true(depends_on(r, bwd0, read));
   g_assert_cmpint(r->step_ns, ==, arrival + 1 * MS);
   g_assert_cmpint(r->step_ns, ==, r->compute_ns + r->stall_total_ns);
-  const RokSimAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_NVME_WRITE);
+  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
   g_assert_cmpint(write->end_ns, ==, 1 * MS + 30 * US + 1 * MS);
   g_assert_cmpuint(r->nvme_write_bytes, ==, 1000000);
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000); /* gpudirect crosses PCIe too */
@@ -216,12 +216,12 @@ static void test_fluid_sharing_in_engine(void) {
   finish(trace);
   RokHw hw = test_hw();
   hw.nvme.write_bandwidth = 10e9;
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
-  const RokSimAction *wa = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H);
-  const RokSimAction *wb = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_SIM_STREAM_NVME_WRITE);
+  const RokAction *wa = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_D2H);
+  const RokAction *wb = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_STREAM_NVME_WRITE);
   g_assert_cmpint(wa->start_ns, ==, 1 * MS);
   g_assert_cmpint(wb->start_ns, ==, 1 * MS);
   g_assert_cmpint(wa->end_ns, ==, 3 * MS);
@@ -241,31 +241,31 @@ static RokFlow flow2(RokLink r1, double s1, RokLink r2, double s2) {
 static void test_fluid_rates(void) {
   /* Two equal flows on one link: half each. */
   RokFlow two[] = {flow2(ROK_LINK_D2H, 24e9, 0, 0), flow2(ROK_LINK_D2H, 24e9, 0, 0)};
-  rok_fluid_share(two, 2);
+  sim_fluid_share(two, 2);
   g_assert_cmpfloat(two[0].rate, ==, 12e9);
   g_assert_cmpfloat(two[1].rate, ==, 12e9);
   g_assert_cmpint(two[0].bottleneck, ==, ROK_LINK_D2H);
   /* A read and a write on the array share its time: half of each speed. */
   RokFlow rw[] = {flow2(ROK_LINK_NVME, 7.2e9, 0, 0), flow2(ROK_LINK_NVME, 6.2e9, 0, 0)};
-  rok_fluid_share(rw, 2);
+  sim_fluid_share(rw, 2);
   g_assert_cmpfloat_with_epsilon(rw[0].rate, 3.6e9, 1);
   g_assert_cmpfloat_with_epsilon(rw[1].rate, 3.1e9, 1);
   /* gpudirect write (SSD 6 GB/s) + host copy on a 24 GB/s link: the link
    * saturates at λ = 0.8. */
   RokFlow mix[] = {flow2(ROK_LINK_NVME, 6e9, ROK_LINK_D2H, 24e9), flow2(ROK_LINK_D2H, 24e9, 0, 0)};
-  rok_fluid_share(mix, 2);
+  sim_fluid_share(mix, 2);
   g_assert_cmpfloat_with_epsilon(mix[0].rate, 4.8e9, 1);
   g_assert_cmpfloat_with_epsilon(mix[1].rate, 19.2e9, 1);
   g_assert_cmpint(mix[0].bottleneck, ==, ROK_LINK_D2H);
   /* Alone, a flow runs at its slowest resource; an inactive one is left out. */
   RokFlow solo[] = {flow2(ROK_LINK_NVME, 2e9, ROK_LINK_H2D, 1e9), {.active = FALSE}};
-  rok_fluid_share(solo, 2);
+  sim_fluid_share(solo, 2);
   g_assert_cmpfloat(solo[0].rate, ==, 1e9);
   g_assert_cmpint(solo[0].bottleneck, ==, ROK_LINK_H2D);
   /* Its own cap binds first. */
   RokFlow capped[] = {flow2(ROK_LINK_D2H, 24e9, 0, 0)};
   capped[0].cap = 5e9;
-  rok_fluid_share(capped, 1);
+  sim_fluid_share(capped, 1);
   g_assert_cmpfloat(capped[0].rate, ==, 5e9);
   g_assert_cmpint(capped[0].bottleneck, ==, -1);
 }
@@ -285,7 +285,7 @@ static void test_forwarding(void) {
   finish(trace);
   RokHw hw = test_hw();
   hw.pcie.d2h_bandwidth = 1e8;
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[a] = plan->decisions[c] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpint(r->step_ns, ==, 4 * MS);
@@ -293,11 +293,11 @@ static void test_forwarding(void) {
   g_assert_cmpuint(r->forwarded_tensors, ==, 2);
   g_assert_cmpuint(r->pcie_h2d_bytes, ==, 0);
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000);
-  const RokSimAction *free_a = find_action(r, ROK_ACTION_FREE, a, ROK_SIM_STREAM_D2H);
+  const RokAction *free_a = find_action(r, ROK_ACTION_FREE, a, ROK_STREAM_D2H);
   g_assert_cmpint(free_a->start_ns, ==, 11 * MS);
-  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H)));
-  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_BACKWARD, op0, ROK_SIM_STREAM_COMPUTE)));
-  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, c, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
+  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_D2H)));
+  g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_BACKWARD, op0, ROK_STREAM_COMPUTE)));
+  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, c, ROK_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
   g_assert_cmpuint(r->peak_bytes, ==, FIXED + 2000000);
   check_log(r);
 }
@@ -329,13 +329,13 @@ static RokTrace *chain_trace(void) {
 static void test_recompute_pencil(void) {
   g_autoptr(RokTrace) trace = chain_trace();
   RokHw hw = test_hw();
-  g_autoptr(RokSimPlan) keep = recording_plan(trace);
+  g_autoptr(RokStepPlan) keep = recording_plan(trace);
   g_autoptr(RokSimResult) k = run(trace, &hw, keep);
   g_assert_cmpint(k->step_ns, ==, 10 * MS);
   g_assert_cmpuint(k->peak_bytes, ==, FIXED + 7500000);
   g_assert_cmpint(k->recompute_ns, ==, 0);
 
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[1] = ROK_DECISION_RECOMPUTE; /* Y */
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpint(r->step_ns, ==, 12 * MS);
@@ -344,10 +344,10 @@ static void test_recompute_pencil(void) {
   g_assert_cmpuint(r->peak_bytes, ==, FIXED + 5500000);
   g_assert_cmpint(r->peak_kind, ==, ROK_ACTION_FORWARD);
   g_assert_cmpuint(r->peak_op, ==, 3);
-  const RokSimAction *re = find_action(r, ROK_ACTION_RECOMPUTE, 1, ROK_SIM_STREAM_COMPUTE);
+  const RokAction *re = find_action(r, ROK_ACTION_RECOMPUTE, 1, ROK_STREAM_COMPUTE);
   g_assert_cmpint(re->start_ns, ==, 6 * MS);
   g_assert_cmpint(re->end_ns, ==, 8 * MS);
-  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, 1, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
+  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, 1, ROK_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
   check_log(r);
 }
 
@@ -379,13 +379,13 @@ static void test_rebuild_once_and_masks(void) {
   g_assert_cmpuint(rok_trace_tensor(trace, m)->recompute_from->len, ==, 0);
   RokHw hw = test_hw();
   hw.gpu.launch_overhead = 500;
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[y] = plan->decisions[v] = plan->decisions[m] = ROK_DECISION_RECOMPUTE;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpint(r->recompute_ns, ==, 2 * MS + 3 * MS + 1500);
   guint rebuilds[4] = {0};
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *a = &g_array_index(r->actions, RokAction, i);
     if (a->kind == ROK_ACTION_RECOMPUTE)
       rebuilds[a->op]++;
   }
@@ -393,7 +393,7 @@ static void test_rebuild_once_and_masks(void) {
   g_assert_cmpuint(rebuilds[op2], ==, 1);
   g_assert_cmpuint(rebuilds[op3], ==, 1);
   /* The mask is rebuilt from the seed: it reads nothing. */
-  const RokSimAction *mask = find_action(r, ROK_ACTION_RECOMPUTE, op3, ROK_SIM_STREAM_COMPUTE);
+  const RokAction *mask = find_action(r, ROK_ACTION_RECOMPUTE, op3, ROK_STREAM_COMPUTE);
   g_assert_cmpint(mask->end_ns - mask->start_ns, ==, 1500);
   g_assert_cmpuint(mask->deps_count, ==, 1); /* the previous compute only */
   g_assert_cmpint(r->step_ns, ==, r->compute_ns);
@@ -412,12 +412,12 @@ static void test_memory_stalls(void) {
   rok_trace_need(trace, b, op1);
   finish(trace);
   RokHw hw = test_hw();
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   plan->options.memory_budget = FIXED + 1500000;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
-  g_assert_cmpint(find_action(r, ROK_ACTION_FORWARD, op1, ROK_SIM_STREAM_COMPUTE)->start_ns, ==, 2 * MS);
-  g_assert_cmpint(find_action(r, ROK_ACTION_PREFETCH, a, ROK_SIM_STREAM_H2D)->start_ns, ==, 4 * MS);
+  g_assert_cmpint(find_action(r, ROK_ACTION_FORWARD, op1, ROK_STREAM_COMPUTE)->start_ns, ==, 2 * MS);
+  g_assert_cmpint(find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_H2D)->start_ns, ==, 4 * MS);
   g_assert_cmpint(r->stall_ns[ROK_STALL_MEMORY], ==, 2 * MS);
   g_assert_cmpint(r->stall_total_ns, ==, 2 * MS);
   g_assert_cmpint(r->step_ns, ==, 6 * MS);
@@ -442,13 +442,13 @@ static void test_staging(void) {
   RokHw hw = test_hw();
   hw.nvme.gpudirect = FALSE;
   hw.host.pinned_buffer = 1000000;
-  g_autoptr(RokSimPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = recording_plan(trace);
   plan->decisions[a] = plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
-  const RokSimAction *a1 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_D2H);
-  const RokSimAction *a2 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_SIM_STREAM_NVME_WRITE);
-  const RokSimAction *b1 = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_SIM_STREAM_D2H);
-  const RokSimAction *b2 = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_SIM_STREAM_NVME_WRITE);
+  const RokAction *a1 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_D2H);
+  const RokAction *a2 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+  const RokAction *b1 = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_STREAM_D2H);
+  const RokAction *b2 = find_action(r, ROK_ACTION_OFFLOAD, b, ROK_STREAM_NVME_WRITE);
   g_assert_cmpint(a1->start_ns, ==, 1 * MS);
   g_assert_cmpint(a1->end_ns, ==, 2 * MS);
   g_assert_cmpint(a2->start_ns, ==, 2 * MS);
@@ -458,7 +458,7 @@ static void test_staging(void) {
   g_assert_false(a2->gpudirect);
   g_assert_true(depends_on(r, a2, a1));
   g_assert_true(depends_on(r, b1, a2)); /* the staging space it waited for */
-  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, b, ROK_SIM_STREAM_D2H)->start_ns, ==, 4 * MS);
+  g_assert_cmpint(find_action(r, ROK_ACTION_FREE, b, ROK_STREAM_D2H)->start_ns, ==, 4 * MS);
   g_assert_cmpuint(r->staging_peak_bytes, ==, 1000000);
   g_assert_cmpuint(r->nvme_write_bytes, ==, 2000000);
   g_assert_cmpuint(r->nvme_read_bytes, ==, 2000000);
@@ -466,7 +466,7 @@ static void test_staging(void) {
   check_log(r);
 }
 
-static void expect_error(const RokTrace *trace, const RokHw *hw, const RokSimPlan *plan, const char *needle) {
+static void expect_error(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *needle) {
   g_autoptr(GError) error = NULL;
   g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
   g_assert_null(r);
@@ -486,7 +486,7 @@ static void test_bad_plans(void) {
   rok_trace_need(trace, e, op1);
   finish(trace);
   RokHw hw = test_hw();
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[tokens] = ROK_DECISION_RECOMPUTE;
   expect_error(trace, &hw, plan, "tokens");
   plan->decisions[tokens] = ROK_DECISION_KEEP;
@@ -510,7 +510,7 @@ static void test_micro_batches(void) {
   trace->micro_batches_per_step = 8;
   trace->fixed.optimizer_step_bytes = 1000000000; /* 1 ms at 1 TB/s */
   RokHw hw = test_hw();
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpuint(r->detailed_micro_batches, ==, 3);
   g_assert_cmpint(r->step_ns, ==, 8 * 10 * MS + 1 * MS);

@@ -2,8 +2,7 @@
  * figures the papers report must come out. */
 #include <glib.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/plan.h"
 
@@ -37,7 +36,7 @@ static void unload(Setup *s) {
 
 static RokSimResult *simulate(const Setup *s, RokStrategy strategy) {
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(strategy, s->trace, s->hw, NULL, &error);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(strategy, s->trace, s->hw, NULL, &error);
   g_assert_no_error(error);
   RokSimResult *r = rok_simulate(s->trace, s->hw, plan, &error);
   g_assert_no_error(error);
@@ -45,7 +44,7 @@ static RokSimResult *simulate(const Setup *s, RokStrategy strategy) {
   return r;
 }
 
-static guint64 bytes_with(const RokTrace *trace, const RokSimPlan *plan, gint layer, RokDecision decision) {
+static guint64 bytes_with(const RokTrace *trace, const RokStepPlan *plan, gint layer, RokDecision decision) {
   guint64 total = 0;
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
@@ -74,8 +73,8 @@ static void test_names(void) {
 static void test_recompute_structure(void) {
   Setup s = load("gpt3-1.3b", "a100-80g-sxm-4x980pro");
   const guint64 sbh = 2048 * 1 * 2048, as2b = 16ull * 2048 * 2048;
-  g_autoptr(RokSimPlan) full = rok_strategy_plan(ROK_STRATEGY_RECOMPUTE, s.trace, s.hw, NULL, NULL);
-  g_autoptr(RokSimPlan) selective = rok_strategy_plan(ROK_STRATEGY_SELECTIVE, s.trace, s.hw, NULL, NULL);
+  g_autoptr(RokStepPlan) full = rok_strategy_plan(ROK_STRATEGY_RECOMPUTE, s.trace, s.hw, NULL, NULL);
+  g_autoptr(RokStepPlan) selective = rok_strategy_plan(ROK_STRATEGY_SELECTIVE, s.trace, s.hw, NULL, NULL);
   g_assert_true(full->options.rebuild_whole_layers);
   g_assert_false(selective->options.rebuild_whole_layers);
   for (gint layer = 0; layer < (gint)s.trace->layers; layer++) {
@@ -153,12 +152,12 @@ static void test_starved_ssds(void) {
  * floor; a higher floor moves fewer. */
 static void test_offload_floor(void) {
   Setup s = load("gpt3-1.3b", "a100-80g-sxm-4x980pro");
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, s.trace, s.hw, NULL, NULL);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, s.trace, s.hw, NULL, NULL);
   RokStrategyOptions options;
   rok_strategy_options_init(&options);
   g_assert_cmpuint(options.offload_min_elements, ==, 8u << 20);
   options.offload_min_elements = 48u << 20;
-  g_autoptr(RokSimPlan) high = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, s.trace, s.hw, &options, NULL);
+  g_autoptr(RokStepPlan) high = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, s.trace, s.hw, &options, NULL);
   guint moved = 0, moved_high = 0;
   for (guint t = 0; t < s.trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(s.trace, t);
@@ -179,7 +178,7 @@ static void test_offload_floor(void) {
 
 static char *run_text(const Setup *s, RokStrategy strategy, char **timeline) {
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimPlan) plan = rok_strategy_plan(strategy, s->trace, s->hw, NULL, &error);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(strategy, s->trace, s->hw, NULL, &error);
   plan->options.record = TRUE;
   g_autoptr(RokSimResult) r = rok_simulate(s->trace, s->hw, plan, &error);
   g_assert_no_error(error);
@@ -209,7 +208,7 @@ static void test_deterministic(void) {
   /* A simulator reused between plans gives what a fresh one gives. */
   g_autoptr(RokSim) sim = rok_sim_new(s.trace, s.hw, NULL);
   for (guint i = 0; i < ROK_STRATEGY_BASELINE_COUNT; i++) {
-    g_autoptr(RokSimPlan) plan = rok_strategy_plan(i, s.trace, s.hw, NULL, NULL);
+    g_autoptr(RokStepPlan) plan = rok_strategy_plan(i, s.trace, s.hw, NULL, NULL);
     g_autoptr(RokSimResult) warm = rok_sim_run(sim, plan, NULL);
     g_autoptr(RokSimResult) cold = rok_simulate(s.trace, s.hw, plan, NULL);
     g_assert_cmpint(warm->step_ns, ==, cold->step_ns);

@@ -6,7 +6,8 @@
 #include <cairo.h>
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/charts.h"
+#include "rok/core.h"
 #include "rok/sweep.h"
 
 static RokSweep *small_sweep(const char *range) {

@@ -3,7 +3,7 @@
  * than keeping everything. */
 #include <string.h>
 
-#include "rok/error.h"
+#include "rok/core.h"
 #include "rok/sweep.h"
 
 static char *config_path(const char *kind, const char *name) {

@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/core.h"
 #include "rok/trace.h"
 
 static RokTrace *trace_of(const char *json) {

@@ -1,6 +1,5 @@
 /* Units: parsing sizes, rates, times and numbers; the human forms. */
-#include "rok/error.h"
-#include "rok/units.h"
+#include "rok/core.h"
 
 #include <locale.h>
 #include <math.h>

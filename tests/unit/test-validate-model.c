@@ -6,9 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/calibrate/calibrate.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "rok/calibrate.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/sim.h"
 
@@ -148,9 +147,9 @@ static void test_rates_sim(void) {
   rok_trace_add_input(trace, gelu, y);
   add_tensor(trace, "z", ROK_DTYPE_U8, 10, gelu);
   finish(trace);
-  g_assert_cmpfloat(rok_sim_op_work(o, FALSE), ==, 4e6);
-  g_assert_cmpfloat(rok_sim_op_work(o, TRUE), ==, 8e6);
-  g_assert_cmpfloat(rok_sim_op_work(rok_trace_op(trace, gelu), FALSE), ==, 1e6);
+  g_assert_cmpfloat(rok_op_work(o, FALSE), ==, 4e6);
+  g_assert_cmpfloat(rok_op_work(o, TRUE), ==, 8e6);
+  g_assert_cmpfloat(rok_op_work(rok_trace_op(trace, gelu), FALSE), ==, 1e6);
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
   g_assert_no_error(error);
   g_assert_cmpint(rok_sim_op_ns(sim, op, FALSE), ==, 4000000 + 10000); /* 4e6 / 1e9 s + 10 us */
@@ -187,7 +186,7 @@ static void test_seed_rebuild(void) {
   g_assert_cmpuint(mask, !=, G_MAXUINT);
   const RokTensor *m = rok_trace_tensor(trace, mask);
   g_assert_cmpuint(m->recompute_from->len, ==, 0);
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->options.record = TRUE;
   plan->decisions[mask] = ROK_DECISION_RECOMPUTE;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"op_rates\": {\"dropout\": {\"rebuild\": [[1, 1e8]]}}");
@@ -200,9 +199,9 @@ static void test_seed_rebuild(void) {
   for (guint i = 0; i < G_N_ELEMENTS(profiles); i++) {
     g_autoptr(RokSimResult) r = rok_simulate(trace, profiles[i], plan, &error);
     g_assert_no_error(error);
-    const RokSimAction *rebuild = NULL;
+    const RokAction *rebuild = NULL;
     for (guint k = 0; k < r->actions->len; k++) {
-      const RokSimAction *a = &g_array_index(r->actions, RokSimAction, k);
+      const RokAction *a = &g_array_index(r->actions, RokAction, k);
       if (a->kind == ROK_ACTION_RECOMPUTE && a->op == m->producer)
         rebuild = a;
     }
@@ -216,7 +215,7 @@ static void test_seed_rebuild(void) {
 static guint64 live_at_start(const RokSimResult *r, guint op) {
   gint64 start = -1;
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *a = &g_array_index(r->actions, RokAction, i);
     if (a->kind == ROK_ACTION_BACKWARD && a->op == op)
       start = a->start_ns;
   }
@@ -262,7 +261,7 @@ static void test_gradients(void) {
   hw.pcie.h2d_bandwidth = hw.pcie.d2h_bandwidth = 1e9;
   hw.host.memory = hw.host.pinned_buffer = 1 << 20;
   hw.host.memcpy_bandwidth = 1e9;
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->options.record = TRUE;
   GError *error = NULL;
   g_autoptr(RokSimResult) r = rok_simulate(trace, &hw, plan, &error);
@@ -274,9 +273,9 @@ static void test_gradients(void) {
   g_assert_cmpuint(r->peak_bytes, ==, 1000 + 740);
 }
 
-static const RokSimAction *leg(const RokSimResult *r, RokActionKind kind, RokSimStream stream) {
+static const RokAction *leg(const RokSimResult *r, RokActionKind kind, RokStream stream) {
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *a = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *a = &g_array_index(r->actions, RokAction, i);
     if (a->kind == kind && a->stream == stream)
       return a;
   }
@@ -324,21 +323,21 @@ static void test_checksum(void) {
   hw->nvme.read_bandwidth = hw->nvme.write_bandwidth = 1e9;
   hw->nvme.queue_depth = 32;
   hw->nvme.capacity = (guint64)1 << 40;
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->options.record = TRUE;
   plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
   g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
   g_assert_no_error(error);
-  const RokSimAction *d2h = leg(r, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H);
-  const RokSimAction *write = leg(r, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_NVME_WRITE);
-  const RokSimAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_SIM_STREAM_H2D);
+  const RokAction *d2h = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  const RokAction *write = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_NVME_WRITE);
+  const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
   g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1500000);  /* 1 ms + 0.5 ms check */
   g_assert_cmpint(write->end_ns - write->start_ns, ==, 1000000); /* no check */
   g_assert_cmpint(h2d->end_ns - h2d->start_ns, ==, 1500000);
   hw->host.checksum_bandwidth = 0;
   g_autoptr(RokSimResult) unchecked = rok_simulate(trace, hw, plan, &error);
   g_assert_no_error(error);
-  d2h = leg(unchecked, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H);
+  d2h = leg(unchecked, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1000000);
 }
 
@@ -373,17 +372,17 @@ static void test_shared_cpus(void) {
   rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
   finish(trace);
   hw->pcie.latency = 0;
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->options.record = TRUE;
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
   g_assert_no_error(error);
-  const RokSimAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_SIM_STREAM_D2H);
+  const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(copy->start_ns, ==, 1000000);
   g_assert_cmpint(copy->end_ns, ==, 2000000); /* not stretched */
-  const RokSimAction *fwd1 = NULL;
+  const RokAction *fwd1 = NULL;
   for (guint i = 0; i < r->actions->len; i++) {
-    const RokSimAction *x = &g_array_index(r->actions, RokSimAction, i);
+    const RokAction *x = &g_array_index(r->actions, RokAction, i);
     if (x->kind == ROK_ACTION_FORWARD && x->op == op1)
       fwd1 = x;
   }

@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "exec/runner-private.h"
-#include "exec/validate/validate-private.h"
-#include "rok/error.h"
-#include "rok/json.h"
+#include "validate/validate-private.h"
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/schedule.h"
+#include "rok/sim.h"
 
 /* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
 const char *__lsan_default_suppressions(void);
@@ -52,9 +52,9 @@ static void test_plan_rows(void) {
   o.budgets = 3;
   o.planner_threads = 1;
   o.offload_min_elements = 4096; /* the tiny model's attention tensors */
-  g_autoptr(RokValidation) v = rok_validation_new(trace, hw);
+  g_autoptr(RokValidation) v = validate_new(trace, hw);
   GError *error = NULL;
-  g_autoptr(GPtrArray) rows = rok_validate_plan_rows(trace, hw, &o, v, &error);
+  g_autoptr(GPtrArray) rows = validate_plan_rows(trace, hw, &o, v, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(rows->len, ==, ROK_STRATEGY_BASELINE_COUNT + 3);
   g_assert_cmpuint(v->notes->len, ==, 0);
@@ -86,9 +86,9 @@ static void test_plan_rows(void) {
   /* No SSDs: offload and tba are left out, and the notes say why. */
   g_autoptr(RokHw) bare = rok_hw_copy(hw);
   bare->nvme.devices = 0;
-  g_autoptr(RokValidation) w = rok_validation_new(trace, bare);
+  g_autoptr(RokValidation) w = validate_new(trace, bare);
   o.budgets = 0;
-  g_autoptr(GPtrArray) fewer = rok_validate_plan_rows(trace, bare, &o, w, &error);
+  g_autoptr(GPtrArray) fewer = validate_plan_rows(trace, bare, &o, w, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(fewer->len, ==, 3);
   g_assert_cmpuint(w->notes->len, ==, 2);
@@ -97,7 +97,7 @@ static void test_plan_rows(void) {
 
 /* A report as the executor makes one, around a real schedule. */
 static RokExecReport *made_up_report(double median, double lo, double hi) {
-  RokExecReport *r = rok_exec_report_new();
+  RokExecReport *r = exec_report_new();
   r->device = g_strdup("Test Device");
   r->measured.step_time_s = median;
   r->step_time_min_s = lo;
@@ -111,15 +111,15 @@ static void test_row_fill(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
   g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
   GError *error = NULL;
-  g_autoptr(RokSimPlan) plan = rok_sim_plan_new(trace);
-  g_autoptr(RokSchedule) schedule = rok_schedule_new(trace, hw, plan, "keep", hw->gpu.memory, &error);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  g_autoptr(RokSchedule) schedule = rok_sim_schedule_new(trace, hw, plan, "keep", hw->gpu.memory, &error);
   g_assert_no_error(error);
   gint64 optimizer = 0, end = 0;
   for (guint i = 0; i < schedule->actions->len; i++) {
-    const RokSimAction *a = rok_schedule_action(schedule, i);
+    const RokAction *a = rok_schedule_action(schedule, i);
     if (a->kind == ROK_ACTION_OPTIMIZER)
       optimizer = a->end_ns - a->start_ns;
-    if (a->stream == ROK_SIM_STREAM_COMPUTE)
+    if (a->stream == ROK_STREAM_COMPUTE)
       end = MAX(end, a->end_ns);
   }
   g_assert_cmpint(optimizer, >, 0);
@@ -130,7 +130,7 @@ static void test_row_fill(void) {
   row.report->measured.peak_device_bytes = 990;
   row.report->predicted.d2h_bytes = row.report->measured.d2h_bytes = 300;
   row.report->predicted.nvme_read_bytes = row.report->measured.nvme_read_bytes = 200;
-  rok_validate_row_fill(&row, schedule);
+  validate_row_fill(&row, schedule);
   g_assert_cmpfloat_with_epsilon(row.predicted_optimizer_s, (double)optimizer / 1e9, 1e-12);
   g_assert_cmpfloat_with_epsilon(row.predicted_step_time_s, predicted, 1e-12);
   g_assert_cmpfloat_with_epsilon(row.step_time_error, 0.1, 1e-9);
@@ -142,7 +142,7 @@ static void test_row_fill(void) {
   row.report->measured.h2d_bytes = 100;
   row.report->predicted.d2h_bytes = row.report->predicted.nvme_read_bytes = 0;
   row.report->measured.d2h_bytes = row.report->measured.nvme_read_bytes = 0;
-  rok_validate_row_fill(&row, schedule);
+  validate_row_fill(&row, schedule);
   g_assert_true(isinf(row.moved_error));
   rok_exec_report_free(row.report);
 }
@@ -166,7 +166,7 @@ static void add_row(RokValidation *v, const char *strategy, guint64 budget, doub
 static RokValidation *made_up(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
   g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
-  RokValidation *v = rok_validation_new(trace, hw);
+  RokValidation *v = validate_new(trace, hw);
   v->device = g_strdup("Test Device");
   v->repeat = 3;
   add_row(v, "keep", 1 << 30, 1.0, 1.05, 0.02, 1000, 0.0);

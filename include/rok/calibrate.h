@@ -1,0 +1,245 @@
+/* rok calibrate: measure this machine into a hardware profile.
+ *
+ * What is measured, and how (REFERENCES.md, "Measurement practice"):
+ *
+ *   host     memcpy bandwidth (one thread, large buffers, median of trials);
+ *            the executor's host checksum rate; memory from sysconf
+ *                                                            calib-memcpy.c
+ *   device   rok's own bf16 GEMM kernel over sizes (doubling squares until
+ *            one launch takes long, and transformer-like shapes): the
+ *            efficiency curve; the element-wise add kernel over large
+ *            buffers: hbm_bandwidth; back-to-back tiny kernels: the launch
+ *            overhead; global memory                         calib-compute.c
+ *   ops      every op of small GPT and LLaMA layers, forward and backward,
+ *            through the executor's op interpreter: a rate curve per op
+ *            kind and direction                              calib-ops.c
+ *   copies   host <-> device through pinned host buffers (pcie.*)
+ *                                                            calib-copy.c
+ *   disks    per directory: a fresh rok-XXXXXX work folder (stale ones swept,
+ *            removed on exit, error and Ctrl-C), one data file laid out with
+ *            random data, then over a grid of block sizes × queue depths:
+ *            O_DIRECT sequential overwrites through io_uring timed through
+ *            fdatasync, the cache dropped (posix_fadvise DONTNEED), reads;
+ *            best median per direction; QD1 4 KiB random reads: latency
+ *                                                            calib-disk.c
+ *   checks   virtual disks (sysfs), figures that look cached, two
+ *            directories on one file system                  calib-checks.c
+ *
+ * rok_calib_profile() turns the measurements into a RokHw
+ * (calib-profile.c); rok_calibrate() runs everything in order with Ctrl-C
+ * handling (calib-run.c). Timed figures are RokCalibStat: the median of the
+ * trials, with their spread. */
+#pragma once
+
+#include <glib.h>
+
+#include "rok/storage.h"
+#include "rok/hw.h"
+#include "rok/trace.h"
+
+G_BEGIN_DECLS
+
+#define ROK_CALIB_MAX_GRID 8
+
+/* Called with a short line saying what is being measured now. */
+typedef void (*RokCalibProgressFunc)(const char *what, gpointer user_data);
+
+typedef struct {
+  const char *const *dirs; /* NULL-terminated, one per disk; NULL or empty: no disks (no nvme section) */
+  gint device;             /* OpenCL device index; < 0: the default one */
+  gboolean quick;          /* small sizes, short passes: seconds, for tests */
+  guint trials;            /* timed trials per figure; 0: 3 */
+  guint64 file_bytes;      /* data file per directory; 0: 1 GiB (quick: 128 MiB) */
+  /* The disk grid; counts 0: 128 KiB, 1 MiB, 4 MiB × QD 1, 8, 32 (quick:
+   * 128 KiB, 1 MiB × QD 1, 32). Blocks are multiples of 4 KiB. */
+  guint64 blocks[ROK_CALIB_MAX_GRID];
+  guint n_blocks;
+  guint queue_depths[ROK_CALIB_MAX_GRID];
+  guint n_queue_depths;
+  double pass_seconds; /* a timed disk pass stops issuing after this; 0: 2 s (quick 0.2 s) */
+  RokCalibProgressFunc progress;
+  gpointer progress_data;
+} RokCalibOptions;
+
+/* Defaults (see above), nothing measured yet. */
+void rok_calib_options_init(RokCalibOptions *options);
+/* Fills the defaults in and checks the grid and sizes (ROK_ERROR_USAGE
+ * naming the option). */
+gboolean rok_calib_options_resolve(RokCalibOptions *options, GError **error);
+
+/* The median of a figure's trials and their spread. */
+typedef struct {
+  double median, min, max;
+  guint n;
+} RokCalibStat;
+
+/* Of N values (reordered in place); all zero for n = 0. */
+RokCalibStat rok_calib_stat(double *values, guint n);
+
+/* ---- Measurements ------------------------------------------------------ */
+
+typedef struct {
+  guint64 memory;       /* bytes of RAM */
+  guint64 memcpy_bytes; /* per copy */
+  RokCalibStat memcpy;  /* bytes/s */
+  RokCalibStat checksum; /* bytes/s: the executor's host checksum, one thread */
+} RokCalibHost;
+
+typedef struct {
+  const char *label; /* "square", "linear x·W", ... (static) */
+  guint64 batch, m, n, k;
+  gboolean trans_b;
+  double flops;      /* per launch: 2·batch·m·n·k */
+  RokCalibStat rate; /* FLOP/s, launch overhead taken out */
+} RokCalibGemm;
+
+/* One op of a calibration model in one direction: the work the trace
+ * counts for it (rok_op_work; a rebuild: the mask's bytes) and the
+ * rate its kernels reached. */
+typedef struct {
+  char *label; /* the calibration model: "calibrate-gpt-256" */
+  RokOpKind kind;
+  RokHwDirection direction; /* forward, backward, or a mask's rebuild from the seed */
+  double work;
+  RokCalibStat rate; /* work per second, launch overhead taken out */
+} RokCalibOp;
+
+typedef struct {
+  char *name;
+  char *type; /* "gpu", "cpu", ... */
+  guint index;
+  guint compute_units;
+  guint64 memory;           /* global memory, bytes */
+  GArray *gemms;            /* RokCalibGemm, in the order measured */
+  guint64 elementwise_bytes; /* moved per add launch (2 read + 1 written) */
+  RokCalibStat elementwise; /* bytes/s */
+  RokCalibStat launch;      /* seconds per tiny kernel, back to back */
+  GArray *ops;              /* RokCalibOp, in the order measured */
+  guint64 copy_bytes;
+  gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
+  RokCalibStat h2d, d2h;    /* bytes/s */
+  RokCalibStat copy_latency; /* seconds of a 4 KiB copy */
+} RokCalibDevice;
+
+typedef struct {
+  guint64 block;
+  guint queue_depth;
+  RokCalibStat write, read; /* bytes/s */
+} RokCalibDiskPoint;
+
+typedef struct {
+  char *dir;
+  guint64 st_dev;        /* the file system's device number */
+  char *disk;            /* block device ("vda"); NULL when unknown */
+  char *virtual_reason;  /* why the disk is virtual or not a disk; NULL: it looks real */
+  char *backend;         /* "io_uring" or "psync" */
+  gboolean direct;       /* O_DIRECT (else buffered, with a warning) */
+  guint64 file_bytes;
+  guint64 capacity;      /* bytes of the file system (statvfs) */
+  GArray *points;        /* RokCalibDiskPoint, blocks outer, queue depths inner */
+  guint best_write, best_read; /* indexes into points: highest median */
+  RokCalibStat latency;  /* seconds, QD1 4 KiB random reads */
+} RokCalibDisk;
+
+void rok_calib_disk_clear(RokCalibDisk *disk);
+
+typedef struct {
+  gboolean quick;
+  guint trials;
+  RokCalibHost host;
+  RokCalibDevice device;
+  GArray *disks;       /* RokCalibDisk, in --dir order */
+  GPtrArray *warnings; /* strings for the user, in the order found */
+} RokCalibration;
+
+RokCalibration *rok_calibration_new(void);
+void rok_calibration_free(RokCalibration *calibration);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokCalibration, rok_calibration_free)
+
+/* ---- Cancellation ------------------------------------------------------ */
+
+/* Ctrl-C: a flag every measurement loop polls, and the disk backend now
+ * running, cancelled at once so that a long pass ends early. */
+typedef struct {
+  GMutex lock;
+  gint cancelled; /* atomic */
+  RokIoBackend *backend;
+} RokCalibCancel;
+
+void rok_calib_cancel_init(RokCalibCancel *cancel);
+void rok_calib_cancel_clear(RokCalibCancel *cancel);
+void rok_calib_cancel_now(RokCalibCancel *cancel);
+/* Registers the running backend (NULL when it stops). */
+void rok_calib_cancel_set_backend(RokCalibCancel *cancel, RokIoBackend *backend);
+/* TRUE (with ROK_ERROR_CANCELLED) once cancelled. CANCEL may be NULL. */
+gboolean rok_calib_check_cancelled(RokCalibCancel *cancel, GError **error);
+
+/* ---- The parts ---------------------------------------------------------- */
+
+void rok_calib_progress(const RokCalibOptions *options, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+gboolean rok_calib_measure_host(const RokCalibOptions *options, RokCalibCancel *cancel, RokCalibHost *host,
+                                GError **error);
+/* Device index options->device; ROK_ERROR_DEVICE when the build has no
+ * OpenCL or the machine no device. */
+gboolean rok_calib_measure_device(const RokCalibOptions *options, RokCalibCancel *cancel, RokCalibDevice *device,
+                                  GError **error);
+#ifdef ROK_WITH_OPENCL
+typedef struct _RokClDevice RokClDevice;
+/* GEMM curve, element-wise bandwidth and launch overhead on an open device
+ * (calib-compute.c); pinned host <-> device copies (calib-copy.c). */
+gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
+                                   RokCalibDevice *device, GError **error);
+typedef struct _RokClKernels RokClKernels;
+/* Every op of calibration layers of doubling sizes (calib-ops.c). */
+gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *options, RokCalibCancel *cancel,
+                               RokCalibDevice *device, GError **error);
+gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
+                                  RokCalibDevice *device, GError **error);
+#endif
+/* One directory; what it gave up (O_DIRECT, io_uring) and stale folders it
+ * swept go to NOTES. Leaves nothing behind, on error and cancellation too. */
+gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options, RokCalibCancel *cancel,
+                                RokCalibDisk *disk, GPtrArray *notes, GError **error);
+
+/* ---- Checks ------------------------------------------------------------- */
+
+/* Why a block device is virtual, from what sysfs says of it (any may be
+ * NULL): the vendor or model naming QEMU, VirtIO, VMware, Xen, Hyper-V or
+ * the virtio PCI vendor 0x1af4, a device path through a virtio bus or a
+ * Xen/Hyper-V one, or a name of a memory or loop device (zram, ram, loop).
+ * NULL when it looks like a real disk. */
+char *rok_calib_virtual_reason(const char *name, const char *vendor, const char *model, const char *device_path);
+/* The whole disk under the file system of DIR, looked up in SYS_ROOT
+ * ("/sys"; a test gives a fake tree): *disk gets its name (NULL when the
+ * file system has no block device, e.g. tmpfs, overlay, NFS), and the
+ * result is the reason it is virtual or not a disk (NULL: looks real). */
+char *rok_calib_disk_kind(const char *sys_root, const char *dir, char **disk);
+/* Warnings for figures that cannot be a disk's (reads or writes above
+ * 20 GB/s or above memcpy: a cache), for virtual disks, and for
+ * directories that share a file system: appended to c->warnings. */
+void rok_calib_check(RokCalibration *c);
+
+/* ---- The profile ------------------------------------------------------- */
+
+/* The hardware profile these measurements make, named NAME. The efficiency
+ * curve: a knot per GEMM size (FLOPs per launch; shapes of equal FLOPs
+ * averaged), its median rate over peak_flops, where peak_flops is the best
+ * median rate of a single GEMM (OpenCL does not tell a device's true peak:
+ * so the efficiency is 1.0 at the best GEMM); matmul_efficiency is the
+ * curve at its largest size. Per disk, the best median of the grid; the array
+ * (one device per directory) takes the slowest disk's bandwidths, the
+ * longest latency, the smallest capacity. Endurance is unknown (left out).
+ * The result has been through the profile reader: `rok plan` takes it.
+ * Measurements that give no positive figure are ROK_ERROR_IO. */
+RokHw *rok_calib_profile(const RokCalibration *c, const char *name, GError **error);
+/* The free text of the profile's "source": what was measured and how. */
+char *rok_calib_source(const RokCalibration *c);
+
+/* Everything above, in order: host, device and copies, disks, checks. Call
+ * from the main thread before any other thread starts (it watches
+ * SIGINT/SIGTERM/SIGHUP: Ctrl-C ends with ROK_ERROR_CANCELLED and leaves no
+ * file behind). */
+RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error);
+
+G_END_DECLS

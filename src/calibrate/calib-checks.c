@@ -1,0 +1,143 @@
+/* Whether the figures describe a disk at all: a virtual machine's disk, a
+ * disk in memory, figures only a cache reaches, two directories on one
+ * disk. Each finding becomes a warning for the user. */
+#include <linux/magic.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+
+#include "rok/calibrate.h"
+#include "rok/core.h"
+
+/* No disk reads or writes this fast; DDR memory copies do. */
+#define CACHED_BANDWIDTH 20e9
+
+static gboolean contains(const char *haystack, const char *needle) {
+  if (haystack == NULL)
+    return FALSE;
+  g_autofree char *h = g_ascii_strdown(haystack, -1), *n = g_ascii_strdown(needle, -1);
+  return strstr(h, n) != NULL;
+}
+
+/* Names vendors and hypervisors give their virtual disks in sysfs. */
+static const char *const virtual_names[] = {"QEMU",          "VirtIO", "VMware", "VBOX", "Xen", "Virtual Disk",
+                                            "PersistentDisk", "Amazon Elastic Block Store", NULL};
+
+char *rok_calib_virtual_reason(const char *name, const char *vendor, const char *model, const char *device_path) {
+  static const struct {
+    const char *prefix, *what;
+  } memory[] = {{"zram", "zram (compressed memory), not a disk"},
+                {"ram", "a RAM disk"},
+                {"loop", "a loop device (a file on another file system)"},
+                {"nbd", "a network block device"}};
+  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(memory); i++)
+    if (g_str_has_prefix(name, memory[i].prefix))
+      return g_strdup(memory[i].what);
+  for (guint i = 0; virtual_names[i] != NULL; i++) {
+    const char *field = contains(vendor, virtual_names[i]) ? vendor : contains(model, virtual_names[i]) ? model : NULL;
+    if (field != NULL)
+      return g_strdup_printf("a virtual disk (\"%s\")", field);
+  }
+  if (vendor != NULL && g_ascii_strcasecmp(vendor, "0x1af4") == 0)
+    return g_strdup("a virtio disk (PCI vendor 0x1af4)");
+  if (contains(device_path, "/virtio"))
+    return g_strdup("a virtio disk");
+  if (contains(device_path, "/vmbus") || contains(device_path, "/xen"))
+    return g_strdup("a hypervisor's virtual disk");
+  return NULL;
+}
+
+static char *read_line(const char *dir, const char *file) {
+  g_autofree char *path = g_build_filename(dir, file, NULL);
+  char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  return g_strstrip(text);
+}
+
+/* The whole disk's folder in sysfs for a block device folder (a partition's
+ * parent). */
+static char *whole_disk(const char *block_dir) {
+  g_autofree char *real = realpath(block_dir, NULL);
+  if (real == NULL)
+    return NULL;
+  g_autofree char *partition = g_build_filename(real, "partition", NULL);
+  return g_file_test(partition, G_FILE_TEST_EXISTS) ? g_path_get_dirname(real) : g_strdup(real);
+}
+
+/* The disk of a sysfs block folder, or of what it is built on (device
+ * mapper, md: its "slaves"), DEPTH levels down at most. */
+static char *kind_of(const char *block_dir, char **name, guint depth) {
+  g_autofree char *real = whole_disk(block_dir);
+  if (real == NULL)
+    return NULL;
+  if (*name == NULL)
+    *name = g_path_get_basename(real);
+  g_autofree char *base = g_path_get_basename(real), *vendor = read_line(real, "device/vendor");
+  g_autofree char *model = read_line(real, "device/model"), *device = g_build_filename(real, "device", NULL);
+  g_autofree char *device_path = realpath(device, NULL);
+  char *reason = rok_calib_virtual_reason(base, vendor, model, device_path != NULL ? device_path : real);
+  g_autofree char *slaves = g_build_filename(real, "slaves", NULL);
+  g_autoptr(GDir) d = depth > 0 && reason == NULL ? g_dir_open(slaves, 0, NULL) : NULL;
+  for (const char *entry; d != NULL && reason == NULL && (entry = g_dir_read_name(d)) != NULL;) {
+    g_autofree char *slave = g_build_filename(slaves, entry, NULL), *slave_name = NULL;
+    g_autofree char *under = kind_of(slave, &slave_name, depth - 1);
+    if (under != NULL)
+      reason = g_strdup_printf("built on %s, %s", slave_name, under);
+  }
+  return reason;
+}
+
+char *rok_calib_disk_kind(const char *sys_root, const char *dir, char **disk) {
+  *disk = NULL;
+  struct statfs fs;
+  if (statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC))
+    return g_strdup("a tmpfs (memory), not a disk");
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return NULL;
+  g_autofree char *id = g_strdup_printf("%u:%u", major(st.st_dev), minor(st.st_dev));
+  g_autofree char *block = g_build_filename(sys_root, "dev", "block", id, NULL);
+  return kind_of(block, disk, 4);
+}
+
+static void warn(RokCalibration *c, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static void warn(RokCalibration *c, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  g_ptr_array_add(c->warnings, g_strdup_vprintf(format, args));
+  va_end(args);
+}
+
+static void check_speed(RokCalibration *c, const RokCalibDisk *d, const char *what, double rate) {
+  g_autofree char *r = rok_units_format_rate(rate), *m = rok_units_format_rate(c->host.memcpy.median);
+  if (rate > CACHED_BANDWIDTH)
+    warn(c, "%s: %s at %s, faster than any disk: the figures look cached", d->dir, what, r);
+  else if (c->host.memcpy.median > 0 && rate > c->host.memcpy.median)
+    warn(c, "%s: %s at %s, faster than memcpy (%s): the figures look cached", d->dir, what, r, m);
+}
+
+void rok_calib_check(RokCalibration *c) {
+  for (guint i = 0; i < c->disks->len; i++) {
+    const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
+    if (d->virtual_reason != NULL)
+      warn(c, "%s: %s%s%s: its figures are those of whatever backs it (a host's disks and caches), not a drive's",
+           d->dir, d->disk != NULL ? d->disk : "the file system", d->disk != NULL ? " is " : " is on ",
+           d->virtual_reason);
+    else if (d->disk == NULL)
+      warn(c, "%s: no block device under its file system: cannot tell whether the disk is real", d->dir);
+    if (d->points->len > 0) {
+      check_speed(c, d, "reads", g_array_index(d->points, RokCalibDiskPoint, d->best_read).read.median);
+      check_speed(c, d, "writes", g_array_index(d->points, RokCalibDiskPoint, d->best_write).write.median);
+    }
+    for (guint j = 0; j < i; j++) {
+      const RokCalibDisk *e = &g_array_index(c->disks, RokCalibDisk, j);
+      if (e->st_dev == d->st_dev)
+        warn(c, "%s and %s are on one file system: the profile counts them as two devices, but they share a disk",
+             e->dir, d->dir);
+    }
+  }
+}

@@ -1,0 +1,251 @@
+/* The compute device: rok's own kernels timed on it, as `rok execute` will
+ * run them (bf16 activations). GEMMs over sizes give the efficiency curve,
+ * the element-wise add over large buffers the memory bandwidth, tiny
+ * kernels back to back the launch overhead. */
+#include <math.h>
+
+#include "rok/calibrate.h"
+#include "rok/core.h"
+
+#ifndef ROK_WITH_OPENCL
+
+gboolean rok_calib_measure_device(const RokCalibOptions *options, RokCalibCancel *cancel, RokCalibDevice *device,
+                                  GError **error) {
+  (void)options, (void)cancel, (void)device;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
+              "this rok was built without OpenCL (ROK_WITH_OPENCL=OFF): calibration needs a compute device");
+  return FALSE;
+}
+
+#else
+
+#include "rok/device.h"
+#include "rok/device.h"
+
+typedef gboolean (*RunFunc)(gpointer data, GError **error);
+
+typedef struct {
+  RokClDevice *cl;
+  RokCalibCancel *cancel;
+  guint trials;
+  double min_seconds; /* a timed trial lasts at least this long */
+} Timer;
+
+static double now(void) {
+  return (double)g_get_monotonic_time() / 1e6;
+}
+
+static gboolean run_reps(const Timer *t, RunFunc run, gpointer data, guint reps, double *seconds, GError **error) {
+  double start = now();
+  for (guint r = 0; r < reps; r++)
+    if (!run(data, error))
+      return FALSE;
+  if (!rok_cl_device_finish(t->cl, ROK_CL_QUEUE_COMPUTE, error))
+    return FALSE;
+  *seconds = (now() - start) / reps;
+  return TRUE;
+}
+
+/* Seconds per run of RUN, one value per trial. An untimed run first (PoCL
+ * compiles a kernel at its first launch), a timed one to choose how many
+ * runs go back to back in a trial so that it outlasts the timer's noise
+ * (itself the first trial when one run is long enough). */
+static gboolean time_runs(const Timer *t, RunFunc run, gpointer data, double *per_run, GError **error) {
+  double first = 0;
+  if (!run_reps(t, run, data, 1, &first, error) || rok_calib_check_cancelled(t->cancel, error) ||
+      !run_reps(t, run, data, 1, &first, error))
+    return FALSE;
+  guint reps = first >= t->min_seconds ? 1 : (guint)MIN(1000.0, ceil(t->min_seconds / MAX(first, 1e-7)));
+  guint trial = 0;
+  if (reps == 1)
+    per_run[trial++] = first;
+  for (; trial < t->trials; trial++)
+    if (rok_calib_check_cancelled(t->cancel, error) || !run_reps(t, run, data, reps, &per_run[trial], error))
+      return FALSE;
+  return TRUE;
+}
+
+/* A kernel's own time: the launch overhead, measured apart and charged
+ * apart by the simulator, taken out (never below a tenth of the run). */
+static double kernel_seconds(const RokCalibDevice *d, double per_run) {
+  return MAX(per_run - d->launch.median, per_run / 10);
+}
+
+/* ---- Launch overhead and element-wise bandwidth ---------------------- */
+
+typedef struct {
+  RokClKernels *kernels;
+  RokClBuffer *a, *b, *out;
+  guint64 n;
+  RokClGemm gemm;
+} Job;
+
+static gboolean run_add(gpointer data, GError **error) {
+  Job *job = data;
+  return rok_cl_add(job->kernels, job->a, job->b, job->out, job->n, error);
+}
+
+static gboolean add_job(RokClKernels *kernels, guint64 n, Job *job, GError **error) {
+  RokClDevice *cl = rok_cl_kernels_device(kernels);
+  *job = (Job){.kernels = kernels, .n = n};
+  job->a = rok_cl_buffer_new(cl, ROK_DTYPE_BF16, n, "calibrate.a", TRUE, error);
+  job->b = job->a ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, n, "calibrate.b", TRUE, error) : NULL;
+  job->out = job->b ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, n, "calibrate.out", TRUE, error) : NULL;
+  /* Zeros: an add takes as long on any finite values, and filling large
+   * buffers with random numbers would cost more than the measurement. */
+  return job->out != NULL && rok_cl_buffer_zero(job->a, error) && rok_cl_buffer_zero(job->b, error);
+}
+
+static void job_clear(Job *job) {
+  rok_cl_buffer_free(job->a);
+  rok_cl_buffer_free(job->b);
+  rok_cl_buffer_free(job->out);
+}
+
+static gboolean measure_launch(RokClKernels *kernels, const Timer *timer, RokCalibDevice *d, GError **error) {
+  Job job;
+  Timer t = *timer;
+  t.min_seconds = timer->min_seconds / 2;
+  g_autofree double *s = g_new(double, t.trials);
+  gboolean ok = add_job(kernels, 64, &job, error) && time_runs(&t, run_add, &job, s, error);
+  job_clear(&job);
+  if (ok)
+    d->launch = rok_calib_stat(s, t.trials);
+  return ok;
+}
+
+/* Element-wise add: reads two buffers and writes one, as the trace's
+ * element-wise ops do; buffers far larger than any cache. */
+static gboolean measure_elementwise(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o,
+                                    RokCalibDevice *d, GError **error) {
+  guint64 n = (o->quick ? 32 : 64) * ((guint64)1 << 20);
+  while (n > ((guint64)1 << 16) && 3 * 2 * n > d->memory / 4)
+    n /= 2;
+  Job job;
+  g_autofree double *s = g_new(double, t->trials);
+  gboolean ok = add_job(kernels, n, &job, error) && time_runs(t, run_add, &job, s, error);
+  job_clear(&job);
+  if (!ok)
+    return FALSE;
+  d->elementwise_bytes = 3 * 2 * n;
+  for (guint i = 0; i < t->trials; i++)
+    s[i] = (double)d->elementwise_bytes / kernel_seconds(d, s[i]);
+  d->elementwise = rok_calib_stat(s, t->trials);
+  return TRUE;
+}
+
+/* ---- GEMMs -------------------------------------------------------------- */
+
+static gboolean run_gemm(gpointer data, GError **error) {
+  Job *job = data;
+  return rok_cl_gemm(job->kernels, &job->gemm, error);
+}
+
+/* Whether the operands of G fit comfortably on the device. */
+static gboolean gemm_fits(const RokClDeviceInfo *info, const RokCalibGemm *g) {
+  guint64 a = g->batch * g->m * g->k * 2, b = g->batch * g->k * g->n * 2, c = g->batch * g->m * g->n * 2;
+  return MAX(a, MAX(b, c)) <= info->max_alloc && a + b + c <= info->global_memory / 2;
+}
+
+static gboolean measure_gemm(RokClKernels *kernels, const Timer *t, RokCalibDevice *d, RokCalibGemm *g,
+                             GError **error) {
+  RokClDevice *cl = rok_cl_kernels_device(kernels);
+  Job job = {.kernels = kernels};
+  job.a = rok_cl_buffer_new(cl, ROK_DTYPE_BF16, g->batch * g->m * g->k, "calibrate.A", TRUE, error);
+  job.b = job.a ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, g->batch * g->k * g->n, "calibrate.B", TRUE, error) : NULL;
+  job.out = job.b ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, g->batch * g->m * g->n, "calibrate.C", TRUE, error) : NULL;
+  job.gemm = (RokClGemm){.batch = g->batch, .m = g->m, .n = g->n, .k = g->k, .alpha = 1.0f, .beta = 0.0f};
+  job.gemm.a = (RokClMatrix){.buffer = job.a, .ld = g->k, .stride = g->m * g->k};
+  job.gemm.b = (RokClMatrix){.buffer = job.b, .ld = g->trans_b ? g->k : g->n, .stride = g->k * g->n,
+                             .trans = g->trans_b};
+  job.gemm.c = (RokClMatrix){.buffer = job.out, .ld = g->n, .stride = g->m * g->n};
+  g_autofree double *s = g_new(double, t->trials);
+  gboolean ok = job.out != NULL && rok_cl_fill_uniform(kernels, job.a, 7, 3, -1, 1, error) &&
+                rok_cl_fill_uniform(kernels, job.b, 7, 4, -1, 1, error) && time_runs(t, run_gemm, &job, s, error);
+  job_clear(&job);
+  if (!ok)
+    return FALSE;
+  g->flops = 2.0 * (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
+  for (guint i = 0; i < t->trials; i++)
+    s[i] = g->flops / kernel_seconds(d, s[i]);
+  g->rate = rok_calib_stat(s, t->trials);
+  g_array_append_val(d->gemms, *g);
+  return TRUE;
+}
+
+/* Squares of doubling size until one launch takes `long_run` seconds (the
+ * device is saturated long before on a CPU; a GPU needs the large ones). */
+static gboolean measure_squares(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o, RokCalibDevice *d,
+                                GError **error) {
+  const RokClDeviceInfo *info = rok_cl_device_info(rok_cl_kernels_device(kernels));
+  guint64 largest = o->quick ? 1024 : 16384;
+  double long_run = o->quick ? 0.1 : 0.5;
+  for (guint64 n = 128; n <= largest; n *= 2) {
+    RokCalibGemm g = {.label = "square", .batch = 1, .m = n, .n = n, .k = n};
+    if (!gemm_fits(info, &g))
+      break;
+    rok_calib_progress(o, "device GEMM %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT, n, n, n);
+    if (!measure_gemm(kernels, t, d, &g, error))
+      return FALSE;
+    if (g.flops / g.rate.median >= long_run)
+      break;
+  }
+  return TRUE;
+}
+
+/* Shapes of a transformer layer (hidden 1024, 16 heads, 1024 tokens), each
+ * skipped where the rates so far say one launch would take too long. */
+static gboolean measure_shapes(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o, RokCalibDevice *d,
+                               GError **error) {
+  static const RokCalibGemm shapes[] = {
+      {.label = "attention Q·Kᵀ", .batch = 16, .m = 512, .n = 512, .k = 64, .trans_b = TRUE},
+      {.label = "linear x·W", .batch = 1, .m = 1024, .n = 4096, .k = 1024},
+      {.label = "linear dy·Wᵀ", .batch = 1, .m = 1024, .n = 1024, .k = 4096, .trans_b = TRUE},
+  };
+  const RokClDeviceInfo *info = rok_cl_device_info(rok_cl_kernels_device(kernels));
+  double best = 0;
+  for (guint i = 0; i < d->gemms->len; i++)
+    best = MAX(best, g_array_index(d->gemms, RokCalibGemm, i).rate.median);
+  for (guint i = 0; i < (o->quick ? 1 : G_N_ELEMENTS(shapes)); i++) {
+    RokCalibGemm g = shapes[i];
+    double flops = 2.0 * (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
+    if (!gemm_fits(info, &g) || flops / best > (o->quick ? 0.2 : 3.0))
+      continue;
+    rok_calib_progress(o, "device GEMM %s", g.label);
+    if (!measure_gemm(kernels, t, d, &g, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,
+                                   RokCalibDevice *d, GError **error) {
+  rok_calib_progress(o, "device: building kernels");
+  g_autoptr(RokClKernels) kernels = rok_cl_kernels_new(cl, ROK_DTYPE_BF16, error);
+  if (kernels == NULL)
+    return FALSE;
+  Timer t = {.cl = cl, .cancel = cancel, .trials = o->trials, .min_seconds = o->quick ? 0.01 : 0.05};
+  rok_calib_progress(o, "device launch overhead");
+  if (!measure_launch(kernels, &t, d, error))
+    return FALSE;
+  rok_calib_progress(o, "device element-wise bandwidth");
+  return measure_elementwise(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
+         measure_shapes(kernels, &t, o, d, error) && rok_calib_measure_ops(kernels, o, cancel, d, error);
+}
+
+gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDevice *d,
+                                  GError **error) {
+  rok_calib_progress(o, "device: opening");
+  g_autoptr(RokClDevice) cl = rok_cl_device_open(o->device, error);
+  if (cl == NULL)
+    return FALSE;
+  const RokClDeviceInfo *info = rok_cl_device_info(cl);
+  d->name = g_strdup(info->name);
+  d->type = g_strdup(info->type);
+  d->index = info->index;
+  d->compute_units = info->compute_units;
+  d->memory = info->global_memory;
+  return rok_calib_measure_compute(cl, o, cancel, d, error) && rok_calib_measure_copies(cl, o, cancel, d, error);
+}
+
+#endif /* ROK_WITH_OPENCL */

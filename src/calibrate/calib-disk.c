@@ -1,0 +1,381 @@
+/* One disk, through one directory: sequential write and read bandwidth over
+ * a grid of block sizes and queue depths, and the latency of small reads.
+ *
+ * The pattern is the executor's: O_DIRECT requests from pinned, huge-page
+ * staging slots (io_uring fixed buffers) into one preallocated data file in
+ * a fresh rok-XXXXXX work folder. The file is first laid out with random
+ * data (unwritten extents read as zeros without touching the device, and
+ * the first write into them converts extents, which the executor's
+ * reused file does not pay). Each timed pass then keeps exactly QD
+ * requests in flight, each completion issuing the next request, from the
+ * start of the file until its end or the pass's time limit: writes are
+ * timed through fdatasync, and the file's cached pages are dropped
+ * (posix_fadvise DONTNEED) before each read. */
+#define _GNU_SOURCE /* posix_fadvise flags, fdatasync */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "rok/calibrate.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/storage.h"
+#include "rok/core.h"
+
+#define LATENCY_BLOCK 4096
+#define POOL_BYTES ((guint64)256 << 20)
+#define MIN_POOL_BYTES ((guint64)8 << 20)
+
+typedef struct _Pass Pass;
+
+typedef struct {
+  RokIoReq req; /* first: the completion hands back this pointer */
+  Pass *pass;
+  guint index;
+} Req;
+
+struct _Pass {
+  RokIoBackend *backend;
+  RokStaging *pool;
+  RokIoOp op;
+  gsize block;
+  guint64 next, end; /* next offset to issue; end of the range */
+  guint64 issued;
+  gint64 start_us, deadline_us, last_us;
+  GMutex lock;
+  GCond idle;
+  guint in_flight;
+  guint64 done_bytes;
+  int error; /* the first -errno */
+  guint64 error_offset;
+};
+
+/* Everything one directory's measurement holds, freed in order. */
+typedef struct {
+  RokWorkdir *workdir;
+  char *path;
+  RokIoFile file;
+  RokStaging *pool;
+  RokIoBackend *backend;
+  Req *reqs;
+  Pass pass;
+} Run;
+
+/* Aims REQ at the next block. Writes rotate over every slot, so the disk
+ * sees the whole pool's random data; each read in flight has a slot of its
+ * own (unless the pool, capped at POOL_BYTES, has fewer slots than the
+ * queue is deep: then reads share, which costs nothing, as the data read
+ * is not looked at). */
+static void prepare(Pass *p, Req *q) {
+  guint n_slots = rok_staging_n_slots(p->pool);
+  guint slot = p->op == ROK_IO_WRITE ? (guint)(p->issued % n_slots) : q->index % n_slots;
+  q->req = (RokIoReq){.op = p->op, .file = 0, .offset = p->next, .buf = rok_staging_slot(p->pool, slot),
+                      .len = (gsize)MIN((guint64)p->block, p->end - p->next),
+                      .buf_index = rok_io_backend_fixed_buffers(p->backend) ? (int)slot : -1,
+                      .done = q->req.done};
+  p->next += q->req.len;
+  p->issued++;
+}
+
+static void on_done(RokIoReq *r, int res) {
+  Req *q = (Req *)r;
+  Pass *p = q->pass;
+  gboolean again = FALSE;
+  g_mutex_lock(&p->lock);
+  gint64 t = g_get_monotonic_time();
+  if (res < 0 && p->error == 0) {
+    p->error = res;
+    p->error_offset = r->offset;
+  } else if (res == 0) {
+    p->done_bytes += r->len;
+    p->last_us = t;
+  }
+  if (p->error == 0 && p->next < p->end && t < p->deadline_us) {
+    prepare(p, q);
+    again = TRUE;
+  } else if (--p->in_flight == 0) {
+    g_cond_signal(&p->idle);
+  }
+  g_mutex_unlock(&p->lock);
+  if (again)
+    rok_io_backend_submit(p->backend, r);
+}
+
+static gboolean pass_error(const Run *run, GError **error) {
+  const Pass *p = &run->pass;
+  if (p->error == -ECANCELED) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_CANCELLED, "calibration interrupted");
+    return FALSE;
+  }
+  g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "%s %s at offset %" G_GUINT64_FORMAT ": %s",
+              p->op == ROK_IO_WRITE ? "writing" : "reading", run->path, p->error_offset, g_strerror(-p->error));
+  return FALSE;
+}
+
+/* Moves [FROM, TO) with QD requests in flight, stopping after SECONDS (< 0:
+ * never); *SECONDS_TAKEN and *BYTES say what it did, writes through
+ * fdatasync. */
+static gboolean run_pass(Run *run, RokIoOp op, gsize block, guint qd, guint64 from, guint64 to, double seconds,
+                         double *taken, guint64 *bytes, GError **error) {
+  Pass *p = &run->pass;
+  g_mutex_lock(&p->lock);
+  p->op = op;
+  p->block = block;
+  p->next = from;
+  p->end = to;
+  p->done_bytes = 0;
+  p->error = 0;
+  p->start_us = p->last_us = g_get_monotonic_time();
+  p->deadline_us = seconds < 0 ? G_MAXINT64 : p->start_us + (gint64)(seconds * 1e6);
+  guint n = 0;
+  for (; n < qd && p->next < p->end; n++)
+    prepare(p, &run->reqs[n]);
+  p->in_flight = n;
+  g_mutex_unlock(&p->lock);
+  for (guint i = 0; i < n; i++)
+    rok_io_backend_submit(run->backend, &run->reqs[i].req);
+  g_mutex_lock(&p->lock);
+  while (p->in_flight > 0)
+    g_cond_wait(&p->idle, &p->lock);
+  g_mutex_unlock(&p->lock);
+  if (p->error != 0)
+    return pass_error(run, error);
+  gint64 end = p->last_us;
+  if (op == ROK_IO_WRITE) {
+    if (fdatasync(run->file.fd) != 0) {
+      int e = errno;
+      g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "fdatasync %s: %s", run->path, g_strerror(e));
+      return FALSE;
+    }
+    end = g_get_monotonic_time();
+  }
+  *taken = (double)MAX(end - p->start_us, 1) / 1e6;
+  *bytes = p->done_bytes;
+  return TRUE;
+}
+
+/* Drops the file's pages from the page cache, so that a read comes from the
+ * disk even where O_DIRECT was refused (no root needed, unlike drop_caches). */
+static void drop_cache(const Run *run) {
+  posix_fadvise(run->file.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+/* Random bytes in every slot: data a disk cannot compress or skip. */
+static void fill_random(RokStaging *pool) {
+  guint64 state = 0x9e3779b97f4a7c15u;
+  for (guint s = 0; s < rok_staging_n_slots(pool); s++) {
+    guint64 *words = (guint64 *)rok_staging_slot(pool, s);
+    for (gsize i = 0; i < rok_staging_slot_bytes(pool) / 8; i++) {
+      guint64 z = (state += 0x9e3779b97f4a7c15u); /* splitmix64 */
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+      words[i] = z ^ (z >> 31);
+    }
+  }
+}
+
+static guint64 largest_block(const RokCalibOptions *o) {
+  guint64 b = LATENCY_BLOCK;
+  for (guint i = 0; i < o->n_blocks; i++)
+    b = MAX(b, o->blocks[i]);
+  return b;
+}
+
+static guint deepest_queue(const RokCalibOptions *o) {
+  guint qd = 1;
+  for (guint i = 0; i < o->n_queue_depths; i++)
+    qd = MAX(qd, o->queue_depths[i]);
+  return qd;
+}
+
+/* Frees everything and removes the work folder; FALSE (with ERROR, unless
+ * one is set already) when the folder could not be removed entirely. */
+static gboolean run_clear(Run *run, RokCalibCancel *cancel, GError **error) {
+  rok_calib_cancel_set_backend(cancel, NULL);
+  rok_io_backend_free(run->backend);
+  g_free(run->reqs);
+  if (run->path != NULL)
+    rok_io_file_close(&run->file);
+  g_free(run->path);
+  GError *local = NULL;
+  gboolean removed = run->workdir == NULL || rok_workdir_remove(run->workdir, &local);
+  if (!removed) {
+    if (error != NULL && *error == NULL)
+      g_propagate_error(error, local);
+    else
+      g_clear_error(&local);
+  }
+  rok_workdir_free(run->workdir);
+  rok_staging_free(run->pool);
+  g_mutex_clear(&run->pass.lock);
+  g_cond_clear(&run->pass.idle);
+  return removed;
+}
+
+/* Sweeps stale folders, checks space, makes the work folder, its data file
+ * (preallocated), the staging pool and the backend. */
+static gboolean run_open(Run *run, const char *dir, const RokCalibOptions *o, RokCalibCancel *cancel,
+                         RokCalibDisk *disk, GPtrArray *notes, GError **error) {
+  rok_workdir_sweep(dir, notes);
+  const char *dirs[] = {dir, NULL};
+  if (!rok_space_check(dirs, &o->file_bytes, 1, error) || (run->workdir = rok_workdir_new(dir, error)) == NULL)
+    return FALSE;
+  run->path = rok_workdir_file(run->workdir, "data");
+  if (!rok_io_file_create(run->path, NULL, &run->file, error)) {
+    g_clear_pointer(&run->path, g_free);
+    return FALSE;
+  }
+  disk->direct = run->file.direct;
+  if (!run->file.direct)
+    g_ptr_array_add(notes, g_strdup_printf("O_DIRECT refused in %s: buffered I/O there, timed through fdatasync "
+                                           "and with the cache dropped, but not what the executor would see",
+                                           dir));
+  if (LATENCY_BLOCK % run->file.align != 0 || largest_block(o) % run->file.align != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s needs %zu-byte alignment for direct I/O", run->path,
+                run->file.align);
+    return FALSE;
+  }
+  if (!rok_io_file_reserve(&run->file, run->path, o->file_bytes, error))
+    return FALSE;
+  guint64 slot = largest_block(o);
+  guint qd = deepest_queue(o);
+  /* At least a few huge pages' worth: the pool is only backed by
+   * (transparent) 2 MiB pages when it spans whole ones, and a request in
+   * 4 KiB pages is a scatter list of many segments (on this virtio disk,
+   * 128 KiB reads at QD 8 ran at half fio's speed from 1 MiB of 4 KiB pages). */
+  guint n_slots = (guint)CLAMP(MAX(slot * qd, MIN_POOL_BYTES) / slot, 1, MAX(POOL_BYTES / slot, 1));
+  if ((run->pool = rok_staging_new(slot, slot * n_slots, error)) == NULL)
+    return FALSE;
+  fill_random(run->pool);
+  RokIoBackendConfig config = {.kind = ROK_IO_BACKEND_AUTO, .fds = &run->file.fd, .align = &run->file.align,
+                               .n_files = 1, .queue_depth = qd, .buffers = rok_staging_iovecs(run->pool),
+                               .n_buffers = n_slots};
+  g_autofree char *note = NULL;
+  if ((run->backend = rok_io_backend_new(&config, &note, error)) == NULL)
+    return FALSE;
+  if (note != NULL)
+    g_ptr_array_add(notes, g_strdup_printf("%s: %s", dir, note));
+  rok_calib_cancel_set_backend(cancel, run->backend);
+  disk->backend = g_strdup(rok_io_backend_name(run->backend));
+  run->reqs = g_new0(Req, qd);
+  for (guint i = 0; i < qd; i++)
+    run->reqs[i] = (Req){.req.done = on_done, .pass = &run->pass, .index = i};
+  run->pass.backend = run->backend;
+  run->pass.pool = run->pool;
+  return TRUE;
+}
+
+/* One grid point: TRIALS times an overwrite then a read of the file. */
+static gboolean measure_point(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDiskPoint *pt,
+                              GError **error) {
+  g_autofree double *w = g_new(double, o->trials), *r = g_new(double, o->trials);
+  for (guint t = 0; t < o->trials; t++) {
+    double s = 0;
+    guint64 bytes = 0;
+    if (rok_calib_check_cancelled(cancel, error) ||
+        !run_pass(run, ROK_IO_WRITE, pt->block, pt->queue_depth, 0, o->file_bytes, o->pass_seconds, &s, &bytes,
+                  error))
+      return FALSE;
+    w[t] = (double)bytes / s;
+    drop_cache(run);
+    if (!run_pass(run, ROK_IO_READ, pt->block, pt->queue_depth, 0, o->file_bytes, o->pass_seconds, &s, &bytes,
+                  error))
+      return FALSE;
+    r[t] = (double)bytes / s;
+  }
+  pt->write = rok_calib_stat(w, o->trials);
+  pt->read = rok_calib_stat(r, o->trials);
+  return TRUE;
+}
+
+static gboolean measure_grid(Run *run, const char *dir, const RokCalibOptions *o, RokCalibCancel *cancel,
+                             RokCalibDisk *disk, GError **error) {
+  for (guint b = 0; b < o->n_blocks; b++)
+    for (guint q = 0; q < o->n_queue_depths; q++) {
+      RokCalibDiskPoint pt = {.block = o->blocks[b], .queue_depth = o->queue_depths[q]};
+      g_autofree char *size = rok_units_format_size(pt.block);
+      rok_calib_progress(o, "disk %s: %s blocks, queue depth %u", dir, size, pt.queue_depth);
+      if (!measure_point(run, o, cancel, &pt, error))
+        return FALSE;
+      g_array_append_val(disk->points, pt);
+      const RokCalibDiskPoint *bw = &g_array_index(disk->points, RokCalibDiskPoint, disk->best_write);
+      const RokCalibDiskPoint *br = &g_array_index(disk->points, RokCalibDiskPoint, disk->best_read);
+      if (pt.write.median > bw->write.median)
+        disk->best_write = disk->points->len - 1;
+      if (pt.read.median > br->read.median)
+        disk->best_read = disk->points->len - 1;
+    }
+  return TRUE;
+}
+
+/* QD1 4 KiB reads at random places in the file: what one small request
+ * costs, end to end (the sequential passes hide it behind the queue). */
+static gboolean measure_latency(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
+                                GError **error) {
+  guint max = o->quick ? 200 : 1000, n = 0;
+  g_autofree double *s = g_new(double, max);
+  g_autoptr(GRand) rand = g_rand_new_with_seed(1);
+  guint64 blocks = o->file_bytes / LATENCY_BLOCK;
+  drop_cache(run);
+  gint64 deadline = g_get_monotonic_time() + (gint64)(o->pass_seconds * 1e6);
+  for (; n < max && (n < 10 || g_get_monotonic_time() < deadline); n++) {
+    guint64 offset = (guint64)g_rand_double_range(rand, 0, (double)blocks) * LATENCY_BLOCK;
+    offset = MIN(offset, (blocks - 1) * LATENCY_BLOCK);
+    guint64 bytes = 0;
+    if (rok_calib_check_cancelled(cancel, error) ||
+        !run_pass(run, ROK_IO_READ, LATENCY_BLOCK, 1, offset, offset + LATENCY_BLOCK, -1, &s[n], &bytes, error))
+      return FALSE;
+  }
+  disk->latency = rok_calib_stat(s, n);
+  return TRUE;
+}
+
+static void describe_dir(const char *dir, RokCalibDisk *disk) {
+  struct stat st;
+  struct statvfs vfs;
+  if (stat(dir, &st) == 0)
+    disk->st_dev = (guint64)st.st_dev;
+  if (statvfs(dir, &vfs) == 0)
+    disk->capacity = (guint64)vfs.f_blocks * (guint64)vfs.f_frsize;
+  disk->virtual_reason = rok_calib_disk_kind("/sys", dir, &disk->disk);
+}
+
+static gboolean check_dir(const char *dir, GError **error) {
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    int e = errno;
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "--dir %s: %s", dir, g_strerror(e));
+    return FALSE;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "--dir %s: not a directory", dir);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *o, RokCalibCancel *cancel,
+                                RokCalibDisk *disk, GPtrArray *notes, GError **error) {
+  if (!check_dir(dir, error))
+    return FALSE;
+  *disk = (RokCalibDisk){.dir = g_strdup(dir), .file_bytes = o->file_bytes,
+                         .points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint))};
+  describe_dir(dir, disk);
+  Run run = {.file.fd = -1};
+  g_mutex_init(&run.pass.lock);
+  g_cond_init(&run.pass.idle);
+  g_autofree char *size = rok_units_format_size(o->file_bytes);
+  rok_calib_progress(o, "disk %s: laying out %s of random data", dir, size);
+  double s = 0;
+  guint64 bytes = 0;
+  gboolean ok = run_open(&run, dir, o, cancel, disk, notes, error) &&
+                run_pass(&run, ROK_IO_WRITE, largest_block(o), deepest_queue(o), 0, o->file_bytes, -1, &s, &bytes,
+                         error) &&
+                measure_grid(&run, dir, o, cancel, disk, error) && measure_latency(&run, o, cancel, disk, error);
+  /* On failure the first error stands; a folder left behind then gets
+   * the workdir module's own warning. */
+  return run_clear(&run, cancel, ok ? error : NULL) && ok;
+}

@@ -1,0 +1,232 @@
+/* Op rates: every op of small transformers (a GPT layer with standard
+ * attention and dropout, a LLaMA layer with flash attention), forward and
+ * backward, run by the executor's op interpreter (src/ops) as `rok
+ * execute` runs a step: one op at a time on a launching thread of its own,
+ * handed over and waited for, on the same kernels. Each op's time gives a
+ * knot of its kind's rate curve (the work the trace counts for it,
+ * rok_op_work, per second). Passes are cheap next to the disks: at
+ * least five are timed, whatever the trials, for steadier medians.
+ *
+ * Why not the GEMM curve and the element-wise add alone: on a device like
+ * PoCL's CPU device the kernels of different kinds run at very different
+ * fractions of the roofline (dropout draws random numbers, softmax and
+ * normalisations reduce rows, attention GEMMs have a small inner size), so
+ * one peak and one bandwidth cannot predict them; the kernels themselves
+ * can. Sizes double (hidden = sequence = 128, 256, ...) until one pass of a
+ * layer takes long, so a faster device measures larger shapes. */
+#include <math.h>
+#include <string.h>
+
+#include "rok/calibrate.h"
+#include "rok/core.h"
+#include "rok/sim.h"
+
+#ifdef ROK_WITH_OPENCL
+
+#include "rok/ops.h"
+
+/* One calibration model: a layer of ARCH at width HIDDEN. */
+static RokTrace *layer_trace(const char *arch, guint64 hidden, GError **error) {
+  gboolean llama = g_str_equal(arch, "llama");
+  g_autofree char *text = g_strdup_printf(
+      "{\"name\": \"calibrate-%s-%" G_GUINT64_FORMAT "\", \"arch\": \"%s\", \"layers\": 1, \"hidden\": %" G_GUINT64_FORMAT
+      ", \"heads\": %" G_GUINT64_FORMAT ", \"seq_len\": %" G_GUINT64_FORMAT ", \"micro_batch\": 1, \"vocab\": %" G_GUINT64_FORMAT
+      ", \"data_parallel\": 1, \"dtype\": \"bf16\", \"attention\": \"%s\"}",
+      arch, hidden, arch, hidden, MAX(hidden / 64, 1), hidden, 8 * hidden, llama ? "flash" : "standard");
+  g_autoptr(RokModel) model = rok_model_parse("calibration model", text, strlen(text), NULL, error);
+  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+}
+
+typedef struct {
+  RokClKernels *kernels;
+  RokClDevice *cl;
+  const RokTrace *trace;
+  RokExecModel *model;
+  RokClBuffer **tensors;
+  RokCalibCancel *cancel;
+  double *seconds; /* [trial][op][direction] */
+  /* The thread that launches, as the executor's compute thread does: asked
+   * by message, it answers by message when the op's kernels are done. */
+  GThread *thread;
+  GAsyncQueue *todo, *done;
+  GError *error; /* the worker's first error */
+} Pass;
+
+#define STOP (G_MAXUINT - 1)
+
+static double now(void) {
+  return (double)g_get_monotonic_time() / 1e6;
+}
+
+/* A request is D·op + direction, plus one; answers are 1 (done) or 2
+ * (failed). */
+#define D ROK_HW_DIRECTIONS
+
+static gboolean run_direction(Pass *p, guint op, guint direction) {
+  switch (direction) {
+  case ROK_HW_FORWARD:
+    return rok_exec_model_forward(p->model, op, 0, p->tensors, &p->error);
+  case ROK_HW_BACKWARD:
+    return rok_exec_model_backward(p->model, op, 0, p->tensors, &p->error);
+  default:
+    return rok_exec_model_rebuild_mask(p->model, op, 0, p->tensors, &p->error);
+  }
+}
+
+static gpointer worker(gpointer data) {
+  Pass *p = data;
+  for (;;) {
+    guint request = GPOINTER_TO_UINT(g_async_queue_pop(p->todo)) - 1;
+    if (request == STOP)
+      return NULL;
+    gboolean ok = run_direction(p, request / D, request % D) &&
+                  rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, &p->error);
+    g_async_queue_push(p->done, GUINT_TO_POINTER(ok ? 1 : 2));
+  }
+}
+
+/* One op in one direction, timed as the executor's dispatcher sees an
+ * action: handed to the launching thread, run, waited for, handed back. */
+static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GError **error) {
+  if (rok_calib_check_cancelled(p->cancel, error))
+    return FALSE;
+  double start = now();
+  g_async_queue_push(p->todo, GUINT_TO_POINTER(D * op + direction + 1));
+  gboolean ok = GPOINTER_TO_UINT(g_async_queue_pop(p->done)) == 1;
+  *seconds = now() - start;
+  if (!ok)
+    g_propagate_error(error, g_steal_pointer(&p->error));
+  return ok;
+}
+
+/* Forward in order, every dropout's mask rebuilt from the seed (as a
+ * recompute of the mask alone does), backward in reverse: a micro-batch as
+ * a step runs it. SECONDS (may be NULL: a warm-up) gets [op][direction]. */
+static gboolean run_pass(Pass *p, double *seconds, GError **error) {
+  guint n = p->trace->ops->len;
+  double unused = 0;
+  for (guint o = 0; o < n; o++)
+    if (!run_op(p, o, ROK_HW_FORWARD, seconds ? &seconds[D * o] : &unused, error))
+      return FALSE;
+  for (guint o = 0; o < n; o++)
+    if (rok_trace_op(p->trace, o)->kind == ROK_OP_DROPOUT &&
+        !run_op(p, o, ROK_HW_REBUILD, seconds ? &seconds[D * o + ROK_HW_REBUILD] : &unused, error))
+      return FALSE;
+  for (guint o = n; o-- > 0;)
+    if (!run_op(p, o, ROK_HW_BACKWARD, seconds ? &seconds[D * o + ROK_HW_BACKWARD] : &unused, error))
+      return FALSE;
+  rok_exec_model_end_micro_batch(p->model, 0);
+  return TRUE;
+}
+
+static void pass_clear(Pass *p) {
+  if (p->thread != NULL) {
+    g_async_queue_push(p->todo, GUINT_TO_POINTER(STOP + 1));
+    g_thread_join(p->thread);
+  }
+  g_clear_pointer(&p->todo, g_async_queue_unref);
+  g_clear_pointer(&p->done, g_async_queue_unref);
+  g_clear_error(&p->error);
+  for (guint t = 0; p->tensors != NULL && t < p->trace->tensors->len; t++)
+    rok_cl_buffer_free(p->tensors[t]);
+  g_free(p->tensors);
+  rok_exec_model_free(p->model);
+  g_free(p->seconds);
+}
+
+/* The work of an op in a direction: what the trace counts for it; for a
+ * rebuild, the bytes of the mask it writes (a dropout's first output). */
+static double work_of(const RokTrace *trace, const RokOp *op, guint direction) {
+  if (direction != ROK_HW_REBUILD)
+    return rok_op_work(op, direction == ROK_HW_BACKWARD);
+  if (op->kind != ROK_OP_DROPOUT || op->outputs->len == 0)
+    return 0;
+  return (double)rok_trace_tensor(trace, g_array_index(op->outputs, guint, 0))->bytes;
+}
+
+/* Every op's knot: its work in the direction and its rate over the trials,
+ * the launch overhead taken out as for the GEMMs (never below a tenth). */
+static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDevice *d) {
+  guint n = p->trace->ops->len;
+  g_autofree double *rates = g_new(double, trials);
+  for (guint o = 0; o < n; o++) {
+    const RokOp *op = rok_trace_op(p->trace, o);
+    for (guint dir = 0; dir < D && op->kind != ROK_OP_INPUT; dir++) {
+      double work = work_of(p->trace, op, dir);
+      if (!(work > 0))
+        continue;
+      for (guint t = 0; t < trials; t++) {
+        double s = p->seconds[((gsize)t * n + o) * D + dir];
+        rates[t] = work / MAX(s - d->launch.median, s / 10);
+      }
+      RokCalibOp knot = {.label = g_strdup(label), .kind = op->kind, .direction = dir, .work = work};
+      knot.rate = rok_calib_stat(rates, trials);
+      g_array_append_val(d->ops, knot);
+    }
+  }
+}
+
+/* Device memory a calibration model needs, roughly: every tensor at once,
+ * parameters with fp32 gradients, activation gradients as large again. */
+static guint64 model_bytes(const RokTrace *trace) {
+  guint64 bytes = 3 * trace->fixed.params_per_gpu * 2 + trace->fixed.params_per_gpu * 4;
+  for (guint t = 0; t < trace->tensors->len; t++)
+    bytes += 2 * rok_trace_tensor(trace, t)->bytes;
+  return bytes;
+}
+
+/* One model: warm-up pass, then the timed ones. *PASS_S gets the median
+ * pass's time. */
+static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guint trials, RokCalibCancel *cancel,
+                              const char *label, RokCalibDevice *d, double *pass_s, GError **error) {
+  Pass p = {.kernels = kernels, .cl = rok_cl_kernels_device(kernels), .trace = trace, .cancel = cancel};
+  guint n = trace->ops->len;
+  p.model = rok_exec_model_new(kernels, trace, 1234, error);
+  gboolean ok = p.model != NULL;
+  p.tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
+  for (guint t = 0; ok && t < trace->tensors->len; t++)
+    ok = (p.tensors[t] = rok_exec_model_alloc_tensor(p.model, t, error)) != NULL;
+  p.seconds = g_new0(double, (gsize)trials * n * D);
+  p.todo = g_async_queue_new();
+  p.done = g_async_queue_new();
+  if (ok)
+    ok = (p.thread = g_thread_try_new("rok-calibrate-ops", worker, &p, error)) != NULL;
+  ok = ok && run_pass(&p, NULL, error);
+  g_autofree double *totals = g_new0(double, trials);
+  for (guint t = 0; ok && t < trials; t++) {
+    ok = run_pass(&p, &p.seconds[(gsize)t * n * D], error);
+    for (guint i = 0; ok && i < D * n; i++)
+      totals[t] += p.seconds[(gsize)t * n * D + i];
+  }
+  if (ok) {
+    add_knots(&p, trials, label, d);
+    *pass_s = rok_calib_stat(totals, trials).median;
+  }
+  pass_clear(&p);
+  return ok;
+}
+
+gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
+                               RokCalibDevice *d, GError **error) {
+  static const char *const archs[] = {"gpt", "llama"};
+  guint64 largest = o->quick ? 256 : 4096;
+  double long_run = o->quick ? 0.3 : 2.0;
+  for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
+    for (guint64 hidden = 128; hidden <= largest; hidden *= 2) {
+      g_autoptr(RokTrace) trace = layer_trace(archs[a], hidden, error);
+      if (trace == NULL)
+        return FALSE;
+      if (model_bytes(trace) > d->memory / 4)
+        break;
+      rok_calib_progress(o, "device ops: %s layer, hidden %" G_GUINT64_FORMAT, archs[a], hidden);
+      double pass_s = 0;
+      if (!measure_model(kernels, trace, MAX(o->trials, 5), cancel, trace->model_name, d, &pass_s, error))
+        return FALSE;
+      if (pass_s >= long_run)
+        break;
+    }
+  }
+  return TRUE;
+}
+
+#endif /* ROK_WITH_OPENCL */

@@ -1,0 +1,188 @@
+/* From measurements to a hardware profile: the figures each field takes,
+ * the GEMM-efficiency curve, and a "source" that says how they were got. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rok/calibrate.h"
+#include "rok/core.h"
+
+/* hw.c's floor for matmul_efficiency. */
+#define MIN_EFFICIENCY 1e-3
+
+typedef struct {
+  double flops, rate;
+  guint order;
+} Knot;
+
+static int compare_knots(const void *a, const void *b) {
+  const Knot *x = a, *y = b;
+  if (x->flops != y->flops)
+    return x->flops < y->flops ? -1 : 1;
+  return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The GEMMs sorted by size, those of equal FLOPs (different shapes) merged
+ * into one knot at their mean rate, each knot's rate over the best single
+ * GEMM's: *PEAK gets that best rate. */
+static RokHwGemmPoint *gemm_curve(const GArray *gemms, guint *n, double *peak) {
+  g_autofree Knot *k = g_new(Knot, MAX(gemms->len, 1));
+  *peak = 0;
+  for (guint i = 0; i < gemms->len; i++) {
+    const RokCalibGemm *g = &g_array_index(gemms, RokCalibGemm, i);
+    k[i] = (Knot){g->flops, g->rate.median, i};
+    *peak = MAX(*peak, g->rate.median);
+  }
+  qsort(k, gemms->len, sizeof *k, compare_knots);
+  RokHwGemmPoint *curve = g_new(RokHwGemmPoint, MAX(gemms->len, 1));
+  guint out = 0;
+  for (guint i = 0; i < gemms->len;) {
+    guint j = i;
+    double sum = 0;
+    for (; j < gemms->len && k[j].flops == k[i].flops; j++)
+      sum += k[j].rate;
+    curve[out++] = (RokHwGemmPoint){k[i].flops, *peak > 0 ? sum / (j - i) / *peak : 0};
+    i = j;
+  }
+  *n = out;
+  return curve;
+}
+
+/* The knots of one op kind in one direction: every op measured, sorted by
+ * work, ops of equal work (alike ops of a layer) merged at their mean rate. */
+static RokHwRatePoint *rate_curve(const GArray *ops, RokOpKind kind, RokHwDirection direction, guint *n) {
+  g_autofree Knot *k = g_new(Knot, MAX(ops->len, 1));
+  guint m = 0;
+  for (guint i = 0; i < ops->len; i++) {
+    const RokCalibOp *op = &g_array_index(ops, RokCalibOp, i);
+    if (op->kind == kind && op->direction == direction && op->rate.median > 0)
+      k[m++] = (Knot){op->work, op->rate.median, i};
+  }
+  qsort(k, m, sizeof *k, compare_knots);
+  RokHwRatePoint *curve = g_new(RokHwRatePoint, MAX(m, 1));
+  guint out = 0;
+  for (guint i = 0; i < m;) {
+    guint j = i;
+    double sum = 0;
+    for (; j < m && k[j].flops == k[i].flops; j++)
+      sum += k[j].rate;
+    curve[out++] = (RokHwRatePoint){k[i].flops, sum / (j - i)};
+    i = j;
+  }
+  *n = out;
+  return curve;
+}
+
+/* A curve per op kind measured, in the order of the kinds. */
+static void fill_op_rates(const RokCalibDevice *d, RokHw *hw) {
+  hw->gpu.op_rates = g_new0(RokHwOpRates, ROK_OP_KIND_COUNT);
+  for (guint kind = 0; kind < ROK_OP_KIND_COUNT; kind++) {
+    RokHwOpRates r = {0};
+    guint total = 0;
+    for (guint dir = 0; dir < ROK_HW_DIRECTIONS; dir++) {
+      r.curve[dir] = rate_curve(d->ops, kind, dir, &r.len[dir]);
+      total += r.len[dir];
+    }
+    if (total == 0) {
+      for (guint dir = 0; dir < ROK_HW_DIRECTIONS; dir++)
+        g_free(r.curve[dir]);
+      continue;
+    }
+    r.kind = g_strdup(rok_op_kind_name(kind));
+    hw->gpu.op_rates[hw->gpu.op_rates_len++] = r;
+  }
+}
+
+static gboolean positive(double value, const char *field, GError **error) {
+  if (value > 0 && isfinite(value))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration measured no usable %s (%g)", field, value);
+  return FALSE;
+}
+
+static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
+  const RokCalibDevice *d = &c->device;
+  if (d->gemms->len == 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration measured no GEMM on the device");
+    return FALSE;
+  }
+  hw->gpu.gemm_curve = gemm_curve(d->gemms, &hw->gpu.gemm_curve_len, &hw->gpu.peak_flops);
+  hw->gpu.matmul_efficiency = MAX(hw->gpu.gemm_curve[hw->gpu.gemm_curve_len - 1].efficiency, MIN_EFFICIENCY);
+  hw->gpu.memory = d->memory;
+  hw->gpu.hbm_bandwidth = d->elementwise.median;
+  hw->gpu.launch_overhead = (gint64)llround(d->launch.median * 1e9);
+  /* A CPU device computes on the host's processors, and copies run there. */
+  hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
+  fill_op_rates(d, hw);
+  return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&
+         positive(hw->gpu.hbm_bandwidth, "gpu.hbm_bandwidth", error) &&
+         positive((double)hw->gpu.memory, "gpu.memory", error);
+}
+
+static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
+  const RokCalibDevice *d = &c->device;
+  hw->pcie.h2d_bandwidth = d->h2d.median;
+  hw->pcie.d2h_bandwidth = d->d2h.median;
+  hw->pcie.latency = (gint64)llround(d->copy_latency.median * 1e9);
+  hw->host.memory = c->host.memory;
+  /* A choice, not a measurement (the source says so): pinning much more
+   * than an eighth of memory starves everything else on the host. */
+  hw->host.pinned_buffer = MAX(c->host.memory / 8 / ((guint64)1 << 20), 1) << 20;
+  hw->host.memcpy_bandwidth = c->host.memcpy.median;
+  hw->host.checksum_bandwidth = c->host.checksum.median; /* 0 when not measured: not modelled */
+  return positive(hw->pcie.h2d_bandwidth, "pcie.h2d_bandwidth", error) &&
+         positive(hw->pcie.d2h_bandwidth, "pcie.d2h_bandwidth", error) &&
+         positive((double)hw->host.memory, "host.memory", error) &&
+         positive(hw->host.memcpy_bandwidth, "host.memcpy_bandwidth", error);
+}
+
+/* The array: one device per directory, each as fast as the slowest (a
+ * stripe moves at its slowest member's pace), as slow to answer as the
+ * slowest, as large as the smallest. */
+static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
+  hw->nvme.devices = c->disks->len;
+  if (c->disks->len == 0)
+    return TRUE;
+  hw->nvme.read_bandwidth = hw->nvme.write_bandwidth = INFINITY;
+  hw->nvme.capacity = G_MAXUINT64;
+  for (guint i = 0; i < c->disks->len; i++) {
+    const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
+    if (d->points->len == 0) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration measured nothing in %s", d->dir);
+      return FALSE;
+    }
+    const RokCalibDiskPoint *r = &g_array_index(d->points, RokCalibDiskPoint, d->best_read);
+    const RokCalibDiskPoint *w = &g_array_index(d->points, RokCalibDiskPoint, d->best_write);
+    hw->nvme.read_bandwidth = MIN(hw->nvme.read_bandwidth, r->read.median);
+    hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, w->write.median);
+    hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(d->latency.median * 1e9));
+    hw->nvme.queue_depth = MAX(hw->nvme.queue_depth, MAX(r->queue_depth, w->queue_depth));
+    hw->nvme.capacity = MIN(hw->nvme.capacity, d->capacity);
+  }
+  hw->nvme.endurance_pbw = 0; /* unknown: no interface tells it */
+  hw->nvme.gpudirect = FALSE;
+  return positive(hw->nvme.read_bandwidth, "nvme.read_bandwidth", error) &&
+         positive(hw->nvme.write_bandwidth, "nvme.write_bandwidth", error) &&
+         positive((double)hw->nvme.capacity, "nvme.capacity", error);
+}
+
+/* Through the profile reader, so that what is written is what `rok plan`
+ * and `rok simulate` accept. */
+static RokHw *checked(const RokHw *hw, GError **error) {
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  RokHw *back = rok_hw_parse("the measured profile", text, strlen(text), error);
+  if (back == NULL)
+    g_prefix_error(error, "calibration made an invalid profile: ");
+  return back;
+}
+
+RokHw *rok_calib_profile(const RokCalibration *c, const char *name, GError **error) {
+  g_autoptr(RokHw) hw = g_new0(RokHw, 1);
+  hw->name = g_strdup(name);
+  hw->source = rok_calib_source(c);
+  if (!fill_gpu(c, hw, error) || !fill_host(c, hw, error) || !fill_nvme(c, hw, error))
+    return NULL;
+  return checked(hw, error);
+}

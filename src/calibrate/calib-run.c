@@ -1,0 +1,78 @@
+/* A whole calibration, in order: the host, the device and its copies, the
+ * disks, then the checks. Ctrl-C cancels it cleanly. */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "rok/calibrate.h"
+#include "rok/storage.h"
+#include "rok/core.h"
+
+/* Every --dir an existing directory, none twice: checked before the long
+ * device measurements, not after. */
+static gboolean check_dirs(const char *const *dirs, GError **error) {
+  g_autoptr(GArray) seen = g_array_new(FALSE, FALSE, sizeof(struct stat));
+  for (guint i = 0; dirs != NULL && dirs[i] != NULL; i++) {
+    struct stat st;
+    if (stat(dirs[i], &st) != 0) {
+      int e = errno;
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "--dir %s: %s", dirs[i], g_strerror(e));
+      return FALSE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "--dir %s: not a directory", dirs[i]);
+      return FALSE;
+    }
+    for (guint k = 0; k < seen->len; k++) {
+      const struct stat *o = &g_array_index(seen, struct stat, k);
+      if (o->st_dev == st.st_dev && o->st_ino == st.st_ino) {
+        g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--dir %s and --dir %s are the same directory", dirs[k],
+                    dirs[i]);
+        return FALSE;
+      }
+    }
+    g_array_append_val(seen, st);
+  }
+  return TRUE;
+}
+
+static void on_signal(int signo, gpointer data) {
+  (void)signo;
+  rok_calib_cancel_now(data);
+}
+
+static gboolean measure_disks(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibration *c, GError **error) {
+  for (guint i = 0; o->dirs != NULL && o->dirs[i] != NULL; i++) {
+    RokCalibDisk disk = {0};
+    gboolean ok = rok_calib_measure_disk(o->dirs[i], o, cancel, &disk, c->warnings, error);
+    if (disk.dir != NULL)
+      g_array_append_val(c->disks, disk);
+    if (!ok)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
+  RokCalibOptions o = *options;
+  if (!rok_calib_options_resolve(&o, error) || !check_dirs(o.dirs, error))
+    return NULL;
+  RokCalibCancel cancel;
+  rok_calib_cancel_init(&cancel);
+  /* First, before the OpenCL runtime and the I/O backend start threads. */
+  RokSignalWatch *watch = rok_signal_watch_new(on_signal, &cancel, error);
+  if (watch == NULL) {
+    rok_calib_cancel_clear(&cancel);
+    return NULL;
+  }
+  g_autoptr(RokCalibration) c = rok_calibration_new();
+  c->quick = o.quick;
+  c->trials = o.trials;
+  gboolean ok = rok_calib_measure_host(&o, &cancel, &c->host, error) &&
+                rok_calib_measure_device(&o, &cancel, &c->device, error) && measure_disks(&o, &cancel, c, error);
+  rok_signal_watch_free(watch);
+  rok_calib_cancel_clear(&cancel);
+  if (!ok)
+    return NULL;
+  rok_calib_check(c);
+  return g_steal_pointer(&c);
+}

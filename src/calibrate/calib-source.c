@@ -1,0 +1,113 @@
+/* The profile's "source": what each figure is and how it was measured, in
+ * words, with no date or measured number (those are in the figures). */
+#include "rok/calibrate.h"
+#include "rok/core.h"
+
+static const RokCalibGemm *best_gemm(const RokCalibDevice *d) {
+  const RokCalibGemm *best = NULL;
+  for (guint i = 0; i < d->gemms->len; i++) {
+    const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, i);
+    if (best == NULL || g->rate.median > best->rate.median)
+      best = g;
+  }
+  return best;
+}
+
+static void append_device(GString *s, const RokCalibration *c) {
+  const RokCalibDevice *d = &c->device;
+  g_string_append_printf(s, "OpenCL device %u \"%s\" (%s, %u compute units) running rok's own kernels with bf16 "
+                            "activations. gpu.peak_flops: the best GEMM rate measured",
+                         d->index, d->name ? d->name : "?", d->type ? d->type : "?", d->compute_units);
+  const RokCalibGemm *b = best_gemm(d);
+  if (b != NULL)
+    g_string_append_printf(s, " (%s %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "%s)", b->label,
+                           b->m, b->n, b->k, b->batch > 1 ? ", batched" : "");
+  g_string_append(s, ", not a datasheet peak (OpenCL does not tell one); gpu.gemm_efficiency: each GEMM size "
+                     "measured (FLOPs per launch; shapes of equal FLOPs averaged), its rate over that best, launch "
+                     "overhead taken out, so it reaches 1.0 at the best GEMM; gpu.matmul_efficiency: the curve at its "
+                     "largest GEMM; gpu.hbm_bandwidth: the "
+                     "element-wise add kernel over large buffers (2 reads, 1 write); gpu.launch_overhead: a tiny "
+                     "kernel, back to back; gpu.memory: the device's global memory. ");
+  if (g_strcmp0(d->type, "cpu") == 0)
+    g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
+                       "host's processors and so do copies in and out of it (no copy engine). ");
+  if (d->ops->len > 0)
+    g_string_append(s, "gpu.op_rates: every op of small GPT (standard attention, dropout) and LLaMA (flash "
+                       "attention) layers of doubling width, forward and backward, run by the executor's op "
+                       "interpreter one at a time and waited for, as `rok execute` runs them; per op kind and "
+                       "direction, the work the trace counts for the op (FLOPs for GEMM-like kinds, bytes for the "
+                       "others) over its time less the launch overhead, ops of equal work averaged. ");
+  g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
+                         d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
+                         g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");
+}
+
+static void append_host(GString *s, const RokCalibration *c) {
+  g_autofree char *size = rok_units_format_size(c->host.memcpy_bytes);
+  g_string_append_printf(s, "host.memcpy_bandwidth: one thread copying %s; host.checksum_bandwidth: one thread "
+                            "computing the executor's integrity checksum (every copy that crosses PCIe is checked "
+                            "on the host); host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
+                            "of it (a choice, not a measurement). ",
+                         size);
+}
+
+static gboolean listed(const GArray *values, guint64 v) {
+  for (guint i = 0; i < values->len; i++)
+    if (g_array_index(values, guint64, i) == v)
+      return TRUE;
+  return FALSE;
+}
+
+/* "block sizes 128 KiB, 1 MiB x queue depths 1, 32", in the order tried. */
+static void append_grid(GString *s, const RokCalibDisk *d) {
+  g_autoptr(GArray) blocks = g_array_new(FALSE, FALSE, sizeof(guint64));
+  g_autoptr(GArray) depths = g_array_new(FALSE, FALSE, sizeof(guint64));
+  for (guint i = 0; i < d->points->len; i++) {
+    const RokCalibDiskPoint *p = &g_array_index(d->points, RokCalibDiskPoint, i);
+    guint64 qd = p->queue_depth;
+    if (!listed(blocks, p->block))
+      g_array_append_val(blocks, p->block);
+    if (!listed(depths, qd))
+      g_array_append_val(depths, qd);
+  }
+  g_string_append(s, "block sizes ");
+  for (guint i = 0; i < blocks->len; i++) {
+    g_autofree char *b = rok_units_format_size(g_array_index(blocks, guint64, i));
+    g_string_append_printf(s, "%s%s", i ? ", " : "", b);
+  }
+  g_string_append(s, " x queue depths ");
+  for (guint i = 0; i < depths->len; i++)
+    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT, i ? ", " : "", g_array_index(depths, guint64, i));
+}
+
+static void append_disks(GString *s, const RokCalibration *c) {
+  if (c->disks->len == 0) {
+    g_string_append(s, "No --dir: no SSD section.");
+    return;
+  }
+  const RokCalibDisk *first = &g_array_index(c->disks, RokCalibDisk, 0);
+  g_string_append_printf(s, "nvme: one device per --dir, each taken to be a disk of its own (%u:", c->disks->len);
+  for (guint i = 0; i < c->disks->len; i++) {
+    const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
+    g_string_append_printf(s, "%s %s (%s%s%s)", i ? "," : "", d->dir, d->disk ? d->disk : "no block device",
+                           d->virtual_reason ? ", " : "", d->virtual_reason ? d->virtual_reason : "");
+  }
+  g_autofree char *file = rok_units_format_size(first->file_bytes);
+  g_string_append_printf(s, "); sequential %s %s I/O on a %s file laid out with random data, over ",
+                         first->direct ? "O_DIRECT" : "buffered", first->backend ? first->backend : "?", file);
+  append_grid(s, first);
+  g_string_append(s, " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise DONTNEED), the "
+                     "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads; "
+                     "queue_depth: where the best figures were reached; capacity: the smallest file system "
+                     "(statvfs); endurance unknown (nothing tells it): left out.");
+}
+
+char *rok_calib_source(const RokCalibration *c) {
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "Measured on this machine by `rok calibrate`%s, the median of %u trials per figure. ",
+                         c->quick ? " --quick (small sizes, short passes)" : "", c->trials);
+  append_device(s, c);
+  append_host(s, c);
+  append_disks(s, c);
+  return g_string_free(s, FALSE);
+}

@@ -1,0 +1,300 @@
+/* Enumerating OpenCL devices, picking one, opening it with its queues. */
+#ifdef ROK_WITH_OPENCL
+
+#include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR */
+
+#include "cl-device-private.h"
+#include "rok/core.h"
+
+void rok_cl_device_info_free(RokClDeviceInfo *info) {
+  if (info == NULL)
+    return;
+  g_free(info->name);
+  g_free(info->vendor);
+  g_free(info->platform);
+  g_free(info->version);
+  g_free(info->c_version);
+  g_free(info->driver);
+  g_free(info);
+}
+
+/* A string property, trimmed (drivers pad some with spaces). */
+static char *device_string(cl_device_id device, cl_device_info param) {
+  size_t size = 0;
+  if (clGetDeviceInfo(device, param, 0, NULL, &size) != CL_SUCCESS || size == 0)
+    return g_strdup("?");
+  char *text = g_malloc0(size + 1);
+  if (clGetDeviceInfo(device, param, size, text, NULL) != CL_SUCCESS) {
+    g_free(text);
+    return g_strdup("?");
+  }
+  return g_strstrip(text);
+}
+
+static char *platform_string(cl_platform_id platform, cl_platform_info param) {
+  size_t size = 0;
+  if (clGetPlatformInfo(platform, param, 0, NULL, &size) != CL_SUCCESS || size == 0)
+    return g_strdup("?");
+  char *text = g_malloc0(size + 1);
+  if (clGetPlatformInfo(platform, param, size, text, NULL) != CL_SUCCESS) {
+    g_free(text);
+    return g_strdup("?");
+  }
+  return g_strstrip(text);
+}
+
+static guint64 device_ulong(cl_device_id device, cl_device_info param) {
+  cl_ulong value = 0;
+  clGetDeviceInfo(device, param, sizeof value, &value, NULL);
+  return value;
+}
+
+static const char *type_name(cl_device_type type) {
+  if (type & CL_DEVICE_TYPE_GPU)
+    return "gpu";
+  if (type & CL_DEVICE_TYPE_CPU)
+    return "cpu";
+  if (type & CL_DEVICE_TYPE_ACCELERATOR)
+    return "accelerator";
+  return "other";
+}
+
+static RokClDeviceInfo *describe(guint index, cl_platform_id platform, cl_device_id device) {
+  RokClDeviceInfo *info = g_new0(RokClDeviceInfo, 1);
+  info->index = index;
+  info->name = device_string(device, CL_DEVICE_NAME);
+  info->vendor = device_string(device, CL_DEVICE_VENDOR);
+  info->platform = platform_string(platform, CL_PLATFORM_NAME);
+  info->version = device_string(device, CL_DEVICE_VERSION);
+  info->c_version = device_string(device, CL_DEVICE_OPENCL_C_VERSION);
+  info->driver = device_string(device, CL_DRIVER_VERSION);
+  cl_device_type type = 0;
+  clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  info->type = type_name(type);
+  info->global_memory = device_ulong(device, CL_DEVICE_GLOBAL_MEM_SIZE);
+  info->max_alloc = device_ulong(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  info->local_memory = device_ulong(device, CL_DEVICE_LOCAL_MEM_SIZE);
+  cl_uint units = 0;
+  clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+  info->compute_units = units;
+  size_t work_group = 0;
+  clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof work_group, &work_group, NULL);
+  info->max_work_group = work_group;
+  cl_bool little = CL_FALSE;
+  clGetDeviceInfo(device, CL_DEVICE_ENDIAN_LITTLE, sizeof little, &little, NULL);
+  info->little_endian = little == CL_TRUE;
+  return info;
+}
+
+/* Calls `visit` for every device of every platform in enumeration order;
+ * stops early when it returns FALSE. */
+typedef gboolean (*DeviceVisitor)(guint index, cl_platform_id platform, cl_device_id device, gpointer data);
+
+static gboolean for_each_device(DeviceVisitor visit, gpointer data, GError **error) {
+  cl_uint n_platforms = 0;
+  cl_int status = clGetPlatformIDs(0, NULL, &n_platforms);
+  if (status == CL_PLATFORM_NOT_FOUND_KHR || (status == CL_SUCCESS && n_platforms == 0)) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
+                "no OpenCL platform found: install a driver (an ICD), e.g. pocl-opencl-icd for the CPU");
+    return FALSE;
+  }
+  if (status != CL_SUCCESS)
+    return rok_cl_fail(error, status, "listing OpenCL platforms");
+  g_autofree cl_platform_id *platforms = g_new0(cl_platform_id, n_platforms);
+  clGetPlatformIDs(n_platforms, platforms, NULL);
+  guint index = 0;
+  for (cl_uint p = 0; p < n_platforms; p++) {
+    cl_uint n_devices = 0;
+    status = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &n_devices);
+    if (status == CL_DEVICE_NOT_FOUND || n_devices == 0)
+      continue;
+    if (status != CL_SUCCESS)
+      return rok_cl_fail(error, status, "listing the devices of OpenCL platform %u", p);
+    g_autofree cl_device_id *devices = g_new0(cl_device_id, n_devices);
+    clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, n_devices, devices, NULL);
+    for (cl_uint d = 0; d < n_devices; d++)
+      if (!visit(index++, platforms[p], devices[d], data))
+        return TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean collect_info(guint index, cl_platform_id platform, cl_device_id device, gpointer data) {
+  g_ptr_array_add(data, describe(index, platform, device));
+  return TRUE;
+}
+
+GPtrArray *rok_cl_device_list(GError **error) {
+  g_autoptr(GPtrArray) infos = g_ptr_array_new_with_free_func((GDestroyNotify)rok_cl_device_info_free);
+  if (!for_each_device(collect_info, infos, error))
+    return NULL;
+  return g_steal_pointer(&infos);
+}
+
+gint rok_cl_device_default_index(const GPtrArray *infos) {
+  static const char *const preference[] = {"gpu", "cpu"};
+  for (gsize p = 0; p < G_N_ELEMENTS(preference); p++)
+    for (guint i = 0; i < infos->len; i++) {
+      const RokClDeviceInfo *info = g_ptr_array_index(infos, i);
+      if (g_strcmp0(info->type, preference[p]) == 0)
+        return (gint)i;
+    }
+  return infos->len > 0 ? 0 : -1;
+}
+
+char *rok_cl_device_list_format(const GPtrArray *infos) {
+  GString *out = g_string_new(NULL);
+  gint chosen = rok_cl_device_default_index(infos);
+  g_string_append_printf(out, "  %-3s %-36s %-20s %-5s %10s %4s  %s\n", "#", "name", "vendor", "type", "memory",
+                         "CUs", "OpenCL");
+  for (guint i = 0; i < infos->len; i++) {
+    const RokClDeviceInfo *info = g_ptr_array_index(infos, i);
+    g_autofree char *memory = g_format_size_full(info->global_memory, G_FORMAT_SIZE_IEC_UNITS);
+    g_string_append_printf(out, "%c %-3u %-36s %-20s %-5s %10s %4u  %s\n", (gint)i == chosen ? '*' : ' ',
+                           info->index, info->name, info->vendor, info->type, memory, info->compute_units,
+                           info->version);
+  }
+  if (chosen >= 0)
+    g_string_append(out, "(* the default; choose another with --device N)\n");
+  return g_string_free(out, FALSE);
+}
+
+json_object *rok_cl_device_list_to_json(const GPtrArray *infos) {
+  json_object *array = json_object_new_array();
+  gint chosen = rok_cl_device_default_index(infos);
+  for (guint i = 0; i < infos->len; i++) {
+    const RokClDeviceInfo *info = g_ptr_array_index(infos, i);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "index", json_object_new_int64(info->index));
+    json_object_object_add(o, "name", json_object_new_string(info->name));
+    json_object_object_add(o, "vendor", json_object_new_string(info->vendor));
+    json_object_object_add(o, "platform", json_object_new_string(info->platform));
+    json_object_object_add(o, "type", json_object_new_string(info->type));
+    json_object_object_add(o, "global_memory", json_object_new_uint64(info->global_memory));
+    json_object_object_add(o, "max_alloc", json_object_new_uint64(info->max_alloc));
+    json_object_object_add(o, "compute_units", json_object_new_int64(info->compute_units));
+    json_object_object_add(o, "version", json_object_new_string(info->version));
+    json_object_object_add(o, "opencl_c_version", json_object_new_string(info->c_version));
+    json_object_object_add(o, "driver", json_object_new_string(info->driver));
+    json_object_object_add(o, "default", json_object_new_boolean((gint)i == chosen));
+    json_object_array_add(array, o);
+  }
+  return array;
+}
+
+typedef struct {
+  guint wanted;
+  cl_platform_id platform;
+  cl_device_id device;
+} FindDevice;
+
+static gboolean find_device(guint index, cl_platform_id platform, cl_device_id device, gpointer data) {
+  FindDevice *find = data;
+  if (index != find->wanted)
+    return TRUE;
+  find->platform = platform;
+  find->device = device;
+  return FALSE;
+}
+
+/* Which index to open: the one asked for, checked, or the default. */
+static gboolean choose_index(gint asked, guint *index, GError **error) {
+  g_autoptr(GPtrArray) infos = rok_cl_device_list(error);
+  if (infos == NULL)
+    return FALSE;
+  if (infos->len == 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "no OpenCL device found on any platform");
+    return FALSE;
+  }
+  if (asked >= (gint)infos->len) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "--device %d: there %s %u OpenCL device%s (0..%u); see `rok execute --list-devices`", asked,
+                infos->len == 1 ? "is" : "are", infos->len, infos->len == 1 ? "" : "s", infos->len - 1);
+    return FALSE;
+  }
+  *index = asked >= 0 ? (guint)asked : (guint)rok_cl_device_default_index(infos);
+  return TRUE;
+}
+
+static gboolean create_queues(RokClDevice *device, GError **error) {
+  for (int q = 0; q < ROK_CL_QUEUE_COUNT; q++) {
+    cl_int status = CL_SUCCESS;
+    device->queues[q] = clCreateCommandQueue(device->context, device->id, CL_QUEUE_PROFILING_ENABLE, &status);
+    if (status != CL_SUCCESS)
+      return rok_cl_fail(error, status, "creating the %s command queue on %s", rok_cl_queue_name(q),
+                         device->info->name);
+  }
+  return TRUE;
+}
+
+RokClDevice *rok_cl_device_open(gint index, GError **error) {
+  guint chosen = 0;
+  if (!choose_index(index, &chosen, error))
+    return NULL;
+  FindDevice find = {.wanted = chosen};
+  if (!for_each_device(find_device, &find, error))
+    return NULL;
+  if (find.device == NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "OpenCL device %u disappeared while opening it", chosen);
+    return NULL;
+  }
+  g_autoptr(RokClDevice) device = g_new0(RokClDevice, 1);
+  g_mutex_init(&device->ledger_lock);
+  device->id = find.device;
+  device->platform = find.platform;
+  device->info = describe(chosen, find.platform, find.device);
+  if (!device->info->little_endian) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "OpenCL device %u (%s) is big-endian: not supported",
+                chosen, device->info->name);
+    return NULL;
+  }
+  cl_int status = CL_SUCCESS;
+  device->context = clCreateContext(NULL, 1, &device->id, NULL, NULL, &status);
+  if (status != CL_SUCCESS)
+    return rok_cl_fail(error, status, "creating an OpenCL context on %s", device->info->name), NULL;
+  if (!create_queues(device, error))
+    return NULL;
+  return g_steal_pointer(&device);
+}
+
+void rok_cl_device_free(RokClDevice *device) {
+  if (device == NULL)
+    return;
+  for (int q = 0; q < ROK_CL_QUEUE_COUNT; q++)
+    if (device->queues[q] != NULL) {
+      clFinish(device->queues[q]);
+      clReleaseCommandQueue(device->queues[q]);
+    }
+  if (device->buffers > 0)
+    g_warning("closing OpenCL device %s with %u buffers (%" G_GUINT64_FORMAT " bytes) still allocated",
+              device->info->name, device->buffers, device->allocated);
+  if (device->context != NULL)
+    clReleaseContext(device->context);
+  rok_cl_device_info_free(device->info);
+  g_mutex_clear(&device->ledger_lock);
+  g_free(device);
+}
+
+const RokClDeviceInfo *rok_cl_device_info(const RokClDevice *device) {
+  return device->info;
+}
+
+cl_device_id rok_cl_device_id(const RokClDevice *device) {
+  return device->id;
+}
+
+cl_context rok_cl_device_context(const RokClDevice *device) {
+  return device->context;
+}
+
+cl_command_queue rok_cl_device_queue(const RokClDevice *device, RokClQueue queue) {
+  g_return_val_if_fail(queue < ROK_CL_QUEUE_COUNT, NULL);
+  return device->queues[queue];
+}
+
+const char *rok_cl_queue_name(RokClQueue queue) {
+  static const char *const names[] = {"compute", "d2h", "h2d"};
+  return queue < ROK_CL_QUEUE_COUNT ? names[queue] : "?";
+}
+
+#endif /* ROK_WITH_OPENCL */

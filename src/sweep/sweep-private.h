@@ -1,0 +1,51 @@
+/* Private to src/plan: what the sweep's files share. */
+#pragma once
+
+#include "rok/sweep.h"
+
+/* Strategies a sweep knows: the baselines and rok, by the planner's names. */
+#define ROK_SWEEP_STRATEGY_COUNT ROK_STRATEGY_COUNT
+#define rok_strategy_name rok_strategy_name
+#define rok_sweep_strategy_from_name rok_plan_strategy_from_name
+/* offload and tba need SSDs. */
+gboolean sweep_strategy_needs_nvme(RokStrategy strategy);
+
+struct _RokSweepSpec {
+  char *name, *text; /* the model config */
+  gsize length;
+  char **sets;
+  RokHw *hw;
+  char *model_name;     /* as the config names the model */
+  guint64 accumulation; /* micro-batches per step in the config */
+  guint64 data_parallel;
+  GArray *values[ROK_SWEEP_AXIS_COUNT]; /* guint64, rising, never empty */
+  gboolean swept[ROK_SWEEP_AXIS_COUNT]; /* set by the caller */
+  GArray *strategies;                   /* RokStrategy */
+};
+
+/* The value of each axis at point `index`. */
+void sweep_spec_point(const RokSweepSpec *spec, guint index, guint64 *at);
+/* Simulate every strategy at point `index`, appending a row each. */
+gboolean sweep_point_run(const RokSweepSpec *spec, guint index, GArray *rows, GError **error);
+
+/* A sweep of these rows (taken), its values and strategies worked out. */
+RokSweep *sweep_new_from_rows(const char *model_name, const char *hw_name, GArray *rows);
+
+/* The CSV's columns, in order, and where each lives in a row. */
+typedef enum {
+  ROK_SWEEP_FIELD_STRATEGY,
+  ROK_SWEEP_FIELD_MODEL, /* the sweep's model_name */
+  ROK_SWEEP_FIELD_HW,    /* the sweep's hw_name */
+  ROK_SWEEP_FIELD_UINT,  /* guint64 */
+  ROK_SWEEP_FIELD_DOUBLE,
+  ROK_SWEEP_FIELD_BOOL,  /* gboolean, 0 or 1 */
+} RokSweepFieldKind;
+
+typedef struct {
+  const char *name;
+  RokSweepFieldKind kind;
+  gsize offset; /* in RokSweepRow, for numbers */
+} RokSweepColumn;
+
+#define ROK_SWEEP_COLUMNS 18
+extern const RokSweepColumn sweep_columns[ROK_SWEEP_COLUMNS];

@@ -1,0 +1,97 @@
+/* Running a sweep's points, serially or on a GLib thread pool. Each point
+ * writes only its own slot, so the rows come out in sweep order whatever
+ * the threads did; the error reported is that of the first failing point,
+ * as a serial run would report it. */
+#include "sweep-private.h"
+
+typedef struct {
+  const RokSweepSpec *spec;
+  GArray **rows;        /* per point */
+  GError **errors;      /* per point */
+  gint first_failed;    /* atomic: the lowest failing index; G_MAXINT while none */
+  GAsyncQueue *done;    /* a token per finished point */
+} Job;
+
+/* Points after a failure need not run: only the first failure is reported. */
+static void note_failure(Job *job, guint index) {
+  gint seen = g_atomic_int_get(&job->first_failed);
+  while ((gint)index < seen && !g_atomic_int_compare_and_exchange_full(&job->first_failed, seen, (gint)index, &seen))
+    ;
+}
+
+static void run_one(Job *job, guint index) {
+  if ((gint)index > g_atomic_int_get(&job->first_failed))
+    return;
+  job->rows[index] = g_array_new(FALSE, FALSE, sizeof(RokSweepRow));
+  if (!sweep_point_run(job->spec, index, job->rows[index], &job->errors[index]))
+    note_failure(job, index);
+}
+
+static void worker(gpointer data, gpointer user_data) {
+  Job *job = user_data;
+  run_one(job, GPOINTER_TO_UINT(data) - 1);
+  g_async_queue_push(job->done, data);
+}
+
+static gboolean run_parallel(Job *job, guint total, guint threads, RokSweepProgressFunc progress,
+                             gpointer user_data, GError **error) {
+  GThreadPool *pool = g_thread_pool_new(worker, job, (gint)threads, TRUE, error);
+  if (pool == NULL)
+    return FALSE;
+  for (guint i = 0; i < total; i++)
+    g_thread_pool_push(pool, GUINT_TO_POINTER(i + 1), NULL);
+  for (guint done = 1; done <= total; done++) {
+    g_async_queue_pop(job->done);
+    if (progress != NULL)
+      progress(done, total, user_data);
+  }
+  g_thread_pool_free(pool, FALSE, TRUE);
+  return TRUE;
+}
+
+static void run_serial(Job *job, guint total, RokSweepProgressFunc progress, gpointer user_data) {
+  for (guint i = 0; i < total && g_atomic_int_get(&job->first_failed) == G_MAXINT; i++) {
+    run_one(job, i);
+    if (progress != NULL)
+      progress(i + 1, total, user_data);
+  }
+}
+
+static RokSweep *collect(Job *job, guint total, GError **error) {
+  gint failed = g_atomic_int_get(&job->first_failed);
+  if (failed != G_MAXINT) {
+    g_propagate_error(error, g_steal_pointer(&job->errors[failed]));
+    return NULL;
+  }
+  GArray *rows = g_array_new(FALSE, FALSE, sizeof(RokSweepRow));
+  for (guint i = 0; i < total; i++)
+    g_array_append_vals(rows, job->rows[i]->data, job->rows[i]->len);
+  return sweep_new_from_rows(job->spec->model_name, job->spec->hw->name, rows);
+}
+
+RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgressFunc progress, gpointer user_data,
+                        GError **error) {
+  guint total = rok_sweep_spec_points(spec);
+  Job job = {.spec = spec, .first_failed = G_MAXINT};
+  job.rows = g_new0(GArray *, total);
+  job.errors = g_new0(GError *, total);
+  job.done = g_async_queue_new();
+  if (threads == 0)
+    threads = g_get_num_processors();
+  threads = MIN(threads, total);
+  gboolean ok = TRUE;
+  if (threads <= 1)
+    run_serial(&job, total, progress, user_data);
+  else
+    ok = run_parallel(&job, total, threads, progress, user_data, error);
+  RokSweep *sweep = ok ? collect(&job, total, error) : NULL;
+  for (guint i = 0; i < total; i++) {
+    if (job.rows[i] != NULL)
+      g_array_unref(job.rows[i]);
+    g_clear_error(&job.errors[i]);
+  }
+  g_free(job.rows);
+  g_free(job.errors);
+  g_async_queue_unref(job.done);
+  return sweep;
+}

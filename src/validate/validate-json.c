@@ -1,0 +1,126 @@
+/* The summary over the rows and the rok-validation/1 document. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "validate-private.h"
+#include "rok/core.h"
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median and largest of N values (reordered); 0 for none. */
+static void median_max(double *values, guint n, double *median, double *max) {
+  *median = *max = 0;
+  if (n == 0)
+    return;
+  qsort(values, n, sizeof *values, compare_double);
+  *median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  *max = values[n - 1];
+}
+
+void rok_validation_summarize(RokValidation *v) {
+  guint n = v->rows->len;
+  g_autofree double *time = g_new(double, MAX(n, 1)), *peak = g_new(double, MAX(n, 1));
+  g_autofree double *moved = g_new(double, MAX(n, 1)), *noise = g_new(double, MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    time[i] = fabs(row->step_time_error);
+    peak[i] = fabs(row->peak_error);
+    moved[i] = fabs(row->moved_error);
+    noise[i] = row->noise;
+  }
+  double unused = 0;
+  median_max(time, n, &v->median_step_time_error, &v->max_step_time_error);
+  median_max(peak, n, &v->median_peak_error, &v->max_peak_error);
+  median_max(moved, n, &unused, &v->max_moved_error);
+  median_max(noise, n, &v->median_noise, &v->max_noise);
+  g_array_set_size(v->parts, 0);
+  for (guint i = 0; i < n; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    if (row->parts != NULL)
+      validate_parts_add(v->parts, row->parts);
+  }
+}
+
+static json_object *parts_json(const GArray *parts) {
+  json_object *a = json_object_new_array();
+  for (guint i = 0; parts != NULL && i < parts->len; i++) {
+    const RokValidatePart *p = &g_array_index(parts, RokValidatePart, i);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "part", json_object_new_string(p->part));
+    json_object_object_add(o, "actions", json_object_new_uint64(p->actions));
+    json_object_object_add(o, "predicted_s", rok_json_new_double(p->predicted_s));
+    json_object_object_add(o, "measured_s", rok_json_new_double(p->measured_s));
+    json_object_array_add(a, o);
+  }
+  return a;
+}
+
+static void add(json_object *o, const char *key, json_object *value) {
+  json_object_object_add(o, key, value);
+}
+
+static json_object *load_json(const double load[3]) {
+  if (load[0] < 0)
+    return NULL;
+  json_object *a = json_object_new_array();
+  for (guint i = 0; i < 3; i++)
+    json_object_array_add(a, rok_json_new_double(load[i]));
+  return a;
+}
+
+static json_object *row_json(const RokValidateRow *row) {
+  json_object *o = json_object_new_object();
+  add(o, "strategy", json_object_new_string(row->strategy));
+  add(o, "budget_bytes", json_object_new_uint64(row->budget_bytes));
+  add(o, "predicted_step_time_s", rok_json_new_double(row->predicted_step_time_s));
+  add(o, "measured_step_time_s", rok_json_new_double(row->measured_step_time_s));
+  add(o, "step_time_error", rok_json_new_double(row->step_time_error));
+  add(o, "measured_step_time_min_s", rok_json_new_double(row->measured_step_time_min_s));
+  add(o, "measured_step_time_max_s", rok_json_new_double(row->measured_step_time_max_s));
+  add(o, "noise", rok_json_new_double(row->noise));
+  add(o, "predicted_optimizer_s", rok_json_new_double(row->predicted_optimizer_s));
+  add(o, "predicted_peak_bytes", json_object_new_uint64(row->predicted_peak_bytes));
+  add(o, "measured_peak_bytes", json_object_new_uint64(row->measured_peak_bytes));
+  add(o, "peak_error", rok_json_new_double(row->peak_error));
+  add(o, "predicted_activation_peak_bytes", json_object_new_uint64(row->predicted_activation_peak_bytes));
+  add(o, "measured_activation_peak_bytes", json_object_new_uint64(row->measured_activation_peak_bytes));
+  add(o, "predicted_moved_bytes", json_object_new_uint64(row->predicted_moved_bytes));
+  add(o, "measured_moved_bytes", json_object_new_uint64(row->measured_moved_bytes));
+  add(o, "moved_error", rok_json_new_double(row->moved_error));
+  add(o, "integrity_failures", json_object_new_uint64(row->report != NULL ? row->report->integrity_failures : 0));
+  add(o, "parts", parts_json(row->parts));
+  return o;
+}
+
+json_object *rok_validation_to_json(const RokValidation *v) {
+  json_object *o = json_object_new_object(), *rows = json_object_new_array();
+  add(o, "format", json_object_new_string("rok-validation/1"));
+  add(o, "model", json_object_new_string(v->model));
+  add(o, "hw", json_object_new_string(v->hw));
+  add(o, "device", v->device != NULL ? json_object_new_string(v->device) : NULL);
+  add(o, "repeat", json_object_new_uint64(v->repeat));
+  add(o, "cpus", json_object_new_uint64(v->cpus));
+  json_object *load = json_object_new_object();
+  add(load, "before", load_json(v->load_before));
+  add(load, "after", load_json(v->load_after));
+  add(o, "load_average", load);
+  for (guint i = 0; i < v->rows->len; i++)
+    json_object_array_add(rows, row_json(g_ptr_array_index(v->rows, i)));
+  add(o, "rows", rows);
+  add(o, "median_step_time_error", rok_json_new_double(v->median_step_time_error));
+  add(o, "max_step_time_error", rok_json_new_double(v->max_step_time_error));
+  add(o, "median_peak_error", rok_json_new_double(v->median_peak_error));
+  add(o, "max_peak_error", rok_json_new_double(v->max_peak_error));
+  add(o, "max_moved_error", rok_json_new_double(v->max_moved_error));
+  add(o, "median_noise", rok_json_new_double(v->median_noise));
+  add(o, "max_noise", rok_json_new_double(v->max_noise));
+  add(o, "parts", parts_json(v->parts));
+  json_object *notes = json_object_new_array();
+  for (guint i = 0; i < v->notes->len; i++)
+    json_object_array_add(notes, json_object_new_string(g_ptr_array_index(v->notes, i)));
+  add(o, "notes", notes);
+  return o;
+}

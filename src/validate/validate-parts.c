@@ -1,0 +1,83 @@
+/* Where the time of a step goes: the median step's actions (the report's
+ * timeline) summed by part, predicted beside measured. */
+#include "validate-private.h"
+
+static void part_clear(gpointer data) {
+  g_free(((RokValidatePart *)data)->part);
+}
+
+GArray *validate_parts_new(void) {
+  GArray *parts = g_array_new(FALSE, TRUE, sizeof(RokValidatePart));
+  g_array_set_clear_func(parts, part_clear);
+  return parts;
+}
+
+static RokValidatePart *part(GArray *parts, const char *name) {
+  for (guint i = 0; i < parts->len; i++)
+    if (g_str_equal(g_array_index(parts, RokValidatePart, i).part, name))
+      return &g_array_index(parts, RokValidatePart, i);
+  RokValidatePart p = {.part = g_strdup(name)};
+  g_array_append_val(parts, p);
+  return &g_array_index(parts, RokValidatePart, parts->len - 1);
+}
+
+/* Compute actions by op kind and action kind, in op-kind order so that
+ * every row lists them alike; then the transfer streams. */
+static char *part_name(const RokAction *a, const RokTrace *trace, guint *order) {
+  if (a->stream != ROK_STREAM_COMPUTE) {
+    *order = ROK_OP_KIND_COUNT * ROK_ACTION_KIND_COUNT + a->stream;
+    return g_strdup(rok_stream_name(a->stream));
+  }
+  if (a->op == ROK_NO_ID) {
+    *order = ROK_OP_KIND_COUNT * ROK_ACTION_KIND_COUNT;
+    return g_strdup(rok_action_kind_name(a->kind));
+  }
+  RokOpKind kind = rok_trace_op(trace, a->op)->kind;
+  *order = kind * ROK_ACTION_KIND_COUNT + a->kind;
+  return g_strdup_printf("%s %s", rok_op_kind_name(kind), rok_action_kind_name(a->kind));
+}
+
+typedef struct {
+  guint order;
+  RokValidatePart part;
+} Ordered;
+
+static int by_order(gconstpointer a, gconstpointer b) {
+  guint x = ((const Ordered *)a)->order, y = ((const Ordered *)b)->order;
+  return (x > y) - (x < y);
+}
+
+void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule) {
+  g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Ordered));
+  for (guint i = 0; i < report->timeline->len; i++) {
+    const RokExecSpan *span = &g_array_index(report->timeline, RokExecSpan, i);
+    if (span->kind == ROK_ACTION_FREE || span->action >= schedule->actions->len)
+      continue;
+    guint order = 0;
+    g_autofree char *name = part_name(rok_schedule_action(schedule, span->action), schedule->trace, &order);
+    guint k = 0;
+    while (k < found->len && !g_str_equal(g_array_index(found, Ordered, k).part.part, name))
+      k++;
+    if (k == found->len) {
+      Ordered o = {.order = order, .part = {.part = g_steal_pointer(&name)}};
+      g_array_append_val(found, o);
+    }
+    RokValidatePart *p = &g_array_index(found, Ordered, k).part;
+    p->actions++;
+    p->predicted_s += span->predicted_end_s - span->predicted_start_s;
+    p->measured_s += span->end_s - span->start_s;
+  }
+  g_array_sort(found, by_order); /* stable in glib: ties keep their order */
+  for (guint k = 0; k < found->len; k++)
+    g_array_append_val(parts, g_array_index(found, Ordered, k).part);
+}
+
+void validate_parts_add(GArray *into, const GArray *from) {
+  for (guint i = 0; i < from->len; i++) {
+    const RokValidatePart *f = &g_array_index(from, RokValidatePart, i);
+    RokValidatePart *p = part(into, f->part);
+    p->actions += f->actions;
+    p->predicted_s += f->predicted_s;
+    p->measured_s += f->measured_s;
+  }
+}

@@ -1,0 +1,31 @@
+/* Private to src/validate: the parts of rok_validate().
+ *
+ *   validate.c        options, the result's life, planning the rows
+ *   validate-run.c    each row's schedule run and compared; rok_validate
+ *   validate-parts.c  where the time of a step goes, by op kind and stream
+ *   validate-json.c   the summary over the rows, rok-validation/1
+ *   validate-chart.c  measured against predicted step time */
+#pragma once
+
+#include "rok/validate.h"
+
+/* A row to run: a strategy's plan for a budget. */
+typedef struct {
+  RokStrategy strategy; /* a baseline or ROK_STRATEGY_ROK */
+  guint64 budget;
+  RokStepPlan *plan;
+} RokValidatePlanned;
+
+RokValidation *validate_new(const RokTrace *trace, const RokHw *hw);
+/* The rows in order (RokValidatePlanned *), notes for those left out. */
+GPtrArray *validate_plan_rows(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
+                                  RokValidation *validation, GError **error);
+/* A row's figures from its run's report and schedule. */
+void validate_row_fill(RokValidateRow *row, const RokSchedule *schedule);
+
+/* validate-parts.c: a GArray of RokValidatePart (freeing its names). */
+GArray *validate_parts_new(void);
+/* The parts of a row's median step, from its report's timeline. */
+void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule);
+/* Add `from` into `into`, part by part (new parts at the end). */
+void validate_parts_add(GArray *into, const GArray *from);

@@ -61,7 +61,7 @@
 #include <json-c/json.h>
 
 #include "rok/schedule.h"
-#include "rok/sim.h"
+#include "rok/core.h"
 
 G_BEGIN_DECLS
 

@@ -14,6 +14,17 @@
 
 G_BEGIN_DECLS
 
+/* Limits the config and trace readers share (the config and trace readers).
+ *
+ * A trace holds about 35 ops and tensors per transformer layer, some 10 KB
+ * in memory and 13-18 KB of rok-trace/1 text; 2048 layers (16 times the
+ * deepest published LLM) make a trace of about 25 MB in memory and 26-37 MB
+ * on disk (2.4 Mi values at most, T5), inside what rok_json_doc_parse()
+ * accepts (128 MiB, 4 Mi values). Without a limit a config of 2^24 layers
+ * asked the trace generator for some 170 GB. */
+/* Transformer layers of one model: T5's encoder and decoder together. */
+#define ROK_MAX_LAYERS 2048
+
 typedef enum { ROK_ARCH_GPT, ROK_ARCH_BERT, ROK_ARCH_T5, ROK_ARCH_LLAMA } RokArch;
 typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;
 /* adam and adamw keep the same states; sgd keeps a momentum buffer unless
@@ -45,17 +56,6 @@ typedef enum {
   ROK_LORA_FC2 = 1 << 3,  /* MLP down projection */
 } RokLoraTarget;
 typedef enum { ROK_PRECISION_MIXED, ROK_PRECISION_PURE } RokPrecision;
-/* Element types of tensors: u8/u16/u32 are dropout masks (mask_bytes wide),
- * i64 token ids. */
-typedef enum {
-  ROK_DTYPE_BF16,
-  ROK_DTYPE_FP16,
-  ROK_DTYPE_FP32,
-  ROK_DTYPE_U8,
-  ROK_DTYPE_U16,
-  ROK_DTYPE_U32,
-  ROK_DTYPE_I64,
-} RokDtype;
 
 typedef struct {
   char *name;   /* default: the file name without .json */
@@ -107,10 +107,6 @@ json_object *rok_model_to_json(const RokModel *model);
 
 /* Names of enum values as they appear in configs ("gpt", "flash", ...). */
 const char *rok_arch_name(RokArch arch);
-const char *rok_dtype_name(RokDtype dtype);
-/* All dtype names, indexed by RokDtype, NULL-terminated. */
-const char *const *rok_dtype_names(void);
-guint rok_dtype_bytes(RokDtype dtype);
 
 /* Parameters of the whole model (all ranks together), embeddings included,
  * tied embeddings counted once. */

@@ -50,7 +50,10 @@ typedef enum {
   ROK_STRATEGY_SELECTIVE,
   ROK_STRATEGY_OFFLOAD,
   ROK_STRATEGY_TBA,
-  ROK_STRATEGY_BASELINE_COUNT
+  ROK_STRATEGY_BASELINE_COUNT,
+  /* The planner, named beside the baselines. */
+  ROK_STRATEGY_ROK = ROK_STRATEGY_BASELINE_COUNT,
+  ROK_STRATEGY_COUNT
 } RokStrategy;
 
 /* SSDTrain's floor: smaller tensors are not worth a transfer. */
@@ -62,9 +65,9 @@ typedef struct {
 
 void rok_strategy_options_init(RokStrategyOptions *options);
 
+/* "keep", "recompute", ..., "rok". */
 const char *rok_strategy_name(RokStrategy strategy);
-/* "keep", "recompute", ...; an unknown name is ROK_ERROR_USAGE listing the
- * known ones. */
+/* Any of the six names; an unknown name is ROK_ERROR_USAGE listing them. */
 gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError **error);
 
 /* The plan of a baseline strategy; `options` may be NULL (defaults).
@@ -84,15 +87,6 @@ G_END_DECLS
  * ====================================================================== */
 
 G_BEGIN_DECLS
-
-/* `rok` as a strategy name, next to the baselines. */
-#define ROK_STRATEGY_ROK ROK_STRATEGY_BASELINE_COUNT
-#define ROK_STRATEGY_COUNT (ROK_STRATEGY_BASELINE_COUNT + 1)
-
-/* "rok" or a baseline's name. */
-const char *rok_strategy_name(RokStrategy strategy);
-/* Any of the six names; ROK_ERROR_USAGE listing them otherwise. */
-gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError **error);
 
 /* The planner chooses, for every saved tensor, keep, offload to NVMe,
  * offload to host memory or recompute, so that the simulated step is as
@@ -229,11 +223,6 @@ json_object *rok_curve_baselines_to_json(const RokCurve *curve);
  * baseline (series = its name); the save writes atomically. */
 char *rok_curve_to_csv(const RokCurve *curve);
 gboolean rok_curve_save_csv(const RokCurve *curve, const char *path, GError **error);
-/* The chart: throughput against activation peak, the planner's curve with
- * the baselines as labelled points (hollow where they exceed the GPU's
- * memory), a line at the GPU's memory and one at `budget` (0: none). PNG,
- * SVG or PDF by the file's extension (see rok/plot.h). */
-gboolean rok_curve_save_chart(const RokCurve *curve, guint64 budget, const char *path, GError **error);
 
 /* ---- SSD figures ---- */
 
@@ -297,9 +286,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokPlanFile, rok_plan_file_free)
  * apply. Parts under a thousandth of the saved bytes are left out. */
 char *rok_plan_summary(const RokTrace *trace, const RokStepPlan *plan, const RokSimResult *result,
                        RokStrategy strategy, guint64 budget, const RokSimResult *const *baselines);
-
-/* The SHA-256 of a trace's canonical rok-trace/1 text (hex). */
-char *rok_trace_sha256(const RokTrace *trace);
 
 /* The document: format, strategy, model, hw, trace_sha256, budget_bytes,
  * feasible, options, the report's members, then "tensors": one entry per

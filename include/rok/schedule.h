@@ -32,11 +32,118 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "rok/core.h"
 #include "rok/hw.h"
-#include "rok/sim.h"
 #include "rok/trace.h"
 
 G_BEGIN_DECLS
+
+/* ---- The vocabulary: what the simulator predicts and the executor runs ---- */
+
+/* No op, no tensor: the op of a transfer, the tensor of a compute action. */
+#define ROK_NO_ID G_MAXUINT
+
+/* What happens to a saved tensor between forward and backward. Transient
+ * tensors (empty needed_by) ignore their decision. */
+typedef enum {
+  ROK_DECISION_KEEP,
+  ROK_DECISION_OFFLOAD_NVME,
+  ROK_DECISION_OFFLOAD_HOST,
+  ROK_DECISION_RECOMPUTE,
+  ROK_DECISION_COUNT
+} RokDecision;
+
+typedef enum {
+  ROK_STREAM_COMPUTE,
+  ROK_STREAM_D2H,
+  ROK_STREAM_H2D,
+  ROK_STREAM_NVME_WRITE,
+  ROK_STREAM_NVME_READ,
+  ROK_STREAM_COUNT
+} RokStream;
+
+/* Why the compute stream waited. */
+typedef enum {
+  ROK_STALL_READ,    /* a read from the SSDs */
+  ROK_STALL_PCIE,    /* a copy over PCIe */
+  ROK_STALL_STAGING, /* space in the pinned staging buffer */
+  ROK_STALL_MEMORY,  /* GPU memory under the budget */
+  ROK_STALL_COUNT
+} RokStallCause;
+
+typedef enum {
+  ROK_ACTION_FORWARD,
+  ROK_ACTION_BACKWARD,
+  ROK_ACTION_RECOMPUTE,
+  ROK_ACTION_OPTIMIZER,
+  ROK_ACTION_OFFLOAD,  /* one leg of a copy out of the GPU: d2h, nvme-write */
+  ROK_ACTION_PREFETCH, /* one leg of a read back: nvme-read, h2d */
+  ROK_ACTION_FREE,     /* a tensor's GPU memory released */
+  ROK_ACTION_KIND_COUNT
+} RokActionKind;
+
+/* How a step runs a plan, as the simulator ran it. */
+typedef struct {
+  guint64 memory_budget;      /* bytes; 0: gpu.memory */
+  guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
+  guint detail_micro_batches; /* >= 1 */
+  /* A layer's rebuild re-runs every op of the layer, as Megatron's
+   * activation checkpointing does, not only the ops its tensors need. */
+  gboolean rebuild_whole_layers;
+} RokStepOptions;
+
+/* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
+ * attention and MLP blocks as its modules, that is one layer. */
+#define ROK_STEP_DEFAULT_PREFETCH_LAYERS 1
+#define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
+
+/* A plan for one step: a decision per tensor id and how the step runs
+ * them. */
+typedef struct {
+  guint n_tensors;
+  RokDecision *decisions;
+  RokStepOptions options;
+} RokStepPlan;
+
+void rok_step_options_init(RokStepOptions *options);
+/* Every tensor kept, default options. */
+RokStepPlan *rok_step_plan_new(const RokTrace *trace);
+RokStepPlan *rok_step_plan_copy(const RokStepPlan *plan);
+void rok_step_plan_free(RokStepPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokStepPlan, rok_step_plan_free)
+
+/* The simulator-options object of plan and schedule files:
+ * {memory_budget, prefetch_layers, detail_micro_batches,
+ * rebuild_whole_layers}, every member required. */
+json_object *rok_step_options_to_json(const RokStepOptions *options);
+/* Reads `obj`'s member "options"; located errors (ROK_ERROR_INPUT). */
+gboolean rok_step_options_read(const RokJsonObj *obj, RokStepOptions *options, GError **error);
+
+/* One action of the program: a compute op, one leg of a transfer, or a
+ * free, with the earlier actions it waits for (deps[deps_first ..
+ * deps_first + deps_count)): the previous action of its stream, the
+ * transfer that brought an input back, the producer of a tensor it copies,
+ * the leg before it, the free that made room in memory or in the staging
+ * buffer, the compute whose end opened the prefetch window. A gpudirect leg
+ * runs on the nvme-write / nvme-read stream and also uses the PCIe link. */
+typedef struct {
+  RokActionKind kind;
+  RokStream stream;
+  guint micro_batch;
+  guint op;      /* compute actions; ROK_NO_ID otherwise */
+  guint tensor;  /* transfers and frees; ROK_NO_ID otherwise */
+  guint64 bytes; /* transfers and frees */
+  gboolean gpudirect;
+  gint64 start_ns, end_ns;
+  guint deps_first, deps_count;
+} RokAction;
+
+const char *rok_decision_name(RokDecision decision);
+const char *rok_stream_name(RokStream stream);
+const char *rok_stall_cause_name(RokStallCause cause);
+const char *rok_action_kind_name(RokActionKind kind);
+
+/* ---- The schedule ---- */
 
 typedef struct {
   char *strategy;  /* "rok", "keep", ... */
@@ -44,8 +151,8 @@ typedef struct {
   const RokHw *hw;
   char *trace_sha256;
   guint64 budget_bytes;
-  RokStepPlan *plan; /* decisions and the options the log was made with */
-  json_object *predicted; /* the simulate fields (rok_sim_result_to_json) */
+  RokStepPlan *plan; /* decisions and the options the program was made with */
+  json_object *predicted; /* the simulator's summary of the step */
   /* The program: RokAction (times in ns, deps into `deps`), guint. */
   GArray *actions, *deps;
   /* private */
@@ -53,11 +160,12 @@ typedef struct {
   RokHw *owned_hw;
 } RokSchedule;
 
-/* Simulate `plan` with every micro-batch in detail and the action log on
- * (its other options kept) and make the schedule. Borrows `trace` and
- * `hw`, which must outlive it. */
+/* A schedule of the program `actions` (RokAction) with its dependencies
+ * `deps` (guint) and the predicted summary `predicted`, all three taken;
+ * `plan` is copied. Borrows `trace` and `hw`, which must outlive it. The
+ * simulator makes schedules (rok_sim_schedule_new in rok/sim.h). */
 RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
-                              guint64 budget_bytes, GError **error);
+                              guint64 budget_bytes, json_object *predicted, GArray *actions, GArray *deps);
 void rok_schedule_free(RokSchedule *schedule);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSchedule, rok_schedule_free)
 
@@ -72,5 +180,74 @@ gboolean rok_schedule_save(const RokSchedule *schedule, const char *path, GError
 
 RokSchedule *rok_schedule_load(const char *path, GError **error);
 RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length, GError **error);
+
+/* ---- Timelines ---- */
+
+/* The timeline file of a step, written for `rok simulate --timeline` and
+ * `rok execute --timeline` alike: Chrome/Perfetto trace-event JSON (the
+ * object form, {"displayTimeUnit": "ns", "traceEvents": [...]}), with
+ * metadata naming processes and threads (a thread per stream), complete
+ * events ("X") for compute and copy legs, instants ("i") for frees and
+ * counters ("C") for memory. Timestamps are microseconds written with
+ * exactly three decimals (whole nanoseconds), so that the same step gives
+ * the same bytes. Events appear in the order they are added. docs/formats.md
+ * lists every field; rok/charts.h draws such a file. */
+typedef struct _RokTimelineJson RokTimelineJson;
+
+typedef struct {
+  const char *name; /* the op or the tensor */
+  RokActionKind kind;
+  guint action, micro_batch;
+  gint64 start_ns, end_ns;
+  gboolean show_bytes; /* write args.bytes */
+  guint64 bytes;
+  gboolean gpudirect;
+} RokTimelineAction;
+
+RokTimelineJson *rok_timeline_json_new(void);
+void rok_timeline_json_free(RokTimelineJson *timeline);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimelineJson, rok_timeline_json_free)
+/* A process's name; with sort_index >= 0 its place among processes too. */
+void rok_timeline_json_name_process(RokTimelineJson *timeline, int pid, const char *name, int sort_index);
+void rok_timeline_json_name_thread(RokTimelineJson *timeline, int pid, int tid, const char *name, int sort_index);
+void rok_timeline_json_add_action(RokTimelineJson *timeline, int pid, int tid, const RokTimelineAction *action);
+void rok_timeline_json_add_counter(RokTimelineJson *timeline, int pid, const char *name, gint64 ns, guint64 bytes);
+/* The document (new reference); frees `timeline`. */
+json_object *rok_timeline_json_finish(RokTimelineJson *timeline);
+
+/* A timeline file read back (any trace-event JSON of this shape): the
+ * threads as tracks, the complete events whose category is an action kind,
+ * the "gpu memory" counter, and from "otherData" (optional) the strategy,
+ * the machine, the GPU's memory and the budget. Located errors
+ * (ROK_ERROR_INPUT) for members of the wrong type. */
+typedef struct {
+  gint64 tid;
+  gint64 order; /* thread_sort_index, else the tid */
+  char *name;
+} RokTimelineTrack;
+
+typedef struct {
+  gint64 tid;
+  RokActionKind kind;
+  double start_s, end_s;
+} RokTimelineSpan;
+
+typedef struct {
+  double time_s;
+  guint64 bytes;
+} RokTimelineSample;
+
+typedef struct {
+  GArray *tracks; /* RokTimelineTrack, in order of first appearance */
+  GArray *spans;  /* RokTimelineSpan, in file order */
+  GArray *memory; /* RokTimelineSample of the "gpu memory" counter */
+  char *model;    /* from a process named "rok simulate: MODEL", else NULL */
+  char *strategy, *hw;        /* from otherData, NULL when absent */
+  guint64 gpu_memory, budget; /* from otherData, 0 when absent */
+} RokTimelineFile;
+
+RokTimelineFile *rok_timeline_file_read(const RokJsonDoc *doc, GError **error);
+void rok_timeline_file_free(RokTimelineFile *file);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimelineFile, rok_timeline_file_free)
 
 G_END_DECLS

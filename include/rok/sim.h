@@ -127,100 +127,12 @@
 #include <glib.h>
 #include <json-c/json.h>
 
-#include "rok/hw.h"
-#include "rok/trace.h"
+#include "rok/schedule.h"
 
 G_BEGIN_DECLS
 
-#define ROK_NO_ID G_MAXUINT
 /* NVMe request size for the queue-depth limit (see the model above). */
 #define ROK_SIM_NVME_REQUEST_BYTES ((guint64)1 << 20)
-
-/* What happens to a saved tensor between forward and backward. Transient
- * tensors (empty needed_by) ignore their decision. */
-typedef enum {
-  ROK_DECISION_KEEP,
-  ROK_DECISION_OFFLOAD_NVME,
-  ROK_DECISION_OFFLOAD_HOST,
-  ROK_DECISION_RECOMPUTE,
-  ROK_DECISION_COUNT
-} RokDecision;
-
-typedef enum {
-  ROK_STREAM_COMPUTE,
-  ROK_STREAM_D2H,
-  ROK_STREAM_H2D,
-  ROK_STREAM_NVME_WRITE,
-  ROK_STREAM_NVME_READ,
-  ROK_STREAM_COUNT
-} RokStream;
-
-typedef enum {
-  ROK_STALL_READ,    /* a read from the SSDs */
-  ROK_STALL_PCIE,    /* a copy over PCIe */
-  ROK_STALL_STAGING, /* space in the pinned staging buffer */
-  ROK_STALL_MEMORY,  /* GPU memory under the budget */
-  ROK_STALL_COUNT
-} RokStallCause;
-
-typedef enum {
-  ROK_ACTION_FORWARD,
-  ROK_ACTION_BACKWARD,
-  ROK_ACTION_RECOMPUTE,
-  ROK_ACTION_OPTIMIZER,
-  ROK_ACTION_OFFLOAD,  /* one leg of a copy out of the GPU: d2h, nvme-write */
-  ROK_ACTION_PREFETCH, /* one leg of a read back: nvme-read, h2d */
-  ROK_ACTION_FREE,     /* a tensor's GPU memory released */
-  ROK_ACTION_KIND_COUNT
-} RokActionKind;
-
-typedef struct {
-  guint64 memory_budget;      /* bytes; 0: gpu.memory */
-  guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
-  guint detail_micro_batches; /* >= 1 */
-  gboolean record;            /* keep the action log and memory samples */
-  /* A layer's rebuild re-runs every op of the layer, as Megatron's
-   * activation checkpointing does, not only the ops its tensors need. */
-  gboolean rebuild_whole_layers;
-} RokStepOptions;
-
-/* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
- * attention and MLP blocks as its modules, that is one layer. */
-#define ROK_STEP_DEFAULT_PREFETCH_LAYERS 1
-#define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
-
-/* A plan as the simulator consumes it: one decision per tensor id. */
-typedef struct {
-  guint n_tensors;
-  RokDecision *decisions;
-  RokStepOptions options;
-} RokStepPlan;
-
-void rok_step_options_init(RokStepOptions *options);
-/* Every tensor kept, default options. */
-RokStepPlan *rok_step_plan_new(const RokTrace *trace);
-RokStepPlan *rok_step_plan_copy(const RokStepPlan *plan);
-void rok_step_plan_free(RokStepPlan *plan);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokStepPlan, rok_step_plan_free)
-
-/* One entry of the action log: a compute op, one leg of a transfer, or a
- * free, with the earlier actions it had to wait for (result->deps[deps_first
- * .. deps_first + deps_count)): the previous action of its stream, the
- * transfer that brought an input back, the producer of a tensor it copies,
- * the leg before it, the free that made room in memory or in the staging
- * buffer, the compute whose end opened the prefetch window. A gpudirect leg
- * runs on the nvme-write / nvme-read stream and also uses the PCIe link. */
-typedef struct {
-  RokActionKind kind;
-  RokStream stream;
-  guint micro_batch;
-  guint op;      /* compute actions; ROK_NO_ID otherwise */
-  guint tensor;  /* transfers and frees; ROK_NO_ID otherwise */
-  guint64 bytes; /* transfers and frees */
-  gboolean gpudirect;
-  gint64 start_ns, end_ns;
-  guint deps_first, deps_count;
-} RokAction;
 
 typedef struct {
   gint64 time_ns;
@@ -251,7 +163,7 @@ typedef struct {
   guint64 staging_peak_bytes, host_peak_bytes;
   guint64 forwarded_tensors; /* offloaded tensors used from GPU memory */
   guint64 events;            /* events the engine processed */
-  /* With options.record (NULL otherwise): RokAction in start order of
+  /* From a simulator that records (NULL otherwise): RokAction in order of
    * creation, guint action indexes, RokSimSample at every change. */
   GArray *actions, *deps, *samples;
 } RokSimResult;
@@ -268,18 +180,24 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error);
 void rok_sim_free(RokSim *sim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSim, rok_sim_free)
 
-/* The size of an op's work in one direction, as measured op rates count
- * it: its FLOPs for GEMM-like kinds (linear, attn_scores, attn_context,
- * flash_attention), its bytes moved for the others. */
-double rok_op_work(const RokOp *op, gboolean backward);
+/* Keep the action log and memory samples of every run (off by default:
+ * the planner runs many plans and needs only their figures). */
+void rok_sim_set_record(RokSim *sim, gboolean record);
 /* The time of one op's forward or backward, in ns. */
 gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward);
 /* Simulate one step. Fails (ROK_ERROR_INPUT) on a plan that does not fit
  * the trace: wrong length, recompute of what cannot be recomputed, NVMe
  * offload without SSDs, bad options. */
 RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error);
-/* rok_sim_new + rok_sim_run + rok_sim_free. */
+/* rok_sim_new + rok_sim_run + rok_sim_free; the second records. */
 RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error);
+RokSimResult *rok_simulate_recorded(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error);
+
+/* The schedule of `plan`: simulated with every micro-batch of the step in
+ * detail (its other options kept), the action log becoming the program.
+ * Borrows `trace` and `hw`, which must outlive it. */
+RokSchedule *rok_sim_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
+                                  guint64 budget_bytes, GError **error);
 
 /* The summary as JSON: step_time_s, tokens_per_s, peak_bytes,
  * activation_peak_bytes, compute_s, recompute_s, stall_s, pcie_d2h_bytes,
@@ -289,14 +207,9 @@ json_object *rok_sim_result_to_json(const RokSimResult *result, const RokTrace *
 
 /* The action log as Chrome/Perfetto trace-event JSON: one track per
  * stream, GPU memory and staging buffer as counter tracks. Needs a result
- * of a run with options.record (ROK_ERROR_USAGE otherwise). */
+ * of a recorded run (ROK_ERROR_USAGE otherwise). */
 json_object *rok_sim_timeline_to_json(const RokSimResult *result, const RokTrace *trace, GError **error);
 gboolean rok_sim_timeline_save(const RokSimResult *result, const RokTrace *trace, const char *path,
                                GError **error);
-
-const char *rok_decision_name(RokDecision decision);
-const char *rok_stream_name(RokStream stream);
-const char *rok_stall_cause_name(RokStallCause cause);
-const char *rok_action_kind_name(RokActionKind kind);
 
 G_END_DECLS

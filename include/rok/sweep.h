@@ -141,40 +141,4 @@ gboolean rok_sweep_save_csv(const RokSweep *sweep, const char *path, GError **er
 RokSweep *rok_sweep_parse_csv(const char *name, const char *text, gsize length, GError **error);
 RokSweep *rok_sweep_load_csv(const char *path, GError **error);
 
-/* ---- Charts ---- */
-
-typedef enum {
-  ROK_SWEEP_CHART_THROUGHPUT, /* tokens/s, hollow where a strategy does not fit */
-  ROK_SWEEP_CHART_MEMORY,     /* peak memory, with the GPU's memory (and budget) as lines */
-} RokSweepChartKind;
-
-/* The colour index (rok/plot.h) of a strategy on sweep charts: keep black,
- * recompute reddish purple, selective green, offload sky blue, tba blue,
- * rok vermillion. Kept apart are the pairs a reader compares (keep and the
- * offloading strategies, rok and all); the one near pair, offload and tba,
- * are kin and differ in marker shape. For every chart that shows
- * strategies, so that each looks the same on all of them. */
-guint rok_strategy_color(RokStrategy strategy);
-
-/* Which rows a chart shows: those whose axes other than `x` equal `at`. */
-typedef struct {
-  RokSweepAxis x;
-  guint64 at[ROK_SWEEP_AXIS_COUNT];
-} RokSweepView;
-
-/* x: the first axis (micro_batch, seq_len, nvme_devices, budget_bytes) with
- * more than one value, else micro_batch; at: each axis's smallest value. */
-void rok_sweep_view_init(const RokSweep *sweep, RokSweepView *view);
-/* Set `at` for one axis to `value`, which must be one of its values
- * (ROK_ERROR_USAGE listing them otherwise). */
-gboolean rok_sweep_view_set(const RokSweep *sweep, RokSweepView *view, RokSweepAxis axis, guint64 value,
-                            GError **error);
-
-/* Draw a chart of the view (NULL: rok_sweep_view_init) to PATH (.png,
- * .svg, .pdf). One series per strategy, in a colour and marker of its own
- * on every chart; strategies whose points coincide throughout are one
- * series ("keep = selective"). ROK_ERROR_INPUT when the view holds no row. */
-gboolean rok_sweep_save_chart(const RokSweep *sweep, RokSweepChartKind kind, const RokSweepView *view,
-                              const char *path, GError **error);
-
 G_END_DECLS

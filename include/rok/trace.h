@@ -153,4 +153,16 @@ RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error);
 RokTrace *rok_trace_parse(const char *name, const char *text, gsize length, GError **error);
 gboolean rok_trace_save(const RokTrace *trace, const char *path, GError **error);
 
+/* Matrix multiplications: linear, attn_scores, attn_context, flash_attention. */
+gboolean rok_op_kind_is_gemm(RokOpKind kind);
+/* The size of an op's work in one direction, as measured op rates count
+ * it: its FLOPs for GEMM-like kinds (linear, attn_scores, attn_context,
+ * flash_attention), its bytes moved for the others. */
+double rok_op_work(const RokOp *op, gboolean backward);
+
+/* The SHA-256 of the trace's canonical rok-trace/1 text (64 hex digits),
+ * which plan and schedule files carry to name the trace they were made of;
+ * the text itself in `text` unless NULL. */
+char *rok_trace_sha256(const RokTrace *trace, char **text);
+
 G_END_DECLS

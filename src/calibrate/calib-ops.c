@@ -19,7 +19,6 @@
 
 #include "rok/calibrate.h"
 #include "rok/core.h"
-#include "rok/sim.h"
 
 #ifdef ROK_WITH_OPENCL
 

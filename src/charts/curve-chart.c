@@ -1,6 +1,6 @@
 /* The ROK curve as a chart: throughput against activation peak memory,
  * as SSDTrain draws it, with the baselines as labelled points. */
-#include "plan/planner-private.h"
+#include "rok/charts.h"
 
 #include "rok/plot.h"
 #include "rok/sweep.h"

@@ -3,7 +3,7 @@
  * holds them), so a chart re-drawn from sweep.csv is the same file. */
 #include <string.h>
 
-#include "sweep/sweep-private.h"
+#include "rok/charts.h"
 #include "rok/core.h"
 #include "rok/plot.h"
 

@@ -44,7 +44,6 @@ static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **erro
     plan->options.prefetch_layers = (guint)o->prefetch_layers;
   if (o->detail > 0)
     plan->options.detail_micro_batches = (guint)o->detail;
-  plan->options.record = o->timeline != NULL || o->timeline_chart != NULL;
   return TRUE;
 }
 
@@ -144,12 +143,19 @@ static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace
 
 static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, RokStrategy *strategy,
                          GError **error) {
-  if (!rok_strategy_from_name(o->strategy ? o->strategy : "keep", strategy, error))
+  const char *name = o->strategy ? o->strategy : "keep";
+  if (!rok_strategy_from_name(name, strategy, error))
     return NULL;
+  if (*strategy == ROK_STRATEGY_ROK) { /* simulate runs baselines; plans come from `rok plan` */
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "unknown strategy \"%s\" (known: keep, recompute, selective, offload, tba)", name);
+    return NULL;
+  }
   g_autoptr(RokStepPlan) plan = rok_strategy_plan(*strategy, trace, hw, NULL, error);
   if (plan == NULL || !apply_options(o, plan, error))
     return NULL;
-  RokSimResult *r = rok_simulate(trace, hw, plan, error);
+  gboolean record = o->timeline != NULL || o->timeline_chart != NULL;
+  RokSimResult *r = (record ? rok_simulate_recorded : rok_simulate)(trace, hw, plan, error);
   if (r != NULL && o->timeline != NULL && !rok_sim_timeline_save(r, trace, o->timeline, error))
     g_clear_pointer(&r, rok_sim_result_free);
   if (r != NULL && o->timeline_chart != NULL && !save_timeline_chart(r, trace, o->timeline_chart, error))

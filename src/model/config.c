@@ -13,7 +13,6 @@ static const char *const optimizer_names[] = {"adam",      "sgd",    "adamw",   
                                                "adafactor", "apollo", "apollo_mini", NULL};
 static const char *const precision_names[] = {"mixed", "pure", NULL};
 /* Activation dtypes a config may name; masks and token ids are internal. */
-static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "u8", "u16", "u32", "i64", NULL};
 static const char *const config_dtype_names[] = {"bf16", "fp16", "fp32", NULL};
 
 static const char *const model_keys[] = {
@@ -31,21 +30,6 @@ const char *rok_arch_name(RokArch arch) {
 
 const char *rok_optimizer_name(RokOptimizer optimizer) {
   return optimizer_names[optimizer];
-}
-
-const char *rok_dtype_name(RokDtype dtype) {
-  return dtype_names[dtype];
-}
-
-const char *const *rok_dtype_names(void) {
-  return dtype_names;
-}
-
-guint rok_dtype_bytes(RokDtype dtype) {
-  static const guint bytes[] = {[ROK_DTYPE_BF16] = 2, [ROK_DTYPE_FP16] = 2, [ROK_DTYPE_FP32] = 4,
-                                [ROK_DTYPE_U8] = 1,   [ROK_DTYPE_U16] = 2,  [ROK_DTYPE_U32] = 4,
-                                [ROK_DTYPE_I64] = 8};
-  return bytes[dtype];
 }
 
 void rok_model_free(RokModel *model) {
@@ -271,7 +255,7 @@ json_object *rok_model_to_json(const RokModel *m) {
     json_object_object_add(o, "decoder_seq_len", json_object_new_uint64(m->decoder_seq_len));
   json_object_object_add(o, "micro_batch", json_object_new_uint64(m->micro_batch));
   json_object_object_add(o, "global_batch", json_object_new_uint64(m->global_batch));
-  json_object_object_add(o, "dtype", json_object_new_string(dtype_names[m->dtype]));
+  json_object_object_add(o, "dtype", json_object_new_string(rok_dtype_name(m->dtype)));
   json_object_object_add(o, "dropout", rok_json_new_double(m->dropout));
   json_object_object_add(o, "mask_bytes", json_object_new_uint64(m->mask_bytes));
   json_object_object_add(o, "attention", json_object_new_string(attention_names[m->attention]));

@@ -17,22 +17,6 @@ static const struct {
     {"min_budget_bytes", json_type_int}, {"min_budget_how", json_type_string},
 };
 
-static gboolean read_options(const RokJsonObj *root, RokStepOptions *o, GError **error) {
-  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
-                                     "rebuild_whole_layers", NULL};
-  g_auto(RokJsonObj) obj = {0};
-  guint64 prefetch = 0, detail = 0;
-  if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
-      !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
-      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
-      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
-      !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
-    return FALSE;
-  o->prefetch_layers = (guint)prefetch;
-  o->detail_micro_batches = (guint)detail;
-  return TRUE;
-}
-
 /* The next saved tensor at or after `from`, or the count of tensors. */
 static guint next_saved(const RokTrace *trace, guint from) {
   while (from < trace->tensors->len && !rok_tensor_is_saved(rok_trace_tensor(trace, from)))
@@ -145,7 +129,7 @@ RokPlanFile *rok_plan_file_parse(const char *name, const char *text, gsize lengt
     return NULL;
   if (file->feasible) {
     file->plan = rok_step_plan_new(trace);
-    if (!read_options(&root, &file->plan->options, error) || !read_tensors(&root, trace, file->plan, error))
+    if (!rok_step_options_read(&root, &file->plan->options, error) || !read_tensors(&root, trace, file->plan, error))
       return NULL;
   }
   return g_steal_pointer(&file);

@@ -21,22 +21,6 @@ void rok_plan_file_free(RokPlanFile *file) {
   g_free(file);
 }
 
-char *rok_trace_sha256(const RokTrace *trace, NULL) {
-  json_object *doc = rok_trace_to_json(trace);
-  g_autofree char *text = rok_json_to_string(doc);
-  json_object_put(doc);
-  return g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
-}
-
-static json_object *options_json(const RokStepOptions *o) {
-  json_object *obj = json_object_new_object();
-  json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
-  json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
-  json_object_object_add(obj, "detail_micro_batches", json_object_new_uint64(o->detail_micro_batches));
-  json_object_object_add(obj, "rebuild_whole_layers", json_object_new_boolean(o->rebuild_whole_layers));
-  return obj;
-}
-
 static json_object *tensors_json(const RokStepPlan *plan, const RokTrace *trace) {
   json_object *list = json_object_new_array();
   for (guint t = 0; t < trace->tensors->len; t++) {
@@ -64,7 +48,7 @@ json_object *rok_plan_file_to_json(const RokPlanFile *file, const RokTrace *trac
   json_object_object_add(o, "budget_bytes", json_object_new_uint64(file->budget_bytes));
   json_object_object_add(o, "feasible", json_object_new_boolean(file->feasible));
   if (file->plan != NULL)
-    json_object_object_add(o, "options", options_json(&file->plan->options));
+    json_object_object_add(o, "options", rok_step_options_to_json(&file->plan->options));
   if (file->report != NULL) {
     json_object_object_foreach(file->report, key, value) json_object_object_add(o, key, json_object_get(value));
   }

@@ -1,28 +1,8 @@
 /* The planner's public entry points: a plan for a budget, a baseline at a
- * budget, and the strategy names with `rok` among them. */
+ * budget. */
 #include "planner-private.h"
 
 #include "rok/core.h"
-
-const char *rok_strategy_name(RokStrategy strategy) {
-  return strategy == ROK_STRATEGY_ROK ? "rok" : rok_strategy_name(strategy);
-}
-
-gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError **error) {
-  if (g_strcmp0(name, "rok") == 0) {
-    *strategy = ROK_STRATEGY_ROK;
-    return TRUE;
-  }
-  if (rok_strategy_from_name(name, strategy, NULL))
-    return TRUE;
-  GString *known = g_string_new(NULL);
-  for (guint s = 0; s < ROK_STRATEGY_COUNT; s++)
-    g_string_append_printf(known, "%s%s", s ? ", " : "", rok_strategy_name(s));
-  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown strategy \"%s\" (known: %s)", name ? name : "",
-              known->str);
-  g_string_free(known, TRUE);
-  return FALSE;
-}
 
 /* Simulator runs for refining one plan: a budget of work, so that big
  * traces (a run costs more) get fewer. */

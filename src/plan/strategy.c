@@ -4,10 +4,11 @@
 
 #include "rok/core.h"
 
-static const char *const strategy_names[ROK_STRATEGY_BASELINE_COUNT + 1] = {
-    [ROK_STRATEGY_KEEP] = "keep",       [ROK_STRATEGY_RECOMPUTE] = "recompute",
+static const char *const strategy_names[ROK_STRATEGY_COUNT + 1] = {
+    [ROK_STRATEGY_KEEP] = "keep",           [ROK_STRATEGY_RECOMPUTE] = "recompute",
     [ROK_STRATEGY_SELECTIVE] = "selective", [ROK_STRATEGY_OFFLOAD] = "offload",
-    [ROK_STRATEGY_TBA] = "tba",         [ROK_STRATEGY_BASELINE_COUNT] = NULL,
+    [ROK_STRATEGY_TBA] = "tba",             [ROK_STRATEGY_ROK] = "rok",
+    [ROK_STRATEGY_COUNT] = NULL,
 };
 
 void rok_strategy_options_init(RokStrategyOptions *options) {
@@ -15,12 +16,12 @@ void rok_strategy_options_init(RokStrategyOptions *options) {
 }
 
 const char *rok_strategy_name(RokStrategy strategy) {
-  g_return_val_if_fail((guint)strategy < ROK_STRATEGY_BASELINE_COUNT, "?");
+  g_return_val_if_fail((guint)strategy < ROK_STRATEGY_COUNT, "?");
   return strategy_names[strategy];
 }
 
 gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError **error) {
-  for (guint i = 0; i < ROK_STRATEGY_BASELINE_COUNT; i++)
+  for (guint i = 0; i < ROK_STRATEGY_COUNT; i++)
     if (g_strcmp0(name, strategy_names[i]) == 0) {
       *strategy = i;
       return TRUE;

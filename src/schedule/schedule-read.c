@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "rok/core.h"
-#include "rok/plan.h"
 #include "schedule-private.h"
 
 static const char *const top_keys[] = {"format", "strategy", "model", "budget_bytes", "micro_batches", "options",
@@ -52,6 +51,14 @@ static gboolean read_trace(Reader *r, const RokJsonObj *root, GError **error) {
   return TRUE;
 }
 
+static gboolean label_ok(const char *label) {
+  gsize n = strlen(label);
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isalnum(label[i]) && label[i] != '-' && label[i] != '_')
+      return FALSE;
+  return n >= 1 && n <= 64;
+}
+
 static gboolean read_hw(Reader *r, const RokJsonObj *root, GError **error) {
   g_autofree char *name = NULL, *text = NULL;
   if (embedded(r, root, "hw", &name, &text, error) == NULL)
@@ -61,24 +68,15 @@ static gboolean read_hw(Reader *r, const RokJsonObj *root, GError **error) {
   return r->s->hw != NULL;
 }
 
+/* The step options, whose log must cover every micro-batch. */
 static gboolean read_options(const RokJsonObj *root, RokStepOptions *o, guint64 micro_batches, GError **error) {
-  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
-                                     "rebuild_whole_layers", NULL};
-  g_auto(RokJsonObj) obj = {0};
-  guint64 prefetch = 0, detail = 0;
-  if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
-      !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
-      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
-      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
-      !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
+  if (!rok_step_options_read(root, o, error))
     return FALSE;
-  if (detail != micro_batches) { /* the log covers every micro-batch */
-    rok_json_error(error, obj.doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
+  if (o->detail_micro_batches != micro_batches) {
+    rok_json_error(error, root->doc, "options.detail_micro_batches", "must equal micro_batches (%" G_GUINT64_FORMAT ")",
                    micro_batches);
     return FALSE;
   }
-  o->prefetch_layers = (guint)prefetch;
-  o->detail_micro_batches = (guint)detail;
   return TRUE;
 }
 
@@ -149,15 +147,16 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
   RokSchedule *s = r->s;
   g_autofree char *model = NULL;
   guint64 micro_batches = 0;
-  RokStrategy strategy;
   if (!rok_json_check_format(root, "rok-schedule/1", error) || !rok_json_only_keys(root, top_keys, error) ||
       !rok_json_get_string(root, "strategy", TRUE, &s->strategy, error) ||
       !rok_json_get_string(root, "model", TRUE, &model, error) ||
       !rok_json_get_uint(root, "budget_bytes", TRUE, 1, G_MAXUINT64, &s->budget_bytes, error) ||
       !rok_json_get_uint(root, "micro_batches", TRUE, 1, G_MAXUINT, &micro_batches, error))
     return FALSE;
-  if (!rok_strategy_from_name(s->strategy, &strategy, NULL)) {
-    rok_json_error(error, r->doc, "strategy", "unknown strategy \"%s\"", s->strategy);
+  /* A label of who made the program ("rok", "keep", ...): the executor
+   * runs any program, so any short plain name will do. */
+  if (!label_ok(s->strategy)) {
+    rok_json_error(error, r->doc, "strategy", "must be 1 to 64 letters, digits, '-' or '_'");
     return FALSE;
   }
   if (!read_trace(r, root, error) || !read_hw(r, root, error))

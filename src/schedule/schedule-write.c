@@ -29,15 +29,6 @@ static void append_json(GString *out, const char *key, json_object *value) {
   json_object_put(value);
 }
 
-static json_object *options_json(const RokStepOptions *o) {
-  json_object *obj = json_object_new_object();
-  json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
-  json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
-  json_object_object_add(obj, "detail_micro_batches", json_object_new_uint64(o->detail_micro_batches));
-  json_object_object_add(obj, "rebuild_whole_layers", json_object_new_boolean(o->rebuild_whole_layers));
-  return obj;
-}
-
 static json_object *plan_json(const RokSchedule *s) {
   json_object *list = json_object_new_array();
   for (guint t = 0; t < s->trace->tensors->len; t++) {
@@ -60,12 +51,12 @@ static void append_head(GString *out, const RokSchedule *s) {
   append_json(out, "model", json_object_new_string(s->trace->model_name ? s->trace->model_name : ""));
   append_json(out, "budget_bytes", json_object_new_uint64(s->budget_bytes));
   append_json(out, "micro_batches", json_object_new_uint64(s->plan->options.detail_micro_batches));
-  append_json(out, "options", options_json(&s->plan->options));
+  append_json(out, "options", rok_step_options_to_json(&s->plan->options));
   append_json(out, "predicted", json_object_get(s->predicted));
   append_json(out, "plan", plan_json(s));
   append_json(out, "hw", rok_hw_to_json(s->hw));
   g_autofree char *trace_text = NULL;
-  g_autofree char *hash = schedule_trace_sha256(s->trace, &trace_text);
+  g_autofree char *hash = rok_trace_sha256(s->trace, &trace_text);
   append_json(out, "trace_sha256", json_object_new_string(hash));
   append_member(out, "trace", trace_text, FALSE);
 }

@@ -1,5 +1,4 @@
-/* Making a schedule: the simulator's action log of a plan, every
- * micro-batch in detail. */
+/* A schedule's life: made from its parts (by the simulator), freed. */
 #include "rok/schedule.h"
 
 #include "rok/core.h"
@@ -20,36 +19,17 @@ void rok_schedule_free(RokSchedule *s) {
   g_free(s);
 }
 
-char *schedule_trace_sha256(const RokTrace *trace, char **text) {
-  json_object *doc = rok_trace_to_json(trace);
-  char *canonical = rok_json_to_string(doc);
-  json_object_put(doc);
-  char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, canonical, -1);
-  if (text != NULL)
-    *text = canonical;
-  else
-    g_free(canonical);
-  return hash;
-}
-
 RokSchedule *rok_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
-                              guint64 budget_bytes, GError **error) {
-  g_autoptr(RokStepPlan) run = rok_step_plan_copy(plan);
-  run->options.record = TRUE;
-  run->options.detail_micro_batches = (guint)MAX(trace->micro_batches_per_step, 1);
-  g_autoptr(RokSimResult) result = rok_simulate(trace, hw, run, error);
-  if (result == NULL)
-    return NULL;
+                              guint64 budget_bytes, json_object *predicted, GArray *actions, GArray *deps) {
   RokSchedule *s = g_new0(RokSchedule, 1);
   s->strategy = g_strdup(strategy);
   s->trace = trace;
   s->hw = hw;
   s->trace_sha256 = rok_trace_sha256(trace, NULL);
   s->budget_bytes = budget_bytes;
-  run->options.record = FALSE;
-  s->plan = g_steal_pointer(&run);
-  s->predicted = rok_sim_result_to_json(result, trace);
-  s->actions = g_steal_pointer(&result->actions);
-  s->deps = g_steal_pointer(&result->deps);
+  s->plan = rok_step_plan_copy(plan);
+  s->predicted = predicted;
+  s->actions = actions;
+  s->deps = deps;
   return s;
 }

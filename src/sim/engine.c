@@ -77,7 +77,6 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
   e->n_mb = (guint)MIN(plan->options.detail_micro_batches, MAX(sim->trace->micro_batches_per_step, 1));
   e->prefetch_layers = plan->options.prefetch_layers;
-  e->record = plan->options.record;
   e->gpudirect = hw->nvme.gpudirect;
   e->staging_cap = hw->host.pinned_buffer;
   e->pcie_latency = hw->pcie.latency;

@@ -5,19 +5,8 @@
 
 #include "rok/core.h"
 
-static gboolean is_gemm(RokOpKind kind) {
-  return kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT ||
-         kind == ROK_OP_FLASH_ATTENTION;
-}
-
 static gboolean is_float(RokDtype dtype) {
   return dtype == ROK_DTYPE_BF16 || dtype == ROK_DTYPE_FP16 || dtype == ROK_DTYPE_FP32;
-}
-
-double rok_op_work(const RokOp *op, gboolean backward) {
-  if (is_gemm(op->kind))
-    return (double)(backward ? op->bwd_flops : op->fwd_flops);
-  return (double)(backward ? op->bwd_bytes : op->fwd_bytes);
 }
 
 /* An op's time in seconds, launch overhead aside: measured, at the
@@ -40,7 +29,7 @@ static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
    * Without a curve, the tile and wave quantisation of the op's GEMM
    * shapes scales matmul_efficiency (with gpu.sm_count). */
   double efficiency = 1.0;
-  if (is_gemm(op->kind))
+  if (rok_op_kind_is_gemm(op->kind))
     efficiency = hw->gpu.gemm_curve_len > 0 ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops)
                                             : hw->gpu.matmul_efficiency * sim_gemm_utilisation(hw, op, backward);
   double rate = hw->gpu.peak_flops * efficiency;
@@ -342,7 +331,23 @@ RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error) 
   return sim_result_new(sim);
 }
 
-RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error) {
+void rok_sim_set_record(RokSim *sim, gboolean record) {
+  sim->engine.record = record; /* the engine keeps it across runs */
+}
+
+static RokSimResult *simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, gboolean record,
+                              GError **error) {
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
-  return sim ? rok_sim_run(sim, plan, error) : NULL;
+  if (sim == NULL)
+    return NULL;
+  rok_sim_set_record(sim, record);
+  return rok_sim_run(sim, plan, error);
+}
+
+RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error) {
+  return simulate(trace, hw, plan, FALSE, error);
+}
+
+RokSimResult *rok_simulate_recorded(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error) {
+  return simulate(trace, hw, plan, TRUE, error);
 }

@@ -70,7 +70,7 @@ RokSweep *sweep_new_from_rows(const char *model_name, const char *hw_name, GArra
   for (guint a = 0; a < ROK_SWEEP_AXIS_COUNT; a++)
     sweep->values[a] = axis_values(rows, a);
   sweep->strategies = g_array_new(FALSE, FALSE, sizeof(RokStrategy));
-  gboolean seen[ROK_SWEEP_STRATEGY_COUNT] = {FALSE};
+  gboolean seen[ROK_STRATEGY_COUNT] = {FALSE};
   for (guint i = 0; i < rows->len; i++) {
     RokStrategy s = g_array_index(rows, RokSweepRow, i).strategy;
     if (!seen[s])

@@ -5,7 +5,6 @@
 
 /* Strategies a sweep knows: the baselines and rok, by the planner's names. */
 #define ROK_SWEEP_STRATEGY_COUNT ROK_STRATEGY_COUNT
-#define rok_strategy_name rok_strategy_name
 #define rok_sweep_strategy_from_name rok_plan_strategy_from_name
 /* offload and tba need SSDs. */
 gboolean sweep_strategy_needs_nvme(RokStrategy strategy);

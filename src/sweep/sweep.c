@@ -78,7 +78,7 @@ RokSweepSpec *rok_sweep_spec_new(const char *name, const char *text, gsize lengt
   spec->values[ROK_SWEEP_SEQ_LEN] = one_value(model->seq_len);
   spec->values[ROK_SWEEP_MICRO_BATCH] = one_value(model->micro_batch);
   spec->strategies = g_array_new(FALSE, FALSE, sizeof(RokStrategy));
-  for (RokStrategy s = 0; s < ROK_SWEEP_STRATEGY_COUNT; s++)
+  for (RokStrategy s = 0; s < ROK_STRATEGY_COUNT; s++)
     g_array_append_val(spec->strategies, s);
   return spec;
 }

@@ -103,3 +103,15 @@ gboolean rok_trace_save(const RokTrace *trace, const char *path, GError **error)
   json_object_put(o);
   return ok;
 }
+
+char *rok_trace_sha256(const RokTrace *trace, char **text) {
+  json_object *doc = rok_trace_to_json(trace);
+  char *canonical = rok_json_to_string(doc);
+  json_object_put(doc);
+  char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, canonical, -1);
+  if (text != NULL)
+    *text = canonical;
+  else
+    g_free(canonical);
+  return hash;
+}

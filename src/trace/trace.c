@@ -231,3 +231,14 @@ guint64 rok_trace_total_saved_bytes(const RokTrace *trace) {
   }
   return total;
 }
+
+gboolean rok_op_kind_is_gemm(RokOpKind kind) {
+  return kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT ||
+         kind == ROK_OP_FLASH_ATTENTION;
+}
+
+double rok_op_work(const RokOp *op, gboolean backward) {
+  if (rok_op_kind_is_gemm(op->kind))
+    return (double)(backward ? op->bwd_flops : op->fwd_flops);
+  return (double)(backward ? op->bwd_bytes : op->fwd_bytes);
+}

@@ -64,7 +64,7 @@ static void bench_model(const char *root, const char *model_name, const char *hw
     bench_warm(sim, plan, rok_strategy_name(s));
   }
   g_autoptr(RokStepPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, NULL);
-  plan->options.record = TRUE;
+  rok_sim_set_record(sim, TRUE);
   bench_warm(sim, plan, "offload, recording");
   double start = now();
   g_autoptr(RokModel) model = rok_model_copy(trace->model);

@@ -217,7 +217,7 @@ static void test_damage(void) {
       {"\"plan\"", "\"name\": \"embed.out\"", "\"name\": \"embed.in\"", ROK_ERROR_INPUT, "expected saved tensor 0"},
       {"\"options\"", "\"detail_micro_batches\": 3", "\"detail_micro_batches\": 2", ROK_ERROR_INPUT,
        "detail_micro_batches"},
-      {NULL, "\"strategy\": \"rok\"", "\"strategy\": \"rock\"", ROK_ERROR_INPUT, "unknown strategy"},
+      {NULL, "\"strategy\": \"rok\"", "\"strategy\": \"ro k\"", ROK_ERROR_INPUT, "letters, digits"},
       {NULL, "\"budget_bytes\"", "\"budget_byte\"", ROK_ERROR_INPUT, "budget_byte"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {

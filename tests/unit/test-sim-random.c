@@ -41,7 +41,6 @@ static void random_plan(GRand *rand, const RokTrace *trace, RokStepPlan *plan) {
   plan->options.prefetch_layers = g_rand_int_range(rand, 0, 4);
   plan->options.detail_micro_batches = g_rand_int_range(rand, 1, 4);
   plan->options.rebuild_whole_layers = g_rand_boolean(rand);
-  plan->options.record = TRUE;
   const RokFixedMemory *f = &trace->fixed;
   guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
   /* From very tight (memory waits everywhere) to roomy. */
@@ -100,7 +99,7 @@ static void test_random_plans(void) {
       g_autoptr(RokStepPlan) plan = rok_step_plan_new(traces[t]);
       random_plan(rand, traces[t], plan);
       g_autoptr(GError) error = NULL;
-      g_autoptr(RokSimResult) r = rok_simulate(traces[t], hw, plan, &error);
+      g_autoptr(RokSimResult) r = rok_simulate_recorded(traces[t], hw, plan, &error);
       g_assert_no_error(error);
       check(traces[t], plan, r);
       runs++;

@@ -58,17 +58,12 @@ static void finish(RokTrace *trace) {
 
 static RokSimResult *run(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan) {
   g_autoptr(GError) error = NULL;
-  RokSimResult *result = rok_simulate(trace, hw, plan, &error);
+  RokSimResult *result = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
   g_assert_nonnull(result);
   return result;
 }
 
-static RokStepPlan *recording_plan(const RokTrace *trace) {
-  RokStepPlan *plan = rok_step_plan_new(trace);
-  plan->options.record = TRUE;
-  return plan;
-}
 
 static const RokAction *find_action(const RokSimResult *r, RokActionKind kind, guint id, RokStream stream) {
   for (guint i = 0; i < r->actions->len; i++) {
@@ -122,7 +117,7 @@ static void test_offload_pencil(void) {
   finish(trace);
   RokHw hw = test_hw();
   hw.pcie.latency = 10 * US;
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   /* forward 0-1-3 ms; A out 1 -> 2.01 ms; backward 3-5-6 ms; A back 3 -> 4.01 ms. */
@@ -177,7 +172,7 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   hw.pcie.latency = 10 * US;
   hw.nvme.latency = 20 * US;
   hw.nvme.read_bandwidth = 0.5e9;
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
   plan->options.prefetch_layers = window;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
@@ -216,7 +211,7 @@ static void test_fluid_sharing_in_engine(void) {
   finish(trace);
   RokHw hw = test_hw();
   hw.nvme.write_bandwidth = 10e9;
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
@@ -285,7 +280,7 @@ static void test_forwarding(void) {
   finish(trace);
   RokHw hw = test_hw();
   hw.pcie.d2h_bandwidth = 1e8;
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = plan->decisions[c] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpint(r->step_ns, ==, 4 * MS);
@@ -329,13 +324,13 @@ static RokTrace *chain_trace(void) {
 static void test_recompute_pencil(void) {
   g_autoptr(RokTrace) trace = chain_trace();
   RokHw hw = test_hw();
-  g_autoptr(RokStepPlan) keep = recording_plan(trace);
+  g_autoptr(RokStepPlan) keep = rok_step_plan_new(trace);
   g_autoptr(RokSimResult) k = run(trace, &hw, keep);
   g_assert_cmpint(k->step_ns, ==, 10 * MS);
   g_assert_cmpuint(k->peak_bytes, ==, FIXED + 7500000);
   g_assert_cmpint(k->recompute_ns, ==, 0);
 
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[1] = ROK_DECISION_RECOMPUTE; /* Y */
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpint(r->step_ns, ==, 12 * MS);
@@ -379,7 +374,7 @@ static void test_rebuild_once_and_masks(void) {
   g_assert_cmpuint(rok_trace_tensor(trace, m)->recompute_from->len, ==, 0);
   RokHw hw = test_hw();
   hw.gpu.launch_overhead = 500;
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[y] = plan->decisions[v] = plan->decisions[m] = ROK_DECISION_RECOMPUTE;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   g_assert_cmpint(r->recompute_ns, ==, 2 * MS + 3 * MS + 1500);
@@ -412,7 +407,7 @@ static void test_memory_stalls(void) {
   rok_trace_need(trace, b, op1);
   finish(trace);
   RokHw hw = test_hw();
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   plan->options.memory_budget = FIXED + 1500000;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
@@ -442,7 +437,7 @@ static void test_staging(void) {
   RokHw hw = test_hw();
   hw.nvme.gpudirect = FALSE;
   hw.host.pinned_buffer = 1000000;
-  g_autoptr(RokStepPlan) plan = recording_plan(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   const RokAction *a1 = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_D2H);
@@ -468,7 +463,7 @@ static void test_staging(void) {
 
 static void expect_error(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *needle) {
   g_autoptr(GError) error = NULL;
-  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_null(r);
   g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
   if (!strstr(error->message, needle))

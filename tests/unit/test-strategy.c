@@ -179,8 +179,7 @@ static void test_offload_floor(void) {
 static char *run_text(const Setup *s, RokStrategy strategy, char **timeline) {
   g_autoptr(GError) error = NULL;
   g_autoptr(RokStepPlan) plan = rok_strategy_plan(strategy, s->trace, s->hw, NULL, &error);
-  plan->options.record = TRUE;
-  g_autoptr(RokSimResult) r = rok_simulate(s->trace, s->hw, plan, &error);
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(s->trace, s->hw, plan, &error);
   g_assert_no_error(error);
   json_object *summary = rok_sim_result_to_json(r, s->trace);
   json_object *events = rok_sim_timeline_to_json(r, s->trace, &error);

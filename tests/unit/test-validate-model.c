@@ -187,7 +187,6 @@ static void test_seed_rebuild(void) {
   const RokTensor *m = rok_trace_tensor(trace, mask);
   g_assert_cmpuint(m->recompute_from->len, ==, 0);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->options.record = TRUE;
   plan->decisions[mask] = ROK_DECISION_RECOMPUTE;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"op_rates\": {\"dropout\": {\"rebuild\": [[1, 1e8]]}}");
   g_autoptr(RokHw) rated = parse(text, &error);
@@ -197,7 +196,7 @@ static void test_seed_rebuild(void) {
   const RokHw *profiles[] = {rated, plain};
   const double rates[] = {1e8, plain->gpu.hbm_bandwidth};
   for (guint i = 0; i < G_N_ELEMENTS(profiles); i++) {
-    g_autoptr(RokSimResult) r = rok_simulate(trace, profiles[i], plan, &error);
+    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, profiles[i], plan, &error);
     g_assert_no_error(error);
     const RokAction *rebuild = NULL;
     for (guint k = 0; k < r->actions->len; k++) {
@@ -262,9 +261,8 @@ static void test_gradients(void) {
   hw.host.memory = hw.host.pinned_buffer = 1 << 20;
   hw.host.memcpy_bandwidth = 1e9;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->options.record = TRUE;
   GError *error = NULL;
-  g_autoptr(RokSimResult) r = rok_simulate(trace, &hw, plan, &error);
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, &hw, plan, &error);
   g_assert_no_error(error);
   /* Kept for backward: stats (40) and x (100); y and z are transient. */
   g_assert_cmpuint(live_at_start(r, add), ==, 1000 + 140 + 300 + 100 + 200); /* z from outside; x, y made */
@@ -324,9 +322,8 @@ static void test_checksum(void) {
   hw->nvme.queue_depth = 32;
   hw->nvme.capacity = (guint64)1 << 40;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->options.record = TRUE;
   plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
-  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
   const RokAction *d2h = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   const RokAction *write = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_NVME_WRITE);
@@ -335,7 +332,7 @@ static void test_checksum(void) {
   g_assert_cmpint(write->end_ns - write->start_ns, ==, 1000000); /* no check */
   g_assert_cmpint(h2d->end_ns - h2d->start_ns, ==, 1500000);
   hw->host.checksum_bandwidth = 0;
-  g_autoptr(RokSimResult) unchecked = rok_simulate(trace, hw, plan, &error);
+  g_autoptr(RokSimResult) unchecked = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
   d2h = leg(unchecked, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1000000);
@@ -373,9 +370,8 @@ static void test_shared_cpus(void) {
   finish(trace);
   hw->pcie.latency = 0;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->options.record = TRUE;
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
-  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, &error);
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
   const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(copy->start_ns, ==, 1000000);
@@ -392,7 +388,7 @@ static void test_shared_cpus(void) {
    * (the read back overlaps op1's backward, slowing it as well). */
   g_assert_cmpint(r->compute_ns, >, 22000000);
   hw->gpu.shared_cpus = 0;
-  g_autoptr(RokSimResult) own = rok_simulate(trace, hw, plan, &error);
+  g_autoptr(RokSimResult) own = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
   g_assert_cmpint(own->compute_ns, ==, 22000000);
   g_assert_cmpint(own->step_ns, <, r->step_ns);

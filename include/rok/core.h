@@ -1,3 +1,122 @@
+/* The core module: what every other module stands on.
+ *
+ * Sections: error (the ROK_ERROR domain and the exit codes), units (sizes,
+ * rates and times as people write them and as rok prints them), dtype (the
+ * element types of tensors), json (reading hand-written JSON with located
+ * errors, atomic writing, canonical text). */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+G_BEGIN_DECLS
+
+/* ==== error =============================================================== */
+
+/* rok error domain and the mapping from errors to exit codes.
+ *
+ * Errors cross module boundaries as GError in the ROK_ERROR domain. The code
+ * says which exit status the command line gives: bad input of any kind is 2,
+ * failures while doing real work are 1, "no plan fits" is 3. */
+
+#define ROK_ERROR (rok_error_quark())
+GQuark rok_error_quark(void);
+
+typedef enum {
+  ROK_ERROR_INPUT,     /* a file or option holds a bad value: exit 2 */
+  ROK_ERROR_USAGE,     /* the command line itself is wrong: exit 2 */
+  ROK_ERROR_FORMAT,    /* a file of an unknown or newer format: exit 2 */
+  ROK_ERROR_IO,        /* reading or writing failed at run time: exit 1 */
+  ROK_ERROR_DEVICE,    /* the compute device failed: exit 1 */
+  ROK_ERROR_INTEGRITY, /* data came back different: exit 1 */
+  ROK_ERROR_CANCELLED, /* interrupted by a signal: exit 1 */
+  ROK_ERROR_NO_FIT,    /* no plan fits the memory budget: exit 3 */
+} RokErrorCode;
+
+enum {
+  ROK_EXIT_OK = 0,
+  ROK_EXIT_FAILURE = 1,
+  ROK_EXIT_INVALID = 2,
+  ROK_EXIT_NO_FIT = 3,
+};
+
+/* The exit status a command gives for this error (errors of other domains,
+ * such as G_FILE_ERROR while writing an output, count as runtime failures). */
+int rok_error_exit_code(const GError *error);
+
+/* ==== units =============================================================== */
+
+/* Sizes, rates and times as people write them and as rok prints them.
+ *
+ * Base units: bytes (guint64), bytes or operations per second (double),
+ * seconds. Parsers accept a plain number in the base unit or a number with a
+ * unit, with or without a space between: "40GiB", "1.6TB", "512", "25GB/s",
+ * "312e12", "4us", "1.5ms". Decimal prefixes (k or K, M, G, T, P, E) are
+ * powers of 1000, binary ones (Ki Mi Gi Ti Pi Ei) powers of 1024. Numbers are
+ * read in the C locale whatever the process locale. Parsers reject negative
+ * values, NaN, infinities, hex, junk after the unit and values that do not
+ * fit the result type; the GError (ROK_ERROR_INPUT) reads
+ *   invalid size "40Gx": unknown unit "Gx" (expected B, kB, ...)
+ * naming the text and saying why. */
+
+/* A byte count: "40GiB", "1.6TB", "4096", "4096B", "4 KiB". A prefix needs
+ * the "B" ("40G" is refused: GB or GiB?). The value is computed exactly
+ * from the decimal text, never rounded: fractions are allowed when the
+ * product is a whole number of bytes ("1.5KiB", "1.1kB"), otherwise the text
+ * is rejected ("1.5B", "0.1KiB"). Up to 2^64-1 bytes ("16EiB" is too much). */
+gboolean rok_units_parse_size(const char *text, guint64 *bytes, GError **error);
+
+/* A rate per second: "25GB/s", "24 GiB/s", "312e12", "312 TFLOP/s",
+ * "312TFLOPS". A unit, if any, is a prefix and B or FLOP (any case) ending
+ * in "/s", or a prefix and FLOPS. Zero is accepted. */
+gboolean rok_units_parse_rate(const char *text, double *per_second, GError **error);
+
+/* A duration, returned in nanoseconds rounded to the nearest (half away
+ * from zero): "4us", "4µs", "10ms", "1.5s", "100ns", "2min", "1h"; a plain
+ * number is seconds. At most 2^63-1 ns (about 292 years). */
+gboolean rok_units_parse_time(const char *text, gint64 *ns, GError **error);
+
+/* A plain finite number, C locale, nothing after it: "0.55", "312e12",
+ * "-2" (the sign is the caller's business here). */
+gboolean rok_units_parse_number(const char *text, double *value, GError **error);
+
+/* Human forms for tables, all with three significant digits, the same
+ * bytes in any locale (newly allocated):
+ * - sizes in IEC units: "40.0 GiB", "1.50 KiB"; below 1 KiB the exact count
+ *   ("512 B"); just under a unit, "0.977 GiB" rather than "1000 MiB";
+ * - rates in SI units: "24.0 GB/s", "2.04 TB/s";
+ * - times: "812 ns", "4.00 us" (ASCII "us", so columns line up), "1.23 ms",
+ *   "2.50 s", "1.50 min", "1.50 h", "3.00 d", "2.50 y" (Julian years);
+ * - counts (parameters, FLOPs): "24" (whole counts below 1000 exactly),
+ *   "1.20 k", "340 M", "13.0 B" (billions), "2.00 T".
+ * Negative values get a "-", NaN and infinities print as "nan", "inf". */
+char *rok_units_format_size(guint64 bytes);
+char *rok_units_format_rate(double bytes_per_second);
+char *rok_units_format_time(double seconds);
+char *rok_units_format_count(double count);
+
+/* ==== dtype =============================================================== */
+
+/* Element types of tensors and their names as configs and traces write them. */
+/* Element types of tensors: u8/u16/u32 are dropout masks (mask_bytes wide),
+ * i64 token ids. */
+typedef enum {
+  ROK_DTYPE_BF16,
+  ROK_DTYPE_FP16,
+  ROK_DTYPE_FP32,
+  ROK_DTYPE_U8,
+  ROK_DTYPE_U16,
+  ROK_DTYPE_U32,
+  ROK_DTYPE_I64,
+} RokDtype;
+
+const char *rok_dtype_name(RokDtype dtype);
+/* All dtype names, indexed by RokDtype, NULL-terminated. */
+const char *const *rok_dtype_names(void);
+guint rok_dtype_bytes(RokDtype dtype);
+
+/* ==== json ================================================================ */
+
 /* Reading JSON files people write by hand, with errors that say where.
  *
  * A RokJsonDoc is a parsed file (json-c, strict mode) plus its text, so that
@@ -27,12 +146,6 @@
  * rok_json_to_string() gives the canonical pretty text rok prints. Doubles
  * are written with 17 significant digits, so output is byte-identical
  * across runs. */
-#pragma once
-
-#include <glib.h>
-#include <json-c/json.h>
-
-G_BEGIN_DECLS
 
 typedef struct _RokJsonDoc RokJsonDoc;
 

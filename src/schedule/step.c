@@ -1,5 +1,6 @@
-/* Plans as the simulator consumes them, and the names of its enums. */
-#include "rok/sim.h"
+/* The schedule's vocabulary: names of its enums, step plans and their
+ * options (the simulator-options object of plan and schedule files). */
+#include "rok/schedule.h"
 
 static const char *const decision_names[ROK_DECISION_COUNT] = {
     [ROK_DECISION_KEEP] = "keep",
@@ -47,8 +48,7 @@ const char *rok_action_kind_name(RokActionKind kind) {
 void rok_step_options_init(RokStepOptions *options) {
   *options = (RokStepOptions){.memory_budget = 0,
                              .prefetch_layers = ROK_STEP_DEFAULT_PREFETCH_LAYERS,
-                             .detail_micro_batches = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES,
-                             .record = FALSE};
+                             .detail_micro_batches = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES};
 }
 
 RokStepPlan *rok_step_plan_new(const RokTrace *trace) {
@@ -71,4 +71,29 @@ void rok_step_plan_free(RokStepPlan *plan) {
     return;
   g_free(plan->decisions);
   g_free(plan);
+}
+
+json_object *rok_step_options_to_json(const RokStepOptions *o) {
+  json_object *obj = json_object_new_object();
+  json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
+  json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
+  json_object_object_add(obj, "detail_micro_batches", json_object_new_uint64(o->detail_micro_batches));
+  json_object_object_add(obj, "rebuild_whole_layers", json_object_new_boolean(o->rebuild_whole_layers));
+  return obj;
+}
+
+gboolean rok_step_options_read(const RokJsonObj *root, RokStepOptions *o, GError **error) {
+  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
+                                     "rebuild_whole_layers", NULL};
+  g_auto(RokJsonObj) obj = {0};
+  guint64 prefetch = 0, detail = 0;
+  if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
+      !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
+      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
+      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
+      !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
+    return FALSE;
+  o->prefetch_layers = (guint)prefetch;
+  o->detail_micro_batches = (guint)detail;
+  return TRUE;
 }

@@ -1,3 +1,198 @@
+/* The device module: the OpenCL device layer and its kernels.
+ *
+ * Sections: cl-device (listing, opening, buffers, queues, events, pinned host
+ * buffers, errors), cl-kernels (every kernel the op interpreter and
+ * calibration launch), cl-numeric (host-side conversions of element types),
+ * cl-checksum (the 64-bit checksum computed identically on host and
+ * device). Everything that needs OpenCL exists only when the build has
+ * ROK_WITH_OPENCL. Private to src/device: cl-device-private.h,
+ * cl-kernels-private.h, cl-program.h. */
+#pragma once
+
+#include <glib.h>
+
+#include "rok/core.h"
+
+G_BEGIN_DECLS
+
+/* ==== cl-device =========================================================== */
+
+/* The OpenCL device layer of the executor: which devices exist, opening one
+ * with a context and three in-order command queues (compute, device-to-host,
+ * host-to-device, all with profiling enabled), device buffers counted in a
+ * memory ledger, transfers, events and pinned host staging buffers.
+ *
+ * Errors are GError ROK_ERROR_DEVICE whose message names what was being done
+ * and the OpenCL status by name ("allocating 'layer3.qkv' (1.0 GiB):
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE"); a bad device index is ROK_ERROR_USAGE.
+ *
+ * Threads: the memory ledger is thread-safe (allocations and frees may come
+ * from any thread); queues may be used from several threads as OpenCL allows.
+ * Kernel launches (cl-kernels.h) must come from one thread at a time.
+ *
+ * Everything here exists only when the build has ROK_WITH_OPENCL. */
+
+#ifdef ROK_WITH_OPENCL
+
+#include <CL/cl.h>
+#include <json-c/json.h>
+
+
+/* ---- Listing --------------------------------------------------------- */
+
+typedef struct {
+  guint index;            /* across all platforms, in enumeration order: what --device takes */
+  char *name;
+  char *vendor;
+  char *platform;         /* platform name */
+  char *version;          /* CL_DEVICE_VERSION, e.g. "OpenCL 3.0 PoCL ..." */
+  char *c_version;        /* CL_DEVICE_OPENCL_C_VERSION */
+  char *driver;
+  const char *type;       /* "gpu", "cpu", "accelerator" or "other" */
+  guint64 global_memory;  /* bytes */
+  guint64 max_alloc;      /* bytes in one buffer */
+  guint64 local_memory;   /* bytes per work-group */
+  guint compute_units;
+  gsize max_work_group;
+  gboolean little_endian;
+} RokClDeviceInfo;
+
+void rok_cl_device_info_free(RokClDeviceInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClDeviceInfo, rok_cl_device_info_free)
+
+/* Every device of every platform, as RokClDeviceInfo (the array owns them).
+ * No platform at all is an error naming the ICD packages to install. */
+GPtrArray *rok_cl_device_list(GError **error);
+/* The index rok_cl_device_open(-1) picks: the first GPU, else the first CPU
+ * device, else the first device; -1 for an empty list. */
+gint rok_cl_device_default_index(const GPtrArray *infos);
+/* The table `rok execute --list-devices` prints (default marked with '*'). */
+char *rok_cl_device_list_format(const GPtrArray *infos);
+/* The same as a JSON array of objects (sizes in bytes). */
+json_object *rok_cl_device_list_to_json(const GPtrArray *infos);
+
+/* ---- An open device ---------------------------------------------------- */
+
+typedef enum {
+  ROK_CL_QUEUE_COMPUTE, /* kernels */
+  ROK_CL_QUEUE_D2H,     /* offload: device to host */
+  ROK_CL_QUEUE_H2D,     /* prefetch: host to device */
+  ROK_CL_QUEUE_COUNT
+} RokClQueue;
+
+typedef struct _RokClDevice RokClDevice;
+
+/* Open device `index` of rok_cl_device_list(), or the default one when
+ * index < 0. */
+RokClDevice *rok_cl_device_open(gint index, GError **error);
+void rok_cl_device_free(RokClDevice *device);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClDevice, rok_cl_device_free)
+
+const RokClDeviceInfo *rok_cl_device_info(const RokClDevice *device);
+cl_device_id rok_cl_device_id(const RokClDevice *device);
+cl_context rok_cl_device_context(const RokClDevice *device);
+cl_command_queue rok_cl_device_queue(const RokClDevice *device, RokClQueue queue);
+const char *rok_cl_queue_name(RokClQueue queue);
+
+/* Memory ledger: bytes of device buffers allocated now, the most at once
+ * since open (or the last reset), and the number of live buffers. */
+guint64 rok_cl_device_allocated(RokClDevice *device);
+guint64 rok_cl_device_peak(RokClDevice *device);
+guint rok_cl_device_buffer_count(RokClDevice *device);
+void rok_cl_device_reset_peak(RokClDevice *device);
+
+/* ---- Buffers ------------------------------------------------------------ */
+
+/* A device buffer of `elements` elements of `dtype`. Kernels check dtypes and
+ * sizes of the buffers they are given. Fields are read-only. */
+typedef struct {
+  RokClDevice *device;
+  cl_mem mem;
+  RokDtype dtype;
+  guint64 elements;
+  guint64 bytes;
+  char *label; /* for messages: the tensor name */
+} RokClBuffer;
+
+/* Allocate (uninitialised). More bytes than one allocation may have, or than
+ * the device has left according to the ledger, fails at once with "out of
+ * device memory" naming `label`. OpenCL implementations allocate lazily:
+ * pass `commit` = TRUE to touch the buffer and wait for it (on the compute
+ * queue), so that a failure shows here rather than at the first kernel
+ * that uses it. */
+RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elements, const char *label,
+                               gboolean commit, GError **error);
+void rok_cl_buffer_free(RokClBuffer *buffer);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClBuffer, rok_cl_buffer_free)
+
+/* Transfers of `bytes` at byte `offset` of the buffer, on `queue`. A
+ * non-blocking transfer needs its host memory untouched until its event
+ * completes. `wait` (n_wait events, may be NULL) must complete first;
+ * `event` (may be NULL) receives the transfer's event, which the caller
+ * releases. */
+gboolean rok_cl_buffer_write(RokClBuffer *buffer, RokClQueue queue, guint64 offset, guint64 bytes,
+                             const void *src, gboolean blocking, guint n_wait, const cl_event *wait,
+                             cl_event *event, GError **error);
+gboolean rok_cl_buffer_read(RokClBuffer *buffer, RokClQueue queue, guint64 offset, guint64 bytes, void *dst,
+                            gboolean blocking, guint n_wait, const cl_event *wait, cl_event *event,
+                            GError **error);
+/* Fill the whole buffer with zero bytes (on the compute queue). */
+gboolean rok_cl_buffer_zero(RokClBuffer *buffer, GError **error);
+/* Device-side copy of `bytes` between buffers (on the compute queue). */
+gboolean rok_cl_buffer_copy(RokClBuffer *src, guint64 src_offset, RokClBuffer *dst, guint64 dst_offset,
+                            guint64 bytes, GError **error);
+
+/* ---- Ordering and timing ---------------------------------------------- */
+
+/* An event that completes when everything enqueued on `queue` so far has. */
+gboolean rok_cl_device_marker(RokClDevice *device, RokClQueue queue, cl_event *event, GError **error);
+/* Commands enqueued on `queue` from now on wait for `events` (other queues'
+ * markers, transfers). */
+gboolean rok_cl_device_wait_events(RokClDevice *device, RokClQueue queue, guint n, const cl_event *events,
+                                   GError **error);
+gboolean rok_cl_device_flush(RokClDevice *device, RokClQueue queue, GError **error);
+gboolean rok_cl_device_finish(RokClDevice *device, RokClQueue queue, GError **error);
+/* Finish all three queues. */
+gboolean rok_cl_device_finish_all(RokClDevice *device, GError **error);
+/* Block until the events complete; a failed command is an error. */
+gboolean rok_cl_events_wait(guint n, const cl_event *events, GError **error);
+/* Profiling times of a completed event, in device-clock nanoseconds (the same
+ * clock for every queue of the device, so overlaps can be compared). */
+gboolean rok_cl_event_times(cl_event event, guint64 *start_ns, guint64 *end_ns, GError **error);
+
+/* ---- Pinned host staging buffers -------------------------------------- */
+
+/* Host memory the device can transfer from and to at full speed
+ * (CL_MEM_ALLOC_HOST_PTR, mapped). `ptr` is aligned to at least `alignment`
+ * bytes (a power of two, e.g. 4096 for O_DIRECT); where the mapped memory is
+ * not, it falls back to aligned host memory wrapped with CL_MEM_USE_HOST_PTR
+ * (`pinned` says which). Not counted in the device ledger. Wait for the
+ * transfers that use `ptr` before freeing it. */
+typedef struct {
+  RokClDevice *device;
+  cl_mem mem;
+  void *ptr;
+  guint64 bytes;
+  gboolean pinned;
+  void *owned; /* the aligned allocation in the fallback */
+} RokClHostBuffer;
+
+RokClHostBuffer *rok_cl_host_buffer_new(RokClDevice *device, guint64 bytes, gsize alignment, GError **error);
+void rok_cl_host_buffer_free(RokClHostBuffer *buffer);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClHostBuffer, rok_cl_host_buffer_free)
+
+/* ---- Errors --------------------------------------------------------- */
+
+/* "CL_OUT_OF_RESOURCES", ... ("CL_ERROR(unknown status)" otherwise). */
+const char *rok_cl_status_name(cl_int status);
+/* Set `error` to ROK_ERROR_DEVICE "<what>: <status name>" (with a hint for
+ * the out-of-memory statuses) and return FALSE. */
+gboolean rok_cl_fail(GError **error, cl_int status, const char *format, ...) G_GNUC_PRINTF(3, 4);
+
+#endif /* ROK_WITH_OPENCL */
+
+/* ==== cl-kernels ========================================================== */
+
 /* The compute kernels of the executor: every op of a trace, forward and
  * backward, on an OpenCL device.
  *
@@ -36,13 +231,8 @@
  *   flash_attention rok_cl_attention_forward / _backward
  *   add, gelu, relu, swiglu, cross_entropy: the launchers of those names
  *   other           rok_cl_standin_shape + rok_cl_standin_run */
-#pragma once
 
 #ifdef ROK_WITH_OPENCL
-
-#include "rok/device.h"
-
-G_BEGIN_DECLS
 
 typedef struct _RokClKernels RokClKernels;
 
@@ -268,6 +458,80 @@ gboolean rok_cl_fill_uniform(RokClKernels *kernels, RokClBuffer *buffer, guint64
 gboolean rok_cl_fill_tokens(RokClKernels *kernels, RokClBuffer *ids, guint64 seed, guint64 stream, guint64 vocab,
                             GError **error);
 
-G_END_DECLS
-
 #endif /* ROK_WITH_OPENCL */
+
+/* ==== cl-numeric ========================================================== */
+
+/* Host mirrors of the kernels' number handling, so the host can produce and
+ * read device data bit for bit: 16-bit float conversions (round to nearest
+ * even, as the kernels store), the Philox4x32-10 generator and the dropout
+ * threshold. Plain C: available with or without OpenCL. */
+
+
+float rok_cl_bf16_to_float(guint16 bits);
+guint16 rok_cl_float_to_bf16(float value);
+float rok_cl_fp16_to_float(guint16 bits);
+guint16 rok_cl_float_to_fp16(float value);
+
+/* Convert n elements between float and a float dtype (bf16, fp16, fp32) as
+ * stored on the device; FALSE for other dtypes. */
+gboolean rok_cl_dtype_from_float(RokDtype dtype, const float *src, void *dst, gsize n);
+gboolean rok_cl_dtype_to_float(RokDtype dtype, const void *src, float *dst, gsize n);
+
+/* Philox4x32-10 of Random123: out = philox(counter, key). */
+void rok_cl_philox4x32_10(const guint32 counter[4], const guint32 key[2], guint32 out[4]);
+/* Word `element` of stream `stream` under `seed`: what the kernels draw
+ * (word element % 4 of the block with counter (element / 4, stream) and
+ * key seed). */
+guint32 rok_cl_random_word(guint64 seed, guint64 stream, guint64 element);
+/* Elements whose word is at least this are kept: round(p·2³²), p in [0, 1). */
+guint32 rok_cl_dropout_threshold(double p);
+
+/* ==== cl-checksum ========================================================= */
+
+/* Integrity checksums of tensor bytes, computed on the device before a
+ * tensor leaves it and on the host (or the device again) after it returns.
+ *
+ * The value is a 64-bit function of the bytes and their count: the bytes are
+ * read as little-endian 64-bit words (the last padded with zeros), word w
+ * contributes fmix64(word ^ (w·0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019)),
+ * contributions add modulo 2⁶⁴ and the sum is mixed with the length. As the
+ * per-word mix is a bijection, any change confined to one 64-bit word — in
+ * particular any single flipped bit or changed byte — always changes the
+ * value; other corruptions go unnoticed with probability about 2⁻⁶⁴. The sum
+ * is order-free, so the host can stream the bytes in pieces and the device
+ * can split them among work-groups, and both get the same value.
+ *
+ * The host functions are plain C (available without OpenCL). */
+
+
+/* The checksum of `bytes` bytes at `data`. */
+guint64 rok_cl_checksum_bytes(const void *data, guint64 bytes);
+
+/* The same over bytes that arrive in pieces, in order. */
+typedef struct {
+  guint64 sum;
+  guint64 bytes;        /* seen so far */
+  guint8 pending[8];    /* the current partial word */
+} RokClChecksum;
+
+void rok_cl_checksum_init(RokClChecksum *state);
+void rok_cl_checksum_update(RokClChecksum *state, const void *data, gsize bytes);
+guint64 rok_cl_checksum_finish(const RokClChecksum *state);
+
+/* Combine per-tensor checksums into one value (the gradients' checksum at
+ * the end of a run): order-sensitive, so list them in a fixed order. */
+guint64 rok_cl_checksum_combine(const guint64 *values, gsize n);
+
+#ifdef ROK_WITH_OPENCL
+/* Enqueue the checksum of `bytes` bytes at byte `offset` (a multiple of 8)
+ * of `buffer` on the compute queue; the value lands in element `slot` of
+ * `results` (an i64 buffer) when the queue gets there. Read it back with
+ * rok_cl_buffer_read(). */
+gboolean rok_cl_checksum_enqueue(RokClKernels *kernels, RokClBuffer *buffer, guint64 offset, guint64 bytes,
+                                 RokClBuffer *results, guint64 slot, GError **error);
+/* The same, waited for: the checksum of the whole buffer. */
+gboolean rok_cl_checksum_buffer(RokClKernels *kernels, RokClBuffer *buffer, guint64 *value, GError **error);
+#endif
+
+G_END_DECLS

@@ -48,6 +48,16 @@ typedef enum { ROK_FRAMEWORK_MEGATRON, ROK_FRAMEWORK_DEEPSPEED } RokFramework;
 /* How LoRA's frozen base weights are stored: in the model's dtype, int8
  * (LLM.int8) or nf4 (QLoRA, double-quantised). */
 typedef enum { ROK_BASE_DTYPE, ROK_BASE_INT8, ROK_BASE_NF4 } RokBaseFormat;
+/* The kernels a framework runs: fused (Megatron-LM, Transformer Engine:
+ * what rok counted from the start) or eager PyTorch as Hugging Face's
+ * eager code runs it (fp32 copies in RMSNorm, fp32 softmax in LLaMA's
+ * attention, unfused SwiGLU and tanh-GeLU, K and V repeated for GQA). */
+typedef enum { ROK_KERNELS_FUSED, ROK_KERNELS_EAGER } RokKernels;
+/* The loss head: fp32 softmax probabilities saved (PyTorch's
+ * cross-entropy on upcast logits), a fused cross-entropy that saves the
+ * logits and a log-sum-exp per token, or a chunked fused linear
+ * cross-entropy (Liger Kernel) that never holds all the logits. */
+typedef enum { ROK_LOSS_FP32_SOFTMAX, ROK_LOSS_FUSED, ROK_LOSS_CHUNKED } RokLoss;
 /* Weight matrices of a layer that LoRA adapts (bits). */
 typedef enum {
   ROK_LORA_QKV = 1 << 0,  /* q, k and v projections */
@@ -86,6 +96,9 @@ typedef struct {
     guint lora_targets;       /* RokLoraTarget bits */
     RokBaseFormat lora_base;  /* frozen base weights under LoRA */
     guint64 frozen_layers;    /* the embedding and the first N layers are frozen */
+    RokKernels kernels;
+    RokLoss loss;
+    guint64 loss_chunk;       /* chunked loss: tokens per chunk (0 before defaults: Liger's choice) */
   } train;
 } RokModel;
 

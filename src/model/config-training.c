@@ -10,6 +10,8 @@
 static const char *const framework_names[] = {"megatron", "deepspeed", NULL};
 static const char *const float_names[] = {"bf16", "fp16", "fp32", NULL};
 static const char *const base_names[] = {"dtype", "int8", "nf4", NULL};
+static const char *const kernel_names[] = {"fused", "eager", NULL};
+static const char *const loss_names[] = {"fp32_softmax", "fused", "chunked", NULL};
 static const char *const lora_target_names[] = {"qkv", "proj", "fc1", "fc2", NULL};
 #define ROK_LORA_ALL (ROK_LORA_QKV | ROK_LORA_PROJ | ROK_LORA_FC1 | ROK_LORA_FC2)
 
@@ -51,7 +53,7 @@ static gboolean read_lora_targets(const RokJsonObj *obj, RokModel *m, GError **e
 }
 
 gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error) {
-  int framework = 0, grad = -1, base = 0;
+  int framework = 0, grad = -1, base = 0, kernels = 0, loss = 0;
   m->train.momentum = TRUE;
   if (!rok_json_get_enum(obj, "framework", FALSE, framework_names, &framework, error) ||
       !rok_json_get_enum(obj, "grad_dtype", FALSE, float_names, &grad, error) ||
@@ -60,8 +62,13 @@ gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error)
       !rok_json_get_uint(obj, "lora_rank", FALSE, 1, 1 << 20, &m->train.lora_rank, error) ||
       !read_lora_targets(obj, m, error) ||
       !rok_json_get_enum(obj, "lora_base", FALSE, base_names, &base, error) ||
-      !rok_json_get_uint(obj, "frozen_layers", FALSE, 0, G_MAXUINT32, &m->train.frozen_layers, error))
+      !rok_json_get_uint(obj, "frozen_layers", FALSE, 0, G_MAXUINT32, &m->train.frozen_layers, error) ||
+      !rok_json_get_enum(obj, "kernels", FALSE, kernel_names, &kernels, error) ||
+      !rok_json_get_enum(obj, "loss", FALSE, loss_names, &loss, error) ||
+      !rok_json_get_uint(obj, "loss_chunk", FALSE, 1, G_MAXUINT32, &m->train.loss_chunk, error))
     return FALSE;
+  m->train.kernels = kernels;
+  m->train.loss = loss;
   m->train.framework = framework;
   m->train.lora_base = base;
   /* -1: absent; filled in by model_check_training once precision is known. */
@@ -125,6 +132,17 @@ static RokDtype default_grad_dtype(const RokModel *m) {
   return m->train.framework == ROK_FRAMEWORK_MEGATRON && mixed ? ROK_DTYPE_FP32 : m->dtype;
 }
 
+/* Liger Kernel's fused linear cross-entropy: chunks of
+ * next_power_of_2(ceil(tokens / ceil(vocab / hidden))) tokens, so that a
+ * chunk's logits are about as large as the hidden states. */
+static guint64 liger_chunk(const RokModel *m) {
+  guint64 tokens = m->seq_len * m->micro_batch, ratio = (m->vocab + m->hidden - 1) / m->hidden;
+  guint64 want = (tokens + ratio - 1) / ratio, chunk = 1;
+  while (chunk < want)
+    chunk *= 2;
+  return chunk;
+}
+
 gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error) {
   gboolean megatron = m->train.framework == ROK_FRAMEWORK_MEGATRON;
   gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
@@ -133,8 +151,14 @@ gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error
             "optimizer states only); ZeRO-2 and 3 need \"framework\": \"deepspeed\"") ||
       !rule(m->train.frozen_layers <= m->layers + m->decoder_layers, obj, "frozen_layers", error,
             "must be at most the number of layers") ||
+      !rule(m->train.loss == ROK_LOSS_CHUNKED || m->train.loss_chunk == 0, obj, "loss_chunk", error,
+            "is only for \"loss\": \"chunked\"") ||
+      !rule(m->train.kernels == ROK_KERNELS_FUSED || m->arch == ROK_ARCH_GPT || m->arch == ROK_ARCH_LLAMA, obj,
+            "kernels", error, "\"eager\" is modelled for arch \"gpt\" (GPT-2) and \"llama\" only") ||
       !check_optimizer(obj, m, error) || !check_lora(obj, m, error))
     return FALSE;
+  if (m->train.loss == ROK_LOSS_CHUNKED && m->train.loss_chunk == 0)
+    m->train.loss_chunk = liger_chunk(m);
   if (m->train.grad_dtype == (RokDtype)-1)
     m->train.grad_dtype = default_grad_dtype(m);
   return rule(mixed || m->train.grad_dtype == m->dtype, obj, "grad_dtype", error,
@@ -163,4 +187,10 @@ void model_training_to_json(const RokModel *m, json_object *o) {
   }
   if (m->train.frozen_layers > 0)
     json_object_object_add(o, "frozen_layers", json_object_new_uint64(m->train.frozen_layers));
+  if (m->train.kernels != ROK_KERNELS_FUSED)
+    json_object_object_add(o, "kernels", json_object_new_string(kernel_names[m->train.kernels]));
+  if (m->train.loss != ROK_LOSS_FP32_SOFTMAX)
+    json_object_object_add(o, "loss", json_object_new_string(loss_names[m->train.loss]));
+  if (m->train.loss == ROK_LOSS_CHUNKED)
+    json_object_object_add(o, "loss_chunk", json_object_new_uint64(m->train.loss_chunk));
 }

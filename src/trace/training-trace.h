@@ -12,3 +12,18 @@ void trace_apply_training(RokTrace *trace, const RokModel *m);
 /* The trace's fixed memory: the terms of rok_model_fixed_terms summed by
  * kind, and the optimizer step's traffic. */
 void trace_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed);
+
+/* Eager kernels (builder-eager.c). */
+gboolean trace_eager(const RokBuilder *b);
+guint trace_eager_rms_norm(RokBuilder *b, const char *name, guint x, guint64 rows, guint64 cols);
+guint trace_eager_gelu(RokBuilder *b, const char *name, guint x, guint64 rows, guint64 cols);
+guint trace_eager_swiglu(RokBuilder *b, const char *name, guint gate_up, guint64 rows, guint64 cols);
+/* The rotary cos and sin tables, outputs of the input op (eager LLaMA). */
+void trace_eager_rotary_tables(RokBuilder *b, guint input_op, guint64 seq);
+/* The rotary op reads the tables and saves them. */
+void trace_eager_rotary(RokBuilder *b, guint rope_op);
+/* K and V repeated for every query head (eager GQA): changes `a`. */
+void trace_eager_repeat_kv(RokBuilder *b, RokAttentionShape *a, guint64 tokens);
+/* LLaMA's fp32 softmax: `probs` becomes fp32; returns the 16-bit copy the
+ * context reads (or `probs` itself when fused). */
+guint trace_eager_softmax_copy(RokBuilder *b, const char *name, guint softmax_op, guint probs, guint64 n);

@@ -51,10 +51,17 @@ static guint self_attention(Stack *st, guint x) {
     op->fwd_flops = op->bwd_flops = 3 * tokens * (q_width + kv_width);
     op->fwd_bytes = op->bwd_bytes = 2 * rok_dtype_bytes(b->dtype) * tokens * (q_width + kv_width);
     rok_trace_add_input(b->trace, rope, qk);
-    a.q = a.k = ROK_TENSOR(b, "attn.rotary_out", rope, b->dtype, tokens, q_width + kv_width);
+    if (trace_eager(b)) { /* q and k rotated into storages of their own */
+      trace_eager_rotary(b, rope);
+      a.q = ROK_TENSOR(b, "attn.q_rotary", rope, b->dtype, tokens, q_width);
+      a.k = ROK_TENSOR(b, "attn.k_rotary", rope, b->dtype, tokens, kv_width);
+    } else {
+      a.q = a.k = ROK_TENSOR(b, "attn.rotary_out", rope, b->dtype, tokens, q_width + kv_width);
+    }
   } else {
     a.q = a.k = a.v = ROK_TENSOR(b, "attn.qkv_out", qkv_op, b->dtype, tokens, q_width + 2 * kv_width);
   }
+  trace_eager_repeat_kv(b, &a, tokens);
   guint ctx = trace_build_attention(b, "attn", &a);
   guint proj = trace_build_linear(b, "attn.proj", ctx, tokens, q_width, h);
   return ROK_TENSOR(b, "attn.proj_out", proj, b->dtype, b->seq_tokens, h);
@@ -250,6 +257,7 @@ RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   guint tokens = ROK_TENSOR(&b, "tokens", in, ROK_DTYPE_I64, seq * m->micro_batch);
   guint dec_tokens = t5 ? ROK_TENSOR(&b, "decoder_tokens", in, ROK_DTYPE_I64, out_seq * m->micro_batch) : 0;
   guint labels = ROK_TENSOR(&b, "labels", in, ROK_DTYPE_I64, out_seq * m->micro_batch);
+  trace_eager_rotary_tables(&b, in, seq);
 
   enter_stack(&st, seq);
   guint x = layer_stack(&st, embed(&b, tokens, seq, "embed"), 0, stage_layers, t5 ? "enc" : "layer",

@@ -56,7 +56,7 @@ guint trace_build_linear(RokBuilder *b, const char *name, guint x, guint64 rows,
   /* Backward: dX = dY·Wᵀ and dW = Xᵀ·dY move twice what forward moves. */
   set_cost(b, op, 2 * rows * in * out, 4 * rows * in * out, fwd_bytes, 2 * fwd_bytes);
   use(b, op, x, TRUE);
-  trace_linear_training(b, op, name, rows, in, out);
+  trace_linear_training(b, op, name, x, rows, in, out);
   return op;
 }
 

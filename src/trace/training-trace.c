@@ -31,14 +31,27 @@ static gboolean weight_frozen(const RokModel *m, gint layer) {
   return m->train.lora_rank > 0 || (layer >= 0 && (guint64)layer < m->train.frozen_layers);
 }
 
-void trace_linear_training(RokBuilder *b, guint op, const char *name, guint64 rows, guint64 in, guint64 out) {
+/* `op` no longer among the readers of `tensor`. */
+static void unneed(RokTrace *trace, guint tensor, guint op) {
+  GArray *needed = rok_trace_tensor(trace, tensor)->needed_by;
+  for (guint i = 0; i < needed->len; i++)
+    if (g_array_index(needed, guint, i) == op) {
+      g_array_remove_index(needed, i);
+      return;
+    }
+}
+
+void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, guint64 rows, guint64 in,
+                           guint64 out) {
   const RokModel *m = b->model;
   RokOp *o = rok_trace_op(b->trace, op);
+  guint adapters = lora_adapters(m, b->layer, name);
   if (weight_frozen(m, b->layer)) { /* dX = dY·Wᵀ only */
     o->bwd_flops = 2 * rows * in * out;
     o->bwd_bytes = o->fwd_bytes;
+    if (adapters == 0)
+      unneed(b->trace, x, op);
   }
-  guint adapters = lora_adapters(m, b->layer, name);
   if (adapters == 0)
     return;
   /* y += (x·A)·B per adapter: x·A is [rows, r] (saved for B's gradient),

@@ -3,9 +3,12 @@
 
 #include "builder.h"
 
-/* The linear op just built: a frozen weight has no weight gradient; a LoRA
- * target gains its adapters' work and their saved rank-r activations. */
-void trace_linear_training(RokBuilder *b, guint op, const char *name, guint64 rows, guint64 in, guint64 out);
+/* The linear op just built from `x`: a frozen weight has no weight
+ * gradient, so the op keeps no input (PyTorch saves x for dW alone); a LoRA
+ * target gains its adapters' work and their saved rank-r activations (and
+ * x, which the adapters' A keeps). */
+void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, guint64 rows, guint64 in,
+                           guint64 out);
 /* Before rok_trace_finish: the layers below the first trained one, and a
  * frozen embedding, run no backward and save nothing. */
 void trace_apply_training(RokTrace *trace, const RokModel *m);
@@ -27,3 +30,8 @@ void trace_eager_repeat_kv(RokBuilder *b, RokAttentionShape *a, guint64 tokens);
 /* LLaMA's fp32 softmax: `probs` becomes fp32; returns the 16-bit copy the
  * context reads (or `probs` itself when fused). */
 guint trace_eager_softmax_copy(RokBuilder *b, const char *name, guint softmax_op, guint probs, guint64 n);
+
+/* The loss head when it is not PyTorch's fp32 softmax (loss.c): the
+ * output projection and the loss over `x` [n, h]; FALSE when the caller
+ * builds the plain one. */
+gboolean trace_build_loss(RokBuilder *b, guint x, guint labels, guint64 n, guint64 h, guint64 vocab);

@@ -192,6 +192,8 @@ static void head(RokBuilder *b, guint x, guint labels, guint64 seq) {
     if (m->arch == ROK_ARCH_T5)
       x = trace_build_dropout(b, "dropout", x, 2, (const guint64[]){rows, h});
   }
+  if (trace_build_loss(b, x, labels, n, h, vocab))
+    return;
   guint proj = trace_build_linear(b, "logits", x, n, h, vocab);
   guint logits = ROK_TENSOR(b, "logits_out", proj, b->dtype, n, vocab);
   guint loss = trace_build_op(b, "loss", ROK_OP_CROSS_ENTROPY, 1, n, vocab, 0);

@@ -58,6 +58,11 @@ typedef enum { ROK_KERNELS_FUSED, ROK_KERNELS_EAGER } RokKernels;
  * logits and a log-sum-exp per token, or a chunked fused linear
  * cross-entropy (Liger Kernel) that never holds all the logits. */
 typedef enum { ROK_LOSS_FP32_SOFTMAX, ROK_LOSS_FUSED, ROK_LOSS_CHUNKED } RokLoss;
+/* FP8 training as Transformer Engine runs it: each layer's linears save
+ * their input as an e4m3 copy with an fp32 scale, and keep fp8 copies of
+ * their weights and transposes; "hybrid" takes e5m2 for gradients, which
+ * are not saved, so it saves what "e4m3" saves. */
+typedef enum { ROK_FP8_NONE, ROK_FP8_E4M3, ROK_FP8_HYBRID } RokFp8;
 /* Weight matrices of a layer that LoRA adapts (bits). */
 typedef enum {
   ROK_LORA_QKV = 1 << 0,  /* q, k and v projections */
@@ -99,6 +104,7 @@ typedef struct {
     RokKernels kernels;
     RokLoss loss;
     guint64 loss_chunk;       /* chunked loss: tokens per chunk (0 before defaults: Liger's choice) */
+    RokFp8 fp8;
   } train;
 } RokModel;
 
@@ -143,7 +149,7 @@ typedef struct {
   guint64 bytes;
   const char *source;
 } RokFixedTerm;
-#define ROK_FIXED_MAX_TERMS 8
+#define ROK_FIXED_MAX_TERMS 12
 /* The fixed memory's terms (weights, gradients, fp32 gradient partition,
  * master weights, optimizer states, ZeRO-3's gathered buffers...) into
  * `terms`; returns how many. */

@@ -113,6 +113,9 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
     return rok_trace_from_doc(doc, error);
   }
   g_autoptr(RokModel) model = rok_model_from_doc(doc, (const char *const *)sets, error);
+  if (model != NULL && model->train.fp8 != ROK_FP8_NONE) /* its memory is modelled, its speed is not */
+    fprintf(stderr, "rok: warning: fp8: saved tensors and weight copies are counted in FP8, but GEMMs are "
+                    "timed at the profile's 16-bit peak_flops\n");
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 

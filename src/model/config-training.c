@@ -11,6 +11,7 @@ static const char *const framework_names[] = {"megatron", "deepspeed", NULL};
 static const char *const float_names[] = {"bf16", "fp16", "fp32", NULL};
 static const char *const base_names[] = {"dtype", "int8", "nf4", NULL};
 static const char *const kernel_names[] = {"fused", "eager", NULL};
+static const char *const fp8_names[] = {"none", "e4m3", "hybrid", NULL};
 static const char *const loss_names[] = {"fp32_softmax", "fused", "chunked", NULL};
 static const char *const lora_target_names[] = {"qkv", "proj", "fc1", "fc2", NULL};
 #define ROK_LORA_ALL (ROK_LORA_QKV | ROK_LORA_PROJ | ROK_LORA_FC1 | ROK_LORA_FC2)
@@ -53,7 +54,7 @@ static gboolean read_lora_targets(const RokJsonObj *obj, RokModel *m, GError **e
 }
 
 gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error) {
-  int framework = 0, grad = -1, base = 0, kernels = 0, loss = 0;
+  int framework = 0, grad = -1, base = 0, kernels = 0, loss = 0, fp8 = 0;
   m->train.momentum = TRUE;
   if (!rok_json_get_enum(obj, "framework", FALSE, framework_names, &framework, error) ||
       !rok_json_get_enum(obj, "grad_dtype", FALSE, float_names, &grad, error) ||
@@ -65,8 +66,10 @@ gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error)
       !rok_json_get_uint(obj, "frozen_layers", FALSE, 0, G_MAXUINT32, &m->train.frozen_layers, error) ||
       !rok_json_get_enum(obj, "kernels", FALSE, kernel_names, &kernels, error) ||
       !rok_json_get_enum(obj, "loss", FALSE, loss_names, &loss, error) ||
-      !rok_json_get_uint(obj, "loss_chunk", FALSE, 1, G_MAXUINT32, &m->train.loss_chunk, error))
+      !rok_json_get_uint(obj, "loss_chunk", FALSE, 1, G_MAXUINT32, &m->train.loss_chunk, error) ||
+      !rok_json_get_enum(obj, "fp8", FALSE, fp8_names, &fp8, error))
     return FALSE;
+  m->train.fp8 = fp8;
   m->train.kernels = kernels;
   m->train.loss = loss;
   m->train.framework = framework;
@@ -155,6 +158,8 @@ gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error
             "is only for \"loss\": \"chunked\"") ||
       !rule(m->train.kernels == ROK_KERNELS_FUSED || m->arch == ROK_ARCH_GPT || m->arch == ROK_ARCH_LLAMA, obj,
             "kernels", error, "\"eager\" is modelled for arch \"gpt\" (GPT-2) and \"llama\" only") ||
+      !rule(m->train.fp8 == ROK_FP8_NONE || (m->train.kernels == ROK_KERNELS_FUSED && m->dtype != ROK_DTYPE_FP32), obj,
+            "fp8", error, "needs fused kernels (Transformer Engine) and a 16-bit dtype") ||
       !check_optimizer(obj, m, error) || !check_lora(obj, m, error))
     return FALSE;
   if (m->train.loss == ROK_LOSS_CHUNKED && m->train.loss_chunk == 0)
@@ -193,4 +198,6 @@ void model_training_to_json(const RokModel *m, json_object *o) {
     json_object_object_add(o, "loss", json_object_new_string(loss_names[m->train.loss]));
   if (m->train.loss == ROK_LOSS_CHUNKED)
     json_object_object_add(o, "loss_chunk", json_object_new_uint64(m->train.loss_chunk));
+  if (m->train.fp8 != ROK_FP8_NONE)
+    json_object_object_add(o, "fp8", json_object_new_string(fp8_names[m->train.fp8]));
 }

@@ -22,7 +22,7 @@ static const char *const model_keys[] = {
     "optimizer", "precision", "zero_stage",
     /* config-training.c */
     "framework", "grad_dtype", "momentum", "optimizer_rank", "lora_rank", "lora_targets", "lora_base",
-    "frozen_layers", "kernels", "loss", "loss_chunk", NULL};
+    "frozen_layers", "kernels", "loss", "loss_chunk", "fp8", NULL};
 
 const char *rok_arch_name(RokArch arch) {
   return arch_names[arch];

@@ -161,6 +161,17 @@ static void state_bytes(const RokModel *m, const Held *p, guint64 s, guint64 *ma
   matrix_state_bytes(m, p, s, main, rest);
 }
 
+/* Parameters of the layers' attention and MLP matrices on this GPU. */
+static guint64 layer_linear_params(const RokModel *m) {
+  Matrix x[MAX_MATRICES];
+  guint n = matrices(m, x);
+  guint64 sum = 0;
+  for (guint i = 0; i < n; i++)
+    if (x[i].low_rank)
+      sum += x[i].rows * x[i].cols * x[i].count;
+  return sum;
+}
+
 /* The largest module's parameters on this GPU, as DeepSpeed's
  * model_to_params() finds it: the token embedding or the widest MLP
  * matrix. */
@@ -237,6 +248,9 @@ guint rok_model_fixed_terms(const RokModel *m, RokFixedTerm terms[ROK_FIXED_MAX_
   n = add(terms, n, "optimizer states", ROK_FIXED_OPTIMIZER, shard(main, z >= 1, dp), optimizer_source(m));
   n = add(terms, n, "AdamW states of the unprojected parameters", ROK_FIXED_OPTIMIZER, shard(rest, z >= 1, dp),
           "APOLLO's release: embeddings, head and norms in AdamW's group");
+  if (m->train.fp8 != ROK_FP8_NONE)
+    n = add(terms, n, "fp8 weight copies and transposes", ROK_FIXED_WEIGHTS, 2 * layer_linear_params(m),
+            "Transformer Engine: each linear's weight cast to fp8 and transposed, kept across micro-batches");
   if (zero3 && ds) {
     guint64 largest = largest_layer(m);
     n = add(terms, n, "gathered weights of the largest layer", ROK_FIXED_WEIGHTS, largest * w, src);

@@ -41,6 +41,28 @@ static void unneed(RokTrace *trace, guint tensor, guint op) {
     }
 }
 
+/* Transformer Engine casts a layer linear's input to e4m3 (one scale per
+ * tensor) and saves the cast, not the 16-bit input, for the weight
+ * gradient; the output head stays in 16-bit, as Megatron-LM keeps it. */
+static void fp8_input(RokBuilder *b, guint op, const char *name, guint x, guint64 rows, guint64 in) {
+  GArray *needed = rok_trace_tensor(b->trace, x)->needed_by;
+  gboolean saves_x = FALSE;
+  for (guint i = 0; i < needed->len; i++)
+    saves_x |= g_array_index(needed, guint, i) == op;
+  if (!saves_x)
+    return;
+  unneed(b->trace, x, op);
+  RokOp *o = rok_trace_op(b->trace, op);
+  o->fwd_bytes += (rok_dtype_bytes(b->dtype) + 1) * rows * in; /* the cast */
+  char full[64];
+  g_snprintf(full, sizeof full, "%s.fp8_in", name);
+  guint cast = ROK_TENSOR(b, full, op, ROK_DTYPE_E4M3, rows, in);
+  g_snprintf(full, sizeof full, "%s.fp8_scale", name);
+  guint scale = ROK_TENSOR(b, full, op, ROK_DTYPE_FP32, 1);
+  rok_trace_need(b->trace, cast, op);
+  rok_trace_need(b->trace, scale, op);
+}
+
 void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, guint64 rows, guint64 in,
                            guint64 out) {
   const RokModel *m = b->model;
@@ -52,6 +74,8 @@ void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, g
     if (adapters == 0)
       unneed(b->trace, x, op);
   }
+  if (m->train.fp8 != ROK_FP8_NONE && b->layer >= 0)
+    fp8_input(b, op, name, x, rows, in);
   if (adapters == 0)
     return;
   /* y += (x·A)·B per adapter: x·A is [rows, r] (saved for B's gradient),

@@ -1,5 +1,7 @@
 /* What training choices do to the trace: LoRA and frozen layers, the loss
  * heads, and eager kernels leaving fused traces as they were. */
+#include <string.h>
+
 #include "rok/model.h"
 #include "rok/trace.h"
 
@@ -71,10 +73,32 @@ static void test_eager(void) {
   g_assert_cmpfloat((double)rok_trace_saved_bytes(e, 1) / (double)rok_trace_saved_bytes(a, 1), >, 1.5);
 }
 
+/* FP8 (Transformer Engine): a layer linear saves an e4m3 copy of its input
+ * and a 4-byte scale instead of the 16-bit input; the head does not; the
+ * trace reads back the same. */
+static void test_fp8(void) {
+  const char *sets[] = {"layers=2", "fp8=\"hybrid\"", NULL};
+  g_autoptr(RokTrace) t = trace_of("llama2-7b", sets);
+  const RokTensor *cast = find(t, "layer1.mlp.fc2.fp8_in");
+  g_assert_cmpuint(cast->dtype, ==, ROK_DTYPE_E4M3);
+  g_assert_cmpuint(cast->bytes, ==, G_GUINT64_CONSTANT(4096) * 11008);
+  g_assert_cmpuint(find(t, "layer1.mlp.fc2.fp8_scale")->bytes, ==, 4);
+  g_assert_false(rok_tensor_is_saved(find(t, "layer1.mlp.swiglu_out")));
+  g_assert_true(rok_tensor_is_saved(find(t, "head.norm_out")));
+  json_object *json = rok_trace_to_json(t);
+  const char *text = json_object_to_json_string(json);
+  GError *error = NULL;
+  g_autoptr(RokTrace) back = rok_trace_parse("fp8.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rok_trace_total_saved_bytes(back), ==, rok_trace_total_saved_bytes(t));
+  json_object_put(json);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/training-trace/loss-heads", test_loss_heads);
   g_test_add_func("/training-trace/frozen", test_frozen);
   g_test_add_func("/training-trace/eager", test_eager);
+  g_test_add_func("/training-trace/fp8", test_fp8);
   return g_test_run();
 }

@@ -25,63 +25,52 @@ gboolean trace_eager(const RokBuilder *b) {
   return b->model->train.kernels == ROK_KERNELS_EAGER;
 }
 
-static void costs(RokBuilder *b, guint op, guint64 n, guint64 fwd_bytes_per, guint64 bwd_bytes_per) {
+/* An eager chain of element-wise kernels as one op over [rows, cols]:
+ * moving `fwd`/`bwd` bytes per element, saving its input when `keep_input`,
+ * then the intermediates named by `saved` (suffixes, [rows, cols] in the
+ * activation dtype unless the suffix says "_fp32" or "_rstd"); returns its
+ * output. */
+static guint chain(RokBuilder *b, const char *name, RokOpKind kind, guint x, guint64 rows, guint64 cols,
+                   guint64 fwd, guint64 bwd, gboolean keep_input, const char *const *saved) {
+  guint op = trace_build_op(b, name, kind, 1, rows, cols, 0);
   RokOp *o = rok_trace_op(b->trace, op);
-  o->fwd_flops = 8 * n;
-  o->bwd_flops = 12 * n;
-  o->fwd_bytes = fwd_bytes_per * n;
-  o->bwd_bytes = bwd_bytes_per * n;
-}
-
-static guint saved(RokBuilder *b, const char *name, const char *suffix, guint op, RokDtype dtype, guint64 rows,
-                   guint64 cols) {
+  o->fwd_flops = 8 * rows * cols;
+  o->bwd_flops = 12 * rows * cols;
+  o->fwd_bytes = fwd * rows * cols;
+  o->bwd_bytes = bwd * rows * cols;
+  rok_trace_add_input(b->trace, op, x);
+  if (keep_input)
+    rok_trace_need(b->trace, x, op);
   char full[64];
-  g_snprintf(full, sizeof full, "%s%s", name, suffix);
-  guint t = ROK_TENSOR(b, full, op, dtype, rows, cols);
-  rok_trace_need(b->trace, t, op);
-  return t;
+  for (const char *const *suffix = saved; *suffix != NULL; suffix++) {
+    gboolean fp32 = g_str_has_suffix(*suffix, "_fp32"), rstd = g_str_has_suffix(*suffix, "_rstd");
+    g_snprintf(full, sizeof full, "%s%s", name, *suffix);
+    guint t = ROK_TENSOR(b, full, op, fp32 || rstd ? ROK_DTYPE_FP32 : b->dtype, rows, rstd ? 1 : cols);
+    rok_trace_need(b->trace, t, op);
+  }
+  g_snprintf(full, sizeof full, "%s_out", name);
+  return ROK_TENSOR(b, full, op, b->dtype, rows, cols);
 }
 
 guint trace_eager_rms_norm(RokBuilder *b, const char *name, guint x, guint64 rows, guint64 cols) {
-  guint op = trace_build_op(b, name, ROK_OP_RMSNORM, 1, rows, cols, 0);
+  static const char *const saved[] = {"_fp32", "_rstd", "_hat", NULL};
   guint64 e = rok_dtype_bytes(b->dtype);
-  /* Six kernels: cast up, pow, mean, rsqrt, multiply, cast down, weight. */
-  costs(b, op, rows * cols, e + 4 + 4 + 4 + 4 + 4 + 4 + e + e + e + e, 3 * (e + 4 + 4) + 2 * e);
-  rok_trace_add_input(b->trace, op, x);
-  saved(b, name, "_fp32", op, ROK_DTYPE_FP32, rows, cols);
-  saved(b, name, "_rstd", op, ROK_DTYPE_FP32, rows, 1);
-  saved(b, name, "_hat", op, b->dtype, rows, cols);
-  char out[64];
-  g_snprintf(out, sizeof out, "%s_out", name);
-  return ROK_TENSOR(b, out, op, b->dtype, rows, cols);
+  /* Seven kernels: cast up, pow, mean, rsqrt, multiply, cast down, weight. */
+  return chain(b, name, ROK_OP_RMSNORM, x, rows, cols, 4 * e + 24, 3 * (e + 8) + 2 * e, FALSE, saved);
 }
 
 guint trace_eager_gelu(RokBuilder *b, const char *name, guint x, guint64 rows, guint64 cols) {
-  guint op = trace_build_op(b, name, ROK_OP_GELU, 1, rows, cols, 0);
+  static const char *const saved[] = {"_tanh", "_half_x", "_one_plus_tanh", NULL};
   guint64 e = rok_dtype_bytes(b->dtype);
   /* Eight element-wise kernels, each reading one or two tensors and writing one. */
-  costs(b, op, rows * cols, 19 * e, 24 * e);
-  rok_trace_add_input(b->trace, op, x);
-  rok_trace_need(b->trace, x, op);
-  saved(b, name, "_tanh", op, b->dtype, rows, cols);
-  saved(b, name, "_half_x", op, b->dtype, rows, cols);
-  saved(b, name, "_one_plus_tanh", op, b->dtype, rows, cols);
-  char out[64];
-  g_snprintf(out, sizeof out, "%s_out", name);
-  return ROK_TENSOR(b, out, op, b->dtype, rows, cols);
+  return chain(b, name, ROK_OP_GELU, x, rows, cols, 19 * e, 24 * e, TRUE, saved);
 }
 
 guint trace_eager_swiglu(RokBuilder *b, const char *name, guint gate_up, guint64 rows, guint64 cols) {
-  guint op = trace_build_op(b, name, ROK_OP_SWIGLU, 1, rows, cols, 0);
+  static const char *const saved[] = {"_silu", NULL};
   guint64 e = rok_dtype_bytes(b->dtype);
   /* silu, then the product: 2 + 3 tensors moved; backward reads three. */
-  costs(b, op, rows * cols, 5 * e, 8 * e);
-  rok_trace_add_input(b->trace, op, gate_up);
-  rok_trace_need(b->trace, gate_up, op);
-  saved(b, name, "_silu", op, b->dtype, rows, cols);
-  char out[64];
-  g_snprintf(out, sizeof out, "%s_out", name);
-  return ROK_TENSOR(b, out, op, b->dtype, rows, cols);
+  return chain(b, name, ROK_OP_SWIGLU, gate_up, rows, cols, 5 * e, 8 * e, TRUE, saved);
 }
 
 void trace_eager_rotary_tables(RokBuilder *b, guint input_op, guint64 seq) {

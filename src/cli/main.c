@@ -18,7 +18,7 @@ int cli_cmd_plot(int argc, char **argv);
 int cli_cmd_execute(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 
-/* The user's journeys first (DESIGN.md), then the building blocks. */
+/* The user's journeys first (README, "Commands"), then the building blocks. */
 static const RokCommand commands[] = {
     {"plan", "MODEL --hw HW [--budget B] [-o DIR]", "Recommend a plan within a memory budget, with the ROK curve",
      cli_cmd_plan},

@@ -62,7 +62,7 @@ static void test_fixed_memory(void) {
   g_assert_no_error(error);
   guint64 p = trace->fixed.params_per_gpu;
   /* Mixed precision with Adam as Megatron-LM keeps it: 18 bytes per
-   * parameter (fp32 main gradients; test-fixed-memory checks the rest). */
+   * parameter (fp32 main gradients; docs/training.md, test-fixed-memory). */
   g_assert_cmpuint(trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes, ==,
                    18 * p);
   const char *sets[] = {"data_parallel=4", "global_batch=8", "zero_stage=3", "framework=\"deepspeed\"", NULL};

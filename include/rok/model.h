@@ -160,6 +160,10 @@ guint64 rok_model_trainable_params_per_gpu(const RokModel *model);
  * own traffic per trained parameter, gradient-norm clipping and (fp16) the
  * loss-scale check, over the shard this rank updates. */
 guint64 rok_model_optimizer_step_bytes(const RokModel *model);
+/* FLOPs of one optimizer step's GEMMs on one GPU: APOLLO's projection of
+ * each trained attention and MLP gradient (2·r·rows·cols), over this
+ * rank's shard; 0 for the element-wise optimizers. */
+guint64 rok_model_optimizer_step_flops(const RokModel *model);
 const char *rok_optimizer_name(RokOptimizer optimizer);
 const char *rok_framework_name(RokFramework framework);
 

@@ -23,6 +23,8 @@
  * (LoRA's base, frozen layers) keep only their weights. */
 #include "config-private.h"
 
+#include <math.h>
+
 /* One kind of weight matrix on one GPU: rows × cols, `count` of them. */
 typedef struct {
   guint64 rows, cols, count;
@@ -294,4 +296,19 @@ guint64 rok_model_optimizer_step_bytes(const RokModel *m) {
   guint64 main, rest;
   state_bytes(m, &p, s, &main, &rest);
   return trained * step_bytes_per_param(m, s, w, mixed) + 2 * shard(main + rest, sharded, m->data_parallel);
+}
+
+guint64 rok_model_optimizer_step_flops(const RokModel *m) {
+  if ((m->optimizer != ROK_OPTIMIZER_APOLLO && m->optimizer != ROK_OPTIMIZER_APOLLO_MINI) || m->train.lora_rank > 0)
+    return 0;
+  Matrix x[MAX_MATRICES];
+  guint n = matrices(m, x);
+  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
+  double share = stage == 0 ? 1.0 : (double)(stage - MIN(m->train.frozen_layers, stage)) / (double)stage;
+  double flops = 0;
+  for (guint i = 0; i < n; i++)
+    if (x[i].low_rank)
+      flops += 2.0 * (double)m->train.optimizer_rank * (double)x[i].rows * (double)x[i].cols * (double)x[i].count;
+  double dp = m->zero_stage >= 1 ? (double)m->data_parallel : 1.0;
+  return (guint64)ceil(flops * share / dp);
 }

@@ -133,4 +133,5 @@ void trace_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed) {
   for (guint i = 0; i < n; i++)
     *by_kind[terms[i].kind] += terms[i].bytes;
   fixed->optimizer_step_bytes = rok_model_optimizer_step_bytes(m);
+  fixed->optimizer_step_flops = rok_model_optimizer_step_flops(m);
 }

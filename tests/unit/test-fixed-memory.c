@@ -178,6 +178,20 @@ static void test_optimizer_states(void) {
   }
 }
 
+/* APOLLO's step projects every attention and MLP gradient: 2·r·rows·cols
+ * FLOPs per matrix, shared over the ZeRO-1 shards; Adam's step has none. */
+static void test_optimizer_step_flops(void) {
+  guint64 linear = G_GUINT64_CONSTANT(32) * (4 * 4096 * 4096 + 3 * 4096 * 11008);
+  const char *apollo[] = {"optimizer=\"apollo\"", "optimizer_rank=256", "zero_stage=0", NULL};
+  g_autoptr(RokModel) a = load("llama2-7b", apollo);
+  g_assert_cmpuint(rok_model_optimizer_step_flops(a), ==, 2 * 256 * linear);
+  const char *mini[] = {"optimizer=\"apollo_mini\"", "zero_stage=1", NULL};
+  g_autoptr(RokModel) b = load("llama2-7b", mini);
+  g_assert_cmpuint(rok_model_optimizer_step_flops(b), ==, (2 * linear + 127) / 128);
+  g_autoptr(RokModel) c = load("llama2-7b", NULL);
+  g_assert_cmpuint(rok_model_optimizer_step_flops(c), ==, 0);
+}
+
 /* LoRA: rank-16 adapters on every linear layer of LLaMA-2 7B train 40.0 M
  * parameters (r · (in + out) per matrix); the base keeps only its weights,
  * and nf4 stores it in 4.127 bits per parameter (QLoRA). */
@@ -211,6 +225,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fixed-memory/grad-dtype", test_grad_dtype);
   g_test_add_func("/fixed-memory/optimizer-states", test_optimizer_states);
   g_test_add_func("/fixed-memory/lora", test_lora);
+  g_test_add_func("/fixed-memory/optimizer-step-flops", test_optimizer_step_flops);
   g_test_add_func("/fixed-memory/frozen-layers", test_frozen_layers);
   return g_test_run();
 }

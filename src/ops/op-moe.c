@@ -233,6 +233,12 @@ gboolean ops_moe_dispatch_prepare(RokExecModel *model, OpExec *exec, char **reas
                   "%" G_GUINT64_FORMAT " routed rows are neither the %" G_GUINT64_FORMAT
                   " choices (dropless) nor a capacity for each of %" G_GUINT64_FORMAT " experts",
                   x->rows, choices, e);
+  guint64 x_elements = model->numel[ops_op_in(op, 0)];
+  if (x_elements != 0 && x_elements < x->moe.tokens * x->hidden && (x->moe.tokens * x->hidden) % x_elements == 0)
+    return refuse(op, error,
+                  "under sequence parallelism its input holds 1/%" G_GUINT64_FORMAT
+                  " of the router's tokens; MoE layers execute without sequence parallelism",
+                  x->moe.tokens * x->hidden / x_elements);
   return check_tensor(model, op, ops_op_in(op, 0), model->act, x->moe.tokens * x->hidden, error) &&
          check_tensor(model, op, ops_op_out(op, 0), model->act, x->rows * x->hidden, error) &&
          check_tensor(model, op, ops_op_out(op, 1), ROK_DTYPE_I64, x->rows, error) &&

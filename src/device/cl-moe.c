@@ -11,7 +11,8 @@ static gboolean check_moe(const RokClMoe *moe, const char *op, GError **error) {
                 op, moe->top_k, moe->experts);
     return FALSE;
   }
-  return device_cl_check_u32(moe->experts, op, "experts", error) && device_cl_mul(moe->tokens, moe->top_k, &choices, op, error);
+  return device_cl_check_u32(moe->experts, op, "experts", error) &&
+         device_cl_mul(moe->tokens, moe->top_k, &choices, op, error);
 }
 
 static gboolean run_items(RokClLaunch *launch, guint64 items, GError **error) {
@@ -246,7 +247,8 @@ gboolean rok_cl_moe_gate_backward(RokClKernels *kernels, RokClBuffer *y, RokClBu
   guint64 n = 0;
   if (!check_gate(kernels, op, y, g, tokens, hidden, &n, error) ||
       !device_cl_check_act(kernels, dout, n, op, "dout", error) ||
-      !device_cl_check_act(kernels, dy, n, op, "dy", error) || !device_cl_check_act(kernels, dg, tokens, op, "dg", error))
+      !device_cl_check_act(kernels, dy, n, op, "dy", error) ||
+      !device_cl_check_act(kernels, dg, tokens, op, "dg", error))
     return FALSE;
   RokClLaunch launch = device_cl_launch(kernels, K_MOE_GATE_BWD);
   device_cl_arg_buffer(&launch, y);

@@ -181,7 +181,8 @@ gboolean ops_moe_router_forward(OpsCtx *ctx, GError **error) {
   RokClBuffer *probs = logits ? ops_output(ctx, 0, error) : NULL;
   RokClBuffer *indices = probs ? ops_output(ctx, 1, error) : NULL;
   RokClBuffer *weights = indices ? ops_output(ctx, 2, error) : NULL;
-  return weights != NULL && rok_cl_moe_route_forward(ctx->model->kernels, &x->moe, logits, probs, indices, weights, error);
+  return weights != NULL &&
+         rok_cl_moe_route_forward(ctx->model->kernels, &x->moe, logits, probs, indices, weights, error);
 }
 
 gboolean ops_moe_router_backward(OpsCtx *ctx, GError **error) {
@@ -257,8 +258,8 @@ static gboolean dispatch_groups(OpsCtx *ctx, const MoeExec *x, RokClBuffer *coun
   for (guint64 i = 0; i < e; i++)
     starts[i + 1] = starts[i] + (x->capacity > 0 ? x->capacity : (guint64)n[i]);
   if (starts[e] != x->rows) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "the experts' rows add up to %" G_GUINT64_FORMAT ", not %" G_GUINT64_FORMAT,
-                starts[e], x->rows);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
+                "the experts' rows add up to %" G_GUINT64_FORMAT ", not %" G_GUINT64_FORMAT, starts[e], x->rows);
     return FALSE;
   }
   groups_set(ctx, g_steal_pointer(&starts));
@@ -405,18 +406,6 @@ gboolean ops_moe_experts_prepare(RokExecModel *model, OpExec *exec, char **reaso
   return x->weight != NULL;
 }
 
-static RokClMatrix block(RokClBuffer *buffer, guint64 offset, guint64 ld, gboolean trans) {
-  RokClMatrix m = rok_cl_matrix(buffer, ld, trans);
-  m.offset = offset;
-  return m;
-}
-
-static gboolean gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, RokClMatrix a, RokClMatrix b,
-                     RokClMatrix c, float beta, GError **error) {
-  RokClGemm g = {.batch = 1, .inner = 1, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c, .alpha = 1.0f, .beta = beta};
-  return rok_cl_gemm(kernels, &g, error);
-}
-
 gboolean ops_moe_experts_forward(OpsCtx *ctx, GError **error) {
   const ExpertsExec *x = &ctx->exec->u.experts;
   const guint64 *starts = groups_of(ctx, x->dispatch, error);
@@ -427,8 +416,9 @@ gboolean ops_moe_experts_forward(OpsCtx *ctx, GError **error) {
   RokClBuffer *w = x->weight->value;
   for (guint64 e = 0; e < x->experts; e++) {
     guint64 r = starts[e], m = starts[e + 1] - r;
-    if (m > 0 && !gemm(ctx->model->kernels, m, x->out, x->in, block(in, r * x->in, x->in, FALSE),
-                       block(w, e * x->in * x->out, x->out, FALSE), block(out, r * x->out, x->out, FALSE), 0.0f, error))
+    if (m > 0 && !ops_gemm(ctx->model->kernels, m, x->out, x->in, ops_at(in, r * x->in, x->in, FALSE),
+                           ops_at(w, e * x->in * x->out, x->out, FALSE), ops_at(out, r * x->out, x->out, FALSE), 0.0f,
+                           NULL, error))
       return FALSE;
   }
   return TRUE;
@@ -449,12 +439,12 @@ gboolean ops_moe_experts_backward(OpsCtx *ctx, GError **error) {
     guint64 r = starts[e], m = starts[e + 1] - r, wo = e * x->in * x->out;
     if (m == 0)
       continue;
-    if (!gemm(kernels, x->in, x->out, m, block(in, r * x->in, x->in, TRUE), block(dy, r * x->out, x->out, FALSE),
-              block(dw, wo, x->out, FALSE), 1.0f, error))
+    if (!ops_gemm(kernels, x->in, x->out, m, ops_at(in, r * x->in, x->in, TRUE), ops_at(dy, r * x->out, x->out, FALSE),
+              ops_at(dw, wo, x->out, FALSE), 1.0f, NULL, error))
       return FALSE;
-    if (sink.dst != NULL && !gemm(kernels, m, x->in, x->out, block(dy, r * x->out, x->out, FALSE),
-                                  block(w, wo, x->out, TRUE), block(sink.dst, r * x->in, x->in, FALSE),
-                                  ops_sink_beta(&sink), error))
+    if (sink.dst != NULL && !ops_gemm(kernels, m, x->in, x->out, ops_at(dy, r * x->out, x->out, FALSE),
+                                  ops_at(w, wo, x->out, TRUE), ops_at(sink.dst, r * x->in, x->in, FALSE),
+                                  ops_sink_beta(&sink), NULL, error))
       return FALSE;
   }
   return ops_sink_close(ctx, &sink, error);

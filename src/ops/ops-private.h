@@ -246,6 +246,14 @@ void ops_grads_free(RokExecModel *model, OpsMbGrads *grads);
 gboolean ops_grads_check(OpsCtx *ctx, GError **error);
 void ops_grads_consume(OpsCtx *ctx);
 
+/* ---- One GEMM (op-linear.c) ---------------------------------------------- */
+
+/* A dense operand starting at element `offset`. */
+RokClMatrix ops_at(RokClBuffer *buffer, guint64 offset, guint64 ld, gboolean trans);
+/* C = op(A)·op(B) + beta·C (+ bias), one m×n×k GEMM. */
+gboolean ops_gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, RokClMatrix a, RokClMatrix b, RokClMatrix c,
+                  float beta, RokClBuffer *bias, GError **error);
+
 /* ---- Sequence-parallel rows (rows.c) --------------------------------------- */
 
 /* dst [dst_rows, cols] = src [src_rows, cols] repeated (dst_rows a multiple). */

@@ -14,8 +14,6 @@ int main(void) {
 
 #include "test-opencl-common.h"
 
-#define SNAPSHOT(buffer) g_autofree guint8 *snapshot_##buffer = download_raw(buffer)
-#define ASSERT_RERUN_SAME(buffer, what) assert_same_bytes(buffer, snapshot_##buffer, what)
 
 static RokClBuffer *acts(Fixture *f, float *host, gsize n, const char *label) {
   round_to_act(f, host, n);
@@ -67,10 +65,10 @@ static void test_router(gconstpointer data) {
   g_autofree float *logits = random_floats(1, te, -2, 2);
   for (guint x = 0; x < moe.experts; x++)
     logits[3 * moe.experts + x] = 0.5f; /* a tie: experts 0 and 1 win */
-  RokClBuffer *dlogits_in = acts(f, logits, te, "logits");
+  RokClBuffer *logits_buffer = acts(f, logits, te, "logits");
   RokClBuffer *probs = zeros(f, ROK_DTYPE_FP32, te, "probs"), *indices = zeros(f, ROK_DTYPE_I64, tk, "indices");
   RokClBuffer *weights = zeros(f, ROK_DTYPE_FP32, tk, "weights");
-  g_assert_true(rok_cl_moe_route_forward(f->kernels, &moe, dlogits_in, probs, indices, weights, &error));
+  g_assert_true(rok_cl_moe_route_forward(f->kernels, &moe, logits_buffer, probs, indices, weights, &error));
   g_assert_no_error(error);
   g_autofree float *p = download(probs), *w = download(weights);
   g_autofree gint64 *idx = download_i64(indices);
@@ -84,7 +82,8 @@ static void test_router(gconstpointer data) {
     for (guint x = 0; x < moe.experts; x++)
       want_p[t * moe.experts + x] = exp(logits[t * moe.experts + x] - top) / sum;
     gint64 pick[2];
-    topk_reference(p + t * moe.experts, moe.experts, moe.top_k, pick); /* the device's probabilities: no near-tie flips */
+    /* From the device's probabilities: no near-tie flips. */
+    topk_reference(p + t * moe.experts, moe.experts, moe.top_k, pick);
     double total = p[t * moe.experts + pick[0]] + p[t * moe.experts + pick[1]];
     for (guint j = 0; j < moe.top_k; j++) {
       g_assert_cmpint(idx[t * moe.top_k + j], ==, pick[j]);
@@ -130,7 +129,7 @@ static void test_router(gconstpointer data) {
   SNAPSHOT(dlogits);
   g_assert_true(rok_cl_moe_route_backward(f->kernels, &moe, probs, indices, dweights, counts, aux, dlogits, &error));
   ASSERT_RERUN_SAME(dlogits, "router backward");
-  RokClBuffer *all[] = {dlogits_in, probs, indices, weights, dweights, counts, dlogits};
+  RokClBuffer *all[] = {logits_buffer, probs, indices, weights, dweights, counts, dlogits};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     rok_cl_buffer_free(all[i]);
 }
@@ -251,7 +250,8 @@ static void test_gate(gconstpointer data) {
   g_autofree float *y = random_floats(8, t * h, -1, 1), *g = random_floats(9, t, -3, 3);
   g_autofree float *dout = random_floats(10, t * h, -1, 1);
   RokClBuffer *ys = acts(f, y, t * h, "y"), *gs = acts(f, g, t, "g"), *douts = acts(f, dout, t * h, "dout");
-  RokClBuffer *out = zeros(f, f->act, t * h, "out"), *dy = zeros(f, f->act, t * h, "dy"), *dg = zeros(f, f->act, t, "dg");
+  RokClBuffer *out = zeros(f, f->act, t * h, "out"), *dy = zeros(f, f->act, t * h, "dy");
+  RokClBuffer *dg = zeros(f, f->act, t, "dg");
   g_assert_true(rok_cl_moe_gate_forward(f->kernels, ys, gs, out, t, h, &error) &&
                 rok_cl_moe_gate_backward(f->kernels, ys, gs, douts, dy, dg, t, h, &error));
   g_assert_no_error(error);

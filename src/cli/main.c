@@ -73,7 +73,15 @@ static int check_stdout(int code) {
 }
 
 static int unknown_command(const char *name) {
-  fprintf(stderr, "rok: unknown command \"%s\"\n\n", name);
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+  for (const RokCommand *c = commands; c->name != NULL; c++)
+    g_strv_builder_add(builder, c->name);
+  g_auto(GStrv) names = g_strv_builder_end(builder);
+  const char *close = rok_closest_name(name, (const char *const *)names);
+  if (close != NULL)
+    fprintf(stderr, "rok: unknown command \"%s\"; did you mean \"%s\"?\n\n", name, close);
+  else
+    fprintf(stderr, "rok: unknown command \"%s\"\n\n", name);
   print_usage(stderr);
   return ROK_EXIT_INVALID;
 }

@@ -125,8 +125,10 @@ for cfg in mixtral-8x7b-v0.1 qwen1.5-moe-a2.7b; do
     "$rok" plan "$data/$cfg.json" --hw cpu-2core-virtio "${tiny[@]}" "${extra[@]}" --strategy "$s" \
       -o "$tmp/moe-$s" >/dev/null 2>&1
   done
-  # The tightest budget of the curve, with no host memory: to the SSDs.
-  budget=$(sed -n 2p "$tmp/moe-keep/rok-curve.csv" | cut -d, -f2)
+  # The tightest budget of the curve with no host memory: to the SSDs.
+  "$rok" plan "$data/$cfg.json" --hw cpu-2core-virtio "${tiny[@]}" "${extra[@]}" --host-memory 0 \
+    -o "$tmp/moe-curve" >/dev/null 2>&1
+  budget=$(sed -n 2p "$tmp/moe-curve/rok-curve.csv" | cut -d, -f2)
   "$rok" plan "$data/$cfg.json" --hw cpu-2core-virtio "${tiny[@]}" "${extra[@]}" --budget "$budget" --host-memory 0 \
     -o "$tmp/moe-rok" >/dev/null 2>&1
   "$rok" execute --list-devices >/dev/null 2>&1 || continue

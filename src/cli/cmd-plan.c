@@ -211,7 +211,7 @@ static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Ou
   return o;
 }
 
-/* ---- files: all written in a fresh folder inside DIR, then moved in ---- */
+/* ---- files: all written in a temporary folder, then put in DIR (rok_output_dir_begin) ---- */
 
 static const char *const file_names[] = {"plan.json", "schedule.json", "rok-curve.csv", "rok-curve.png",
                                          "rok-curve.svg"};
@@ -232,39 +232,16 @@ static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, 
   }
 }
 
-static void remove_folder(const char *folder) {
-  for (guint i = 0; i < G_N_ELEMENTS(file_names); i++) {
-    g_autofree char *path = g_build_filename(folder, file_names[i], NULL);
-    g_unlink(path);
-  }
-  g_rmdir(folder);
-}
-
 static gboolean write_files(const Outcome *out, const RokPlanFile *file, const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot make %s: %s", dir, g_strerror(errno));
+  g_autoptr(RokOutputDir) folder = rok_output_dir_begin(dir, error);
+  if (folder == NULL)
     return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(file_names); i++) {
+    g_autofree char *path = g_build_filename(rok_output_dir_path(folder), file_names[i], NULL);
+    if (!write_one(out, file, i, path, error))
+      return FALSE;
   }
-  g_autofree char *folder = g_build_filename(dir, ".rok-plan-XXXXXX", NULL);
-  if (g_mkdtemp(folder) == NULL) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write in %s: %s", dir, g_strerror(errno));
-    return FALSE;
-  }
-  gboolean ok = TRUE;
-  for (guint i = 0; i < G_N_ELEMENTS(file_names) && ok; i++) {
-    g_autofree char *path = g_build_filename(folder, file_names[i], NULL);
-    ok = write_one(out, file, i, path, error);
-  }
-  for (guint i = 0; i < G_N_ELEMENTS(file_names) && ok; i++) {
-    g_autofree char *from = g_build_filename(folder, file_names[i], NULL);
-    g_autofree char *to = g_build_filename(dir, file_names[i], NULL);
-    if (g_rename(from, to) != 0) {
-      g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write %s: %s", to, g_strerror(errno));
-      ok = FALSE;
-    }
-  }
-  remove_folder(folder);
-  return ok;
+  return rok_output_dir_commit(g_steal_pointer(&folder), error);
 }
 
 /* ---- the human summary ---- */

@@ -164,14 +164,10 @@ static void print_table(const RokValidation *v, const char *dir) {
 
 static gboolean write_text(const char *dir, const char *name, const char *text, GError **error) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
-  return g_file_set_contents(path, text, -1, error);
+  return rok_file_write(path, text, strlen(text), error);
 }
 
-static gboolean write_files(const RokValidation *v, const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot make %s: %s", dir, g_strerror(errno));
-    return FALSE;
-  }
+static gboolean write_folder(const RokValidation *v, const char *dir, GError **error) {
   json_object *doc = rok_validation_to_json(v);
   g_autofree char *path = g_build_filename(dir, "validation.json", NULL);
   gboolean ok = rok_json_write_file(doc, path, error);
@@ -193,6 +189,18 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
   }
   rok_charts_release(); /* the charts are drawn; nothing else draws */
   return ok;
+}
+
+/* All or nothing in DIR (rok_output_dir_begin). */
+static gboolean write_files(const RokValidation *v, const char *dir, GError **error) {
+  RokOutputDir *folder = rok_output_dir_begin(dir, error);
+  if (folder == NULL)
+    return FALSE;
+  if (!write_folder(v, rok_output_dir_path(folder), error)) {
+    rok_output_dir_discard(folder);
+    return FALSE;
+  }
+  return rok_output_dir_commit(folder, error);
 }
 
 /* ---- running ---- */

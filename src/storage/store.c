@@ -97,7 +97,7 @@ static gboolean open_dir(RokStore *s, guint d, const char *dir, guint64 units, G
   if (sd->workdir == NULL)
     return FALSE;
   char *path = rok_workdir_file(sd->workdir, "data");
-  if (!rok_io_file_create(path, s->fault, &sd->file, error)) {
+  if (!rok_workdir_create_file(sd->workdir, "data", s->fault, &sd->file, error)) {
     g_free(path);
     return FALSE;
   }

@@ -435,6 +435,11 @@ RokStore *rok_store_open(const char *const *dirs, RokStaging *staging,
 /* Waits for outstanding I/O, closes the files and removes the work folders.
  * Every tensor must have been freed. */
 void rok_store_free(RokStore *store);
+/* Closes the files and removes the work folders now (after
+ * rok_store_drain, every tensor freed), so that a folder that could not be
+ * removed entirely is an error (ROK_ERROR_IO naming it) rather than the
+ * warning rok_store_free() prints. */
+gboolean rok_store_remove_workdirs(RokStore *store, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokStore, rok_store_free)
 
 /* What the store gave up or cleaned, one line each, for the user to see

@@ -274,6 +274,11 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
   if (r->options.cancel != NULL)
     exec_cancel_detach(r->options.cancel);
   runner_teardown(r);
+  if (r->removal_error != NULL && ok) {
+    g_propagate_error(error, g_steal_pointer(&r->removal_error));
+    ok = FALSE;
+  }
+  g_clear_error(&r->removal_error);
   RokExecReport *report = NULL;
   if (ok) {
     report = g_steal_pointer(&r->report);

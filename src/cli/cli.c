@@ -131,10 +131,28 @@ gboolean cli_print_json(json_object *value, GError **error) {
   return TRUE;
 }
 
+char *cli_printable(const char *text) {
+  GString *out = g_string_new(NULL);
+  for (const char *p = text; *p != '\0';) {
+    gunichar c = g_utf8_get_char_validated(p, -1);
+    if (c == (gunichar)-1 || c == (gunichar)-2) { /* not UTF-8: the byte */
+      g_string_append_printf(out, "\\x%02X", (guchar)*p++);
+      continue;
+    }
+    if (g_unichar_iscntrl(c))
+      g_string_append_printf(out, "\\u%04X", (unsigned)c);
+    else
+      g_string_append_len(out, p, g_utf8_next_char(p) - p);
+    p = g_utf8_next_char(p);
+  }
+  return g_string_free(out, FALSE);
+}
+
 int cli_fail(const char *command, GError *error) {
   int code = rok_error_exit_code(error);
   fflush(stdout);
-  fprintf(stderr, "rok %s: %s\n", command, error->message);
+  g_autofree char *message = cli_printable(error->message);
+  fprintf(stderr, "rok %s: %s\n", command, message);
   g_error_free(error);
   return code;
 }

@@ -52,5 +52,9 @@ RokHw *cli_load_hw(const char *arg, GError **error);
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);
 
+/* TEXT with control characters (and bytes that are not UTF-8) escaped, so
+ * that a name or path cannot drive the terminal it is printed on. */
+char *cli_printable(const char *text);
+
 /* Report `error` (consumed) as "rok NAME: message" and return its exit code. */
 int cli_fail(const char *command, GError *error);

@@ -107,7 +107,8 @@ static int run(const RokCommand *command, int argc, char **argv) {
 }
 
 static int unknown_command(const char *name) {
-  fprintf(stderr, "rok: unknown command \"%s\"\n\n", name);
+  g_autofree char *shown = cli_printable(name);
+  fprintf(stderr, "rok: unknown command \"%s\"\n\n", shown);
   print_usage(stderr);
   return ROK_EXIT_INVALID;
 }

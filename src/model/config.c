@@ -153,6 +153,9 @@ static void fill_defaults(RokModel *m, const char *doc_name) {
     char *dot = strrchr(base, '.');
     if (dot != NULL && dot != base)
       *dot = '\0';
+    for (char *p = base; *p != '\0'; p++) /* a file name must not drive the terminal */
+      if ((guchar)*p < 0x20 || *p == 0x7f)
+        *p = '_';
     m->name = g_strdup(base);
   }
   if (m->kv_heads == 0)

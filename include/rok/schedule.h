@@ -96,6 +96,9 @@ typedef struct {
  * attention and MLP blocks as its modules, that is one layer. */
 #define ROK_STEP_DEFAULT_PREFETCH_LAYERS 1
 #define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
+/* The latest start_s / end_s of an action in a rok-schedule/1 (31 years):
+ * nanoseconds of such times and their sums stay inside 64 bits. */
+#define ROK_SCHEDULE_MAX_SECONDS 1e9
 
 /* A plan for one step: a decision per tensor id and how the step runs
  * them. */

@@ -131,6 +131,14 @@ gboolean cli_print_json(json_object *value, GError **error) {
   return TRUE;
 }
 
+gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 max, GError **error) {
+  if (value == CLI_UNSET || (value >= min && value <= max))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s %" G_GINT64_FORMAT ": must be from %" G_GINT64_FORMAT
+              " to %" G_GINT64_FORMAT, option, value, min, max);
+  return FALSE;
+}
+
 char *cli_printable(const char *text) {
   GString *out = g_string_new(NULL);
   for (const char *p = text; *p != '\0';) {

@@ -52,6 +52,13 @@ RokHw *cli_load_hw(const char *arg, GError **error);
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);
 
+/* An int option left at this was not given (so that -1 is refused, not
+ * taken for "the default"). */
+#define CLI_UNSET G_MININT
+/* VALUE of --OPTION within [MIN, MAX] (CLI_UNSET passes): else
+ * ROK_ERROR_USAGE naming it and the range. */
+gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 max, GError **error);
+
 /* TEXT with control characters (and bytes that are not UTF-8) escaped, so
  * that a name or path cannot drive the terminal it is printed on. */
 char *cli_printable(const char *text);

@@ -15,7 +15,7 @@
 typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory;
   gint points;
-  gint64 offload_min_elements; /* -1: the strategies' default */
+  gint64 offload_min_elements; /* G_MININT64: the strategies' default */
   double write_amplification;
 } Options;
 
@@ -81,12 +81,17 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
       (o->host_memory != NULL && !parse_size_option("host-memory", o->host_memory, &popts->host_memory, TRUE, error)) ||
       !rok_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
-  if (o->offload_min_elements >= 0)
+  if (o->offload_min_elements != G_MININT64 &&
+      !cli_check_range("offload-min-elements", o->offload_min_elements, 0, G_MAXINT64, error))
+    return FALSE;
+  if (o->offload_min_elements != G_MININT64)
     popts->strategy.offload_min_elements = (guint64)o->offload_min_elements;
   if (o->points < 2) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
     return FALSE;
   }
+  if (!cli_check_range("points", o->points, 2, ROK_CURVE_MAX_POINTS, error))
+    return FALSE;
   if (!(o->write_amplification >= 1.0 && isfinite(o->write_amplification))) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--write-amplification must be 1 or more, not %g",
                 o->write_amplification);
@@ -396,7 +401,7 @@ static void print_summary(const Outcome *out, const char *dir) {
 int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.points = 32, .offload_min_elements = -1,
+  g_auto(Options) o = {.points = 32, .offload_min_elements = G_MININT64,
                        .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},

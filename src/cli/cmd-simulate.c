@@ -34,15 +34,13 @@ static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **erro
       return FALSE;
     }
   }
-  if (o->prefetch_layers < -1 || o->detail < -1 || o->detail == 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be %s",
-                o->detail == 0 || o->detail < -1 ? "detail" : "prefetch-layers",
-                o->detail == 0 || o->detail < -1 ? "at least 1" : "0 or more");
+  /* The simulator runs at most the step's micro-batches in detail. */
+  if (!cli_check_range("prefetch-layers", o->prefetch_layers, 0, ROK_MAX_LAYERS, error) ||
+      !cli_check_range("detail", o->detail, 1, ROK_MAX_MICRO_BATCHES_PER_STEP, error))
     return FALSE;
-  }
-  if (o->prefetch_layers >= 0)
+  if (o->prefetch_layers != CLI_UNSET)
     plan->options.prefetch_layers = (guint)o->prefetch_layers;
-  if (o->detail > 0)
+  if (o->detail != CLI_UNSET)
     plan->options.detail_micro_batches = (guint)o->detail;
   return TRUE;
 }
@@ -166,7 +164,7 @@ static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *h
 int cli_cmd_simulate(int argc, char **argv) {
   const RokCommand *self = cli_find("simulate");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.prefetch_layers = -1, .detail = -1};
+  g_auto(Options) o = {.prefetch_layers = CLI_UNSET, .detail = CLI_UNSET};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,

@@ -44,11 +44,14 @@ static gboolean fill_options(const Options *o, RokValidateOptions *vo, GError **
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, bad);
     return FALSE;
   }
+  if (!cli_check_range("repeat", o->repeat, 1, ROK_EXEC_MAX_REPEAT, error) ||
+      !cli_check_range("device", o->device, 0, G_MAXINT, error))
+    return FALSE;
   vo->budgets = (guint)o->budgets;
   vo->baselines = !o->no_baselines;
   vo->offload_min_elements = (guint64)o->offload_floor;
   vo->exec.dirs = (const char *const *)o->dirs;
-  vo->exec.device = o->device;
+  vo->exec.device = o->device == CLI_UNSET ? -1 : o->device;
   vo->exec.repeat = (guint)o->repeat;
   vo->exec.seed = (guint64)o->seed;
   vo->exec.backend = o->io;
@@ -232,7 +235,7 @@ static RokValidation *run(const Options *o, const char *model, char **sets, RokE
 int cli_cmd_validate(int argc, char **argv) {
   const RokCommand *self = cli_find("validate");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.device = -1,
+  g_auto(Options) o = {.device = CLI_UNSET,
                        .repeat = ROK_EXEC_DEFAULT_REPEAT,
                        .budgets = ROK_VALIDATE_DEFAULT_BUDGETS,
                        .seed = ROK_EXEC_DEFAULT_SEED,

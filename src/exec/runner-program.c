@@ -308,6 +308,10 @@ static void staging_peak(RunnerProgram *p) {
   p->staging_peak = (guint64)peak * p->slot_bytes;
 }
 
+/* 2^26 guints, 256 MiB: a step of 64 micro-batches of a 175B model's
+ * 600,000-odd tensors fits; anything bigger would not run in a lifetime. */
+#define RUNNER_MAX_COPY_ENTRIES (1u << 26)
+
 gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, guint64 slot_bytes, GError **error) {
   memset(p, 0, sizeof *p);
   p->schedule = schedule;
@@ -323,6 +327,14 @@ gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, gui
     p->order[s] = g_array_new(FALSE, FALSE, sizeof(guint));
   if (p->n_actions == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule has no actions to run");
+    return FALSE;
+  }
+  /* Bounded before it is allocated: one entry per micro-batch and tensor. */
+  if ((guint64)p->n_mb * p->n_tensors > RUNNER_MAX_COPY_ENTRIES) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "the schedule's %u micro-batches of %u tensors are more than the executor keeps track of (%u "
+                "micro-batch tensors)",
+                p->n_mb, p->n_tensors, (guint)RUNNER_MAX_COPY_ENTRIES);
     return FALSE;
   }
   p->copy_of = g_new(guint, (gsize)p->n_mb * p->n_tensors);

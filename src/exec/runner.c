@@ -23,8 +23,8 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
 #else
 
 static gboolean check_options(RokExecOptions *o, GError **error) {
-  if (o->repeat == 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--repeat must be at least 1");
+  if (o->repeat == 0 || o->repeat > ROK_EXEC_MAX_REPEAT) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--repeat must be from 1 to %d", ROK_EXEC_MAX_REPEAT);
     return FALSE;
   }
   if (o->slot_bytes == 0)

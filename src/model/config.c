@@ -141,6 +141,10 @@ static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **erro
                  "must be a multiple of micro_batch × data_parallel") &&
          require(m->global_batch <= G_MAXUINT32, obj, "data_parallel", error,
                  "times micro_batch must be at most 4294967295 (the largest global_batch)") &&
+         require(m->global_batch / (m->micro_batch * m->data_parallel) <= ROK_MAX_MICRO_BATCHES_PER_STEP, obj,
+                 "global_batch", error,
+                 "makes more than " G_STRINGIFY(ROK_MAX_MICRO_BATCHES_PER_STEP)
+                 " micro-batches per step (global_batch / (micro_batch × data_parallel))") &&
          require(m->layers + m->decoder_layers <= ROK_MAX_LAYERS, obj, "layers", error,
                  "and \"decoder_layers\" (as many as \"layers\" unless given) must add up to at most "
                  G_STRINGIFY(ROK_MAX_LAYERS)) &&

@@ -120,9 +120,17 @@ static void solve_all(RokPlanner *p, CurveJob *job) {
   threads = CLAMP(threads, 1, job->n);
   g_mutex_init(&job->lock);
   g_autoptr(GPtrArray) workers = g_ptr_array_new();
-  for (guint i = 0; i < threads; i++)
-    g_ptr_array_add(workers, g_thread_new("rok-curve", curve_worker, job));
-  for (guint i = 0; i < threads; i++)
+  /* g_thread_try_new: where no more threads can be made (RLIMIT_NPROC)
+   * the ones made, or this thread alone, do all the work. */
+  for (guint i = 0; i < threads; i++) {
+    GThread *t = g_thread_try_new("rok-curve", curve_worker, job, NULL);
+    if (t == NULL)
+      break;
+    g_ptr_array_add(workers, t);
+  }
+  if (workers->len == 0)
+    curve_worker(job);
+  for (guint i = 0; i < workers->len; i++)
     g_thread_join(g_ptr_array_index(workers, i));
   g_mutex_clear(&job->lock);
   p->runs += job->worker_runs;
@@ -130,8 +138,8 @@ static void solve_all(RokPlanner *p, CurveJob *job) {
 
 RokCurve *rok_planner_curve(RokPlanner *p, guint points, RokProgressFunc progress, gpointer user_data,
                             GError **error) {
-  if (points < 2) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "a curve needs at least 2 points, not %u", points);
+  if (points < 2 || points > ROK_CURVE_MAX_POINTS) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "a curve has 2 to %d points, not %u", ROK_CURVE_MAX_POINTS, points);
     return NULL;
   }
   RokCurve *curve = curve_new(p);

@@ -165,6 +165,13 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
     rok_json_error(error, r->doc, "model", "the embedded trace is of %s", s->trace->model_name);
     return FALSE;
   }
+  /* A schedule runs every micro-batch of the trace's step, no more: the
+   * executor's memory and time grow with this number. */
+  if (micro_batches != MAX(s->trace->micro_batches_per_step, 1)) {
+    rok_json_error(error, r->doc, "micro_batches", "must equal the trace's micro_batches_per_step (%" G_GUINT64_FORMAT
+                   ")", MAX(s->trace->micro_batches_per_step, 1));
+    return FALSE;
+  }
   s->plan = rok_step_plan_new(s->trace);
   return read_options(root, &s->plan->options, micro_batches, error) && read_plan(r, root, error) &&
          read_predicted(r, root, error);

@@ -16,8 +16,10 @@ gboolean runner_program_fail(GError **error, const RunnerProgram *p, guint id, c
   va_start(args, format);
   g_autofree char *what = g_strdup_vprintf(format, args);
   va_end(args);
-  g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "schedule action %u (%s on %s, micro-batch %u): %s", id,
-              rok_action_kind_name(a->kind), rok_stream_name(a->stream), a->micro_batch, what);
+  GError *local = g_error_new(ROK_ERROR, ROK_ERROR_INPUT, "schedule action %u (%s on %s, micro-batch %u): %s", id,
+                              rok_action_kind_name(a->kind), rok_stream_name(a->stream), a->micro_batch, what);
+  rok_schedule_locate_action(p->schedule, id, local);
+  g_propagate_error(error, local);
   return FALSE;
 }
 

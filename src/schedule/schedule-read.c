@@ -189,7 +189,27 @@ RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length
   s->deps = g_array_new(FALSE, FALSE, sizeof(guint));
   if (!read_head(&r, &root, error) || !schedule_read_actions(doc, &root, s, error))
     return NULL;
+  s->source_name = g_strdup(name);
+  s->source = g_bytes_new(text, length);
   return g_steal_pointer(&s);
+}
+
+void rok_schedule_locate_action(const RokSchedule *s, guint id, GError *error) {
+  if (s->source == NULL || error == NULL)
+    return;
+  gsize length = 0;
+  const char *text = g_bytes_get_data(s->source, &length);
+  /* Parsed again: only on this error path, never while running. */
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(s->source_name, text, length, NULL);
+  if (doc == NULL)
+    return;
+  g_autofree char *path = g_strdup_printf("actions[%u]", id);
+  g_autoptr(GError) located = NULL;
+  rok_json_error(&located, doc, path, "%s", error->message);
+  if (located != NULL) {
+    g_free(error->message);
+    error->message = g_steal_pointer(&located->message);
+  }
 }
 
 RokSchedule *rok_schedule_load(const char *path, GError **error) {

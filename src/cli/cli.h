@@ -3,7 +3,7 @@
  *
  * A subcommand lives in its own cmd-NAME.c, exports one
  * `int rok_cmd_NAME(int argc, char **argv)` and is listed in main.c. It
- * returns an exit code (DESIGN.md: 0 ok, 1 runtime failure, 2 bad input,
+ * returns an exit code (docs/cli.md: 0 ok, 1 runtime failure, 2 bad input,
  * 3 no plan fits), usually through cli_fail(). */
 #pragma once
 
@@ -47,6 +47,11 @@ char *cli_resolve(const char *arg, const char *kind, GError **error);
 /* A model config (with --set applied) turned into a trace, or a rok-trace/1
  * file as it is (then --set is an error). */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
+/* What rok approximates or does not model, one "rok CMD: KIND: ..." line
+ * each on standard error (notes may be NULL). */
+void cli_print_notes(const char *kind, char **notes);
+/* What `model` leaves unmodelled (warnings) and assumes (notes). */
+void cli_print_model_notes(const RokModel *model);
 RokHw *cli_load_hw(const char *arg, GError **error);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */

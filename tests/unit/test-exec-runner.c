@@ -23,16 +23,7 @@ int main(void) {
 #include "rok/exec.h"
 #include "rok/plan.h"
 #include "rok/schedule.h"
-
-/* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-  return "leak:libpocl.so\nleak:libLLVM\n";
-}
-
-#define TINY_GPT                                                                                                       \
-  "{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 32, \"micro_batch\": 2, "             \
-  "\"global_batch\": 4, \"vocab\": 128, \"dropout\": 0.1}"
+#include "test-exec-common.h"
 
 typedef struct {
   RokTrace *trace;

@@ -375,6 +375,11 @@ int rok_workdir_fd(const RokWorkdir *workdir);
  * it and what is left. */
 gboolean rok_workdir_remove(RokWorkdir *workdir, GError **error);
 
+/* Removes every work folder of this process now, as rok_workdir_remove()
+ * does, from any thread: for a run that must stop at once (a second after
+ * Ctrl-C, while a device kernel still runs) and then _exit()s. */
+void rok_workdir_remove_all(void);
+
 /* Removes the stale work folders in DIR (see above) and returns how many.
  * Each removal, and each stale folder that could not be removed, adds a
  * line for the user to NOTES (a GPtrArray of strings owned by it). */

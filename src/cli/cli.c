@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rok/core.h"
 #include "rok/model.h"
+#include "rok/storage.h"
 
 /* Append `item` to the NULL-terminated list common->sets. */
 static void append_set(RokCliCommon *common, char *item) {
@@ -193,6 +195,33 @@ gboolean cli_print_json(json_object *value, GError **error) {
     return FALSE;
   }
   return TRUE;
+}
+
+typedef struct {
+  const char *command;
+  int signo;
+} Deadline;
+
+static gpointer deadline(gpointer data) {
+  Deadline *d = data;
+  g_usleep(G_USEC_PER_SEC);
+  rok_workdir_remove_all();
+  rok_output_discard_all();
+  fprintf(stderr, "rok %s: interrupted by signal %d (%s); stopped without waiting for the device (work folders "
+                  "removed)\n",
+          d->command, d->signo, g_strsignal(d->signo));
+  _exit(ROK_EXIT_FAILURE);
+}
+
+void cli_stop_within_a_second(const char *command, int signo) {
+  static Deadline d;
+  static gint started;
+  if (!g_atomic_int_compare_and_exchange(&started, 0, 1))
+    return;
+  d = (Deadline){command, signo};
+  GThread *t = g_thread_try_new("rok-deadline", deadline, &d, NULL);
+  if (t != NULL)
+    g_thread_unref(t);
 }
 
 gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 max, GError **error) {

@@ -60,6 +60,7 @@ static void progress(const RokExecProgress *p, gpointer user_data) {
 
 static void on_signal(int signo, gpointer user_data) {
   rok_exec_cancel_trigger(user_data, signo);
+  cli_stop_within_a_second("execute", signo);
 }
 
 /* ---- the summary ---- */

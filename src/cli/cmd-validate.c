@@ -83,6 +83,7 @@ static void progress(guint round, guint rounds, guint row, guint rows, const cha
 
 static void on_signal(int signo, gpointer user_data) {
   rok_exec_cancel_trigger(user_data, signo);
+  cli_stop_within_a_second("validate", signo);
 }
 
 /* ---- the table ---- */

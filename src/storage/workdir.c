@@ -87,6 +87,10 @@ static GPtrArray *entries(int fd) {
   return names;
 }
 
+/* The folders of this process that exist, for rok_workdir_remove_all(). */
+static GMutex live_lock;
+static GPtrArray *live;
+
 static const char *not_ours_hint(int err) {
   return err == ENOTEMPTY ? " (it holds files rok did not write)" : "";
 }
@@ -170,6 +174,11 @@ RokWorkdir *rok_workdir_new(const char *dir, GError **error) {
     rok_workdir_free(w); /* removes what was made */
     return NULL;
   }
+  g_mutex_lock(&live_lock);
+  if (live == NULL)
+    live = g_ptr_array_new();
+  g_ptr_array_add(live, w);
+  g_mutex_unlock(&live_lock);
   return w;
 }
 
@@ -230,9 +239,10 @@ static int remove_made(RokWorkdir *w) {
 }
 
 gboolean rok_workdir_remove(RokWorkdir *w, GError **error) {
-  if (w->removed)
-    return TRUE;
-  int err = remove_made(w);
+  g_mutex_lock(&live_lock);
+  int err = w->removed ? 0 : remove_made(w);
+  w->removed = w->removed || err == 0;
+  g_mutex_unlock(&live_lock);
   if (err != 0) {
     g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", w->fd);
     g_autofree char *now = g_file_read_link(link, NULL);
@@ -240,8 +250,17 @@ gboolean rok_workdir_remove(RokWorkdir *w, GError **error) {
                 err == ENOENT ? "it was moved away (its files are removed)" : g_strerror(err), not_ours_hint(err));
     return FALSE;
   }
-  w->removed = TRUE;
   return TRUE;
+}
+
+void rok_workdir_remove_all(void) {
+  g_mutex_lock(&live_lock);
+  for (guint i = 0; live != NULL && i < live->len; i++) {
+    RokWorkdir *w = g_ptr_array_index(live, i);
+    if (!w->removed && remove_made(w) == 0)
+      w->removed = TRUE;
+  }
+  g_mutex_unlock(&live_lock);
 }
 
 void rok_workdir_free(RokWorkdir *w) {
@@ -250,6 +269,10 @@ void rok_workdir_free(RokWorkdir *w) {
   g_autoptr(GError) error = NULL;
   if (!rok_workdir_remove(w, &error))
     g_warning("%s", error->message);
+  g_mutex_lock(&live_lock);
+  if (live != NULL)
+    g_ptr_array_remove_fast(live, w);
+  g_mutex_unlock(&live_lock);
   if (w->fd >= 0)
     close(w->fd);
   if (w->parent >= 0)

@@ -107,7 +107,9 @@ interrupt() { # DELAY SIGNAL COMMAND...
   [ "$status" -le 1 ] || { echo "exit $status after $sig: $*" >&2; cat "$tmp/stderr" >&2; exit 1; }
   leftovers
 }
-for delay in 0.05 0.3 0.6 1.0; do
+# Not earlier than 0.2 s: a signal before main() (while the loader runs) takes
+# the default action, before rok could have written anything.
+for delay in 0.2 0.5 1.0 1.5; do
   for sig in INT TERM; do
     interrupt $delay $sig "$rok" plan gpt3-13b --hw $hw --points 3 -o plan
     (cd plan && [ "$(ls *.json *.csv *.png *.svg | wc -l)" -eq 5 ]) || { echo "plan -o DIR half written" >&2; exit 1; }

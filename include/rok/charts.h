@@ -17,11 +17,26 @@ G_BEGIN_DECLS
 
 /* ---- The ROK curve ---- */
 
-/* The chart: throughput against activation peak, the planner's curve with
- * the baselines as labelled points (hollow where they exceed the GPU's
- * memory), a line at the GPU's memory and one at `budget` (0: none). PNG,
- * SVG or PDF by the file's extension (see rok/plot.h). */
-gboolean rok_curve_save_chart(const RokCurve *curve, guint64 budget, const char *path, GError **error);
+/* What rok plan reports at its budget, marked on the curve: the plan it
+ * chose and each baseline as its table shows it, squeezed into the same
+ * budget (has_* FALSE: not drawn). */
+typedef struct {
+  guint64 budget_bytes;
+  gboolean has_chosen;
+  RokCurvePoint chosen;
+  gboolean has_baseline[ROK_STRATEGY_BASELINE_COUNT];
+  RokCurvePoint baselines[ROK_STRATEGY_BASELINE_COUNT];
+} RokCurveMarks;
+
+/* The chart: throughput (per copy of the model) against activation peak
+ * (peak memory less the fixed memory, as SSDTrain draws it), from 0 on both
+ * axes: the planner's curve, the chosen plan and the baselines under the
+ * budget as labelled points (hollow where they exceed the budget; without
+ * marks, the curve's own baselines, each on its own under the GPU's
+ * memory), and vertical lines where the activation room of the GPU's
+ * memory and of the budget ends. PNG, SVG or PDF by the file's extension
+ * (see rok/plot.h). */
+gboolean rok_curve_save_chart(const RokCurve *curve, const RokCurveMarks *marks, const char *path, GError **error);
 
 /* The step's Gantt chart (a row per stream: compute, d2h, h2d, nvme-write,
  * nvme-read; bars by kind: forward, backward, recompute, optimizer,
@@ -47,6 +62,23 @@ gboolean rok_charts_plan_curve_save(const RokJsonDoc *doc, const char *path, GEr
  * chart, so that sanitizer builds see no leaks at exit. Call it only when
  * no other thread draws. */
 void rok_charts_release(void);
+
+/* How every chart this process draws from now on looks: the commands'
+ * --width, --height, --font-size and --title. Zero sizes and a NULL title
+ * keep each chart's own (600 × 380 points, 720 × 440 for timelines; body
+ * text 11 points). The title replaces the chart's; "" leaves it out. */
+typedef struct {
+  double width, height; /* points */
+  double font_size;     /* body text, points */
+  const char *title;
+} RokChartStyle;
+/* ROK_ERROR_USAGE for sizes out of range (width at least 300, height at
+ * least 200, font 6 to 36 points), naming the option. Copies `style`. */
+gboolean rok_charts_set_style(const RokChartStyle *style, GError **error);
+/* A new chart or timeline titled `title` unless the style says otherwise,
+ * with the style's size and font. */
+RokChart *rok_charts_chart_new(const char *title);
+RokTimeline *rok_charts_timeline_new(const char *title);
 
 /* ---- Sweep charts ---- */
 

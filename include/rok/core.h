@@ -44,6 +44,11 @@ enum {
  * such as G_FILE_ERROR while writing an output, count as runtime failures). */
 int rok_error_exit_code(const GError *error);
 
+/* For "did you mean" messages: the name in the NULL-terminated `names`
+ * closest to `word` in edits (a swap of neighbours is one edit), when it is
+ * within one edit per three characters; else NULL. */
+const char *rok_closest_name(const char *word, const char *const *names);
+
 /* ==== units =============================================================== */
 
 /* Sizes, rates and times as people write them and as rok prints them.
@@ -65,6 +70,13 @@ int rok_error_exit_code(const GError *error);
  * product is a whole number of bytes ("1.5KiB", "1.1kB"), otherwise the text
  * is rejected ("1.5B", "0.1KiB"). Up to 2^64-1 bytes ("16EiB" is too much). */
 gboolean rok_units_parse_size(const char *text, guint64 *bytes, GError **error);
+/* As rok_units_parse_size, forgiving how people type sizes on a command
+ * line: a size with a prefix that is not a whole number of bytes
+ * ("26.8GiB") is rounded to the nearest byte, and a unit in another case
+ * ("30gb", "30gib", "30Gb") is read as the byte unit it spells ("30GB",
+ * "30GiB"). *note (when not NULL) gets a sentence saying how the text was
+ * read, or NULL when it was read as written: print it. */
+gboolean rok_units_parse_size_lenient(const char *text, guint64 *bytes, char **note, GError **error);
 
 /* A rate per second: "25GB/s", "24 GiB/s", "312e12", "312 TFLOP/s",
  * "312TFLOPS". A unit, if any, is a prefix and B or FLOP (any case) ending

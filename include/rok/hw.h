@@ -8,6 +8,8 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "rok/core.h"
+
 G_BEGIN_DECLS
 
 /* The deepest NVMe queue a profile may ask for: what the storage backends
@@ -111,6 +113,17 @@ typedef struct {
 
 RokHw *rok_hw_load(const char *path, GError **error);
 RokHw *rok_hw_parse(const char *name, const char *text, gsize length, GError **error);
+/* A parsed document as a profile, after writing `overrides` into it
+ * ("nvme.devices=2", as `--hw-set` gives them; NULL-terminated, may be
+ * NULL; messages name them "--hw-set KEY=VALUE"). Values that parse but are
+ * implausible as written (a plain number is bytes or seconds: "memory": 80
+ * is 80 bytes, "latency": 70 is 70 s; "80GB" of GPU memory is 74.5 GiB
+ * where parts sold as 80 GB have 80 GiB) add a sentence each to `warnings`
+ * (char *; may be NULL). */
+RokHw *rok_hw_from_doc(RokJsonDoc *doc, const char *const *overrides, GPtrArray *warnings, GError **error);
+/* Whether `key` ("nvme.devices", "gpu") names a field of a hardware
+ * profile, for messages that tell the two kinds of override apart. */
+gboolean rok_hw_is_key(const char *key);
 RokHw *rok_hw_copy(const RokHw *hw);
 void rok_hw_free(RokHw *hw);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokHw, rok_hw_free)

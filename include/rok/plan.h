@@ -130,11 +130,35 @@ G_BEGIN_DECLS
  * rest of the job; the SSDs' wear is reported), then the smaller peak.
  * Deterministic: no hash-table order, seeded randomness; a curve's points
  * are shared out among threads, but each is planned on its own. */
+/* On step times within this fraction of the fastest, the plan that writes
+ * less to the SSDs wins, then the one moving fewer bytes over PCIe: keep
+ * (or recompute) beats host memory beats NVMe when they are as fast. 1%:
+ * below the simulator's own error against measured steps (README,
+ * `rok validate`), so the planner does not wear the drives for a gain it
+ * cannot promise. */
+#define ROK_PLAN_WEAR_TOLERANCE 0.01
+
 typedef struct {
   /* Host memory offloads may fill; G_MAXUINT64 (the default): host.memory
    * less the pinned staging buffer; 0: no offload to host memory. */
   guint64 host_memory;
   gboolean use_nvme;          /* offload to the SSDs when there are some (TRUE) */
+  /* Decisions a saved tensor may take: bits (1 << RokDecision); 0 (the
+   * default): all four. A tensor none of them applies to is kept. */
+  guint tiers;
+  /* Tensors with fewer elements are never offloaded (0, the default: any). */
+  guint64 offload_min_elements;
+  /* Most bytes per second a plan may write to the SSDs on average over
+   * the step; 0 (the default): no limit. rok_ssd_max_write_rate() turns a
+   * lifetime into one. */
+  double max_nvme_write_rate;
+  /* Budgets of the ROK curve (>= 2; 0: the default, 32). A plan for a
+   * budget is never slower than these budgets' plans at or below it, so
+   * that the curve's points are what rok_planner_plan() returns there.
+   * Set ROK_PLANNER_NO_GRID to plan each budget on its own (sweeps). */
+  guint curve_points;
+  /* The wear tolerance (default ROK_PLAN_WEAR_TOLERANCE; 0: speed alone). */
+  double wear_tolerance;
   guint search_detail;        /* detail_micro_batches while searching (1) */
   guint polish_runs;          /* simulator runs for refining one plan; 0: by trace size */
   guint curve_polish_runs;    /* the same for each point of a curve; 0: by trace size */
@@ -142,6 +166,9 @@ typedef struct {
   guint threads;              /* for the curve's points; 0: one per processor */
   RokStrategyOptions strategy; /* for the baselines */
 } RokPlannerOptions;
+
+#define ROK_PLANNER_DEFAULT_CURVE_POINTS 32
+#define ROK_PLANNER_NO_GRID G_MAXUINT
 
 void rok_planner_options_init(RokPlannerOptions *options);
 
@@ -194,6 +221,11 @@ typedef struct {
   char *model_name, *hw_name;
   guint64 fixed_bytes, gpu_memory_bytes;
   guint64 min_budget, keep_budget;
+  /* For the per-GPU figures of each point (0 in a curve read back from a
+   * plan file): GPUs per copy of the model, model FLOPs of a step on one
+   * GPU (rok_trace_model_flops × micro-batches), the GPU's peak FLOP/s. */
+  guint64 replica_gpus;
+  double model_flops_per_step, peak_flops;
   GArray *points; /* RokCurvePoint, budgets rising; step times never rising */
   /* Each baseline on its own, under the GPU's memory: a labelled point. */
   gboolean has_baseline[ROK_STRATEGY_BASELINE_COUNT];
@@ -241,16 +273,42 @@ typedef struct {
   double average_write_bandwidth; /* simulated: written bytes / step time */
   double array_write_bandwidth;   /* devices · write_bandwidth */
   double path_write_bandwidth;    /* the least of the array and PCIe d2h */
-  double write_amplification;     /* assumed (1.0: large sequential writes) */
-  double endurance_bytes;         /* devices · endurance_pbw · 1e15 */
+  double write_amplification;     /* the activation workload's, assumed */
+  double rated_write_amplification; /* the workload the endurance rating assumes */
+  double retention_factor;        /* endurance gained by relaxed retention */
+  double endurance_bytes;         /* devices · endurance_pbw · 1e15 (as rated) */
   double lifetime_years;          /* INFINITY when nothing is written; NaN when the endurance is unknown */
   guint64 capacity_bytes;         /* devices · capacity */
 } RokSsdFigures;
 
+/* The lifetime model's assumptions. The drives last
+ *   endurance · rated_write_amplification · retention_factor
+ *   / (bytes written per day · write_amplification)
+ * days, training around the clock. A rated TBW/PBW is what the drive takes
+ * under the JEDEC workload (JESD219), whose own write amplification is in
+ * the rating: with rated_write_amplification = 2.5 and write_amplification
+ * = 1 (large sequential writes), the drive takes 2.5 times its rating,
+ * SSDTrain's arithmetic; retention_factor credits activations living
+ * seconds rather than a year of retention (SSDTrain "relaxed retention"). The
+ * defaults, 1, 1 and 1, take the rating at face value: nothing credited
+ * that the drive's maker does not promise. Any of them may be below 1
+ * (a write amplification under 1 stands for compression or
+ * deduplication in the drive). */
+typedef struct {
+  double write_amplification, rated_write_amplification, retention_factor;
+} RokSsdModel;
+
 #define ROK_SSD_DEFAULT_WRITE_AMPLIFICATION 1.0
+void rok_ssd_model_init(RokSsdModel *model);
+/* The rated endurance the model credits: endurance · rated / workload ·
+ * retention; 0 when the profile does not rate its drives. */
+double rok_ssd_credited_endurance(const RokHw *hw, const RokSsdModel *model);
+/* The most bytes per second the array may be written so that it lasts
+ * `lifetime_s` (0 when the endurance is unknown). */
+double rok_ssd_max_write_rate(const RokHw *hw, const RokSsdModel *model, double lifetime_s);
 
 void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const RokSimResult *result,
-                     double write_amplification, RokSsdFigures *out);
+                     const RokSsdModel *model, RokSsdFigures *out);
 /* write_bytes_per_step, write_bytes_per_day, required_write_bandwidth,
  * average_write_bandwidth, array_write_bandwidth, path_write_bandwidth,
  * lifetime_years (null when nothing is written or the drives' endurance is

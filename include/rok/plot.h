@@ -83,6 +83,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokChart, rok_chart_free)
 
 /* At least 240 × 180 points. */
 void rok_chart_set_size(RokChart *chart, double width, double height);
+/* The size of body text (tick labels, legend) in points, 6 to 36 (default
+ * 11); titles and labels keep their proportions to it. */
+void rok_chart_set_font_size(RokChart *chart, double points);
 
 /* The axis title without unit ("Peak memory"); the unit is added to it. For
  * ROK_UNIT_RATE, unit_name is the unit per second ("tokens/s"); otherwise it
@@ -125,6 +128,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokTimeline, rok_timeline_free)
 
 /* At least 300 × 200 points. */
 void rok_timeline_set_size(RokTimeline *timeline, double width, double height);
+/* As rok_chart_set_font_size. */
+void rok_timeline_set_font_size(RokTimeline *timeline, double points);
 /* Rows are drawn top to bottom in the order added. */
 guint rok_timeline_add_track(RokTimeline *timeline, const char *name);
 /* A kind of bar (forward, backward, ...): a legend entry and its colour. */

@@ -13,7 +13,7 @@
  * that the file is all an executor needs.
  *
  * File format `rok-schedule/1` (JSON): format, strategy, model,
- * budget_bytes, micro_batches, options {memory_budget, prefetch_layers,
+ * budget_bytes, micro_batches, options {memory_budget, prefetch_window,
  * detail_micro_batches, rebuild_whole_layers}, predicted (the simulate
  * fields), plan [{id, name, decision} per saved tensor], hw (a hardware
  * profile), trace_sha256, trace (rok-trace/1), then actions, one per line:
@@ -82,10 +82,24 @@ typedef enum {
   ROK_ACTION_KIND_COUNT
 } RokActionKind;
 
+/* The unit of the prefetch window (rok/sim.h, "Prefetch"): a layer, a
+ * module (a layer's attention or MLP block) or a leaf op of backward. */
+typedef enum {
+  ROK_PREFETCH_LAYER,
+  ROK_PREFETCH_MODULE,
+  ROK_PREFETCH_OP,
+  ROK_PREFETCH_UNIT_COUNT
+} RokPrefetchUnit;
+
+/* "layer", "module", "op"; an unknown name is ROK_ERROR_USAGE. */
+const char *rok_prefetch_unit_name(RokPrefetchUnit unit);
+gboolean rok_prefetch_unit_from_name(const char *name, RokPrefetchUnit *unit, GError **error);
+
 /* How a step runs a plan, as the simulator ran it. */
 typedef struct {
   guint64 memory_budget;      /* bytes; 0: gpu.memory */
-  guint prefetch_layers;      /* look-ahead in layer chunks; 0: only on demand */
+  guint prefetch_window;      /* look-ahead in chunks of prefetch_unit; 0: only on demand */
+  RokPrefetchUnit prefetch_unit;
   guint detail_micro_batches; /* >= 1 */
   /* A layer's rebuild re-runs every op of the layer, as Megatron's
    * activation checkpointing does, not only the ops its tensors need. */
@@ -94,7 +108,8 @@ typedef struct {
 
 /* SSDTrain prefetches "a chunk (two modules) ahead"; with a layer's
  * attention and MLP blocks as its modules, that is one layer. */
-#define ROK_STEP_DEFAULT_PREFETCH_LAYERS 1
+#define ROK_STEP_DEFAULT_PREFETCH_WINDOW 1
+#define ROK_STEP_DEFAULT_PREFETCH_UNIT ROK_PREFETCH_LAYER
 #define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
 /* The latest start_s / end_s of an action in a rok-schedule/1 (31 years):
  * nanoseconds of such times and their sums stay inside 64 bits. */
@@ -116,8 +131,9 @@ void rok_step_plan_free(RokStepPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokStepPlan, rok_step_plan_free)
 
 /* The simulator-options object of plan and schedule files:
- * {memory_budget, prefetch_layers, detail_micro_batches,
- * rebuild_whole_layers}, every member required. */
+ * {memory_budget, prefetch_window, prefetch_unit, detail_micro_batches,
+ * rebuild_whole_layers}; prefetch_unit may be absent (layer), and
+ * "prefetch_layers", the window's old name, is read as a window of layers. */
 json_object *rok_step_options_to_json(const RokStepOptions *options);
 /* Reads `obj`'s member "options"; located errors (ROK_ERROR_INPUT). */
 gboolean rok_step_options_read(const RokJsonObj *obj, RokStepOptions *options, GError **error);

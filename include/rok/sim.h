@@ -71,13 +71,19 @@
  * half each; a read and a write on the array get half the device time each.
  *
  * Prefetch. In backward the offloaded tensors are read back in the order
- * backward first needs them. The window: while backward runs layer chunk c
- * (a run of backward work of one layer), tensors first needed up to chunk
- * c + prefetch_layers may be read, each only when live memory plus its
- * bytes stays within the budget (memory is reserved when the read is
- * issued); with prefetch_layers 0, a read is issued only when the compute
- * work that needs it is next. The tensor the next compute work needs is
- * always read, budget or not, so the step cannot deadlock. A read held
+ * backward first needs them. The window: while backward runs chunk c (a
+ * run of backward work of one unit: a layer, a module — a layer's
+ * attention or MLP block, named by the op's second name component — or a
+ * leaf op, options.prefetch_unit), tensors first needed up to chunk
+ * c + prefetch_window may be read. A read is issued only when live memory
+ * plus its bytes plus what the compute work up to and including the
+ * tensor's first user will take (each item's outputs and activation
+ * gradients, less what the items before it give back) stays within the
+ * budget: a prefetch never takes the step over the budget (memory is
+ * reserved when the read is issued); with prefetch_window 0, a read is
+ * issued only when the compute work that needs it is next. The tensor the
+ * next compute work needs is always read, budget or not, so the step
+ * cannot deadlock. A read held
  * back by the budget that the compute then waits for is a memory stall.
  * A copy still running when its GPU memory would be freed (after its last
  * use) holds the memory until it ends. Forwarding: a tensor whose GPU copy
@@ -143,7 +149,11 @@ typedef struct {
 typedef struct {
   gint64 step_ns;
   double step_time_s;
-  double tokens_per_s;
+  double tokens_per_s; /* per copy of the model (rok_trace_replica_gpus GPUs) */
+  /* Per GPU: tokens/s over the copy's GPUs; model FLOP/s achieved
+   * (rok_trace_model_flops per step / step time: no recompute); and model
+   * FLOPs utilisation, that over the profile's gpu.peak_flops. */
+  double tokens_per_gpu_s, model_flops_per_gpu_s, mfu;
   guint64 micro_batches;          /* in the step */
   guint64 detailed_micro_batches; /* simulated event by event */
   guint64 fixed_bytes, budget_bytes, gpu_memory_bytes;

@@ -71,7 +71,8 @@ typedef struct {
   RokStrategy strategy;
   guint64 micro_batch, seq_len, nvme_devices, budget_bytes;
   guint64 gpu_memory_bytes, fixed_bytes;
-  double step_time_s, tokens_per_s;
+  double step_time_s, tokens_per_s; /* tokens/s per copy of the model */
+  double tokens_per_gpu_s, model_flops_per_gpu_s, mfu; /* per GPU, as RokSimResult's */
   guint64 peak_bytes, activation_peak_bytes;
   /* SSDTrain's figure: bytes offloaded to NVMe per micro-batch / (1.5 ·
    * forward time of a micro-batch); 0 when nothing goes to the SSDs. */
@@ -121,13 +122,21 @@ typedef void (*RokSweepProgressFunc)(guint done, guint total, gpointer user_data
 RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgressFunc progress, gpointer user_data,
                         GError **error);
 
+/* For running a sweep's points elsewhere (rok/search.h: across MPI
+ * ranks): point `index` (0 .. rok_sweep_spec_points - 1) alone, its rows
+ * appended to `rows` (RokSweepRow), failing as rok_sweep_run would there;
+ * and the sweep of all points' rows (taken), in sweep order. */
+gboolean rok_sweep_run_point(const RokSweepSpec *spec, guint index, GArray *rows, GError **error);
+RokSweep *rok_sweep_new_from_rows(const RokSweepSpec *spec, GArray *rows);
+
 /* {model, hw, axes: {micro_batch: [...], ...}, strategies: [...], rows:
  * [{the CSV columns; fits as a boolean}, ...]} */
 json_object *rok_sweep_to_json(const RokSweep *sweep);
 
 /* CSV: the header line, then one line per row. Columns: strategy, model,
  * hw, micro_batch, seq_len, nvme_devices, budget_bytes, gpu_memory_bytes,
- * fixed_bytes, step_time_s, tokens_per_s, peak_bytes,
+ * fixed_bytes, step_time_s, tokens_per_s, tokens_per_gpu_s,
+ * model_flops_per_gpu_s, mfu, peak_bytes,
  * activation_peak_bytes, required_write_bandwidth, nvme_write_bytes,
  * recompute_s, stall_s, fits (0 or 1). Base units: bytes, seconds, bytes/s,
  * tokens/s. Names holding a comma or a quote are quoted (RFC 4180). */

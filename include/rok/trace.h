@@ -159,6 +159,17 @@ gboolean rok_trace_save(const RokTrace *trace, const char *path, GError **error)
 
 /* Matrix multiplications: linear, attn_scores, attn_context, flash_attention. */
 gboolean rok_op_kind_is_gemm(RokOpKind kind);
+
+/* Model FLOPs of one micro-batch on one GPU, as Megatron-LM (Narayanan et
+ * al. 2021) and PaLM (Chowdhery et al. 2022, appendix B) count them for
+ * model FLOPs utilisation: three times the forward FLOPs of the matrix
+ * multiplies (linear layers, attention scores and context, the logits),
+ * a backward pass costing twice its forward. Recompute and element-wise
+ * work are left out, whatever the plan does. */
+double rok_trace_model_flops(const RokTrace *trace);
+/* GPUs one copy of the model spans (tensor × pipeline parallel; 1 for a
+ * trace without its model config): a step's tokens go through all of them. */
+guint64 rok_trace_replica_gpus(const RokTrace *trace);
 /* The size of an op's work in one direction, as measured op rates count
  * it: its FLOPs for GEMM-like kinds (linear, attn_scores, attn_context,
  * flash_attention), its bytes moved for the others. */

@@ -50,6 +50,17 @@ from .storage import Store
 DECISIONS = ("keep", "offload-host", "offload-nvme", "recompute")
 
 
+def prefetch_layers(options):
+    """The plan's prefetch window in layers, the unit this hook prefetches
+    in: rok's window counts layers, modules or ops (`prefetch_unit`); a
+    window of modules or ops reads ahead within one layer, so it becomes one
+    layer here (zero stays zero). Files older than the unit say
+    `prefetch_layers`."""
+    window = int(options.get("prefetch_window", options.get("prefetch_layers", 1)))
+    if options.get("prefetch_unit", "layer") == "layer":
+        return window
+    return 1 if window > 0 else 0
+
 class PlanError(ValueError):
     pass
 
@@ -78,7 +89,7 @@ class Plan:
             self.bytes[t["name"]] = t["bytes"]
             self.layer_of[t["name"]] = t["layer"]
         self.layers = max(self.layer_of.values(), default=-1) + 1
-        self.prefetch_layers = int(doc.get("options", {}).get("prefetch_layers", 1))
+        self.prefetch_layers = prefetch_layers(doc.get("options", {}))
 
     @staticmethod
     def _from_policy(doc, where):

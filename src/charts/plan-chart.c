@@ -86,6 +86,32 @@ static gboolean read_machine(const RokJsonObj *root, RokCurve *curve, GError **e
          rok_json_get_uint(&predicted, "gpu_memory_bytes", TRUE, 1, G_MAXUINT64, &curve->gpu_memory_bytes, error);
 }
 
+/* The chosen plan ("predicted") and the baselines under the plan's budget
+ * ("baselines", those available), as the table of rok plan shows them. */
+static gboolean read_marks(const RokJsonObj *root, RokCurveMarks *marks, GError **error) {
+  g_auto(RokJsonObj) predicted = {0};
+  json_object *list = NULL;
+  if (!rok_json_child(root, "predicted", TRUE, &predicted, error) || !read_point(&predicted, &marks->chosen, error) ||
+      !rok_json_get_array(root, "baselines", TRUE, &list, error))
+    return FALSE;
+  marks->has_chosen = TRUE;
+  for (gsize i = 0; i < json_object_array_length(list); i++) {
+    g_auto(RokJsonObj) obj = {0};
+    RokStrategy strategy;
+    gboolean available = FALSE;
+    if (!rok_json_element(root, "baselines", list, i, &obj, error) ||
+        !read_strategy(&obj, "strategy", &strategy, error) ||
+        !rok_json_get_bool(&obj, "available", TRUE, &available, error))
+      return FALSE;
+    if (!available || strategy >= ROK_STRATEGY_BASELINE_COUNT)
+      continue;
+    if (!read_point(&obj, &marks->baselines[strategy], error))
+      return FALSE;
+    marks->has_baseline[strategy] = TRUE;
+  }
+  return TRUE;
+}
+
 gboolean rok_charts_plan_curve_save(const RokJsonDoc *doc, const char *path, GError **error) {
   g_auto(RokJsonObj) root = {0};
   guint64 budget = 0;
@@ -94,12 +120,13 @@ gboolean rok_charts_plan_curve_save(const RokJsonDoc *doc, const char *path, GEr
     return FALSE;
   g_autoptr(RokCurve) curve = g_new0(RokCurve, 1);
   curve->points = g_array_new(FALSE, TRUE, sizeof(RokCurvePoint));
+  RokCurveMarks marks = {.budget_bytes = budget};
   if (!read_machine(&root, curve, error) || !read_points(&root, curve, error) ||
-      !read_baselines(&root, curve, error))
+      !read_baselines(&root, curve, error) || !read_marks(&root, &marks, error))
     return FALSE;
   if (curve->points->len == 0) {
     rok_json_error(error, doc, "curve", "no points to draw");
     return FALSE;
   }
-  return rok_curve_save_chart(curve, budget, path, error);
+  return rok_curve_save_chart(curve, &marks, path, error);
 }

@@ -288,20 +288,20 @@ static RokChart *build_chart(const RokSweep *sweep, const RokSweepView *view, Ro
     return NULL;
   }
   g_autofree char *title = chart_title(sweep, view, kind);
-  RokChart *chart = rok_chart_new(title);
+  RokChart *chart = rok_charts_chart_new(title);
   /* Peaks far apart (keep at a large micro-batch against the GPU's
    * memory) would squash the rest to the bottom of a linear axis. */
   gboolean log_memory = kind == ROK_SWEEP_CHART_MEMORY && wide_range(series);
   double scale = log_memory ? 1.0 / GIB : 1.0;
   set_x_axis(chart, sweep, view->x);
   if (kind == ROK_SWEEP_CHART_THROUGHPUT)
-    rok_chart_set_axis(chart, ROK_AXIS_Y, "Throughput", ROK_UNIT_RATE, "tokens/s");
+    rok_chart_set_axis(chart, ROK_AXIS_Y, "Throughput per copy of the model", ROK_UNIT_RATE, "tokens/s");
   else if (!log_memory)
     rok_chart_set_axis(chart, ROK_AXIS_Y, "Peak GPU memory", ROK_UNIT_BYTES, NULL);
   else {
     /* In GiB throughout: one byte unit for the whole of a log axis would
      * give ticks such as 0.03125 TiB. */
-    rok_chart_set_axis(chart, ROK_AXIS_Y, "Peak GPU memory (GiB)", ROK_UNIT_NONE, NULL);
+    rok_chart_set_axis(chart, ROK_AXIS_Y, "Peak GPU memory (GiB, log scale)", ROK_UNIT_NONE, NULL);
     rok_chart_set_axis_scale(chart, ROK_AXIS_Y, ROK_SCALE_LOG2);
   }
   if (!log_memory)

@@ -46,7 +46,7 @@ static void add_limits(RokTimeline *timeline, guint64 gpu_memory, guint64 budget
 
 static RokTimeline *build(RokTimelineFile *p, guint64 gpu_memory, guint64 budget) {
   g_autofree char *text = title(p);
-  RokTimeline *timeline = rok_timeline_new(text);
+  RokTimeline *timeline = rok_charts_timeline_new(text);
   g_array_sort(p->tracks, compare_tracks);
   for (guint i = 0; i < p->tracks->len; i++)
     rok_timeline_add_track(timeline, g_array_index(p->tracks, RokTimelineTrack, i).name);

@@ -18,10 +18,22 @@ static void append_set(RokCliCommon *common, char *item) {
   common->sets[n + 1] = NULL;
 }
 
+/* What the main group's callbacks and error hook see. */
+typedef struct {
+  RokCliCommon *common; /* NULL for a command without the common options */
+  char **names;         /* every long option, for "did you mean" */
+} GroupData;
+
+static void group_data_free(gpointer data) {
+  GroupData *g = data;
+  g_strfreev(g->names);
+  g_free(g);
+}
+
 static gboolean on_set(const char *name, const char *value, gpointer data, GError **error) {
   (void)name;
   (void)error;
-  append_set(data, g_strdup(value));
+  append_set(((GroupData *)data)->common, g_strdup(value));
   return TRUE;
 }
 
@@ -39,9 +51,33 @@ static gboolean on_overlay(const char *name, const char *value, gpointer data, G
   }
   json_object_object_foreach(root.obj, key, member) {
     g_autofree char *text = rok_json_to_string(member);
-    append_set(data, g_strdup_printf("%s=%s", key, g_strstrip(text)));
+    append_set(((GroupData *)data)->common, g_strdup_printf("%s=%s", key, g_strstrip(text)));
   }
   return TRUE;
+}
+
+/* The long option closest to the one GLib refused ("Unknown option
+ * --budjet" or "--budjet=30GiB"), added to the message. */
+static void suggest_option(GOptionContext *context, GOptionGroup *group, gpointer data, GError **error) {
+  (void)context;
+  (void)group;
+  if (error == NULL || *error == NULL || !g_error_matches(*error, G_OPTION_ERROR, G_OPTION_ERROR_UNKNOWN_OPTION))
+    return;
+  const char *dashes = g_strrstr((*error)->message, " --");
+  if (dashes == NULL)
+    return;
+  g_autofree char *word = g_strndup(dashes + 3, strcspn(dashes + 3, "= "));
+  const char *close = rok_closest_name(word, (const char *const *)((GroupData *)data)->names);
+  if (close == NULL)
+    return;
+  g_autofree char *message = g_strdup_printf("%s; did you mean \"--%s\"?", (*error)->message, close);
+  g_free((*error)->message);
+  (*error)->message = g_steal_pointer(&message);
+}
+
+static void add_names(GStrvBuilder *names, const GOptionEntry *entries) {
+  for (const GOptionEntry *e = entries; e != NULL && e->long_name != NULL; e++)
+    g_strv_builder_add(names, e->long_name);
 }
 
 GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common) {
@@ -49,28 +85,43 @@ GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entri
   GOptionContext *context = g_option_context_new(usage);
   g_autofree char *prog = g_strdup_printf("rok %s", command->name);
   g_set_prgname(prog);
-  if (entries != NULL && common == NULL)
-    g_option_context_add_main_entries(context, entries, NULL);
-  if (common != NULL) {
-    /* One main group whose callbacks see `common`. */
-    const GOptionEntry shared[] = {
-        {"json", 0, 0, G_OPTION_ARG_NONE, &common->json, "Print one JSON object instead of the table", NULL},
-        {"set", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_set,
-         "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
-        {"overlay", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_overlay,
-         "Override model-config fields from a JSON object (the training side of a Hugging Face config: "
-         "seq_len, micro_batch, parallelism), as --set does", "FILE"},
-        G_OPTION_ENTRY_NULL};
-    GOptionGroup *group = g_option_group_new("common", "Options every model-reading command takes",
-                                             "Show the common options", common, NULL);
-    if (entries != NULL)
-      g_option_group_add_entries(group, entries);
+  g_autoptr(GStrvBuilder) names = g_strv_builder_new();
+  g_strv_builder_add(names, "help");
+  add_names(names, entries);
+  const GOptionEntry shared[] = {
+      {"json", 0, 0, G_OPTION_ARG_NONE, common ? &common->json : NULL, "Print one JSON object instead of the table",
+       NULL},
+      {"set", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_set,
+       "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
+      {"overlay", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_overlay,
+       "Override model-config fields from a JSON object (the training side of a Hugging Face config: "
+       "seq_len, micro_batch, parallelism), as --set does",
+       "FILE"},
+      {"hw-set", 0, 0, G_OPTION_ARG_STRING_ARRAY, common ? &common->hw_sets : NULL,
+       "Override a hardware-profile field (repeatable), e.g. --hw-set nvme.devices=2", "KEY=VALUE"},
+      G_OPTION_ENTRY_NULL};
+  if (common != NULL)
+    add_names(names, shared);
+  /* One main group whose callbacks see `common` and whose error hook sees
+   * the names. */
+  GroupData *data = g_new0(GroupData, 1);
+  data->common = common;
+  data->names = g_strv_builder_end(names);
+  GOptionGroup *group = g_option_group_new(command->name, command->summary, "Options", data, group_data_free);
+  g_option_group_set_error_hook(group, suggest_option);
+  if (entries != NULL)
+    g_option_group_add_entries(group, entries);
+  if (common != NULL)
     g_option_group_add_entries(group, shared);
-    g_option_context_set_main_group(context, group);
-  }
+  g_option_context_set_main_group(context, group);
   g_option_context_set_description(context, "Exit codes: 0 success, 1 runtime failure, 2 invalid usage or "
                                             "input, 3 no plan fits the budget.");
   return context;
+}
+
+void cli_common_clear(RokCliCommon *common) {
+  g_clear_pointer(&common->sets, g_strfreev);
+  g_clear_pointer(&common->hw_sets, g_strfreev);
 }
 
 gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error) {
@@ -80,6 +131,23 @@ gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **er
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "%s (see --help)", local->message);
   g_error_free(local);
   return FALSE;
+}
+
+gboolean cli_parse_size(const char *option, const char *text, gboolean zero_ok, guint64 *bytes, GError **error) {
+  g_autofree char *note = NULL;
+  if (!rok_units_parse_size_lenient(text, bytes, &note, error)) {
+    g_prefix_error(error, "--%s: ", option);
+    return FALSE;
+  }
+  if (*bytes == 0 && !zero_ok) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be more than 0 bytes", option);
+    return FALSE;
+  }
+  if (note != NULL) {
+    fflush(stdout);
+    fprintf(stderr, "%s: --%s: %s\n", g_get_prgname(), option, note);
+  }
+  return TRUE;
 }
 
 gboolean cli_positionals(int argc, char **argv, int count, const char *what, GError **error) {
@@ -141,9 +209,35 @@ char *cli_resolve(const char *arg, const char *kind, GError **error) {
   return NULL;
 }
 
+/* The first assignment of `sets` whose key is a hardware-profile field
+ * (`profile` FALSE) or is not one (`profile` TRUE), or NULL. */
+static const char *misplaced(char **sets, gboolean profile) {
+  for (char **set = sets; set != NULL && *set != NULL; set++) {
+    g_autofree char *key = g_strndup(*set, strcspn(*set, "="));
+    gboolean is_profile = rok_hw_is_key(key) || g_str_equal(key, "name") || g_str_equal(key, "source");
+    if (profile ? !is_profile : rok_hw_is_key(key))
+      return *set;
+  }
+  return NULL;
+}
+
+/* --set names model-config fields; a hardware key there is --hw-set's. */
+gboolean cli_check_model_sets(char **sets, GError **error) {
+  const char *set = misplaced(sets, FALSE);
+  if (set == NULL)
+    return TRUE;
+  g_autofree char *key = g_strndup(set, strcspn(set, "="));
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+              "--set %s: --set overrides model-config fields; \"%s\" is a hardware-profile field: use --hw-set %s",
+              set, key, set);
+  return FALSE;
+}
+
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
  * its "format"; a model config has none. */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
+  if (!cli_check_model_sets(sets, error))
+    return NULL;
   g_autofree char *path = cli_resolve(arg, "models", error);
   g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
   if (doc == NULL)
@@ -182,9 +276,77 @@ void cli_print_notes(const char *kind, char **notes) {
     fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), kind, *n);
 }
 
-RokHw *cli_load_hw(const char *arg, GError **error) {
+/* --hw-set names profile fields: gpu.*, pcie.*, host.*, nvme.*, name, source. */
+static gboolean check_hw_sets(char **hw_sets, GError **error) {
+  const char *set = misplaced(hw_sets, TRUE);
+  if (set == NULL)
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+              "--hw-set %s: --hw-set overrides hardware-profile fields (gpu.*, pcie.*, host.*, nvme.*); for a "
+              "model-config field use --set %s",
+              set, set);
+  return FALSE;
+}
+
+RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {
+  if (!check_hw_sets(hw_sets, error))
+    return NULL;
   g_autofree char *path = cli_resolve(arg, "hw", error);
-  return path == NULL ? NULL : rok_hw_load(path, error);
+  g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
+  if (doc == NULL)
+    return NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  RokHw *hw = rok_hw_from_doc(doc, (const char *const *)hw_sets, warnings, error);
+  g_ptr_array_add(warnings, NULL);
+  if (hw != NULL)
+    cli_print_notes("warning", (char **)warnings->pdata);
+  return hw;
+}
+
+gboolean cli_check_hw_sets(const char *hw_arg, char **hw_sets, GError **error) {
+  if (hw_arg != NULL || hw_sets == NULL || hw_sets[0] == NULL)
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--hw-set %s: no hardware profile to change (--hw-set changes the one given with --hw)", hw_sets[0]);
+  return FALSE;
+}
+
+char *cli_replica_text(const RokTrace *trace) {
+  guint64 gpus = rok_trace_replica_gpus(trace);
+  if (trace->model == NULL)
+    return g_strdup("per copy of the model (the trace's GPU)");
+  if (gpus == 1)
+    return g_strdup("per copy of the model (1 GPU)");
+  const RokModel *m = trace->model;
+  if (m->pipeline_parallel == 1)
+    return g_strdup_printf("per copy of the model (%" G_GUINT64_FORMAT " GPUs: TP %" G_GUINT64_FORMAT ")", gpus,
+                           m->tensor_parallel);
+  return g_strdup_printf("per copy of the model (%" G_GUINT64_FORMAT " GPUs: TP %" G_GUINT64_FORMAT
+                         " x PP %" G_GUINT64_FORMAT ")",
+                         gpus, m->tensor_parallel, m->pipeline_parallel);
+}
+
+char *cli_batch_text(const RokTrace *trace) {
+  guint64 n = trace->micro_batches_per_step;
+  if (trace->model == NULL)
+    return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s per step", n, n == 1 ? "" : "es");
+  const RokModel *m = trace->model;
+  g_autofree char *copies = m->data_parallel == 1 ? g_strdup("")
+                                                  : g_strdup_printf(" on each of %" G_GUINT64_FORMAT
+                                                                    " data-parallel copies", m->data_parallel);
+  return g_strdup_printf("%" G_GUINT64_FORMAT " micro-batch%s of %" G_GUINT64_FORMAT " sequence%s per step%s "
+                         "(global batch %" G_GUINT64_FORMAT ")",
+                         n, n == 1 ? "" : "es", m->micro_batch, m->micro_batch == 1 ? "" : "s", copies,
+                         m->global_batch);
+}
+
+char *cli_flops_text(double flops_per_s) {
+  g_autofree char *count = rok_units_format_count(flops_per_s);
+  gsize n = strlen(count);
+  return g_strdup_printf("%s%sFLOP/s", count, n > 0 && g_ascii_isalpha(count[n - 1]) ? "" : " ");
+}
+
+char *cli_percent_text(double fraction) {
+  return g_strdup_printf("%.1f%%", 100.0 * fraction);
 }
 
 gboolean cli_print_json(json_object *value, GError **error) {

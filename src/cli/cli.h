@@ -24,17 +24,23 @@ typedef struct {
 const RokCommand *cli_commands(void);
 const RokCommand *cli_find(const char *name);
 
-/* Options every model-reading command takes: --json and --set. */
+/* Options every model-reading command takes: --json, --set (model-config
+ * fields) and --hw-set (hardware-profile fields). */
 typedef struct {
   gboolean json;
-  char **sets; /* NULL-terminated key=value list */
+  char **sets;    /* NULL-terminated key=value list */
+  char **hw_sets; /* likewise, for the profile given with --hw */
 } RokCliCommon;
+
+/* Frees the lists of `common`. */
+void cli_common_clear(RokCliCommon *common);
 
 /* A context for `rok NAME`, with the command's entries and the common ones
  * (when `common` is not NULL). */
 GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common);
-/* Parse; a bad option is ROK_ERROR_USAGE. Leaves the positional arguments
- * in argv[1..]. */
+/* Parse; a bad option is ROK_ERROR_USAGE, a mistyped long option answered
+ * with the closest one ("--budjet": did you mean "--budget"?). Leaves the
+ * positional arguments in argv[1..]. */
 gboolean cli_parse(GOptionContext *context, int *argc, char ***argv, GError **error);
 /* Exactly `count` positional arguments after parsing (argv[1..count]),
  * `what` naming them in the message when some are missing. */
@@ -47,12 +53,50 @@ char *cli_resolve(const char *arg, const char *kind, GError **error);
 /* A model config (with --set applied) turned into a trace, or a rok-trace/1
  * file as it is (then --set is an error). */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
+/* A hardware profile with `hw_sets` (may be NULL) applied; its plausibility
+ * warnings are printed on stderr. */
+RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error);
+/* A hardware-profile key given to --set is a usage error naming the
+ * --hw-set to use instead (cli_load_trace checks this itself). */
+gboolean cli_check_model_sets(char **sets, GError **error);
+/* --hw-set without a profile to change is a usage error. */
+gboolean cli_check_hw_sets(const char *hw_arg, char **hw_sets, GError **error);
+
+/* A size given to --OPTION, forgiving as rok_units_parse_size_lenient is
+ * (printing how it was read when that differs from the text); 0 bytes is
+ * refused unless zero_ok. */
+gboolean cli_parse_size(const char *option, const char *text, gboolean zero_ok, guint64 *bytes, GError **error);
+
+/* What tokens/s and the per-GPU figures are counted over, for table
+ * headers: "per copy of the model (2 GPUs: TP 2)", "per GPU". */
+char *cli_replica_text(const RokTrace *trace);
+/* How a step is made: "16 micro-batches of 1 sequence per step on each of 64
+ * data-parallel copies (global batch 1024)". */
+char *cli_batch_text(const RokTrace *trace);
+/* The model FLOPs basis, one sentence for tables' footnotes. */
+#define CLI_MFU_BASIS                                                                                               \
+  "MFU: model FLOPs (3 x the forward FLOPs of the matrix multiplies, as Megatron-LM and PaLM count them; no "     \
+  "recompute) per second per GPU, over the profile's gpu.peak_flops"
+/* "143 T" FLOP/s and "45.8%". */
+char *cli_flops_text(double flops_per_s);
+char *cli_percent_text(double fraction);
+
+/* The options of commands that draw charts, in their entries before
+ * G_OPTION_ENTRY_NULL; `style` is a RokChartStyle (rok/charts.h), given to
+ * rok_charts_set_style() after parsing. */
+#define CLI_CHART_ENTRIES(style)                                                                                     \
+  {"width", 0, 0, G_OPTION_ARG_DOUBLE, &(style)->width, "Chart width in points (default 600; timelines 720)", "PT"}, \
+      {"height", 0, 0, G_OPTION_ARG_DOUBLE, &(style)->height, "Chart height in points (default 380; timelines 440)", \
+       "PT"},                                                                                                        \
+      {"font-size", 0, 0, G_OPTION_ARG_DOUBLE, &(style)->font_size,                                                  \
+       "Chart body text in points (default 11; titles scale with it)", "PT"},                                        \
+      {"title", 0, 0, G_OPTION_ARG_STRING, &(style)->title, "Chart title instead of the default (\"\": none)", "TEXT"}
+
 /* What rok approximates or does not model, one "rok CMD: KIND: ..." line
  * each on standard error (notes may be NULL). */
 void cli_print_notes(const char *kind, char **notes);
 /* What `model` leaves unmodelled (warnings) and assumes (notes). */
 void cli_print_model_notes(const RokModel *model);
-RokHw *cli_load_hw(const char *arg, GError **error);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);

@@ -274,13 +274,13 @@ int cli_cmd_export(int argc, char **argv) {
   g_auto(Export) e = {0};
   g_autoptr(RokSimResult) plan_r = NULL, closest_r = NULL;
   gboolean ok = cli_parse(context, &argc, &argv, &error) && cli_positionals(argc, argv, 1, "PLAN", &error) &&
-                plan_names(argv[1], &o, &error) && (hw = cli_load_hw(o.hw, &error)) != NULL &&
+                plan_names(argv[1], &o, &error) && (hw = cli_load_hw(o.hw, common.hw_sets, &error)) != NULL &&
                 (trace = cli_load_trace(o.model, common.sets, &error)) != NULL &&
                 (file = rok_plan_file_load(argv[1], trace, &error)) != NULL &&
                 run_export(&e, o.to, trace, file->plan, &error) &&
                 (plan_r = rok_simulate(trace, hw, file->plan, &error)) != NULL &&
                 (closest_r = rok_simulate(trace, hw, e.closest, &error)) != NULL;
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
   if (!ok)
     return cli_fail(self->name, error);
   return report(&e, &o, common.json, plan_r, closest_r, trace, file->budget_bytes);

@@ -114,10 +114,10 @@ static int run_hf(const RokCommand *self, int argc, char **argv) {
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  gboolean ok = cli_parse(context, &argc, &argv, &error) &&
+  gboolean ok = cli_parse(context, &argc, &argv, &error) && cli_check_hw_sets(NULL, common.hw_sets, &error) &&
                 cli_positionals(argc, argv, 1, "CONFIG.json", &error) &&
                 import_hf(argv[1], common.sets, output, &error);
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
   return ok ? ROK_EXIT_OK : cli_fail(self->name, error);
 }
 

@@ -4,6 +4,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "rok/charts.h"
@@ -13,11 +14,14 @@
 #include "rok/schedule.h"
 
 typedef struct {
-  char *hw, *budget, *output, *strategy, *host_memory;
+  char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
   gint points;
   gint64 offload_min_elements; /* G_MININT64: the strategies' default */
-  double write_amplification;
+  RokSsdModel ssd;
 } Options;
+
+/* The SSDs must last this long by default (README, "SSD wear"). */
+#define DEFAULT_MIN_SSD_LIFETIME "3y"
 
 static void options_clear(Options *o) {
   g_free(o->hw);
@@ -25,6 +29,9 @@ static void options_clear(Options *o) {
   g_free(o->output);
   g_free(o->strategy);
   g_free(o->host_memory);
+  g_free(o->tiers);
+  g_free(o->min_lifetime);
+  g_free(o->max_rate);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -41,6 +48,8 @@ typedef struct {
   char *baseline_errors[ROK_STRATEGY_BASELINE_COUNT];
   RokCurve *curve;
   RokSsdFigures ssd;
+  RokSsdModel ssd_model;
+  double max_write_rate; /* the limit the plan kept to (0: none) */
   json_object *layers;
   char *summary;
 } Outcome;
@@ -60,16 +69,67 @@ static void outcome_clear(Outcome *o) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Outcome, outcome_clear)
 
-static gboolean parse_size_option(const char *name, const char *text, guint64 *out, gboolean zero_ok,
-                                  GError **error) {
-  if (!rok_units_parse_size(text, out, error)) {
-    g_prefix_error(error, "--%s: ", name);
+/* --tiers keep,host,nvme,recompute: any subset, as decision bits. */
+static gboolean parse_tiers(const char *text, guint *tiers, GError **error) {
+  static const struct {
+    const char *name;
+    RokDecision decision;
+  } names[] = {{"keep", ROK_DECISION_KEEP}, {"host", ROK_DECISION_OFFLOAD_HOST},
+               {"nvme", ROK_DECISION_OFFLOAD_NVME}, {"recompute", ROK_DECISION_RECOMPUTE}};
+  *tiers = 0;
+  if (text == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (guint i = 0; parts[i] != NULL; i++) {
+    guint k = 0;
+    while (k < G_N_ELEMENTS(names) && g_strcmp0(g_strstrip(parts[i]), names[k].name) != 0)
+      k++;
+    if (k == G_N_ELEMENTS(names)) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--tiers: unknown tier \"%s\" (known: keep, host, nvme, recompute)",
+                  parts[i]);
+      return FALSE;
+    }
+    *tiers |= 1u << names[k].decision;
+  }
+  return TRUE;
+}
+
+static gboolean positive_factor(const char *name, double x, GError **error) {
+  if (x > 0 && isfinite(x))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be a positive number, not %g", name, x);
+  return FALSE;
+}
+
+/* The lifetime model and the wear limit: the least of --max-ssd-write-rate
+ * and what keeps the drives alive for --min-ssd-lifetime. */
+static gboolean ssd_limit(const Options *o, const RokHw *hw, Outcome *out, RokPlannerOptions *popts,
+                          GError **error) {
+  out->ssd_model = o->ssd;
+  if (!positive_factor("write-amplification", o->ssd.write_amplification, error) ||
+      !positive_factor("rated-write-amplification", o->ssd.rated_write_amplification, error) ||
+      !positive_factor("retention-factor", o->ssd.retention_factor, error))
+    return FALSE;
+  gint64 life_ns = 0;
+  double rate = 0;
+  const char *life = o->min_lifetime ? o->min_lifetime : DEFAULT_MIN_SSD_LIFETIME;
+  if (!rok_units_parse_time(life, &life_ns, error)) {
+    g_prefix_error(error, "--min-ssd-lifetime: ");
     return FALSE;
   }
-  if (*out == 0 && !zero_ok) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be more than 0 bytes", name);
+  if (o->max_rate != NULL && (!rok_units_parse_rate(o->max_rate, &rate, error) || rate <= 0)) {
+    if (error != NULL && *error == NULL)
+      g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "must be more than 0");
+    g_prefix_error(error, "--max-ssd-write-rate: ");
     return FALSE;
   }
+  double lifetime_rate = rok_ssd_max_write_rate(hw, &o->ssd, (double)life_ns / 1e9);
+  if (life_ns > 0 && lifetime_rate <= 0 && hw->nvme.devices > 0 && o->min_lifetime != NULL)
+    g_printerr("rok plan: warning: --min-ssd-lifetime not applied: %s does not rate its drives' endurance "
+               "(nvme.endurance_pbw)\n", hw->name);
+  if (lifetime_rate > 0)
+    rate = rate > 0 ? MIN(rate, lifetime_rate) : lifetime_rate;
+  popts->max_nvme_write_rate = out->max_write_rate = rate;
   return TRUE;
 }
 
@@ -77,27 +137,23 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
                               GError **error) {
   rok_planner_options_init(popts);
   out->budget = hw->gpu.memory;
-  if ((o->budget != NULL && !parse_size_option("budget", o->budget, &out->budget, FALSE, error)) ||
-      (o->host_memory != NULL && !parse_size_option("host-memory", o->host_memory, &popts->host_memory, TRUE, error)) ||
+  if ((o->budget != NULL && !cli_parse_size("budget", o->budget, FALSE, &out->budget, error)) ||
+      (o->host_memory != NULL && !cli_parse_size("host-memory", o->host_memory, TRUE, &popts->host_memory, error)) ||
       !rok_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
   if (o->offload_min_elements != G_MININT64 &&
       !cli_check_range("offload-min-elements", o->offload_min_elements, 0, G_MAXINT64, error))
     return FALSE;
-  if (o->offload_min_elements != G_MININT64)
-    popts->strategy.offload_min_elements = (guint64)o->offload_min_elements;
+  if (o->offload_min_elements != G_MININT64) /* the planner honours it too */
+    popts->strategy.offload_min_elements = popts->offload_min_elements = (guint64)o->offload_min_elements;
   if (o->points < 2) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
     return FALSE;
   }
   if (!cli_check_range("points", o->points, 2, ROK_CURVE_MAX_POINTS, error))
     return FALSE;
-  if (!(o->write_amplification >= 1.0 && isfinite(o->write_amplification))) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--write-amplification must be 1 or more, not %g",
-                o->write_amplification);
-    return FALSE;
-  }
-  return TRUE;
+  popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
+  return parse_tiers(o->tiers, &popts->tiers, error) && ssd_limit(o, hw, out, popts, error);
 }
 
 /* A baseline that does not fit the budget is exit 3, like the planner. */
@@ -153,7 +209,7 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
                                  error);
   if (out->curve == NULL)
     return FALSE;
-  rok_ssd_figures(trace, hw, out->plan, out->result, o->write_amplification, &out->ssd);
+  rok_ssd_figures(trace, hw, out->plan, out->result, &out->ssd_model, &out->ssd);
   out->layers = rok_plan_layers_to_json(trace, out->plan);
   return TRUE;
 }
@@ -194,7 +250,10 @@ static RokPlanFile *plan_file(const Outcome *out) {
   json_object_object_add(file->report, "baselines", baselines_json(out));
   json_object_object_add(file->report, "curve", rok_curve_to_json(out->curve));
   json_object_object_add(file->report, "curve_baselines", rok_curve_baselines_to_json(out->curve));
-  json_object_object_add(file->report, "ssd", rok_ssd_figures_to_json(&out->ssd));
+  json_object *ssd = rok_ssd_figures_to_json(&out->ssd);
+  /* The wear limit every candidate kept to (null: none). */
+  json_object_object_add(ssd, "max_write_rate", out->max_write_rate > 0 ? rok_json_new_double(out->max_write_rate) : NULL);
+  json_object_object_add(file->report, "ssd", ssd);
   json_object_object_add(file->report, "layers", json_object_get(out->layers));
   return file;
 }
@@ -216,10 +275,83 @@ static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Ou
   return o;
 }
 
+/* ---- when nothing fits: what the fixed memory is, and what would help ---- */
+
+static char *fixed_text(const RokTrace *trace) {
+  const RokFixedMemory *f = &trace->fixed;
+  g_autofree char *w = rok_units_format_size(f->weight_bytes), *g = rok_units_format_size(f->gradient_bytes);
+  g_autofree char *o = rok_units_format_size(f->optimizer_bytes);
+  g_autofree char *sum = rok_units_format_size(f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
+  g_autofree char *params = rok_units_format_count((double)f->params_per_gpu);
+  const RokModel *m = trace->model;
+  /* The config's own words for its optimizer and precision. */
+  json_object *config = m == NULL ? NULL : rok_model_to_json(m);
+  g_autofree char *how =
+      m == NULL ? g_strdup("")
+                : g_strdup_printf(" (%s parameters on this GPU, optimizer %s, precision %s, ZeRO stage %" G_GUINT64_FORMAT
+                                  " over %" G_GUINT64_FORMAT " data-parallel copies)",
+                                  params, json_object_get_string(json_object_object_get(config, "optimizer")),
+                                  json_object_get_string(json_object_object_get(config, "precision")), m->zero_stage,
+                                  m->data_parallel);
+  if (config != NULL)
+    json_object_put(config);
+  return g_strdup_printf("weights %s + gradients %s + optimizer states %s = %s%s", w, g, o, sum, how);
+}
+
+/* Appends to a "no plan fits" error what the budget must hold before any
+ * activation and the levers that shrink it. */
+static void explain_no_fit(const Outcome *out, GError **error) {
+  if (error == NULL || *error == NULL || !g_error_matches(*error, ROK_ERROR, ROK_ERROR_NO_FIT))
+    return;
+  const RokFixedMemory *f = &out->trace->fixed;
+  guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  g_autofree char *parts = fixed_text(out->trace);
+  const char *how = NULL;
+  g_autofree char *least = rok_units_format_size(rok_planner_min_budget(out->planner, &how));
+  g_strdelimit(least, " ", '\0'); /* "26.4 GiB" -> "26.4" */
+  g_autofree char *least_arg = g_strconcat(least, least + strlen(least) + 1, NULL);
+  guint64 stage = out->trace->model != NULL ? out->trace->model->zero_stage : 3;
+  g_autofree char *zero = stage >= 3 ? g_strdup("")
+                                     : g_strdup_printf(", a higher ZeRO stage (--set zero_stage=%" G_GUINT64_FORMAT
+                                                       "%s: 1 shards optimizer states over the data-parallel copies, 2 "
+                                                       "also gradients, 3 also weights)",
+                                                       stage + 1, stage + 1 < 3 ? " or more" : "");
+  GString *text = g_string_new((*error)->message);
+  g_string_append_printf(text, "\n  Fixed memory, before any activation: %s%s.", parts,
+                         fixed >= out->budget ? ": more than the budget by itself" : "");
+  g_string_append_printf(text,
+                         "\n  What would make room: a bigger budget (--budget %s or more)%s, more tensor or pipeline "
+                         "parallelism (--set tensor_parallel=N), a "
+                         "memory-efficient optimizer (--set optimizer=...), a shorter sequence or smaller "
+                         "micro-batch (--set seq_len=N, --set micro_batch=N); outside what rok models: LoRA "
+                         "(trains few parameters: gradients and optimizer states shrink to theirs) or offloading "
+                         "optimizer states (ZeRO-Offload).",
+                         least_arg, zero);
+  g_free((*error)->message);
+  (*error)->message = g_string_free(text, FALSE);
+}
+
 /* ---- files: all written in a temporary folder, then put in DIR (rok_output_dir_begin) ---- */
 
 static const char *const file_names[] = {"plan.json", "schedule.json", "rok-curve.csv", "rok-curve.png",
                                          "rok-curve.svg"};
+
+static void point_of(const RokSimResult *r, RokCurvePoint *pt) {
+  pt->peak_bytes = r->peak_bytes;
+  pt->activation_peak_bytes = r->activation_peak_bytes;
+  pt->step_time_s = r->step_time_s;
+  pt->tokens_per_s = r->tokens_per_s;
+}
+
+/* The curve with what the table reports at the budget marked on it. */
+static gboolean save_curve_chart(const Outcome *out, const char *path, GError **error) {
+  RokCurveMarks marks = {.budget_bytes = out->budget, .has_chosen = TRUE};
+  point_of(out->result, &marks.chosen);
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
+    if ((marks.has_baseline[b] = out->baselines[b] != NULL))
+      point_of(out->baselines[b], &marks.baselines[b]);
+  return rok_curve_save_chart(out->curve, &marks, path, error);
+}
 
 static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, const char *path, GError **error) {
   g_autoptr(RokSchedule) schedule = NULL;
@@ -233,7 +365,7 @@ static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, 
   case 2:
     return rok_curve_save_csv(out->curve, path, error);
   default:
-    return rok_curve_save_chart(out->curve, out->budget, path, error);
+    return save_curve_chart(out, path, error);
   }
 }
 
@@ -306,24 +438,31 @@ static void print_layers(const Outcome *out) {
 static void print_row(const char *name, const RokSimResult *r, guint64 budget, const char *note) {
   g_autofree char *step = rok_units_format_time(r->step_time_s), *rate = rok_units_format_count(r->tokens_per_s);
   g_autofree char *peak = rok_units_format_size(r->peak_bytes), *act = rok_units_format_size(r->activation_peak_bytes);
-  g_autofree char *tokens = g_strdup_printf("%s/s", rate);
+  g_autofree char *tokens = g_strdup_printf("%s/s", rate), *gpu_rate = rok_units_format_count(r->tokens_per_gpu_s);
+  g_autofree char *gpu_tokens = g_strdup_printf("%s/s", gpu_rate), *flops = cli_flops_text(r->model_flops_per_gpu_s);
+  g_autofree char *mfu = cli_percent_text(r->mfu);
   printf("  ");
   cell(name, 10, FALSE);
   cell(step, 9, TRUE);
   cell(tokens, 10, TRUE);
+  cell(gpu_tokens, 10, TRUE);
+  cell(flops, 12, TRUE);
+  cell(mfu, 5, TRUE);
   cell(peak, 10, TRUE);
   cell(act, 10, TRUE);
   printf("%s%s\n", r->peak_bytes <= budget ? "fits" : "does not fit", note);
 }
 
 static void print_comparison(const Outcome *out) {
-  g_autofree char *budget = rok_units_format_size(out->budget);
-  printf("\nPredicted, against the baselines under the same budget (%s):\n  ", budget);
-  cell("strategy", 10, FALSE);
-  cell("step", 9, TRUE);
-  cell("tokens", 10, TRUE);
-  cell("peak", 10, TRUE);
-  cell("activation", 10, TRUE);
+  g_autofree char *budget = rok_units_format_size(out->budget), *basis = cli_replica_text(out->trace);
+  printf("\nPredicted, against the baselines under the same budget (%s); tokens %s:\n  ", budget, basis);
+  static const struct {
+    const char *head;
+    int width;
+  } heads[] = {{"strategy", -10}, {"step", 9},       {"tokens", 10}, {"per GPU", 10},
+               {"model FLOP/s", 12}, {"MFU", 5}, {"peak", 10},   {"activation", 10}};
+  for (guint i = 0; i < G_N_ELEMENTS(heads); i++)
+    cell(heads[i].head, ABS(heads[i].width), heads[i].width > 0);
   printf("\n");
   print_row(rok_strategy_name(out->strategy), out->result, out->budget, " (this plan)");
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
@@ -337,6 +476,39 @@ static void print_comparison(const Outcome *out) {
   g_autofree char *stall = rok_units_format_time((double)r->stall_total_ns / 1e9);
   g_autofree char *host = rok_units_format_size(r->host_peak_bytes);
   printf("  This plan: recompute %s and stalls %s per step; host memory for offloads %s.\n", recompute, stall, host);
+  printf("  Per GPU: tokens/s over the copy's GPUs and model FLOP/s; %s.\n", CLI_MFU_BASIS);
+}
+
+/* Why "needed" and the simulated stalls can disagree, in one sentence. */
+static void print_ssd_bandwidth_sentence(const Outcome *out) {
+  const RokSsdFigures *s = &out->ssd;
+  g_autofree char *stall = rok_units_format_time((double)out->result->stall_total_ns / 1e9);
+  g_autofree char *read = rok_units_format_time((double)out->result->stall_ns[ROK_STALL_READ] / 1e9);
+  if (s->required_write_bandwidth <= s->path_write_bandwidth)
+    printf("  The SSDs write faster than SSDTrain's rule needs, so the writes hide behind 1.5 forward passes;"
+           " simulated stalls: %s per step.\n", stall);
+  else
+    printf("  Needed is more than the SSDs write: by SSDTrain's rule the writes do not hide behind 1.5 forward "
+           "passes, but the simulation lets them run on into backward and finds %s of stalls per step (%s waiting "
+           "for reads)%s.\n",
+           stall, read, out->result->stall_total_ns == 0 ? ": they finish before backward needs the tensors" : "");
+}
+
+/* Why the bytes written differ from the decisions table's sum. */
+static void print_ssd_bytes_sentence(const Outcome *out) {
+  const RokSimResult *r = out->result;
+  const RokSsdFigures *s = &out->ssd;
+  guint64 table = s->offload_bytes_per_micro_batch * r->micro_batches;
+  if (table == r->nvme_write_bytes && r->nvme_read_bytes == r->nvme_write_bytes)
+    return;
+  g_autofree char *per_mb = rok_units_format_size(s->offload_bytes_per_micro_batch);
+  g_autofree char *sum = rok_units_format_size(table), *w = rok_units_format_size(r->nvme_write_bytes);
+  g_autofree char *rd = rok_units_format_size(r->nvme_read_bytes);
+  printf("  The decisions table sends %s per micro-batch to the SSDs, %s over the step's %" G_GUINT64_FORMAT
+         " micro-batches; the simulated step writes %s and reads back %s: backward found %" G_GUINT64_FORMAT
+         " offloaded tensors still in GPU memory (their copies dropped or not read back), and reads of tensors still "
+         "in the staging buffer are served from there, not from the SSDs.\n",
+         per_mb, sum, r->micro_batches, w, rd, r->forwarded_tensors);
 }
 
 static void print_ssd(const Outcome *out) {
@@ -366,13 +538,17 @@ static void print_ssd(const Outcome *out) {
   printf("  Write bandwidth needed: %s (SSDTrain: offloaded bytes per micro-batch / (1.5 x forward %s));\n"
          "  simulated average %s; the array writes %s (%s through PCIe).\n",
          need, fwd, avg, array, path);
+  print_ssd_bandwidth_sentence(out);
+  print_ssd_bytes_sentence(out);
   if (isnan(s->lifetime_years)) {
     printf("  Lifetime: unknown (add nvme.endurance_pbw, the drives' rated petabytes written, to the profile).\n");
     return;
   }
-  printf("  Lifetime: %.1f years at write amplification %.1f (SSDTrain: large sequential writes keep it near 1;\n"
-         "  its setups lasted more than 2 years).\n",
-         s->lifetime_years, s->write_amplification);
+  g_autofree char *life = s->lifetime_years >= 1 ? g_strdup_printf("%.1f years", s->lifetime_years)
+                                                 : rok_units_format_time(s->lifetime_years * 365.25 * 86400);
+  printf("  Lifetime: %s: the rated endurance x %g (the rating's workload amplification) x %g (retention)\n"
+         "  / %g (this workload's write amplification) over the writes per day.\n",
+         life, s->rated_write_amplification, s->retention_factor, s->write_amplification);
 }
 
 static void print_summary(const Outcome *out, const char *dir) {
@@ -380,8 +556,9 @@ static void print_summary(const Outcome *out, const char *dir) {
   g_autofree char *budget = rok_units_format_size(out->budget), *gpu = rok_units_format_size(out->hw->gpu.memory);
   const RokFixedMemory *f = &trace->fixed;
   g_autofree char *fixed = rok_units_format_size(f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
-  printf("%s on %s, budget %s (the GPU has %s; fixed memory %s)%s\n\n%s\n", trace->model_name, out->hw->name, budget,
-         gpu, fixed, out->budget > out->hw->gpu.memory ? ": the budget exceeds the GPU's memory" : "",
+  g_autofree char *batch = cli_batch_text(trace);
+  printf("%s on %s, budget %s (the GPU has %s; fixed memory %s)%s\n%s.\n\n%s\n", trace->model_name, out->hw->name,
+         budget, gpu, fixed, out->budget > out->hw->gpu.memory ? ": the budget exceeds the GPU's memory" : "", batch,
          out->summary);
   print_layers(out);
   print_comparison(out);
@@ -401,8 +578,9 @@ static void print_summary(const Outcome *out, const char *dir) {
 int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.points = 32, .offload_min_elements = G_MININT64,
-                       .write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION};
+  RokChartStyle style = {0};
+  g_auto(Options) o = {.points = 32, .offload_min_elements = G_MININT64};
+  rok_ssd_model_init(&o.ssd);
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
@@ -416,8 +594,20 @@ int cli_cmd_plan(int argc, char **argv) {
        "Host memory offloads may use (default: the host's less the staging buffer; 0: SSDs only)", "SIZE"},
       {"offload-min-elements", 0, 0, G_OPTION_ARG_INT64, &o.offload_min_elements,
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
-      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
-       "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
+      {"tiers", 0, 0, G_OPTION_ARG_STRING, &o.tiers,
+       "Decisions the planner may take: any of keep,host,nvme,recompute (default: all)", "LIST"},
+      {"min-ssd-lifetime", 0, 0, G_OPTION_ARG_STRING, &o.min_lifetime,
+       "The SSDs must last this long training 24/7 (default 3y; 0: no limit)", "DURATION"},
+      {"max-ssd-write-rate", 0, 0, G_OPTION_ARG_STRING, &o.max_rate,
+       "Most bytes per second written to the SSDs on average (default: no limit)", "RATE"},
+      {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.write_amplification,
+       "The activation workload's write amplification (default 1.0: large sequential writes)", "X"},
+      {"rated-write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.rated_write_amplification,
+       "The write amplification the endurance rating assumes (default 1.0: the rating at face value; SSDTrain 2.5)",
+       "X"},
+      {"retention-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.retention_factor,
+       "Endurance gained by relaxed retention (default 1.0)", "X"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
@@ -425,16 +615,19 @@ int cli_cmd_plan(int argc, char **argv) {
   g_autoptr(RokHw) hw = NULL;
   g_auto(Outcome) out = {0};
   g_autoptr(RokPlanFile) file = NULL;
-  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
+      !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
-      (hw = cli_load_hw(o.hw, &error)) == NULL ||
+      (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
       (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     if (common.json && error->code == ROK_ERROR_NO_FIT && error->domain == ROK_ERROR && out.planner != NULL)
       cli_print_json(no_fit_json(trace, hw, &out), NULL);
+    if (out.planner != NULL)
+      explain_no_fit(&out, &error);
     return cli_fail(self->name, error);
   }
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);
   file = plan_file(&out);

@@ -86,15 +86,13 @@ static gboolean plot_sweep(const Options *o, const char *path, GError **error) {
 static gboolean plot_timeline(const Options *o, const RokJsonDoc *doc, GError **error) {
   guint64 gpu_memory = 0, budget = 0;
   if (o->hw != NULL) {
-    g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
+    g_autoptr(RokHw) hw = cli_load_hw(o->hw, NULL, error);
     if (hw == NULL)
       return FALSE;
     gpu_memory = hw->gpu.memory;
   }
-  if (o->budget != NULL && !rok_units_parse_size(o->budget, &budget, error)) {
-    g_prefix_error(error, "--budget: ");
+  if (o->budget != NULL && !cli_parse_size("budget", o->budget, TRUE, &budget, error))
     return FALSE;
-  }
   return rok_charts_timeline_save(doc, gpu_memory, budget, o->output, error);
 }
 
@@ -153,6 +151,7 @@ static gboolean plot(const Options *o, const char *path, GError **error) {
 int cli_cmd_plot(int argc, char **argv) {
   const RokCommand *self = cli_find("plot");
   g_auto(Options) o = {0};
+  RokChartStyle style = {0};
   const GOptionEntry entries[] = {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output, "The chart to write: .png, .svg or .pdf (required)",
        "CHART"},
@@ -163,11 +162,12 @@ int cli_cmd_plot(int argc, char **argv) {
       {"at", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.at,
        "Sweeps: the value of another swept axis (repeatable; default: its smallest)", "AXIS=VALUE"},
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Timelines: draw the GPU memory of this profile", "HW"},
-      {"budget", 0, 0, G_OPTION_ARG_STRING, &o.budget, "Timelines: draw a memory budget line", "SIZE"},
+      {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget, "Timelines: draw a memory budget line", "SIZE"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, NULL);
   GError *error = NULL;
-  gboolean ok = cli_parse(context, &argc, &argv, &error) &&
+  gboolean ok = cli_parse(context, &argc, &argv, &error) && rok_charts_set_style(&style, &error) &&
                 cli_positionals(argc, argv, 1, "FILE", &error) && plot(&o, argv[1], &error);
   rok_charts_release();
   return ok ? ROK_EXIT_OK : cli_fail(self->name, error);

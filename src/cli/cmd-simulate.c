@@ -9,8 +9,8 @@
 #include "rok/plan.h"
 
 typedef struct {
-  char *hw, *strategy, *timeline, *timeline_chart, *budget;
-  gint prefetch_layers, detail;
+  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit;
+  gint prefetch_window, detail;
 } Options;
 
 static void options_clear(Options *o) {
@@ -19,27 +19,26 @@ static void options_clear(Options *o) {
   g_free(o->timeline);
   g_free(o->timeline_chart);
   g_free(o->budget);
+  g_free(o->prefetch_unit);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
 /* Options that change the plan's simulator settings. */
 static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **error) {
   if (o->budget != NULL) {
-    if (!rok_units_parse_size(o->budget, &plan->options.memory_budget, error)) {
-      g_prefix_error(error, "--budget: ");
+    if (!cli_parse_size("budget", o->budget, FALSE, &plan->options.memory_budget, error))
       return FALSE;
-    }
-    if (plan->options.memory_budget == 0) {
-      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--budget must be more than 0 bytes");
-      return FALSE;
-    }
   }
   /* The simulator runs at most the step's micro-batches in detail. */
-  if (!cli_check_range("prefetch-layers", o->prefetch_layers, 0, ROK_MAX_LAYERS, error) ||
+  if (!cli_check_range("prefetch-window", o->prefetch_window, 0, ROK_MAX_LAYERS, error) ||
       !cli_check_range("detail", o->detail, 1, ROK_MAX_MICRO_BATCHES_PER_STEP, error))
     return FALSE;
-  if (o->prefetch_layers != CLI_UNSET)
-    plan->options.prefetch_layers = (guint)o->prefetch_layers;
+  if (o->prefetch_window != CLI_UNSET)
+    plan->options.prefetch_window = (guint)o->prefetch_window;
+  if (o->prefetch_unit != NULL && !rok_prefetch_unit_from_name(o->prefetch_unit, &plan->options.prefetch_unit, error)) {
+    g_prefix_error(error, "--prefetch-unit: ");
+    return FALSE;
+  }
   if (o->detail != CLI_UNSET)
     plan->options.detail_micro_batches = (guint)o->detail;
   return TRUE;
@@ -81,10 +80,14 @@ static void print_memory(const RokSimResult *r, const RokTrace *trace) {
   print_line("  activations", act, "activation peak");
 }
 
-static void print_time(const RokSimResult *r) {
+static void print_time(const RokSimResult *r, const RokTrace *trace, const RokHw *hw) {
   g_autofree char *step = rok_units_format_time(r->step_time_s);
-  g_autofree char *rate = rok_units_format_count(r->tokens_per_s);
-  g_autofree char *tokens = g_strdup_printf("%s tokens/s", rate);
+  g_autofree char *rate = rok_units_format_count(r->tokens_per_s), *basis = cli_replica_text(trace);
+  g_autofree char *tokens = g_strdup_printf("%s tokens/s %s", rate, basis);
+  g_autofree char *gpu_rate = rok_units_format_count(r->tokens_per_gpu_s), *flops = cli_flops_text(r->model_flops_per_gpu_s);
+  g_autofree char *mfu = cli_percent_text(r->mfu), *peak = cli_flops_text(hw->gpu.peak_flops);
+  g_autofree char *gpu_note =
+      g_strdup_printf("tokens/s; %s of model FLOPs, MFU %s of the %s peak", flops, mfu, peak);
   g_autofree char *compute = rok_units_format_time((double)r->compute_ns / 1e9);
   g_autofree char *recompute = rok_units_format_time((double)r->recompute_ns / 1e9);
   g_autofree char *stall = rok_units_format_time((double)r->stall_total_ns / 1e9);
@@ -95,6 +98,7 @@ static void print_time(const RokSimResult *r) {
     g_string_append_printf(causes, "%s%s %s", c ? ", " : "", rok_stall_cause_name(c), t);
   }
   print_line("Step time", step, tokens);
+  print_line("Per GPU", gpu_rate, gpu_note);
   print_line("Compute", compute, compute_note);
   print_line("Stalls", stall, causes->str);
   g_string_free(causes, TRUE);
@@ -114,13 +118,13 @@ static void print_traffic(const RokSimResult *r) {
 }
 
 static void print_summary(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
-  printf("%s on %s, strategy %s: %" G_GUINT64_FORMAT " micro-batch%s per step, %" G_GUINT64_FORMAT
-         " simulated in detail\n\n",
-         trace->model_name, hw->name, rok_strategy_name(strategy), r->micro_batches, r->micro_batches == 1 ? "" : "es",
-         r->detailed_micro_batches);
-  print_time(r);
+  g_autofree char *batch = cli_batch_text(trace);
+  printf("%s on %s, strategy %s: %s, %" G_GUINT64_FORMAT " simulated in detail\n\n", trace->model_name, hw->name,
+         rok_strategy_name(strategy), batch, r->detailed_micro_batches);
+  print_time(r, trace, hw);
   print_memory(r, trace);
   print_traffic(r);
+  printf("\n%s.\n", CLI_MFU_BASIS);
 }
 
 /* The chart goes through the timeline's JSON text, as `rok plot` reads it
@@ -164,7 +168,8 @@ static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *h
 int cli_cmd_simulate(int argc, char **argv) {
   const RokCommand *self = cli_find("simulate");
   RokCliCommon common = {0};
-  g_auto(Options) o = {.prefetch_layers = CLI_UNSET, .detail = CLI_UNSET};
+  RokChartStyle style = {0};
+  g_auto(Options) o = {.prefetch_window = CLI_UNSET, .detail = CLI_UNSET};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,
@@ -173,11 +178,14 @@ int cli_cmd_simulate(int argc, char **argv) {
        "Write a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
       {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
        "Draw the step's timeline and memory to CHART (.png, .svg or .pdf)", "CHART"},
-      {"budget", 0, 0, G_OPTION_ARG_STRING, &o.budget,
+      {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
        "GPU memory that prefetching and waiting respect (default: the GPU's)", "SIZE"},
-      {"prefetch-layers", 0, 0, G_OPTION_ARG_INT, &o.prefetch_layers, "Prefetch look-ahead in layers (default 1)",
-       "N"},
+      {"prefetch-window", 0, 0, G_OPTION_ARG_INT, &o.prefetch_window,
+       "Prefetch look-ahead in units of --prefetch-unit (default 1)", "N"},
+      {"prefetch-unit", 0, 0, G_OPTION_ARG_STRING, &o.prefetch_unit,
+       "What the window counts: layer (default), module (attention, MLP) or op", "UNIT"},
       {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail, "Micro-batches simulated event by event (default 3)", "N"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
@@ -185,15 +193,16 @@ int cli_cmd_simulate(int argc, char **argv) {
   g_autoptr(RokHw) hw = NULL;
   g_autoptr(RokSimResult) r = NULL;
   RokStrategy strategy = ROK_STRATEGY_KEEP;
-  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
+      !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
-      (hw = cli_load_hw(o.hw, &error)) == NULL ||
+      (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
       (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
       (r = run(&o, trace, hw, &strategy, &error)) == NULL) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     return cli_fail(self->name, error);
   }
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
   if (common.json)
     return cli_print_json(to_json(r, trace, hw, strategy), &error) ? ROK_EXIT_OK
                                                                        : cli_fail(self->name, error);

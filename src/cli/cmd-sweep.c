@@ -8,6 +8,7 @@
 #include "rok/charts.h"
 #include "cli.h"
 #include "rok/core.h"
+#include "rok/search.h"
 #include "rok/sweep.h"
 
 typedef struct {
@@ -41,11 +42,14 @@ static char *read_config(const char *arg, char **path, gsize *length, GError **e
   return text;
 }
 
-static RokSweepSpec *make_spec(const Options *o, const char *model_arg, char **sets, GError **error) {
+static RokSweepSpec *make_spec(const Options *o, const char *model_arg, const RokCliCommon *common, GError **error) {
   static const char *const option_names[ROK_SWEEP_AXIS_COUNT] = {
       [ROK_SWEEP_BUDGET] = "--budget", [ROK_SWEEP_NVME_DEVICES] = "--nvme-devices",
       [ROK_SWEEP_SEQ_LEN] = "--seq-len", [ROK_SWEEP_MICRO_BATCH] = "--micro-batch"};
-  g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
+  if (!cli_check_model_sets(common->sets, error))
+    return NULL;
+  g_autoptr(RokHw) hw = cli_load_hw(o->hw, common->hw_sets, error);
+  char **sets = common->sets;
   g_autofree char *path = NULL;
   gsize length = 0;
   g_autofree char *text = hw == NULL ? NULL : read_config(model_arg, &path, &length, error);
@@ -125,8 +129,8 @@ static void print_header(const RokSweep *sweep) {
   for (guint a = 0; a < ROK_SWEEP_AXIS_COUNT; a++)
     if (shown(sweep, a))
       printf("%11s  ", axis_labels[a]);
-  printf("  %-10s %10s %12s %11s %11s %11s  %s\n", "strategy", "step time", "tokens/s", "peak memory",
-         "activations", "SSD write", "fits");
+  printf("  %-10s %10s %10s %10s %12s %6s %11s %11s %11s  %s\n", "strategy", "step time", "tokens/s", "per GPU",
+         "model FLOP/s", "MFU", "peak memory", "activations", "SSD write", "fits");
 }
 
 static void print_row(const RokSweep *sweep, const RokSweepRow *row, gboolean best) {
@@ -140,8 +144,10 @@ static void print_row(const RokSweep *sweep, const RokSweepRow *row, gboolean be
   g_autofree char *act = rok_units_format_size(row->activation_peak_bytes);
   g_autofree char *write = row->required_write_bandwidth > 0 ? rok_units_format_rate(row->required_write_bandwidth)
                                                             : g_strdup("-");
-  printf("%c %-10s %10s %12s %11s %11s %11s  %s\n", best ? '*' : ' ', rok_strategy_name(row->strategy), step,
-         rate, peak, act, write, row->fits ? "yes" : "NO");
+  g_autofree char *gpu_rate = rok_units_format_count(row->tokens_per_gpu_s);
+  g_autofree char *flops = cli_flops_text(row->model_flops_per_gpu_s), *mfu = cli_percent_text(row->mfu);
+  printf("%c %-10s %10s %10s %10s %12s %6s %11s %11s %11s  %s\n", best ? '*' : ' ', rok_strategy_name(row->strategy),
+         step, rate, gpu_rate, flops, mfu, peak, act, write, row->fits ? "yes" : "NO");
 }
 
 /* Rows [first, end) are one point: the fastest that fits is marked. */
@@ -210,8 +216,11 @@ static void print_summary(const RokSweep *sweep) {
 static void print_table(const RokSweep *sweep, guint points) {
   const RokSweepRow *first = &g_array_index(sweep->rows, RokSweepRow, 0);
   g_autofree char *gpu = rok_units_format_size(first->gpu_memory_bytes);
-  printf("%s on %s (GPU memory %s): %u point%s, %u strateg%s\n\n", sweep->model_name, sweep->hw_name, gpu, points,
+  printf("%s on %s (GPU memory %s): %u point%s, %u strateg%s\n", sweep->model_name, sweep->hw_name, gpu, points,
          points == 1 ? "" : "s", sweep->strategies->len, sweep->strategies->len == 1 ? "y" : "ies");
+  printf("Each point keeps the config's micro-batches per step (gradient accumulation), so the global batch grows "
+         "with the micro-batch\n(rok plan --set micro_batch=N keeps the global batch instead). tokens/s: per copy of "
+         "the model; per GPU: over its GPUs.\n\n");
   print_header(sweep);
   guint start = 0;
   for (guint i = 1; i <= sweep->rows->len; i++)
@@ -220,7 +229,8 @@ static void print_table(const RokSweep *sweep, guint points) {
       print_point(sweep, start, i);
       start = i;
     }
-  printf("\n* the fastest strategy that fits at its point; fits: peak memory within the budget\n");
+  printf("\n* the fastest strategy that fits at its point; fits: peak memory within the budget\n%s.\n",
+         CLI_MFU_BASIS);
   print_summary(sweep);
 }
 
@@ -233,40 +243,71 @@ static gboolean parse_threads(gint threads, guint *out, GError **error) {
   return TRUE;
 }
 
+static RokSweep *run_sweep(const RokSweepSpec *spec, gboolean mpi, guint threads, gboolean progress, gboolean *root,
+                           GError **error) {
+  if (!mpi)
+    return rok_sweep_run(spec, threads, progress ? show_progress : NULL, NULL, error);
+  RokSearchRunner runner;
+  rok_search_runner_init(&runner);
+  runner.mpi = TRUE;
+  runner.threads = threads == 0 ? 1 : threads;
+  return rok_search_sweep_run(spec, &runner, root, error);
+}
+
 int cli_cmd_sweep(int argc, char **argv) {
   const RokCommand *self = cli_find("sweep");
   RokCliCommon common = {0};
+  RokChartStyle style = {0};
   g_auto(Options) o = {0};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
-      {"micro-batch", 'b', 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_MICRO_BATCH],
+      {"micro-batch", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_MICRO_BATCH],
        "Micro-batch sizes: 8, 1,2,4,8, 1:64 (every one), 8:64:8, 1:64:*2", "RANGE"},
       {"seq-len", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_SEQ_LEN], "Sequence lengths (a range)", "RANGE"},
       {"nvme-devices", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_NVME_DEVICES], "SSD counts (a range)",
        "RANGE"},
-      {"budget", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_BUDGET],
+      {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_BUDGET],
        "GPU memory budgets: 30GiB, 24GiB:40GiB:4GiB (default: the GPU's memory)", "RANGE"},
       {"strategies", 's', 0, G_OPTION_ARG_STRING, &o.strategies,
        "Comma-separated strategies (default: all)", "LIST"},
       {"threads", 'j', 0, G_OPTION_ARG_INT, &o.threads, "Worker threads (default 0: one per core)", "N"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
        "Write sweep.csv and the charts (throughput, memory; PNG and SVG) to DIR", "DIR"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
+  /* Under mpirun the points are shared out among the ranks (rok/search.h);
+   * rank 0 prints and writes, the others stay quiet. */
+  gboolean mpi = rok_search_mpi_init(&argc, &argv, &error), root = TRUE;
+  if (error != NULL)
+    return cli_fail(self->name, error);
   g_autoptr(RokSweepSpec) spec = NULL;
   g_autoptr(RokSweep) sweep = NULL;
   guint threads = 0;
   gboolean progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
-  if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
+      !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
-      !parse_threads(o.threads, &threads, &error) || (spec = make_spec(&o, argv[1], common.sets, &error)) == NULL ||
-      (sweep = rok_sweep_run(spec, threads, progress ? show_progress : NULL, NULL, &error)) == NULL ||
+      !parse_threads(o.threads, &threads, &error) || (spec = make_spec(&o, argv[1], &common, &error)) == NULL ||
+      (sweep = run_sweep(spec, mpi, threads, progress, &root, &error)) == NULL ||
       (o.output != NULL && !write_files(sweep, o.output, &error))) {
-    g_strfreev(common.sets);
-    return cli_fail(self->name, error);
+    cli_common_clear(&common);
+    if (!root && error != NULL) {
+      int code = rok_error_exit_code(error);
+      g_error_free(error);
+      return rok_search_mpi_finish(code);
+    }
+    return rok_search_mpi_finish(error == NULL ? ROK_EXIT_OK : cli_fail(self->name, error));
   }
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
+  if (mpi) {
+    int code = common.json ? (cli_print_json(rok_sweep_to_json(sweep), &error) ? ROK_EXIT_OK
+                                                                               : cli_fail(self->name, error))
+                           : (print_table(sweep, rok_sweep_spec_points(spec)), ROK_EXIT_OK);
+    fflush(stdout);
+    return rok_search_mpi_finish(code);
+  }
   if (common.json)
     return cli_print_json(rok_sweep_to_json(sweep), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_table(sweep, rok_sweep_spec_points(spec));

@@ -154,13 +154,14 @@ int cli_cmd_trace(int argc, char **argv) {
   g_autoptr(RokTrace) trace = NULL;
   g_autoptr(RokHw) hw = NULL;
   if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
-      (hw_arg != NULL && (hw = cli_load_hw(hw_arg, &error)) == NULL) ||
+      !cli_check_hw_sets(hw_arg, common.hw_sets, &error) ||
+      (hw_arg != NULL && (hw = cli_load_hw(hw_arg, common.hw_sets, &error)) == NULL) ||
       (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
       (output != NULL && !rok_trace_save(trace, output, &error))) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     return cli_fail(self->name, error);
   }
-  g_strfreev(common.sets);
+  cli_common_clear(&common);
   if (common.json)
     return cli_print_json(rok_trace_to_json(trace), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_trace(trace, hw);

@@ -223,7 +223,8 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
 
 /* ---- running ---- */
 
-static RokValidation *run(const Options *o, const char *model, char **sets, RokExecCancel *cancel, GError **error) {
+static RokValidation *run(const Options *o, const char *model, const RokCliCommon *common, RokExecCancel *cancel,
+                          GError **error) {
   RokValidateOptions vo;
   if (!fill_options(o, &vo, error))
     return NULL;
@@ -232,8 +233,8 @@ static RokValidation *run(const Options *o, const char *model, char **sets, RokE
                         "missing --hw HW: a profile of this machine, as `rok calibrate --dir DIR -o hw.json` makes");
     return NULL;
   }
-  g_autoptr(RokHw) hw = cli_load_hw(o->hw, error);
-  g_autoptr(RokTrace) trace = hw ? cli_load_trace(model, sets, error) : NULL;
+  g_autoptr(RokHw) hw = cli_load_hw(o->hw, common->hw_sets, error);
+  g_autoptr(RokTrace) trace = hw ? cli_load_trace(model, common->sets, error) : NULL;
   if (trace == NULL)
     return NULL;
   vo.exec.cancel = cancel;
@@ -250,6 +251,7 @@ static RokValidation *run(const Options *o, const char *model, char **sets, RokE
 int cli_cmd_validate(int argc, char **argv) {
   const RokCommand *self = cli_find("validate");
   RokCliCommon common = {0};
+  RokChartStyle style = {0};
   g_auto(Options) o = {.device = CLI_UNSET,
                        .repeat = ROK_VALIDATE_DEFAULT_REPEAT,
                        .rounds = ROK_VALIDATE_DEFAULT_ROUNDS,
@@ -273,19 +275,20 @@ int cli_cmd_validate(int argc, char **argv) {
       {"io", 0, 0, G_OPTION_ARG_STRING, &o.io, "I/O backend: auto (default), io_uring or psync", "NAME"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
        "Write validation.json, the chart (PNG, SVG) and each row's schedule, report and timeline in DIR", "DIR"},
+      CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  if (!cli_parse(context, &argc, &argv, &error) ||
+  if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
       (argc > 2 && !cli_positionals(argc, argv, 1, "MODEL", &error))) {
-    g_strfreev(common.sets);
+    cli_common_clear(&common);
     return cli_fail(self->name, error);
   }
   /* First, before the device or the store start threads (signals.h). */
   g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
   g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(on_signal, cancel, &error);
-  g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, common.sets, cancel, &error) : NULL;
-  g_strfreev(common.sets);
+  g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, &common, cancel, &error) : NULL;
+  cli_common_clear(&common);
   if (v == NULL)
     return cli_fail(self->name, error);
   if (common.json)

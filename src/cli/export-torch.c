@@ -76,16 +76,28 @@ static char *module_path(const Profile *p, const RokTensor *t) {
   return g_strdup("(outside the model)");
 }
 
+/* The hook prefetches in layers: a window of modules or ops reads ahead
+ * within one layer, so it becomes one (zero stays zero). */
+static gint64 policy_prefetch_layers(const RokStepOptions *o) {
+  if (o->prefetch_unit == ROK_PREFETCH_LAYER)
+    return o->prefetch_window;
+  return o->prefetch_window > 0 ? 1 : 0;
+}
+
 gboolean cli_export_torch(Export *e, const RokTrace *trace, const RokStepPlan *plan, GError **error) {
   const Profile *p = profile_for(trace, error);
   if (p == NULL)
     return FALSE;
+  if (plan->options.prefetch_unit != ROK_PREFETCH_LAYER && plan->options.prefetch_window > 0)
+    g_printerr("rok export: warning: the PyTorch hook prefetches whole layers: the plan's window of %u %s(s) "
+               "is exported as one layer\n",
+               plan->options.prefetch_window, rok_prefetch_unit_name(plan->options.prefetch_unit));
   json_object *root = json_object_new_object(), *modules = json_object_new_object();
   json_object *decisions = json_object_new_object();
   json_object_object_add(root, "format", json_object_new_string("rok-torch-policy/1"));
   json_object_object_add(root, "profile", json_object_new_string(p->name));
   json_object_object_add(root, "layers", json_object_new_string(p->layers));
-  json_object_object_add(root, "prefetch_layers", json_object_new_int64(plan->options.prefetch_layers));
+  json_object_object_add(root, "prefetch_layers", json_object_new_int64(policy_prefetch_layers(&plan->options)));
   for (guint i = 0; i < trace->tensors->len; i++) {
     const RokTensor *t = rok_trace_tensor(trace, i);
     if (!rok_tensor_is_saved(t))

@@ -14,6 +14,7 @@
 
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
+int cli_cmd_search(int argc, char **argv);
 int cli_cmd_calibrate(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
 int cli_cmd_simulate(int argc, char **argv);
@@ -29,6 +30,8 @@ static const RokCommand commands[] = {
      cli_cmd_plan},
     {"sweep", "MODEL --hw HW [--micro-batch RANGE] [-o DIR]",
      "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", cli_cmd_sweep},
+    {"search", "MODEL --hw HW --gpus N [-o DIR]",
+     "The best parallel layouts and plans for N GPUs (threads, or MPI ranks under mpirun)", cli_cmd_search},
     {"calibrate", "--dir DIR [--dir DIR2] [-o hw.json]", "Measure this machine into a hardware profile",
      cli_cmd_calibrate},
     {"execute", "SCHEDULE --dir DIR [--device N] [--repeat N]", "Run a schedule for real and compare with its prediction",
@@ -113,8 +116,16 @@ static int run(const RokCommand *command, int argc, char **argv) {
 }
 
 static int unknown_command(const char *name) {
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+  for (const RokCommand *c = commands; c->name != NULL; c++)
+    g_strv_builder_add(builder, c->name);
+  g_auto(GStrv) names = g_strv_builder_end(builder);
+  const char *close = rok_closest_name(name, (const char *const *)names);
   g_autofree char *shown = cli_printable(name);
-  fprintf(stderr, "rok: unknown command \"%s\"\n\n", shown);
+  if (close != NULL)
+    fprintf(stderr, "rok: unknown command \"%s\"; did you mean \"%s\"?\n\n", shown, close);
+  else
+    fprintf(stderr, "rok: unknown command \"%s\"\n\n", shown);
   print_usage(stderr);
   return ROK_EXIT_INVALID;
 }

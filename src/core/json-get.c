@@ -222,7 +222,7 @@ gboolean rok_json_get_enum(const RokJsonObj *obj, const char *key, gboolean requ
     }
   }
   g_autofree char *expected = string_expectation(names);
-  const char *close = core_json_closest(text, names);
+  const char *close = rok_closest_name(text, names);
   g_autofree char *found = core_json_describe(value);
   if (close != NULL)
     return core_json_member_error(obj, key, error, "must be %s, not %s; did you mean \"%s\"?", expected, found, close);

@@ -63,7 +63,7 @@ static gsize edit_distance(const char *a, const char *b) {
 }
 
 /* Close enough: at most one edit per three characters (at least one). */
-const char *core_json_closest(const char *word, const char *const *names) {
+const char *rok_closest_name(const char *word, const char *const *names) {
   const char *best = NULL;
   gsize best_distance = G_MAXSIZE;
   for (gsize i = 0; names[i] != NULL; i++) {
@@ -174,7 +174,7 @@ gboolean rok_json_only_keys(const RokJsonObj *obj, const char *const *keys, GErr
     if (is_known(key, keys))
       continue;
     g_autofree char *path = core_json_path_join(obj->path, key);
-    const char *close = core_json_closest(key, keys);
+    const char *close = rok_closest_name(key, keys);
     if (close != NULL) {
       core_json_doc_error(error, ROK_ERROR_INPUT, obj->doc, path, TRUE, "unknown key; did you mean \"%s\"?",
                          close);

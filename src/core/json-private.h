@@ -19,10 +19,6 @@ char *core_json_path_join(const char *parent, const char *key);
 /* A value as messages show it: "true", "1.5", "\"abc\"", "an object". */
 char *core_json_describe(json_object *value);
 
-/* The name in the NULL-terminated `names` closest to `word`, when it is
- * close enough to be a likely typo; NULL otherwise. */
-const char *core_json_closest(const char *word, const char *const *names);
-
 /* `names` as "\"a\", \"b\", \"c\"". */
 char *core_json_quote_list(const char *const *names);
 

@@ -144,6 +144,8 @@ static gboolean size_unit(const char *unit, int *ten, int *two) {
   return TRUE;
 }
 
+static char *size_unit_any_case(const char *unit);
+
 static gboolean unknown_size_unit(GError **error, const char *text, const char *unit) {
   const char *p = unit;
   int power;
@@ -156,6 +158,14 @@ static gboolean unknown_size_unit(GError **error, const char *text, const char *
   if (p[0] == 'b' && p[1] == '\0')
     return fail(error, "size", text, "unknown unit \"%s\" (\"b\" would be bits; sizes are in bytes, \"B\")",
                 unit);
+  g_autofree char *spelled = size_unit_any_case(unit);
+  if (spelled != NULL) {
+    gboolean is_binary = strlen(spelled) == 3;
+    g_autofree char *other = g_strdup_printf("%c%s", spelled[0] == 'k' ? 'K' : spelled[0] == 'K' ? 'k' : spelled[0],
+                                             is_binary ? "B" : "iB");
+    return fail(error, "size", text, "unknown unit \"%s\"; did you mean \"%s\" (powers of %s) or \"%s\"?", unit,
+                spelled, is_binary ? "1024" : "1000", other);
+  }
   return fail(error, "size", text, "unknown unit \"%s\" (expected %s)", unit, size_units);
 }
 
@@ -237,26 +247,67 @@ static char *significant_digits(const Decimal *d, long *ten) {
   return g_string_free(digits, FALSE);
 }
 
-gboolean rok_units_parse_size(const char *text, guint64 *bytes, GError **error) {
-  g_return_val_if_fail(text != NULL && bytes != NULL, FALSE);
-  g_autofree char *trimmed = NULL;
+/* The size unit `unit` spells in any case ("gb" -> "GB", "gib" -> "GiB",
+ * "Gb" -> "GB"), or NULL when it spells none. */
+static char *size_unit_any_case(const char *unit) {
+  g_autofree char *lower = g_ascii_strdown(unit, -1);
+  gsize n = strlen(lower);
+  if (n == 0 || n > 3 || lower[n - 1] != 'b')
+    return NULL;
+  if (n == 1)
+    return g_strdup("B");
+  const char *at = strchr("kmgtpe", lower[0]);
+  if (at == NULL || (n == 3 && lower[1] != 'i'))
+    return NULL;
+  char letter = n == 2 && lower[0] == 'k' ? 'k' : g_ascii_toupper(lower[0]);
+  return g_strdup_printf("%c%s", letter, n == 3 ? "iB" : "B");
+}
+
+/* The number times the unit, rounded to the nearest byte; FALSE when that
+ * is more than 2^64-1. Above 2^53 a double holds only whole numbers, so
+ * rounding is then the conversion itself. */
+static gboolean rounded_bytes(const char *trimmed, const Decimal *number, int ten, int two, guint64 *bytes) {
+  double value = ldexp(decimal_value(trimmed, number) * pow(10.0, ten), two);
+  if (!(value < 18446744073709551616.0))
+    return FALSE;
+  *bytes = value < 9007199254740992.0 ? (guint64)llround(value) : (guint64)value;
+  return TRUE;
+}
+
+static gboolean parse_size(const char *text, gboolean lenient, guint64 *bytes, char **note, GError **error) {
+  g_autofree char *trimmed = NULL, *spelled = NULL;
   Decimal number;
   const char *unit;
   int ten, two;
   if (!split_number("size", text, "a number of bytes or a size such as \"40GiB\"", &trimmed, &number, &unit,
                     error))
     return FALSE;
-  if (!size_unit(unit, &ten, &two))
-    return unknown_size_unit(error, text, unit);
+  if (!size_unit(unit, &ten, &two)) {
+    spelled = lenient ? size_unit_any_case(unit) : NULL;
+    if (spelled == NULL || !size_unit(spelled, &ten, &two))
+      return unknown_size_unit(error, text, unit);
+  }
   long scale;
   g_autofree char *digits = significant_digits(&number, &scale);
-  if (digits[0] == '\0') {
-    *bytes = 0;
+  guint64 result = 0;
+  ExactResult exact = digits[0] == '\0' ? EXACT_OK : exact_product(digits, strlen(digits), scale + ten, two, &result);
+  if (exact == EXACT_FRACTION && lenient && ten + two > 0) {
+    if (!rounded_bytes(trimmed, &number, ten, two, &result))
+      return fail(error, "size", text, "too large (more than 2^64-1 bytes)");
+    char exact_text[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(exact_text, sizeof exact_text, "%.1f", ldexp(decimal_value(trimmed, &number) * pow(10.0, ten), two));
+    *note = g_strdup_printf("\"%s\" is %s bytes: rounded to %" G_GUINT64_FORMAT " B%s%s%s", text, exact_text,
+                            result, spelled ? " (read as " : "", spelled ? spelled : "", spelled ? ")" : "");
+    *bytes = result;
     return TRUE;
   }
-  guint64 result = 0;
-  switch (exact_product(digits, strlen(digits), scale + ten, two, &result)) {
+  switch (exact) {
   case EXACT_OK:
+    if (spelled != NULL) {
+      g_autofree char *number_text = g_strndup(trimmed, number.length);
+      *note = g_strdup_printf("read \"%s\" as \"%s%s\" (%s; sizes are bytes: B, kB, MB, GB or KiB, MiB, GiB)",
+                              text, number_text, spelled, two > 0 ? "binary, powers of 1024" : "decimal, powers of 1000");
+    }
     *bytes = result;
     return TRUE;
   case EXACT_OVERFLOW:
@@ -267,6 +318,21 @@ gboolean rok_units_parse_size(const char *text, guint64 *bytes, GError **error) 
     break;
   }
   return fail(error, "size", text, "too many significant digits");
+}
+
+gboolean rok_units_parse_size(const char *text, guint64 *bytes, GError **error) {
+  g_return_val_if_fail(text != NULL && bytes != NULL, FALSE);
+  return parse_size(text, FALSE, bytes, NULL, error);
+}
+
+gboolean rok_units_parse_size_lenient(const char *text, guint64 *bytes, char **note, GError **error) {
+  g_return_val_if_fail(text != NULL && bytes != NULL, FALSE);
+  g_autofree char *said = NULL;
+  if (!parse_size(text, TRUE, bytes, &said, error))
+    return FALSE;
+  if (note != NULL)
+    *note = g_steal_pointer(&said);
+  return TRUE;
 }
 
 /* ---- rates ---- */
@@ -326,7 +392,8 @@ static gboolean time_unit(const char *unit, double *ns) {
     double ns;
   } units[] = {
       {"", 1e9},     {"ns", 1},   {"us", 1e3}, {"\u00b5s", 1e3}, {"\u03bcs", 1e3},
-      {"ms", 1e6},   {"s", 1e9},  {"min", 60e9}, {"h", 3600e9},
+      {"ms", 1e6},   {"s", 1e9},  {"min", 60e9}, {"h", 3600e9}, {"d", 86400e9},
+      {"y", 365.25 * 86400e9}, /* a Julian year, as the SSD lifetimes count them */
   };
   for (gsize i = 0; i < G_N_ELEMENTS(units); i++) {
     if (strcmp(unit, units[i].name) == 0) {
@@ -347,7 +414,7 @@ gboolean rok_units_parse_time(const char *text, gint64 *ns, GError **error) {
                     error))
     return FALSE;
   if (!time_unit(unit, &factor))
-    return fail(error, "time", text, "unknown unit \"%s\" (expected ns, us, \u00b5s, ms, s, min or h)", unit);
+    return fail(error, "time", text, "unknown unit \"%s\" (expected ns, us, \u00b5s, ms, s, min, h, d or y)", unit);
   double value = decimal_value(trimmed, &number) * factor;
   /* 2^63 is exact in a double; every double below it rounds into gint64. */
   if (!(value < 9223372036854775808.0))

@@ -2,10 +2,12 @@
 #include "rok/hw.h"
 
 #include <math.h>
+#include <string.h>
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 
+#include "hw-private.h"
 #include "rok/core.h"
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
@@ -286,6 +288,23 @@ RokHw *rok_hw_parse(const char *name, const char *text, gsize length, GError **e
 RokHw *rok_hw_load(const char *path, GError **error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_load(path, error);
   return doc == NULL ? NULL : hw_from_doc(doc, error);
+}
+
+RokHw *rok_hw_from_doc(RokJsonDoc *doc, const char *const *overrides, GPtrArray *warnings, GError **error) {
+  for (const char *const *set = overrides; set != NULL && *set != NULL; set++) {
+    g_autofree char *origin = g_strdup_printf("--hw-set %s", *set);
+    if (!rok_json_doc_set(doc, *set, origin, error))
+      return NULL;
+  }
+  RokHw *hw = hw_from_doc(doc, error);
+  if (hw != NULL && warnings != NULL)
+    hw_check_plausible(hw, doc, warnings);
+  return hw;
+}
+
+gboolean rok_hw_is_key(const char *key) {
+  g_autofree char *head = g_strndup(key, strcspn(key, ".["));
+  return g_strv_contains(hw_keys, head) && !g_str_equal(head, "name") && !g_str_equal(head, "source");
 }
 
 /* Divided, not multiplied by 1e-9: the quotient is rounded once, so that

@@ -123,6 +123,33 @@ static gboolean check_magnitude(const RokJsonObj *obj, const RokModel *m, GError
   return require(FALSE, obj, "", error, why);
 }
 
+/* global_batch must split into data_parallel replicas of whole
+ * micro-batches; when it does not, say what would: the micro-batches that
+ * divide each replica's share, or the nearest global batches. */
+static gboolean check_global_batch(const RokJsonObj *obj, const RokModel *m, GError **error) {
+  guint64 unit = m->micro_batch * m->data_parallel, g = m->global_batch;
+  if (g % unit == 0)
+    return TRUE;
+  g_autoptr(GString) why = g_string_new(NULL);
+  g_string_printf(why, "%" G_GUINT64_FORMAT " must be a multiple of micro_batch × data_parallel (%" G_GUINT64_FORMAT
+                  " × %" G_GUINT64_FORMAT " = %" G_GUINT64_FORMAT "): ",
+                  g, m->micro_batch, m->data_parallel, unit);
+  if (g % m->data_parallel == 0) {
+    guint64 share = g / m->data_parallel, shown = 0;
+    g_string_append_printf(why, "a micro_batch that divides %" G_GUINT64_FORMAT " (", share);
+    for (guint64 d = 1; d <= share && shown < 8; d++)
+      if (share % d == 0)
+        g_string_append_printf(why, "%s%" G_GUINT64_FORMAT, shown++ ? ", " : "", d);
+    g_string_append(why, shown == 8 && share > 8 ? ", ...), or " : "), or ");
+  }
+  guint64 below = g / unit * unit, above = below + unit;
+  if (below > 0)
+    g_string_append_printf(why, "global_batch %" G_GUINT64_FORMAT " or %" G_GUINT64_FORMAT, below, above);
+  else
+    g_string_append_printf(why, "global_batch %" G_GUINT64_FORMAT, above);
+  return require(FALSE, obj, "global_batch", error, why->str);
+}
+
 static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **error) {
   guint64 t = m->tensor_parallel;
   gboolean t5 = m->arch == ROK_ARCH_T5;
@@ -138,8 +165,7 @@ static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **erro
                  "needs \"seq_len\" divisible by \"tensor_parallel\"") &&
          require(m->layers % m->pipeline_parallel == 0, obj, "pipeline_parallel", error,
                  "must divide \"layers\"") &&
-         require(m->global_batch % (m->micro_batch * m->data_parallel) == 0, obj, "global_batch", error,
-                 "must be a multiple of micro_batch × data_parallel") &&
+         check_global_batch(obj, m, error) &&
          require(m->global_batch <= G_MAXUINT32, obj, "data_parallel", error,
                  "times micro_batch must be at most 4294967295 (the largest global_batch)") &&
          require(m->global_batch / (m->micro_batch * m->data_parallel) <= ROK_MAX_MICRO_BATCHES_PER_STEP, obj,

@@ -1,11 +1,12 @@
 /* The ROK curve: the planner's step time for budgets from the smallest
  * that fits to the peak of keeping everything.
  *
- * Budgets rise evenly; each is planned on its own (with a smaller search
- * than a single plan gets), and a point takes the best plan found for any
- * budget whose peak fits its own: what fits a budget fits every larger
- * one, so more memory never makes the plan slower. The baselines are
- * simulated once each, unbounded, as labelled points. */
+ * Budgets rise evenly; each point is exactly the plan rok_planner_plan()
+ * returns at its budget (planner-grid.c): the best of the plans for it and
+ * every smaller budget of the grid, on this machine and on the same one
+ * with fewer tiers, so more memory never makes the plan slower (beyond the
+ * wear tolerance, where a plan writing less to the SSDs is preferred). The
+ * baselines are simulated once each, unbounded, as labelled points. */
 #include "planner-private.h"
 
 #include "rok/core.h"
@@ -56,84 +57,11 @@ static RokCurve *curve_new(RokPlanner *p) {
   curve->hw_name = g_strdup(p->hw->name);
   curve->fixed_bytes = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
   curve->gpu_memory_bytes = p->hw->gpu.memory;
+  curve->replica_gpus = rok_trace_replica_gpus(p->trace);
+  curve->model_flops_per_step = rok_trace_model_flops(p->trace) * (double)MAX(p->trace->micro_batches_per_step, 1);
+  curve->peak_flops = p->hw->gpu.peak_flops;
   curve->points = g_array_new(FALSE, TRUE, sizeof(RokCurvePoint));
   return curve;
-}
-
-/* Each point: the best plan found for any budget that fits this one. */
-static void pick_points(const RokPlanner *p, RokCurve *curve, const guint64 *budgets, const PlanChoice *found,
-                        guint n) {
-  for (guint i = 0; i < n; i++) {
-    const PlanChoice *best = NULL;
-    for (guint j = 0; j < n; j++)
-      if (found[j].decisions != NULL && plan_fits(&found[j].eval, budgets[i]) &&
-          (best == NULL || plan_better(&found[j].eval, &best->eval, budgets[i])))
-        best = &found[j];
-    if (best == NULL)
-      continue;
-    RokCurvePoint pt = {.budget_bytes = budgets[i], .source = best->source};
-    point_from(p, best->decisions, &best->eval, &pt);
-    g_array_append_val(curve->points, pt);
-  }
-}
-
-/* The budgets shared out among threads, each with its own simulator; a
- * point's plan does not depend on which thread made it. */
-typedef struct {
-  RokPlanner *parent;
-  const guint64 *budgets;
-  PlanChoice *found;
-  guint n, runs, next, done;
-  guint64 worker_runs;
-  GMutex lock;
-  RokProgressFunc progress;
-  gpointer user_data;
-} CurveJob;
-
-static gpointer curve_worker(gpointer data) {
-  CurveJob *job = data;
-  RokPlanner *w = plan_worker_new(job->parent);
-  for (;;) {
-    g_mutex_lock(&job->lock);
-    guint i = job->next++;
-    g_mutex_unlock(&job->lock);
-    if (i >= job->n)
-      break;
-    if (!plan_solve(w, job->budgets[i], job->runs, &job->found[i]))
-      job->found[i].decisions = NULL;
-    g_mutex_lock(&job->lock);
-    job->done++;
-    if (job->progress != NULL)
-      job->progress(job->done, job->n, job->user_data);
-    g_mutex_unlock(&job->lock);
-  }
-  g_mutex_lock(&job->lock);
-  job->worker_runs += rok_planner_runs(w);
-  g_mutex_unlock(&job->lock);
-  rok_planner_free(w);
-  return NULL;
-}
-
-static void solve_all(RokPlanner *p, CurveJob *job) {
-  plan_prepare(p);
-  guint threads = p->options.threads ? p->options.threads : g_get_num_processors();
-  threads = CLAMP(threads, 1, job->n);
-  g_mutex_init(&job->lock);
-  g_autoptr(GPtrArray) workers = g_ptr_array_new();
-  /* g_thread_try_new: where no more threads can be made (RLIMIT_NPROC)
-   * the ones made, or this thread alone, do all the work. */
-  for (guint i = 0; i < threads; i++) {
-    GThread *t = g_thread_try_new("rok-curve", curve_worker, job, NULL);
-    if (t == NULL)
-      break;
-    g_ptr_array_add(workers, t);
-  }
-  if (workers->len == 0)
-    curve_worker(job);
-  for (guint i = 0; i < workers->len; i++)
-    g_thread_join(g_ptr_array_index(workers, i));
-  g_mutex_clear(&job->lock);
-  p->runs += job->worker_runs;
 }
 
 RokCurve *rok_planner_curve(RokPlanner *p, guint points, RokProgressFunc progress, gpointer user_data,
@@ -149,17 +77,16 @@ RokCurve *rok_planner_curve(RokPlanner *p, guint points, RokProgressFunc progres
                                                                : curve->min_budget;
   if (curve->keep_budget <= curve->min_budget)
     points = 1;
-  guint runs = plan_polish_runs(p, TRUE);
-  guint64 span = curve->keep_budget > curve->min_budget ? curve->keep_budget - curve->min_budget : 0;
   g_autofree guint64 *budgets = g_new(guint64, points);
   g_autofree PlanChoice *found = g_new0(PlanChoice, points);
-  for (guint i = 0; i < points; i++)
-    budgets[i] = points == 1 ? curve->min_budget : curve->min_budget + (guint64)((double)span * i / (points - 1));
-  CurveJob job = {.parent = p, .budgets = budgets, .found = found, .n = points, .runs = runs,
-                  .progress = progress, .user_data = user_data};
-  solve_all(p, &job);
-  pick_points(p, curve, budgets, found, points);
-  for (guint i = 0; i < points; i++)
+  guint n = plan_grid_curve(p, points, curve->min_budget, curve->keep_budget, progress, user_data, found, budgets);
+  for (guint i = 0; i < n; i++) {
+    if (found[i].decisions == NULL)
+      continue;
+    RokCurvePoint pt = {.budget_bytes = budgets[i], .source = found[i].source};
+    point_from(p, found[i].decisions, &found[i].eval, &pt);
+    g_array_append_val(curve->points, pt);
     plan_choice_clear(&found[i]);
+  }
   return curve;
 }

@@ -53,6 +53,22 @@ gboolean polish_unit_pass(Polish *s, const guint *order, guint n_order) {
   return improved;
 }
 
+/* One decision for a whole class (all its layers): plans a per-unit search
+ * reaches only through worse ones, the exact search's winners on real
+ * model slices. */
+static gboolean class_pass(Polish *s) {
+  gboolean improved = FALSE;
+  for (guint c = 0; c < s->p->classes->len && !polish_spent(s); c++) {
+    const PlanClass *cls = plan_class(s->p, c);
+    if (cls->n_units < 2)
+      continue; /* the unit pass tries it */
+    const guint *ids = &g_array_index(s->p->members, guint, cls->first);
+    for (guint k = 0; k < G_N_ELEMENTS(polish_decisions); k++)
+      improved |= polish_try_group(s, ids, cls->n, polish_decisions[k]);
+  }
+  return improved;
+}
+
 gboolean polish_tensor_pass(Polish *s) {
   gboolean improved = FALSE;
   for (guint m = 0; m < s->p->members->len && !polish_spent(s); m++) {
@@ -111,7 +127,7 @@ void plan_polish(RokPlanner *p, guint8 *decisions, PlanEval *eval, guint64 budge
     return;
   s.trial = g_new(guint8, MAX(p->n_tensors, 1));
   g_autofree guint *order = unit_order(p);
-  while (polish_unit_pass(&s, order, p->units->len) && !polish_spent(&s))
+  while ((class_pass(&s) | polish_unit_pass(&s, order, p->units->len)) && !polish_spent(&s))
     ;
   gboolean fine = p->members->len > p->units->len; /* else units are tensors already */
   while (fine && polish_tensor_pass(&s) && !polish_spent(&s))

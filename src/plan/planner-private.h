@@ -33,6 +33,15 @@ typedef struct {
   guint lo, hi; /* member indexes within the class, [lo, hi) */
 } PlanUnit;
 
+/* Prefetch windows the final judgement tries every finalist and baseline
+ * with; the first is the simulator's default, the one searches run with. */
+typedef struct {
+  RokPrefetchUnit unit;
+  guint window;
+} PlanPrefetch;
+#define PLAN_PREFETCH_SETTINGS 6
+extern const PlanPrefetch plan_prefetch[PLAN_PREFETCH_SETTINGS];
+
 /* What the simulator said of a plan. */
 typedef struct {
   gboolean valid; /* the simulator took it and host memory holds it */
@@ -40,6 +49,7 @@ typedef struct {
   guint64 peak;
   guint64 moved; /* over PCIe, both ways */
   guint64 host;  /* host memory peak */
+  guint64 nvme;  /* bytes written to the SSDs in the step */
 } PlanEval;
 
 /* One step of the greedy descent: the plan after it and the move made. */
@@ -58,6 +68,8 @@ typedef struct {
   gboolean whole_layers; /* its rebuilds re-run whole layers */
   PlanEval search, final; /* at the search detail and the default one */
 } PlanBaseline;
+
+typedef struct _PlanGrid PlanGrid;
 
 struct _RokPlanner {
   const RokTrace *trace;
@@ -83,6 +95,9 @@ struct _RokPlanner {
   gboolean baselines_done;
   PlanBaseline baselines[ROK_STRATEGY_BASELINE_COUNT];
   gboolean worker; /* a copy for one thread: owns only sim and scratch */
+  guint prefetch;  /* the plan_prefetch setting plan_eval runs with (0 but in final judgements) */
+  PlanGrid *grid;  /* the curve's budgets, planned as needed */
+  GPtrArray *reduced; /* RokPlanner*: the same machine without SSDs, host offload, or both */
 };
 
 /* planner.c: run a plan with these options (the others default). */
@@ -151,6 +166,7 @@ typedef struct {
   guint8 *decisions;
   guint64 memory_budget;
   gboolean whole_layers; /* rebuild whole layers (a baseline's option) */
+  guint prefetch;        /* plan_prefetch setting */
   PlanEval eval;
   gboolean final;   /* eval is at the default detail */
   RokStrategy source;
@@ -163,3 +179,26 @@ guint plan_polish_runs(const RokPlanner *p, gboolean curve);
 void plan_no_fit(RokPlanner *p, guint64 budget, GError **error);
 /* Run a choice again with the default detail, as a RokStepPlan. */
 RokStepPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice);
+
+/* planner-grid.c: budgets planned once, shared by plans and the curve. */
+struct _PlanGrid {
+  guint n;
+  guint64 *budgets;
+  PlanChoice *found; /* decisions NULL: nothing fits */
+  gboolean *done;
+};
+PlanGrid *plan_grid_new(guint n, guint64 lo, guint64 hi);
+void plan_grid_free(PlanGrid *grid);
+/* Plan the grid's points 0 .. upto not planned yet, in threads. */
+void plan_grid_solve(RokPlanner *p, PlanGrid *grid, guint upto, RokProgressFunc progress, gpointer user_data);
+/* Among `cands` (PlanChoice*) that fit: the least SSD writes, then PCIe
+ * bytes, then the better, among those within the wear tolerance of
+ * the fastest; NULL when none fits. */
+const PlanChoice *plan_pick(const RokPlanner *p, GPtrArray *cands, guint64 budget);
+/* The plan for `budget`: see planner-grid.c. */
+gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out);
+/* The curve's `n` points from `lo` to `hi`, each as plan_choose would
+ * return it with that grid; `points` and `budgets` have n entries (1 when
+ * hi <= lo); a point with NULL decisions has no plan. Returns the count. */
+guint plan_grid_curve(RokPlanner *p, guint n, guint64 lo, guint64 hi, RokProgressFunc progress, gpointer user_data,
+                      PlanChoice *points, guint64 *budgets);

@@ -24,6 +24,12 @@ void plan_no_fit(RokPlanner *p, guint64 budget, GError **error) {
   const char *how = NULL;
   guint64 least = rok_planner_min_budget(p, &how);
   g_autofree char *want = rok_units_format_size(budget), *need = rok_units_format_size(least);
+  if (g_strcmp0(want, need) == 0) { /* three digits cannot tell them apart */
+    g_free(want);
+    g_free(need);
+    want = g_strdup_printf("%" G_GUINT64_FORMAT " bytes", budget);
+    need = g_strdup_printf("%" G_GUINT64_FORMAT " bytes", least);
+  }
   g_set_error(error, ROK_ERROR, ROK_ERROR_NO_FIT, "no plan fits in %s: the smallest that fits is %s (%s)", want, need,
               how ? how : "");
 }
@@ -34,7 +40,7 @@ RokStepPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **resu
     return NULL;
   }
   PlanChoice choice;
-  if (!plan_solve(p, budget, polish_runs(p, FALSE), &choice)) {
+  if (!plan_choose(p, budget, &choice)) {
     plan_no_fit(p, budget, error);
     return NULL;
   }

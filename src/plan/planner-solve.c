@@ -66,10 +66,6 @@ static void add_baselines(Solve *s) {
       continue;
     PlanChoice c = {.decisions = g_memdup2(d, MAX(s->p->n_tensors, 1)), .memory_budget = s->budget,
                     .whole_layers = whole, .source = b};
-    if (plan_fits(&bases[b].final, s->budget)) {
-      c.eval = bases[b].final;
-      c.final = TRUE;
-    }
     g_array_append_val(s->baselines, c);
     PlanEval e = bases[b].search;
     if (plan_fits(&e, s->budget) ||
@@ -172,8 +168,13 @@ static void add_min_memory(Solve *s) {
   plan_min_memory(p);
   if (!p->min_eval.valid)
     return;
-  try_plan(s, p->min_decisions, ROK_STRATEGY_ROK);
-  add(s, p->min_decisions, p->min_budget_option, &p->min_eval, ROK_STRATEGY_ROK);
+  PlanEval e;
+  /* Scored under the budget; the squeezed run (a one-byte limit) only
+   * where nothing else fits. */
+  if (plan_eval(p, p->min_decisions, s->budget, p->options.search_detail, &e) && plan_fits(&e, s->budget))
+    add(s, p->min_decisions, s->budget, &e, ROK_STRATEGY_ROK);
+  else
+    add(s, p->min_decisions, p->min_budget_option, &p->min_eval, ROK_STRATEGY_ROK);
 }
 
 static gboolean same_as_baseline(const Solve *s, const PlanChoice *c) {
@@ -185,18 +186,41 @@ static gboolean same_as_baseline(const Solve *s, const PlanChoice *c) {
   return FALSE;
 }
 
-/* A candidate at the default detail; one held under a tighter limit than
- * the budget is tried under the budget too (it may wait less). */
-static void final_eval(Solve *s, PlanChoice *c) {
-  guint detail = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES;
-  plan_eval_whole(s->p, c->decisions, c->memory_budget, detail, c->whole_layers, &c->eval);
+static gboolean has_offloads(const RokPlanner *p, const guint8 *d) {
+  for (guint t = 0; t < p->n_tensors; t++)
+    if (d[t] == ROK_DECISION_OFFLOAD_NVME || d[t] == ROK_DECISION_OFFLOAD_HOST)
+      return TRUE;
+  return FALSE;
+}
+
+/* Run `c` with prefetch setting k under limit `mb`; take it if better. */
+static void final_try(Solve *s, PlanChoice *c, guint k, guint64 mb, gboolean *any) {
   PlanEval e;
-  if (c->memory_budget < s->budget &&
-      plan_eval_whole(s->p, c->decisions, s->budget, detail, c->whole_layers, &e) &&
-      plan_fits(&e, s->budget) && plan_better(&e, &c->eval, s->budget)) {
-    c->memory_budget = s->budget;
+  s->p->prefetch = k;
+  gboolean ok = plan_eval_whole(s->p, c->decisions, mb, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, c->whole_layers, &e);
+  s->p->prefetch = 0;
+  if (ok && (!*any || plan_better(&e, &c->eval, s->budget))) {
     c->eval = e;
+    c->memory_budget = mb;
+    c->prefetch = k;
+    *any = TRUE;
   }
+}
+
+/* A candidate at the default detail, under the budget with every prefetch
+ * window (a plan with nothing to read back needs one run); one found under
+ * a tighter limit than the budget is also run as it was found. */
+static void final_eval(Solve *s, PlanChoice *c) {
+  guint64 own = c->memory_budget;
+  gboolean any = FALSE;
+  guint settings = has_offloads(s->p, c->decisions) ? PLAN_PREFETCH_SETTINGS : 1;
+  for (guint k = 0; k < settings; k++)
+    final_try(s, c, k, s->budget, &any);
+  if (own < s->budget && (!any || !plan_fits(&c->eval, s->budget)))
+    for (guint k = 0; k < settings; k++)
+      final_try(s, c, k, own, &any);
+  if (!any)
+    c->eval = (PlanEval){0};
 }
 
 /* The finalists and the baselines at the default detail: the best that fits. */
@@ -242,6 +266,13 @@ static gboolean own_start(Solve *s, PlanChoice *c) {
 static void polish_one(Solve *s, const PlanChoice *start, guint runs) {
   PlanChoice polished = *start;
   polished.decisions = g_memdup2(start->decisions, MAX(s->p->n_tensors, 1));
+  PlanEval e;
+  if (polished.memory_budget != s->budget &&
+      plan_eval_whole(s->p, polished.decisions, s->budget, s->p->options.search_detail, polished.whole_layers, &e) &&
+      plan_fits(&e, s->budget)) { /* trials are scored under the real budget */
+    polished.memory_budget = s->budget;
+    polished.eval = e;
+  }
   if (own_start(s, &polished)) {
     plan_polish(s->p, polished.decisions, &polished.eval, s->budget, polished.memory_budget, runs);
     add(s, polished.decisions, polished.memory_budget, &polished.eval, ROK_STRATEGY_ROK);
@@ -271,6 +302,7 @@ static gboolean keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
   const PlanBaseline *keep = &plan_baselines(p)[ROK_STRATEGY_KEEP];
   if (keep->decisions == NULL || !plan_fits(&keep->final, budget))
     return FALSE;
+  /* Nothing to read back: it runs the same under any budget above its peak. */
   *out = (PlanChoice){.decisions = g_memdup2(keep->decisions, MAX(p->n_tensors, 1)), .memory_budget = budget,
                       .eval = keep->final, .final = TRUE, .source = ROK_STRATEGY_KEEP};
   return TRUE;
@@ -298,5 +330,7 @@ RokStepPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
     plan->decisions[t] = choice->decisions[t];
   plan->options.memory_budget = choice->memory_budget;
   plan->options.rebuild_whole_layers = choice->whole_layers;
+  plan->options.prefetch_unit = plan_prefetch[choice->prefetch].unit;
+  plan->options.prefetch_window = plan_prefetch[choice->prefetch].window;
   return plan;
 }

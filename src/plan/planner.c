@@ -4,8 +4,17 @@
 
 #include "rok/core.h"
 
+/* SSDTrain's chunk of two modules (one layer) ahead first; on demand only;
+ * two layers; a module; SSDTrain's two leaf ops; four. A smaller window
+ * holds less memory, a larger one hides more of the reads. */
+const PlanPrefetch plan_prefetch[PLAN_PREFETCH_SETTINGS] = {
+    {ROK_PREFETCH_LAYER, 1}, {ROK_PREFETCH_LAYER, 0}, {ROK_PREFETCH_LAYER, 2},
+    {ROK_PREFETCH_MODULE, 1}, {ROK_PREFETCH_OP, 2},   {ROK_PREFETCH_OP, 4},
+};
+
 void rok_planner_options_init(RokPlannerOptions *options) {
-  *options = (RokPlannerOptions){.host_memory = G_MAXUINT64, .use_nvme = TRUE, .search_detail = 1};
+  *options = (RokPlannerOptions){.host_memory = G_MAXUINT64, .use_nvme = TRUE, .search_detail = 1,
+                                 .wear_tolerance = ROK_PLAN_WEAR_TOLERANCE};
   rok_strategy_options_init(&options->strategy);
 }
 
@@ -17,32 +26,41 @@ static guint64 host_limit(const RokHw *hw, const RokPlannerOptions *o) {
   return hw->host.memory > hw->host.pinned_buffer ? hw->host.memory - hw->host.pinned_buffer : 0;
 }
 
+static guint64 elements(const RokTensor *tensor) {
+  guint64 n = 1;
+  for (guint d = 0; d < tensor->rank; d++)
+    n *= tensor->shape[d];
+  return n;
+}
+
 static void allowed_decisions(RokPlanner *p) {
+  guint tiers = p->options.tiers ? p->options.tiers : (1u << ROK_DECISION_COUNT) - 1;
   for (guint t = 0; t < p->n_tensors; t++) {
     const RokTensor *tensor = rok_trace_tensor(p->trace, t);
     guint8 mask = 1u << ROK_DECISION_KEEP;
     if (rok_tensor_is_saved(tensor)) {
+      gboolean movable = elements(tensor) >= p->options.offload_min_elements;
       if (tensor->recomputable)
         mask |= 1u << ROK_DECISION_RECOMPUTE;
-      if (p->options.use_nvme && p->hw->nvme.devices > 0)
+      if (movable && p->options.use_nvme && p->hw->nvme.devices > 0)
         mask |= 1u << ROK_DECISION_OFFLOAD_NVME;
-      if (tensor->bytes <= p->host_limit)
+      if (movable && tensor->bytes <= p->host_limit)
         mask |= 1u << ROK_DECISION_OFFLOAD_HOST;
+      if (mask & tiers)
+        mask &= tiers;
     }
     p->allowed[t] = mask;
   }
 }
 
-RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPlannerOptions *options,
-                            GError **error) {
-  g_return_val_if_fail(trace != NULL && hw != NULL, NULL);
-  RokPlannerOptions defaults;
-  if (options == NULL) {
-    rok_planner_options_init(&defaults);
-    options = &defaults;
-  }
+static RokPlanner *planner_new(const RokTrace *trace, const RokHw *hw, const RokPlannerOptions *options,
+                               GError **error) {
   if (options->search_detail == 0) {
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "planner: search_detail must be at least 1");
+    return NULL;
+  }
+  if (options->curve_points == 1) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "planner: a curve needs at least 2 points");
     return NULL;
   }
   RokSim *sim = rok_sim_new(trace, hw, error);
@@ -59,6 +77,47 @@ RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPla
   p->scratch = rok_step_plan_new(trace);
   allowed_decisions(p);
   plan_build_classes(p);
+  return p;
+}
+
+/* The tiers some tensor may take. */
+static guint tiers_used(const RokPlanner *p) {
+  guint used = 0;
+  for (guint t = 0; t < p->n_tensors; t++)
+    if (rok_tensor_is_saved(rok_trace_tensor(p->trace, t)))
+      used |= p->allowed[t];
+  return used;
+}
+
+/* The same machine without the SSDs, and without both SSDs and host
+ * offload: planners whose plans run here as there. */
+static void add_reduced(RokPlanner *p) {
+  const guint nvme = 1u << ROK_DECISION_OFFLOAD_NVME, host = 1u << ROK_DECISION_OFFLOAD_HOST;
+  guint used = tiers_used(p);
+  const guint drops[] = {nvme, nvme | host};
+  p->reduced = g_ptr_array_new_with_free_func((GDestroyNotify)rok_planner_free);
+  for (guint i = 0; i < G_N_ELEMENTS(drops); i++) {
+    if ((used & drops[i]) == 0 || (i > 0 && (used & host) == 0))
+      continue;
+    RokPlannerOptions o = p->options;
+    o.tiers = used & ~drops[i];
+    RokPlanner *q = planner_new(p->trace, p->hw, &o, NULL);
+    if (q != NULL)
+      g_ptr_array_add(p->reduced, q);
+  }
+}
+
+RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPlannerOptions *options,
+                            GError **error) {
+  g_return_val_if_fail(trace != NULL && hw != NULL, NULL);
+  RokPlannerOptions defaults;
+  if (options == NULL) {
+    rok_planner_options_init(&defaults);
+    options = &defaults;
+  }
+  RokPlanner *p = planner_new(trace, hw, options, error);
+  if (p != NULL)
+    add_reduced(p);
   return p;
 }
 
@@ -79,13 +138,18 @@ void rok_planner_free(RokPlanner *p) {
   g_clear_pointer(&p->descent, g_ptr_array_unref);
   g_clear_pointer(&p->ascent, g_ptr_array_unref);
   g_free(p->allowed);
+  plan_grid_free(p->grid);
+  g_clear_pointer(&p->reduced, g_ptr_array_unref);
   g_free(p->min_decisions);
   g_free(p->min_what);
   g_free(p);
 }
 
 guint64 rok_planner_runs(const RokPlanner *p) {
-  return p->runs;
+  guint64 runs = p->runs;
+  for (guint i = 0; p->reduced != NULL && i < p->reduced->len; i++)
+    runs += rok_planner_runs(g_ptr_array_index(p->reduced, i));
+  return runs;
 }
 
 /* A plan the simulator refuses (a rebuild that reaches a tensor nobody
@@ -103,6 +167,8 @@ gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_
   plan->options.memory_budget = memory_budget;
   plan->options.detail_micro_batches = detail;
   plan->options.rebuild_whole_layers = whole_layers;
+  plan->options.prefetch_unit = plan_prefetch[p->prefetch].unit;
+  plan->options.prefetch_window = plan_prefetch[p->prefetch].window;
   p->runs++;
   g_autoptr(RokSimResult) r = rok_sim_run(p->sim, plan, NULL);
   *out = (PlanEval){.valid = r != NULL && r->host_peak_bytes <= p->host_limit};
@@ -111,6 +177,11 @@ gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_
     out->peak = r->peak_bytes;
     out->moved = r->pcie_d2h_bytes + r->pcie_h2d_bytes;
     out->host = r->host_peak_bytes;
+    out->nvme = r->nvme_write_bytes;
+    /* The SSDs' wear limit: the step's writes over its time. */
+    double limit = p->options.max_nvme_write_rate;
+    if (limit > 0 && r->step_time_s > 0 && (double)r->nvme_write_bytes / r->step_time_s > limit)
+      out->valid = FALSE;
   }
   return out->valid;
 }
@@ -182,6 +253,7 @@ RokPlanner *plan_worker_new(const RokPlanner *p) {
   *w = *p;
   w->worker = TRUE;
   w->runs = 0;
+  w->prefetch = 0;
   w->sim = rok_sim_new(p->trace, p->hw, NULL);
   w->scratch = rok_step_plan_new(p->trace);
   return w;

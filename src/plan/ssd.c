@@ -4,9 +4,8 @@
  * Following SSDTrain (Wu et al., arXiv 2408.10013): the write bandwidth a
  * GPU needs is its offloaded bytes per micro-batch over 1.5 times the
  * forward time (writes may spill into backward); the drives last their
- * rated endurance over the bytes written per day, times the write
- * amplification (about 1 for large sequential writes, against the 2.5 of
- * the JEDEC rating), training around the clock. */
+ * credited endurance over the bytes written per day (RokSsdModel in
+ * rok/plan.h states the assumptions), training around the clock. */
 #include <math.h>
 
 #include "rok/core.h"
@@ -25,9 +24,30 @@ static double forward_seconds(const RokTrace *trace, const RokHw *hw) {
   return (double)ns / 1e9;
 }
 
+void rok_ssd_model_init(RokSsdModel *model) {
+  *model = (RokSsdModel){.write_amplification = ROK_SSD_DEFAULT_WRITE_AMPLIFICATION,
+                         .rated_write_amplification = 1.0, .retention_factor = 1.0};
+}
+
+double rok_ssd_credited_endurance(const RokHw *hw, const RokSsdModel *m) {
+  double rated = (double)hw->nvme.devices * hw->nvme.endurance_pbw * 1e15;
+  return rated * m->rated_write_amplification * m->retention_factor / m->write_amplification;
+}
+
+double rok_ssd_max_write_rate(const RokHw *hw, const RokSsdModel *m, double lifetime_s) {
+  return lifetime_s > 0 ? rok_ssd_credited_endurance(hw, m) / lifetime_s : 0;
+}
+
 void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const RokSimResult *result,
-                     double write_amplification, RokSsdFigures *out) {
-  *out = (RokSsdFigures){.write_amplification = write_amplification};
+                     const RokSsdModel *model, RokSsdFigures *out) {
+  RokSsdModel defaults;
+  if (model == NULL) {
+    rok_ssd_model_init(&defaults);
+    model = &defaults;
+  }
+  *out = (RokSsdFigures){.write_amplification = model->write_amplification,
+                         .rated_write_amplification = model->rated_write_amplification,
+                         .retention_factor = model->retention_factor};
   for (guint t = 0; t < trace->tensors->len; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
     if (rok_tensor_is_saved(tensor) && plan->decisions[t] == ROK_DECISION_OFFLOAD_NVME)
@@ -45,13 +65,14 @@ void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *
   out->path_write_bandwidth = MIN(out->array_write_bandwidth, hw->pcie.d2h_bandwidth);
   out->endurance_bytes = (double)hw->nvme.devices * hw->nvme.endurance_pbw * 1e15;
   out->capacity_bytes = hw->nvme.devices * hw->nvme.capacity;
-  double worn_per_day = out->write_bytes_per_day * write_amplification;
+  double per_day = out->write_bytes_per_day;
   /* A measured profile has no rated endurance: the lifetime is unknown (NaN,
    * written as null), not zero. */
   if (out->endurance_bytes <= 0)
-    out->lifetime_years = worn_per_day > 0 ? NAN : INFINITY;
+    out->lifetime_years = per_day > 0 ? NAN : INFINITY;
   else
-    out->lifetime_years = worn_per_day > 0 ? out->endurance_bytes / worn_per_day / DAYS_PER_YEAR : INFINITY;
+    out->lifetime_years =
+        per_day > 0 ? rok_ssd_credited_endurance(hw, model) / per_day / DAYS_PER_YEAR : INFINITY;
 }
 
 json_object *rok_ssd_figures_to_json(const RokSsdFigures *s) {
@@ -72,6 +93,8 @@ json_object *rok_ssd_figures_to_json(const RokSsdFigures *s) {
   json_object_object_add(o, "endurance_known", json_object_new_boolean(s->endurance_bytes > 0));
   json_object *assume = json_object_new_object();
   json_object_object_add(assume, "write_amplification", rok_json_new_double(s->write_amplification));
+  json_object_object_add(assume, "rated_write_amplification", rok_json_new_double(s->rated_write_amplification));
+  json_object_object_add(assume, "retention_factor", rok_json_new_double(s->retention_factor));
   json_object_object_add(assume, "hours_per_day", rok_json_new_double(24));
   json_object_object_add(assume, "days_per_year", rok_json_new_double(DAYS_PER_YEAR));
   json_object_object_add(assume, "required_write_bandwidth",

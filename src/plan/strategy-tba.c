@@ -41,7 +41,7 @@ static void measure(const RokTrace *trace, const RokSim *sim, const RokStrategyO
 static gboolean fits(const Layer *layers, guint n, guint i, double written, double forward, double write_bw,
                      double read_bw) {
   double window = 3 * forward - 2 * layers[i].before, behind = 0;
-  for (guint j = i + 1; j < n && j <= i + ROK_STEP_DEFAULT_PREFETCH_LAYERS; j++)
+  for (guint j = i + 1; j < n && j <= i + ROK_STEP_DEFAULT_PREFETCH_WINDOW; j++)
     behind += layers[j].bwd;
   return layers[i].seen && window > 0 && (written + 2 * layers[i].bytes) / window <= write_bw &&
          (layers[i].bytes == 0 || (behind > 0 && layers[i].bytes / behind <= read_bw));

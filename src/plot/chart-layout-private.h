@@ -34,7 +34,7 @@ typedef struct {
 } RokObstacles;
 
 typedef struct {
-  const char *name; /* the chart's */
+  char *name;       /* the chart's, its phrases glued (see chart-legend.c) */
   GStrv lines;      /* wrapped for a column */
   GStrv grid_lines; /* wrapped for a grid cell */
   guint color;

@@ -376,7 +376,7 @@ RokChartLayout *plot_chart_layout_new(const RokChart *chart) {
   static const double scales[] = {1.0, 0.9, 0.8, 0.7};
   RokChartLayout *best = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
-    RokChartLayout *layout = layout_at_scale(chart, scales[i]);
+    RokChartLayout *layout = layout_at_scale(chart, scales[i] * chart->font_scale);
     if (layout->plot.w < chart->width * 0.35 || layout->plot.h < chart->height * 0.3)
       layout->compromises++;
     if (best == NULL || layout->compromises < best->compromises) {

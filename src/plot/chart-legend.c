@@ -14,6 +14,7 @@
 
 static void row_clear(gpointer data) {
   RokLegendRow *row = data;
+  g_free(row->name);
   g_strfreev(row->lines);
   g_strfreev(row->grid_lines);
 }
@@ -25,10 +26,27 @@ static double lines_width(LayoutContext *ctx, char **lines) {
   return w;
 }
 
+/* A legend entry wraps between phrases, never inside one: the spaces of a
+ * parenthesised phrase ("(fits ≤ 22)") and between a number and its unit
+ * ("40.0 GiB") become no-break spaces, which the wrapping keeps. */
+static char *glue_phrases(const char *name) {
+  GString *out = g_string_new(NULL);
+  int depth = 0;
+  for (const char *p = name; *p != '\0'; p++) {
+    depth += *p == '(' ? 1 : *p == ')' && depth > 0 ? -1 : 0;
+    gboolean unit = p > name && g_ascii_isdigit(p[-1]) && g_ascii_isalpha(p[1]);
+    if (*p == ' ' && (depth > 0 || unit))
+      g_string_append(out, "\u00a0");
+    else
+      g_string_append_c(out, *p);
+  }
+  return g_string_free(out, FALSE);
+}
+
 static void add_row(LayoutContext *ctx, const char *name, guint color, RokSeriesStyle style,
                     gboolean hollow, double marker_size) {
   RokLegendRow row = {
-      .name = name, .color = color, .style = style, .hollow = hollow, .marker_size = marker_size};
+      .name = glue_phrases(name), .color = color, .style = style, .hollow = hollow, .marker_size = marker_size};
   g_array_append_val(ctx->legend_rows, row);
 }
 

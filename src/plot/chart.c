@@ -24,6 +24,7 @@ RokChart *rok_chart_new(const char *title) {
   chart->title = g_strdup(title != NULL ? title : "");
   chart->width = 600.0;
   chart->height = 380.0;
+  chart->font_scale = 1.0;
   for (int a = 0; a < 2; a++) {
     chart->axes[a].title = g_strdup("");
     chart->axes[a].include = g_array_new(FALSE, FALSE, sizeof(double));
@@ -53,6 +54,11 @@ void rok_chart_set_size(RokChart *chart, double width, double height) {
   g_return_if_fail(chart != NULL && width >= 240.0 && height >= 180.0);
   chart->width = width;
   chart->height = height;
+}
+
+void rok_chart_set_font_size(RokChart *chart, double points) {
+  g_return_if_fail(chart != NULL && points >= 6.0 && points <= 36.0);
+  chart->font_scale = points / ROK_BODY_FONT_SIZE;
 }
 
 void rok_chart_set_axis(RokChart *chart, RokAxisId axis, const char *title, RokUnitKind unit,

@@ -102,6 +102,9 @@ RokText *plot_text_add(GArray *texts, cairo_t *cr, const char *text, double size
                       double x, double y);
 GArray *plot_text_array_new(void);
 void plot_text_draw(cairo_t *cr, const RokText *text);
+/* From now on, text drawn on `surface` (an SVG one) is appended to
+ * `elements` as SVG <text> elements instead of being drawn. */
+void plot_text_collect_svg(cairo_surface_t *surface, GString *elements);
 
 /* ---- surface.c: files by extension ---- */
 
@@ -143,9 +146,14 @@ typedef struct {
   GArray *include; /* double */
 } RokAxisSpec;
 
+/* Body text size (tick labels, legend) by default, in points; the layouts'
+ * sizes are for it and scale with a chart's own. */
+#define ROK_BODY_FONT_SIZE 11.0
+
 struct RokChart {
   char *title;
   double width, height;
+  double font_scale; /* font size / ROK_BODY_FONT_SIZE */
   RokAxisSpec axes[2];
   GPtrArray *series;  /* RokSeries */
   GArray *references; /* RokReference */
@@ -219,6 +227,7 @@ typedef struct {
 struct RokTimeline {
   char *title;
   double width, height;
+  double font_scale;
   GPtrArray *tracks; /* char *: row names */
   GArray *kinds;     /* RokBarKind */
   GArray *bars;      /* RokBar */

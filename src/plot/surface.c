@@ -5,7 +5,8 @@
  *
  * Deterministic bytes: PNG has no time chunk; PDF gets empty creation and
  * modification dates (cairo 1.16 then writes none) and fixed metadata; SVG
- * names its glyphs and clips per document. */
+ * renumbers cairo's surfaces per document. SVG text is <text> elements (see
+ * plot_text_collect_svg), searchable and editable. */
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <errno.h>
@@ -102,13 +103,19 @@ static gboolean renumber_surface(const GMatchInfo *match, GString *result, gpoin
   return FALSE;
 }
 
-static gboolean write_svg(RokSink *sink) {
+/* The text elements go last, on top of the drawing, before "</svg>". */
+static gboolean write_svg(RokSink *sink, const GString *texts) {
   g_autoptr(GRegex) regex = g_regex_new("(id=\"|\"#)surface([0-9]+)", G_REGEX_RAW, 0, NULL);
   g_autoptr(GHashTable) numbers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *svg =
       g_regex_replace_eval(regex, (const char *)sink->buffer->data, (gssize)sink->buffer->len, 0, 0,
                            renumber_surface, numbers, NULL);
-  return svg != NULL && write_all(sink, (const guint8 *)svg, strlen(svg));
+  char *end = svg == NULL ? NULL : g_strrstr(svg, "</svg>");
+  if (end == NULL)
+    return FALSE;
+  return write_all(sink, (const guint8 *)svg, (gsize)(end - svg)) &&
+         write_all(sink, (const guint8 *)texts->str, texts->len) &&
+         write_all(sink, (const guint8 *)end, strlen(end));
 }
 
 static cairo_status_t draw_on(cairo_surface_t *surface, RokDrawFunc draw, gconstpointer data) {
@@ -132,10 +139,11 @@ static cairo_status_t render_png(RokSink *sink, double width, double height, Rok
 }
 
 static cairo_status_t render_vector(RokFormat format, RokSink *sink, double width, double height,
-                                    const char *title, RokDrawFunc draw, gconstpointer data) {
+                                    const char *title, RokDrawFunc draw, gconstpointer data, GString *texts) {
   cairo_surface_t *surface;
   if (format == ROK_FORMAT_SVG) {
     surface = cairo_svg_surface_create_for_stream(sink_write, sink, width, height);
+    plot_text_collect_svg(surface, texts);
   } else {
     surface = cairo_pdf_surface_create_for_stream(sink_write, sink, width, height);
     cairo_pdf_surface_set_metadata(surface, CAIRO_PDF_METADATA_CREATE_DATE, "");
@@ -162,11 +170,12 @@ static void set_write_error(GError **error, const char *path, int saved_errno,
 static gboolean render(RokFormat format, int fd, const char *path, double width, double height,
                        const char *title, RokDrawFunc draw, gconstpointer data, GError **error) {
   g_autoptr(GByteArray) buffer = format == ROK_FORMAT_SVG ? g_byte_array_new() : NULL;
+  g_autoptr(GString) texts = g_string_new(NULL);
   RokSink sink = {fd, 0, buffer};
   cairo_status_t status = format == ROK_FORMAT_PNG
                               ? render_png(&sink, width, height, draw, data)
-                              : render_vector(format, &sink, width, height, title, draw, data);
-  if (status == CAIRO_STATUS_SUCCESS && buffer != NULL && !write_svg(&sink))
+                              : render_vector(format, &sink, width, height, title, draw, data, texts);
+  if (status == CAIRO_STATUS_SUCCESS && buffer != NULL && !write_svg(&sink, texts))
     status = CAIRO_STATUS_WRITE_ERROR;
   if (status != CAIRO_STATUS_SUCCESS || sink.saved_errno != 0) {
     set_write_error(error, path, sink.saved_errno, status);

@@ -173,6 +173,46 @@ RokText *plot_text_add(GArray *texts, cairo_t *cr, const char *text, double size
   return &g_array_index(texts, RokText, texts->len - 1);
 }
 
+/* SVG text as text: cairo's SVG surface writes every glyph as an outline
+ * (cairo 1.16 has no option for <text>; cairo_svg_surface_set_document_unit
+ * only changes the unit of width and height), which a paper's figure cannot
+ * search or edit. So on an SVG surface text is not drawn by cairo: each
+ * string becomes a <text> element, collected on the surface and written
+ * into the document by surface.c, on top of the drawing. */
+static const cairo_user_data_key_t svg_text_key;
+
+void plot_text_collect_svg(cairo_surface_t *surface, GString *elements) {
+  cairo_surface_set_user_data(surface, &svg_text_key, elements, NULL);
+}
+
+static void rgb_hex(char out[8], RokRgb c) {
+  g_snprintf(out, 8, "#%02x%02x%02x", (guint)lround(CLAMP(c.r, 0.0, 1.0) * 255),
+             (guint)lround(CLAMP(c.g, 0.0, 1.0) * 255), (guint)lround(CLAMP(c.b, 0.0, 1.0) * 255));
+}
+
+/* The element for text whose baseline starts at user (x, y). */
+static void svg_text(cairo_t *cr, GString *elements, const RokText *text, double x, double y) {
+  double dx = x, dy = y, ux = 1.0, uy = 0.0;
+  cairo_user_to_device(cr, &dx, &dy);
+  cairo_user_to_device_distance(cr, &ux, &uy);
+  double angle = atan2(uy, ux) * 180.0 / G_PI;
+  char fill[8], number[4][G_ASCII_DTOSTR_BUF_SIZE];
+  rgb_hex(fill, text->color);
+  g_autofree char *escaped = g_markup_escape_text(text->text, -1);
+  g_string_append_printf(elements, "<text x=\"%s\" y=\"%s\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"%s\"",
+                         g_ascii_formatd(number[0], sizeof number[0], "%.2f", dx),
+                         g_ascii_formatd(number[1], sizeof number[1], "%.2f", dy),
+                         g_ascii_formatd(number[2], sizeof number[2], "%.2f", text->size));
+  if (text->bold)
+    g_string_append(elements, " font-weight=\"bold\"");
+  if (fabs(angle) > 1e-9)
+    g_string_append_printf(elements, " transform=\"rotate(%s %s %s)\"",
+                           g_ascii_formatd(number[3], sizeof number[3], "%.2f", angle), number[0], number[1]);
+  if (text->halo)
+    g_string_append(elements, " stroke=\"#ffffff\" stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\"");
+  g_string_append_printf(elements, " fill=\"%s\" xml:space=\"preserve\">%s</text>\n", fill, escaped);
+}
+
 void plot_text_draw(cairo_t *cr, const RokText *text) {
   cairo_font_extents_t extents;
   cairo_save(cr);
@@ -189,6 +229,12 @@ void plot_text_draw(cairo_t *cr, const RokText *text) {
     cairo_translate(cr, text->box.x + extents.ascent, text->box.y + text->box.h);
     cairo_rotate(cr, -G_PI / 2.0);
     x = y = 0.0;
+  }
+  GString *svg = cairo_surface_get_user_data(cairo_get_target(cr), &svg_text_key);
+  if (svg != NULL) {
+    svg_text(cr, svg, text, x, y);
+    cairo_restore(cr);
+    return;
   }
   if (text->halo) {
     cairo_move_to(cr, x, y);

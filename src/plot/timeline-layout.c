@@ -228,7 +228,7 @@ RokTimelineLayout *plot_timeline_layout_new(const RokTimeline *timeline) {
   RokTimelineLayout *layout = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(scales); i++) {
     g_clear_pointer(&layout, plot_timeline_layout_free);
-    layout = layout_at_scale(timeline, scales[i]);
+    layout = layout_at_scale(timeline, scales[i] * timeline->font_scale);
     if (layout->row_h >= ROW_MIN_HEIGHT)
       break;
   }

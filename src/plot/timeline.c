@@ -17,6 +17,7 @@ RokTimeline *rok_timeline_new(const char *title) {
   timeline->title = g_strdup(title != NULL ? title : "");
   timeline->width = 720.0;
   timeline->height = 440.0;
+  timeline->font_scale = 1.0;
   timeline->tracks = g_ptr_array_new_with_free_func(g_free);
   timeline->kinds = g_array_new(FALSE, TRUE, sizeof(RokBarKind));
   g_array_set_clear_func(timeline->kinds, kind_clear);
@@ -43,6 +44,11 @@ void rok_timeline_set_size(RokTimeline *timeline, double width, double height) {
   g_return_if_fail(timeline != NULL && width >= 300.0 && height >= 200.0);
   timeline->width = width;
   timeline->height = height;
+}
+
+void rok_timeline_set_font_size(RokTimeline *timeline, double points) {
+  g_return_if_fail(timeline != NULL && points >= 6.0 && points <= 36.0);
+  timeline->font_scale = points / ROK_BODY_FONT_SIZE;
 }
 
 guint rok_timeline_add_track(RokTimeline *timeline, const char *name) {

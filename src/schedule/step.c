@@ -47,7 +47,8 @@ const char *rok_action_kind_name(RokActionKind kind) {
 
 void rok_step_options_init(RokStepOptions *options) {
   *options = (RokStepOptions){.memory_budget = 0,
-                             .prefetch_layers = ROK_STEP_DEFAULT_PREFETCH_LAYERS,
+                             .prefetch_window = ROK_STEP_DEFAULT_PREFETCH_WINDOW,
+                             .prefetch_unit = ROK_STEP_DEFAULT_PREFETCH_UNIT,
                              .detail_micro_batches = ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES};
 }
 
@@ -73,27 +74,64 @@ void rok_step_plan_free(RokStepPlan *plan) {
   g_free(plan);
 }
 
+static const char *const prefetch_unit_names[ROK_PREFETCH_UNIT_COUNT + 1] = {
+    [ROK_PREFETCH_LAYER] = "layer", [ROK_PREFETCH_MODULE] = "module", [ROK_PREFETCH_OP] = "op", NULL};
+
+const char *rok_prefetch_unit_name(RokPrefetchUnit unit) {
+  g_return_val_if_fail((guint)unit < ROK_PREFETCH_UNIT_COUNT, "?");
+  return prefetch_unit_names[unit];
+}
+
+gboolean rok_prefetch_unit_from_name(const char *name, RokPrefetchUnit *unit, GError **error) {
+  for (guint u = 0; u < ROK_PREFETCH_UNIT_COUNT; u++)
+    if (g_strcmp0(name, prefetch_unit_names[u]) == 0) {
+      *unit = u;
+      return TRUE;
+    }
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown prefetch unit \"%s\" (known: layer, module, op)",
+              name ? name : "");
+  return FALSE;
+}
+
 json_object *rok_step_options_to_json(const RokStepOptions *o) {
   json_object *obj = json_object_new_object();
   json_object_object_add(obj, "memory_budget", json_object_new_uint64(o->memory_budget));
-  json_object_object_add(obj, "prefetch_layers", json_object_new_uint64(o->prefetch_layers));
+  json_object_object_add(obj, "prefetch_window", json_object_new_uint64(o->prefetch_window));
+  json_object_object_add(obj, "prefetch_unit", json_object_new_string(rok_prefetch_unit_name(o->prefetch_unit)));
   json_object_object_add(obj, "detail_micro_batches", json_object_new_uint64(o->detail_micro_batches));
   json_object_object_add(obj, "rebuild_whole_layers", json_object_new_boolean(o->rebuild_whole_layers));
   return obj;
 }
 
+/* Files written before the window had a unit say "prefetch_layers". */
+static gboolean read_window(const RokJsonObj *obj, RokStepOptions *o, GError **error) {
+  gboolean has_old = json_object_object_get_ex(obj->obj, "prefetch_layers", NULL);
+  gboolean has_new = json_object_object_get_ex(obj->obj, "prefetch_window", NULL);
+  if (has_old && has_new) {
+    rok_json_error(error, obj->doc, obj->path, "has both prefetch_window and prefetch_layers (its old name)");
+    return FALSE;
+  }
+  guint64 window = 0;
+  int unit = ROK_PREFETCH_LAYER;
+  if (!rok_json_get_uint(obj, has_old ? "prefetch_layers" : "prefetch_window", TRUE, 0, G_MAXUINT, &window, error) ||
+      !rok_json_get_enum(obj, "prefetch_unit", FALSE, prefetch_unit_names, &unit, error))
+    return FALSE;
+  o->prefetch_window = (guint)window;
+  o->prefetch_unit = (RokPrefetchUnit)unit;
+  return TRUE;
+}
+
 gboolean rok_step_options_read(const RokJsonObj *root, RokStepOptions *o, GError **error) {
-  static const char *const keys[] = {"memory_budget", "prefetch_layers", "detail_micro_batches",
-                                     "rebuild_whole_layers", NULL};
+  static const char *const keys[] = {"memory_budget",        "prefetch_window",      "prefetch_layers", "prefetch_unit",
+                                     "detail_micro_batches", "rebuild_whole_layers", NULL};
   g_auto(RokJsonObj) obj = {0};
-  guint64 prefetch = 0, detail = 0;
+  guint64 detail = 0;
   if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
       !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
-      !rok_json_get_uint(&obj, "prefetch_layers", TRUE, 0, G_MAXUINT, &prefetch, error) ||
+      !read_window(&obj, o, error) ||
       !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
       !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
     return FALSE;
-  o->prefetch_layers = (guint)prefetch;
   o->detail_micro_batches = (guint)detail;
   return TRUE;
 }

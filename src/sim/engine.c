@@ -76,7 +76,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->now = e->end_time = 0;
   e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
   e->n_mb = (guint)MIN(plan->options.detail_micro_batches, MAX(sim->trace->micro_batches_per_step, 1));
-  e->prefetch_layers = plan->options.prefetch_layers;
+  e->prefetch_window = plan->options.prefetch_window;
   e->gpudirect = hw->nvme.gpudirect;
   e->staging_cap = hw->host.pinned_buffer;
   e->pcie_latency = hw->pcie.latency;

@@ -81,7 +81,7 @@ typedef struct {
   RokEventQueue evq;
   gint64 now;
   guint64 budget, staging_cap;
-  guint n_mb, prefetch_layers;
+  guint n_mb, prefetch_window;
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;
   double d2h_speed, h2d_speed;

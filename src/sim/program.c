@@ -351,19 +351,29 @@ static gboolean emit_items(RokSim *sim, gboolean whole_layers, GArray *releases,
 
 /* First and last use of every tensor, chunks, the prefetch order, and the
  * saved tensors' releases (after their last use). */
-static void resolve_uses(RokSim *sim, GArray *releases) {
+static guint unit_key(const RokSim *sim, RokPrefetchUnit unit, guint op) {
+  switch (unit) {
+  case ROK_PREFETCH_MODULE:
+    return sim->op_module[op];
+  case ROK_PREFETCH_OP:
+    return op;
+  default:
+    return (guint)rok_trace_op(sim->trace, op)->layer;
+  }
+}
+
+static void resolve_uses(RokSim *sim, RokPrefetchUnit unit, GArray *releases) {
   SimProgram *prog = &sim->prog;
   for (guint t = 0; t < sim->n_tensors; t++)
     prog->first_need[t] = prog->last_use[t] = ROK_NO_ID;
   g_array_set_size(prog->prefetch, 0);
-  gint layer = G_MININT;
-  guint chunk = 0;
+  guint key = 0, chunk = 0;
   for (guint i = 0; i < prog->items->len; i++) {
     SimItem *item = &g_array_index(prog->items, SimItem, i);
-    gint op_layer = rok_trace_op(sim->trace, item->op)->layer;
-    if (i > 0 && op_layer != layer)
+    guint item_key = unit_key(sim, unit, item->op);
+    if (i > 0 && item_key != key)
       chunk++;
-    layer = op_layer;
+    key = item_key;
     item->chunk = chunk;
     for (guint n = 0; n < item->n_needs; n++) {
       guint t = sim_ids(prog, item->needs)[n];
@@ -402,6 +412,22 @@ static void attach_releases(SimProgram *prog, GArray *releases) {
   }
 }
 
+/* The prefetcher's reserve: each item's start and the ledger's level
+ * before it, counting every allocation (an upper bound) and every release. */
+static void compute_levels(RokSim *sim) {
+  SimProgram *prog = &sim->prog;
+  gint64 level = 0;
+  for (guint i = 0; i < prog->items->len; i++) {
+    SimItem *item = &g_array_index(prog->items, SimItem, i);
+    item->start_bytes = item->alloc_bytes + item->work_bytes;
+    item->level = level;
+    gint64 freed = (gint64)item->done_bytes;
+    for (guint f = 0; f < item->n_frees; f++)
+      freed += (gint64)rok_trace_tensor(sim->trace, sim_ids(prog, item->frees)[f] & ~SIM_TEMP_BIT)->bytes;
+    level += (gint64)item->start_bytes - freed;
+  }
+}
+
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error) {
   SimProgram *prog = &sim->prog;
   g_array_set_size(prog->items, 0);
@@ -412,7 +438,8 @@ gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error)
   g_autoptr(GArray) releases = g_array_new(FALSE, FALSE, sizeof(Release));
   if (!emit_items(sim, plan->options.rebuild_whole_layers, releases, error))
     return FALSE;
-  resolve_uses(sim, releases);
+  resolve_uses(sim, plan->options.prefetch_unit, releases);
   attach_releases(prog, releases);
+  compute_levels(sim);
   return TRUE;
 }

@@ -63,6 +63,10 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->events = e->counters.events;
   r->step_time_s = (double)r->step_ns / 1e9;
   r->tokens_per_s = r->step_ns > 0 ? (double)trace->tokens_per_micro_batch * (double)r->micro_batches / r->step_time_s : 0;
+  r->tokens_per_gpu_s = r->tokens_per_s / (double)rok_trace_replica_gpus(trace);
+  r->model_flops_per_gpu_s =
+      r->step_ns > 0 ? rok_trace_model_flops(trace) * (double)r->micro_batches / r->step_time_s : 0;
+  r->mfu = sim->hw->gpu.peak_flops > 0 ? r->model_flops_per_gpu_s / sim->hw->gpu.peak_flops : 0;
   r->fixed_bytes = trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes;
   r->budget_bytes = e->budget;
   r->gpu_memory_bytes = sim->hw->gpu.memory;
@@ -109,6 +113,10 @@ json_object *rok_sim_result_to_json(const RokSimResult *r, const RokTrace *trace
   json_object *o = json_object_new_object();
   json_object_object_add(o, "step_time_s", rok_json_new_double(r->step_time_s));
   json_object_object_add(o, "tokens_per_s", rok_json_new_double(r->tokens_per_s));
+  json_object_object_add(o, "replica_gpus", json_object_new_uint64(rok_trace_replica_gpus(trace)));
+  json_object_object_add(o, "tokens_per_gpu_s", rok_json_new_double(r->tokens_per_gpu_s));
+  json_object_object_add(o, "model_flops_per_gpu_s", rok_json_new_double(r->model_flops_per_gpu_s));
+  json_object_object_add(o, "mfu", rok_json_new_double(r->mfu));
   json_object_object_add(o, "peak_bytes", json_object_new_uint64(r->peak_bytes));
   json_object_object_add(o, "activation_peak_bytes", json_object_new_uint64(r->activation_peak_bytes));
   json_object_object_add(o, "compute_s", seconds(r->compute_ns));

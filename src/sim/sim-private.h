@@ -26,7 +26,12 @@ typedef struct {
   guint64 work_bytes;  /* gradient memory taken when the item starts */
   guint64 done_bytes;  /* gradient memory given back when it ends */
   guint64 alloc_bytes; /* outputs it allocates (upper bound: some may be live already) */
-  guint chunk;         /* backward items: index of their run of one layer */
+  guint chunk;         /* backward items: index of their run of one prefetch unit */
+  /* For the prefetcher's reserve: what the item takes when it starts
+   * (outputs and gradients) and the ledger's change over the items before
+   * it (taken less given back), from the start of backward. */
+  guint64 start_bytes;
+  gint64 level;
   guint needs, n_needs;   /* tensors that must be ready: offsets into ids */
   guint allocs, n_allocs; /* tensors it allocates when it starts */
   guint frees, n_frees;   /* tensors it releases when it ends */
@@ -59,6 +64,7 @@ struct _RokSim {
   guint *fwd_uses;          /* per tensor: forward ops that read it */
   guint *fwd_rel, *fwd_rel_ids; /* per op (CSR): tensors whose forward use ends with it */
   guint *bwd_need, *bwd_need_ids; /* per op (CSR): saved tensors its backward reads */
+  guint *op_module;         /* per op: its module (layer and block, "layer3.attn"), numbered in forward order */
   double nvme_read_speed, nvme_write_speed; /* the array, bytes/s */
   SimProgram prog;
   SimEngine engine;

@@ -1,6 +1,8 @@
 /* The simulator's context: what does not depend on the plan, and runs. */
 #include "sim-private.h"
 
+#include <string.h>
+
 #include <math.h>
 
 #include "rok/core.h"
@@ -237,6 +239,26 @@ static void compute_lists(RokSim *sim) {
   }
 }
 
+/* The module of an op: within a layer its name's first two components
+ * ("layer3.attn" of "layer3.attn.qkv"), outside the layers the first. */
+static void number_modules(RokSim *sim) {
+  const char *prev = NULL;
+  gsize prev_len = 0;
+  guint module = 0;
+  for (guint i = 0; i < sim->n_ops; i++) {
+    const RokOp *op = rok_trace_op(sim->trace, i);
+    const char *dot = strchr(op->name, '.');
+    if (dot != NULL && op->layer >= 0 && strchr(dot + 1, '.') != NULL)
+      dot = strchr(dot + 1, '.');
+    gsize len = dot != NULL ? (gsize)(dot - op->name) : strlen(op->name);
+    if (i > 0 && (len != prev_len || strncmp(prev, op->name, len) != 0))
+      module++;
+    sim->op_module[i] = module;
+    prev = op->name;
+    prev_len = len;
+  }
+}
+
 RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   g_return_val_if_fail(trace != NULL && hw != NULL, NULL);
   if (!check_hw(hw, error) || !check_magnitude(trace, hw, error))
@@ -259,8 +281,10 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->fwd_uses = g_new0(guint, MAX(sim->n_tensors, 1));
   sim->fwd_rel = g_new0(guint, sim->n_ops + 1);
   sim->bwd_need = g_new0(guint, sim->n_ops + 1);
+  sim->op_module = g_new0(guint, sim->n_ops);
   compute_ops(sim);
   compute_lists(sim);
+  number_modules(sim);
   guint64 step_bytes = trace->fixed.optimizer_step_bytes;
   sim->optimizer_ns = step_bytes == 0 ? 0
                                       : (gint64)llround((double)step_bytes / hw->gpu.hbm_bandwidth * 1e9) +
@@ -287,6 +311,7 @@ void rok_sim_free(RokSim *sim) {
   g_free(sim->fwd_rel_ids);
   g_free(sim->bwd_need);
   g_free(sim->bwd_need_ids);
+  g_free(sim->op_module);
   g_free(sim);
 }
 

@@ -375,6 +375,9 @@ void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause) {
 
 static void issue_forwarded(SimEngine *e, guint mb, guint tensor) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
+  /* Made again by a rebuild that re-runs a whole layer: the rebuild must
+   * not free it after its own last use, backward takes it from here. */
+  ts->owned = 0;
   ts->pinned = 1;
   ts->read = R_FORWARDED;
   e->counters.forwarded++;
@@ -419,23 +422,41 @@ static void issue(SimEngine *e, guint mb, guint tensor) {
   enqueue(e, id);
 }
 
+/* The most the compute work from the next item to start through item
+ * `last` will add to live memory at any item's start (at least 0), by the
+ * program's levels; `*from` and `*most` carry the scan between calls. */
+static guint64 reserve_through(const SimEngine *e, guint last, guint *from, gint64 *most) {
+  const SimProgram *prog = &e->sim->prog;
+  const SimItem *cur = sim_item(prog, e->index);
+  /* A running item has taken its start already. */
+  gint64 base = cur->level + (e->running ? (gint64)cur->start_bytes : 0);
+  for (; *from <= last; (*from)++) {
+    const SimItem *item = sim_item(prog, *from);
+    *most = MAX(*most, item->level + (gint64)item->start_bytes - base);
+  }
+  return (guint64)MAX(*most, 0);
+}
+
 /* Issue the reads the window allows: in order of first need, up to
- * prefetch_layers chunks ahead of the compute, within the budget; the
- * reads the next compute item needs go regardless of the budget. */
+ * prefetch_window chunks ahead of the compute, while live memory, the read
+ * and what the compute up to the read's user takes stay within the
+ * budget; the reads the next compute item needs go regardless. */
 void sim_prefetch_pump(SimEngine *e) {
   if (e->phase != PHASE_BACKWARD)
     return;
   const SimProgram *prog = &e->sim->prog;
   guint chunk = sim_item(prog, e->index)->chunk;
+  guint from = e->index + (e->running ? 1 : 0);
+  gint64 most = 0;
   while (e->next_prefetch < prog->prefetch->len) {
     guint tensor = g_array_index(prog->prefetch, guint, e->next_prefetch);
     guint first = prog->first_need[tensor];
     gboolean demand = first <= e->index;
-    if (!demand && (e->prefetch_layers == 0 || sim_item(prog, first)->chunk > chunk + e->prefetch_layers))
+    if (!demand && (e->prefetch_window == 0 || sim_item(prog, first)->chunk > chunk + e->prefetch_window))
       return;
     SimTensorState *ts = sim_ts(e, e->mb, tensor);
     guint64 bytes = ts->resident ? 0 : rok_trace_tensor(e->sim->trace, tensor)->bytes;
-    if (!demand && e->live + bytes > e->budget) {
+    if (!demand && e->live + bytes + reserve_through(e, first, &from, &most) > e->budget) {
       ts->late = 1;
       return;
     }

@@ -46,6 +46,9 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
   row->fixed_bytes = r->fixed_bytes;
   row->step_time_s = r->step_time_s;
   row->tokens_per_s = r->tokens_per_s;
+  row->tokens_per_gpu_s = r->tokens_per_gpu_s;
+  row->model_flops_per_gpu_s = r->model_flops_per_gpu_s;
+  row->mfu = r->mfu;
   row->peak_bytes = r->peak_bytes;
   row->activation_peak_bytes = r->activation_peak_bytes;
   row->nvme_write_bytes = r->nvme_write_bytes;
@@ -59,7 +62,7 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
 static void fill_plan_row(RokSweepRow *row, const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan,
                           const RokSimResult *r) {
   RokSsdFigures ssd;
-  rok_ssd_figures(trace, hw, plan, r, ROK_SSD_DEFAULT_WRITE_AMPLIFICATION, &ssd);
+  rok_ssd_figures(trace, hw, plan, r, NULL, &ssd);
   fill_row(row, r);
   row->required_write_bandwidth = ssd.required_write_bandwidth;
 }
@@ -84,6 +87,7 @@ static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row
   RokPlannerOptions options;
   rok_planner_options_init(&options);
   options.quick = TRUE;
+  options.curve_points = ROK_PLANNER_NO_GRID; /* each point planned on its own */
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
     return FALSE;

@@ -46,5 +46,5 @@ typedef struct {
   gsize offset; /* in RokSweepRow, for numbers */
 } RokSweepColumn;
 
-#define ROK_SWEEP_COLUMNS 18
+#define ROK_SWEEP_COLUMNS 21
 extern const RokSweepColumn sweep_columns[ROK_SWEEP_COLUMNS];

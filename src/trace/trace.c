@@ -240,6 +240,22 @@ gboolean rok_op_kind_is_gemm(RokOpKind kind) {
          kind == ROK_OP_FLASH_ATTENTION;
 }
 
+double rok_trace_model_flops(const RokTrace *trace) {
+  double flops = 0;
+  for (guint i = 0; i < trace->ops->len; i++) {
+    const RokOp *op = rok_trace_op(trace, i);
+    if (rok_op_kind_is_gemm(op->kind))
+      flops += 3.0 * (double)op->fwd_flops;
+  }
+  return flops;
+}
+
+guint64 rok_trace_replica_gpus(const RokTrace *trace) {
+  if (trace->model == NULL)
+    return 1;
+  return MAX(trace->model->tensor_parallel, 1) * MAX(trace->model->pipeline_parallel, 1);
+}
+
 double rok_op_work(const RokOp *op, gboolean backward) {
   if (rok_op_kind_is_gemm(op->kind))
     return (double)(backward ? op->bwd_flops : op->fwd_flops);

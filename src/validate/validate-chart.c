@@ -51,7 +51,7 @@ static void add_rows(RokChart *chart, const RokValidation *v) {
 
 gboolean rok_validation_save_chart(const RokValidation *v, const char *path, GError **error) {
   g_autofree char *title = g_strdup_printf("Step time: %s on %s", v->model, v->device ? v->device : v->hw);
-  g_autoptr(RokChart) chart = rok_chart_new(title);
+  g_autoptr(RokChart) chart = rok_charts_chart_new(title);
   rok_chart_set_axis(chart, ROK_AXIS_X, "Predicted step time", ROK_UNIT_SECONDS, NULL);
   rok_chart_set_axis(chart, ROK_AXIS_Y, "Measured step time", ROK_UNIT_SECONDS, NULL);
   if (v->rows->len > 0) {

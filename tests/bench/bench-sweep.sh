@@ -16,6 +16,12 @@
 #   with rok (the planner at each of the 64 points, about 2000 simulator
 #   runs each): 41 s of CPU time, 0.64 s per point; on a loaded machine
 #   (0.5 CPUs busy) 81.7 s with 1 thread, 75.2 s with 2.
+#   Stale: re-measured on 2026-11-24 (issue 20) with today's planner, the
+#   whole command with all six strategies (`time rok sweep gpt3-13b --hw
+#   a100-40g-pcie4-4xp5800x --micro-batch 1:64 -j 2 --json`) took 8.9 s of
+#   CPU time (36.5 s of wall time at load average 12), in line with the
+#   6.7 s on 2 threads that README.md gives; rerun this script on an idle
+#   machine before quoting either.
 # Results are byte-identical on every thread count.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

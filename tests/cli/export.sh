@@ -7,10 +7,14 @@ source "$(dirname "$0")/lib.bash"
 
 "$rok" plan validate-gpt --hw cpu-2core-virtio --budget 17000000 --offload-min-elements 0 -o "$tmp/p" >/dev/null
 out=$("$rok" export "$tmp/p/plan.json" --to megatron)
-expect_in "$out" "--recompute-granularity selective --recompute-modules core_attn"
-expect_in "$out" "--fine-grained-activation-offloading"
+# The plan offloads whole layers to host memory (Transformer Engine's
+# CPU offloading of N layers)...
+expect_in "$out" "--cpu-offloading-num-layers"
 expect_in "$out" "plan  "
 expect_in "$out" "closest"
+# ... and Megatron's selective recompute is the attention core.
+"$rok" plan validate-gpt --hw cpu-2core-virtio -s selective -o "$tmp/sel" >/dev/null
+expect_in "$("$rok" export "$tmp/sel/plan.json" --to megatron)" "--recompute-granularity selective --recompute-modules core_attn"
 "$rok" export "$tmp/p/plan.json" --to deepspeed --json -o "$tmp/ds.json" > "$tmp/ds-out.json"
 grep -q '"activation_checkpointing"' "$tmp/ds.json"
 grep -q '"cpu_checkpointing"' "$tmp/ds.json"

@@ -121,7 +121,7 @@ hw=a100-40g-pcie4-4xp5800x
 reject "--points 100000" ": must be from 2 to 512" plan gpt3-1.3b --hw $hw --points 100000 -o "$out"
 reject "--offload-min-elements -1" ": must be from 0" plan gpt3-1.3b --hw $hw --offload-min-elements -1 -o "$out"
 reject "--detail -1" ": must be from 1 to 4096" simulate gpt3-1.3b --hw $hw --detail -1
-reject "--prefetch-layers -1" ": must be from 0 to 2048" simulate gpt3-1.3b --hw $hw --prefetch-layers -1
+reject "--prefetch-window -1" ": must be from 0 to 2048" simulate gpt3-1.3b --hw $hw --prefetch-window -1
 reject "--pass-time nan" ": must be from 0" calibrate --pass-time nan -o "$out.json"
 reject "--repeat 1000000" ": must be from 1 to 1000" execute "$data/schedule/truncated.json" --repeat 1000000 \
   --dir "$tmp/cwd"

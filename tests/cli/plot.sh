@@ -32,7 +32,7 @@ fi
 cmp "$tmp/throughput.pdf" "$tmp/again.pdf"
 
 # Two swept axes: across either, at a value of the other.
-"$rok" sweep ssdtrain-bert --hw $hw -b 4,8,16 --nvme-devices 1,4 -s keep,tba -o "$tmp/two" > /dev/null
+"$rok" sweep ssdtrain-bert --hw $hw --micro-batch 4,8,16 --nvme-devices 1,4 -s keep,tba -o "$tmp/two" > /dev/null
 "$rok" plot "$tmp/two/sweep.csv" -o "$tmp/default.png"
 cmp "$tmp/default.png" "$tmp/two/throughput.png"
 "$rok" plot "$tmp/two/sweep.csv" --at nvme_devices=4 -o "$tmp/at4.png"
@@ -76,7 +76,7 @@ sed '3s/,1024,/,1O24,/' "$tmp/s/sweep.csv" > "$tmp/bad.csv"
 expect_fail 2 "bad.csv:3:" "$rok" plot "$tmp/bad.csv" -o "$tmp/x.png"
 expect_fail 2 '"seq_len": expected a whole number, found "1O24"' "$rok" plot "$tmp/bad.csv" -o "$tmp/x.png"
 head -2 "$tmp/s/sweep.csv" | sed '2s/,[^,]*,[^,]*$//' > "$tmp/cut.csv"
-expect_fail 2 "expected 18 fields, found 16" "$rok" plot "$tmp/cut.csv" -o "$tmp/x.png"
+expect_fail 2 "expected 21 fields, found 19" "$rok" plot "$tmp/cut.csv" -o "$tmp/x.png"
 echo '{"format": "rok-trace/1"}' > "$tmp/other.json"
 expect_fail 2 'expected format "rok-plan/1", found "rok-trace/1"' "$rok" plot "$tmp/other.json" -o "$tmp/x.png"
 echo '{"name": "gpt"}' > "$tmp/config.json"

@@ -6,7 +6,7 @@ rok="$1"
 source "$(dirname "$0")/lib.bash"
 
 out=$("$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro)
-expect_in "$out" "strategy keep: 8 micro-batches per step"
+expect_in "$out" "strategy keep: 8 micro-batches of 1 sequence per step"
 expect_in "$out" "Step time"
 expect_in "$out" "tokens/s"
 expect_in "$out" "Peak memory"

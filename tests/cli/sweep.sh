@@ -24,9 +24,9 @@ for f in sweep.csv throughput.png throughput.svg memory.png memory.svg; do
   [ -s "$tmp/one/$f" ] || { echo "missing $f" >&2; exit 1; }
   cmp "$tmp/one/$f" "$tmp/two/$f"
 done
-head -1 "$tmp/one/sweep.csv" | grep -qx "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,fits"
+head -1 "$tmp/one/sweep.csv" | grep -qx "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,model_flops_per_gpu_s,mfu,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,fits"
 [ "$(wc -l < "$tmp/one/sweep.csv")" -eq $((1 + 7 * 6)) ] || { echo "expected 42 rows" >&2; exit 1; }
-grep -q '^keep,ssdtrain-bert,a100-40g-pcie4-4xp5800x,64,1024,4,42949672960,42949672960,[0-9]*,[0-9.e+-]*,[0-9.e+-]*,[0-9]*,[0-9]*,0,0,0,[0-9.e+-]*,0$' "$tmp/one/sweep.csv"
+grep -q '^keep,ssdtrain-bert,a100-40g-pcie4-4xp5800x,64,1024,4,42949672960,42949672960,[0-9]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9]*,[0-9]*,0,0,0,[0-9.e+-]*,0$' "$tmp/one/sweep.csv"
 head -c 8 "$tmp/one/throughput.png" | od -c | grep -q 'P   N   G'
 grep -q '<svg' "$tmp/one/memory.svg"
 
@@ -51,19 +51,19 @@ expect_in "$out" "Along micro-batch at seq len 1024:"
 expect_fail 2 "missing --hw" "$rok" sweep ssdtrain-bert
 expect_fail 2 "missing MODEL" "$rok" sweep --hw $hw
 expect_fail 2 '--micro-batch: invalid range "1:x": "x" is not a whole number' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 1:x
-expect_fail 2 '--micro-batch: invalid range "8:1": it ends before it starts' "$rok" sweep ssdtrain-bert --hw $hw -b 8:1
+expect_fail 2 '--micro-batch: invalid range "8:1": it ends before it starts' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 8:1
 expect_fail 2 '--seq-len: invalid range "0,512"' "$rok" sweep ssdtrain-bert --hw $hw --seq-len 0,512
 expect_fail 2 '--nvme-devices: invalid range' "$rok" sweep ssdtrain-bert --hw $hw --nvme-devices 4,4
 expect_fail 2 '--budget: invalid range "40G"' "$rok" sweep ssdtrain-bert --hw $hw --budget 40G
 expect_fail 2 '--budget: a budget of 45.0 GiB is more than the GPU memory of a100-40g-pcie4-4xp5800x (40.0 GiB)' "$rok" sweep ssdtrain-bert --hw $hw --budget 45GiB
 expect_fail 2 '--strategies: unknown strategy "fast"' "$rok" sweep ssdtrain-bert --hw $hw -s keep,fast
 expect_fail 2 '--threads must be 0' "$rok" sweep ssdtrain-bert --hw $hw --threads -1
-expect_fail 2 'at micro_batch=5000000000: --set micro_batch=5000000000' "$rok" sweep ssdtrain-bert --hw $hw -b 1,5000000000
+expect_fail 2 'at micro_batch=5000000000: --set micro_batch=5000000000' "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 1,5000000000
 "$rok" trace gpt3-1.3b -o "$tmp/trace.json" > /dev/null
 expect_fail 2 "is not a model config" "$rok" sweep "$tmp/trace.json" --hw $hw
 expect_fail 2 "--set mirco_batch=2" "$rok" sweep ssdtrain-bert --hw $hw --set mirco_batch=2
 touch "$tmp/file"
-expect_fail 1 "$tmp/file" "$rok" sweep ssdtrain-bert --hw $hw -b 1 -o "$tmp/file/sub"
+expect_fail 1 "$tmp/file" "$rok" sweep ssdtrain-bert --hw $hw --micro-batch 1 -o "$tmp/file/sub"
 
 expect_in "$("$rok" help sweep)" "--micro-batch"
 expect_in "$("$rok" sweep --help)" "Exit codes"

@@ -50,6 +50,19 @@ static Parsed parse_all(const char *text) {
   p.number_ok = rok_units_parse_number(text, &p.number, &error);
   rok_fuzz_check_result(p.number_ok, error, number_prefixes, (const uint8_t *)text, strlen(text));
   g_clear_error(&error);
+  /* The forgiving reader accepts all the strict one does, the same, with
+   * no note; a note only when it read something the strict one refused. */
+  guint64 lenient = 0;
+  char *note = NULL;
+  gboolean lenient_ok = rok_units_parse_size_lenient(text, &lenient, &note, &error);
+  rok_fuzz_check_result(lenient_ok, error, size_prefixes, (const uint8_t *)text, strlen(text));
+  g_clear_error(&error);
+  if (p.size_ok && (!lenient_ok || lenient != p.bytes || note != NULL))
+    rok_fuzz_fail("size \"%s\": strict %" G_GUINT64_FORMAT ", lenient %s %" G_GUINT64_FORMAT " (%s)", text,
+                  p.bytes, lenient_ok ? "ok" : "refused", lenient, note ? note : "no note");
+  if (!p.size_ok && lenient_ok && note == NULL)
+    rok_fuzz_fail("size \"%s\": read leniently without a note", text);
+  g_free(note);
   if (p.rate_ok && !(isfinite(p.rate) && p.rate >= 0))
     rok_fuzz_fail("rate \"%s\" read as %g", text, p.rate);
   if (p.time_ok && p.ns < 0)

@@ -223,7 +223,7 @@ static void test_type_errors(Model *m, gconstpointer data) {
   g_assert_false(rok_json_get_time(&m->gpu, "peak", TRUE, &ns, &error));
   assert_error(&error, ROK_ERROR_INPUT,
                "x.json:12:13: \"gpu.peak\": invalid time \"312 TFLOP/s\": unknown unit \"TFLOP/s\" (expected "
-               "ns, us, \u00b5s, ms, s, min or h)");
+               "ns, us, \u00b5s, ms, s, min, h, d or y)");
   g_assert_false(rok_json_get_array(&m->gpu, "peak", TRUE, &(json_object *){NULL}, &error));
   assert_error(&error, ROK_ERROR_INPUT, "x.json:12:13: \"gpu.peak\": must be an array, not \"312 TFLOP/s\"");
   /* The right ones. */

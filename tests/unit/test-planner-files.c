@@ -68,7 +68,10 @@ static void test_ssd_by_hand(void) {
   plan->decisions[1] = ROK_DECISION_OFFLOAD_NVME; /* layer0.a_out, 30 MB */
   RokSimResult result = {.step_time_s = 2.0, .nvme_write_bytes = 60 * MB};
   RokSsdFigures s;
-  rok_ssd_figures(trace, &hw, plan, &result, 2.5, &s);
+  RokSsdModel model;
+  rok_ssd_model_init(&model);
+  model.write_amplification = 2.5;
+  rok_ssd_figures(trace, &hw, plan, &result, &model, &s);
   double forward = 0.0005 + 0.004 + 0.002 + 0.0005;
   g_assert_cmpuint(s.offload_bytes_per_micro_batch, ==, 30 * MB);
   g_assert_cmpfloat_with_epsilon(s.forward_time_s, forward, 1e-12);
@@ -84,7 +87,7 @@ static void test_ssd_by_hand(void) {
   /* Nothing written: an unbounded lifetime, null in JSON. */
   result.nvme_write_bytes = 0;
   plan->decisions[1] = ROK_DECISION_KEEP;
-  rok_ssd_figures(trace, &hw, plan, &result, 1.0, &s);
+  rok_ssd_figures(trace, &hw, plan, &result, NULL, &s);
   g_assert_true(isinf(s.lifetime_years));
   json_object *json = rok_ssd_figures_to_json(&s);
   json_object *life = NULL;

@@ -103,8 +103,11 @@ static RokSimResult *check_plan(RokPlanner *planner, guint64 budget) {
   for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
     g_autoptr(RokSimResult) br = NULL;
     g_autoptr(RokStepPlan) bp = rok_planner_baseline(planner, b, budget, &br, NULL);
-    if (bp != NULL && br->peak_bytes <= budget)
-      g_assert_cmpint(r->step_ns, <=, br->step_ns);
+    /* As fast, or within the wear tolerance and writing no more to the SSDs. */
+    if (bp != NULL && br->peak_bytes <= budget && r->step_ns > br->step_ns) {
+      g_assert_cmpfloat((double)r->step_ns, <=, (double)br->step_ns * (1 + ROK_PLAN_WEAR_TOLERANCE));
+      g_assert_cmpuint(r->nvme_write_bytes, <=, br->nvme_write_bytes);
+    }
   }
   return r;
 }
@@ -141,8 +144,11 @@ static void test_no_fit(void) {
   g_assert_null(none);
   g_assert_error(error, ROK_ERROR, ROK_ERROR_NO_FIT);
   g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_NO_FIT);
-  g_autofree char *size = rok_units_format_size(least);
-  g_autofree char *said = g_strdup_printf("the smallest that fits is %s", size);
+  /* Sizes three digits print alike are named in bytes. */
+  g_autofree char *size = rok_units_format_size(least), *asked = rok_units_format_size(least - 1);
+  g_autofree char *said = g_strcmp0(size, asked) == 0
+                              ? g_strdup_printf("the smallest that fits is %" G_GUINT64_FORMAT " bytes", least)
+                              : g_strdup_printf("the smallest that fits is %s", size);
   g_assert_nonnull(strstr(error->message, said));
   g_assert_nonnull(strstr(error->message, how));
   /* At the least budget itself a plan fits. */
@@ -160,14 +166,19 @@ static void test_decisions_follow_the_machine(void) {
   slow.host.memory = slow.host.pinned_buffer;
   fast.nvme.read_bandwidth = fast.nvme.write_bandwidth = 20e9;
   fast.pcie.d2h_bandwidth = fast.pcie.h2d_bandwidth = 40e9;
-  g_autoptr(RokPlanner) ps = new_planner(trace, &slow);
-  g_autoptr(RokPlanner) pf = new_planner(trace, &fast);
+  /* Speed alone: a plan 0.7% faster by offloading must win here. */
+  RokPlannerOptions o;
+  rok_planner_options_init(&o);
+  o.wear_tolerance = 0;
+  g_autoptr(RokPlanner) ps = rok_planner_new(trace, &slow, &o, NULL);
+  g_autoptr(RokPlanner) pf = rok_planner_new(trace, &fast, &o, NULL);
   g_autoptr(RokSimResult) keep = keep_result(ps);
   guint64 budget = keep->peak_bytes - 60 * MB;
   g_autoptr(GError) error = NULL;
   g_autoptr(RokStepPlan) a = rok_planner_plan(ps, budget, NULL, &error);
   g_autoptr(RokStepPlan) b = rok_planner_plan(pf, budget, NULL, &error);
   g_assert_no_error(error);
+
   guint counts[2][ROK_DECISION_COUNT] = {{0}};
   for (guint t = 0; t < trace->tensors->len; t++) {
     counts[0][a->decisions[t]]++;
@@ -212,7 +223,7 @@ static void check_curve(const RokCurve *curve, guint points) {
       continue;
     const RokCurvePoint *q = &g_array_index(curve->points, RokCurvePoint, i - 1);
     g_assert_cmpuint(p->budget_bytes, >, q->budget_bytes);
-    g_assert_cmpfloat(p->step_time_s, <=, q->step_time_s);
+    g_assert_cmpfloat(p->step_time_s, <=, q->step_time_s * (1 + ROK_PLAN_WEAR_TOLERANCE));
   }
 }
 
@@ -244,7 +255,7 @@ static void test_curve(void) {
     g_assert_cmpint(a->source, ==, b->source);
   }
   g_autofree char *csv = rok_curve_to_csv(one);
-  g_assert_true(g_str_has_prefix(csv, "series,budget_bytes,step_time_s,tokens_per_s,peak_bytes,"));
+  g_assert_true(g_str_has_prefix(csv, "series,budget_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,model_flops_per_gpu_s,mfu,peak_bytes,"));
   g_assert_nonnull(strstr(csv, "\nkeep,"));
   g_assert_nonnull(strstr(csv, "\nrecompute,"));
   guint rows = 0;

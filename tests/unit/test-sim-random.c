@@ -6,30 +6,7 @@
 
 #include "rok/model.h"
 #include "rok/sim.h"
-
-static char *config_path(const char *kind, const char *name) {
-  const char *root = g_getenv("ROK_SOURCE_DIR");
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  return g_build_filename(root ? root : ROK_SOURCE_DIR, "configs", kind, file, NULL);
-}
-
-static RokTrace *small_trace(const char *name, const char *const *overrides) {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *path = config_path("models", name);
-  g_autoptr(RokModel) model = rok_model_load(path, overrides, &error);
-  g_assert_no_error(error);
-  RokTrace *trace = rok_trace_new_from_model(model, &error);
-  g_assert_no_error(error);
-  return trace;
-}
-
-static RokHw *hw_named(const char *name) {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *path = config_path("hw", name);
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
-}
+#include "test-configs.h"
 
 static void random_plan(GRand *rand, const RokTrace *trace, RokStepPlan *plan) {
   for (guint t = 0; t < trace->tensors->len; t++) {
@@ -38,7 +15,7 @@ static void random_plan(GRand *rand, const RokTrace *trace, RokStepPlan *plan) {
       d = ROK_DECISION_KEEP;
     plan->decisions[t] = d;
   }
-  plan->options.prefetch_layers = g_rand_int_range(rand, 0, 4);
+  plan->options.prefetch_window = g_rand_int_range(rand, 0, 4);
   plan->options.detail_micro_batches = g_rand_int_range(rand, 1, 4);
   plan->options.rebuild_whole_layers = g_rand_boolean(rand);
   const RokFixedMemory *f = &trace->fixed;
@@ -86,10 +63,10 @@ static void test_random_plans(void) {
   const char *const t5[] = {"layers=2", "decoder_layers=2", "micro_batch=2", NULL};
   const char *const llama[] = {"layers=2", "seq_len=1024", NULL};
   const char *const bert[] = {"layers=2", "global_batch=64", NULL};
-  RokTrace *traces[] = {small_trace("gpt3-1.3b", gpt), small_trace("t5-3b", t5), small_trace("llama2-7b", llama),
-                        small_trace("bert-large", bert)};
-  RokHw *hws[] = {hw_named("a100-40g-pcie4-4xp5800x"), hw_named("a100-80g-sxm-4x980pro"),
-                  hw_named("cpu-2core-virtio")};
+  RokTrace *traces[] = {config_trace("gpt3-1.3b", gpt), config_trace("t5-3b", t5), config_trace("llama2-7b", llama),
+                        config_trace("bert-large", bert)};
+  RokHw *hws[] = {config_hw("a100-40g-pcie4-4xp5800x"), config_hw("a100-80g-sxm-4x980pro"),
+                  config_hw("cpu-2core-virtio")};
   hws[1]->host.pinned_buffer = 64u << 20; /* staging waits */
   g_autoptr(GRand) rand = g_rand_new_with_seed(20240613);
   guint runs = 0, seen[6] = {0};
@@ -122,8 +99,53 @@ static void test_random_plans(void) {
     rok_hw_free(hws[h]);
 }
 
+/* A prefetch never takes the step over its budget: with the budget at the
+ * peak of reading everything on demand (window 0), every window and unit
+ * stays within it. */
+static void test_prefetch_within_budget(void) {
+  const char *const bert[] = {"layers=3", "global_batch=64", NULL};
+  const char *const gpt[] = {"layers=3", "micro_batch=1", "global_batch=192", "seq_len=512", NULL};
+  RokTrace *traces[] = {config_trace("bert-large", bert), config_trace("gpt3-1.3b", gpt)};
+  RokHw *hws[] = {config_hw("a100-40g-pcie4-4xp5800x"), config_hw("a100-80g-sxm-4x980pro")};
+  const struct {
+    RokPrefetchUnit unit;
+    guint window;
+  } windows[] = {{ROK_PREFETCH_LAYER, 1}, {ROK_PREFETCH_LAYER, 2}, {ROK_PREFETCH_MODULE, 1}, {ROK_PREFETCH_OP, 2},
+                 {ROK_PREFETCH_OP, 8}};
+  g_autoptr(GRand) rand = g_rand_new_with_seed(20261124);
+  guint runs = 0, ahead = 0;
+  for (guint round = 0; round < 40; round++)
+    for (guint t = 0; t < G_N_ELEMENTS(traces); t++) {
+      const RokHw *hw = hws[g_rand_int_range(rand, 0, G_N_ELEMENTS(hws))];
+      g_autoptr(RokStepPlan) plan = rok_step_plan_new(traces[t]);
+      for (guint i = 0; i < traces[t]->tensors->len; i++) /* offloads and keeps: reads are what is tested */
+        plan->decisions[i] = g_rand_int_range(rand, 0, 3);
+      plan->options.prefetch_window = 0;
+      g_autoptr(GError) error = NULL;
+      g_autoptr(RokSimResult) demand = rok_simulate(traces[t], hw, plan, &error);
+      g_assert_no_error(error);
+      plan->options.memory_budget = demand->peak_bytes;
+      for (guint w = 0; w < G_N_ELEMENTS(windows); w++) {
+        plan->options.prefetch_unit = windows[w].unit;
+        plan->options.prefetch_window = windows[w].window;
+        g_autoptr(RokSimResult) r = rok_simulate(traces[t], hw, plan, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(r->peak_bytes, <=, plan->options.memory_budget);
+        runs++;
+        ahead += r->step_ns < demand->step_ns; /* the window did read ahead */
+      }
+    }
+  g_test_message("%u runs within their budgets, %u faster than reading on demand", runs, ahead);
+  g_assert_cmpuint(ahead, >, 0);
+  for (guint t = 0; t < G_N_ELEMENTS(traces); t++)
+    rok_trace_free(traces[t]);
+  for (guint h = 0; h < G_N_ELEMENTS(hws); h++)
+    rok_hw_free(hws[h]);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/random-plans", test_random_plans);
+  g_test_add_func("/sim/prefetch-within-budget", test_prefetch_within_budget);
   return g_test_run();
 }

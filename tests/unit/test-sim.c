@@ -174,7 +174,7 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   hw.nvme.read_bandwidth = 0.5e9;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
-  plan->options.prefetch_layers = window;
+  plan->options.prefetch_window = window;
   g_autoptr(RokSimResult) r = run(trace, &hw, plan);
   gint64 issue = window ? 3 * MS : 3500 * US, arrival = issue + 30 * US + 2 * MS;
   const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);

@@ -48,6 +48,9 @@ static void assert_same_row(const RokSweepRow *a, const RokSweepRow *b) {
   g_assert_cmpmem(ua, sizeof ua, ub, sizeof ub);
   assert_same_double(a->step_time_s, b->step_time_s);
   assert_same_double(a->tokens_per_s, b->tokens_per_s);
+  assert_same_double(a->tokens_per_gpu_s, b->tokens_per_gpu_s);
+  assert_same_double(a->model_flops_per_gpu_s, b->model_flops_per_gpu_s);
+  assert_same_double(a->mfu, b->mfu);
   assert_same_double(a->required_write_bandwidth, b->required_write_bandwidth);
   assert_same_double(a->recompute_s, b->recompute_s);
   assert_same_double(a->stall_s, b->stall_s);
@@ -58,7 +61,8 @@ static void test_round_trip(void) {
   g_autoptr(RokSweep) sweep = small_sweep("1:40:*3");
   g_autofree char *csv = rok_sweep_to_csv(sweep);
   g_assert_true(g_str_has_prefix(csv, "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,"
-                                      "gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,peak_bytes,"
+                                      "gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,"
+                                      "model_flops_per_gpu_s,mfu,peak_bytes,"
                                       "activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,"
                                       "recompute_s,stall_s,fits\n"));
   g_autoptr(RokSweep) back = parse(csv);
@@ -100,35 +104,35 @@ static void expect_error(const char *text, const char *needle) {
 
 #define HEADER                                                                                                    \
   "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,"     \
-  "tokens_per_s,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,"  \
+  "tokens_per_s,tokens_per_gpu_s,model_flops_per_gpu_s,mfu,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,"  \
   "fits\n"
-#define ROW "keep,m,h,1,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,1\n"
+#define ROW "keep,m,h,1,1024,4,100,100,10,0.5,2000,250,1e12,0.5,50,40,0,0,0,0,1\n"
 
 static void test_errors(void) {
   g_autoptr(RokSweep) ok = parse(HEADER ROW ROW);
   g_assert_cmpuint(ok->rows->len, ==, 2);
-  g_autoptr(RokSweep) no_final_newline = parse(HEADER "keep,m,h,1,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,1");
+  g_autoptr(RokSweep) no_final_newline = parse(HEADER "keep,m,h,1,1024,4,100,100,10,0.5,2000,250,1e12,0.5,50,40,0,0,0,0,1");
   g_assert_cmpuint(no_final_newline->rows->len, ==, 1);
   expect_error("", "s.csv: empty file");
   expect_error(HEADER, "s.csv:2:1: no rows after the header");
   expect_error("strategy,model,hw,micro\n" ROW, "s.csv:1:19: expected column 4 of the header to be \"micro_batch\", "
                                                 "found \"micro\"");
   expect_error("strategy,model\n" ROW, "s.csv:1:15: expected column 3 of the header to be \"hw\", found the end");
-  expect_error(HEADER ROW "keep,m,h,1,1024\n", "s.csv:3:16: expected 18 fields, found 5");
-  expect_error(HEADER "keep,m,h,x,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,1\n",
+  expect_error(HEADER ROW "keep,m,h,1,1024\n", "s.csv:3:16: expected 21 fields, found 5");
+  expect_error(HEADER "keep,m,h,x,1024,4,100,100,10,0.5,2000,250,1e12,0.5,50,40,0,0,0,0,1\n",
                "s.csv:2:10: \"micro_batch\": expected a whole number, found \"x\"");
-  expect_error(HEADER "keep,m,h,1,1024,4,100,100,10,0.5,2e3x,50,40,0,0,0,0,1\n",
+  expect_error(HEADER "keep,m,h,1,1024,4,100,100,10,0.5,2e3x,250,1e12,0.5,50,40,0,0,0,0,1\n",
                "s.csv:2:34: \"tokens_per_s\": expected a finite number, found \"2e3x\"");
-  expect_error(HEADER "keep,m,h,1,1024,4,100,100,10,nan,2000,50,40,0,0,0,0,1\n", "\"step_time_s\": expected a finite");
-  expect_error(HEADER "keep,m,h,1,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,yes\n",
-               "s.csv:2:53: \"fits\": expected 0 or 1, found \"yes\"");
-  expect_error(HEADER "kep,m,h,1,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,1\n", "s.csv:2:1: unknown strategy \"kep\"");
-  expect_error(HEADER ROW "keep,other,h,1,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,1\n",
+  expect_error(HEADER "keep,m,h,1,1024,4,100,100,10,nan,2000,250,1e12,0.5,50,40,0,0,0,0,1\n", "\"step_time_s\": expected a finite");
+  expect_error(HEADER "keep,m,h,1,1024,4,100,100,10,0.5,2000,250,1e12,0.5,50,40,0,0,0,0,yes\n",
+               "s.csv:2:66: \"fits\": expected 0 or 1, found \"yes\"");
+  expect_error(HEADER "kep,m,h,1,1024,4,100,100,10,0.5,2000,250,1e12,0.5,50,40,0,0,0,0,1\n", "s.csv:2:1: unknown strategy \"kep\"");
+  expect_error(HEADER ROW "keep,other,h,1,1024,4,100,100,10,0.5,2000,250,1e12,0.5,50,40,0,0,0,0,1\n",
                "s.csv:3:6: \"model\": \"other\" differs from the first row's \"m\"");
   expect_error(HEADER "keep,\"m,h,1\n", "s.csv:2:6: a quoted field is not closed");
   expect_error(HEADER "keep,\"m\"x,h,1\n", "s.csv:2:9: text after the closing quote");
   expect_error(HEADER "keep,m\xff,h\n", "s.csv:2:7: invalid UTF-8");
-  expect_error(HEADER ROW "\n" ROW, "s.csv:3:1: expected 18 fields, found 1");
+  expect_error(HEADER ROW "\n" ROW, "s.csv:3:1: expected 21 fields, found 1");
 }
 
 static void test_load(void) {

@@ -32,6 +32,51 @@ static void size_bad(const char *text, const char *reason) {
   assert_message(error, text, reason);
 }
 
+/* Sizes as typed on a command line: rounded to the byte, any case, and a
+ * note saying how the text was read; what is exact gets no note. */
+static void lenient_ok(const char *text, guint64 want, const char *note_part) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *note = NULL;
+  guint64 bytes = 0;
+  g_assert_true(rok_units_parse_size_lenient(text, &bytes, &note, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(bytes, ==, want);
+  if (note_part == NULL)
+    g_assert_null(note);
+  else if (note == NULL || strstr(note, note_part) == NULL)
+    g_error("note for %s lacks %s: %s", text, note_part, note ? note : "(none)");
+}
+
+static void test_size_lenient(void) {
+  /* 26.8 × 2^30 = 28776280883.2 */
+  lenient_ok("26.8GiB", G_GUINT64_CONSTANT(28776280883), "28776280883.2 bytes: rounded to 28776280883 B");
+  lenient_ok("0.1KiB", 102, "rounded to 102 B");
+  lenient_ok("26.5GiB", G_GUINT64_CONSTANT(53) << 29, NULL);
+  lenient_ok("40GiB", G_GUINT64_CONSTANT(40) << 30, NULL);
+  lenient_ok("30gb", G_GUINT64_CONSTANT(30000000000), "as \"30GB\"");
+  lenient_ok("30gib", G_GUINT64_CONSTANT(30) << 30, "as \"30GiB\"");
+  lenient_ok("30GIB", G_GUINT64_CONSTANT(30) << 30, "as \"30GiB\"");
+  lenient_ok("30Gb", G_GUINT64_CONSTANT(30000000000), "as \"30GB\"");
+  lenient_ok("4kib", 4096, "as \"4KiB\"");
+  lenient_ok("2.5gib", G_GUINT64_CONSTANT(5) << 29, "as \"2.5GiB\"");
+  /* A plain number of bytes is not rounded: "1.5" is a typo, not a size. */
+  g_autoptr(GError) error = NULL;
+  guint64 bytes = 7;
+  g_assert_false(rok_units_parse_size_lenient("1.5", &bytes, NULL, &error));
+  assert_message(error, "1.5", "not a whole number of bytes");
+  g_clear_error(&error);
+  /* Rounding near the top of the range: what does not fit is refused. */
+  lenient_ok("15.9999999999EiB", G_GUINT64_CONSTANT(18446744073594259456), "rounded to");
+  g_assert_false(rok_units_parse_size_lenient("16.00000000001EiB", &bytes, NULL, &error));
+  assert_message(error, "16.00000000001EiB", "too large");
+  g_clear_error(&error);
+  g_assert_false(rok_units_parse_size_lenient("30gx", &bytes, NULL, &error));
+  g_assert_cmpuint(bytes, ==, 7);
+  /* The strict parser refuses the same texts, saying what would do. */
+  size_bad("30gb", "did you mean \"GB\" (powers of 1000) or \"GiB\"?");
+  size_bad("30gib", "did you mean \"GiB\" (powers of 1024) or \"GB\"?");
+}
+
 static void test_size_suffixes(void) {
   g_assert_cmpuint(size_ok("4096"), ==, 4096);
   g_assert_cmpuint(size_ok("4096B"), ==, 4096);
@@ -328,6 +373,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/units/size/fractions", test_size_fractions);
   g_test_add_func("/units/size/limits", test_size_limits);
   g_test_add_func("/units/size/junk", test_size_junk);
+  g_test_add_func("/units/size/lenient", test_size_lenient);
   g_test_add_func("/units/rate", test_rates);
   g_test_add_func("/units/time", test_times);
   g_test_add_func("/units/number", test_numbers);

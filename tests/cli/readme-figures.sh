@@ -1,0 +1,10 @@
+#!/bin/bash
+# The figures README.md quotes equal what rok prints today: every output
+# block and every number in a sentence that scripts/readme-figures.py lists
+# (it says how each is computed; `--update` rewrites README.md).
+set -euo pipefail
+rok="$1"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+python=$(command -v python3 || true)
+[ -n "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
+"$python" "$root/scripts/readme-figures.py" --check --rok "$rok" --readme "$root/README.md"

@@ -126,7 +126,7 @@ reject "--pass-time nan" ": must be from 0" calibrate --pass-time nan -o "$out.j
 reject "--repeat 1000000" ": must be from 1 to 1000" execute "$data/schedule/truncated.json" --repeat 1000000 \
   --dir "$tmp/cwd"
 reject "--device -2" ": must be from 0" execute "$data/schedule/truncated.json" --device -2 --dir "$tmp/cwd"
-reject "--set global_batch=3" ': "global_batch": must be a multiple of micro_batch × data_parallel' \
+reject "--set global_batch=3" ': "global_batch": 3 must be a multiple of micro_batch × data_parallel' \
   trace gpt3-1.3b --set global_batch=3 -o "$out.json"
 
 # Inputs too big for the repository, made here. repeat TEXT BYTES: TEXT

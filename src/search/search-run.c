@@ -135,10 +135,10 @@ static GBytes *plan_work(guint task, gpointer data, GError **error) {
   g_autoptr(RokStepPlan) plan = plan_point(trace, spec->hw, offload, TRUE, &r, error);
   if (plan == NULL)
     return NULL;
+  RokSsdModel wear;
+  rok_ssd_model_init(&wear);
   RokSsdFigures ssd;
-  RokSsdModel model; /* the rating at face value, as rok_ssd_model_init() says */
-  rok_ssd_model_init(&model);
-  rok_ssd_figures(trace, spec->hw, plan, r, &model, &ssd);
+  rok_ssd_figures(trace, spec->hw, plan, r, &wear, &ssd);
   Planned p = {0};
   if (offload && spec->min_lifetime_years > 0 && r->nvme_write_bytes > 0 &&
       !(ssd.lifetime_years >= spec->min_lifetime_years)) {
@@ -146,7 +146,7 @@ static GBytes *plan_work(guint task, gpointer data, GError **error) {
     g_clear_pointer(&r, rok_sim_result_free);
     if ((plan = plan_point(trace, spec->hw, offload, FALSE, &r, error)) == NULL)
       return NULL;
-    rok_ssd_figures(trace, spec->hw, plan, r, &model, &ssd);
+    rok_ssd_figures(trace, spec->hw, plan, r, &wear, &ssd);
     p.ssd_limited = TRUE;
   }
   p.step_time_s = r->step_time_s;

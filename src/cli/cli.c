@@ -402,7 +402,7 @@ char *cli_printable(const char *text) {
       g_string_append_printf(out, "\\x%02X", (guchar)*p++);
       continue;
     }
-    if (g_unichar_iscntrl(c))
+    if (g_unichar_iscntrl(c) && c != '\n' && c != '\t') /* rok's own messages may span lines */
       g_string_append_printf(out, "\\u%04X", (unsigned)c);
     else
       g_string_append_len(out, p, g_utf8_next_char(p) - p);

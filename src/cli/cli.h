@@ -113,8 +113,9 @@ gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 ma
  * and temporary outputs and exit 1 anyway. Call from the signal watch. */
 void cli_stop_within_a_second(const char *command, int signo);
 
-/* TEXT with control characters (and bytes that are not UTF-8) escaped, so
- * that a name or path cannot drive the terminal it is printed on. */
+/* TEXT with control characters but newline and tab (and bytes that are not
+ * UTF-8) escaped, so that a name or path cannot drive the terminal it is
+ * printed on. */
 char *cli_printable(const char *text);
 
 /* Report `error` (consumed) as "rok NAME: message" and return its exit code. */

@@ -49,6 +49,13 @@ typedef struct {
   RokOptimizer optimizer;
   RokPrecision precision;
   guint64 zero_stage; /* 0..3 */
+  /* Pipeline parallelism as Megatron-LM runs it: `virtual_stages` model
+   * chunks per stage (interleaved 1F1B above 1; default 1), and optionally
+   * the layers of the first and last stages (Megatron's
+   * --decoder-first/last-pipeline-num-layers; 0: an even split), the other
+   * stages sharing the rest evenly. */
+  guint64 virtual_stages;
+  guint64 first_stage_layers, last_stage_layers;
 } RokModel;
 
 /* Load and validate a config; `overrides` (may be NULL) is a NULL-terminated
@@ -76,6 +83,11 @@ guint64 rok_model_param_count(const RokModel *model);
 /* Parameters one GPU holds before ZeRO sharding: one tensor-parallel rank of
  * the first pipeline stage (which holds the embedding). */
 guint64 rok_model_params_per_gpu(const RokModel *model);
+/* Parameters one tensor-parallel rank of pipeline stage `stage` holds: its
+ * layers, the embedding on the first stage, the final norm and output
+ * head on the last (with a copy of a tied embedding, as Megatron-LM keeps
+ * one there when pipelining). */
+guint64 rok_model_stage_params(const RokModel *model, guint stage);
 /* Bytes one layer saves for backward by the closed form of Korthikanti et
  * al. (sbh(34 + 5as/h) and its tensor/sequence-parallel, no-dropout and
  * flash variants), for GPT and BERT layers of the standard shape in 16-bit;
@@ -83,6 +95,10 @@ guint64 rok_model_params_per_gpu(const RokModel *model);
  * exactly and adds what the formula leaves out (normalisation statistics,
  * flash attention's log-sum-exp). */
 guint64 rok_model_reference_layer_bytes(const RokModel *model);
+/* The layers pipeline stage `stage` (0-based, < pipeline_parallel) holds:
+ * the first one's index in the model and how many (all its virtual chunks
+ * together). */
+void rok_model_stage_layers(const RokModel *model, guint stage, guint64 *first, guint64 *count);
 /* Micro-batches per optimizer step on one data-parallel rank. */
 guint64 rok_model_micro_batches_per_step(const RokModel *model);
 

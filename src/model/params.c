@@ -74,7 +74,34 @@ guint64 rok_model_param_count(const RokModel *m) {
 }
 
 guint64 rok_model_params_per_gpu(const RokModel *m) {
-  guint64 t = m->tensor_parallel;
-  guint64 stage_layers = (m->layers + m->decoder_layers) / m->pipeline_parallel;
-  return layer_stack_params(m, t, stage_layers) + outer_params(m, t);
+  return rok_model_stage_params(m, 0);
+}
+
+/* The part of outer_params() after the last layer: final norms and the
+ * output head (its own matrix where untied, BERT's MLM head). */
+static guint64 head_params(const RokModel *m, guint64 t) {
+  guint64 h = m->hidden, vocab = (m->vocab + t - 1) / t;
+  switch (m->arch) {
+  case ROK_ARCH_GPT:
+    return 2 * h;
+  case ROK_ARCH_BERT:
+    return (h * h + h) + (h * h + h + 2 * h + vocab);
+  case ROK_ARCH_LLAMA:
+    return vocab * h + h;
+  case ROK_ARCH_T5:
+    return 2 * h;
+  }
+  g_return_val_if_reached(0);
+}
+
+guint64 rok_model_stage_params(const RokModel *m, guint stage) {
+  guint64 t = m->tensor_parallel, first, count, p = m->pipeline_parallel;
+  rok_model_stage_layers(m, stage, &first, &count);
+  guint64 params = layer_stack_params(m, t, count);
+  gboolean tied = m->arch == ROK_ARCH_GPT || m->arch == ROK_ARCH_BERT;
+  if (stage == 0)
+    params += outer_params(m, t) - head_params(m, t);
+  if (stage + 1 == p) /* Megatron keeps a copy of a tied embedding on the last stage */
+    params += head_params(m, t) + (tied && p > 1 ? (m->vocab + t - 1) / t * m->hidden : 0);
+  return params;
 }

@@ -44,6 +44,23 @@ typedef struct {
   GArray *work, *group_ops, *group_of;
 } SimProgram;
 
+/* One run of a micro-batch's forward or backward through one model chunk
+ * (all of the trace without interleaving). */
+typedef struct {
+  guint mb;
+  guint8 backward, vstage;
+} SimBlock;
+
+/* order.c: the stage's order of blocks and the op and item ranges of its
+ * model chunks: forward ops fwd_lo[c] .. fwd_lo[c+1] of chunk c; backward
+ * items bwd_lo[k] .. bwd_lo[k+1] of chunk chunks-1-k (backward runs the
+ * last chunk first). */
+typedef struct {
+  guint chunks;
+  guint *fwd_lo, *bwd_lo, *op_chunk;
+  GArray *blocks; /* SimBlock, the order of this run */
+} SimOrder;
+
 struct _RokSim {
   const RokTrace *trace;
   const RokHw *hw;
@@ -61,8 +78,19 @@ struct _RokSim {
   guint *bwd_need, *bwd_need_ids; /* per op (CSR): saved tensors its backward reads */
   double nvme_read_speed, nvme_write_speed; /* the array, bytes/s */
   SimProgram prog;
+  SimOrder order;
   SimEngine engine;
 };
+
+/* order.c */
+void sim_order_ranges(RokSim *sim);
+void sim_order_items(RokSim *sim);
+void sim_order_clear(SimOrder *order);
+/* Megatron-LM's order of blocks for `n_mb` micro-batches on `stage`. */
+void sim_order_blocks(GArray *blocks, guint stage, guint stages, guint chunks, guint n_mb);
+/* Micro-batches to simulate in detail: the plan's count, or enough to
+ * pass the stage's warm-up (all of them when interleaved). */
+guint sim_order_detail(const RokTrace *trace, guint detail, guint64 micro_batches);
 
 /* sim.c: a mask rebuilt from the seed alone by op `op`, `bytes` of it:
  * at the op kind's measured rebuild rate, else at HBM bandwidth. */

@@ -268,6 +268,7 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth);
   sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth);
   sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);
+  sim_order_ranges(sim);
   sim_engine_init(&sim->engine, sim);
   return sim;
 }
@@ -277,6 +278,7 @@ void rok_sim_free(RokSim *sim) {
     return;
   sim_engine_clear(&sim->engine);
   sim_program_clear(&sim->prog);
+  sim_order_clear(&sim->order);
   g_free(sim->fwd_ns);
   g_free(sim->bwd_ns);
   g_free(sim->grad_start_bytes);
@@ -320,8 +322,10 @@ static gboolean check_plan(const RokSim *sim, const RokStepPlan *plan, GError **
 
 RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error) {
   g_return_val_if_fail(sim != NULL && plan != NULL, NULL);
-  if (!check_plan(sim, plan, error) || !sim_program_build(sim, plan, error) ||
-      !sim_engine_run(&sim->engine, plan, error))
+  if (!check_plan(sim, plan, error) || !sim_program_build(sim, plan, error))
+    return NULL;
+  sim_order_items(sim);
+  if (!sim_engine_run(&sim->engine, plan, error))
     return NULL;
   return sim_result_new(sim);
 }

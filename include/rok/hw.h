@@ -102,6 +102,21 @@ typedef struct {
     double endurance_pbw;   /* petabytes written per device over its life; 0: unknown */
     gboolean gpudirect;     /* SSD <-> GPU without the host staging buffer */
   } nvme;
+  /* Optional ("interconnect"): how the GPU reaches the others of its job.
+   * gpus_per_node 0 (section absent): no figures, so no communication can
+   * be costed (rok says so where a layout needs it). Bandwidths are what
+   * one GPU moves per direction; a collective spanning nodes runs at the
+   * inter-node figures. intra_node_pcie: peer-to-peer traffic inside the
+   * node crosses the GPU's PCIe link (no NVLink), which host and SSD
+   * copies also use. */
+  struct {
+    guint64 gpus_per_node;
+    double intra_node_bandwidth; /* bytes/s, NVLink/NVSwitch or PCIe peer-to-peer */
+    gint64 intra_node_latency;   /* ns per message */
+    double inter_node_bandwidth; /* bytes/s per GPU (its share of the node's NICs) */
+    gint64 inter_node_latency;
+    gboolean intra_node_pcie;
+  } interconnect;
 } RokHw;
 
 RokHw *rok_hw_load(const char *path, GError **error);
@@ -127,6 +142,22 @@ const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind);
  * (Steffen's monotone method, linear between two knots, clamped to the end
  * knots); 0 when the direction has no knot or `rates` is NULL. */
 double rok_hw_op_rate(const RokHwOpRates *rates, RokHwDirection direction, double work);
+
+/* Collectives as NCCL runs them, costed with the alpha-beta model over
+ * `ranks` GPUs, each moving `bytes` (the whole buffer): ring all-gather and
+ * reduce-scatter take (n-1)·α + (n-1)/n·bytes/β; all-reduce the faster of
+ * the ring, 2(n-1)·α + 2(n-1)/n·bytes/β, and the (double binary) tree,
+ * 2·⌈log2 n⌉·α + 2·bytes/β; a send α + bytes/β. α and β are the intra-node
+ * figures when the group fits in a node, else the inter-node ones.
+ * Seconds; 0 for one rank or a profile without an interconnect. */
+typedef enum {
+  ROK_COLLECTIVE_ALL_REDUCE,
+  ROK_COLLECTIVE_ALL_GATHER,
+  ROK_COLLECTIVE_REDUCE_SCATTER,
+  ROK_COLLECTIVE_SEND
+} RokCollective;
+double rok_hw_collective_s(const RokHw *hw, RokCollective collective, double bytes, guint64 ranks,
+                           gboolean inter_node);
 
 /* Derived rates of the whole array (all devices striped). */
 double rok_hw_nvme_read_bandwidth(const RokHw *hw);

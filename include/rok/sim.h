@@ -120,8 +120,20 @@
  * step, the others are taken to repeat the last detailed period (start of
  * the last detailed micro-batch minus start of the one before; with one
  * detailed micro-batch, its own forward and backward), for the time and
- * for every counter. Not modelled: gradient all-reduce, pipeline bubbles,
- * ZeRO-3 weight gathers (data-parallel communication is outside the trace). */
+ * for every counter.
+ *
+ * Pipeline parallelism. A stage's trace (rok_trace_new_for_stage) runs
+ * its micro-batches in Megatron-LM's order: 1F1B, or interleaved 1F1B with
+ * virtual stages (src/sim/order.c); its warm-up forwards are simulated in
+ * detail, so the memory of the micro-batches in flight is in the peak.
+ * rok_pipeline_simulate() simulates every stage and composes them: each
+ * stage's blocks (a micro-batch through one model chunk, forward or
+ * backward) take the time they took in the stage's own simulation, a
+ * forward waits for the previous chunk's forward of the same micro-batch
+ * and a backward for the next chunk's backward, each plus one send between
+ * stages (activation bytes over the interconnect: rok/hw.h); the step
+ * ends when the last stage's optimizer step does. Every stage's result
+ * then carries the pipeline's step and its own bubble. */
 #pragma once
 
 #include <glib.h>
@@ -163,6 +175,20 @@ typedef struct {
   guint64 staging_peak_bytes, host_peak_bytes;
   guint64 forwarded_tensors; /* offloaded tensors used from GPU memory */
   guint64 events;            /* events the engine processed */
+  /* Pipeline parallelism: the stage this is (of `stages`) and its model
+   * chunks. Without pipelining stage 0 of 1, one chunk, no bubble. */
+  guint stage, stages, chunks;
+  /* Per chunk, one micro-batch's forward and backward on this stage,
+   * stalls and recompute included (mean over the detailed ones). */
+  gint64 *chunk_fwd_ns, *chunk_bwd_ns;
+  gint64 optimizer_ns;
+  gint64 stage_ns;  /* the stage alone: its blocks back to back, then its optimizer step */
+  gint64 bubble_ns; /* of step_ns, waiting for other stages (0 when not composed) */
+  gint64 send_ns;   /* one activation (or its gradient) between two stages */
+  /* The most chunk-micro-batches this stage holds at once under its
+   * schedule, and the saved activations the plan keeps in GPU memory for
+   * them (Megatron-LM's theoretical activation memory counts these). */
+  guint64 in_flight, held_activation_bytes;
   /* From a simulator that records (NULL otherwise): RokAction in order of
    * creation, guint action indexes, RokSimSample at every change. */
   GArray *actions, *deps, *samples;
@@ -198,6 +224,25 @@ RokSimResult *rok_simulate_recorded(const RokTrace *trace, const RokHw *hw, cons
  * Borrows `trace` and `hw`, which must outlive it. */
 RokSchedule *rok_sim_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
                                   guint64 budget_bytes, GError **error);
+
+/* ---- Pipeline parallelism ---- */
+
+/* The step of a pipeline of `stages` stages of `chunks` chunks each over
+ * `micro_batches` micro-batches, when a forward of chunk c on stage s takes
+ * fwd_ns[s·chunks + c] (backward: bwd_ns), every send between stages
+ * send_ns and stage s's optimizer step optimizer_ns[s] (may be NULL):
+ * when the last stage finishes. busy_ns[s] (may be NULL) receives the time
+ * stage s computes. With equal stages, one chunk and no sends the step is
+ * (m + p - 1)·(f + b): a bubble of (p - 1)/(m + p - 1). */
+gint64 rok_pipeline_step_ns(guint stages, guint chunks, guint64 micro_batches, const gint64 *fwd_ns,
+                            const gint64 *bwd_ns, gint64 send_ns, const gint64 *optimizer_ns, gint64 *busy_ns);
+
+/* Simulate stage s's trace traces[s] under plans[s] for s < n (n the
+ * model's pipeline_parallel), recorded or not, and compose the pipeline:
+ * results[s] (freed by the caller) carry the pipeline's step, their
+ * bubble and the send time. */
+gboolean rok_pipeline_simulate(RokTrace *const *traces, const RokHw *hw, RokStepPlan *const *plans, guint n,
+                               gboolean record, RokSimResult **results, GError **error);
 
 /* The summary as JSON: step_time_s, tokens_per_s, peak_bytes,
  * activation_peak_bytes, compute_s, recompute_s, stall_s, pcie_d2h_bytes,

@@ -99,12 +99,18 @@ char *cli_resolve(const char *arg, const char *kind, GError **error) {
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
  * its "format"; a model config has none. */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
+  gboolean from_file = FALSE;
+  return cli_load_trace_file_or_model(arg, sets, &from_file, error);
+}
+
+RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *from_file, GError **error) {
   g_autofree char *path = cli_resolve(arg, "models", error);
   g_autoptr(RokJsonDoc) doc = path == NULL ? NULL : rok_json_doc_load(path, error);
   if (doc == NULL)
     return NULL;
   json_object *root = rok_json_doc_root(doc);
-  if (json_object_is_type(root, json_type_object) && json_object_object_get_ex(root, "format", NULL)) {
+  *from_file = json_object_is_type(root, json_type_object) && json_object_object_get_ex(root, "format", NULL);
+  if (*from_file) {
     if (sets != NULL && sets[0] != NULL) {
       g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--set %s: a trace file has no model config to override",
                   sets[0]);

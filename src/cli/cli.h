@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "rok/hw.h"
+#include "rok/sim.h"
 #include "rok/trace.h"
 
 typedef struct {
@@ -48,6 +49,17 @@ char *cli_resolve(const char *arg, const char *kind, GError **error);
  * file as it is (then --set is an error). */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
 RokHw *cli_load_hw(const char *arg, GError **error);
+/* cli_load_trace, saying whether `arg` was a rok-trace/1 file. */
+RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *from_file, GError **error);
+
+/* cli-pipeline.c: every pipeline stage of a model config (one trace
+ * without pipelining, or for a trace file: that stage, with a warning);
+ * RokTrace elements. */
+GPtrArray *cli_load_stages(const char *arg, char **sets, GError **error);
+/* --stage TEXT: "all" (-1; the default with several stages) or a stage. */
+gboolean cli_parse_stage(const char *text, guint stages, gint *stage, GError **error);
+/* The table of a composed pipeline: one row per stage. */
+void cli_print_stages(RokSimResult *const *results, RokTrace *const *traces, guint n);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);

@@ -371,6 +371,7 @@ static void advance(SimEngine *e) {
   if (++e->index < e->end)
     return;
   const SimBlock *b = &g_array_index(e->sim->order.blocks, SimBlock, e->block);
+  sim_order_block_done(&e->sim->order, b, e->now);
   if (b->backward && b->mb == 0 && b->vstage == 0) {
     snapshot(e, e->n_mb);
     e->bwd0_end = e->now;
@@ -422,7 +423,11 @@ static void pump(SimEngine *e) {
 gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error) {
   reset(e, plan);
   const RokTrace *trace = e->sim->trace;
-  sim_order_blocks(e->sim->order.blocks, trace->stage, trace->stages, trace->chunks, e->n_mb);
+  SimOrder *order = &e->sim->order;
+  sim_order_blocks(order->blocks, trace->stage, trace->stages, trace->chunks, e->n_mb);
+  memset(order->block_ns, 0, sizeof(gint64) * 2 * order->chunks);
+  memset(order->block_count, 0, sizeof(guint) * 2 * order->chunks);
+  order->block_since = 0;
   e->mb_start[0] = 0;
   snapshot(e, 0);
   enter_block(e, 0);

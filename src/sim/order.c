@@ -33,6 +33,7 @@ static void interleaved_block(GArray *blocks, guint k, guint p, guint v, gboolea
 
 void sim_order_blocks(GArray *blocks, guint stage, guint stages, guint chunks, guint n_mb) {
   g_array_set_size(blocks, 0);
+  n_mb = MAX(n_mb, 1);
   guint p = MAX(stages, 1), v = MAX(chunks, 1);
   if (v == 1) {
     guint warmup = MIN(p - 1 - stage, n_mb);
@@ -86,6 +87,15 @@ void sim_order_ranges(RokSim *sim) {
     order->fwd_lo[c] = lo;
   }
   order->blocks = g_array_new(FALSE, FALSE, sizeof(SimBlock));
+  order->block_ns = g_new0(gint64, 2 * v);
+  order->block_count = g_new0(guint, 2 * v);
+}
+
+void sim_order_block_done(SimOrder *order, const SimBlock *block, gint64 now) {
+  guint slot = block->backward * order->chunks + block->vstage;
+  order->block_ns[slot] += now - order->block_since;
+  order->block_count[slot]++;
+  order->block_since = now;
 }
 
 /* Backward items run chunk v-1 first: bwd_lo[c] .. bwd_lo[c+1] holds the
@@ -113,6 +123,8 @@ void sim_order_clear(SimOrder *order) {
   g_free(order->fwd_lo);
   g_free(order->bwd_lo);
   g_free(order->op_chunk);
+  g_free(order->block_ns);
+  g_free(order->block_count);
   if (order->blocks)
     g_array_unref(order->blocks);
 }

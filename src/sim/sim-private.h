@@ -59,6 +59,12 @@ typedef struct {
   guint chunks;
   guint *fwd_lo, *bwd_lo, *op_chunk;
   GArray *blocks; /* SimBlock, the order of this run */
+  /* Per run: the time blocks took, from the end of the block before to
+   * their last item's end (stalls included), summed per direction and
+   * chunk: [backward · chunks + chunk], and how many there were. */
+  gint64 *block_ns;
+  guint *block_count;
+  gint64 block_since;
 } SimOrder;
 
 struct _RokSim {
@@ -82,10 +88,16 @@ struct _RokSim {
   SimEngine engine;
 };
 
+/* comm.c: one send between neighbouring pipeline stages (0 without an
+ * interconnect in the profile). */
+gint64 sim_send_ns(const RokTrace *trace, const RokHw *hw);
+
 /* order.c */
 void sim_order_ranges(RokSim *sim);
 void sim_order_items(RokSim *sim);
 void sim_order_clear(SimOrder *order);
+/* A block has ended: its time counts for its direction and chunk. */
+void sim_order_block_done(SimOrder *order, const SimBlock *block, gint64 now);
 /* Megatron-LM's order of blocks for `n_mb` micro-batches on `stage`. */
 void sim_order_blocks(GArray *blocks, guint stage, guint stages, guint chunks, guint n_mb);
 /* Micro-batches to simulate in detail: the plan's count, or enough to

@@ -13,7 +13,7 @@
 #include "rok/schedule.h"
 
 typedef struct {
-  char *hw, *budget, *output, *strategy, *host_memory;
+  char *hw, *budget, *output, *strategy, *host_memory, *stage;
   gint points;
   gint64 offload_min_elements; /* -1: the strategies' default */
   double write_amplification;
@@ -25,6 +25,7 @@ static void options_clear(Options *o) {
   g_free(o->output);
   g_free(o->strategy);
   g_free(o->host_memory);
+  g_free(o->stage);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -150,6 +151,57 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
     return FALSE;
   rok_ssd_figures(trace, hw, out->plan, out->result, o->write_amplification, &out->ssd);
   out->layers = rok_plan_layers_to_json(trace, out->plan);
+  return TRUE;
+}
+
+/* ---- the other pipeline stages ---- */
+
+/* Stage `s` planned under the same budget and strategy as the one shown. */
+static RokStepPlan *plan_stage(const Options *o, const Outcome *shown, RokTrace *trace, guint s, GError **error) {
+  RokPlannerOptions popts;
+  Outcome local = {0};
+  if (!check_options(o, shown->hw, &local, &popts, error))
+    return NULL;
+  g_autoptr(RokPlanner) planner = rok_planner_new(trace, shown->hw, &popts, error);
+  g_autoptr(RokSimResult) result = NULL;
+  RokStepPlan *plan = planner == NULL ? NULL
+                      : shown->strategy == ROK_STRATEGY_ROK
+                          ? rok_planner_plan(planner, shown->budget, &result, error)
+                          : rok_planner_baseline(planner, shown->strategy, shown->budget, &result, error);
+  if (plan == NULL)
+    g_prefix_error(error, "pipeline stage %u: ", s);
+  return plan;
+}
+
+/* Every stage planned under the budget and the pipeline composed from
+ * the plans; the table printed (unless JSON) and added to the report. */
+static gboolean plan_stages(const Options *o, const Outcome *out, GPtrArray *traces, guint shown, RokPlanFile *file,
+                            gboolean json, GError **error) {
+  guint n = traces->len;
+  g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  for (guint s = 0; s < n; s++) {
+    RokStepPlan *plan = s == shown ? rok_step_plan_copy(out->plan)
+                                   : plan_stage(o, out, g_ptr_array_index(traces, s), s, error);
+    if (plan == NULL)
+      return FALSE;
+    g_ptr_array_add(plans, plan);
+  }
+  g_autofree RokSimResult **results = g_new0(RokSimResult *, n);
+  if (!rok_pipeline_simulate((RokTrace *const *)traces->pdata, out->hw, (RokStepPlan *const *)plans->pdata, n, FALSE,
+                             results, error))
+    return FALSE;
+  json_object *stages = json_object_new_array();
+  for (guint s = 0; s < n; s++)
+    json_object_array_add(stages, rok_sim_result_to_json(results[s], g_ptr_array_index(traces, s)));
+  json_object_object_add(file->report, "stages", stages);
+  if (!json) {
+    cli_print_stages(results, (RokTrace *const *)traces->pdata, n);
+    printf("Every stage planned under the budget; stage %u (%s) in detail below, its figures for the stage "
+           "alone (no bubble); --stage N for another.\n\n",
+           shown, shown == 0 ? "the first: embedding and the most micro-batches in flight" : "chosen");
+  }
+  for (guint s = 0; s < n; s++)
+    rok_sim_result_free(results[s]);
   return TRUE;
 }
 
@@ -436,17 +488,23 @@ int cli_cmd_plan(int argc, char **argv) {
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
       {"write-amplification", 0, 0, G_OPTION_ARG_DOUBLE, &o.write_amplification,
        "SSD write amplification for the lifetime (default 1.0, SSDTrain's)", "X"},
+      {"stage", 0, 0, G_OPTION_ARG_STRING, &o.stage,
+       "Pipeline stage to plan in detail, or all (default: all, every stage planned, stage 0 in detail)", "N|all"},
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  g_autoptr(RokTrace) trace = NULL;
+  g_autoptr(GPtrArray) traces = NULL;
+  RokTrace *trace = NULL;
   g_autoptr(RokHw) hw = NULL;
   g_auto(Outcome) out = {0};
   g_autoptr(RokPlanFile) file = NULL;
+  gint stage = 0;
   if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       (hw = cli_load_hw(o.hw, &error)) == NULL ||
-      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {
+      (traces = cli_load_stages(argv[1], common.sets, &error)) == NULL ||
+      !cli_parse_stage(o.stage, traces->len, &stage, &error) ||
+      (trace = g_ptr_array_index(traces, stage < 0 ? 0 : stage)) == NULL || !run(&o, trace, hw, &out, &error)) {
     g_strfreev(common.sets);
     if (common.json && error->code == ROK_ERROR_NO_FIT && error->domain == ROK_ERROR && out.planner != NULL)
       cli_print_json(no_fit_json(trace, hw, &out), NULL);
@@ -456,6 +514,8 @@ int cli_cmd_plan(int argc, char **argv) {
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);
   file = plan_file(&out);
+  if (stage < 0 && traces->len > 1 && !plan_stages(&o, &out, traces, 0, file, common.json, &error))
+    return cli_fail(self->name, error);
   gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
   if (o.output != NULL)
     rok_charts_release(); /* the charts are drawn; nothing else draws */

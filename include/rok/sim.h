@@ -122,6 +122,31 @@
  * detailed micro-batch, its own forward and backward), for the time and
  * for every counter.
  *
+ * Communication (src/sim/comm.c; only with an "interconnect" section in
+ * the profile, else none is costed). Collectives are costed with the
+ * alpha-beta model of rok_hw_collective_s (rok/hw.h) on the tensor-,
+ * data- or pipeline-parallel group, intra-node while the group fits in a
+ * node with Megatron-LM's rank order (tensor, then data, then pipeline).
+ * Tensor parallelism (Megatron): per layer two all-reduces forward and two
+ * backward, or with sequence parallelism an all-gather before each
+ * column-parallel linear (again in backward) and a reduce-scatter after
+ * each row-parallel one and of each input gradient; on the critical path,
+ * added to the op they surround (so a recompute that re-runs the op
+ * re-runs them). ZeRO-3 (DeepSpeed): every layer's parameters gathered
+ * before its forward and its backward and its gradients reduce-scattered,
+ * every micro-batch, prefetched behind the previous layer: what that
+ * layer's compute does not hide is added to the layer's first op. Data
+ * parallelism (ZeRO 0-2, Megatron's DDP): one reduction of the fp32
+ * gradients per step (reduce-scatter and a parameter all-gather with the
+ * distributed optimizer, else an all-reduce), overlapped with the last
+ * micro-batch's backward in buckets of max(40M, 1M·d) parameters: what
+ * that backward does not hide, and at least one bucket, delays the
+ * optimizer step. Not modelled: communication competing with PCIe copies
+ * (intra_node_pcie is read and reported, not simulated), overlap of
+ * tensor-parallel communication with compute (Megatron's
+ * --tp-comm-overlap), the embedding's gradient all-reduce between the
+ * first and last stages.
+ *
  * Pipeline parallelism. A stage's trace (rok_trace_new_for_stage) runs
  * its micro-batches in Megatron-LM's order: 1F1B, or interleaved 1F1B with
  * virtual stages (src/sim/order.c); its warm-up forwards are simulated in
@@ -189,6 +214,14 @@ typedef struct {
    * schedule, and the saved activations the plan keeps in GPU memory for
    * them (Megatron-LM's theoretical activation memory counts these). */
   guint64 in_flight, held_activation_bytes;
+  /* Communication (with an interconnect in the profile; see comm.c):
+   * exposed_comm_ns is what the step waits for: tensor-parallel
+   * collectives and ZeRO-3's unhidden gathers on the compute stream (not
+   * in compute_ns), and the data-parallel reduction's exposed part before
+   * the optimizer step; tp_comm_ns the former, dp_comm_ns the reduction
+   * in all (hidden or not), zero3_comm_ns ZeRO-3's gathers and
+   * reductions in all. Pipeline sends are in the bubble. */
+  gint64 exposed_comm_ns, tp_comm_ns, dp_comm_ns, dp_exposed_ns, zero3_comm_ns, zero3_exposed_ns;
   /* From a simulator that records (NULL otherwise): RokAction in order of
    * creation, guint action indexes, RokSimSample at every change. */
   GArray *actions, *deps, *samples;

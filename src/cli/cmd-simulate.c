@@ -97,8 +97,20 @@ static void print_time(const RokSimResult *r) {
     g_autofree char *t = rok_units_format_time((double)r->stall_ns[c] / 1e9);
     g_string_append_printf(causes, "%s%s %s", c ? ", " : "", rok_stall_cause_name(c), t);
   }
+  g_autofree char *comm = rok_units_format_time((double)r->exposed_comm_ns / 1e9);
+  g_autofree char *tp = rok_units_format_time((double)r->tp_comm_ns / 1e9);
+  g_autofree char *dp = rok_units_format_time((double)r->dp_exposed_ns / 1e9);
+  g_autofree char *dp_all = rok_units_format_time((double)r->dp_comm_ns / 1e9);
+  g_autofree char *z3 = rok_units_format_time((double)r->zero3_exposed_ns / 1e9);
+  g_autofree char *comm_note = g_strdup_printf("exposed: tensor-parallel %s, ZeRO-3 gathers %s, data-parallel %s of %s",
+                                               tp, z3, dp, dp_all);
+  g_autofree char *bubble = rok_units_format_time((double)r->bubble_ns / 1e9);
+  g_autofree char *bubble_note = percent(r->bubble_ns, r->step_ns);
   print_line("Step time", step, tokens);
   print_line("Compute", compute, compute_note);
+  print_line("Communication", comm, comm_note);
+  if (r->stages > 1)
+    print_line("Pipeline bubble", bubble, bubble_note);
   print_line("Stalls", stall, causes->str);
   g_string_free(causes, TRUE);
 }

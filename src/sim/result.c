@@ -93,6 +93,17 @@ static void fill_stage(RokSimResult *r, const RokSim *sim) {
   }
 }
 
+static void fill_comm(RokSimResult *r, const RokSim *sim) {
+  gint64 m = (gint64)r->micro_batches, on_stream = sim->comm_mb_ns * m;
+  r->tp_comm_ns = (sim->comm_mb_ns - sim->zero3_exposed_ns) * m;
+  r->compute_ns = MAX(r->compute_ns - on_stream - sim->dp_exposed_ns, 0); /* the engine ran them as compute */
+  r->dp_comm_ns = sim->dp_ns;
+  r->dp_exposed_ns = sim->dp_exposed_ns;
+  r->zero3_comm_ns = sim->zero3_ns * m;
+  r->zero3_exposed_ns = sim->zero3_exposed_ns * m;
+  r->exposed_comm_ns = on_stream + r->dp_exposed_ns;
+}
+
 RokSimResult *sim_result_new(RokSim *sim) {
   SimEngine *e = &sim->engine;
   const RokTrace *trace = sim->trace;
@@ -122,6 +133,7 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->deps = g_steal_pointer(&e->deps);
   r->samples = g_steal_pointer(&e->samples);
   fill_stage(r, sim);
+  fill_comm(r, sim);
   return r;
 }
 
@@ -207,5 +219,14 @@ json_object *rok_sim_result_to_json(const RokSimResult *r, const RokTrace *trace
   json_object_object_add(o, "events", json_object_new_uint64(r->events));
   if (r->stages > 1)
     json_object_object_add(o, "pipeline", pipeline_json(r));
+  json_object *comm = json_object_new_object();
+  json_object_object_add(comm, "exposed_s", seconds(r->exposed_comm_ns));
+  json_object_object_add(comm, "tensor_parallel_s", seconds(r->tp_comm_ns));
+  json_object_object_add(comm, "data_parallel_s", seconds(r->dp_comm_ns));
+  json_object_object_add(comm, "data_parallel_exposed_s", seconds(r->dp_exposed_ns));
+  json_object_object_add(comm, "zero3_s", seconds(r->zero3_comm_ns));
+  json_object_object_add(comm, "zero3_exposed_s", seconds(r->zero3_exposed_ns));
+  json_object_object_add(comm, "pipeline_send_s", seconds(r->send_ns));
+  json_object_object_add(o, "communication", comm);
   return o;
 }

@@ -83,6 +83,12 @@ struct _RokSim {
   guint *fwd_rel, *fwd_rel_ids; /* per op (CSR): tensors whose forward use ends with it */
   guint *bwd_need, *bwd_need_ids; /* per op (CSR): saved tensors its backward reads */
   double nvme_read_speed, nvme_write_speed; /* the array, bytes/s */
+  /* comm.c: communication on the critical path of each op (included in
+   * fwd_ns / bwd_ns), its sum over one micro-batch, ZeRO-3's gathers and
+   * reductions in all, and the data-parallel reduction (its exposed part
+   * is in optimizer_ns). */
+  gint64 *comm_fwd_ns, *comm_bwd_ns;
+  gint64 comm_mb_ns, zero3_ns, zero3_exposed_ns, dp_ns, dp_exposed_ns;
   SimProgram prog;
   SimOrder order;
   SimEngine engine;
@@ -91,6 +97,8 @@ struct _RokSim {
 /* comm.c: one send between neighbouring pipeline stages (0 without an
  * interconnect in the profile). */
 gint64 sim_send_ns(const RokTrace *trace, const RokHw *hw);
+void sim_comm_ops(RokSim *sim);
+void sim_comm_dp(RokSim *sim);
 
 /* order.c */
 void sim_order_ranges(RokSim *sim);

@@ -259,12 +259,16 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->fwd_uses = g_new0(guint, MAX(sim->n_tensors, 1));
   sim->fwd_rel = g_new0(guint, sim->n_ops + 1);
   sim->bwd_need = g_new0(guint, sim->n_ops + 1);
+  sim->comm_fwd_ns = g_new0(gint64, sim->n_ops);
+  sim->comm_bwd_ns = g_new0(gint64, sim->n_ops);
   compute_ops(sim);
   compute_lists(sim);
   guint64 step_bytes = trace->fixed.optimizer_step_bytes;
   sim->optimizer_ns = step_bytes == 0 ? 0
                                       : (gint64)llround((double)step_bytes / hw->gpu.hbm_bandwidth * 1e9) +
                                             hw->gpu.launch_overhead;
+  sim_comm_ops(sim);
+  sim_comm_dp(sim);
   sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth);
   sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth);
   sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);
@@ -281,6 +285,8 @@ void rok_sim_free(RokSim *sim) {
   sim_order_clear(&sim->order);
   g_free(sim->fwd_ns);
   g_free(sim->bwd_ns);
+  g_free(sim->comm_fwd_ns);
+  g_free(sim->comm_bwd_ns);
   g_free(sim->grad_start_bytes);
   g_free(sim->grad_end_bytes);
   g_free(sim->out_bytes);

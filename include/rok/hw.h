@@ -48,6 +48,9 @@ typedef struct {
   guint len[ROK_HW_DIRECTIONS];
 } RokHwOpRates;
 
+/* GPUs a node section may describe. */
+#define ROK_HW_MAX_NODE_GPUS 64
+
 typedef struct {
   char *name;
   char *source; /* free text: datasheets or the calibration run (may be NULL) */
@@ -117,6 +120,21 @@ typedef struct {
     gint64 inter_node_latency;
     gboolean intra_node_pcie;
   } interconnect;
+  /* Optional ("node"): the profile describes a whole node whose `gpus`
+   * GPUs share its host memory, pinned buffer and SSDs; gpu, pcie and
+   * interconnect are each GPU's. nvme_devices[g] (nvme_devices_len = gpus,
+   * or 0) says how many of the node's drives GPU g stripes over (its own
+   * RAID0 array, as SSDTrain ran one per GPU); without it the drives are
+   * divided evenly. rok plans one GPU: rok_hw_gpu_share() gives its share,
+   * which carries `gpu` (its index) and is_share. gpus 1 (absent): the
+   * profile is one GPU's and owns everything in it. */
+  struct {
+    guint64 gpus;
+    guint64 nvme_devices[ROK_HW_MAX_NODE_GPUS];
+    guint nvme_devices_len;
+    guint64 gpu;
+    gboolean is_share;
+  } node;
 } RokHw;
 
 RokHw *rok_hw_load(const char *path, GError **error);
@@ -158,6 +176,16 @@ typedef enum {
 } RokCollective;
 double rok_hw_collective_s(const RokHw *hw, RokCollective collective, double bytes, guint64 ranks,
                            gboolean inter_node);
+
+/* GPU `gpu` of a node profile as one GPU's profile: host memory and the
+ * pinned buffer divided by the node's GPUs, the SSDs it reaches (its
+ * array, or its even share of the drives). A profile of one GPU, or a
+ * share already, is copied as it is. ROK_ERROR_USAGE for a GPU the node
+ * does not have. */
+RokHw *rok_hw_gpu_share(const RokHw *hw, guint64 gpu, GError **error);
+/* The GPU of the node with the fewest drives (the first of them): the one
+ * whose plan the node's SSDs limit most. */
+guint64 rok_hw_node_weakest_gpu(const RokHw *hw);
 
 /* Derived rates of the whole array (all devices striped). */
 double rok_hw_nvme_read_bandwidth(const RokHw *hw);

@@ -68,3 +68,25 @@ void cli_print_stages(RokSimResult *const *results, RokTrace *const *traces, gui
   }
   printf("\n");
 }
+
+void cli_warn_unmodelled(const RokModel *m, const RokHw *hw) {
+  if (m == NULL)
+    return;
+  gboolean parallel = m->tensor_parallel > 1 || m->pipeline_parallel > 1 || m->data_parallel > 1;
+  if (parallel && hw->interconnect.gpus_per_node == 0)
+    g_printerr("rok: warning: hardware profile %s has no \"interconnect\" section: the communication of this "
+               "layout (tensor %" G_GUINT64_FORMAT ", pipeline %" G_GUINT64_FORMAT ", data %" G_GUINT64_FORMAT
+               ") is not costed\n",
+               hw->name, m->tensor_parallel, m->pipeline_parallel, m->data_parallel);
+  if (m->pipeline_parallel > 1 && m->zero_stage >= 2 && m->data_parallel > 1)
+    g_printerr("rok: warning: zero_stage %" G_GUINT64_FORMAT " with pipeline_parallel %" G_GUINT64_FORMAT
+               " is a layout DeepSpeed refuses (ZeRO-2/3 are incompatible with its pipeline engine) and "
+               "Megatron-LM does not offer; rok costs it as written%s\n",
+               m->zero_stage, m->pipeline_parallel,
+               m->zero_stage >= 3 ? ": every layer's parameters gathered for every micro-batch" : "");
+  if (parallel && hw->interconnect.intra_node_pcie)
+    g_printerr("rok: warning: hardware profile %s: peer-to-peer traffic over PCIe (interconnect.intra_node_pcie) "
+               "is costed at its own bandwidth; its contention with host and SSD copies on the same link is not "
+               "simulated\n",
+               hw->name);
+}

@@ -122,9 +122,21 @@ RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *f
   return model == NULL ? NULL : rok_trace_new_from_model(model, error);
 }
 
+/* A node profile is planned for one of its GPUs: the one with the fewest
+ * drives, whose share of the node limits a plan most. */
 RokHw *cli_load_hw(const char *arg, GError **error) {
   g_autofree char *path = cli_resolve(arg, "hw", error);
-  return path == NULL ? NULL : rok_hw_load(path, error);
+  g_autoptr(RokHw) hw = path == NULL ? NULL : rok_hw_load(path, error);
+  if (hw == NULL || hw->node.gpus <= 1 || hw->node.is_share)
+    return g_steal_pointer(&hw);
+  guint64 gpu = rok_hw_node_weakest_gpu(hw);
+  RokHw *share = rok_hw_gpu_share(hw, gpu, error);
+  if (share != NULL)
+    g_printerr("rok: note: %s is a node of %" G_GUINT64_FORMAT " GPUs; figures are for GPU %" G_GUINT64_FORMAT
+               " and its share: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " drives, 1/%" G_GUINT64_FORMAT
+               " of host and pinned memory\n",
+               hw->name, hw->node.gpus, gpu, share->nvme.devices, hw->nvme.devices, hw->node.gpus);
+  return share;
 }
 
 gboolean cli_print_json(json_object *value, GError **error) {

@@ -58,6 +58,10 @@ RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *f
 GPtrArray *cli_load_stages(const char *arg, char **sets, GError **error);
 /* --stage TEXT: "all" (-1; the default with several stages) or a stage. */
 gboolean cli_parse_stage(const char *text, guint stages, gint *stage, GError **error);
+/* Print a warning for each part of this layout rok does not model (no
+ * interconnect to cost its communication, ZeRO-2/3 with pipelining,
+ * PCIe peer-to-peer contention). */
+void cli_warn_unmodelled(const RokModel *model, const RokHw *hw);
 /* The table of a composed pipeline: one row per stage. */
 void cli_print_stages(RokSimResult *const *results, RokTrace *const *traces, guint n);
 

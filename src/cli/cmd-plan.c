@@ -409,6 +409,20 @@ static void print_comparison(const Outcome *out) {
   printf("  This plan: recompute %s and stalls %s per step; host memory for offloads %s.\n", recompute, stall, host);
 }
 
+/* Per drive, and for the whole node when the profile is a node's. */
+static void print_ssd_shares(const RokSsdFigures *s, const RokHw *hw) {
+  double drives = (double)hw->nvme.devices;
+  g_autofree char *day = rok_units_format_size((guint64)(s->write_bytes_per_day / drives));
+  g_autofree char *need = rok_units_format_rate(s->required_write_bandwidth / drives);
+  printf("  Per drive: %s per day, %s of write bandwidth needed (each of %" G_GUINT64_FORMAT " striped).\n", day,
+         need, hw->nvme.devices);
+  if (hw->node.gpus > 1) {
+    g_autofree char *node = rok_units_format_size((guint64)(s->write_bytes_per_day * (double)hw->node.gpus));
+    printf("  Per node: %" G_GUINT64_FORMAT " GPUs like GPU %" G_GUINT64_FORMAT " write %s per day in all.\n",
+           hw->node.gpus, hw->node.gpu, node);
+  }
+}
+
 static void print_ssd(const Outcome *out) {
   const RokSsdFigures *s = &out->ssd;
   const RokHw *hw = out->hw;
@@ -433,6 +447,7 @@ static void print_ssd(const Outcome *out) {
   g_autofree char *path = rok_units_format_rate(s->path_write_bandwidth);
   g_autofree char *fwd = rok_units_format_time(s->forward_time_s);
   printf(" writes %s per step, %s per day at the predicted step time, training 24/7.\n", step, day);
+  print_ssd_shares(s, hw);
   printf("  Write bandwidth needed: %s (SSDTrain: offloaded bytes per micro-batch / (1.5 x forward %s));\n"
          "  simulated average %s; the array writes %s (%s through PCIe).\n",
          need, fwd, avg, array, path);
@@ -510,6 +525,7 @@ int cli_cmd_plan(int argc, char **argv) {
       cli_print_json(no_fit_json(trace, hw, &out), NULL);
     return cli_fail(self->name, error);
   }
+  cli_warn_unmodelled(((RokTrace *)g_ptr_array_index(traces, 0))->model, hw);
   g_strfreev(common.sets);
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);

@@ -277,6 +277,7 @@ int cli_cmd_simulate(int argc, char **argv) {
     g_strfreev(common.sets);
     return cli_fail(self->name, error);
   }
+  cli_warn_unmodelled(((RokTrace *)g_ptr_array_index(traces, 0))->model, hw);
   g_strfreev(common.sets);
   int code = report(&o, results, traces, hw, strategy, stage, common.json);
   results_free(results);

@@ -9,3 +9,6 @@ gboolean hw_read_latency(const RokJsonObj *o, const char *key, gint64 *ns, GErro
 /* The optional "interconnect" section (interconnect.c). */
 gboolean hw_interconnect_read(const RokJsonObj *root, RokHw *hw, GError **error);
 void hw_interconnect_to_json(const RokHw *hw, json_object *o);
+/* The optional "node" section (node.c); after the nvme section. */
+gboolean hw_node_read(const RokJsonObj *root, RokHw *hw, GError **error);
+void hw_node_to_json(const RokHw *hw, json_object *o);

@@ -9,7 +9,7 @@
 #include "hw-private.h"
 #include "rok/core.h"
 
-static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", NULL};
+static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
@@ -268,7 +268,7 @@ static RokHw *hw_from_doc(const RokJsonDoc *doc, GError **error) {
       !rok_json_get_string(&root, "name", FALSE, &hw->name, error) ||
       !rok_json_get_string(&root, "source", FALSE, &hw->source, error) || !read_gpu(&root, hw, error) ||
       !read_pcie(&root, hw, error) || !read_host(&root, hw, error) || !read_nvme(&root, hw, error) ||
-      !hw_interconnect_read(&root, hw, error))
+      !hw_interconnect_read(&root, hw, error) || !hw_node_read(&root, hw, error))
     return NULL;
   if (hw->host.pinned_buffer > hw->host.memory) {
     rok_json_error(error, doc, "host.pinned_buffer", "must not exceed \"host.memory\"");
@@ -367,6 +367,7 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(o, "nvme", nvme);
   }
   hw_interconnect_to_json(hw, o);
+  hw_node_to_json(hw, o);
   return o;
 }
 

@@ -177,8 +177,9 @@ static void test_bubble_simulated(void) {
   }
   g_assert_true(rok_pipeline_simulate(traces, hw, plans, 4, FALSE, results, &error));
   g_assert_no_error(error);
+  gint64 step0 = results[0]->step_ns;
   for (guint s = 0; s < 4; s++) {
-    g_assert_cmpint(results[s]->step_ns, ==, results[0]->step_ns);
+    g_assert_cmpint(results[s]->step_ns, ==, step0);
     g_assert_cmpint(results[s]->step_ns, >=, results[s]->stage_ns);
     g_assert_cmpuint(results[s]->in_flight, ==, 4 - s);
     rok_sim_result_free(results[s]);

@@ -1,5 +1,5 @@
-/* The executor: a rok-schedule/1 run for real, measured (DESIGN.md,
- * "Executor").
+/* The executor: a rok-schedule/1 run for real, measured (docs/simulator.md,
+ * "The executor").
  *
  * rok_exec_run() opens an OpenCL device, builds the kernels, creates the
  * model's parameters (src/ops) and plays the schedule's actions: one

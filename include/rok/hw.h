@@ -1,7 +1,7 @@
 /* Hardware profile: one GPU, its PCIe links, host memory and an NVMe array.
  *
  * Read from configs/hw/NAME.json or written by `rok calibrate` (schema in
- * DESIGN.md, "Hardware profile"). Bandwidths of the NVMe section are per
+ * docs/hardware-profile.md). Bandwidths of the NVMe section are per
  * device; the devices are striped (RAID0). */
 #pragma once
 

@@ -1,6 +1,6 @@
 /* Model configuration: the shape of a transformer and how it is trained.
  *
- * Read from configs/models/NAME.json (schema in DESIGN.md, "Model config").
+ * Read from configs/models/NAME.json (schema in docs/model-config.md).
  * Every field is validated: types, ranges, divisibility (heads by tensor
  * parallelism, ...), and that the largest tensor sizes fit 64 bits. T5 adds
  * two optional fields: `decoder_layers` (default: layers) and

@@ -1,6 +1,6 @@
 /* Plans: what happens to every activation tensor of a step.
  *
- * The baseline strategies (DESIGN.md, "Strategies") turn a trace into a
+ * The baseline strategies (docs/simulator.md, "Strategies") turn a trace into a
  * RokStepPlan, one decision per tensor, with default simulator options.
  * Tensors outside the layers (layer -1: embedding, loss head) are kept by
  * every baseline; transient tensors get "keep" (the simulator ignores their

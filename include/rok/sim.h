@@ -3,7 +3,7 @@
  * A plan says, for every tensor of a trace, what happens to it between its
  * forward and its backward (keep, offload to NVMe or host memory,
  * recompute). The simulator runs the step on a model of the machine
- * (DESIGN.md, "Simulator semantics"): one compute stream; transfer streams
+ * (docs/simulator.md): one compute stream; transfer streams
  * d2h, h2d, nvme-write and nvme-read, each running its transfers one after
  * the other, whose flows share the PCIe links and the NVMe array fluidly;
  * the host staging buffer; the GPU memory ledger. Same inputs, same result,

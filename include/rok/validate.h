@@ -4,10 +4,24 @@
  * rok_validate() plans a model on a hardware profile (ideally one `rok
  * calibrate` measured here) with every baseline strategy and with the
  * planner at several budgets, makes each plan's schedule, runs it for real
- * (rok_exec_run: one warm-up step, then `repeat` measured steps) and sets
- * the measured step time, peak device memory and bytes moved beside the
- * prediction, row by row, with the relative error of each and their median
- * and worst over the rows.
+ * and sets the measured step time, peak device memory and bytes moved
+ * beside the prediction, row by row, with the relative error of each and
+ * their median and worst over the rows.
+ *
+ * How it runs, so that a busy machine shows as noise and not as error:
+ * first one run of the first row whose figures are thrown away (the first
+ * run of a process builds the kernels and warms the allocator and the page
+ * cache: it made the first row tens of percent slow); then `rounds`
+ * rounds, each running every row in turn (rok_exec_run: a warm-up step of
+ * its own, then `repeat` measured steps), so that a slow spell of the
+ * machine lands on every row alike instead of on one. A row's measured
+ * step time is the median of its rounds · repeat steps, with a
+ * distribution-free confidence interval for that median (order
+ * statistics: [x(j), x(n+1-j)] for the largest j whose binomial coverage
+ * is at least 95%; with fewer than six steps the widest interval, whose
+ * coverage is stated); the error's interval follows from it, and a row is
+ * "within noise" when its prediction lies inside the interval. The load
+ * average is sampled before every run.
  *
  * What is compared, and why so:
  *  - step time: the median of the measured steps against the schedule's
@@ -50,18 +64,27 @@ G_BEGIN_DECLS
  * device it would leave nothing to offload. */
 #define ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS ((guint64)64 << 10)
 #define ROK_VALIDATE_DEFAULT_BUDGETS 3
+#define ROK_VALIDATE_DEFAULT_ROUNDS 3
+#define ROK_VALIDATE_DEFAULT_REPEAT 2
+/* The coverage a row's confidence interval aims at. */
+#define ROK_VALIDATE_CI_LEVEL 0.95
 
-/* Where a validation is: row `row` of `rows` (running `strategy` at
- * `budget_bytes`), and the executor's progress in it (NULL while planning). */
-typedef void (*RokValidateProgressFunc)(guint row, guint rows, const char *strategy, guint64 budget_bytes,
-                                        const RokExecProgress *step, gpointer user_data);
+/* Where a validation is: round `round` of `rounds` (0 for the warm-up
+ * run, which runs before round 1), row `row` of `rows` (running `strategy`
+ * at `budget_bytes`), and the executor's progress in it (NULL while
+ * planning). */
+typedef void (*RokValidateProgressFunc)(guint round, guint rounds, guint row, guint rows, const char *strategy,
+                                        guint64 budget_bytes, const RokExecProgress *step, gpointer user_data);
 
 typedef struct {
   guint budgets;                 /* planner rows; 0: none (default ROK_VALIDATE_DEFAULT_BUDGETS) */
   gboolean baselines;            /* a row per baseline strategy (default TRUE) */
   guint64 offload_min_elements;  /* default ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS */
   guint planner_threads;         /* 0: one per processor */
-  RokExecOptions exec;           /* dirs, device, repeat, seed, ...; its progress is not used */
+  guint rounds;                  /* each row runs once per round (default ROK_VALIDATE_DEFAULT_ROUNDS) */
+  /* dirs, device, seed, ...; repeat is the measured steps of one run
+   * (default ROK_VALIDATE_DEFAULT_REPEAT); its progress is not used */
+  RokExecOptions exec;
   RokValidateProgressFunc progress;
   gpointer progress_data;
 } RokValidateOptions;
@@ -88,6 +111,14 @@ typedef struct {
   double predicted_step_time_s, measured_step_time_s, step_time_error;
   double measured_step_time_min_s, measured_step_time_max_s;
   double noise;                    /* (max - min) / median of the measured steps */
+  GArray *step_times_s;            /* double: every measured step, round by round */
+  /* The median's confidence interval, its coverage (ROK_VALIDATE_CI_LEVEL
+   * or more, less with fewer than six steps), and the step-time error's
+   * interval; within_noise: the prediction lies inside the interval. */
+  double ci_low_s, ci_high_s, ci_coverage;
+  double error_ci_low, error_ci_high;
+  gboolean within_noise;
+  double load_min, load_max; /* 1-minute load average before its runs; negative: unknown */
   double predicted_optimizer_s;    /* left out of the prediction (no kernel here) */
   guint64 predicted_peak_bytes, measured_peak_bytes;
   double peak_error;
@@ -95,19 +126,20 @@ typedef struct {
   guint64 predicted_moved_bytes, measured_moved_bytes;
   double moved_error;              /* 0 when both are 0 */
   GArray *parts;                   /* RokValidatePart, compute kinds in op-kind order, then streams */
-  RokExecReport *report;           /* the run's full report */
+  RokExecReport *report;           /* the report of its run whose median step is nearest the row's */
   char *schedule;                  /* its rok-schedule/1 text */
 } RokValidateRow;
 
 typedef struct {
   char *model, *hw, *device;
-  guint repeat;
+  guint rounds, repeat;
   GPtrArray *rows; /* RokValidateRow *, baselines first, then the planner by budget */
   /* Over the rows, absolute values of the errors. */
   double median_step_time_error, max_step_time_error;
   double median_peak_error, max_peak_error;
   double max_moved_error;
   double median_noise, max_noise;
+  guint rows_within_noise; /* rows whose prediction lies inside their measured interval */
   GArray *parts; /* RokValidatePart summed over the rows, in the rows' order */
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
@@ -129,17 +161,20 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
  * over the rows): for callers that build rows themselves, e.g. tests. */
 void rok_validation_summarize(RokValidation *validation);
 
-/* {format: "rok-validation/1", model, hw, device, repeat, cpus,
+/* {format: "rok-validation/1", model, hw, device, rounds, repeat, cpus,
  * load_average {before, after}, rows [{strategy, budget_bytes,
  * predicted_step_time_s, measured_step_time_s, step_time_error,
  * measured_step_time_min_s, measured_step_time_max_s, noise,
+ * step_times_s, ci_low_s, ci_high_s, ci_coverage, error_ci_low,
+ * error_ci_high, within_noise, load_min, load_max,
  * predicted_optimizer_s, predicted_peak_bytes, measured_peak_bytes,
  * peak_error, predicted_activation_peak_bytes,
  * measured_activation_peak_bytes, predicted_moved_bytes,
  * measured_moved_bytes, moved_error, integrity_failures, parts [{part,
  * actions, predicted_s, measured_s}]}], parts (over all rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
- * max_peak_error, max_moved_error, median_noise, max_noise, notes}. */
+ * max_peak_error, max_moved_error, median_noise, max_noise,
+ * rows_within_noise, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);
 
 /* The chart: measured against predicted step time, one labelled point per

@@ -3,7 +3,7 @@
  *
  * A subcommand lives in its own cmd-NAME.c, exports one
  * `int rok_cmd_NAME(int argc, char **argv)` and is listed in main.c. It
- * returns an exit code (DESIGN.md: 0 ok, 1 runtime failure, 2 bad input,
+ * returns an exit code (docs/cli.md: 0 ok, 1 runtime failure, 2 bad input,
  * 3 no plan fits), usually through cli_fail(). */
 #pragma once
 

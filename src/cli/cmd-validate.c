@@ -18,7 +18,7 @@
 typedef struct {
   char *hw, *output, *io;
   char **dirs;
-  gint device, repeat, budgets;
+  gint device, repeat, rounds, budgets;
   gint64 seed, offload_floor;
   gboolean no_baselines;
 } Options;
@@ -34,6 +34,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 static gboolean fill_options(const Options *o, RokValidateOptions *vo, GError **error) {
   rok_validate_options_init(vo);
   const char *bad = o->repeat < 1          ? "--repeat must be at least 1"
+                    : o->rounds < 1        ? "--rounds must be at least 1"
+                    : o->rounds > 1000     ? "--rounds must be at most 1000"
+                    : o->repeat > 1000     ? "--repeat must be at most 1000"
                     : o->budgets < 0       ? "--budgets must be 0 or more"
                     : o->budgets > 64      ? "--budgets must be at most 64"
                     : o->seed < 0          ? "--seed must be 0 or more"
@@ -50,6 +53,7 @@ static gboolean fill_options(const Options *o, RokValidateOptions *vo, GError **
   vo->exec.dirs = (const char *const *)o->dirs;
   vo->exec.device = o->device;
   vo->exec.repeat = (guint)o->repeat;
+  vo->rounds = (guint)o->rounds;
   vo->exec.seed = (guint64)o->seed;
   vo->exec.backend = o->io;
   return TRUE;
@@ -57,11 +61,14 @@ static gboolean fill_options(const Options *o, RokValidateOptions *vo, GError **
 
 /* ---- progress and signals ---- */
 
-static void progress(guint row, guint rows, const char *strategy, guint64 budget, const RokExecProgress *step,
-                     gpointer data) {
+static void progress(guint round, guint rounds, guint row, guint rows, const char *strategy, guint64 budget,
+                     const RokExecProgress *step, gpointer data) {
   (void)data;
   g_autofree char *size = rok_units_format_size(budget);
-  printf("\r\033[Krow %u of %u, %s at %s: ", row + 1, rows, strategy, size);
+  if (round == 0)
+    printf("\r\033[Kwarm-up run, %s at %s: ", strategy, size);
+  else
+    printf("\r\033[Kround %u of %u, row %u of %u, %s at %s: ", round, rounds, row + 1, rows, strategy, size);
   if (step == NULL)
     printf("starting");
   else if (step->step == 0)
@@ -85,11 +92,13 @@ static void print_row(const RokValidateRow *row) {
   g_autofree char *budget = rok_units_format_size(row->budget_bytes);
   g_autofree char *pt = rok_units_format_time(row->predicted_step_time_s);
   g_autofree char *mt = rok_units_format_time(row->measured_step_time_s);
-  g_autofree char *te = percent(row->step_time_error), *noise = g_strdup_printf("%.1f%%", 100 * row->noise);
+  g_autofree char *te = percent(row->step_time_error), *lo = percent(row->error_ci_low),
+                  *hi = percent(row->error_ci_high);
+  g_autofree char *interval = g_strdup_printf("%s..%s%s", lo, hi, row->within_noise ? " *" : "");
   g_autofree char *pp = rok_units_format_size(row->predicted_peak_bytes);
   g_autofree char *mp = rok_units_format_size(row->measured_peak_bytes), *pe = percent(row->peak_error);
   g_autofree char *moved = rok_units_format_size(row->measured_moved_bytes), *me = percent(row->moved_error);
-  printf("  %-10s %10s  %10s %10s %7s %6s  %10s %10s %7s  %10s %7s\n", row->strategy, budget, pt, mt, te, noise, pp,
+  printf("  %-10s %10s  %10s %10s %7s %-19s  %10s %10s %7s  %10s %7s\n", row->strategy, budget, pt, mt, te, interval, pp,
          mp, pe, moved, row->predicted_moved_bytes + row->measured_moved_bytes > 0 ? me : "");
 }
 
@@ -134,11 +143,11 @@ static void print_parts(const RokValidation *v) {
 }
 
 static void print_table(const RokValidation *v, const char *dir) {
-  printf("%s on %s (%s): %u rows, each a warm-up step and %u measured ones.\n", v->model, v->hw,
-         v->device ? v->device : "?", v->rows->len, v->repeat);
+  printf("%s on %s (%s): %u rows in %u interleaved rounds, each run a warm-up step and %u measured ones.\n",
+         v->model, v->hw, v->device ? v->device : "?", v->rows->len, v->rounds, v->repeat);
   print_load(v);
-  printf("\n  %-10s %10s  %10s %10s %7s %6s  %10s %10s %7s  %10s %7s\n", "strategy", "budget", "predicted",
-         "measured", "error", "noise", "peak pred.", "measured", "error", "moved", "error");
+  printf("\n  %-10s %10s  %10s %10s %7s %-19s  %10s %10s %7s  %10s %7s\n", "strategy", "budget", "predicted",
+         "measured", "error", "interval", "peak pred.", "measured", "error", "moved", "error");
   for (guint i = 0; i < v->rows->len; i++)
     print_row(g_ptr_array_index(v->rows, i));
   const RokValidateRow *worst = worst_row(v);
@@ -151,6 +160,11 @@ static void print_table(const RokValidation *v, const char *dir) {
          "%.1f%%.\n",
          v->max_moved_error == 0 ? "as planned in every row" : "NOT as planned", 100 * v->median_noise,
          100 * v->max_noise);
+  double coverage = v->rows->len ? ((const RokValidateRow *)g_ptr_array_index(v->rows, 0))->ci_coverage : 0;
+  printf("Interval: where the error would lie with the measured median's %.0f%% confidence interval (order "
+         "statistics over the row's %u steps); * marks %u of %u rows whose prediction lies inside it, within the "
+         "noise of this machine.\n",
+         100 * coverage, v->rounds * v->repeat, v->rows_within_noise, v->rows->len);
   print_parts(v);
   for (guint i = 0; i < v->notes->len; i++)
     printf("%s%s\n", i == 0 ? "Notes:\n  - " : "  - ", (const char *)g_ptr_array_index(v->notes, i));
@@ -225,7 +239,8 @@ int cli_cmd_validate(int argc, char **argv) {
   const RokCommand *self = cli_find("validate");
   RokCliCommon common = {0};
   g_auto(Options) o = {.device = -1,
-                       .repeat = ROK_EXEC_DEFAULT_REPEAT,
+                       .repeat = ROK_VALIDATE_DEFAULT_REPEAT,
+                       .rounds = ROK_VALIDATE_DEFAULT_ROUNDS,
                        .budgets = ROK_VALIDATE_DEFAULT_BUDGETS,
                        .seed = ROK_EXEC_DEFAULT_SEED,
                        .offload_floor = (gint64)ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS};
@@ -236,7 +251,9 @@ int cli_cmd_validate(int argc, char **argv) {
        "Directory to offload tensors into, one per disk (repeatable; needed when the profile has SSDs)", "DIR"},
       {"budgets", 'n', 0, G_OPTION_ARG_INT, &o.budgets, "Budgets the planner is run at (default 3)", "N"},
       {"no-baselines", 0, 0, G_OPTION_ARG_NONE, &o.no_baselines, "Leave the baseline strategies out", NULL},
-      {"repeat", 'r', 0, G_OPTION_ARG_INT, &o.repeat, "Measured steps per row after one warm-up (default 3)", "N"},
+      {"rounds", 0, 0, G_OPTION_ARG_INT, &o.rounds, "Rounds, each running every row in turn (default 3)", "N"},
+      {"repeat", 'r', 0, G_OPTION_ARG_INT, &o.repeat, "Measured steps of a row's run, after its warm-up step (default 2)",
+       "N"},
       {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "OpenCL device (see rok execute --list-devices)", "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &o.seed, "Seed of parameters, data and dropout (default 1234)", "N"},
       {"offload-floor", 0, 0, G_OPTION_ARG_INT64, &o.offload_floor,

@@ -14,11 +14,12 @@ int cli_cmd_sweep(int argc, char **argv);
 int cli_cmd_calibrate(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
 int cli_cmd_simulate(int argc, char **argv);
+int cli_cmd_export(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 int cli_cmd_execute(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 
-/* The user's journeys first (DESIGN.md), then the building blocks. */
+/* The user's journeys first (README, "Commands"), then the building blocks. */
 static const RokCommand commands[] = {
     {"plan", "MODEL --hw HW [--budget B] [-o DIR]", "Recommend a plan within a memory budget, with the ROK curve",
      cli_cmd_plan},
@@ -32,6 +33,8 @@ static const RokCommand commands[] = {
      cli_cmd_validate},
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", cli_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", cli_cmd_simulate},
+    {"export", "PLAN --to megatron|deepspeed|torch", "A plan as Megatron-LM arguments, a DeepSpeed config or a PyTorch policy",
+     cli_cmd_export},
     {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",
      cli_cmd_plot},
     {NULL, NULL, NULL, NULL},

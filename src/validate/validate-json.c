@@ -36,6 +36,9 @@ void rok_validation_summarize(RokValidation *v) {
   median_max(peak, n, &v->median_peak_error, &v->max_peak_error);
   median_max(moved, n, &unused, &v->max_moved_error);
   median_max(noise, n, &v->median_noise, &v->max_noise);
+  v->rows_within_noise = 0;
+  for (guint i = 0; i < n; i++)
+    v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;
   g_array_set_size(v->parts, 0);
   for (guint i = 0; i < n; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
@@ -81,6 +84,18 @@ static json_object *row_json(const RokValidateRow *row) {
   add(o, "measured_step_time_min_s", rok_json_new_double(row->measured_step_time_min_s));
   add(o, "measured_step_time_max_s", rok_json_new_double(row->measured_step_time_max_s));
   add(o, "noise", rok_json_new_double(row->noise));
+  json_object *steps = json_object_new_array();
+  for (guint i = 0; row->step_times_s != NULL && i < row->step_times_s->len; i++)
+    json_object_array_add(steps, rok_json_new_double(g_array_index(row->step_times_s, double, i)));
+  add(o, "step_times_s", steps);
+  add(o, "ci_low_s", rok_json_new_double(row->ci_low_s));
+  add(o, "ci_high_s", rok_json_new_double(row->ci_high_s));
+  add(o, "ci_coverage", rok_json_new_double(row->ci_coverage));
+  add(o, "error_ci_low", rok_json_new_double(row->error_ci_low));
+  add(o, "error_ci_high", rok_json_new_double(row->error_ci_high));
+  add(o, "within_noise", json_object_new_boolean(row->within_noise));
+  add(o, "load_min", rok_json_new_double(row->load_min));
+  add(o, "load_max", rok_json_new_double(row->load_max));
   add(o, "predicted_optimizer_s", rok_json_new_double(row->predicted_optimizer_s));
   add(o, "predicted_peak_bytes", json_object_new_uint64(row->predicted_peak_bytes));
   add(o, "measured_peak_bytes", json_object_new_uint64(row->measured_peak_bytes));
@@ -101,6 +116,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "model", json_object_new_string(v->model));
   add(o, "hw", json_object_new_string(v->hw));
   add(o, "device", v->device != NULL ? json_object_new_string(v->device) : NULL);
+  add(o, "rounds", json_object_new_uint64(v->rounds));
   add(o, "repeat", json_object_new_uint64(v->repeat));
   add(o, "cpus", json_object_new_uint64(v->cpus));
   json_object *load = json_object_new_object();
@@ -117,6 +133,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_moved_error", rok_json_new_double(v->max_moved_error));
   add(o, "median_noise", rok_json_new_double(v->median_noise));
   add(o, "max_noise", rok_json_new_double(v->max_noise));
+  add(o, "rows_within_noise", json_object_new_uint64(v->rows_within_noise));
   add(o, "parts", parts_json(v->parts));
   json_object *notes = json_object_new_array();
   for (guint i = 0; i < v->notes->len; i++)

@@ -22,6 +22,12 @@ GPtrArray *validate_plan_rows(const RokTrace *trace, const RokHw *hw, const RokV
                                   RokValidation *validation, GError **error);
 /* A row's figures from its run's report and schedule. */
 void validate_row_fill(RokValidateRow *row, const RokSchedule *schedule);
+/* (measured - predicted) / predicted; 0 when both are 0, +inf when only
+ * the prediction is. */
+double validate_relative(double measured, double predicted);
+/* The distribution-free confidence interval of the median of `n` sorted
+ * values (rok/validate.h) and its coverage. */
+void validate_median_interval(const double *sorted, guint n, double *low, double *high, double *coverage);
 
 /* validate-parts.c: a GArray of RokValidatePart (freeing its names). */
 GArray *validate_parts_new(void);

@@ -3,12 +3,14 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include <gsl/gsl_cdf.h>
+
 #include "validate-private.h"
 #include "rok/core.h"
 #include "rok/schedule.h"
 #include "rok/sim.h"
 
-static double relative(double measured, double predicted) {
+double validate_relative(double measured, double predicted) {
   if (predicted == 0)
     return measured == 0 ? 0 : INFINITY;
   return (measured - predicted) / predicted;
@@ -35,58 +37,137 @@ void validate_row_fill(RokValidateRow *row, const RokSchedule *schedule) {
   row->predicted_optimizer_s = optimizer_seconds(schedule);
   row->predicted_step_time_s = MAX(r->predicted.step_time_s - row->predicted_optimizer_s, 0);
   row->measured_step_time_s = r->measured.step_time_s;
-  row->step_time_error = relative(row->measured_step_time_s, row->predicted_step_time_s);
+  row->step_time_error = validate_relative(row->measured_step_time_s, row->predicted_step_time_s);
   row->measured_step_time_min_s = r->step_time_min_s;
   row->measured_step_time_max_s = r->step_time_max_s;
   row->noise = r->measured.step_time_s > 0 ? (r->step_time_max_s - r->step_time_min_s) / r->measured.step_time_s : 0;
   row->predicted_peak_bytes = r->predicted.peak_device_bytes;
   row->measured_peak_bytes = r->measured.peak_device_bytes;
-  row->peak_error = relative((double)row->measured_peak_bytes, (double)row->predicted_peak_bytes);
+  row->peak_error = validate_relative((double)row->measured_peak_bytes, (double)row->predicted_peak_bytes);
   row->predicted_activation_peak_bytes = r->predicted.activation_peak_bytes;
   row->measured_activation_peak_bytes = r->measured.activation_peak_bytes;
   row->predicted_moved_bytes = moved(&r->predicted);
   row->measured_moved_bytes = moved(&r->measured);
-  row->moved_error = relative((double)row->measured_moved_bytes, (double)row->predicted_moved_bytes);
+  row->moved_error = validate_relative((double)row->measured_moved_bytes, (double)row->predicted_moved_bytes);
 }
 
 typedef struct {
   const RokValidateOptions *o;
-  guint row, rows;
+  guint round, rounds, row, rows;
   const char *strategy;
   guint64 budget;
 } Progress;
 
 static void on_step(const RokExecProgress *step, gpointer data) {
   const Progress *p = data;
-  p->o->progress(p->row, p->rows, p->strategy, p->budget, step, p->o->progress_data);
+  p->o->progress(p->round, p->rounds, p->row, p->rows, p->strategy, p->budget, step, p->o->progress_data);
 }
 
-static gboolean run_row(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *o,
-                        const RokValidatePlanned *planned, Progress *progress, RokValidation *v, GError **error) {
-  const char *name = rok_strategy_name(planned->strategy);
-  g_autoptr(RokSchedule) schedule = rok_sim_schedule_new(trace, hw, planned->plan, name, planned->budget, error);
-  if (schedule == NULL)
-    return FALSE;
+/* A row being measured: its schedule, and the reports of its runs. */
+typedef struct {
+  const RokValidatePlanned *planned;
+  RokSchedule *schedule;
+  GPtrArray *reports; /* RokExecReport *, one per round */
+  double load_min, load_max;
+} Measuring;
+
+static void measuring_clear(gpointer data) {
+  Measuring *m = data;
+  rok_schedule_free(m->schedule);
+  if (m->reports != NULL)
+    g_ptr_array_unref(m->reports);
+}
+
+static double load_now(void) {
+  double load[3];
+  return getloadavg(load, 3) == 3 ? load[0] : -1;
+}
+
+static RokExecReport *run_once(const RokValidateOptions *o, Measuring *m, Progress *progress, GError **error) {
   RokExecOptions eo = o->exec;
   eo.progress = o->progress != NULL ? on_step : NULL;
   eo.progress_data = progress;
   if (o->progress != NULL)
-    o->progress(progress->row, progress->rows, name, planned->budget, NULL, o->progress_data);
-  RokExecReport *report = rok_exec_run(schedule, &eo, error);
-  if (report == NULL)
-    return FALSE;
+    o->progress(progress->round, progress->rounds, progress->row, progress->rows, progress->strategy,
+                progress->budget, NULL, o->progress_data);
+  double load = load_now();
+  if (load >= 0) {
+    m->load_min = m->load_min < 0 ? load : MIN(m->load_min, load);
+    m->load_max = MAX(m->load_max, load);
+  }
+  RokExecReport *report = rok_exec_run(m->schedule, &eo, error);
+  if (report == NULL) {
+    g_autofree char *size = rok_units_format_size(progress->budget);
+    g_prefix_error(error, "%s at %s: ", progress->strategy, size);
+  }
+  return report;
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_of_sorted(const double *v, guint n) {
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void validate_median_interval(const double *sorted, guint n, double *low, double *high, double *coverage) {
+  /* P(x(j) <= median <= x(n+1-j)) = 1 - 2 P(B <= j - 1), B ~ Bin(n, 1/2). */
+  guint j = 1;
+  *coverage = n > 0 ? 1 - 2 * gsl_cdf_binomial_P(0, 0.5, n) : 0;
+  while (j + 1 <= (n + 1) / 2) {
+    double next = 1 - 2 * gsl_cdf_binomial_P(j, 0.5, n);
+    if (next < ROK_VALIDATE_CI_LEVEL)
+      break;
+    j++;
+    *coverage = next;
+  }
+  *low = n > 0 ? sorted[j - 1] : 0;
+  *high = n > 0 ? sorted[n - j] : 0;
+}
+
+/* The row of a measured plan: every step of every round, their median and
+ * its interval; the figures of the run nearest the median. */
+static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   RokValidateRow *row = g_new0(RokValidateRow, 1);
-  row->strategy = g_strdup(name);
-  row->budget_bytes = planned->budget;
-  row->report = report;
-  row->schedule = rok_schedule_to_string(schedule);
-  validate_row_fill(row, schedule);
+  row->strategy = g_strdup(rok_strategy_name(m->planned->strategy));
+  row->budget_bytes = m->planned->budget;
+  row->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint r = 0; r < m->reports->len; r++) {
+    const RokExecReport *report = g_ptr_array_index(m->reports, r);
+    g_array_append_vals(row->step_times_s, report->step_times_s->data, report->step_times_s->len);
+  }
+  guint n = row->step_times_s->len;
+  g_autofree double *sorted = g_memdup2(row->step_times_s->data, sizeof(double) * MAX(n, 1));
+  qsort(sorted, n, sizeof *sorted, compare_double);
+  double median = median_of_sorted(sorted, n);
+  guint nearest = 0;
+  for (guint r = 1; r < m->reports->len; r++) {
+    const RokExecReport *a = g_ptr_array_index(m->reports, r), *b = g_ptr_array_index(m->reports, nearest);
+    if (fabs(a->measured.step_time_s - median) < fabs(b->measured.step_time_s - median))
+      nearest = r;
+  }
+  row->report = g_ptr_array_steal_index(m->reports, nearest);
+  row->schedule = rok_schedule_to_string(m->schedule);
+  validate_row_fill(row, m->schedule);
+  /* Over every step of every round, not the one run's. */
+  row->measured_step_time_s = median;
+  row->measured_step_time_min_s = sorted[0];
+  row->measured_step_time_max_s = sorted[n - 1];
+  row->noise = median > 0 ? (sorted[n - 1] - sorted[0]) / median : 0;
+  row->step_time_error = validate_relative(median, row->predicted_step_time_s);
+  validate_median_interval(sorted, n, &row->ci_low_s, &row->ci_high_s, &row->ci_coverage);
+  row->error_ci_low = validate_relative(row->ci_low_s, row->predicted_step_time_s);
+  row->error_ci_high = validate_relative(row->ci_high_s, row->predicted_step_time_s);
+  row->within_noise = row->ci_low_s <= row->predicted_step_time_s && row->predicted_step_time_s <= row->ci_high_s;
+  row->load_min = m->load_min;
+  row->load_max = m->load_max;
   row->parts = validate_parts_new();
-  validate_parts_fill(row->parts, report, schedule);
+  validate_parts_fill(row->parts, row->report, m->schedule);
   if (v->device == NULL)
-    v->device = g_strdup(report->device);
-  g_ptr_array_add(v->rows, row);
-  return TRUE;
+    v->device = g_strdup(row->report->device);
+  return row;
 }
 
 static void read_load(double load[3]) {
@@ -97,6 +178,10 @@ static void read_load(double load[3]) {
 static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
   g_ptr_array_add(v->notes, g_strdup("the executor runs no optimizer kernel: the optimizer step's predicted time "
                                      "is left out of the predicted step time (predicted_optimizer_s)"));
+  g_ptr_array_add(v->notes, g_strdup_printf("rows run in %u interleaved rounds after one discarded run of the first "
+                                            "row (which builds the kernels); each run is a warm-up step and %u "
+                                            "measured ones",
+                                            v->rounds, v->repeat));
   g_ptr_array_add(v->notes, g_strdup_printf("offload and tba offload tensors of at least %" G_GUINT64_FORMAT
                                             " elements (SSDTrain's floor of 8 Mi is for GPU-sized models)",
                                             o->offload_min_elements));
@@ -111,8 +196,8 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
 RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
                             GError **error) {
   g_return_val_if_fail(trace != NULL && hw != NULL && options != NULL, NULL);
-  if (options->exec.repeat == 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "the number of measured steps must be at least 1");
+  if (options->exec.repeat == 0 || options->rounds == 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "the numbers of rounds and of measured steps must be at least 1");
     return NULL;
   }
   if (hw->nvme.devices > 0 && (options->exec.dirs == NULL || options->exec.dirs[0] == NULL)) {
@@ -123,6 +208,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   }
   g_autoptr(RokValidation) v = validate_new(trace, hw);
   v->repeat = options->exec.repeat;
+  v->rounds = options->rounds;
   g_autoptr(GPtrArray) planned = validate_plan_rows(trace, hw, options, v, error);
   if (planned == NULL)
     return NULL;
@@ -130,17 +216,34 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "nothing to validate: no baseline and no budget asked for");
     return NULL;
   }
-  read_load(v->load_before);
+  g_autoptr(GArray) rows = g_array_sized_new(FALSE, TRUE, sizeof(Measuring), planned->len);
+  g_array_set_clear_func(rows, measuring_clear);
   for (guint i = 0; i < planned->len; i++) {
     const RokValidatePlanned *p = g_ptr_array_index(planned, i);
-    Progress progress = {.o = options, .row = i, .rows = planned->len,
-                         .strategy = rok_strategy_name(p->strategy), .budget = p->budget};
-    if (!run_row(trace, hw, options, p, &progress, v, error)) {
-      g_autofree char *size = rok_units_format_size(p->budget);
-      g_prefix_error(error, "%s at %s: ", progress.strategy, size);
+    Measuring m = {.planned = p, .reports = g_ptr_array_new_with_free_func((GDestroyNotify)rok_exec_report_free),
+                   .load_min = -1, .load_max = -1};
+    g_array_append_val(rows, m);
+    Measuring *added = &g_array_index(rows, Measuring, i);
+    added->schedule = rok_sim_schedule_new(trace, hw, p->plan, rok_strategy_name(p->strategy), p->budget, error);
+    if (added->schedule == NULL)
       return NULL;
-    }
   }
+  read_load(v->load_before);
+  for (guint round = 0; round <= options->rounds; round++)
+    for (guint i = 0; i < rows->len && (round > 0 || i == 0); i++) {
+      Measuring *m = &g_array_index(rows, Measuring, i);
+      Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
+                           .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
+      RokExecReport *report = run_once(options, m, &progress, error);
+      if (report == NULL)
+        return NULL;
+      if (round == 0) /* the warm-up run: thrown away */
+        rok_exec_report_free(report);
+      else
+        g_ptr_array_add(m->reports, report);
+    }
+  for (guint i = 0; i < rows->len; i++)
+    g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));
   read_load(v->load_after);
   standing_notes(options, v);
   rok_validation_summarize(v);

@@ -11,8 +11,10 @@
 void rok_validate_options_init(RokValidateOptions *options) {
   *options = (RokValidateOptions){.budgets = ROK_VALIDATE_DEFAULT_BUDGETS,
                                   .baselines = TRUE,
-                                  .offload_min_elements = ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS};
+                                  .offload_min_elements = ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS,
+                                  .rounds = ROK_VALIDATE_DEFAULT_ROUNDS};
   rok_exec_options_init(&options->exec);
+  options->exec.repeat = ROK_VALIDATE_DEFAULT_REPEAT;
 }
 
 static void row_free(gpointer data) {
@@ -21,6 +23,8 @@ static void row_free(gpointer data) {
   rok_exec_report_free(row->report);
   if (row->parts != NULL)
     g_array_unref(row->parts);
+  if (row->step_times_s != NULL)
+    g_array_unref(row->step_times_s);
   g_free(row->schedule);
   g_free(row);
 }

@@ -4,7 +4,7 @@
 # at several budgets, each schedule run for real) twice, and print the
 # error figures and how much the two runs differ.
 #
-#   tests/bench/bench-validate.sh [DIR] [--quick] [--repeat 5] [--budgets 3] [--runs 2]
+#   tests/bench/bench-validate.sh [DIR] [--quick] [--rounds 3] [--repeat 2] [--budgets 3] [--runs 2]
 #                                 [--model validate-gpt] [--keep OUT]
 #
 # DIR is where the calibration and the offloaded tensors go (default: a
@@ -18,11 +18,12 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 rok=${ROK:-$here/../../build/rok}
-dir="" quick="" repeat=5 budgets=3 runs=2 model=validate-gpt keep=""
+dir="" quick="" rounds=3 repeat=2 budgets=3 runs=2 model=validate-gpt keep=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick; shift ;;
     --repeat) repeat=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --budgets) budgets=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
@@ -55,8 +56,8 @@ echo "   ($(( $(date +%s) - start )) s)"
 for run in $(seq 1 "$runs"); do
   start=$(date +%s)
   echo
-  echo "== run $run: rok validate $model --hw hw.json --dir $dir --repeat $repeat --budgets $budgets"
-  "$rok" validate "$model" --hw "$work/hw.json" --dir "$dir" --repeat "$repeat" --budgets "$budgets" \
+  echo "== run $run: rok validate $model --hw hw.json --dir $dir --rounds $rounds --repeat $repeat --budgets $budgets"
+  "$rok" validate "$model" --hw "$work/hw.json" --dir "$dir" --rounds "$rounds" --repeat "$repeat" --budgets "$budgets" \
     -o "$work/run$run" | tee "$work/run$run.txt"
   echo "   ($(( $(date +%s) - start )) s; load average now $(cut -d' ' -f1-3 /proc/loadavg))"
 done
@@ -71,7 +72,8 @@ for i, d in enumerate(docs, 1):
     print(f"run {i}: step time error median {100 * d['median_step_time_error']:.1f}%, "
           f"worst {100 * d['max_step_time_error']:.1f}%; peak memory error worst {100 * d['max_peak_error']:.2f}%; "
           f"noise (spread of a row's steps) median {100 * d['median_noise']:.1f}%, largest "
-          f"{100 * d['max_noise']:.1f}%; load average {d['load_average']['before'][0]:.2f} -> "
+          f"{100 * d['max_noise']:.1f}%; within noise {d['rows_within_noise']} of {len(d['rows'])} rows; "
+          f"load average {d['load_average']['before'][0]:.2f} -> "
           f"{d['load_average']['after'][0]:.2f} on {d['cpus']} processors")
 if runs > 1:
     a, b = docs[0]["rows"], docs[1]["rows"]

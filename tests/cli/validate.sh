@@ -44,7 +44,8 @@ python3 - "$tmp/v.json" <<'EOF'
 import json, math, sys
 v = json.load(open(sys.argv[1]))
 assert v["format"] == "rok-validation/1", v["format"]
-assert v["model"] == "validate-gpt" and v["repeat"] == 2
+assert v["model"] == "validate-gpt" and v["repeat"] == 2 and v["rounds"] == 3
+assert 0 <= v["rows_within_noise"] <= len(v["rows"])
 rows = v["rows"]
 assert [r["strategy"] for r in rows] == ["keep", "recompute", "selective", "offload", "tba", "rok"], rows
 for r in rows:
@@ -55,6 +56,11 @@ for r in rows:
         assert k in r, (r["strategy"], k)
     p, m = r["predicted_step_time_s"], r["measured_step_time_s"]
     assert p > 0 and m > 0
+    steps = sorted(r["step_times_s"])
+    assert len(steps) == 6, steps  # 3 rounds x 2 steps
+    assert math.isclose(m, (steps[2] + steps[3]) / 2, rel_tol=1e-12)
+    assert r["ci_low_s"] == steps[0] and r["ci_high_s"] == steps[5] and abs(r["ci_coverage"] - 0.96875) < 1e-12
+    assert r["within_noise"] == (r["ci_low_s"] <= p <= r["ci_high_s"])
     assert math.isclose(r["step_time_error"], (m - p) / p, rel_tol=1e-9, abs_tol=1e-12)
     pp, mp = r["predicted_peak_bytes"], r["measured_peak_bytes"]
     assert math.isclose(r["peak_error"], (mp - pp) / pp, rel_tol=1e-9, abs_tol=1e-12)

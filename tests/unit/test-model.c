@@ -61,7 +61,7 @@ static void test_fixed_memory(void) {
   g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
   g_assert_no_error(error);
   guint64 p = trace->fixed.params_per_gpu;
-  /* Mixed precision with Adam: 16 bytes per parameter (DESIGN.md). */
+  /* Mixed precision with Adam: 16 bytes per parameter (docs/model-config.md). */
   g_assert_cmpuint(trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes, ==,
                    16 * p);
   const char *sets[] = {"data_parallel=4", "global_batch=8", "zero_stage=3", NULL};

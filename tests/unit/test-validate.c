@@ -239,11 +239,41 @@ static void test_chart(void) {
   g_rmdir(dir);
 }
 
+/* The median's interval from order statistics, against the textbook
+ * values: n = 10 gives [x(2), x(9)] at 97.85%; n = 6, [x(1), x(6)] at
+ * 96.9%; n = 5 cannot reach 95%: the widest, at 93.75%. */
+static void test_median_interval(void) {
+  const double v[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  double low = 0, high = 0, coverage = 0;
+  validate_median_interval(v, 10, &low, &high, &coverage);
+  g_assert_cmpfloat(low, ==, 2);
+  g_assert_cmpfloat(high, ==, 9);
+  g_assert_cmpfloat_with_epsilon(coverage, 1 - 2 * 11.0 / 1024, 1e-12);
+  validate_median_interval(v, 6, &low, &high, &coverage);
+  g_assert_cmpfloat(low, ==, 1);
+  g_assert_cmpfloat(high, ==, 6);
+  g_assert_cmpfloat_with_epsilon(coverage, 1 - 2.0 / 64, 1e-12);
+  validate_median_interval(v, 5, &low, &high, &coverage);
+  g_assert_cmpfloat(low, ==, 1);
+  g_assert_cmpfloat(high, ==, 5);
+  g_assert_cmpfloat_with_epsilon(coverage, 1 - 2.0 / 32, 1e-12);
+}
+
 /* For real: the baselines that need no disk and the planner at two
  * budgets, one measured step each. Where nothing is copied the peak does
  * not depend on timing, and the ledger's is the simulator's (the same
  * bytes, counted the same way); bytes moved are the schedule's; the times
  * are only checked to exist. */
+/* The order the runs came in: (round, row) pairs. */
+static void record_order(guint round, guint rounds, guint row, guint rows, const char *strategy, guint64 budget,
+                         const RokExecProgress *step, gpointer data) {
+  (void)rounds, (void)rows, (void)strategy, (void)budget;
+  if (step == NULL) {
+    guint pair[2] = {round, row};
+    g_array_append_vals(data, pair, 2);
+  }
+}
+
 static void test_run(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
   g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
@@ -253,6 +283,10 @@ static void test_run(void) {
   o.budgets = 2;
   o.planner_threads = 1;
   o.exec.repeat = 1;
+  o.rounds = 2;
+  g_autoptr(GArray) order = g_array_new(FALSE, FALSE, sizeof(guint));
+  o.progress = record_order;
+  o.progress_data = order;
   GError *error = NULL;
   g_autoptr(RokValidation) v = rok_validate(trace, hw, &o, &error);
   if (v == NULL && error->code == ROK_ERROR_DEVICE) {
@@ -264,13 +298,31 @@ static void test_run(void) {
   static const char *const strategies[] = {"keep", "recompute", "selective", "rok", "rok"};
   g_assert_cmpuint(v->rows->len, ==, G_N_ELEMENTS(strategies));
   g_assert_nonnull(v->device);
+  /* One discarded run of the first row, then the rounds, each row in turn. */
+  guint n = v->rows->len;
+  g_assert_cmpuint(order->len, ==, 2 * (1 + 2 * n));
+  g_assert_cmpuint(g_array_index(order, guint, 0), ==, 0);
+  g_assert_cmpuint(g_array_index(order, guint, 1), ==, 0);
+  for (guint k = 0; k < 2 * n; k++) {
+    g_assert_cmpuint(g_array_index(order, guint, 2 + 2 * k), ==, 1 + k / n);
+    g_assert_cmpuint(g_array_index(order, guint, 3 + 2 * k), ==, k % n);
+  }
   guint copied = 0;
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     g_assert_cmpstr(row->strategy, ==, strategies[i]);
     g_assert_cmpfloat(row->measured_step_time_s, >, 0);
     g_assert_cmpfloat(row->predicted_step_time_s, >, 0);
-    g_assert_cmpfloat(row->noise, ==, 0); /* one step */
+    /* Two steps, one per round: their median, its interval between them. */
+    g_assert_cmpuint(row->step_times_s->len, ==, 2);
+    double a = g_array_index(row->step_times_s, double, 0), b = g_array_index(row->step_times_s, double, 1);
+    g_assert_cmpfloat(row->measured_step_time_s, ==, (a + b) / 2);
+    g_assert_cmpfloat(row->ci_low_s, ==, MIN(a, b));
+    g_assert_cmpfloat(row->ci_high_s, ==, MAX(a, b));
+    g_assert_cmpfloat_with_epsilon(row->ci_coverage, 0.5, 1e-12);
+    g_assert_true(row->within_noise ==
+                  (row->ci_low_s <= row->predicted_step_time_s && row->predicted_step_time_s <= row->ci_high_s));
+    g_assert_cmpfloat(row->error_ci_low, <=, row->error_ci_high);
     if (row->predicted_moved_bytes == 0)
       g_assert_cmpfloat(fabs(row->peak_error), <=, 0.005);
     copied += row->predicted_moved_bytes > 0;
@@ -309,6 +361,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/row-fill", test_row_fill);
   g_test_add_func("/validate/summary-json", test_summary_json);
   g_test_add_func("/validate/chart", test_chart);
+  g_test_add_func("/validate/median-interval", test_median_interval);
   g_test_add_func("/validate/run", test_run);
   int status = g_test_run();
   /* Leave no caches for the leak checker of sanitizer builds (as

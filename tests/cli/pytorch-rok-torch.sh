@@ -1,0 +1,15 @@
+#!/bin/bash
+# rok_torch (python/) with Debian's python3-torch on the CPU: plans applied
+# in training give bitwise the gradients of keep, save per layer the bytes
+# rok predicts, round-trip through capture and `rok plan`, and leave no
+# files (tests/pytorch/test_rok_torch.py). Skips without PyTorch
+# (`scripts/install-deps.sh --tests` installs it).
+set -euo pipefail
+rok="$1"
+source "$(dirname "$0")/lib.bash"
+python=/usr/bin/python3
+"$python" -c "import torch" 2>/dev/null || { echo "PyTorch not installed: skipped"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH="$here/../../python" ROK_TORCH_STORAGE_LIB="$(dirname "$rok")/librok_torch_storage.so"
+export ROK_TORCH_TEST_DIR="$tmp"
+"$python" "$here/../pytorch/test_rok_torch.py" "$rok"

@@ -141,11 +141,28 @@ static void print_trace(const RokTrace *trace, const RokHw *hw) {
   print_summary(trace, hw);
 }
 
+/* The trace of pipeline stage `stage` of a model config (a trace file is
+ * the stage it is). */
+static RokTrace *load_stage(const char *arg, char **sets, gint stage, GError **error) {
+  gboolean from_file = FALSE;
+  g_autoptr(RokTrace) first = cli_load_trace_file_or_model(arg, sets, &from_file, error);
+  if (first == NULL || stage == 0)
+    return g_steal_pointer(&first);
+  if (stage < 0 || from_file || first->model == NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--stage %d: %s", stage,
+                stage < 0 ? "a stage is 0 or more" : "a trace file is the stage it is; give a model config");
+    return NULL;
+  }
+  return rok_trace_new_for_stage(first->model, (guint)stage, error);
+}
+
 int cli_cmd_trace(int argc, char **argv) {
   const RokCommand *self = cli_find("trace");
   RokCliCommon common = {0};
   g_autofree char *hw_arg = NULL, *output = NULL;
+  gint stage = 0;
   const GOptionEntry entries[] = {
+      {"stage", 0, 0, G_OPTION_ARG_INT, &stage, "Pipeline stage whose trace to make (default 0, the first)", "N"},
       {"hw", 0, 0, G_OPTION_ARG_STRING, &hw_arg, "Hardware profile: say whether keeping everything fits", "HW"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the trace (rok-trace/1) to FILE", "FILE"},
       G_OPTION_ENTRY_NULL};
@@ -155,7 +172,7 @@ int cli_cmd_trace(int argc, char **argv) {
   g_autoptr(RokHw) hw = NULL;
   if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (hw_arg != NULL && (hw = cli_load_hw(hw_arg, &error)) == NULL) ||
-      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
+      (trace = load_stage(argv[1], common.sets, stage, &error)) == NULL ||
       (output != NULL && !rok_trace_save(trace, output, &error))) {
     g_strfreev(common.sets);
     return cli_fail(self->name, error);

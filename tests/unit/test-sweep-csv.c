@@ -51,16 +51,23 @@ static void assert_same_row(const RokSweepRow *a, const RokSweepRow *b) {
   assert_same_double(a->required_write_bandwidth, b->required_write_bandwidth);
   assert_same_double(a->recompute_s, b->recompute_s);
   assert_same_double(a->stall_s, b->stall_s);
+  assert_same_double(a->bubble_s, b->bubble_s);
+  assert_same_double(a->exposed_comm_s, b->exposed_comm_s);
+  g_assert_cmpuint(a->tensor_parallel, ==, b->tensor_parallel);
+  g_assert_cmpuint(a->pipeline_parallel, ==, b->pipeline_parallel);
+  g_assert_cmpuint(a->data_parallel, ==, b->data_parallel);
+  g_assert_cmpuint(a->virtual_stages, ==, b->virtual_stages);
   g_assert_cmpint(a->fits, ==, b->fits);
 }
 
 static void test_round_trip(void) {
   g_autoptr(RokSweep) sweep = small_sweep("1:40:*3");
   g_autofree char *csv = rok_sweep_to_csv(sweep);
-  g_assert_true(g_str_has_prefix(csv, "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,"
+  g_assert_true(g_str_has_prefix(csv, "strategy,model,hw,tensor_parallel,pipeline_parallel,data_parallel,"
+                                      "virtual_stages,micro_batch,seq_len,nvme_devices,budget_bytes,"
                                       "gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,peak_bytes,"
                                       "activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,"
-                                      "recompute_s,stall_s,fits\n"));
+                                      "recompute_s,stall_s,bubble_s,exposed_comm_s,fits\n"));
   g_autoptr(RokSweep) back = parse(csv);
   g_autofree char *again = rok_sweep_to_csv(back);
   g_assert_cmpstr(csv, ==, again);
@@ -111,7 +118,7 @@ static void test_errors(void) {
   g_assert_cmpuint(no_final_newline->rows->len, ==, 1);
   expect_error("", "s.csv: empty file");
   expect_error(HEADER, "s.csv:2:1: no rows after the header");
-  expect_error("strategy,model,hw,micro\n" ROW, "s.csv:1:19: expected column 4 of the header to be \"micro_batch\", "
+  expect_error("strategy,model,hw,micro\n" ROW, "s.csv:1:19: expected column 4 of the header to be \"tensor_parallel\", "
                                                 "found \"micro\"");
   expect_error("strategy,model\n" ROW, "s.csv:1:15: expected column 3 of the header to be \"hw\", found the end");
   expect_error(HEADER ROW "keep,m,h,1,1024\n", "s.csv:3:16: expected 18 fields, found 5");

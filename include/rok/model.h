@@ -30,6 +30,33 @@ typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;
 typedef enum { ROK_OPTIMIZER_ADAM, ROK_OPTIMIZER_SGD } RokOptimizer;
 typedef enum { ROK_PRECISION_MIXED, ROK_PRECISION_PURE } RokPrecision;
 
+/* What sets families apart beyond their shape (config-arch.c; DESIGN.md,
+ * "Model config"). Defaults keep the four base architectures as they were. */
+typedef struct {
+  gboolean qkv_bias;          /* biases on q, k, v (Qwen2); GPT and BERT have every bias */
+  gboolean tied_embeddings;   /* output head shares the token embedding */
+  guint64 vocab_divisible_by; /* Megatron's padding: vocab rounded up to a multiple of this × tensor_parallel;
+                                 0: only to a multiple of tensor_parallel, counted unpadded */
+  guint64 positions;          /* rows of the learned position table (gpt, bert); 0: rotary */
+  gboolean parallel_residual; /* GPT-NeoX: x + attn(norm1(x)) + mlp(norm2(x)) */
+  gboolean post_norms;        /* Gemma 2: a norm after attention and after the MLP too */
+  guint64 sliding_window;     /* keys a query sees; 0: full causal attention */
+  guint64 window_skip;        /* every n-th layer (from the n-th) attends fully; 0: all layers windowed */
+  /* Mixture of experts (rok_model_is_moe_layer()): experts = 0 is dense. */
+  guint64 experts, top_k;
+  guint64 expert_ffn_hidden;        /* one routed expert's FFN width */
+  guint64 shared_expert_ffn_hidden; /* all shared experts together; 0: none */
+  gboolean shared_expert_gate;      /* Qwen2-MoE: sigmoid(x·w) scales the shared expert */
+  gboolean router_bias;             /* DeepSeek-V3: a per-expert score correction */
+  guint64 moe_first_dense;          /* leading dense layers (DeepSeek's first_k_dense_replace) */
+  guint64 moe_layer_freq;           /* from there, every n-th layer is MoE */
+  double capacity_factor;           /* 0: dropless, expert loads balanced on average */
+  double aux_loss;                  /* load-balancing loss coefficient; 0: none */
+  guint64 expert_parallel;          /* experts split over this many ranks */
+  /* Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank = 0: none. */
+  guint64 q_lora_rank, kv_lora_rank, rope_head_dim, v_head_dim;
+} RokModelArchitecture;
+
 typedef struct {
   char *name;   /* default: the file name without .json */
   char *source; /* free text: where the numbers come from (may be NULL) */
@@ -56,6 +83,7 @@ typedef struct {
    * stages sharing the rest evenly. */
   guint64 virtual_stages;
   guint64 first_stage_layers, last_stage_layers;
+  RokModelArchitecture a; /* details beyond the shape (config-arch.c) */
 } RokModel;
 
 /* Load and validate a config; `overrides` (may be NULL) is a NULL-terminated
@@ -99,6 +127,33 @@ guint64 rok_model_reference_layer_bytes(const RokModel *model);
  * the first one's index in the model and how many (all its virtual chunks
  * together). */
 void rok_model_stage_layers(const RokModel *model, guint stage, guint64 *first, guint64 *count);
+/* Whether transformer layer `layer` (0-based) has a mixture of experts. */
+gboolean rok_model_is_moe_layer(const RokModel *model, guint64 layer);
+/* The sliding window of `layer` (0: full attention). */
+guint64 rok_model_layer_window(const RokModel *model, guint64 layer);
+/* The vocabulary as the embedding holds it (padded, all ranks together). */
+guint64 rok_model_padded_vocab(const RokModel *model);
+/* What rok does not model in this config (the CLI prints them as
+ * warnings), and what it assumes (notes): one line each, NULL-terminated,
+ * empty when there is none. */
+char **rok_model_unmodelled(const RokModel *model);
+char **rok_model_assumptions(const RokModel *model);
+
+/* Hugging Face config.json files (hf-import.c): a document is one when its
+ * root has "model_type" or "architectures". Reading one maps it to a rok
+ * config (printed by `rok import hf`), then applies `overrides` (the
+ * training side: seq_len, micro_batch, parallelism). An unknown model_type
+ * is ROK_ERROR_INPUT naming it and the supported ones. */
+gboolean rok_model_doc_is_hf(const RokJsonDoc *doc);
+/* `notes` (may be NULL) receives what rok approximates, NULL-terminated. */
+json_object *rok_model_hf_to_config(const RokJsonDoc *doc, char ***notes, GError **error);
+/* The supported model_type values, NULL-terminated. */
+const char *const *rok_model_hf_types(void);
+/* Megatron-LM's command-line arguments (megatron-import.c) as a rok config;
+ * an argument rok does not know, or one it cannot model, is
+ * ROK_ERROR_USAGE naming it. */
+json_object *rok_model_megatron_to_config(int argc, const char *const *argv, char ***notes, GError **error);
+
 /* Micro-batches per optimizer step on one data-parallel rank. */
 guint64 rok_model_micro_batches_per_step(const RokModel *model);
 

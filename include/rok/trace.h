@@ -47,6 +47,10 @@ typedef enum {
   ROK_OP_RELU,
   ROK_OP_SWIGLU,          /* silu(gate) · up, from one [gate|up] tensor */
   ROK_OP_CROSS_ENTROPY,   /* softmax + loss; output: the saved probabilities */
+  ROK_OP_MOE_ROUTER,      /* softmax and top-k over router logits (+ load-balancing loss);
+                             outputs: probabilities (fp32), top-k indices, top-k weights */
+  ROK_OP_MOE_DISPATCH,    /* tokens permuted to their experts; outputs: routed rows, each row's token, weight */
+  ROK_OP_MOE_COMBINE,     /* routed rows weighted and summed back per token */
   ROK_OP_OTHER,           /* imported op of no known kind */
   ROK_OP_KIND_COUNT
 } RokOpKind;

@@ -8,20 +8,63 @@
 #include "rok/core.h"
 #include "rok/model.h"
 
+/* Append `item` to the NULL-terminated list common->sets. */
+static void append_set(RokCliCommon *common, char *item) {
+  guint n = common->sets == NULL ? 0 : g_strv_length(common->sets);
+  common->sets = g_renew(char *, common->sets, n + 2);
+  common->sets[n] = item;
+  common->sets[n + 1] = NULL;
+}
+
+static gboolean on_set(const char *name, const char *value, gpointer data, GError **error) {
+  (void)name;
+  (void)error;
+  append_set(data, g_strdup(value));
+  return TRUE;
+}
+
+/* --overlay FILE: each member of the file's object, as --set KEY=JSON, in
+ * order with the --set options around it. */
+static gboolean on_overlay(const char *name, const char *value, gpointer data, GError **error) {
+  (void)name;
+  GError *local = NULL;
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_load(value, &local);
+  g_auto(RokJsonObj) root = {0};
+  if (doc == NULL || !rok_json_root(doc, &root, &local)) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--overlay %s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  json_object_object_foreach(root.obj, key, member) {
+    g_autofree char *text = rok_json_to_string(member);
+    append_set(data, g_strdup_printf("%s=%s", key, g_strstrip(text)));
+  }
+  return TRUE;
+}
+
 GOptionContext *cli_context(const RokCommand *command, const GOptionEntry *entries, RokCliCommon *common) {
   g_autofree char *usage = g_strdup_printf("%s — %s", command->args, command->summary);
   GOptionContext *context = g_option_context_new(usage);
   g_autofree char *prog = g_strdup_printf("rok %s", command->name);
   g_set_prgname(prog);
-  if (entries != NULL)
+  if (entries != NULL && common == NULL)
     g_option_context_add_main_entries(context, entries, NULL);
   if (common != NULL) {
+    /* One main group whose callbacks see `common`. */
     const GOptionEntry shared[] = {
         {"json", 0, 0, G_OPTION_ARG_NONE, &common->json, "Print one JSON object instead of the table", NULL},
-        {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &common->sets,
+        {"set", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_set,
          "Override a model-config field (repeatable), e.g. --set micro_batch=8", "KEY=VALUE"},
+        {"overlay", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)on_overlay,
+         "Override model-config fields from a JSON object (the training side of a Hugging Face config: "
+         "seq_len, micro_batch, parallelism), as --set does", "FILE"},
         G_OPTION_ENTRY_NULL};
-    g_option_context_add_main_entries(context, shared, NULL);
+    GOptionGroup *group = g_option_group_new("common", "Options every model-reading command takes",
+                                             "Show the common options", common, NULL);
+    if (entries != NULL)
+      g_option_group_add_entries(group, entries);
+    g_option_group_add_entries(group, shared);
+    g_option_context_set_main_group(context, group);
   }
   g_option_context_set_description(context, "Exit codes: 0 success, 1 runtime failure, 2 invalid usage or "
                                             "input, 3 no plan fits the budget.");
@@ -118,8 +161,29 @@ RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *f
     }
     return rok_trace_from_doc(doc, error);
   }
+  g_auto(GStrv) notes = NULL;
+  if (rok_model_doc_is_hf(doc)) { /* what the import approximates; errors come from reading it below */
+    json_object *config = rok_model_hf_to_config(doc, &notes, NULL);
+    json_object_put(config);
+  }
   g_autoptr(RokModel) model = rok_model_from_doc(doc, (const char *const *)sets, error);
-  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+  if (model == NULL)
+    return NULL;
+  cli_print_notes("note", notes);
+  cli_print_model_notes(model);
+  return rok_trace_new_from_model(model, error);
+}
+
+void cli_print_model_notes(const RokModel *model) {
+  g_auto(GStrv) unmodelled = rok_model_unmodelled(model);
+  g_auto(GStrv) assumed = rok_model_assumptions(model);
+  cli_print_notes("warning", unmodelled);
+  cli_print_notes("note", assumed);
+}
+
+void cli_print_notes(const char *kind, char **notes) {
+  for (char **n = notes; n != NULL && *n != NULL; n++)
+    fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), kind, *n);
 }
 
 /* A node profile is planned for one of its GPUs: the one with the fewest

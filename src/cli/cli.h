@@ -48,6 +48,11 @@ char *cli_resolve(const char *arg, const char *kind, GError **error);
 /* A model config (with --set applied) turned into a trace, or a rok-trace/1
  * file as it is (then --set is an error). */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error);
+/* What rok approximates or does not model, one "rok CMD: KIND: ..." line
+ * each on standard error (notes may be NULL). */
+void cli_print_notes(const char *kind, char **notes);
+/* What `model` leaves unmodelled (warnings) and assumes (notes). */
+void cli_print_model_notes(const RokModel *model);
 RokHw *cli_load_hw(const char *arg, GError **error);
 /* cli_load_trace, saying whether `arg` was a rok-trace/1 file. */
 RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *from_file, GError **error);

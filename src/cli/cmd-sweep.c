@@ -56,6 +56,9 @@ static RokSweepSpec *make_spec(const Options *o, const char *model_arg, char **s
   g_autoptr(RokSweepSpec) spec = rok_sweep_spec_new(path, text, length, (const char *const *)sets, hw, error);
   if (spec == NULL)
     return NULL;
+  g_autoptr(RokModel) model = rok_model_parse(path, text, length, (const char *const *)sets, NULL);
+  if (model != NULL) /* what every point leaves unmodelled */
+    cli_print_model_notes(model);
   for (guint a = 0; a < ROK_SWEEP_AXIS_COUNT; a++)
     if (o->ranges[a] != NULL && !rok_sweep_spec_set_axis(spec, a, o->ranges[a], error)) {
       g_prefix_error(error, "%s: ", option_names[a]);

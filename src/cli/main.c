@@ -18,6 +18,7 @@ int cli_cmd_export(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 int cli_cmd_execute(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
+int cli_cmd_import(int argc, char **argv);
 
 /* The user's journeys first (README, "Commands"), then the building blocks. */
 static const RokCommand commands[] = {
@@ -33,6 +34,8 @@ static const RokCommand commands[] = {
      cli_cmd_validate},
     {"trace", "MODEL [--hw HW]", "List every activation tensor of a training step, per layer", cli_cmd_trace},
     {"simulate", "MODEL --hw HW [--strategy S]", "Simulate one training step under a strategy", cli_cmd_simulate},
+    {"import", "hf CONFIG.json | megatron ARGS... [-o FILE]",
+     "A model config from a Hugging Face config.json or Megatron-LM's arguments", cli_cmd_import},
     {"export", "PLAN --to megatron|deepspeed|torch", "A plan as Megatron-LM arguments, a DeepSpeed config or a PyTorch policy",
      cli_cmd_export},
     {"plot", "FILE -o CHART", "Draw a chart from a sweep's CSV, a plan's ROK curve or a step's timeline",
@@ -57,7 +60,7 @@ static void print_usage(FILE *out) {
                "offload it to host memory or NVMe SSDs, or keep it in GPU memory.\n\nCommands:\n");
   for (const RokCommand *c = commands; c->name != NULL; c++)
     fprintf(out, "  %-10s %s\n", c->name, c->summary);
-  fprintf(out, "\nMODEL is a config file or a bundled model's name (gpt3-13b); HW likewise\n"
+  fprintf(out, "\nMODEL is a config file, a Hugging Face config.json or a bundled model's name (gpt3-13b); HW likewise\n"
                "(a100-40g-pcie4-4xp5800x). `rok help COMMAND` or `rok COMMAND --help` for more.\n");
 }
 

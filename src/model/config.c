@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "config-arch.h"
 #include "rok/model.h"
 #include "rok/core.h"
 #include "rok/model.h"
@@ -17,7 +18,8 @@ static const char *const model_keys[] = {
     "name", "source", "arch", "layers", "decoder_layers", "hidden", "heads", "kv_heads", "head_dim",
     "ffn_hidden", "vocab", "seq_len", "decoder_seq_len", "micro_batch", "global_batch", "dtype", "dropout",
     "mask_bytes", "attention", "tensor_parallel", "sequence_parallel", "pipeline_parallel", "data_parallel",
-    "optimizer", "precision", "zero_stage", "virtual_stages", "first_stage_layers", "last_stage_layers", NULL};
+    "optimizer", "precision", "zero_stage", "virtual_stages", "first_stage_layers", "last_stage_layers",
+    MODEL_ARCH_KEYS, NULL};
 
 const char *rok_arch_name(RokArch arch) {
   return arch_names[arch];
@@ -228,7 +230,7 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
   if (m->head_dim == 0)
     m->head_dim = m->hidden / m->heads;
   fill_defaults(m, rok_json_doc_name(obj->doc));
-  if (!validate(obj, m, error))
+  if (!model_arch_read(obj, m, error) || !validate(obj, m, error) || !model_arch_validate(obj, m, error))
     return NULL;
   return g_steal_pointer(&m);
 }
@@ -243,6 +245,8 @@ static gboolean apply_overrides(RokJsonDoc *doc, const char *const *overrides, G
 }
 
 RokModel *rok_model_from_doc(RokJsonDoc *doc, const char *const *overrides, GError **error) {
+  if (rok_model_doc_is_hf(doc))
+    return model_from_hf_doc(doc, overrides, error);
   g_auto(RokJsonObj) root = {0};
   if (!apply_overrides(doc, overrides, error) || !rok_json_root(doc, &root, error))
     return NULL;
@@ -298,6 +302,7 @@ json_object *rok_model_to_json(const RokModel *m) {
   json_object_object_add(o, "optimizer", json_object_new_string(optimizer_names[m->optimizer]));
   json_object_object_add(o, "precision", json_object_new_string(precision_names[m->precision]));
   json_object_object_add(o, "zero_stage", json_object_new_uint64(m->zero_stage));
+  model_arch_to_json(m, o);
   return o;
 }
 

@@ -4,15 +4,20 @@
  * holds the embedding): weight matrices are split by tensor_parallel (key and
  * value heads are replicated when there are fewer than ranks), norms and the
  * biases of row-parallel layers are replicated. */
+#include "config-arch.h"
 #include "rok/model.h"
 
 /* Parameters of one self- or cross-attention block on one of `t` ranks. */
 static guint64 attention_params(const RokModel *m, guint64 t, gboolean biases) {
+  if (m->a.kv_lora_rank > 0)
+    return model_mla_params(m, t);
   guint64 h = m->hidden, q = m->heads * m->head_dim / t;
   guint64 kv = MAX(m->kv_heads / t, 1) * m->head_dim;
   guint64 params = h * q + 2 * h * kv + q * h;
   if (biases)
     params += q + 2 * kv + h;
+  else if (m->a.qkv_bias)
+    params += q + 2 * kv;
   return params;
 }
 
@@ -30,15 +35,21 @@ static guint64 mlp_params(const RokModel *m, guint64 t) {
   return 2 * h * f + f + h;
 }
 
-/* Every layer of the stack on one of `t` ranks, norms included. */
-static guint64 layer_stack_params(const RokModel *m, guint64 t, guint64 layers) {
+/* Every layer of the stack on one of `t` ranks, norms included; MoE layers
+ * hold the experts of one of `ep` expert-parallel ranks. */
+static guint64 layer_stack_params(const RokModel *m, guint64 t, guint64 ep, guint64 first, guint64 layers) {
   guint64 h = m->hidden;
   switch (m->arch) {
   case ROK_ARCH_GPT:
   case ROK_ARCH_BERT: /* two LayerNorms with weight and bias */
     return layers * (attention_params(m, t, TRUE) + mlp_params(m, t) + 4 * h);
-  case ROK_ARCH_LLAMA: /* two RMSNorm weights */
-    return layers * (attention_params(m, t, FALSE) + mlp_params(m, t) + 2 * h);
+  case ROK_ARCH_LLAMA: { /* two RMSNorm weights (four with post-norms); MoE layers differ */
+    guint64 norms = (m->a.post_norms ? 4 : 2) * h, sum = 0;
+    for (guint64 i = first; i < first + layers; i++)
+      sum += attention_params(m, t, FALSE) + norms +
+             (rok_model_is_moe_layer(m, i) ? model_moe_params(m, t, ep) : mlp_params(m, t));
+    return sum;
+  }
   case ROK_ARCH_T5: {
     /* Encoder: self-attention, FFN, two norms; decoder adds cross-attention
      * and a third norm. The first layer of each stack holds the relative
@@ -55,22 +66,23 @@ static guint64 layer_stack_params(const RokModel *m, guint64 t, guint64 layers) 
 
 /* Embeddings, final norms and output head, on one of `t` ranks. */
 static guint64 outer_params(const RokModel *m, guint64 t) {
-  guint64 h = m->hidden, vocab = (m->vocab + t - 1) / t;
+  guint64 h = m->hidden, vocab = (rok_model_padded_vocab(m) + t - 1) / t;
+  guint64 untied = m->a.tied_embeddings ? 0 : vocab * h, positions = m->a.positions * h;
   switch (m->arch) {
-  case ROK_ARCH_GPT: /* tokens, learned positions, final LayerNorm; head tied */
-    return vocab * h + m->seq_len * h + 2 * h;
+  case ROK_ARCH_GPT: /* tokens, learned positions (none with rotary), final LayerNorm; head tied or not */
+    return vocab * h + untied + positions + 2 * h;
   case ROK_ARCH_BERT: /* + token types, embedding LayerNorm, pooler, MLM transform and bias */
-    return vocab * h + m->seq_len * h + 2 * h + 2 * h + (h * h + h) + (h * h + h + 2 * h + vocab);
-  case ROK_ARCH_LLAMA: /* untied output head, final RMSNorm */
-    return 2 * vocab * h + h;
-  case ROK_ARCH_T5: /* shared embedding (tied head), two final norms */
-    return vocab * h + 2 * h;
+    return vocab * h + untied + positions + 2 * h + 2 * h + (h * h + h) + (h * h + h + 2 * h + vocab);
+  case ROK_ARCH_LLAMA: /* output head (untied unless said), final RMSNorm */
+    return vocab * h + untied + h;
+  case ROK_ARCH_T5: /* shared embedding (tied head unless said), two final norms */
+    return vocab * h + untied + 2 * h;
   }
   g_return_val_if_reached(0);
 }
 
 guint64 rok_model_param_count(const RokModel *m) {
-  return layer_stack_params(m, 1, m->layers + m->decoder_layers) + outer_params(m, 1);
+  return layer_stack_params(m, 1, 1, 0, m->layers + m->decoder_layers) + outer_params(m, 1);
 }
 
 guint64 rok_model_params_per_gpu(const RokModel *m) {
@@ -80,16 +92,17 @@ guint64 rok_model_params_per_gpu(const RokModel *m) {
 /* The part of outer_params() after the last layer: final norms and the
  * output head (its own matrix where untied, BERT's MLM head). */
 static guint64 head_params(const RokModel *m, guint64 t) {
-  guint64 h = m->hidden, vocab = (m->vocab + t - 1) / t;
+  guint64 h = m->hidden, vocab = (rok_model_padded_vocab(m) + t - 1) / t;
+  guint64 untied = m->a.tied_embeddings ? 0 : vocab * h;
   switch (m->arch) {
   case ROK_ARCH_GPT:
-    return 2 * h;
+    return untied + 2 * h;
   case ROK_ARCH_BERT:
-    return (h * h + h) + (h * h + h + 2 * h + vocab);
+    return untied + (h * h + h) + (h * h + h + 2 * h + vocab);
   case ROK_ARCH_LLAMA:
-    return vocab * h + h;
+    return untied + h;
   case ROK_ARCH_T5:
-    return 2 * h;
+    return untied + 2 * h;
   }
   g_return_val_if_reached(0);
 }
@@ -97,11 +110,11 @@ static guint64 head_params(const RokModel *m, guint64 t) {
 guint64 rok_model_stage_params(const RokModel *m, guint stage) {
   guint64 t = m->tensor_parallel, first, count, p = m->pipeline_parallel;
   rok_model_stage_layers(m, stage, &first, &count);
-  guint64 params = layer_stack_params(m, t, count);
-  gboolean tied = m->arch == ROK_ARCH_GPT || m->arch == ROK_ARCH_BERT;
+  guint64 params = layer_stack_params(m, t, m->a.expert_parallel, first, count);
+  guint64 vocab = (rok_model_padded_vocab(m) + t - 1) / t;
   if (stage == 0)
     params += outer_params(m, t) - head_params(m, t);
   if (stage + 1 == p) /* Megatron keeps a copy of a tied embedding on the last stage */
-    params += head_params(m, t) + (tied && p > 1 ? (m->vocab + t - 1) / t * m->hidden : 0);
+    params += head_params(m, t) + (m->a.tied_embeddings && p > 1 ? vocab * m->hidden : 0);
   return params;
 }

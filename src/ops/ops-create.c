@@ -54,6 +54,16 @@ static gboolean prepare_op(RokExecModel *model, guint id, GError **error) {
   exec->op = rok_trace_op(model->trace, id);
   const OpsKindImpl *impl = ops_kind_impl(exec->op->kind);
   char *reason = NULL;
+  RokOpKind kind = exec->op->kind;
+  if (kind == ROK_OP_MOE_ROUTER || kind == ROK_OP_MOE_DISPATCH || kind == ROK_OP_MOE_COMBINE) {
+    /* A stand-in GEMM would run, but not route: the gradient checks would
+     * then vouch for something that is not a MoE layer. */
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "op '%s' (%s): mixture-of-experts layers cannot run on the executor yet (no router, dispatch or "
+                "combine kernels); plan and simulate them, but rok execute refuses them",
+                exec->op->name, rok_op_kind_name(kind));
+    return FALSE;
+  }
   if (impl == NULL)
     reason = ops_reason("op '%s' (kind %s) has no kernel", exec->op->name, rok_op_kind_name(exec->op->kind));
   else if (!impl->prepare(model, exec, &reason, error))

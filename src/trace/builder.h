@@ -37,6 +37,9 @@ guint trace_build_activation(RokBuilder *b, const char *name, RokOpKind kind, gu
 guint trace_build_swiglu(RokBuilder *b, const char *name, guint gate_up, guint64 rows, guint64 cols);
 /* Dropout when the model has it (saves the mask); returns x unchanged otherwise. */
 guint trace_build_dropout(RokBuilder *b, const char *name, guint x, guint rank, const guint64 *shape);
+/* Rotary position embedding of [rows, cols] queries and keys into new
+ * storage; its backward (a rotation back) saves nothing. */
+guint trace_build_rotary(RokBuilder *b, const char *name, guint qk, guint64 rows, guint64 cols);
 /* Residual add: saves nothing. */
 guint trace_build_add(RokBuilder *b, const char *name, guint x, guint y, guint64 rows, guint64 cols);
 
@@ -44,13 +47,21 @@ guint trace_build_add(RokBuilder *b, const char *name, guint x, guint y, guint64
  * local key/value heads of `head_dim`: standard (scores, softmax, dropout,
  * context) or flash. `q` and `k` hold the queries and keys, `v` the values
  * (one tensor may hold several of them). Returns the context [tokens_q,
- * heads·head_dim]. */
+ * heads·v_dim]. */
 typedef struct {
   guint q, k, v;
   guint64 batch, seq_q, seq_k, heads, kv_heads, head_dim;
+  guint64 v_dim;  /* values' (and the context's) head width; 0: head_dim (latent attention differs) */
+  guint64 window; /* sliding window (causal self-attention): flash does only the work inside it, standard
+                     attention masks the rest and keeps every score; 0: none */
 } RokAttentionShape;
 guint trace_build_attention(RokBuilder *b, const char *name, const RokAttentionShape *shape);
 
+/* An op's FLOPs and memory traffic, forward and backward. */
+void trace_build_cost(RokBuilder *b, guint op, guint64 fwd_flops, guint64 bwd_flops, guint64 fwd_bytes,
+                      guint64 bwd_bytes);
+/* `op` reads `tensor`; its backward too when `saved`. */
+void trace_build_use(RokBuilder *b, guint op, guint tensor, gboolean saved);
 /* Adds an op named prefix.name in the current layer. */
 guint trace_build_op(RokBuilder *b, const char *name, RokOpKind kind, guint64 batch, guint64 m, guint64 n,
                    guint64 k);

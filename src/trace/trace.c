@@ -20,6 +20,9 @@ static const char *const op_kind_names[ROK_OP_KIND_COUNT + 1] = {
     [ROK_OP_RELU] = "relu",
     [ROK_OP_SWIGLU] = "swiglu",
     [ROK_OP_CROSS_ENTROPY] = "cross_entropy",
+    [ROK_OP_MOE_ROUTER] = "moe_router",
+    [ROK_OP_MOE_DISPATCH] = "moe_dispatch",
+    [ROK_OP_MOE_COMBINE] = "moe_combine",
     [ROK_OP_OTHER] = "other",
     [ROK_OP_KIND_COUNT] = NULL,
 };

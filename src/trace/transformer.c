@@ -12,6 +12,7 @@
  * simulator's communication stream adds it). Pipeline parallelism: one
  * trace per stage (rok_trace_new_for_stage). */
 #include "builder.h"
+#include "transformer-parts.h"
 #include "rok/core.h"
 
 typedef struct {
@@ -38,21 +39,19 @@ static guint reassign_to_layer(RokBuilder *b, guint tensor, gint layer, const ch
  * output [seq_tokens, h]. */
 static guint self_attention(Stack *st, guint x) {
   RokBuilder *b = st->b;
-  guint64 h = b->model->hidden, tokens = st->seq * b->model->micro_batch;
+  const RokModel *m = b->model;
+  guint64 h = m->hidden, tokens = st->seq * m->micro_batch, window = rok_model_layer_window(m, (guint64)b->layer);
+  if (m->a.kv_lora_rank > 0)
+    return trace_mla_attention(b, x, tokens, st->heads, window);
   guint64 q_width = st->heads * st->head_dim, kv_width = st->kv_heads * st->head_dim;
-  RokAttentionShape a = {.batch = b->model->micro_batch, .seq_q = st->seq, .seq_k = st->seq,
-                         .heads = st->heads, .kv_heads = st->kv_heads, .head_dim = st->head_dim};
+  RokAttentionShape a = {.batch = m->micro_batch, .seq_q = st->seq, .seq_k = st->seq, .heads = st->heads,
+                         .kv_heads = st->kv_heads, .head_dim = st->head_dim, .window = window};
   guint qkv_op = trace_build_linear(b, "attn.qkv", x, tokens, h, q_width + 2 * kv_width);
-  if (b->model->arch == ROK_ARCH_LLAMA) {
+  if (m->arch == ROK_ARCH_LLAMA || (m->arch == ROK_ARCH_GPT && m->a.positions == 0)) {
     /* Rotary rotates q and k into new storage; v is its own projection. */
     guint qk = ROK_TENSOR(b, "attn.qk_out", qkv_op, b->dtype, tokens, q_width + kv_width);
     a.v = ROK_TENSOR(b, "attn.v_out", qkv_op, b->dtype, tokens, kv_width);
-    guint rope = trace_build_op(b, "attn.rotary", ROK_OP_ROTARY, 1, tokens, q_width + kv_width, 0);
-    RokOp *op = rok_trace_op(b->trace, rope);
-    op->fwd_flops = op->bwd_flops = 3 * tokens * (q_width + kv_width);
-    op->fwd_bytes = op->bwd_bytes = 2 * rok_dtype_bytes(b->dtype) * tokens * (q_width + kv_width);
-    rok_trace_add_input(b->trace, rope, qk);
-    a.q = a.k = ROK_TENSOR(b, "attn.rotary_out", rope, b->dtype, tokens, q_width + kv_width);
+    a.q = a.k = trace_build_rotary(b, "attn.rotary", qk, tokens, q_width + kv_width);
   } else {
     a.q = a.k = a.v = ROK_TENSOR(b, "attn.qkv_out", qkv_op, b->dtype, tokens, q_width + 2 * kv_width);
   }
@@ -83,6 +82,8 @@ static guint mlp(Stack *st, guint x) {
   RokBuilder *b = st->b;
   guint64 h = b->model->hidden, tokens = st->seq * b->model->micro_batch, f = st->ffn;
   guint hidden;
+  if (rok_model_is_moe_layer(b->model, (guint64)b->layer))
+    return trace_moe_block(b, x, tokens);
   switch (b->model->arch) {
   case ROK_ARCH_LLAMA: {
     guint gate_up = trace_build_linear(b, "mlp.gate_up", x, tokens, h, 2 * f);
@@ -124,19 +125,33 @@ static guint dropout_add(RokBuilder *b, const char *name, guint branch, guint re
   return trace_build_add(b, add, dropped, residual, rows, h);
 }
 
-/* One pre-norm layer (GPT, LLaMA, T5): x + attn(norm(x)), then + mlp(norm()). */
+/* Gemma 2 normalises each branch's output before the residual add. */
+static guint branch_norm(RokBuilder *b, const char *name, guint branch) {
+  if (!b->model->a.post_norms)
+    return branch;
+  return trace_build_norm(b, name, norm_kind(b->model), branch, b->seq_tokens, b->model->hidden);
+}
+
+/* One pre-norm layer (GPT, LLaMA, T5): x + attn(norm(x)), then + mlp(norm());
+ * with a parallel residual (GPT-NeoX) both branches read x. */
 static guint pre_norm_layer(Stack *st, guint x, guint encoder_out, guint64 encoder_seq) {
   RokBuilder *b = st->b;
   guint64 rows = b->seq_tokens, h = b->model->hidden;
   RokOpKind norm = norm_kind(b->model);
   guint n1 = trace_build_norm(b, "attn.norm", norm, x, rows, h);
-  guint res = dropout_add(b, "attn", self_attention(st, n1), x);
+  guint attn = branch_norm(b, "attn.post_norm", self_attention(st, n1));
+  if (b->model->a.parallel_residual) {
+    guint n2 = trace_build_norm(b, "mlp.norm", norm, x, rows, h);
+    guint mlp_out = mlp(st, n2);
+    return dropout_add(b, "mlp", mlp_out, dropout_add(b, "attn", attn, x));
+  }
+  guint res = dropout_add(b, "attn", attn, x);
   if (encoder_out != ROK_NO_TENSOR) {
     guint n2 = trace_build_norm(b, "cross.norm", norm, res, rows, h);
     res = dropout_add(b, "cross", cross_attention(st, n2, encoder_out, encoder_seq), res);
   }
   guint n3 = trace_build_norm(b, "mlp.norm", norm, res, rows, h);
-  return dropout_add(b, "mlp", mlp(st, n3), res);
+  return dropout_add(b, "mlp", branch_norm(b, "mlp.post_norm", mlp(st, n3)), res);
 }
 
 /* One post-norm layer (BERT): norm(x + attn(x)), then norm(. + mlp(.)). */
@@ -174,7 +189,7 @@ static guint embed(RokBuilder *b, guint tokens, guint64 seq, const char *prefix)
 static void head(RokBuilder *b, guint x, guint labels, guint64 seq) {
   const RokModel *m = b->model;
   guint64 h = m->hidden, n = seq * m->micro_batch, rows = b->seq_tokens;
-  guint64 vocab = (m->vocab + m->tensor_parallel - 1) / m->tensor_parallel;
+  guint64 vocab = (rok_model_padded_vocab(m) + m->tensor_parallel - 1) / m->tensor_parallel;
   trace_builder_enter(b, -1, "head");
   if (m->arch == ROK_ARCH_BERT) {
     guint dense = trace_build_linear(b, "transform", x, rows, h, h);

@@ -29,3 +29,15 @@ expect_fail() {
     exit 1
   fi
 }
+
+# compare_saved_bytes LABEL TRACE.json TORCH_BYTES: the bytes layer 1 of a
+# trace saves for backward against PyTorch's count; fails beyond 1%.
+compare_saved_bytes() {
+  /usr/bin/python3 -c "
+import json, sys
+t = json.load(open(sys.argv[2]))
+r, p = sum(x['bytes'] for x in t['tensors'] if x['layer'] == 1 and x['needed_by']), int(sys.argv[3])
+err = abs(r - p) / p
+print(f'{sys.argv[1]}: rok {r} bytes, PyTorch {p} bytes, {100 * err:.3f}% apart')
+sys.exit(0 if err < 0.01 else 1)" "$@"
+}

@@ -13,22 +13,13 @@ here=$(dirname "$0")
 # bf16), where CUDA keeps 1-byte booleans: mask_bytes says which.
 check() { # ARCH DROPOUT MASK_BYTES
   local arch=$1 dropout=$2 mask=$3 s=256 b=2 h=512 a=8
-  local torch_bytes rok_bytes
+  local torch_bytes
   torch_bytes=$("$python" "$here/../pytorch/saved_bytes.py" --arch "$arch" --seq $s --batch $b \
     --hidden $h --heads $a --dropout "$dropout" | "$python" -c "import json,sys; print(json.load(sys.stdin)['saved_bytes'])")
   "$rok" trace gpt3-1.3b --set arch=$arch --set layers=2 --set hidden=$h --set heads=$a --set ffn_hidden=$((4 * h)) \
     --set seq_len=$s --set micro_batch=$b --set global_batch=$b --set data_parallel=1 \
     --set dropout="$dropout" --set mask_bytes="$mask" --json > "$tmp/trace.json"
-  rok_bytes=$("$python" -c "
-import json, sys
-t = json.load(open(sys.argv[1]))
-print(sum(x['bytes'] for x in t['tensors'] if x['layer'] == 1 and x['needed_by']))" "$tmp/trace.json")
-  "$python" -c "
-import sys
-r, p = int(sys.argv[1]), int(sys.argv[2])
-err = abs(r - p) / p
-print(f'{sys.argv[3]}: rok {r} bytes, PyTorch {p} bytes, {100 * err:.3f}% apart')
-sys.exit(0 if err < 0.01 else 1)" "$rok_bytes" "$torch_bytes" "$arch dropout=$dropout"
+  compare_saved_bytes "$arch dropout=$dropout" "$tmp/trace.json" "$torch_bytes"
 }
 check gpt 0.1 2
 check gpt 0 1

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "rok/core.h"
+#include "rok/model.h"
+#include "rok/trace.h"
 
 const char *const rok_fuzz_doc_prefixes[] = {ROK_FUZZ_NAME ":", NULL};
 
@@ -82,4 +84,45 @@ char **rok_fuzz_split(const uint8_t *data, size_t size, guint max) {
   }
   g_ptr_array_add(parts, NULL);
   return (char **)g_ptr_array_free(parts, FALSE);
+}
+
+/* Traces up to this many ops are also written and read back. */
+#define ROUND_TRIP_OPS 4000
+
+static void check_model_round_trip(const RokModel *model) {
+  json_object *json = rok_model_to_json(model);
+  g_autofree char *text = rok_json_to_string(json);
+  json_object_put(json);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokModel) again = rok_model_parse(ROK_FUZZ_NAME, text, strlen(text), NULL, &error);
+  if (again == NULL)
+    rok_fuzz_fail("a config written by rok_model_to_json() does not read back: %s\n%s", error->message, text);
+  json = rok_model_to_json(again);
+  g_autofree char *text_again = rok_json_to_string(json);
+  json_object_put(json);
+  rok_fuzz_check_same("config read back", text, text_again);
+}
+
+static void check_model_trace(const RokModel *model) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
+  if (trace == NULL)
+    rok_fuzz_fail("an accepted config makes no trace: %s", error->message);
+  if (trace->ops->len > ROUND_TRIP_OPS)
+    return;
+  json_object *json = rok_trace_to_json(trace);
+  g_autofree char *text = rok_json_to_string(json);
+  json_object_put(json);
+  g_autoptr(RokTrace) again = rok_trace_parse(ROK_FUZZ_NAME, text, strlen(text), &error);
+  if (again == NULL)
+    rok_fuzz_fail("a generated trace does not read back: %s", error->message);
+  json = rok_trace_to_json(again);
+  g_autofree char *text_again = rok_json_to_string(json);
+  json_object_put(json);
+  rok_fuzz_check_same("generated trace read back", text, text_again);
+}
+
+void rok_fuzz_check_model(const RokModel *model) {
+  check_model_round_trip(model);
+  check_model_trace(model);
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rok/model.h"
+
 /* What messages call the fuzzed document. */
 #define ROK_FUZZ_NAME "fuzz.json"
 
@@ -34,6 +36,11 @@ void rok_fuzz_check_result(gboolean ok, const GError *error, const char *const *
 
 /* The prefixes of messages about a document read under ROK_FUZZ_NAME. */
 extern const char *const rok_fuzz_doc_prefixes[];
+
+/* An accepted model config (RokModel, rok/model.h) writes back to itself
+ * and makes a trace, which (up to 4000 ops) writes and reads back to the
+ * same bytes; aborts otherwise. */
+void rok_fuzz_check_model(const RokModel *model);
 
 /* Aborts unless the two texts are equal (round trips). */
 void rok_fuzz_check_same(const char *what, const char *expected, const char *found);

@@ -18,6 +18,10 @@ static const struct {
     {"gpt3-1.3b", 1.3e9},   {"gpt3-2.7b", 2.7e9},    {"gpt3-6.7b", 6.7e9},   {"gpt3-13b", 13.0e9},
     {"gpt3-175b", 175.0e9}, {"llama2-7b", 6.74e9},   {"llama2-13b", 13.0e9}, {"llama2-70b", 68.98e9},
     {"bert-large", 340e6},  {"t5-3b", 2.85e9},
+    /* Model cards' safetensors counts; the papers' totals for the MoE ones. */
+    {"llama3.1-8b", 8.030e9}, {"llama3.1-70b", 70.55e9}, {"llama3.1-405b", 405.85e9}, {"mistral-7b", 7.24e9},
+    {"mixtral-8x7b", 46.7e9}, {"mixtral-8x22b", 141e9},    {"qwen2.5-7b", 7.62e9},     {"qwen2.5-72b", 72.7e9},
+    {"gemma2-9b", 9.24e9},    {"gemma2-27b", 27.2e9},      {"deepseek-v3", 671e9},     {"gpt2-small", 124.4e6},
 };
 
 static void test_bundled_param_counts(void) {

@@ -156,18 +156,26 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
 
 /* ---- the other pipeline stages ---- */
 
-/* Stage `s` planned under the same budget and strategy as the one shown. */
-static RokStepPlan *plan_stage(const Options *o, const Outcome *shown, RokTrace *trace, guint s, GError **error) {
+static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Outcome *out);
+
+/* Stage `s` planned under the same budget and strategy as the one shown;
+ * when none fits, with --json, the stage's no-fit document is printed. */
+static RokStepPlan *plan_stage(const Options *o, const Outcome *shown, RokTrace *trace, guint s, gboolean json,
+                               GError **error) {
   RokPlannerOptions popts;
-  Outcome local = {0};
-  if (!check_options(o, shown->hw, &local, &popts, error))
+  g_auto(Outcome) local = {0};
+  if (!check_options(o, shown->hw, &local, &popts, error) ||
+      (local.planner = rok_planner_new(trace, shown->hw, &popts, error)) == NULL)
     return NULL;
-  g_autoptr(RokPlanner) planner = rok_planner_new(trace, shown->hw, &popts, error);
-  g_autoptr(RokSimResult) result = NULL;
-  RokStepPlan *plan = planner == NULL ? NULL
-                      : shown->strategy == ROK_STRATEGY_ROK
-                          ? rok_planner_plan(planner, shown->budget, &result, error)
-                          : rok_planner_baseline(planner, shown->strategy, shown->budget, &result, error);
+  local.strategy = shown->strategy;
+  RokStepPlan *plan = shown->strategy == ROK_STRATEGY_ROK
+                          ? rok_planner_plan(local.planner, shown->budget, &local.result, error)
+                          : rok_planner_baseline(local.planner, shown->strategy, shown->budget, &local.result, error);
+  if (plan == NULL && json && g_error_matches(*error, ROK_ERROR, ROK_ERROR_NO_FIT)) {
+    json_object *doc = no_fit_json(trace, shown->hw, &local);
+    json_object_object_add(doc, "pipeline_stage", json_object_new_uint64(s));
+    cli_print_json(doc, NULL);
+  }
   if (plan == NULL)
     g_prefix_error(error, "pipeline stage %u: ", s);
   return plan;
@@ -181,7 +189,7 @@ static gboolean plan_stages(const Options *o, const Outcome *out, GPtrArray *tra
   g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
   for (guint s = 0; s < n; s++) {
     RokStepPlan *plan = s == shown ? rok_step_plan_copy(out->plan)
-                                   : plan_stage(o, out, g_ptr_array_index(traces, s), s, error);
+                                   : plan_stage(o, out, g_ptr_array_index(traces, s), s, json, error);
     if (plan == NULL)
       return FALSE;
     g_ptr_array_add(plans, plan);

@@ -5,15 +5,7 @@
 
 #include "rok/core.h"
 #include "rok/hw.h"
-
-static RokHw *bundled(const char *name) {
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", file, NULL);
-  GError *error = NULL;
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
-}
+#include "test-bundled.h"
 
 static void assert_close(double a, double b) {
   g_assert_cmpfloat(fabs(a - b), <=, 1e-12 * MAX(fabs(a), fabs(b)) + 1e-18);
@@ -21,7 +13,7 @@ static void assert_close(double a, double b) {
 
 /* The alpha-beta formulas, over random sizes and group sizes. */
 static void test_collectives(void) {
-  g_autoptr(RokHw) hw = bundled("h100-80g-sxm-4xgen5");
+  g_autoptr(RokHw) hw = test_bundled_hw("h100-80g-sxm-4xgen5");
   double alpha = (double)hw->interconnect.intra_node_latency / 1e9, beta = hw->interconnect.intra_node_bandwidth;
   GRand *rand = g_rand_new_with_seed(7);
   for (guint i = 0; i < 500; i++) {
@@ -40,7 +32,7 @@ static void test_collectives(void) {
   g_rand_free(rand);
   assert_close(rok_hw_collective_s(hw, ROK_COLLECTIVE_SEND, 1e9, 2, FALSE), alpha + 1e9 / beta);
   g_assert_cmpfloat(rok_hw_collective_s(hw, ROK_COLLECTIVE_ALL_REDUCE, 1e9, 1, FALSE), ==, 0);
-  g_autoptr(RokHw) alone = bundled("cpu-2core-virtio");
+  g_autoptr(RokHw) alone = test_bundled_hw("cpu-2core-virtio");
   g_assert_cmpfloat(rok_hw_collective_s(alone, ROK_COLLECTIVE_ALL_REDUCE, 1e9, 8, FALSE), ==, 0);
 }
 
@@ -48,7 +40,7 @@ static void test_collectives(void) {
 static void test_round_trip(void) {
   const char *names[] = {"h100-80g-sxm-4xgen5", "dgx-h100-8x-gen5", "ssdtrain-2x-a100-7xp5800x"};
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
-    g_autoptr(RokHw) hw = bundled(names[i]);
+    g_autoptr(RokHw) hw = test_bundled_hw(names[i]);
     for (guint share = 0; share < 2; share++) {
       GError *error = NULL;
       g_autoptr(RokHw) h = share ? rok_hw_gpu_share(hw, hw->node.gpus - 1, &error) : rok_hw_copy(hw);
@@ -72,7 +64,7 @@ static void test_round_trip(void) {
  * eighth of host and pinned memory; SSDTrain's node gives its GPUs arrays
  * of 3 and 4 drives, and the command line plans the GPU with 3. */
 static void test_node_share(void) {
-  g_autoptr(RokHw) dgx = bundled("dgx-h100-8x-gen5");
+  g_autoptr(RokHw) dgx = test_bundled_hw("dgx-h100-8x-gen5");
   GError *error = NULL;
   for (guint64 g = 0; g < 8; g++) {
     g_autoptr(RokHw) share = rok_hw_gpu_share(dgx, g, &error);
@@ -87,7 +79,7 @@ static void test_node_share(void) {
   g_assert_null(none);
   g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
   g_clear_error(&error);
-  g_autoptr(RokHw) ssdtrain = bundled("ssdtrain-2x-a100-7xp5800x");
+  g_autoptr(RokHw) ssdtrain = test_bundled_hw("ssdtrain-2x-a100-7xp5800x");
   g_assert_cmpuint(rok_hw_node_weakest_gpu(ssdtrain), ==, 0);
   g_autoptr(RokHw) first = rok_hw_gpu_share(ssdtrain, 0, &error);
   g_autoptr(RokHw) second = rok_hw_gpu_share(ssdtrain, 1, &error);

@@ -7,22 +7,14 @@
 #include "rok/plan.h"
 #include "rok/sim.h"
 #include "rok/trace.h"
+#include "test-bundled.h"
 
 static RokModel *load(const char *name, const char *const *sets) {
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", file, NULL);
-  GError *error = NULL;
-  RokModel *model = rok_model_load(path, sets, &error);
-  g_assert_no_error(error);
-  return model;
+  return test_bundled_model(name, sets);
 }
 
 static RokHw *h100(void) {
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", "h100-80g-sxm-4xgen5.json", NULL);
-  GError *error = NULL;
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
+  return test_bundled_hw("h100-80g-sxm-4xgen5");
 }
 
 /* Megatron-LM's theoretical activation memory of the first stage
@@ -247,7 +239,7 @@ static void test_interleaved_trace(void) {
 }
 
 static void expect_error(const char *const *sets, const char *needle) {
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", "gpt3-1.3b.json", NULL);
+  g_autofree char *path = test_bundled_path("models", "gpt3-1.3b");
   GError *error = NULL;
   g_autoptr(RokModel) m = rok_model_load(path, sets, &error);
   g_assert_null(m);

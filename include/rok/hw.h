@@ -55,6 +55,9 @@ typedef struct {
   guint len[ROK_HW_DIRECTIONS];
 } RokHwOpRates;
 
+/* GPUs a node section may describe. */
+#define ROK_HW_MAX_NODE_GPUS 64
+
 typedef struct {
   char *name;
   char *source; /* free text: datasheets or the calibration run (may be NULL) */
@@ -115,6 +118,36 @@ typedef struct {
     double endurance_pbw;   /* petabytes written per device over its life; 0: unknown */
     gboolean gpudirect;     /* SSD <-> GPU without the host staging buffer */
   } nvme;
+  /* Optional ("interconnect"): how the GPU reaches the others of its job.
+   * gpus_per_node 0 (section absent): no figures, so no communication can
+   * be costed (rok says so where a layout needs it). Bandwidths are what
+   * one GPU moves per direction; a collective spanning nodes runs at the
+   * inter-node figures. intra_node_pcie: peer-to-peer traffic inside the
+   * node crosses the GPU's PCIe link (no NVLink), which host and SSD
+   * copies also use. */
+  struct {
+    guint64 gpus_per_node;
+    double intra_node_bandwidth; /* bytes/s, NVLink/NVSwitch or PCIe peer-to-peer */
+    gint64 intra_node_latency;   /* ns per message */
+    double inter_node_bandwidth; /* bytes/s per GPU (its share of the node's NICs) */
+    gint64 inter_node_latency;
+    gboolean intra_node_pcie;
+  } interconnect;
+  /* Optional ("node"): the profile describes a whole node whose `gpus`
+   * GPUs share its host memory, pinned buffer and SSDs; gpu, pcie and
+   * interconnect are each GPU's. nvme_devices[g] (nvme_devices_len = gpus,
+   * or 0) says how many of the node's drives GPU g stripes over (its own
+   * RAID0 array, as SSDTrain ran one per GPU); without it the drives are
+   * divided evenly. rok plans one GPU: rok_hw_gpu_share() gives its share,
+   * which carries `gpu` (its index) and is_share. gpus 1 (absent): the
+   * profile is one GPU's and owns everything in it. */
+  struct {
+    guint64 gpus;
+    guint64 nvme_devices[ROK_HW_MAX_NODE_GPUS];
+    guint nvme_devices_len;
+    guint64 gpu;
+    gboolean is_share;
+  } node;
 } RokHw;
 
 RokHw *rok_hw_load(const char *path, GError **error);
@@ -157,6 +190,32 @@ const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind);
  * (Steffen's monotone method, linear between two knots, clamped to the end
  * knots); 0 when the direction has no knot or `rates` is NULL. */
 double rok_hw_op_rate(const RokHwOpRates *rates, RokHwDirection direction, double work);
+
+/* Collectives as NCCL runs them, costed with the alpha-beta model over
+ * `ranks` GPUs, each moving `bytes` (the whole buffer): ring all-gather and
+ * reduce-scatter take (n-1)·α + (n-1)/n·bytes/β; all-reduce the faster of
+ * the ring, 2(n-1)·α + 2(n-1)/n·bytes/β, and the (double binary) tree,
+ * 2·⌈log2 n⌉·α + 2·bytes/β; a send α + bytes/β. α and β are the intra-node
+ * figures when the group fits in a node, else the inter-node ones.
+ * Seconds; 0 for one rank or a profile without an interconnect. */
+typedef enum {
+  ROK_COLLECTIVE_ALL_REDUCE,
+  ROK_COLLECTIVE_ALL_GATHER,
+  ROK_COLLECTIVE_REDUCE_SCATTER,
+  ROK_COLLECTIVE_SEND
+} RokCollective;
+double rok_hw_collective_s(const RokHw *hw, RokCollective collective, double bytes, guint64 ranks,
+                           gboolean inter_node);
+
+/* GPU `gpu` of a node profile as one GPU's profile: host memory and the
+ * pinned buffer divided by the node's GPUs, the SSDs it reaches (its
+ * array, or its even share of the drives). A profile of one GPU, or a
+ * share already, is copied as it is. ROK_ERROR_USAGE for a GPU the node
+ * does not have. */
+RokHw *rok_hw_gpu_share(const RokHw *hw, guint64 gpu, GError **error);
+/* The GPU of the node with the fewest drives (the first of them): the one
+ * whose plan the node's SSDs limit most. */
+guint64 rok_hw_node_weakest_gpu(const RokHw *hw);
 
 /* Derived rates of the whole array (all devices striped). */
 double rok_hw_nvme_read_bandwidth(const RokHw *hw);

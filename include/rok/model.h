@@ -125,6 +125,13 @@ typedef struct {
   RokOptimizer optimizer;
   RokPrecision precision;
   guint64 zero_stage; /* 0..3 */
+  /* Pipeline parallelism as Megatron-LM runs it: `virtual_stages` model
+   * chunks per stage (interleaved 1F1B above 1; default 1), and optionally
+   * the layers of the first and last stages (Megatron's
+   * --decoder-first/last-pipeline-num-layers; 0: an even split), the other
+   * stages sharing the rest evenly. */
+  guint64 virtual_stages;
+  guint64 first_stage_layers, last_stage_layers;
   RokModelArchitecture a; /* details beyond the shape (config-arch.c) */
   /* How the framework trains it (src/model/config-training.c). */
   struct {
@@ -168,6 +175,11 @@ guint64 rok_model_param_count(const RokModel *model);
 /* Parameters one GPU holds before ZeRO sharding: one tensor-parallel rank of
  * the first pipeline stage (which holds the embedding). */
 guint64 rok_model_params_per_gpu(const RokModel *model);
+/* Parameters one tensor-parallel rank of pipeline stage `stage` holds: its
+ * layers, the embedding on the first stage, the final norm and output
+ * head on the last (with a copy of a tied embedding, as Megatron-LM keeps
+ * one there when pipelining). */
+guint64 rok_model_stage_params(const RokModel *model, guint stage);
 /* Bytes one layer saves for backward by the closed form of Korthikanti et
  * al. (sbh(34 + 5as/h) and its tensor/sequence-parallel, no-dropout and
  * flash variants), for GPT and BERT layers of the standard shape in 16-bit;
@@ -175,6 +187,10 @@ guint64 rok_model_params_per_gpu(const RokModel *model);
  * exactly and adds what the formula leaves out (normalisation statistics,
  * flash attention's log-sum-exp). */
 guint64 rok_model_reference_layer_bytes(const RokModel *model);
+/* The layers pipeline stage `stage` (0-based, < pipeline_parallel) holds:
+ * the first one's index in the model and how many (all its virtual chunks
+ * together). */
+void rok_model_stage_layers(const RokModel *model, guint stage, guint64 *first, guint64 *count);
 /* Whether transformer layer `layer` (0-based) has a mixture of experts. */
 gboolean rok_model_is_moe_layer(const RokModel *model, guint64 layer);
 /* The sliding window of `layer` (0: full attention). */
@@ -212,19 +228,22 @@ typedef struct {
 } RokFixedTerm;
 #define ROK_FIXED_MAX_TERMS 12
 /* The fixed memory's terms (weights, gradients, fp32 gradient partition,
- * master weights, optimizer states, ZeRO-3's gathered buffers...) into
- * `terms`; returns how many. */
-guint rok_model_fixed_terms(const RokModel *model, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]);
-/* Parameters one GPU trains (adapters under LoRA; not the frozen layers). */
-guint64 rok_model_trainable_params_per_gpu(const RokModel *model);
-/* Bytes one optimizer step reads and writes on one GPU: the optimizer's
- * own traffic per trained parameter, gradient-norm clipping and (fp16) the
- * loss-scale check, over the shard this rank updates. */
-guint64 rok_model_optimizer_step_bytes(const RokModel *model);
-/* FLOPs of one optimizer step's GEMMs on one GPU: APOLLO's projection of
- * each trained attention and MLP gradient (2·r·rows·cols), over this
- * rank's shard; 0 for the element-wise optimizers. */
-guint64 rok_model_optimizer_step_flops(const RokModel *model);
+ * master weights, optimizer states, ZeRO-3's gathered buffers...) on one
+ * GPU of pipeline stage `stage` (its parameters as
+ * rok_model_stage_params; stage 0 is the first, Megatron-LM's most loaded
+ * shard) into `terms`; returns how many. */
+guint rok_model_fixed_terms(const RokModel *model, guint stage, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]);
+/* Parameters one GPU of `stage` trains (adapters under LoRA; not the
+ * frozen layers). */
+guint64 rok_model_trainable_params_per_gpu(const RokModel *model, guint stage);
+/* Bytes one optimizer step reads and writes on one GPU of `stage`: the
+ * optimizer's own traffic per trained parameter, gradient-norm clipping
+ * and (fp16) the loss-scale check, over the shard this rank updates. */
+guint64 rok_model_optimizer_step_bytes(const RokModel *model, guint stage);
+/* FLOPs of one optimizer step's GEMMs on one GPU of `stage`: APOLLO's
+ * projection of each trained attention and MLP gradient (2·r·rows·cols),
+ * over this rank's shard; 0 for the element-wise optimizers. */
+guint64 rok_model_optimizer_step_flops(const RokModel *model, guint stage);
 const char *rok_optimizer_name(RokOptimizer optimizer);
 const char *rok_framework_name(RokFramework framework);
 

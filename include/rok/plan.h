@@ -279,6 +279,10 @@ typedef struct {
   double endurance_bytes;         /* devices · endurance_pbw · 1e15 (as rated) */
   double lifetime_years;          /* INFINITY when nothing is written; NaN when the endurance is unknown */
   guint64 capacity_bytes;         /* devices · capacity */
+  /* The drives this GPU stripes over, and the GPUs of its node (1 for a
+   * profile of one GPU): per drive, writes and the required bandwidth are
+   * divided by `drives`; the node writes node_gpus times as much. */
+  guint64 drives, node_gpus;
 } RokSsdFigures;
 
 /* The lifetime model's assumptions. The drives last

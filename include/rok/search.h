@@ -11,13 +11,14 @@
  * to host memory and SSDs allowed ("offload" 1), the SSDs only while their
  * predicted lifetime is at least the user's floor.
  *
- * What is not modelled, and so not searched: pipeline stages (the
- * simulator runs one GPU's step without a pipeline: PP = 1 and one virtual
- * stage only, until the simulator models pipelines,
- * rok_search_pipeline_modelled()), and communication (tensor-parallel
- * all-reduces, data-parallel gradient reduction, ZeRO gathers are not in
- * the step time; ZeRO only shards fixed memory). Throughput is the
- * cluster's: tokens/s of one replica times DP.
+ * Not searched yet: pipeline stages. The simulator models them (rok
+ * simulate/plan compose every stage's step, rok sweep --pipeline-parallel),
+ * but the search still plans one GPU's step alone: PP = 1 and one virtual
+ * stage only, until it plans every stage and composes them
+ * (rok_search_pipeline_modelled()). Communication is in the step time as
+ * the simulator costs it on the profile's interconnect (tensor-parallel
+ * collectives, ZeRO-3 gathers, the exposed data-parallel reduction).
+ * Throughput is the cluster's: tokens/s of one replica times DP.
  *
  * Pruning, deterministic: a point's step time is at least that of keeping
  * everything with unbounded memory (compute alone, as the simulator times
@@ -88,8 +89,8 @@ typedef struct {
 void rok_search_free(RokSearch *search);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSearch, rok_search_free)
 
-/* TRUE when the simulator models pipeline stages (bubbles, per-stage
- * memory): then PP > 1 and virtual stages are enumerated. */
+/* TRUE when the search plans pipeline stages (every stage planned, the
+ * pipeline composed): then PP > 1 and virtual stages are enumerated. */
 gboolean rok_search_pipeline_modelled(void);
 
 typedef struct _RokSearchSpec RokSearchSpec;

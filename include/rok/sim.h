@@ -126,8 +126,45 @@
  * step, the others are taken to repeat the last detailed period (start of
  * the last detailed micro-batch minus start of the one before; with one
  * detailed micro-batch, its own forward and backward), for the time and
- * for every counter. Not modelled: gradient all-reduce, pipeline bubbles,
- * ZeRO-3 weight gathers (data-parallel communication is outside the trace). */
+ * for every counter.
+ *
+ * Communication (src/sim/comm.c; only with an "interconnect" section in
+ * the profile, else none is costed). Collectives are costed with the
+ * alpha-beta model of rok_hw_collective_s (rok/hw.h) on the tensor-,
+ * data- or pipeline-parallel group, intra-node while the group fits in a
+ * node with Megatron-LM's rank order (tensor, then data, then pipeline).
+ * Tensor parallelism (Megatron): per layer two all-reduces forward and two
+ * backward, or with sequence parallelism an all-gather before each
+ * column-parallel linear (again in backward) and a reduce-scatter after
+ * each row-parallel one and of each input gradient; on the critical path,
+ * added to the op they surround (so a recompute that re-runs the op
+ * re-runs them). ZeRO-3 (DeepSpeed): every layer's parameters gathered
+ * before its forward and its backward and its gradients reduce-scattered,
+ * every micro-batch, prefetched behind the previous layer: what that
+ * layer's compute does not hide is added to the layer's first op. Data
+ * parallelism (ZeRO 0-2, Megatron's DDP): one reduction of the fp32
+ * gradients per step (reduce-scatter and a parameter all-gather with the
+ * distributed optimizer, else an all-reduce), overlapped with the last
+ * micro-batch's backward in buckets of max(40M, 1M·d) parameters: what
+ * that backward does not hide, and at least one bucket, delays the
+ * optimizer step. Not modelled: communication competing with PCIe copies
+ * (intra_node_pcie is read and reported, not simulated), overlap of
+ * tensor-parallel communication with compute (Megatron's
+ * --tp-comm-overlap), the embedding's gradient all-reduce between the
+ * first and last stages.
+ *
+ * Pipeline parallelism. A stage's trace (rok_trace_new_for_stage) runs
+ * its micro-batches in Megatron-LM's order: 1F1B, or interleaved 1F1B with
+ * virtual stages (src/sim/order.c); its warm-up forwards are simulated in
+ * detail, so the memory of the micro-batches in flight is in the peak.
+ * rok_pipeline_simulate() simulates every stage and composes them: each
+ * stage's blocks (a micro-batch through one model chunk, forward or
+ * backward) take the time they took in the stage's own simulation, a
+ * forward waits for the previous chunk's forward of the same micro-batch
+ * and a backward for the next chunk's backward, each plus one send between
+ * stages (activation bytes over the interconnect: rok/hw.h); the step
+ * ends when the last stage's optimizer step does. Every stage's result
+ * then carries the pipeline's step and its own bubble. */
 #pragma once
 
 #include <glib.h>
@@ -173,6 +210,28 @@ typedef struct {
   guint64 staging_peak_bytes, host_peak_bytes;
   guint64 forwarded_tensors; /* offloaded tensors used from GPU memory */
   guint64 events;            /* events the engine processed */
+  /* Pipeline parallelism: the stage this is (of `stages`) and its model
+   * chunks. Without pipelining stage 0 of 1, one chunk, no bubble. */
+  guint stage, stages, chunks;
+  /* Per chunk, one micro-batch's forward and backward on this stage,
+   * stalls and recompute included (mean over the detailed ones). */
+  gint64 *chunk_fwd_ns, *chunk_bwd_ns;
+  gint64 optimizer_ns;
+  gint64 stage_ns;  /* the stage alone: its blocks back to back, then its optimizer step */
+  gint64 bubble_ns; /* of step_ns, waiting for other stages (0 when not composed) */
+  gint64 send_ns;   /* one activation (or its gradient) between two stages */
+  /* The most chunk-micro-batches this stage holds at once under its
+   * schedule, and the saved activations the plan keeps in GPU memory for
+   * them (Megatron-LM's theoretical activation memory counts these). */
+  guint64 in_flight, held_activation_bytes;
+  /* Communication (with an interconnect in the profile; see comm.c):
+   * exposed_comm_ns is what the step waits for: tensor-parallel
+   * collectives and ZeRO-3's unhidden gathers on the compute stream (not
+   * in compute_ns), and the data-parallel reduction's exposed part before
+   * the optimizer step; tp_comm_ns the former, dp_comm_ns the reduction
+   * in all (hidden or not), zero3_comm_ns ZeRO-3's gathers and
+   * reductions in all. Pipeline sends are in the bubble. */
+  gint64 exposed_comm_ns, tp_comm_ns, dp_comm_ns, dp_exposed_ns, zero3_comm_ns, zero3_exposed_ns;
   /* From a simulator that records (NULL otherwise): RokAction in order of
    * creation, guint action indexes, RokSimSample at every change. */
   GArray *actions, *deps, *samples;
@@ -208,6 +267,25 @@ RokSimResult *rok_simulate_recorded(const RokTrace *trace, const RokHw *hw, cons
  * Borrows `trace` and `hw`, which must outlive it. */
 RokSchedule *rok_sim_schedule_new(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *strategy,
                                   guint64 budget_bytes, GError **error);
+
+/* ---- Pipeline parallelism ---- */
+
+/* The step of a pipeline of `stages` stages of `chunks` chunks each over
+ * `micro_batches` micro-batches, when a forward of chunk c on stage s takes
+ * fwd_ns[s·chunks + c] (backward: bwd_ns), every send between stages
+ * send_ns and stage s's optimizer step optimizer_ns[s] (may be NULL):
+ * when the last stage finishes. busy_ns[s] (may be NULL) receives the time
+ * stage s computes. With equal stages, one chunk and no sends the step is
+ * (m + p - 1)·(f + b): a bubble of (p - 1)/(m + p - 1). */
+gint64 rok_pipeline_step_ns(guint stages, guint chunks, guint64 micro_batches, const gint64 *fwd_ns,
+                            const gint64 *bwd_ns, gint64 send_ns, const gint64 *optimizer_ns, gint64 *busy_ns);
+
+/* Simulate stage s's trace traces[s] under plans[s] for s < n (n the
+ * model's pipeline_parallel), recorded or not, and compose the pipeline:
+ * results[s] (freed by the caller) carry the pipeline's step, their
+ * bubble and the send time. */
+gboolean rok_pipeline_simulate(RokTrace *const *traces, const RokHw *hw, RokStepPlan *const *plans, guint n,
+                               gboolean record, RokSimResult **results, GError **error);
 
 /* The summary as JSON: step_time_s, tokens_per_s, peak_bytes,
  * activation_peak_bytes, compute_s, recompute_s, stall_s, pcie_d2h_bytes,

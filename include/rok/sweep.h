@@ -12,7 +12,19 @@
  * memory and by default equal to it. Strategies that need SSDs (offload,
  * tba) are left out at points with 0 of them.
  *
- * Points are ordered as nested loops, the first axis outermost: budget,
+ * Layouts: tensor_parallel, pipeline_parallel and virtual_stages are axes
+ * too; with a GPU count (rok_sweep_spec_set_gpus) data_parallel is the
+ * GPUs over tensor_parallel · pipeline_parallel at each point. Once a
+ * layout axis or the GPU count is set, the global batch stays the
+ * config's (the micro-batches per step follow), so that layouts train on
+ * the same tokens per step, and tokens_per_s is the whole job's (every
+ * data-parallel replica's); otherwise it is one replica's. A pipelined point simulates every
+ * stage and composes them (rok_pipeline_simulate); its row has the
+ * pipeline's step, and the memory figures of the stage with the highest
+ * peak; it fits when every stage does.
+ *
+ * Points are ordered as nested loops, the first axis outermost:
+ * tensor_parallel, pipeline_parallel, virtual_stages, budget,
  * nvme_devices, seq_len, micro_batch; each axis's values rising; at each
  * point, the strategies in the order asked for. Sweeping runs the points on
  * a GLib thread pool, each worker with its own trace and simulator, and
@@ -44,6 +56,9 @@
 G_BEGIN_DECLS
 
 typedef enum {
+  ROK_SWEEP_TENSOR_PARALLEL,
+  ROK_SWEEP_PIPELINE_PARALLEL,
+  ROK_SWEEP_VIRTUAL_STAGES,
   ROK_SWEEP_BUDGET,
   ROK_SWEEP_NVME_DEVICES,
   ROK_SWEEP_SEQ_LEN,
@@ -55,7 +70,8 @@ typedef enum {
 #define ROK_SWEEP_MAX_VALUES 4096
 #define ROK_SWEEP_MAX_POINTS 65536
 
-/* The CSV column: "budget_bytes", "nvme_devices", "seq_len", "micro_batch". */
+/* The CSV column: "tensor_parallel", "pipeline_parallel", "virtual_stages",
+ * "budget_bytes", "nvme_devices", "seq_len", "micro_batch". */
 const char *rok_sweep_axis_name(RokSweepAxis axis);
 /* The column name or the option's ("micro-batch", "budget"); ROK_ERROR_USAGE
  * listing the axes otherwise. */
@@ -69,6 +85,8 @@ GArray *rok_sweep_parse_range(const char *text, gboolean sizes, guint64 min, GEr
 /* One strategy at one point. */
 typedef struct {
   RokStrategy strategy;
+  /* The layout; data_parallel follows from --gpus (or is the config's). */
+  guint64 tensor_parallel, pipeline_parallel, data_parallel, virtual_stages;
   guint64 micro_batch, seq_len, nvme_devices, budget_bytes;
   guint64 gpu_memory_bytes, fixed_bytes;
   double step_time_s, tokens_per_s; /* tokens/s per copy of the model */
@@ -79,7 +97,8 @@ typedef struct {
   double required_write_bandwidth;
   guint64 nvme_write_bytes; /* simulated, over the whole step */
   double recompute_s, stall_s;
-  gboolean fits; /* peak_bytes <= budget_bytes */
+  double bubble_s, exposed_comm_s; /* pipeline bubble (of the stage with the highest peak), communication */
+  gboolean fits; /* peak_bytes <= budget_bytes (every stage's) */
 } RokSweepRow;
 
 guint64 rok_sweep_row_value(const RokSweepRow *row, RokSweepAxis axis);
@@ -112,6 +131,9 @@ gboolean rok_sweep_spec_set_axis(RokSweepSpec *spec, RokSweepAxis axis, const ch
 /* Which strategies, comma-separated ("keep,offload"); all by default. */
 gboolean rok_sweep_spec_set_strategies(RokSweepSpec *spec, const char *list, GError **error);
 guint rok_sweep_spec_points(const RokSweepSpec *spec);
+/* Sweep layouts of `gpus` GPUs: data_parallel = gpus / (tensor_parallel ·
+ * pipeline_parallel) at each point (which must divide). */
+gboolean rok_sweep_spec_set_gpus(RokSweepSpec *spec, guint64 gpus, GError **error);
 
 /* Called in the calling thread after each point: done of total. */
 typedef void (*RokSweepProgressFunc)(guint done, guint total, gpointer user_data);
@@ -134,11 +156,12 @@ RokSweep *rok_sweep_new_from_rows(const RokSweepSpec *spec, GArray *rows);
 json_object *rok_sweep_to_json(const RokSweep *sweep);
 
 /* CSV: the header line, then one line per row. Columns: strategy, model,
- * hw, micro_batch, seq_len, nvme_devices, budget_bytes, gpu_memory_bytes,
+ * hw, tensor_parallel, pipeline_parallel, data_parallel, virtual_stages,
+ * micro_batch, seq_len, nvme_devices, budget_bytes, gpu_memory_bytes,
  * fixed_bytes, step_time_s, tokens_per_s, tokens_per_gpu_s,
  * model_flops_per_gpu_s, mfu, peak_bytes,
  * activation_peak_bytes, required_write_bandwidth, nvme_write_bytes,
- * recompute_s, stall_s, fits (0 or 1). Base units: bytes, seconds, bytes/s,
+ * recompute_s, stall_s, bubble_s, exposed_comm_s, fits (0 or 1). Base units: bytes, seconds, bytes/s,
  * tokens/s. Names holding a comma or a quote are quoted (RFC 4180). */
 char *rok_sweep_to_csv(const RokSweep *sweep);
 /* Written atomically (temporary file and rename). */

@@ -100,13 +100,27 @@ typedef struct {
   guint layers;                   /* transformer layers in the trace */
   guint64 tokens_per_micro_batch; /* tokens one micro-batch trains on (per GPU) */
   guint64 micro_batches_per_step; /* gradient accumulation steps */
+  /* Pipeline parallelism: the stage this trace is of (of `stages`), and
+   * its model chunks (virtual stages): chunk c holds the trace's layers
+   * [c·layers/chunks, (c+1)·layers/chunks) and is the model's chunk
+   * c·stages + stage; layer -1 ops belong to the chunk of the next layer
+   * op (the last chunk when none follows). 1, 1 without pipelining. */
+  guint stage, stages, chunks;
   RokFixedMemory fixed;
   GArray *ops;     /* RokOp, index == id, forward order */
   GArray *tensors; /* RokTensor, index == id, in order of production */
 } RokTrace;
 
-/* From a model config (src/model/transformer.c). */
+/* From a model config (src/trace/transformer.c): the first pipeline stage. */
 RokTrace *rok_trace_new_from_model(const RokModel *model, GError **error);
+/* Pipeline stage `stage` (< pipeline_parallel) of a model config, as
+ * Megatron-LM splits it: the first stage holds the embedding, the last the
+ * output head and loss; every model chunk that does not start the model
+ * starts from a received activation (an input op "recvC.activation"), and
+ * one that does not end it ends with the activation it sends on. */
+RokTrace *rok_trace_new_for_stage(const RokModel *model, guint stage, GError **error);
+/* The model chunk (0 .. chunks-1) op `op` runs in (see `chunks`). */
+guint rok_trace_op_chunk(const RokTrace *trace, guint op);
 
 /* Building by hand (tests, importers). Ids are given in order. */
 RokTrace *rok_trace_new(const char *model_name);

@@ -21,8 +21,10 @@ guint rok_strategy_color(RokStrategy strategy) {
 }
 
 void rok_sweep_view_init(const RokSweep *sweep, RokSweepView *view) {
-  static const RokSweepAxis preferred[] = {ROK_SWEEP_MICRO_BATCH, ROK_SWEEP_SEQ_LEN, ROK_SWEEP_NVME_DEVICES,
-                                           ROK_SWEEP_BUDGET};
+  static const RokSweepAxis preferred[] = {ROK_SWEEP_MICRO_BATCH,     ROK_SWEEP_SEQ_LEN,
+                                           ROK_SWEEP_NVME_DEVICES,    ROK_SWEEP_BUDGET,
+                                           ROK_SWEEP_PIPELINE_PARALLEL, ROK_SWEEP_TENSOR_PARALLEL,
+                                           ROK_SWEEP_VIRTUAL_STAGES};
   view->x = ROK_SWEEP_MICRO_BATCH;
   for (guint i = 0; i < G_N_ELEMENTS(preferred); i++)
     if (sweep->values[preferred[i]]->len > 1) {
@@ -144,6 +146,9 @@ static gboolean geometric(const GArray *values) {
 
 static void set_x_axis(RokChart *chart, const RokSweep *sweep, RokSweepAxis x) {
   static const char *const titles[ROK_SWEEP_AXIS_COUNT] = {
+      [ROK_SWEEP_TENSOR_PARALLEL] = "Tensor-parallel degree",
+      [ROK_SWEEP_PIPELINE_PARALLEL] = "Pipeline stages",
+      [ROK_SWEEP_VIRTUAL_STAGES] = "Virtual stages per pipeline stage",
       [ROK_SWEEP_BUDGET] = "Memory budget",
       [ROK_SWEEP_NVME_DEVICES] = "NVMe SSDs",
       [ROK_SWEEP_SEQ_LEN] = "Sequence length (tokens)",
@@ -171,8 +176,11 @@ static char *fixed_axes(const RokSweep *sweep, const RokSweepView *view) {
     } else if (a == ROK_SWEEP_NVME_DEVICES) {
       g_string_append_printf(text, "%" G_GUINT64_FORMAT " SSD%s", view->at[a], view->at[a] == 1 ? "" : "s");
     } else {
-      g_string_append_printf(text, "%s %" G_GUINT64_FORMAT, a == ROK_SWEEP_SEQ_LEN ? "sequence length" : "micro-batch",
-                             view->at[a]);
+      static const char *const words[ROK_SWEEP_AXIS_COUNT] = {
+          [ROK_SWEEP_TENSOR_PARALLEL] = "TP", [ROK_SWEEP_PIPELINE_PARALLEL] = "PP",
+          [ROK_SWEEP_VIRTUAL_STAGES] = "virtual stages", [ROK_SWEEP_SEQ_LEN] = "sequence length",
+          [ROK_SWEEP_MICRO_BATCH] = "micro-batch"};
+      g_string_append_printf(text, "%s %" G_GUINT64_FORMAT, words[a], view->at[a]);
     }
   }
   return g_string_free(text, FALSE);

@@ -236,6 +236,11 @@ gboolean cli_check_model_sets(char **sets, GError **error) {
 /* Read once (a pipe can be read only once): a rok-trace/1 file says so in
  * its "format"; a model config has none. */
 RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
+  gboolean from_file = FALSE;
+  return cli_load_trace_file_or_model(arg, sets, &from_file, error);
+}
+
+RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *from_file, GError **error) {
   if (!cli_check_model_sets(sets, error))
     return NULL;
   g_autofree char *path = cli_resolve(arg, "models", error);
@@ -243,7 +248,8 @@ RokTrace *cli_load_trace(const char *arg, char **sets, GError **error) {
   if (doc == NULL)
     return NULL;
   json_object *root = rok_json_doc_root(doc);
-  if (json_object_is_type(root, json_type_object) && json_object_object_get_ex(root, "format", NULL)) {
+  *from_file = json_object_is_type(root, json_type_object) && json_object_object_get_ex(root, "format", NULL);
+  if (*from_file) {
     if (sets != NULL && sets[0] != NULL) {
       g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--set %s: a trace file has no model config to override",
                   sets[0]);
@@ -276,18 +282,20 @@ void cli_print_notes(const char *kind, char **notes) {
     fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), kind, *n);
 }
 
-/* --hw-set names profile fields: gpu.*, pcie.*, host.*, nvme.*, name, source. */
+/* --hw-set names profile fields: gpu.*, pcie.*, host.*, nvme.*, interconnect.*, node.*, name, source. */
 static gboolean check_hw_sets(char **hw_sets, GError **error) {
   const char *set = misplaced(hw_sets, TRUE);
   if (set == NULL)
     return TRUE;
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-              "--hw-set %s: --hw-set overrides hardware-profile fields (gpu.*, pcie.*, host.*, nvme.*); for a "
-              "model-config field use --set %s",
+              "--hw-set %s: --hw-set overrides hardware-profile fields (gpu.*, pcie.*, host.*, nvme.*, "
+              "interconnect.*, node.*); for a model-config field use --set %s",
               set, set);
   return FALSE;
 }
 
+/* A node profile is planned for one of its GPUs: the one with the fewest
+ * drives, whose share of the node limits a plan most. */
 RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {
   if (!check_hw_sets(hw_sets, error))
     return NULL;
@@ -296,11 +304,20 @@ RokHw *cli_load_hw(const char *arg, char **hw_sets, GError **error) {
   if (doc == NULL)
     return NULL;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  RokHw *hw = rok_hw_from_doc(doc, (const char *const *)hw_sets, warnings, error);
+  g_autoptr(RokHw) node = rok_hw_from_doc(doc, (const char *const *)hw_sets, warnings, error);
   g_ptr_array_add(warnings, NULL);
-  if (hw != NULL)
+  if (node != NULL)
     cli_print_notes("warning", (char **)warnings->pdata);
-  return hw;
+  if (node == NULL || node->node.gpus <= 1 || node->node.is_share)
+    return g_steal_pointer(&node);
+  guint64 gpu = rok_hw_node_weakest_gpu(node);
+  RokHw *share = rok_hw_gpu_share(node, gpu, error);
+  if (share != NULL)
+    g_printerr("rok: note: %s is a node of %" G_GUINT64_FORMAT " GPUs; figures are for GPU %" G_GUINT64_FORMAT
+               " and its share: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " drives, 1/%" G_GUINT64_FORMAT
+               " of host and pinned memory\n",
+               node->name, node->node.gpus, gpu, share->nvme.devices, node->nvme.devices, node->node.gpus);
+  return share;
 }
 
 gboolean cli_check_hw_sets(const char *hw_arg, char **hw_sets, GError **error) {

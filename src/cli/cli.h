@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "rok/hw.h"
+#include "rok/sim.h"
 #include "rok/trace.h"
 
 typedef struct {
@@ -97,6 +98,21 @@ char *cli_percent_text(double fraction);
 void cli_print_notes(const char *kind, char **notes);
 /* What `model` leaves unmodelled (warnings) and assumes (notes). */
 void cli_print_model_notes(const RokModel *model);
+/* cli_load_trace, saying whether `arg` was a rok-trace/1 file. */
+RokTrace *cli_load_trace_file_or_model(const char *arg, char **sets, gboolean *from_file, GError **error);
+
+/* cli-pipeline.c: every pipeline stage of a model config (one trace
+ * without pipelining, or for a trace file: that stage, with a warning);
+ * RokTrace elements. */
+GPtrArray *cli_load_stages(const char *arg, char **sets, GError **error);
+/* --stage TEXT: "all" (-1; the default with several stages) or a stage. */
+gboolean cli_parse_stage(const char *text, guint stages, gint *stage, GError **error);
+/* Print a warning for each part of this layout rok does not model (no
+ * interconnect to cost its communication, ZeRO-2/3 with pipelining,
+ * PCIe peer-to-peer contention). */
+void cli_warn_unmodelled(const RokModel *model, const RokHw *hw);
+/* The table of a composed pipeline: one row per stage. */
+void cli_print_stages(RokSimResult *const *results, RokTrace *const *traces, guint n);
 
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);

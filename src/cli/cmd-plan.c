@@ -14,7 +14,7 @@
 #include "rok/schedule.h"
 
 typedef struct {
-  char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
+  char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate, *stage;
   gint points;
   gint64 offload_min_elements; /* G_MININT64: the strategies' default */
   RokSsdModel ssd;
@@ -32,6 +32,7 @@ static void options_clear(Options *o) {
   g_free(o->tiers);
   g_free(o->min_lifetime);
   g_free(o->max_rate);
+  g_free(o->stage);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -211,6 +212,65 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
     return FALSE;
   rok_ssd_figures(trace, hw, out->plan, out->result, &out->ssd_model, &out->ssd);
   out->layers = rok_plan_layers_to_json(trace, out->plan);
+  return TRUE;
+}
+
+/* ---- the other pipeline stages ---- */
+
+static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Outcome *out);
+
+/* Stage `s` planned under the same budget and strategy as the one shown;
+ * when none fits, with --json, the stage's no-fit document is printed. */
+static RokStepPlan *plan_stage(const Options *o, const Outcome *shown, RokTrace *trace, guint s, gboolean json,
+                               GError **error) {
+  RokPlannerOptions popts;
+  g_auto(Outcome) local = {0};
+  if (!check_options(o, shown->hw, &local, &popts, error) ||
+      (local.planner = rok_planner_new(trace, shown->hw, &popts, error)) == NULL)
+    return NULL;
+  local.strategy = shown->strategy;
+  RokStepPlan *plan = shown->strategy == ROK_STRATEGY_ROK
+                          ? rok_planner_plan(local.planner, shown->budget, &local.result, error)
+                          : rok_planner_baseline(local.planner, shown->strategy, shown->budget, &local.result, error);
+  if (plan == NULL && json && g_error_matches(*error, ROK_ERROR, ROK_ERROR_NO_FIT)) {
+    json_object *doc = no_fit_json(trace, shown->hw, &local);
+    json_object_object_add(doc, "pipeline_stage", json_object_new_uint64(s));
+    cli_print_json(doc, NULL);
+  }
+  if (plan == NULL)
+    g_prefix_error(error, "pipeline stage %u: ", s);
+  return plan;
+}
+
+/* Every stage planned under the budget and the pipeline composed from
+ * the plans; the table printed (unless JSON) and added to the report. */
+static gboolean plan_stages(const Options *o, const Outcome *out, GPtrArray *traces, guint shown, RokPlanFile *file,
+                            gboolean json, GError **error) {
+  guint n = traces->len;
+  g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  for (guint s = 0; s < n; s++) {
+    RokStepPlan *plan = s == shown ? rok_step_plan_copy(out->plan)
+                                   : plan_stage(o, out, g_ptr_array_index(traces, s), s, json, error);
+    if (plan == NULL)
+      return FALSE;
+    g_ptr_array_add(plans, plan);
+  }
+  g_autofree RokSimResult **results = g_new0(RokSimResult *, n);
+  if (!rok_pipeline_simulate((RokTrace *const *)traces->pdata, out->hw, (RokStepPlan *const *)plans->pdata, n, FALSE,
+                             results, error))
+    return FALSE;
+  json_object *stages = json_object_new_array();
+  for (guint s = 0; s < n; s++)
+    json_object_array_add(stages, rok_sim_result_to_json(results[s], g_ptr_array_index(traces, s)));
+  json_object_object_add(file->report, "stages", stages);
+  if (!json) {
+    cli_print_stages(results, (RokTrace *const *)traces->pdata, n);
+    printf("Every stage planned under the budget; stage %u (%s) in detail below, its figures for the stage "
+           "alone (no bubble); --stage N for another.\n\n",
+           shown, shown == 0 ? "the first: embedding and the most micro-batches in flight" : "chosen");
+  }
+  for (guint s = 0; s < n; s++)
+    rok_sim_result_free(results[s]);
   return TRUE;
 }
 
@@ -517,6 +577,20 @@ static void print_ssd_bytes_sentence(const Outcome *out) {
          per_mb, sum, r->micro_batches, w, rd, r->forwarded_tensors);
 }
 
+/* Per drive, and for the whole node when the profile is a node's. */
+static void print_ssd_shares(const RokSsdFigures *s, const RokHw *hw) {
+  double drives = (double)hw->nvme.devices;
+  g_autofree char *day = rok_units_format_size((guint64)(s->write_bytes_per_day / drives));
+  g_autofree char *need = rok_units_format_rate(s->required_write_bandwidth / drives);
+  printf("  Per drive: %s per day, %s of write bandwidth needed (each of %" G_GUINT64_FORMAT " striped).\n", day,
+         need, hw->nvme.devices);
+  if (hw->node.gpus > 1) {
+    g_autofree char *node = rok_units_format_size((guint64)(s->write_bytes_per_day * (double)hw->node.gpus));
+    printf("  Per node: %" G_GUINT64_FORMAT " GPUs like GPU %" G_GUINT64_FORMAT " write %s per day in all.\n",
+           hw->node.gpus, hw->node.gpu, node);
+  }
+}
+
 static void print_ssd(const Outcome *out) {
   const RokSsdFigures *s = &out->ssd;
   const RokHw *hw = out->hw;
@@ -541,6 +615,7 @@ static void print_ssd(const Outcome *out) {
   g_autofree char *path = rok_units_format_rate(s->path_write_bandwidth);
   g_autofree char *fwd = rok_units_format_time(s->forward_time_s);
   printf(" writes %s per step, %s per day at the predicted step time, training 24/7.\n", step, day);
+  print_ssd_shares(s, hw);
   printf("  Write bandwidth needed: %s (SSDTrain: offloaded bytes per micro-batch / (1.5 x forward %s));\n"
          "  simulated average %s; the array writes %s (%s through PCIe).\n",
          need, fwd, avg, array, path);
@@ -614,18 +689,24 @@ int cli_cmd_plan(int argc, char **argv) {
       {"retention-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o.ssd.retention_factor,
        "Endurance gained by relaxed retention (default 1.0)", "X"},
       CLI_CHART_ENTRIES(&style),
+      {"stage", 0, 0, G_OPTION_ARG_STRING, &o.stage,
+       "Pipeline stage to plan in detail, or all (default: all, every stage planned, stage 0 in detail)", "N|all"},
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  g_autoptr(RokTrace) trace = NULL;
+  g_autoptr(GPtrArray) traces = NULL;
+  RokTrace *trace = NULL;
   g_autoptr(RokHw) hw = NULL;
   g_auto(Outcome) out = {0};
   g_autoptr(RokPlanFile) file = NULL;
+  gint stage = 0;
   if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
       !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
-      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL || !run(&o, trace, hw, &out, &error)) {
+      (traces = cli_load_stages(argv[1], common.sets, &error)) == NULL ||
+      !cli_parse_stage(o.stage, traces->len, &stage, &error) ||
+      (trace = g_ptr_array_index(traces, stage < 0 ? 0 : stage)) == NULL || !run(&o, trace, hw, &out, &error)) {
     cli_common_clear(&common);
     if (common.json && error->code == ROK_ERROR_NO_FIT && error->domain == ROK_ERROR && out.planner != NULL)
       cli_print_json(no_fit_json(trace, hw, &out), NULL);
@@ -633,10 +714,13 @@ int cli_cmd_plan(int argc, char **argv) {
       explain_no_fit(&out, &error);
     return cli_fail(self->name, error);
   }
+  cli_warn_unmodelled(((RokTrace *)g_ptr_array_index(traces, 0))->model, hw);
   cli_common_clear(&common);
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);
   file = plan_file(&out);
+  if (stage < 0 && traces->len > 1 && !plan_stages(&o, &out, traces, 0, file, common.json, &error))
+    return cli_fail(self->name, error);
   gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
   if (o.output != NULL)
     rok_charts_release(); /* the charts are drawn; nothing else draws */

@@ -119,8 +119,8 @@ static void print_counts(const RokSearch *search, guint modes) {
          "the compute-only bound, %u by fixed memory\n",
          search->model_name, search->hw_name, mem, search->rows->len / modes, modes, modes == 1 ? "" : "s",
          search->rows->len, n[ROK_SEARCH_PLANNED], fit, n[ROK_SEARCH_PRUNED_BOUND], n[ROK_SEARCH_PRUNED_MEMORY]);
-  printf("Not modelled: pipeline parallelism (PP = 1 only, no virtual stages) and communication (tensor-parallel\n"
-         "all-reduces, gradient reduction, ZeRO gathers are not in the step time; ZeRO only shards memory).\n");
+  printf("Not searched: pipeline parallelism (PP = 1 only, no virtual stages; rok sweep --pipeline-parallel composes\n"
+         "stages). Communication is in the step time where the profile has an interconnect section.\n");
 }
 
 static void print_best(const RokSearch *search, gboolean offload, guint top) {

@@ -9,7 +9,7 @@
 #include "rok/plan.h"
 
 typedef struct {
-  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit;
+  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit, *stage;
   gint prefetch_window, detail;
 } Options;
 
@@ -20,6 +20,7 @@ static void options_clear(Options *o) {
   g_free(o->timeline_chart);
   g_free(o->budget);
   g_free(o->prefetch_unit);
+  g_free(o->stage);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -97,9 +98,21 @@ static void print_time(const RokSimResult *r, const RokTrace *trace, const RokHw
     g_autofree char *t = rok_units_format_time((double)r->stall_ns[c] / 1e9);
     g_string_append_printf(causes, "%s%s %s", c ? ", " : "", rok_stall_cause_name(c), t);
   }
+  g_autofree char *comm = rok_units_format_time((double)r->exposed_comm_ns / 1e9);
+  g_autofree char *tp = rok_units_format_time((double)r->tp_comm_ns / 1e9);
+  g_autofree char *dp = rok_units_format_time((double)r->dp_exposed_ns / 1e9);
+  g_autofree char *dp_all = rok_units_format_time((double)r->dp_comm_ns / 1e9);
+  g_autofree char *z3 = rok_units_format_time((double)r->zero3_exposed_ns / 1e9);
+  g_autofree char *comm_note = g_strdup_printf("exposed: tensor-parallel %s, ZeRO-3 gathers %s, data-parallel %s of %s",
+                                               tp, z3, dp, dp_all);
+  g_autofree char *bubble = rok_units_format_time((double)r->bubble_ns / 1e9);
+  g_autofree char *bubble_note = percent(r->bubble_ns, r->step_ns);
   print_line("Step time", step, tokens);
   print_line("Per GPU", gpu_rate, gpu_note);
   print_line("Compute", compute, compute_note);
+  print_line("Communication", comm, comm_note);
+  if (r->stages > 1)
+    print_line("Pipeline bubble", bubble, bubble_note);
   print_line("Stalls", stall, causes->str);
   g_string_free(causes, TRUE);
 }
@@ -143,26 +156,90 @@ static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace
   return ok;
 }
 
-static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, RokStrategy *strategy,
-                         GError **error) {
+static gboolean pick_strategy(const Options *o, RokStrategy *strategy, GError **error) {
   const char *name = o->strategy ? o->strategy : "keep";
   if (!rok_strategy_from_name(name, strategy, error))
-    return NULL;
+    return FALSE;
   if (*strategy == ROK_STRATEGY_ROK) { /* simulate runs baselines; plans come from `rok plan` */
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
                 "unknown strategy \"%s\" (known: keep, recompute, selective, offload, tba)", name);
-    return NULL;
+    return FALSE;
   }
-  g_autoptr(RokStepPlan) plan = rok_strategy_plan(*strategy, trace, hw, NULL, error);
-  if (plan == NULL || !apply_options(o, plan, error))
-    return NULL;
+  return TRUE;
+}
+
+/* The timeline files, of the stage shown (stage 0 when all are). */
+static gboolean save_timelines(const Options *o, const RokSimResult *r, const RokTrace *trace, GError **error) {
+  return (o->timeline == NULL || rok_sim_timeline_save(r, trace, o->timeline, error)) &&
+         (o->timeline_chart == NULL || save_timeline_chart(r, trace, o->timeline_chart, error));
+}
+
+/* Every stage under the strategy; one result per stage, composed into the
+ * pipeline when there are several. */
+static RokSimResult **run(const Options *o, GPtrArray *traces, const RokHw *hw, RokStrategy strategy, guint shown,
+                          GError **error) {
+  guint n = traces->len;
+  g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  for (guint s = 0; s < n; s++) {
+    RokStepPlan *plan = rok_strategy_plan(strategy, g_ptr_array_index(traces, s), hw, NULL, error);
+    if (plan == NULL || !apply_options(o, plan, error)) {
+      rok_step_plan_free(plan);
+      return NULL;
+    }
+    g_ptr_array_add(plans, plan);
+  }
   gboolean record = o->timeline != NULL || o->timeline_chart != NULL;
-  RokSimResult *r = (record ? rok_simulate_recorded : rok_simulate)(trace, hw, plan, error);
-  if (r != NULL && o->timeline != NULL && !rok_sim_timeline_save(r, trace, o->timeline, error))
-    g_clear_pointer(&r, rok_sim_result_free);
-  if (r != NULL && o->timeline_chart != NULL && !save_timeline_chart(r, trace, o->timeline_chart, error))
-    g_clear_pointer(&r, rok_sim_result_free);
-  return r;
+  RokSimResult **results = g_new0(RokSimResult *, n + 1);
+  gboolean ok = n > 1 ? rok_pipeline_simulate((RokTrace *const *)traces->pdata, hw, (RokStepPlan *const *)plans->pdata,
+                                              n, record, results, error)
+                      : (results[0] = (record ? rok_simulate_recorded : rok_simulate)(g_ptr_array_index(traces, 0), hw,
+                                                                                     g_ptr_array_index(plans, 0),
+                                                                                     error)) != NULL;
+  if (ok && record)
+    ok = save_timelines(o, results[shown], g_ptr_array_index(traces, shown), error);
+  if (!ok) {
+    for (guint s = 0; s < n; s++)
+      rok_sim_result_free(results[s]);
+    g_clear_pointer(&results, g_free);
+  }
+  return results;
+}
+
+static void results_free(RokSimResult **results) {
+  for (guint s = 0; results != NULL && results[s] != NULL; s++)
+    rok_sim_result_free(results[s]);
+  g_free(results);
+}
+
+static json_object *stages_json(RokSimResult **results, GPtrArray *traces, const RokHw *hw, RokStrategy strategy) {
+  json_object *out = to_json(results[0], g_ptr_array_index(traces, 0), hw, strategy);
+  json_object *stages = json_object_new_array();
+  for (guint s = 0; s < traces->len; s++)
+    json_object_array_add(stages, rok_sim_result_to_json(results[s], g_ptr_array_index(traces, s)));
+  json_object_object_add(out, "stages", stages);
+  return out;
+}
+
+static int report(const Options *o, RokSimResult **results, GPtrArray *traces, const RokHw *hw, RokStrategy strategy,
+                  gint stage, gboolean json) {
+  GError *error = NULL;
+  guint shown = stage < 0 ? 0 : (guint)stage;
+  RokTrace *trace = g_ptr_array_index(traces, shown);
+  if (json) {
+    json_object *value = stage < 0 ? stages_json(results, traces, hw, strategy)
+                                   : to_json(results[shown], trace, hw, strategy);
+    return cli_print_json(value, &error) ? ROK_EXIT_OK : cli_fail("simulate", error);
+  }
+  if (traces->len > 1)
+    cli_print_stages(results, (RokTrace *const *)traces->pdata, traces->len);
+  if (stage < 0 && traces->len > 1)
+    printf("Stage 0 (the first: embedding and the most micro-batches in flight) in detail; --stage N for "
+           "another:\n\n");
+  else if (traces->len > 1)
+    printf("Stage %d in detail:\n\n", stage);
+  print_summary(results[shown], trace, hw, strategy);
+  (void)o;
+  return ROK_EXIT_OK;
 }
 
 int cli_cmd_simulate(int argc, char **argv) {
@@ -174,8 +251,10 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,
        "keep (default), recompute, selective, offload or tba", "S"},
+      {"stage", 0, 0, G_OPTION_ARG_STRING, &o.stage,
+       "Pipeline stage to report in detail, or all (default: all, stage 0 in detail)", "N|all"},
       {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
-       "Write a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
+       "Write a Chrome/Perfetto trace-event timeline to FILE (of the --stage shown)", "FILE"},
       {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
        "Draw the step's timeline and memory to CHART (.png, .svg or .pdf)", "CHART"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.budget,
@@ -184,28 +263,30 @@ int cli_cmd_simulate(int argc, char **argv) {
        "Prefetch look-ahead in units of --prefetch-unit (default 1)", "N"},
       {"prefetch-unit", 0, 0, G_OPTION_ARG_STRING, &o.prefetch_unit,
        "What the window counts: layer (default), module (attention, MLP) or op", "UNIT"},
-      {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail, "Micro-batches simulated event by event (default 3)", "N"},
+      {"detail", 0, 0, G_OPTION_ARG_INT, &o.detail,
+       "Micro-batches simulated event by event (default 3; a pipeline stage's warm-up is always in detail)", "N"},
       CLI_CHART_ENTRIES(&style),
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
-  g_autoptr(RokTrace) trace = NULL;
+  g_autoptr(GPtrArray) traces = NULL;
   g_autoptr(RokHw) hw = NULL;
-  g_autoptr(RokSimResult) r = NULL;
+  RokSimResult **results = NULL;
   RokStrategy strategy = ROK_STRATEGY_KEEP;
+  gint stage = 0;
   if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
       !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
-      (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
-      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
-      (r = run(&o, trace, hw, &strategy, &error)) == NULL) {
+      !pick_strategy(&o, &strategy, &error) || (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
+      (traces = cli_load_stages(argv[1], common.sets, &error)) == NULL ||
+      !cli_parse_stage(o.stage, traces->len, &stage, &error) ||
+      (results = run(&o, traces, hw, strategy, stage < 0 ? 0 : (guint)stage, &error)) == NULL) {
     cli_common_clear(&common);
     return cli_fail(self->name, error);
   }
+  cli_warn_unmodelled(((RokTrace *)g_ptr_array_index(traces, 0))->model, hw);
   cli_common_clear(&common);
-  if (common.json)
-    return cli_print_json(to_json(r, trace, hw, strategy), &error) ? ROK_EXIT_OK
-                                                                       : cli_fail(self->name, error);
-  print_summary(r, trace, hw, strategy);
-  return ROK_EXIT_OK;
+  int code = report(&o, results, traces, hw, strategy, stage, common.json);
+  results_free(results);
+  return code;
 }

@@ -15,6 +15,7 @@ typedef struct {
   char *hw, *strategies, *output;
   char *ranges[ROK_SWEEP_AXIS_COUNT];
   gint threads;
+  gint64 gpus;
 } Options;
 
 static void options_clear(Options *o) {
@@ -44,7 +45,8 @@ static char *read_config(const char *arg, char **path, gsize *length, GError **e
 
 static RokSweepSpec *make_spec(const Options *o, const char *model_arg, const RokCliCommon *common, GError **error) {
   static const char *const option_names[ROK_SWEEP_AXIS_COUNT] = {
-      [ROK_SWEEP_BUDGET] = "--budget", [ROK_SWEEP_NVME_DEVICES] = "--nvme-devices",
+      [ROK_SWEEP_TENSOR_PARALLEL] = "--tensor-parallel", [ROK_SWEEP_PIPELINE_PARALLEL] = "--pipeline-parallel",
+      [ROK_SWEEP_VIRTUAL_STAGES] = "--virtual-stages", [ROK_SWEEP_BUDGET] = "--budget", [ROK_SWEEP_NVME_DEVICES] = "--nvme-devices",
       [ROK_SWEEP_SEQ_LEN] = "--seq-len", [ROK_SWEEP_MICRO_BATCH] = "--micro-batch"};
   if (!cli_check_model_sets(common->sets, error))
     return NULL;
@@ -66,6 +68,10 @@ static RokSweepSpec *make_spec(const Options *o, const char *model_arg, const Ro
       g_prefix_error(error, "%s: ", option_names[a]);
       return NULL;
     }
+  if (o->gpus != 0 && !rok_sweep_spec_set_gpus(spec, (guint64)MAX(o->gpus, 0), error)) {
+    g_prefix_error(error, "--gpus: ");
+    return NULL;
+  }
   if (o->strategies != NULL && !rok_sweep_spec_set_strategies(spec, o->strategies, error)) {
     g_prefix_error(error, "--strategies: ");
     return NULL;
@@ -114,7 +120,8 @@ static gboolean write_files(const RokSweep *sweep, const char *dir, GError **err
 }
 
 static const char *const axis_labels[ROK_SWEEP_AXIS_COUNT] = {
-    [ROK_SWEEP_BUDGET] = "budget", [ROK_SWEEP_NVME_DEVICES] = "SSDs",
+    [ROK_SWEEP_TENSOR_PARALLEL] = "TP", [ROK_SWEEP_PIPELINE_PARALLEL] = "PP",
+    [ROK_SWEEP_VIRTUAL_STAGES] = "virtual", [ROK_SWEEP_BUDGET] = "budget", [ROK_SWEEP_NVME_DEVICES] = "SSDs",
     [ROK_SWEEP_SEQ_LEN] = "seq len", [ROK_SWEEP_MICRO_BATCH] = "micro-batch"};
 
 static gboolean shown(const RokSweep *sweep, RokSweepAxis axis) {
@@ -268,6 +275,14 @@ int cli_cmd_sweep(int argc, char **argv) {
        "RANGE"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_BUDGET],
        "GPU memory budgets: 30GiB, 24GiB:40GiB:4GiB (default: the GPU's memory)", "RANGE"},
+      {"tensor-parallel", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_TENSOR_PARALLEL],
+       "Tensor-parallel degrees (a range)", "RANGE"},
+      {"pipeline-parallel", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_PIPELINE_PARALLEL],
+       "Pipeline stages (a range)", "RANGE"},
+      {"virtual-stages", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SWEEP_VIRTUAL_STAGES],
+       "Model chunks per pipeline stage (a range)", "RANGE"},
+      {"gpus", 0, 0, G_OPTION_ARG_INT64, &o.gpus,
+       "GPUs of the job: data_parallel = GPUS / (tensor × pipeline) at each point", "N"},
       {"strategies", 's', 0, G_OPTION_ARG_STRING, &o.strategies,
        "Comma-separated strategies (default: all)", "LIST"},
       {"threads", 'j', 0, G_OPTION_ARG_INT, &o.threads, "Worker threads (default 0: one per core)", "N"},

@@ -97,11 +97,11 @@ static void print_group(const RokTrace *trace, gint first, gint last) {
 }
 
 /* Every term of the fixed memory with the accounting it follows. */
-static void print_fixed_terms(const RokModel *m) {
+static void print_fixed_terms(const RokModel *m, guint stage) {
   static const char *const kinds[] = {"weights", "gradients", "optimizer"};
   RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
-  guint n = rok_model_fixed_terms(m, terms);
-  g_autofree char *trained = rok_units_format_count((double)rok_model_trainable_params_per_gpu(m));
+  guint n = rok_model_fixed_terms(m, stage, terms);
+  g_autofree char *trained = rok_units_format_count((double)rok_model_trainable_params_per_gpu(m, stage));
   printf("  %s, %s, ZeRO-%" G_GUINT64_FORMAT " over %" G_GUINT64_FORMAT " data-parallel ranks, %s trained here:\n",
          rok_framework_name(m->train.framework), rok_optimizer_name(m->optimizer), m->zero_stage, m->data_parallel,
          trained);
@@ -124,7 +124,7 @@ static void print_summary(const RokTrace *trace, const RokHw *hw) {
   printf("\nParameters: %s (%" G_GUINT64_FORMAT "); %s on this GPU\n", params, f->params_total, params_gpu);
   printf("Fixed memory on this GPU: weights %s + gradients %s + optimizer %s = %s\n", w, g, o, fx);
   if (trace->model != NULL)
-    print_fixed_terms(trace->model);
+    print_fixed_terms(trace->model, trace->stage);
   printf("Activations saved for backward, one micro-batch: %s (%s outside the layers)\n", act, outside);
   printf("Keeping everything needs %s", all);
   if (hw != NULL) {
@@ -158,11 +158,28 @@ static void print_trace(const RokTrace *trace, const RokHw *hw) {
   print_summary(trace, hw);
 }
 
+/* The trace of pipeline stage `stage` of a model config (a trace file is
+ * the stage it is). */
+static RokTrace *load_stage(const char *arg, char **sets, gint stage, GError **error) {
+  gboolean from_file = FALSE;
+  g_autoptr(RokTrace) first = cli_load_trace_file_or_model(arg, sets, &from_file, error);
+  if (first == NULL || stage == 0)
+    return g_steal_pointer(&first);
+  if (stage < 0 || from_file || first->model == NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--stage %d: %s", stage,
+                stage < 0 ? "a stage is 0 or more" : "a trace file is the stage it is; give a model config");
+    return NULL;
+  }
+  return rok_trace_new_for_stage(first->model, (guint)stage, error);
+}
+
 int cli_cmd_trace(int argc, char **argv) {
   const RokCommand *self = cli_find("trace");
   RokCliCommon common = {0};
   g_autofree char *hw_arg = NULL, *output = NULL;
+  gint stage = 0;
   const GOptionEntry entries[] = {
+      {"stage", 0, 0, G_OPTION_ARG_INT, &stage, "Pipeline stage whose trace to make (default 0, the first)", "N"},
       {"hw", 0, 0, G_OPTION_ARG_STRING, &hw_arg, "Hardware profile: say whether keeping everything fits", "HW"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the trace (rok-trace/1) to FILE", "FILE"},
       G_OPTION_ENTRY_NULL};
@@ -173,7 +190,7 @@ int cli_cmd_trace(int argc, char **argv) {
   if (!cli_parse(context, &argc, &argv, &error) || !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       !cli_check_hw_sets(hw_arg, common.hw_sets, &error) ||
       (hw_arg != NULL && (hw = cli_load_hw(hw_arg, common.hw_sets, &error)) == NULL) ||
-      (trace = cli_load_trace(argv[1], common.sets, &error)) == NULL ||
+      (trace = load_stage(argv[1], common.sets, stage, &error)) == NULL ||
       (output != NULL && !rok_trace_save(trace, output, &error))) {
     cli_common_clear(&common);
     return cli_fail(self->name, error);

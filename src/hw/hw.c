@@ -11,7 +11,7 @@
 #include "hw-private.h"
 #include "rok/core.h"
 
-static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
+static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
                                        "sm_count", "gemm_tile", NULL};
@@ -81,6 +81,10 @@ static gboolean read_latency(const RokJsonObj *o, const char *key, gint64 *ns, G
   }
   *ns = value;
   return TRUE;
+}
+
+gboolean hw_read_latency(const RokJsonObj *o, const char *key, gint64 *ns, GError **error) {
+  return read_latency(o, key, ns, error);
 }
 
 /* A measured curve has a knot per size tried: a few dozen at most. */
@@ -267,7 +271,8 @@ static RokHw *hw_from_doc(const RokJsonDoc *doc, GError **error) {
   if (!rok_json_root(doc, &root, error) || !rok_json_only_keys(&root, hw_keys, error) ||
       !rok_json_get_string(&root, "name", FALSE, &hw->name, error) ||
       !rok_json_get_string(&root, "source", FALSE, &hw->source, error) || !read_gpu(&root, hw, error) ||
-      !read_pcie(&root, hw, error) || !read_host(&root, hw, error) || !read_nvme(&root, hw, error))
+      !read_pcie(&root, hw, error) || !read_host(&root, hw, error) || !read_nvme(&root, hw, error) ||
+      !hw_interconnect_read(&root, hw, error) || !hw_node_read(&root, hw, error))
     return NULL;
   if (hw->host.pinned_buffer > hw->host.memory) {
     rok_json_error(error, doc, "host.pinned_buffer", "must not exceed \"host.memory\"");
@@ -383,6 +388,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(nvme, "gpudirect", json_object_new_boolean(hw->nvme.gpudirect));
     json_object_object_add(o, "nvme", nvme);
   }
+  hw_interconnect_to_json(hw, o);
+  hw_node_to_json(hw, o);
   return o;
 }
 

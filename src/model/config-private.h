@@ -13,9 +13,9 @@ gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error)
 gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error);
 void model_training_to_json(const RokModel *m, json_object *o);
 
-/* Parameters of `layers` consecutive layers from the first of the stack on
- * one of `t` tensor-parallel ranks (src/model/params.c). */
-guint64 model_layer_params(const RokModel *m, guint64 t, guint64 layers);
+/* Parameters of `layers` consecutive layers from layer `first` of the
+ * stack on one of `t` tensor-parallel ranks (src/model/params.c). */
+guint64 model_layer_params(const RokModel *m, guint64 t, guint64 first, guint64 layers);
 /* Parameters of the input embeddings on one of `t` ranks. */
 guint64 model_embedding_params(const RokModel *m, guint64 t);
 

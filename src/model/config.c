@@ -20,7 +20,8 @@ static const char *const model_keys[] = {
     "name", "source", "arch", "layers", "decoder_layers", "hidden", "heads", "kv_heads", "head_dim",
     "ffn_hidden", "vocab", "seq_len", "decoder_seq_len", "micro_batch", "global_batch", "dtype", "dropout",
     "mask_bytes", "attention", "tensor_parallel", "sequence_parallel", "pipeline_parallel", "data_parallel",
-    "optimizer", "precision", "zero_stage", MODEL_ARCH_KEYS,
+    "optimizer", "precision", "zero_stage", "virtual_stages", "first_stage_layers", "last_stage_layers",
+    MODEL_ARCH_KEYS,
     /* config-training.c */
     "framework", "grad_dtype", "momentum", "optimizer_rank", "lora_rank", "lora_targets", "lora_base",
     "frozen_layers", "kernels", "loss", "loss_chunk", "fp8", NULL};
@@ -81,7 +82,10 @@ static gboolean read_training(const RokJsonObj *obj, RokModel *m, GError **error
       rok_json_get_uint(obj, "data_parallel", FALSE, 1, G_MAXUINT32, &m->data_parallel, error) &&
       rok_json_get_enum(obj, "optimizer", FALSE, optimizer_names, &optimizer, error) &&
       rok_json_get_enum(obj, "precision", FALSE, precision_names, &precision, error) &&
-      rok_json_get_uint(obj, "zero_stage", FALSE, 0, 3, &m->zero_stage, error);
+      rok_json_get_uint(obj, "zero_stage", FALSE, 0, 3, &m->zero_stage, error) &&
+      rok_json_get_uint(obj, "virtual_stages", FALSE, 1, ROK_MAX_LAYERS, &m->virtual_stages, error) &&
+      rok_json_get_uint(obj, "first_stage_layers", FALSE, 1, ROK_MAX_LAYERS, &m->first_stage_layers, error) &&
+      rok_json_get_uint(obj, "last_stage_layers", FALSE, 1, ROK_MAX_LAYERS, &m->last_stage_layers, error);
   m->dtype = dtype;
   m->attention = attention;
   m->optimizer = optimizer;
@@ -159,6 +163,38 @@ static gboolean check_global_batch(const RokJsonObj *obj, const RokModel *m, GEr
   return require(FALSE, obj, "global_batch", error, why->str);
 }
 
+/* Megatron's layer split: even, or the first and last stages given and the
+ * rest even over the middle stages; interleaving needs an even split into
+ * pipeline_parallel × virtual_stages chunks. */
+static gboolean validate_pipeline(const RokJsonObj *obj, const RokModel *m, GError **error) {
+  guint64 p = m->pipeline_parallel, v = m->virtual_stages, first = m->first_stage_layers;
+  guint64 last = m->last_stage_layers;
+  gboolean uneven = first != 0 || last != 0;
+  guint64 given = first + last, middle = p - MIN(p, 2);
+  if (!require(m->arch != ROK_ARCH_T5 || p == 1, obj, "pipeline_parallel", error,
+               "above 1 is not modelled for arch \"t5\" (encoder-decoder pipeline splits)") ||
+      !require(p > 1 || v == 1, obj, "virtual_stages", error, "above 1 needs \"pipeline_parallel\" above 1") ||
+      !require(p > 1 || !uneven, obj, "first_stage_layers", error,
+               "and \"last_stage_layers\" need \"pipeline_parallel\" above 1") ||
+      !require(v == 1 || !uneven, obj, "virtual_stages", error,
+               "above 1 cannot be combined with \"first_stage_layers\" or \"last_stage_layers\"") ||
+      !require(v == 1 || rok_model_micro_batches_per_step(m) % p == 0, obj, "virtual_stages", error,
+               "above 1 needs micro-batches per step (global_batch / (micro_batch × data_parallel)) divisible "
+               "by \"pipeline_parallel\", as Megatron-LM's interleaved schedule does"))
+    return FALSE;
+  if (!uneven)
+    return require(m->layers % (p * v) == 0, obj, "pipeline_parallel", error,
+                   v > 1 ? "times \"virtual_stages\" must divide \"layers\"" : "must divide \"layers\"");
+  guint64 others = middle + (first == 0) + (last == 0); /* stages that share the rest evenly */
+  const char *key = first ? "first_stage_layers" : "last_stage_layers";
+  if (others == 0)
+    return require(given == m->layers, obj, key, error,
+                   "and \"last_stage_layers\" must add up to \"layers\" with two stages");
+  return require(given < m->layers, obj, key, error, "leaves no layers for the other stages") &&
+         require((m->layers - given) % others == 0, obj, key, error,
+                 "leaves layers that do not split evenly over the other stages");
+}
+
 static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **error) {
   guint64 t = m->tensor_parallel;
   gboolean t5 = m->arch == ROK_ARCH_T5;
@@ -172,9 +208,8 @@ static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **erro
          require(m->ffn_hidden % t == 0, obj, "tensor_parallel", error, "must divide \"ffn_hidden\"") &&
          require(!m->sequence_parallel || m->seq_len % t == 0, obj, "sequence_parallel", error,
                  "needs \"seq_len\" divisible by \"tensor_parallel\"") &&
-         require(m->layers % m->pipeline_parallel == 0, obj, "pipeline_parallel", error,
-                 "must divide \"layers\"") &&
          check_global_batch(obj, m, error) &&
+         validate_pipeline(obj, m, error) &&
          require(m->global_batch <= G_MAXUINT32, obj, "data_parallel", error,
                  "times micro_batch must be at most 4294967295 (the largest global_batch)") &&
          require(m->global_batch / (m->micro_batch * m->data_parallel) <= ROK_MAX_MICRO_BATCHES_PER_STEP, obj,
@@ -219,7 +254,7 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
   int arch = 0;
   m->dropout = -1;
   m->mask_bytes = 1;
-  m->tensor_parallel = m->pipeline_parallel = m->data_parallel = 1;
+  m->tensor_parallel = m->pipeline_parallel = m->data_parallel = m->virtual_stages = 1;
   if (!rok_json_only_keys(obj, model_keys, error) ||
       !rok_json_get_string(obj, "name", FALSE, &m->name, error) ||
       !rok_json_get_string(obj, "source", FALSE, &m->source, error) ||
@@ -300,6 +335,13 @@ json_object *rok_model_to_json(const RokModel *m) {
   json_object_object_add(o, "sequence_parallel", json_object_new_boolean(m->sequence_parallel));
   json_object_object_add(o, "pipeline_parallel", json_object_new_uint64(m->pipeline_parallel));
   json_object_object_add(o, "data_parallel", json_object_new_uint64(m->data_parallel));
+  if (m->pipeline_parallel > 1) {
+    json_object_object_add(o, "virtual_stages", json_object_new_uint64(m->virtual_stages));
+    if (m->first_stage_layers)
+      json_object_object_add(o, "first_stage_layers", json_object_new_uint64(m->first_stage_layers));
+    if (m->last_stage_layers)
+      json_object_object_add(o, "last_stage_layers", json_object_new_uint64(m->last_stage_layers));
+  }
   json_object_object_add(o, "optimizer", json_object_new_string(optimizer_names[m->optimizer]));
   json_object_object_add(o, "precision", json_object_new_string(precision_names[m->precision]));
   json_object_object_add(o, "zero_stage", json_object_new_uint64(m->zero_stage));
@@ -310,4 +352,20 @@ json_object *rok_model_to_json(const RokModel *m) {
 
 guint64 rok_model_micro_batches_per_step(const RokModel *m) {
   return m->global_batch / (m->micro_batch * m->data_parallel);
+}
+
+/* Layers of stage `stage` (first and count), Megatron's split. */
+void rok_model_stage_layers(const RokModel *m, guint stage, guint64 *first, guint64 *count) {
+  guint64 p = m->pipeline_parallel, n = m->layers + m->decoder_layers;
+  if (m->first_stage_layers == 0 && m->last_stage_layers == 0) {
+    *count = n / p;
+    *first = stage * *count;
+    return;
+  }
+  guint64 others = p - 2 + (m->first_stage_layers == 0) + (m->last_stage_layers == 0);
+  guint64 each = others ? (n - m->first_stage_layers - m->last_stage_layers) / others : 0;
+  guint64 head = m->first_stage_layers ? m->first_stage_layers : each;
+  guint64 tail = m->last_stage_layers ? m->last_stage_layers : each;
+  *count = stage == 0 ? head : stage + 1 == p ? tail : each;
+  *first = stage == 0 ? 0 : head + (stage - 1) * each;
 }

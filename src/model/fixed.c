@@ -35,15 +35,31 @@ typedef struct {
 
 #define MAX_MATRICES 12
 
-/* Every weight matrix on this GPU (the first pipeline stage), attention
- * and MLP projections as Hugging Face modules hold them (q, k, v, o; gate
- * and up apart), with the embeddings and an untied head. Returns how many
- * kinds. Vectors (norms, biases) and BERT's pooler and transform are
+/* The layers of one pipeline stage (rok_model_stage_layers, the one rule
+ * for the split) and, of them, those frozen_layers freezes. */
+typedef struct {
+  guint stage;
+  guint64 first, count, frozen;
+} Stage;
+
+static Stage stage_of(const RokModel *m, guint stage) {
+  Stage s = {.stage = stage};
+  rok_model_stage_layers(m, stage, &s.first, &s.count);
+  guint64 f = m->train.frozen_layers;
+  s.frozen = f > s.first ? MIN(f - s.first, s.count) : 0;
+  return s;
+}
+
+/* Every weight matrix on one GPU of stage `s`, attention and MLP
+ * projections as Hugging Face modules hold them (q, k, v, o; gate and up
+ * apart), with the embeddings on the first stage and an untied head (or
+ * Megatron's copy of a tied one when pipelining) on the last. Returns how
+ * many kinds. Vectors (norms, biases) and BERT's pooler and transform are
  * left out: the caller counts them as the rest. */
-static guint matrices(const RokModel *m, Matrix out[MAX_MATRICES]) {
+static guint matrices(const RokModel *m, const Stage *s, Matrix out[MAX_MATRICES]) {
   guint64 t = m->tensor_parallel, h = m->hidden, f = m->ffn_hidden / t;
   guint64 qw = m->heads * m->head_dim / t, kvw = MAX(m->kv_heads / t, 1) * m->head_dim;
-  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
+  guint64 stage = s->count;
   guint64 attn = stage, dec = m->arch == ROK_ARCH_T5 ? MIN(m->decoder_layers, stage) : 0;
   guint64 vocab = (rok_model_padded_vocab(m) + t - 1) / t, n = 0;
   attn += dec; /* T5's decoder layers add cross-attention */
@@ -52,10 +68,12 @@ static guint matrices(const RokModel *m, Matrix out[MAX_MATRICES]) {
   out[n++] = (Matrix){qw, h, attn, TRUE, ROK_LORA_PROJ};
   out[n++] = (Matrix){h, f, (m->arch == ROK_ARCH_LLAMA ? 2 : 1) * stage, TRUE, ROK_LORA_FC1};
   out[n++] = (Matrix){f, h, stage, TRUE, ROK_LORA_FC2};
-  out[n++] = (Matrix){vocab, h, 1, FALSE, 0, TRUE};
-  if (m->a.positions > 0) /* learned positions (gpt, bert) */
+  gboolean first = s->stage == 0, last = s->stage + 1 == m->pipeline_parallel;
+  if (first)
+    out[n++] = (Matrix){vocab, h, 1, FALSE, 0, TRUE};
+  if (first && m->a.positions > 0) /* learned positions (gpt, bert) */
     out[n++] = (Matrix){m->a.positions, h, 1, FALSE, 0, TRUE};
-  if (!m->a.tied_embeddings && m->pipeline_parallel == 1)
+  if (last && (!m->a.tied_embeddings || m->pipeline_parallel > 1))
     out[n++] = (Matrix){vocab, h, 1, FALSE, 0, FALSE};
   return n;
 }
@@ -76,10 +94,10 @@ static guint64 quantised_bytes(const RokModel *m, const Matrix *x) {
   return one * x->count;
 }
 
-static Held held(const RokModel *m) {
-  Held p = {.all = rok_model_params_per_gpu(m)};
+static Held held(const RokModel *m, const Stage *s) {
+  Held p = {.all = rok_model_stage_params(m, s->stage)};
   Matrix x[MAX_MATRICES];
-  guint n = matrices(m, x);
+  guint n = matrices(m, s, x);
   if (m->train.lora_rank > 0) {
     guint64 r = m->train.lora_rank;
     for (guint i = 0; i < n; i++) {
@@ -94,14 +112,14 @@ static Held held(const RokModel *m) {
     p.all += p.trained;
     return p;
   }
-  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
-  guint64 frozen = MIN(m->train.frozen_layers, stage);
   p.trained = p.all;
-  if (frozen > 0)
-    p.trained -= model_layer_params(m, m->tensor_parallel, frozen) + model_embedding_params(m, m->tensor_parallel);
+  if (s->frozen > 0)
+    p.trained -= model_layer_params(m, m->tensor_parallel, s->first, s->frozen);
+  if (m->train.frozen_layers > 0 && s->stage == 0)
+    p.trained -= model_embedding_params(m, m->tensor_parallel);
   guint64 one_rank_experts = m->a.experts / m->a.expert_parallel * 3 * m->hidden *
                              (m->a.expert_ffn_hidden / m->tensor_parallel);
-  for (guint64 i = frozen; i < stage; i++)
+  for (guint64 i = s->first + s->frozen; i < s->first + s->count; i++)
     p.expert += rok_model_is_moe_layer(m, i) ? one_rank_experts : 0;
   return p;
 }
@@ -111,17 +129,17 @@ static Held held(const RokModel *m) {
  * one for vectors; APOLLO keeps m and v of the rank-r projection, r × the
  * larger side, of each attention and MLP projection, and AdamW's two full
  * states for the rest (embeddings, head, norms), as its release does. */
-static void matrix_state_bytes(const RokModel *m, const Held *p, guint64 s, guint64 *main, guint64 *rest) {
+static void matrix_state_bytes(const RokModel *m, const Stage *st, const Held *p, guint64 s, guint64 *main,
+                               guint64 *rest) {
   gboolean adafactor = m->optimizer == ROK_OPTIMIZER_ADAFACTOR;
   if (m->train.lora_rank > 0) { /* adapters: rank-r matrices already */
     *main = adafactor ? s * p->trained : 2 * s * p->trained;
     return;
   }
   Matrix x[MAX_MATRICES];
-  guint n = matrices(m, x);
+  guint n = matrices(m, st, x);
   guint64 r = m->train.optimizer_rank, covered = 0;
-  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
-  double trained_share = stage == 0 ? 1.0 : (double)(stage - MIN(m->train.frozen_layers, stage)) / (double)stage;
+  double trained_share = st->count == 0 ? 1.0 : (double)(st->count - st->frozen) / (double)st->count;
   *main = *rest = 0;
   for (guint i = 0; i < n; i++) {
     if (m->train.frozen_layers > 0 && x[i].embedding)
@@ -146,7 +164,7 @@ static void matrix_state_bytes(const RokModel *m, const Held *p, guint64 s, guin
  * per full-precision state element: `*main` the optimizer's own, `*rest`
  * (APOLLO only) AdamW's two full states for the parameters it does not
  * project. */
-static void state_bytes(const RokModel *m, const Held *p, guint64 s, guint64 *main, guint64 *rest) {
+static void state_bytes(const RokModel *m, const Stage *st, const Held *p, guint64 s, guint64 *main, guint64 *rest) {
   guint64 t = p->trained;
   *rest = 0;
   switch (m->optimizer) {
@@ -165,13 +183,13 @@ static void state_bytes(const RokModel *m, const Held *p, guint64 s, guint64 *ma
   case ROK_OPTIMIZER_APOLLO_MINI:
     break;
   }
-  matrix_state_bytes(m, p, s, main, rest);
+  matrix_state_bytes(m, st, p, s, main, rest);
 }
 
 /* Parameters of the layers' attention and MLP matrices on this GPU. */
-static guint64 layer_linear_params(const RokModel *m) {
+static guint64 layer_linear_params(const RokModel *m, const Stage *s) {
   Matrix x[MAX_MATRICES];
-  guint n = matrices(m, x);
+  guint n = matrices(m, s, x);
   guint64 sum = 0;
   for (guint i = 0; i < n; i++)
     if (x[i].low_rank)
@@ -239,8 +257,9 @@ static guint add(RokFixedTerm *terms, guint n, const char *name, RokFixedKind ki
   return n;
 }
 
-guint rok_model_fixed_terms(const RokModel *m, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]) {
-  Held p = held(m);
+guint rok_model_fixed_terms(const RokModel *m, guint stage, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]) {
+  Stage st = stage_of(m, stage);
+  Held p = held(m, &st);
   guint64 w = rok_dtype_bytes(m->dtype), g = rok_dtype_bytes(m->train.grad_dtype), dp = m->data_parallel;
   guint64 z = m->zero_stage;
   gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
@@ -263,12 +282,12 @@ guint rok_model_fixed_terms(const RokModel *m, RokFixedTerm terms[ROK_FIXED_MAX_
   if (mixed)
     n = add(terms, n, "fp32 master weights", ROK_FIXED_OPTIMIZER, shard(m, &p, p.trained * 4, z >= 1, dp), src);
   guint64 main, rest;
-  state_bytes(m, &p, s, &main, &rest);
+  state_bytes(m, &st, &p, s, &main, &rest);
   n = add(terms, n, "optimizer states", ROK_FIXED_OPTIMIZER, shard(m, &p, main, z >= 1, dp), optimizer_source(m));
   n = add(terms, n, "AdamW states of the unprojected parameters", ROK_FIXED_OPTIMIZER, shard(m, &p, rest, z >= 1, dp),
           "APOLLO's release: embeddings, head and norms in AdamW's group");
   if (m->train.fp8 != ROK_FP8_NONE)
-    n = add(terms, n, "fp8 weight copies and transposes", ROK_FIXED_WEIGHTS, 2 * layer_linear_params(m),
+    n = add(terms, n, "fp8 weight copies and transposes", ROK_FIXED_WEIGHTS, 2 * layer_linear_params(m, &st),
             "Transformer Engine: each linear's weight cast to fp8 and transposed, kept across micro-batches");
   if (zero3 && ds) {
     guint64 largest = largest_layer(m);
@@ -278,8 +297,9 @@ guint rok_model_fixed_terms(const RokModel *m, RokFixedTerm terms[ROK_FIXED_MAX_
   return n;
 }
 
-guint64 rok_model_trainable_params_per_gpu(const RokModel *m) {
-  return held(m).trained;
+guint64 rok_model_trainable_params_per_gpu(const RokModel *m, guint stage) {
+  Stage st = stage_of(m, stage);
+  return held(m, &st).trained;
 }
 
 /* Bytes one step moves per trained parameter besides its states: the
@@ -304,24 +324,25 @@ static guint64 step_bytes_per_param(const RokModel *m, guint64 s, guint64 w, gbo
 
 /* Plus every state byte of this rank's shard read and written once, as
  * fused multi-tensor kernels do (Apex/Transformer Engine FusedAdam). */
-guint64 rok_model_optimizer_step_bytes(const RokModel *m) {
-  Held p = held(m);
+guint64 rok_model_optimizer_step_bytes(const RokModel *m, guint stage) {
+  Stage st = stage_of(m, stage);
+  Held p = held(m, &st);
   gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
   guint64 w = rok_dtype_bytes(m->dtype), s = mixed ? 4 : w;
   gboolean sharded = m->zero_stage >= 1;
   guint64 trained = shard(m, &p, p.trained, sharded, m->data_parallel);
   guint64 main, rest;
-  state_bytes(m, &p, s, &main, &rest);
+  state_bytes(m, &st, &p, s, &main, &rest);
   return trained * step_bytes_per_param(m, s, w, mixed) + 2 * shard(m, &p, main + rest, sharded, m->data_parallel);
 }
 
-guint64 rok_model_optimizer_step_flops(const RokModel *m) {
+guint64 rok_model_optimizer_step_flops(const RokModel *m, guint stage) {
   if ((m->optimizer != ROK_OPTIMIZER_APOLLO && m->optimizer != ROK_OPTIMIZER_APOLLO_MINI) || m->train.lora_rank > 0)
     return 0;
+  Stage st = stage_of(m, stage);
   Matrix x[MAX_MATRICES];
-  guint n = matrices(m, x);
-  guint64 stage = (m->layers + m->decoder_layers) / m->pipeline_parallel;
-  double share = stage == 0 ? 1.0 : (double)(stage - MIN(m->train.frozen_layers, stage)) / (double)stage;
+  guint n = matrices(m, &st, x);
+  double share = st.count == 0 ? 1.0 : (double)(st.count - st.frozen) / (double)st.count;
   double flops = 0;
   for (guint i = 0; i < n; i++)
     if (x[i].low_rank)

@@ -6,7 +6,7 @@
  * Arguments that cannot change activation or parameter memory (learning
  * rate, data paths, logging, fusions, ...) are read past and listed in a
  * note; arguments rok cannot model (context parallelism, an expert tensor
- * parallelism other than tensor parallelism, interleaved pipelines) are
+ * parallelism other than tensor parallelism) are
  * refused, and any other argument is an error: a typo must not pass.
  *
  * Defaults are Megatron's: fp32 unless --bf16/--fp16, dropout 0.1, biases
@@ -50,6 +50,8 @@ static const Arg args[] = {
     {"expert-model-parallel-size", UINT, "expert_parallel"},
     {"expert-tensor-parallel-size", UINT, NULL},
     {"num-layers-per-virtual-pipeline-stage", UINT, NULL},
+    {"decoder-first-pipeline-num-layers", UINT, "first_stage_layers"},
+    {"decoder-last-pipeline-num-layers", UINT, "last_stage_layers"},
     {"num-experts", UINT, "experts"},
     {"moe-router-topk", UINT, NULL},
     {"moe-ffn-hidden-size", UINT, "expert_ffn_hidden"},
@@ -316,9 +318,17 @@ static gboolean refuse_unmodelled(const Megatron *mg, GError **error) {
   if (given(mg, "expert-tensor-parallel-size") != NULL && given_uint(mg, "expert-tensor-parallel-size", t) != t)
     return usage(error, "--expert-tensor-parallel-size: rok models experts split like the dense layers "
                         "(--tensor-model-parallel-size)");
-  if (given(mg, "num-layers-per-virtual-pipeline-stage") != NULL)
-    return usage(error, "--num-layers-per-virtual-pipeline-stage: the interleaved pipeline schedule is not "
-                        "modelled by rok");
+  if (given(mg, "num-layers-per-virtual-pipeline-stage") != NULL) {
+    /* rok counts model chunks per stage: layers / (stages · layers per chunk). */
+    guint64 per_chunk = given_uint(mg, "num-layers-per-virtual-pipeline-stage", 1);
+    guint64 chunk_layers = per_chunk * given_uint(mg, "pipeline-model-parallel-size", 1);
+    guint64 layers = given_uint(mg, "num-layers", 0);
+    if (per_chunk == 0 || layers % chunk_layers != 0)
+      return usage(error, "--num-layers-per-virtual-pipeline-stage %" G_GUINT64_FORMAT ": --num-layers is not a "
+                          "multiple of it times --pipeline-model-parallel-size",
+                   per_chunk);
+    set((Megatron *)mg, "virtual_stages", json_object_new_uint64(layers / chunk_layers));
+  }
   if (given(mg, "vocab-size") == NULL)
     return usage(error, "--vocab-size: needed (Megatron-LM takes it from the tokenizer, which rok does not read)");
   return TRUE;

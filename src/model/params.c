@@ -37,7 +37,7 @@ static guint64 mlp_params(const RokModel *m, guint64 t) {
 
 /* Every layer of the stack on one of `t` ranks, norms included; MoE layers
  * hold the experts of one of `ep` expert-parallel ranks. */
-static guint64 layer_stack_params(const RokModel *m, guint64 t, guint64 ep, guint64 layers) {
+static guint64 layer_stack_params(const RokModel *m, guint64 t, guint64 ep, guint64 first, guint64 layers) {
   guint64 h = m->hidden;
   switch (m->arch) {
   case ROK_ARCH_GPT:
@@ -45,7 +45,7 @@ static guint64 layer_stack_params(const RokModel *m, guint64 t, guint64 ep, guin
     return layers * (attention_params(m, t, TRUE) + mlp_params(m, t) + 4 * h);
   case ROK_ARCH_LLAMA: { /* two RMSNorm weights (four with post-norms); MoE layers differ */
     guint64 norms = (m->a.post_norms ? 4 : 2) * h, sum = 0;
-    for (guint64 i = 0; i < layers; i++)
+    for (guint64 i = first; i < first + layers; i++)
       sum += attention_params(m, t, FALSE) + norms +
              (rok_model_is_moe_layer(m, i) ? model_moe_params(m, t, ep) : mlp_params(m, t));
     return sum;
@@ -82,22 +82,33 @@ static guint64 outer_params(const RokModel *m, guint64 t) {
 }
 
 guint64 rok_model_param_count(const RokModel *m) {
-  return layer_stack_params(m, 1, 1, m->layers + m->decoder_layers) + outer_params(m, 1);
+  return layer_stack_params(m, 1, 1, 0, m->layers + m->decoder_layers) + outer_params(m, 1);
 }
 
 guint64 rok_model_params_per_gpu(const RokModel *m) {
-  guint64 t = m->tensor_parallel;
-  guint64 stage_layers = (m->layers + m->decoder_layers) / m->pipeline_parallel;
-  /* With several stages the first holds the input embeddings; the final
-   * norm and the output head live on the last (Megatron-LM's most loaded
-   * shard, theoretical_memory_usage.py). */
-  if (m->pipeline_parallel > 1)
-    return layer_stack_params(m, t, m->a.expert_parallel, stage_layers) + model_embedding_params(m, t);
-  return layer_stack_params(m, t, m->a.expert_parallel, stage_layers) + outer_params(m, t);
+  return rok_model_stage_params(m, 0);
 }
 
-guint64 model_layer_params(const RokModel *m, guint64 t, guint64 layers) {
-  return layer_stack_params(m, t, m->a.expert_parallel, layers);
+/* The part of outer_params() after the last layer: final norms and the
+ * output head (its own matrix where untied, BERT's MLM head). */
+static guint64 head_params(const RokModel *m, guint64 t) {
+  return outer_params(m, t) - model_embedding_params(m, t);
+}
+
+guint64 rok_model_stage_params(const RokModel *m, guint stage) {
+  guint64 t = m->tensor_parallel, first, count, p = m->pipeline_parallel;
+  rok_model_stage_layers(m, stage, &first, &count);
+  guint64 params = layer_stack_params(m, t, m->a.expert_parallel, first, count);
+  guint64 vocab = (rok_model_padded_vocab(m) + t - 1) / t;
+  if (stage == 0)
+    params += model_embedding_params(m, t);
+  if (stage + 1 == p) /* Megatron keeps a copy of a tied embedding on the last stage */
+    params += head_params(m, t) + (m->a.tied_embeddings && p > 1 ? vocab * m->hidden : 0);
+  return params;
+}
+
+guint64 model_layer_params(const RokModel *m, guint64 t, guint64 first, guint64 layers) {
+  return layer_stack_params(m, t, m->a.expert_parallel, first, layers);
 }
 
 /* The input side of outer_params(): the token embedding of the padded

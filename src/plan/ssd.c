@@ -65,6 +65,8 @@ void rok_ssd_figures(const RokTrace *trace, const RokHw *hw, const RokStepPlan *
   out->path_write_bandwidth = MIN(out->array_write_bandwidth, hw->pcie.d2h_bandwidth);
   out->endurance_bytes = (double)hw->nvme.devices * hw->nvme.endurance_pbw * 1e15;
   out->capacity_bytes = hw->nvme.devices * hw->nvme.capacity;
+  out->drives = hw->nvme.devices;
+  out->node_gpus = MAX(hw->node.gpus, 1);
   double per_day = out->write_bytes_per_day;
   /* A measured profile has no rated endurance: the lifetime is unknown (NaN,
    * written as null), not zero. */
@@ -91,6 +93,14 @@ json_object *rok_ssd_figures_to_json(const RokSsdFigures *s) {
    * unknown: both null, as JSON has neither infinity nor NaN. */
   json_object_object_add(o, "lifetime_years", rok_json_new_double(s->lifetime_years));
   json_object_object_add(o, "endurance_known", json_object_new_boolean(s->endurance_bytes > 0));
+  double drives = (double)MAX(s->drives, 1);
+  json_object_object_add(o, "drives", json_object_new_uint64(s->drives));
+  json_object_object_add(o, "per_drive_write_bytes_per_day", rok_json_new_double(s->write_bytes_per_day / drives));
+  json_object_object_add(o, "per_drive_required_write_bandwidth",
+                         rok_json_new_double(s->required_write_bandwidth / drives));
+  json_object_object_add(o, "node_gpus", json_object_new_uint64(s->node_gpus));
+  json_object_object_add(o, "node_write_bytes_per_day",
+                         rok_json_new_double(s->write_bytes_per_day * (double)s->node_gpus));
   json_object *assume = json_object_new_object();
   json_object_object_add(assume, "write_amplification", rok_json_new_double(s->write_amplification));
   json_object_object_add(assume, "rated_write_amplification", rok_json_new_double(s->rated_write_amplification));

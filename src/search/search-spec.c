@@ -6,9 +6,9 @@
 #include "rok/model.h"
 
 gboolean rok_search_pipeline_modelled(void) {
-  /* The simulator runs one GPU's step with no pipeline schedule (bubbles,
-   * stage imbalance, activations of in-flight micro-batches): PP only
-   * divides the layers. Say TRUE here once it models them. */
+  /* The simulator composes pipeline stages (rok_pipeline_simulate), but
+   * search-run.c plans one trace per point (stage 0 alone): say TRUE here
+   * once it plans every stage and composes them. */
   return FALSE;
 }
 
@@ -57,8 +57,8 @@ gboolean rok_search_spec_set_range(RokSearchSpec *spec, RokSearchAxis axis, cons
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "ZeRO stages are 0 to 3");
   } else if (axis == ROK_SEARCH_PIPELINE && top > 1 && !rok_search_pipeline_modelled()) {
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
-                        "pipeline parallelism above 1 is not modelled by the simulator yet (no bubbles, no "
-                        "per-stage memory): the search would be wrong about it");
+                        "pipeline parallelism above 1 is not searched yet (the search plans one stage's step, "
+                        "not the composed pipeline): use rok sweep --pipeline-parallel");
   } else {
     if (spec->values[axis] != NULL)
       g_array_unref(spec->values[axis]);

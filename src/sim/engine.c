@@ -75,7 +75,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   sim_evq_reset(&e->evq);
   e->now = e->end_time = 0;
   e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
-  e->n_mb = (guint)MIN(plan->options.detail_micro_batches, MAX(sim->trace->micro_batches_per_step, 1));
+  e->n_mb = sim_order_detail(sim->trace, plan->options.detail_micro_batches, sim->trace->micro_batches_per_step);
   e->prefetch_window = plan->options.prefetch_window;
   e->gpudirect = hw->nvme.gpudirect;
   e->staging_cap = hw->host.pinned_buffer;
@@ -337,37 +337,49 @@ static void snapshot(SimEngine *e, guint slot) {
   e->snapshots[slot] = e->counters;
 }
 
+/* Enter block `block` of the stage's order: the first forward of a
+ * micro-batch starts its period (counters and start time); a backward
+ * block prefetches from its first item on. */
+static void enter_block(SimEngine *e, guint block) {
+  const SimOrder *order = &e->sim->order;
+  const SimBlock *b = &g_array_index(order->blocks, SimBlock, block);
+  guint position = order->chunks - 1 - b->vstage;
+  e->block = block;
+  e->mb = b->mb;
+  e->phase = b->backward ? PHASE_BACKWARD : PHASE_FORWARD;
+  e->index = b->backward ? order->bwd_lo[position] : order->fwd_lo[b->vstage];
+  e->end = b->backward ? order->bwd_lo[position + 1] : order->fwd_lo[b->vstage + 1];
+  if (!b->backward && b->vstage == 0 && b->mb > 0) {
+    e->mb_start[e->mb] = e->now;
+    snapshot(e, e->mb);
+  }
+  if (b->backward) {
+    const SimProgram *prog = &e->sim->prog;
+    e->next_prefetch = 0;
+    while (e->next_prefetch < prog->prefetch->len &&
+           prog->first_need[g_array_index(prog->prefetch, guint, e->next_prefetch)] < e->index)
+      e->next_prefetch++;
+  }
+}
+
 static void advance(SimEngine *e) {
-  const RokSim *sim = e->sim;
-  switch (e->phase) {
-  case PHASE_FORWARD:
-    if (++e->index == sim->n_ops) {
-      e->phase = PHASE_BACKWARD;
-      e->index = 0;
-      e->next_prefetch = 0;
-    }
-    break;
-  case PHASE_BACKWARD:
-    if (++e->index < sim->prog.items->len)
-      break;
-    if (e->mb == 0) {
-      snapshot(e, e->n_mb);
-      e->bwd0_end = e->now;
-    }
-    e->index = 0;
-    if (e->mb + 1 < e->n_mb) {
-      e->mb++;
-      e->phase = PHASE_FORWARD;
-      e->mb_start[e->mb] = e->now;
-      snapshot(e, e->mb);
-    } else {
-      e->phase = PHASE_OPTIMIZER;
-    }
-    break;
-  default:
+  if (e->phase == PHASE_OPTIMIZER) {
     e->phase = PHASE_DONE;
     e->end_time = e->now;
+    return;
   }
+  if (++e->index < e->end)
+    return;
+  const SimBlock *b = &g_array_index(e->sim->order.blocks, SimBlock, e->block);
+  sim_order_block_done(&e->sim->order, b, e->now);
+  if (b->backward && b->mb == 0 && b->vstage == 0) {
+    snapshot(e, e->n_mb);
+    e->bwd0_end = e->now;
+  }
+  if (e->block + 1 < e->sim->order.blocks->len)
+    enter_block(e, e->block + 1);
+  else
+    e->phase = PHASE_OPTIMIZER;
 }
 
 static void compute_end(SimEngine *e) {
@@ -410,8 +422,15 @@ static void pump(SimEngine *e) {
 
 gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error) {
   reset(e, plan);
+  const RokTrace *trace = e->sim->trace;
+  SimOrder *order = &e->sim->order;
+  sim_order_blocks(order->blocks, trace->stage, trace->stages, trace->chunks, e->n_mb);
+  memset(order->block_ns, 0, sizeof(gint64) * 2 * order->chunks);
+  memset(order->block_count, 0, sizeof(guint) * 2 * order->chunks);
+  order->block_since = 0;
   e->mb_start[0] = 0;
   snapshot(e, 0);
+  enter_block(e, 0);
   pump(e);
   RokEvent event;
   while (sim_evq_pop(&e->evq, &event)) {

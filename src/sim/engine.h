@@ -98,8 +98,10 @@ typedef struct {
   RokActionKind peak_kind;
   guint peak_op, peak_mb;
 
-  /* the compute stream: the item running or next to run */
+  /* the compute stream: the item running or next to run, in block `block`
+   * of the stage's order, which ends before item `end` */
   guint mb, phase, index;
+  guint block, end;
   gboolean running;
   gint stall_cause; /* -1: not stalled */
   gboolean stalled_on_memory;

@@ -51,6 +51,59 @@ static void fill_counters(RokSimResult *r, const SimCounters *c) {
   r->forwarded_tensors = c->forwarded;
 }
 
+/* The saved activations the plan keeps in GPU memory, per model chunk. */
+static void kept_per_chunk(const RokSim *sim, guint64 *kept) {
+  const RokTrace *trace = sim->trace;
+  guint v = sim->order.chunks, per_chunk = MAX(trace->layers / v, 1);
+  for (guint t = 0; t < sim->n_tensors; t++) {
+    const RokTensor *tensor = rok_trace_tensor(trace, t);
+    if (sim->prog.eff[t] != ROK_DECISION_KEEP)
+      continue;
+    guint c = tensor->layer >= 0 ? MIN((guint)tensor->layer / per_chunk, v - 1)
+                                 : sim->order.op_chunk[tensor->producer];
+    kept[c] += tensor->bytes;
+  }
+}
+
+/* Pipeline figures of the stage: its chunks' block times, and the
+ * chunk-micro-batches its order holds at once with their kept bytes. */
+static void fill_stage(RokSimResult *r, const RokSim *sim) {
+  const SimOrder *order = &sim->order;
+  guint v = order->chunks;
+  r->stage = sim->trace->stage;
+  r->stages = MAX(sim->trace->stages, 1);
+  r->chunks = v;
+  r->chunk_fwd_ns = g_new0(gint64, v);
+  r->chunk_bwd_ns = g_new0(gint64, v);
+  for (guint c = 0; c < v; c++) {
+    r->chunk_fwd_ns[c] = order->block_ns[c] / MAX(order->block_count[c], 1);
+    r->chunk_bwd_ns[c] = order->block_ns[v + c] / MAX(order->block_count[v + c], 1);
+  }
+  r->optimizer_ns = sim->optimizer_ns;
+  r->stage_ns = r->step_ns;
+  g_autofree guint64 *kept = g_new0(guint64, v);
+  kept_per_chunk(sim, kept);
+  guint64 held = 0, count = 0;
+  for (guint i = 0; i < order->blocks->len; i++) {
+    const SimBlock *b = &g_array_index(order->blocks, SimBlock, i);
+    held = b->backward ? held - kept[b->vstage] : held + kept[b->vstage];
+    count = b->backward ? count - 1 : count + 1;
+    r->held_activation_bytes = MAX(r->held_activation_bytes, held);
+    r->in_flight = MAX(r->in_flight, count);
+  }
+}
+
+static void fill_comm(RokSimResult *r, const RokSim *sim) {
+  gint64 m = (gint64)r->micro_batches, on_stream = sim->comm_mb_ns * m;
+  r->tp_comm_ns = (sim->comm_mb_ns - sim->zero3_exposed_ns) * m;
+  r->compute_ns = MAX(r->compute_ns - on_stream - sim->dp_exposed_ns, 0); /* the engine ran them as compute */
+  r->dp_comm_ns = sim->dp_ns;
+  r->dp_exposed_ns = sim->dp_exposed_ns;
+  r->zero3_comm_ns = sim->zero3_ns * m;
+  r->zero3_exposed_ns = sim->zero3_exposed_ns * m;
+  r->exposed_comm_ns = on_stream + r->dp_exposed_ns;
+}
+
 RokSimResult *sim_result_new(RokSim *sim) {
   SimEngine *e = &sim->engine;
   const RokTrace *trace = sim->trace;
@@ -83,6 +136,8 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->actions = g_steal_pointer(&e->actions);
   r->deps = g_steal_pointer(&e->deps);
   r->samples = g_steal_pointer(&e->samples);
+  fill_stage(r, sim);
+  fill_comm(r, sim);
   return r;
 }
 
@@ -92,6 +147,8 @@ void rok_sim_result_free(RokSimResult *result) {
   g_clear_pointer(&result->actions, g_array_unref);
   g_clear_pointer(&result->deps, g_array_unref);
   g_clear_pointer(&result->samples, g_array_unref);
+  g_free(result->chunk_fwd_ns);
+  g_free(result->chunk_bwd_ns);
   g_free(result);
 }
 
@@ -107,6 +164,28 @@ static json_object *peak_json(const RokSimResult *r, const RokTrace *trace) {
   json_object_object_add(peak, "micro_batch", json_object_new_uint64(r->peak_micro_batch));
   json_object_object_add(peak, "time_s", seconds(r->peak_time_ns));
   return peak;
+}
+
+static json_object *pipeline_json(const RokSimResult *r) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "stage", json_object_new_uint64(r->stage));
+  json_object_object_add(o, "stages", json_object_new_uint64(r->stages));
+  json_object_object_add(o, "virtual_stages", json_object_new_uint64(r->chunks));
+  json_object_object_add(o, "in_flight", json_object_new_uint64(r->in_flight));
+  json_object_object_add(o, "held_activation_bytes", json_object_new_uint64(r->held_activation_bytes));
+  json_object_object_add(o, "stage_s", seconds(r->stage_ns));
+  json_object_object_add(o, "bubble_s", seconds(r->bubble_ns));
+  json_object_object_add(o, "bubble_fraction",
+                         rok_json_new_double(r->step_ns > 0 ? (double)r->bubble_ns / (double)r->step_ns : 0));
+  json_object_object_add(o, "send_s", seconds(r->send_ns));
+  json_object *fwd = json_object_new_array(), *bwd = json_object_new_array();
+  for (guint c = 0; c < r->chunks; c++) {
+    json_object_array_add(fwd, seconds(r->chunk_fwd_ns[c]));
+    json_object_array_add(bwd, seconds(r->chunk_bwd_ns[c]));
+  }
+  json_object_object_add(o, "chunk_forward_s", fwd);
+  json_object_object_add(o, "chunk_backward_s", bwd);
+  return o;
 }
 
 json_object *rok_sim_result_to_json(const RokSimResult *r, const RokTrace *trace) {
@@ -146,5 +225,16 @@ json_object *rok_sim_result_to_json(const RokSimResult *r, const RokTrace *trace
   json_object_object_add(o, "micro_batches", json_object_new_uint64(r->micro_batches));
   json_object_object_add(o, "detailed_micro_batches", json_object_new_uint64(r->detailed_micro_batches));
   json_object_object_add(o, "events", json_object_new_uint64(r->events));
+  if (r->stages > 1)
+    json_object_object_add(o, "pipeline", pipeline_json(r));
+  json_object *comm = json_object_new_object();
+  json_object_object_add(comm, "exposed_s", seconds(r->exposed_comm_ns));
+  json_object_object_add(comm, "tensor_parallel_s", seconds(r->tp_comm_ns));
+  json_object_object_add(comm, "data_parallel_s", seconds(r->dp_comm_ns));
+  json_object_object_add(comm, "data_parallel_exposed_s", seconds(r->dp_exposed_ns));
+  json_object_object_add(comm, "zero3_s", seconds(r->zero3_comm_ns));
+  json_object_object_add(comm, "zero3_exposed_s", seconds(r->zero3_exposed_ns));
+  json_object_object_add(comm, "pipeline_send_s", seconds(r->send_ns));
+  json_object_object_add(o, "communication", comm);
   return o;
 }

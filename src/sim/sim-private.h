@@ -49,6 +49,29 @@ typedef struct {
   GArray *work, *group_ops, *group_of;
 } SimProgram;
 
+/* One run of a micro-batch's forward or backward through one model chunk
+ * (all of the trace without interleaving). */
+typedef struct {
+  guint mb;
+  guint8 backward, vstage;
+} SimBlock;
+
+/* order.c: the stage's order of blocks and the op and item ranges of its
+ * model chunks: forward ops fwd_lo[c] .. fwd_lo[c+1] of chunk c; backward
+ * items bwd_lo[k] .. bwd_lo[k+1] of chunk chunks-1-k (backward runs the
+ * last chunk first). */
+typedef struct {
+  guint chunks;
+  guint *fwd_lo, *bwd_lo, *op_chunk;
+  GArray *blocks; /* SimBlock, the order of this run */
+  /* Per run: the time blocks took, from the end of the block before to
+   * their last item's end (stalls included), summed per direction and
+   * chunk: [backward · chunks + chunk], and how many there were. */
+  gint64 *block_ns;
+  guint *block_count;
+  gint64 block_since;
+} SimOrder;
+
 struct _RokSim {
   const RokTrace *trace;
   const RokHw *hw;
@@ -66,9 +89,34 @@ struct _RokSim {
   guint *bwd_need, *bwd_need_ids; /* per op (CSR): saved tensors its backward reads */
   guint *op_module;         /* per op: its module (layer and block, "layer3.attn"), numbered in forward order */
   double nvme_read_speed, nvme_write_speed; /* the array, bytes/s */
+  /* comm.c: communication on the critical path of each op (included in
+   * fwd_ns / bwd_ns), its sum over one micro-batch, ZeRO-3's gathers and
+   * reductions in all, and the data-parallel reduction (its exposed part
+   * is in optimizer_ns). */
+  gint64 *comm_fwd_ns, *comm_bwd_ns;
+  gint64 comm_mb_ns, zero3_ns, zero3_exposed_ns, dp_ns, dp_exposed_ns;
   SimProgram prog;
+  SimOrder order;
   SimEngine engine;
 };
+
+/* comm.c: one send between neighbouring pipeline stages (0 without an
+ * interconnect in the profile). */
+gint64 sim_send_ns(const RokTrace *trace, const RokHw *hw);
+void sim_comm_ops(RokSim *sim);
+void sim_comm_dp(RokSim *sim);
+
+/* order.c */
+void sim_order_ranges(RokSim *sim);
+void sim_order_items(RokSim *sim);
+void sim_order_clear(SimOrder *order);
+/* A block has ended: its time counts for its direction and chunk. */
+void sim_order_block_done(SimOrder *order, const SimBlock *block, gint64 now);
+/* Megatron-LM's order of blocks for `n_mb` micro-batches on `stage`. */
+void sim_order_blocks(GArray *blocks, guint stage, guint stages, guint chunks, guint n_mb);
+/* Micro-batches to simulate in detail: the plan's count, or enough to
+ * pass the stage's warm-up (all of them when interleaved). */
+guint sim_order_detail(const RokTrace *trace, guint detail, guint64 micro_batches);
 
 /* sim.c: a mask rebuilt from the seed alone by op `op`, `bytes` of it:
  * at the op kind's measured rebuild rate, else at HBM bandwidth. */

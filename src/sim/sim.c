@@ -299,13 +299,18 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->fwd_rel = g_new0(guint, sim->n_ops + 1);
   sim->bwd_need = g_new0(guint, sim->n_ops + 1);
   sim->op_module = g_new0(guint, sim->n_ops);
+  sim->comm_fwd_ns = g_new0(gint64, sim->n_ops);
+  sim->comm_bwd_ns = g_new0(gint64, sim->n_ops);
   compute_ops(sim);
   compute_lists(sim);
   number_modules(sim);
   sim->optimizer_ns = optimizer_ns(trace, hw);
+  sim_comm_ops(sim);
+  sim_comm_dp(sim);
   sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth);
   sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth);
   sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);
+  sim_order_ranges(sim);
   sim_engine_init(&sim->engine, sim);
   return sim;
 }
@@ -315,8 +320,11 @@ void rok_sim_free(RokSim *sim) {
     return;
   sim_engine_clear(&sim->engine);
   sim_program_clear(&sim->prog);
+  sim_order_clear(&sim->order);
   g_free(sim->fwd_ns);
   g_free(sim->bwd_ns);
+  g_free(sim->comm_fwd_ns);
+  g_free(sim->comm_bwd_ns);
   g_free(sim->grad_start_bytes);
   g_free(sim->grad_end_bytes);
   g_free(sim->out_bytes);
@@ -359,8 +367,10 @@ static gboolean check_plan(const RokSim *sim, const RokStepPlan *plan, GError **
 
 RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error) {
   g_return_val_if_fail(sim != NULL && plan != NULL, NULL);
-  if (!check_plan(sim, plan, error) || !sim_program_build(sim, plan, error) ||
-      !sim_engine_run(&sim->engine, plan, error))
+  if (!check_plan(sim, plan, error) || !sim_program_build(sim, plan, error))
+    return NULL;
+  sim_order_items(sim);
+  if (!sim_engine_run(&sim->engine, plan, error))
     return NULL;
   return sim_result_new(sim);
 }

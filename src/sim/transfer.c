@@ -451,6 +451,8 @@ void sim_prefetch_pump(SimEngine *e) {
   while (e->next_prefetch < prog->prefetch->len) {
     guint tensor = g_array_index(prog->prefetch, guint, e->next_prefetch);
     guint first = prog->first_need[tensor];
+    if (first >= e->end) /* another model chunk's: its own backward block reads it */
+      return;
     gboolean demand = first <= e->index;
     if (!demand && (e->prefetch_window == 0 || sim_item(prog, first)->chunk > chunk + e->prefetch_window))
       return;

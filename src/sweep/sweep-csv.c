@@ -11,7 +11,25 @@
 typedef struct {
   const char *name, *text, *end, *p;
   const char *record_end; /* where the last record read ends, before its line break */
+  const guint *columns;   /* the file's columns: indexes into sweep_columns */
+  guint n_columns;
 } Reader;
+
+/* Every column, and those of the sweep.csv files written before: before
+ * layouts were axes (their layout columns then read as 0, "not recorded",
+ * bubble and communication as 0), and before that also before the per-GPU
+ * columns (tokens_per_gpu_s, model_flops_per_gpu_s and mfu read as 0, "not
+ * recorded"). */
+static const guint all_columns[ROK_SWEEP_COLUMNS] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+                                                     14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26};
+static const guint no_layout_columns[] = {0,  1,  2,  7,  8,  9,  10, 11, 12, 13, 14,
+                                          15, 16, 17, 18, 19, 20, 21, 22, 23, 26};
+static const guint first_columns[] = {0, 1, 2, 7, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 21, 22, 23, 26};
+static const struct {
+  const guint *columns;
+  guint n;
+} older_headers[] = {{no_layout_columns, G_N_ELEMENTS(no_layout_columns)},
+                     {first_columns, G_N_ELEMENTS(first_columns)}};
 
 typedef struct {
   char *value;
@@ -97,7 +115,24 @@ static gboolean read_record(Reader *r, GArray *fields, GError **error) {
   return TRUE;
 }
 
-static gboolean check_header(const Reader *r, const GArray *fields, GError **error) {
+static gboolean header_is(const GArray *fields, const guint *columns, guint n) {
+  if (fields->len != n)
+    return FALSE;
+  for (guint c = 0; c < n; c++)
+    if (!g_str_equal(g_array_index(fields, Field, c).value, sweep_columns[columns[c]].name))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean check_header(Reader *r, const GArray *fields, GError **error) {
+  r->columns = all_columns;
+  r->n_columns = ROK_SWEEP_COLUMNS;
+  for (guint h = 0; h < G_N_ELEMENTS(older_headers); h++)
+    if (header_is(fields, older_headers[h].columns, older_headers[h].n)) {
+      r->columns = older_headers[h].columns;
+      r->n_columns = older_headers[h].n;
+      return TRUE;
+    }
   for (guint c = 0; c < ROK_SWEEP_COLUMNS; c++) {
     const Field *f = c < fields->len ? &g_array_index(fields, Field, c) : NULL;
     if (f == NULL || !g_str_equal(f->value, sweep_columns[c].name)) {
@@ -162,15 +197,15 @@ typedef struct {
 } Names;
 
 static gboolean parse_row(const Reader *r, const GArray *fields, Names *names, RokSweepRow *row, GError **error) {
-  if (fields->len != ROK_SWEEP_COLUMNS) {
-    const char *at = fields->len > ROK_SWEEP_COLUMNS ? g_array_index(fields, Field, ROK_SWEEP_COLUMNS).start
-                                                     : r->record_end;
-    fail_at(error, r, at, "expected %d fields, found %u", ROK_SWEEP_COLUMNS, fields->len);
+  guint n = r->n_columns;
+  if (fields->len != n) {
+    const char *at = fields->len > n ? g_array_index(fields, Field, n).start : r->record_end;
+    fail_at(error, r, at, "expected %u fields, found %u", n, fields->len);
     return FALSE;
   }
-  for (guint c = 0; c < ROK_SWEEP_COLUMNS; c++) {
+  for (guint c = 0; c < n; c++) {
     const Field *f = &g_array_index(fields, Field, c);
-    const RokSweepColumn *column = &sweep_columns[c];
+    const RokSweepColumn *column = &sweep_columns[r->columns[c]];
     g_autoptr(GError) local = NULL;
     gboolean ok = TRUE;
     if (column->kind == ROK_SWEEP_FIELD_STRATEGY) {

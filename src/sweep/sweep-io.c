@@ -12,6 +12,10 @@ const RokSweepColumn sweep_columns[ROK_SWEEP_COLUMNS] = {
     {"strategy", ROK_SWEEP_FIELD_STRATEGY, 0},
     {"model", ROK_SWEEP_FIELD_MODEL, 0},
     {"hw", ROK_SWEEP_FIELD_HW, 0},
+    COLUMN(UINT, tensor_parallel),
+    COLUMN(UINT, pipeline_parallel),
+    COLUMN(UINT, data_parallel),
+    COLUMN(UINT, virtual_stages),
     COLUMN(UINT, micro_batch),
     COLUMN(UINT, seq_len),
     COLUMN(UINT, nvme_devices),
@@ -29,6 +33,8 @@ const RokSweepColumn sweep_columns[ROK_SWEEP_COLUMNS] = {
     COLUMN(UINT, nvme_write_bytes),
     COLUMN(DOUBLE, recompute_s),
     COLUMN(DOUBLE, stall_s),
+    COLUMN(DOUBLE, bubble_s),
+    COLUMN(DOUBLE, exposed_comm_s),
     COLUMN(BOOL, fits),
 };
 

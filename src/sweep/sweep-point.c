@@ -19,12 +19,36 @@ static char *point_name(const RokSweepSpec *spec, const guint64 *at) {
   return g_string_free(name, FALSE);
 }
 
-/* The config with the point's micro-batch and sequence length; the
- * micro-batches per step stay as in the config. */
-static RokTrace *point_trace(const RokSweepSpec *spec, const guint64 *at, GError **error) {
-  guint64 global = 0;
-  if (!g_uint64_checked_mul(&global, at[ROK_SWEEP_MICRO_BATCH], spec->data_parallel) ||
-      !g_uint64_checked_mul(&global, global, spec->accumulation)) {
+static gboolean layout_swept(const RokSweepSpec *spec) {
+  return spec->gpus > 0 || spec->swept[ROK_SWEEP_TENSOR_PARALLEL] || spec->swept[ROK_SWEEP_PIPELINE_PARALLEL] ||
+         spec->swept[ROK_SWEEP_VIRTUAL_STAGES];
+}
+
+/* The point's data-parallel degree: the GPUs over t · p, or the config's. */
+static gboolean point_data_parallel(const RokSweepSpec *spec, const guint64 *at, guint64 *dp, GError **error) {
+  *dp = spec->data_parallel;
+  if (spec->gpus == 0)
+    return TRUE;
+  guint64 tp = at[ROK_SWEEP_TENSOR_PARALLEL] * at[ROK_SWEEP_PIPELINE_PARALLEL];
+  if (spec->gpus % tp != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "%" G_GUINT64_FORMAT " GPUs do not split into tensor_parallel × pipeline_parallel = %" G_GUINT64_FORMAT,
+                spec->gpus, tp);
+    return FALSE;
+  }
+  *dp = spec->gpus / tp;
+  return TRUE;
+}
+
+/* The config at the point: its micro-batch, sequence length and layout.
+ * Without layout axes the micro-batches per step stay as in the config;
+ * with them the global batch does. */
+static RokModel *point_model(const RokSweepSpec *spec, const guint64 *at, GError **error) {
+  guint64 global = spec->global_batch, dp = 0;
+  if (!point_data_parallel(spec, at, &dp, error))
+    return NULL;
+  if (!layout_swept(spec) && (!g_uint64_checked_mul(&global, at[ROK_SWEEP_MICRO_BATCH], dp) ||
+                              !g_uint64_checked_mul(&global, global, spec->accumulation))) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "global_batch overflows");
     return NULL;
   }
@@ -35,10 +59,29 @@ static RokTrace *point_trace(const RokSweepSpec *spec, const guint64 *at, GError
   g_ptr_array_add(sets, g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, global));
   if (spec->swept[ROK_SWEEP_SEQ_LEN])
     g_ptr_array_add(sets, g_strdup_printf("seq_len=%" G_GUINT64_FORMAT, at[ROK_SWEEP_SEQ_LEN]));
+  if (layout_swept(spec)) {
+    g_ptr_array_add(sets, g_strdup_printf("tensor_parallel=%" G_GUINT64_FORMAT, at[ROK_SWEEP_TENSOR_PARALLEL]));
+    g_ptr_array_add(sets, g_strdup_printf("pipeline_parallel=%" G_GUINT64_FORMAT, at[ROK_SWEEP_PIPELINE_PARALLEL]));
+    g_ptr_array_add(sets, g_strdup_printf("virtual_stages=%" G_GUINT64_FORMAT, at[ROK_SWEEP_VIRTUAL_STAGES]));
+    g_ptr_array_add(sets, g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, dp));
+  }
   g_ptr_array_add(sets, NULL);
-  g_autoptr(RokModel) model =
-      rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets->pdata, error);
-  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+  return rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets->pdata, error);
+}
+
+/* Every pipeline stage's trace at the point (one without pipelining). */
+static GPtrArray *point_traces(const RokSweepSpec *spec, const guint64 *at, GError **error) {
+  g_autoptr(RokModel) model = point_model(spec, at, error);
+  if (model == NULL)
+    return NULL;
+  g_autoptr(GPtrArray) traces = g_ptr_array_new_with_free_func((GDestroyNotify)rok_trace_free);
+  for (guint s = 0; s < model->pipeline_parallel; s++) {
+    RokTrace *trace = rok_trace_new_for_stage(model, s, error);
+    if (trace == NULL)
+      return NULL;
+    g_ptr_array_add(traces, trace);
+  }
+  return g_steal_pointer(&traces);
 }
 
 static void fill_row(RokSweepRow *row, const RokSimResult *r) {
@@ -54,6 +97,8 @@ static void fill_row(RokSweepRow *row, const RokSimResult *r) {
   row->nvme_write_bytes = r->nvme_write_bytes;
   row->recompute_s = (double)r->recompute_ns / 1e9;
   row->stall_s = (double)r->stall_total_ns / 1e9;
+  row->bubble_s = (double)r->bubble_ns / 1e9;
+  row->exposed_comm_s = (double)r->exposed_comm_ns / 1e9;
   row->fits = r->peak_bytes <= row->budget_bytes;
 }
 
@@ -80,55 +125,116 @@ static gboolean run_baseline(RokSim *sim, const RokTrace *trace, const RokHw *hw
   return TRUE;
 }
 
-/* The planner's plan for the budget; when none fits, its least-memory plan,
- * which the row then marks as not fitting. */
-static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row, GError **error) {
-  /* A sweep plans many points: each refined as much as a curve's point. */
+/* One stage's plan under the row's strategy and budget (the planner's
+ * least-memory plan when none fits). */
+static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, const RokSweepRow *row, GError **error) {
+  if (row->strategy != ROK_STRATEGY_ROK) {
+    RokStepPlan *plan = rok_strategy_plan(row->strategy, trace, hw, NULL, error);
+    if (plan != NULL)
+      plan->options.memory_budget = row->budget_bytes;
+    return plan;
+  }
   RokPlannerOptions options;
   rok_planner_options_init(&options);
   options.quick = TRUE;
   options.curve_points = ROK_PLANNER_NO_GRID; /* each point planned on its own */
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
-    return FALSE;
+    return NULL;
   g_autoptr(GError) local = NULL;
   g_autoptr(RokSimResult) r = NULL;
-  g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, row->budget_bytes, &r, &local);
+  RokStepPlan *plan = rok_planner_plan(planner, row->budget_bytes, &r, &local);
   if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
     g_clear_error(&local);
+    g_clear_pointer(&r, rok_sim_result_free);
     plan = rok_planner_plan(planner, rok_planner_min_budget(planner, NULL), &r, &local);
   }
-  if (plan == NULL) {
+  if (plan == NULL)
     g_propagate_error(error, g_steal_pointer(&local));
+  return plan;
+}
+
+/* The planner's plan for the budget; when none fits, its least-memory plan,
+ * which the row then marks as not fitting. */
+static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row, GError **error) {
+  g_autoptr(RokStepPlan) plan = stage_plan(trace, hw, row, error);
+  g_autoptr(RokSimResult) r = plan == NULL ? NULL : rok_simulate(trace, hw, plan, error);
+  if (r == NULL)
     return FALSE;
-  }
   fill_plan_row(row, trace, hw, plan, r);
   return TRUE;
 }
 
-static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArray *rows, GError **error) {
-  g_autoptr(RokTrace) trace = point_trace(spec, at, error);
-  if (trace == NULL)
+/* Every stage planned, the pipeline composed; the row has its step and
+ * the figures of the stage with the highest peak. */
+static gboolean run_pipeline(GPtrArray *traces, const RokHw *hw, RokSweepRow *row, GError **error) {
+  guint n = traces->len;
+  g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  for (guint s = 0; s < n; s++) {
+    RokStepPlan *plan = stage_plan(g_ptr_array_index(traces, s), hw, row, error);
+    if (plan == NULL) {
+      g_prefix_error(error, "stage %u: ", s);
+      return FALSE;
+    }
+    g_ptr_array_add(plans, plan);
+  }
+  g_autofree RokSimResult **results = g_new0(RokSimResult *, n);
+  if (!rok_pipeline_simulate((RokTrace *const *)traces->pdata, hw, (RokStepPlan *const *)plans->pdata, n, FALSE,
+                             results, error))
     return FALSE;
+  guint worst = 0;
+  gboolean fits = TRUE;
+  for (guint s = 0; s < n; s++) {
+    fits &= results[s]->peak_bytes <= row->budget_bytes;
+    if (results[s]->peak_bytes > results[worst]->peak_bytes)
+      worst = s;
+  }
+  fill_plan_row(row, g_ptr_array_index(traces, worst), hw, g_ptr_array_index(plans, worst), results[worst]);
+  row->fits = fits;
+  /* The pipeline's per-GPU FLOP/s and MFU: the mean over its stages' GPUs. */
+  row->model_flops_per_gpu_s = row->mfu = 0;
+  for (guint s = 0; s < n; s++) {
+    row->model_flops_per_gpu_s += results[s]->model_flops_per_gpu_s / n;
+    row->mfu += results[s]->mfu / n;
+  }
+  for (guint s = 0; s < n; s++)
+    rok_sim_result_free(results[s]);
+  return TRUE;
+}
+
+static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArray *rows, GError **error) {
+  g_autoptr(GPtrArray) traces = point_traces(spec, at, error);
+  if (traces == NULL)
+    return FALSE;
+  const RokTrace *trace = g_ptr_array_index(traces, 0);
   g_autoptr(RokHw) hw = rok_hw_copy(spec->hw);
   hw->nvme.devices = at[ROK_SWEEP_NVME_DEVICES];
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
   if (sim == NULL)
     return FALSE;
+  const RokModel *m = trace->model;
   for (guint i = 0; i < spec->strategies->len; i++) {
     RokStrategy s = g_array_index(spec->strategies, RokStrategy, i);
     if (hw->nvme.devices == 0 && sweep_strategy_needs_nvme(s))
       continue;
     RokSweepRow row = {.strategy = s,
+                       .tensor_parallel = m->tensor_parallel,
+                       .pipeline_parallel = m->pipeline_parallel,
+                       .data_parallel = m->data_parallel,
+                       .virtual_stages = m->virtual_stages,
                        .micro_batch = at[ROK_SWEEP_MICRO_BATCH],
-                       .seq_len = trace->model->seq_len,
+                       .seq_len = m->seq_len,
                        .nvme_devices = at[ROK_SWEEP_NVME_DEVICES],
                        .budget_bytes = at[ROK_SWEEP_BUDGET]};
-    gboolean ok = s == ROK_STRATEGY_ROK ? run_rok(trace, hw, &row, error) : run_baseline(sim, trace, hw, &row, error);
+    gboolean ok = traces->len > 1        ? run_pipeline(traces, hw, &row, error)
+                  : s == ROK_STRATEGY_ROK ? run_rok(trace, hw, &row, error)
+                                          : run_baseline(sim, trace, hw, &row, error);
     if (!ok) {
       g_prefix_error(error, "%s: ", rok_strategy_name(s));
       return FALSE;
     }
+    if (layout_swept(spec)) /* layouts compare by what the whole job trains */
+      row.tokens_per_s *= (double)row.data_parallel;
     g_array_append_val(rows, row);
   }
   return TRUE;

@@ -17,6 +17,7 @@ struct _RokSweepSpec {
   char *model_name;     /* as the config names the model */
   guint64 accumulation; /* micro-batches per step in the config */
   guint64 data_parallel;
+  guint64 global_batch, gpus; /* the config's; 0: data_parallel as configured */
   GArray *values[ROK_SWEEP_AXIS_COUNT]; /* guint64, rising, never empty */
   gboolean swept[ROK_SWEEP_AXIS_COUNT]; /* set by the caller */
   GArray *strategies;                   /* RokStrategy */
@@ -46,5 +47,5 @@ typedef struct {
   gsize offset; /* in RokSweepRow, for numbers */
 } RokSweepColumn;
 
-#define ROK_SWEEP_COLUMNS 21
+#define ROK_SWEEP_COLUMNS 27
 extern const RokSweepColumn sweep_columns[ROK_SWEEP_COLUMNS];

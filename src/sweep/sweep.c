@@ -7,6 +7,9 @@
 #include "rok/model.h"
 
 static const char *const axis_names[ROK_SWEEP_AXIS_COUNT] = {
+    [ROK_SWEEP_TENSOR_PARALLEL] = "tensor_parallel",
+    [ROK_SWEEP_PIPELINE_PARALLEL] = "pipeline_parallel",
+    [ROK_SWEEP_VIRTUAL_STAGES] = "virtual_stages",
     [ROK_SWEEP_BUDGET] = "budget_bytes",
     [ROK_SWEEP_NVME_DEVICES] = "nvme_devices",
     [ROK_SWEEP_SEQ_LEN] = "seq_len",
@@ -14,6 +17,9 @@ static const char *const axis_names[ROK_SWEEP_AXIS_COUNT] = {
 };
 /* The command-line options' spelling. */
 static const char *const axis_options[ROK_SWEEP_AXIS_COUNT] = {
+    [ROK_SWEEP_TENSOR_PARALLEL] = "tensor-parallel",
+    [ROK_SWEEP_PIPELINE_PARALLEL] = "pipeline-parallel",
+    [ROK_SWEEP_VIRTUAL_STAGES] = "virtual-stages",
     [ROK_SWEEP_BUDGET] = "budget",
     [ROK_SWEEP_NVME_DEVICES] = "nvme-devices",
     [ROK_SWEEP_SEQ_LEN] = "seq-len",
@@ -32,12 +38,19 @@ gboolean rok_sweep_axis_from_name(const char *name, RokSweepAxis *axis, GError *
       return TRUE;
     }
   g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-              "unknown axis \"%s\" (known: micro_batch, seq_len, nvme_devices, budget_bytes)", name ? name : "");
+              "unknown axis \"%s\" (known: micro_batch, seq_len, nvme_devices, budget_bytes, tensor_parallel, "
+              "pipeline_parallel, virtual_stages)", name ? name : "");
   return FALSE;
 }
 
 guint64 rok_sweep_row_value(const RokSweepRow *row, RokSweepAxis axis) {
   switch (axis) {
+  case ROK_SWEEP_TENSOR_PARALLEL:
+    return row->tensor_parallel;
+  case ROK_SWEEP_PIPELINE_PARALLEL:
+    return row->pipeline_parallel;
+  case ROK_SWEEP_VIRTUAL_STAGES:
+    return row->virtual_stages;
   case ROK_SWEEP_BUDGET:
     return row->budget_bytes;
   case ROK_SWEEP_NVME_DEVICES:
@@ -73,6 +86,10 @@ RokSweepSpec *rok_sweep_spec_new(const char *name, const char *text, gsize lengt
   spec->model_name = g_strdup(model->name);
   spec->accumulation = rok_model_micro_batches_per_step(model);
   spec->data_parallel = model->data_parallel;
+  spec->global_batch = model->global_batch;
+  spec->values[ROK_SWEEP_TENSOR_PARALLEL] = one_value(model->tensor_parallel);
+  spec->values[ROK_SWEEP_PIPELINE_PARALLEL] = one_value(model->pipeline_parallel);
+  spec->values[ROK_SWEEP_VIRTUAL_STAGES] = one_value(model->virtual_stages);
   spec->values[ROK_SWEEP_BUDGET] = one_value(hw->gpu.memory);
   spec->values[ROK_SWEEP_NVME_DEVICES] = one_value(hw->nvme.devices);
   spec->values[ROK_SWEEP_SEQ_LEN] = one_value(model->seq_len);
@@ -148,6 +165,15 @@ gboolean rok_sweep_spec_set_strategies(RokSweepSpec *spec, const char *list, GEr
   }
   g_array_unref(spec->strategies);
   spec->strategies = g_steal_pointer(&strategies);
+  return TRUE;
+}
+
+gboolean rok_sweep_spec_set_gpus(RokSweepSpec *spec, guint64 gpus, GError **error) {
+  if (gpus == 0 || gpus > G_MAXUINT32) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "a job has 1 to 4294967295 GPUs, not %" G_GUINT64_FORMAT, gpus);
+    return FALSE;
+  }
+  spec->gpus = gpus;
   return TRUE;
 }
 

@@ -17,7 +17,8 @@ typedef struct {
   RokDtype mask_dtype; /* dropout masks */
   guint64 tokens, seq_tokens;
   gboolean dropout;
-  gint layer;      /* layer of the ops and tensors being added */
+  gint layer;      /* layer of the ops and tensors being added (in this trace) */
+  gint64 model_layer; /* that layer's index in the whole model (a later pipeline stage's differ) */
   char prefix[32]; /* "layer3", "enc1", "embed", "head" */
   guint rotary_cos, rotary_sin; /* eager LLaMA: the rotary tables (ROK_NO_TENSOR otherwise) */
 } RokBuilder;

@@ -1,7 +1,7 @@
 /* rok-trace/1: the trace as a JSON file.
  *
  * { "format": "rok-trace/1", "model_name", "model" (optional config),
- *   "layers", "tokens_per_micro_batch", "micro_batches_per_step",
+ *   "pipeline_stage" (with a model of pipeline_parallel > 1), "layers", "tokens_per_micro_batch", "micro_batches_per_step",
  *   "fixed": { params_total, params_per_gpu, weight_bytes, gradient_bytes,
  *              optimizer_bytes, optimizer_step_bytes },
  *   "ops": [ { id, name, layer, kind, dims[4], dropout, fwd_flops, bwd_flops,
@@ -84,6 +84,8 @@ json_object *rok_trace_to_json(const RokTrace *trace) {
   json_object_object_add(o, "model_name", json_object_new_string(trace->model_name));
   if (trace->model != NULL)
     json_object_object_add(o, "model", rok_model_to_json(trace->model));
+  if (trace->stages > 1)
+    json_object_object_add(o, "pipeline_stage", json_object_new_uint64(trace->stage));
   json_object_object_add(o, "layers", json_object_new_uint64(trace->layers));
   json_object_object_add(o, "tokens_per_micro_batch", json_object_new_uint64(trace->tokens_per_micro_batch));
   json_object_object_add(o, "micro_batches_per_step", json_object_new_uint64(trace->micro_batches_per_step));

@@ -15,7 +15,8 @@ static const char *const fixed_keys[] = {"params_total", "params_per_gpu", "weig
                                          "optimizer_bytes", "optimizer_step_bytes",
                                          "optimizer_step_flops", NULL};
 static const char *const trace_keys[] = {"format", "model_name", "model", "layers", "tokens_per_micro_batch",
-                                         "micro_batches_per_step", "fixed", "ops", "tensors", NULL};
+                                         "micro_batches_per_step", "fixed", "ops", "tensors", "pipeline_stage",
+                                         NULL};
 
 /* Ops and tensors are numbered by position; an id that says otherwise is a
  * file someone edited wrongly. */
@@ -200,6 +201,17 @@ static gboolean read_fixed(RokTrace *trace, const RokJsonObj *root, GError **err
          rok_json_get_uint(&o, "optimizer_step_flops", FALSE, 0, max, &f->optimizer_step_flops, error);
 }
 
+/* A pipeline stage's trace names its stage; the model says how many. */
+static gboolean read_stage(RokTrace *trace, const RokJsonObj *root, GError **error) {
+  guint64 stages = trace->model ? trace->model->pipeline_parallel : 1, stage = 0;
+  if (!rok_json_get_uint(root, "pipeline_stage", stages > 1, 0, stages - 1, &stage, error))
+    return FALSE;
+  trace->stage = (guint)stage;
+  trace->stages = (guint)stages;
+  trace->chunks = trace->model ? (guint)trace->model->virtual_stages : 1;
+  return TRUE;
+}
+
 static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **error) {
   g_auto(RokJsonObj) model = {0};
   guint64 layers = 0;
@@ -217,7 +229,7 @@ static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **er
   trace->layers = (guint)layers;
   if (model.obj != NULL && (trace->model = rok_model_from_json(&model, error)) == NULL)
     return FALSE;
-  return TRUE;
+  return read_stage(trace, root, error);
 }
 
 RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error) {

@@ -55,6 +55,7 @@ RokTrace *rok_trace_new(const char *model_name) {
   trace->model_name = g_strdup(model_name);
   trace->tokens_per_micro_batch = 1;
   trace->micro_batches_per_step = 1;
+  trace->stages = trace->chunks = 1;
   trace->ops = g_array_new(FALSE, TRUE, sizeof(RokOp));
   g_array_set_clear_func(trace->ops, op_clear);
   trace->tensors = g_array_new(FALSE, TRUE, sizeof(RokTensor));
@@ -260,4 +261,14 @@ double rok_op_work(const RokOp *op, gboolean backward) {
   if (rok_op_kind_is_gemm(op->kind))
     return (double)(backward ? op->bwd_flops : op->fwd_flops);
   return (double)(backward ? op->bwd_bytes : op->fwd_bytes);
+}
+
+guint rok_trace_op_chunk(const RokTrace *trace, guint op) {
+  guint chunks = MAX(trace->chunks, 1), per_chunk = MAX(trace->layers / chunks, 1);
+  for (guint o = op; o < trace->ops->len; o++) {
+    gint layer = rok_trace_op(trace, o)->layer;
+    if (layer >= 0)
+      return MIN((guint)layer / per_chunk, chunks - 1);
+  }
+  return chunks - 1;
 }

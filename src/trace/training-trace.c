@@ -27,7 +27,7 @@ static guint lora_adapters(const RokModel *m, gint layer, const char *name) {
   return 0;
 }
 
-static gboolean weight_frozen(const RokModel *m, gint layer) {
+static gboolean weight_frozen(const RokModel *m, gint64 layer) {
   return m->train.lora_rank > 0 || (layer >= 0 && (guint64)layer < m->train.frozen_layers);
 }
 
@@ -68,7 +68,7 @@ void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, g
   const RokModel *m = b->model;
   RokOp *o = rok_trace_op(b->trace, op);
   guint adapters = lora_adapters(m, b->layer, name);
-  if (weight_frozen(m, b->layer)) { /* dX = dY·Wᵀ only */
+  if (weight_frozen(m, b->layer < 0 ? -1 : b->model_layer)) { /* dX = dY·Wᵀ only */
     o->bwd_flops = 2 * rows * in * out;
     o->bwd_bytes = o->fwd_bytes;
     if (adapters == 0)
@@ -92,9 +92,20 @@ void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, g
   rok_trace_need(b->trace, t, op);
 }
 
-static gboolean no_backward(const RokOp *op, const RokModel *m) {
+/* A layer of a stage trace as the model numbers it (stage_chunks in
+ * transformer.c: chunk c of stage s holds model chunk c·p + s). */
+static guint64 model_layer(const RokTrace *trace, const RokModel *m, gint layer) {
+  if (m->pipeline_parallel == 1)
+    return (guint64)layer;
+  guint64 first, count, v = m->virtual_stages;
+  rok_model_stage_layers(m, trace->stage, &first, &count);
+  guint64 per = MAX(count / v, 1), c = (guint64)layer / per;
+  return v > 1 ? (c * m->pipeline_parallel + trace->stage) * per + (guint64)layer % per : first + (guint64)layer;
+}
+
+static gboolean no_backward(const RokTrace *trace, const RokOp *op, const RokModel *m) {
   if (op->layer >= 0)
-    return (guint64)op->layer < m->train.frozen_layers;
+    return model_layer(trace, m, op->layer) < m->train.frozen_layers;
   gboolean embed = g_str_has_prefix(op->name, "embed.") || g_str_has_prefix(op->name, "decoder_embed.");
   return embed && (m->train.frozen_layers > 0 || m->train.lora_rank > 0);
 }
@@ -108,7 +119,7 @@ void trace_apply_training(RokTrace *trace, const RokModel *m) {
   g_autofree gboolean *none = g_new0(gboolean, trace->ops->len);
   for (guint i = 0; i < trace->ops->len; i++) {
     RokOp *op = rok_trace_op(trace, i);
-    none[i] = no_backward(op, m);
+    none[i] = no_backward(trace, op, m);
     if (none[i])
       op->bwd_flops = op->bwd_bytes = 0;
   }
@@ -122,16 +133,16 @@ void trace_apply_training(RokTrace *trace, const RokModel *m) {
   }
 }
 
-void trace_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed) {
+void trace_fill_fixed_memory(const RokModel *m, guint stage, RokFixedMemory *fixed) {
   RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
-  guint n = rok_model_fixed_terms(m, terms);
+  guint n = rok_model_fixed_terms(m, stage, terms);
   guint64 *by_kind[] = {[ROK_FIXED_WEIGHTS] = &fixed->weight_bytes, [ROK_FIXED_GRADIENTS] = &fixed->gradient_bytes,
                         [ROK_FIXED_OPTIMIZER] = &fixed->optimizer_bytes};
   fixed->params_total = rok_model_param_count(m);
-  fixed->params_per_gpu = rok_model_params_per_gpu(m);
+  fixed->params_per_gpu = rok_model_stage_params(m, stage);
   fixed->weight_bytes = fixed->gradient_bytes = fixed->optimizer_bytes = 0;
   for (guint i = 0; i < n; i++)
     *by_kind[terms[i].kind] += terms[i].bytes;
-  fixed->optimizer_step_bytes = rok_model_optimizer_step_bytes(m);
-  fixed->optimizer_step_flops = rok_model_optimizer_step_flops(m);
+  fixed->optimizer_step_bytes = rok_model_optimizer_step_bytes(m, stage);
+  fixed->optimizer_step_flops = rok_model_optimizer_step_flops(m, stage);
 }

@@ -12,9 +12,10 @@ void trace_linear_training(RokBuilder *b, guint op, const char *name, guint x, g
 /* Before rok_trace_finish: the layers below the first trained one, and a
  * frozen embedding, run no backward and save nothing. */
 void trace_apply_training(RokTrace *trace, const RokModel *m);
-/* The trace's fixed memory: the terms of rok_model_fixed_terms summed by
+/* The fixed memory of a GPU of pipeline stage `stage`: the terms of
+ * rok_model_fixed_terms summed by
  * kind, and the optimizer step's traffic. */
-void trace_fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed);
+void trace_fill_fixed_memory(const RokModel *m, guint stage, RokFixedMemory *fixed);
 
 /* Eager kernels (builder-eager.c). */
 gboolean trace_eager(const RokBuilder *b);

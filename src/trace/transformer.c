@@ -8,7 +8,9 @@
  *
  * Tensor parallelism splits heads and FFN columns over `t` ranks; sequence
  * parallelism also splits the residual stream (norms, dropout, residual) by
- * sequence. The communication these imply is not part of the trace. */
+ * sequence. The communication these imply is not part of the trace (the
+ * simulator's communication stream adds it). Pipeline parallelism: one
+ * trace per stage (rok_trace_new_for_stage). */
 #include "builder.h"
 #include "training-trace.h"
 #include "transformer-parts.h"
@@ -17,6 +19,7 @@
 typedef struct {
   RokBuilder *b;
   guint64 seq, heads, kv_heads, head_dim, ffn; /* local to one rank */
+  gint64 model_offset; /* a layer's index in the model less its index in this trace */
 } Stack;
 
 static guint64 local_kv_heads(const RokModel *m) {
@@ -39,7 +42,7 @@ static guint reassign_to_layer(RokBuilder *b, guint tensor, gint layer, const ch
 static guint self_attention(Stack *st, guint x) {
   RokBuilder *b = st->b;
   const RokModel *m = b->model;
-  guint64 h = m->hidden, tokens = st->seq * m->micro_batch, window = rok_model_layer_window(m, (guint64)b->layer);
+  guint64 h = m->hidden, tokens = st->seq * m->micro_batch, window = rok_model_layer_window(m, (guint64)b->model_layer);
   if (m->a.kv_lora_rank > 0)
     return trace_mla_attention(b, x, tokens, st->heads, window);
   guint64 q_width = st->heads * st->head_dim, kv_width = st->kv_heads * st->head_dim;
@@ -92,7 +95,7 @@ static guint mlp(Stack *st, guint x) {
   RokBuilder *b = st->b;
   guint64 h = b->model->hidden, tokens = st->seq * b->model->micro_batch, f = st->ffn;
   guint hidden;
-  if (rok_model_is_moe_layer(b->model, (guint64)b->layer))
+  if (rok_model_is_moe_layer(b->model, (guint64)b->model_layer))
     return trace_moe_block(b, x, tokens);
   switch (b->model->arch) {
   case ROK_ARCH_LLAMA: {
@@ -236,15 +239,16 @@ static void enter_stack(Stack *st, guint64 seq) {
   st->b->seq_tokens = m->sequence_parallel ? st->b->tokens / m->tensor_parallel : st->b->tokens;
 }
 
-/* `count` layers from `first`, named prefix0, prefix1, ...; returns the
- * last layer's output. */
-static guint layer_stack(Stack *st, guint x, guint first, guint64 count, const char *prefix,
+/* `count` layers from `first`, named prefix<named>, prefix<named + 1>, ...;
+ * returns the last layer's output. */
+static guint layer_stack(Stack *st, guint x, guint first, guint64 count, const char *prefix, guint64 named,
                          guint encoder_out, guint64 encoder_seq) {
   for (guint i = 0; i < count; i++) {
     char name[32], input[48];
-    g_snprintf(name, sizeof name, "%s%u", prefix, i);
+    g_snprintf(name, sizeof name, "%s%" G_GUINT64_FORMAT, prefix, named + i);
     g_snprintf(input, sizeof input, "%s.input", name);
     trace_builder_enter(st->b, first + i, name);
+    st->b->model_layer = (gint64)(first + i) + st->model_offset;
     reassign_to_layer(st->b, x, first + i, input);
     x = st->b->model->arch == ROK_ARCH_BERT ? post_norm_layer(st, x)
                                             : pre_norm_layer(st, x, encoder_out, encoder_seq);
@@ -262,43 +266,86 @@ static guint encoder_output(RokBuilder *b, guint x) {
   return trace_build_dropout(b, "dropout", n, 2, (const guint64[]){rows, h});
 }
 
+/* A model chunk that does not start the model starts from the activation
+ * the previous stage sends: data to this stage, with no gradient of its
+ * own here (the one backward computes is sent back). */
+static guint receive(RokBuilder *b, guint chunk) {
+  char prefix[32];
+  g_snprintf(prefix, sizeof prefix, "recv%u", chunk);
+  trace_builder_enter(b, -1, prefix);
+  guint op = trace_build_op(b, "activation", ROK_OP_INPUT, 1, b->seq_tokens, b->model->hidden, 0);
+  return ROK_TENSOR(b, "activation", op, b->dtype, b->seq_tokens, b->model->hidden);
+}
+
+/* The chunks of a pipeline stage (one without interleaving), each from
+ * the embedding or a received activation, the model's last one into the
+ * head. */
+static void stage_chunks(Stack *st, guint stage, guint tokens, guint labels) {
+  RokBuilder *b = st->b;
+  const RokModel *m = b->model;
+  guint64 first, count, p = m->pipeline_parallel, v = m->virtual_stages;
+  rok_model_stage_layers(m, stage, &first, &count);
+  guint64 per_chunk = count / v;
+  for (guint c = 0; c < v; c++) {
+    guint64 global_chunk = c * p + stage, named = v > 1 ? global_chunk * per_chunk : first;
+    guint x = global_chunk == 0 ? embed(b, tokens, m->seq_len, "embed") : receive(b, c);
+    st->model_offset = (gint64)named - (gint64)(c * per_chunk);
+    x = layer_stack(st, x, c * per_chunk, per_chunk, "layer", named, ROK_NO_TENSOR, 0);
+    if (global_chunk + 1 == p * v) {
+      reassign_to_layer(b, x, -1, "head.input");
+      head(b, x, labels, m->seq_len);
+    }
+  }
+  b->trace->layers = (guint)count;
+}
+
 RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
+  return rok_trace_new_for_stage(m, 0, error);
+}
+
+RokTrace *rok_trace_new_for_stage(const RokModel *m, guint stage, GError **error) {
+  if (stage >= m->pipeline_parallel) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "stage %u: %s has %" G_GUINT64_FORMAT " pipeline stages (0 to %"
+                G_GUINT64_FORMAT ")", stage, m->name, m->pipeline_parallel, m->pipeline_parallel - 1);
+    return NULL;
+  }
   g_autoptr(RokTrace) trace = rok_trace_new(m->name);
   guint64 t = m->tensor_parallel;
   RokBuilder b = {.trace = trace, .model = m, .dtype = m->dtype, .dropout = m->dropout > 0};
   b.mask_dtype = m->mask_bytes == 1 ? ROK_DTYPE_U8 : m->mask_bytes == 2 ? ROK_DTYPE_U16 : ROK_DTYPE_U32;
   Stack st = {.b = &b, .heads = m->heads / t, .kv_heads = local_kv_heads(m), .head_dim = m->head_dim,
               .ffn = m->ffn_hidden / t};
-  gboolean t5 = m->arch == ROK_ARCH_T5;
+  gboolean t5 = m->arch == ROK_ARCH_T5, first = stage == 0, last = stage + 1 == m->pipeline_parallel;
   guint64 seq = m->seq_len, out_seq = t5 ? m->decoder_seq_len : seq;
-  guint64 stage_layers = m->layers / m->pipeline_parallel;
 
+  /* Token ids where the embedding is, labels where the loss is. */
   trace_builder_enter(&b, -1, "input");
   guint in = trace_build_op(&b, "batch", ROK_OP_INPUT, 1, seq * m->micro_batch, 1, 0);
-  guint tokens = ROK_TENSOR(&b, "tokens", in, ROK_DTYPE_I64, seq * m->micro_batch);
+  guint tokens = first ? ROK_TENSOR(&b, "tokens", in, ROK_DTYPE_I64, seq * m->micro_batch) : ROK_NO_TENSOR;
   guint dec_tokens = t5 ? ROK_TENSOR(&b, "decoder_tokens", in, ROK_DTYPE_I64, out_seq * m->micro_batch) : 0;
-  guint labels = ROK_TENSOR(&b, "labels", in, ROK_DTYPE_I64, out_seq * m->micro_batch);
+  guint labels = last ? ROK_TENSOR(&b, "labels", in, ROK_DTYPE_I64, out_seq * m->micro_batch) : ROK_NO_TENSOR;
   trace_eager_rotary_tables(&b, in, seq);
 
   enter_stack(&st, seq);
-  guint x = layer_stack(&st, embed(&b, tokens, seq, "embed"), 0, stage_layers, t5 ? "enc" : "layer",
-                        ROK_NO_TENSOR, 0);
-  trace->layers = stage_layers;
-  if (t5) {
+  if (t5) { /* one stage (config.c) */
+    guint x = layer_stack(&st, embed(&b, tokens, seq, "embed"), 0, m->layers, "enc", 0, ROK_NO_TENSOR, 0);
     guint encoder_out = encoder_output(&b, x);
     enter_stack(&st, out_seq);
     x = embed(&b, dec_tokens, out_seq, "decoder_embed");
-    x = layer_stack(&st, x, stage_layers, m->decoder_layers, "dec", encoder_out, seq);
-    trace->layers += m->decoder_layers;
-  }
-  if (m->pipeline_parallel == 1) {
+    x = layer_stack(&st, x, m->layers, m->decoder_layers, "dec", 0, encoder_out, seq);
+    trace->layers = m->layers + m->decoder_layers;
     reassign_to_layer(&b, x, -1, "head.input");
     head(&b, x, labels, out_seq);
+  } else {
+    stage_chunks(&st, stage, tokens, labels);
   }
   trace->model = rok_model_copy(m);
+  trace->stage = stage;
+  trace->stages = (guint)m->pipeline_parallel;
+  trace->chunks = (guint)m->virtual_stages;
   trace->tokens_per_micro_batch = seq * m->micro_batch;
   trace->micro_batches_per_step = rok_model_micro_batches_per_step(m);
-  trace_fill_fixed_memory(m, &trace->fixed);
+  trace_fill_fixed_memory(m, stage, &trace->fixed);
   trace_apply_training(trace, m);
   if (!rok_trace_finish(trace, error))
     return NULL;

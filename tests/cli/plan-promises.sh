@@ -46,7 +46,8 @@ PY
 
 # Mistral 7B on a 24 GB GPU, one SSD, 64 GiB of host memory: where offloading
 # to host memory alone is as fast, nothing is written to the SSD; with a
-# 3-year lifetime required, no plan wears it out sooner.
+# 3-year lifetime required, no plan wears it out sooner. Budgets above its
+# ZeRO-3 fixed memory (15.7 GiB; the smallest plan needs 16.4 GiB).
 m=(mistral-7b --hw rtx4090-24g-1x990pro --points 4)
 for budget in 17GiB 19GiB 21GiB; do
   "$rok" plan "${m[@]}" --budget "$budget" --min-ssd-lifetime 0 --json > "$tmp/any.json"

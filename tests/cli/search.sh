@@ -16,7 +16,7 @@ for f in search.csv search.png search.svg; do
 done
 out=$(cat "$tmp/one.txt")
 expect_in "$out" "gpt3-1.3b on $hw (80.0 GiB per GPU): 16 layouts × 2 offload modes = 32 points"
-expect_in "$out" "Not modelled: pipeline parallelism (PP = 1 only"
+expect_in "$out" "Not searched: pipeline parallelism (PP = 1 only"
 expect_in "$out" "Best with keep and recompute only:"
 expect_in "$out" "Best with offload allowed:"
 expect_in "$out" "Where offloading changes the answer:"
@@ -66,7 +66,7 @@ PY
 # Bad input: exit 2, a message naming the option.
 expect_fail 2 "missing --gpus" "$rok" search gpt3-1.3b --hw $hw
 expect_fail 2 "missing --hw" "$rok" search gpt3-1.3b --gpus 8
-expect_fail 2 "--pp: pipeline parallelism above 1 is not modelled" "$rok" search gpt3-1.3b --hw $hw --gpus 8 --pp 1,2
+expect_fail 2 "--pp: pipeline parallelism above 1 is not searched yet" "$rok" search gpt3-1.3b --hw $hw --gpus 8 --pp 1,2
 expect_fail 2 "offload must be no, yes or both" "$rok" search gpt3-1.3b --hw $hw --gpus 8 --offload maybe
 expect_fail 2 "--zero: ZeRO stages are 0 to 3" "$rok" search gpt3-1.3b --hw $hw --gpus 8 --zero 4
 expect_fail 2 "no layout of gpt3-1.3b fits these GPU counts" "$rok" search gpt3-1.3b --hw $hw --gpus 7 --tp 2

@@ -24,9 +24,9 @@ for f in sweep.csv throughput.png throughput.svg memory.png memory.svg; do
   [ -s "$tmp/one/$f" ] || { echo "missing $f" >&2; exit 1; }
   cmp "$tmp/one/$f" "$tmp/two/$f"
 done
-head -1 "$tmp/one/sweep.csv" | grep -qx "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,model_flops_per_gpu_s,mfu,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,fits"
+head -1 "$tmp/one/sweep.csv" | grep -qx "strategy,model,hw,tensor_parallel,pipeline_parallel,data_parallel,virtual_stages,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,model_flops_per_gpu_s,mfu,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,bubble_s,exposed_comm_s,fits"
 [ "$(wc -l < "$tmp/one/sweep.csv")" -eq $((1 + 7 * 6)) ] || { echo "expected 42 rows" >&2; exit 1; }
-grep -q '^keep,ssdtrain-bert,a100-40g-pcie4-4xp5800x,64,1024,4,42949672960,42949672960,[0-9]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9]*,[0-9]*,0,0,0,[0-9.e+-]*,0$' "$tmp/one/sweep.csv"
+grep -q '^keep,ssdtrain-bert,a100-40g-pcie4-4xp5800x,2,1,1,1,64,1024,4,42949672960,42949672960,[0-9]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9]*,[0-9]*,0,0,0,[0-9.e+-]*,0,[0-9.e+-]*,0$' "$tmp/one/sweep.csv"
 head -c 8 "$tmp/one/throughput.png" | od -c | grep -q 'P   N   G'
 grep -q '<svg' "$tmp/one/memory.svg"
 

@@ -40,7 +40,7 @@ static RokModel *load(const char *name, const char *const *sets) {
 
 static guint64 fixed_bytes(const RokModel *m) {
   RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
-  guint n = rok_model_fixed_terms(m, terms);
+  guint n = rok_model_fixed_terms(m, 0, terms);
   guint64 sum = 0;
   for (guint i = 0; i < n; i++)
     sum += terms[i].bytes;
@@ -144,7 +144,7 @@ static void test_grad_dtype(void) {
 
 static guint64 term(const RokModel *m, const char *name) {
   RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
-  guint n = rok_model_fixed_terms(m, terms);
+  guint n = rok_model_fixed_terms(m, 0, terms);
   for (guint i = 0; i < n; i++)
     if (g_str_equal(terms[i].name, name))
       return terms[i].bytes;
@@ -185,12 +185,12 @@ static void test_optimizer_step_flops(void) {
   guint64 linear = G_GUINT64_CONSTANT(32) * (4 * 4096 * 4096 + 3 * 4096 * 11008);
   const char *apollo[] = {"optimizer=\"apollo\"", "optimizer_rank=256", "zero_stage=0", NULL};
   g_autoptr(RokModel) a = load("llama2-7b", apollo);
-  g_assert_cmpuint(rok_model_optimizer_step_flops(a), ==, 2 * 256 * linear);
+  g_assert_cmpuint(rok_model_optimizer_step_flops(a, 0), ==, 2 * 256 * linear);
   const char *mini[] = {"optimizer=\"apollo_mini\"", "zero_stage=1", NULL};
   g_autoptr(RokModel) b = load("llama2-7b", mini);
-  g_assert_cmpuint(rok_model_optimizer_step_flops(b), ==, (2 * linear + 127) / 128);
+  g_assert_cmpuint(rok_model_optimizer_step_flops(b, 0), ==, (2 * linear + 127) / 128);
   g_autoptr(RokModel) c = load("llama2-7b", NULL);
-  g_assert_cmpuint(rok_model_optimizer_step_flops(c), ==, 0);
+  g_assert_cmpuint(rok_model_optimizer_step_flops(c, 0), ==, 0);
 }
 
 /* LoRA: rank-16 adapters on every linear layer of LLaMA-2 7B train 40.0 M
@@ -199,8 +199,8 @@ static void test_optimizer_step_flops(void) {
 static void test_lora(void) {
   const char *sets[] = {"lora_rank=16", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
   g_autoptr(RokModel) m = load("llama2-7b", sets);
-  g_assert_cmpuint(rok_model_trainable_params_per_gpu(m), ==, 16 * 32 * (4 * (4096 + 4096) + 3 * (4096 + 11008)));
-  g_assert_cmpuint(term(m, "fp32 master weights"), ==, 4 * rok_model_trainable_params_per_gpu(m));
+  g_assert_cmpuint(rok_model_trainable_params_per_gpu(m, 0), ==, 16 * 32 * (4 * (4096 + 4096) + 3 * (4096 + 11008)));
+  g_assert_cmpuint(term(m, "fp32 master weights"), ==, 4 * rok_model_trainable_params_per_gpu(m, 0));
   const char *nf4[] = {"lora_rank=16", "lora_base=\"nf4\"", "zero_stage=0", "data_parallel=1", "global_batch=1",
                        NULL};
   g_autoptr(RokModel) q = load("llama2-7b", nf4);
@@ -214,7 +214,7 @@ static void test_frozen_layers(void) {
   const char *sets[] = {"frozen_layers=16", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
   g_autoptr(RokModel) m = load("llama2-7b", sets);
   guint64 layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096;
-  g_assert_cmpuint(rok_model_trainable_params_per_gpu(m), ==, rok_model_params_per_gpu(m) - 16 * layer - 32000 * 4096);
+  g_assert_cmpuint(rok_model_trainable_params_per_gpu(m, 0), ==, rok_model_params_per_gpu(m) - 16 * layer - 32000 * 4096);
 }
 
 /* Mixtral 8x7B at PP 4, EP 8, DP 64 under the distributed optimizer: the
@@ -235,7 +235,7 @@ static void test_moe(void) {
   /* Frozen layers take their experts with them. */
   const char *frozen[] = {"frozen_layers=4", NULL};
   g_autoptr(RokModel) f = load("mixtral-8x7b", frozen);
-  g_assert_cmpuint(rok_model_trainable_params_per_gpu(f), ==, 4 * (attention + router + 2 * h + expert));
+  g_assert_cmpuint(rok_model_trainable_params_per_gpu(f, 0), ==, 4 * (attention + router + 2 * h + expert));
   /* What fixed memory models for dense layers only is refused, not guessed. */
   const char *refused[] = {"lora_rank=16", "optimizer=\"apollo_mini\"", "optimizer=\"adafactor\"",
                            "fp8=\"e4m3\"", "kernels=\"eager\""};
@@ -257,10 +257,42 @@ static void test_moe(void) {
 static void test_lora_architectures(void) {
   const char *sets[] = {"lora_rank=16", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
   g_autoptr(RokModel) q = load("qwen2.5-7b", sets);
-  g_assert_cmpuint(rok_model_trainable_params_per_gpu(q), ==, 40370176);
+  g_assert_cmpuint(rok_model_trainable_params_per_gpu(q, 0), ==, 40370176);
   const char *frozen[] = {"frozen_layers=42", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
   g_autoptr(RokModel) g = load("gemma2-9b", frozen);
-  g_assert_cmpuint(rok_model_trainable_params_per_gpu(g), ==, 3584); /* the final norm alone */
+  g_assert_cmpuint(rok_model_trainable_params_per_gpu(g, 0), ==, 3584); /* the final norm alone */
+}
+
+/* One rule for every stage: each stage's 16-bit weights are its
+ * rok_model_stage_params (the head on the last stage, uneven stages
+ * included), each stage's trace carries its own fixed memory, and frozen
+ * layers leave untrained exactly the layers of theirs a stage holds. */
+static void test_stages(void) {
+  const char *const sets[] = {"pipeline_parallel=4", "first_stage_layers=5", "frozen_layers=9", NULL};
+  g_autoptr(RokModel) m = load("llama2-7b", sets);
+  guint64 held = 0, trained = 0;
+  for (guint s = 0; s < 4; s++) {
+    RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
+    guint n = rok_model_fixed_terms(m, s, terms);
+    g_assert_cmpstr(terms[0].name, ==, "weights (16-bit)");
+    g_assert_cmpuint(terms[0].bytes, ==, 2 * rok_model_stage_params(m, s));
+    guint64 sum = 0;
+    for (guint i = 0; i < n; i++)
+      sum += terms[i].bytes;
+    GError *error = NULL;
+    g_autoptr(RokTrace) trace = rok_trace_new_for_stage(m, s, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes, ==, sum);
+    g_assert_cmpuint(trace->fixed.params_per_gpu, ==, rok_model_stage_params(m, s));
+    held += rok_model_stage_params(m, s);
+    trained += rok_model_trainable_params_per_gpu(m, s);
+  }
+  /* Stage 0 holds 5 layers, the others 9 each: the 9 frozen layers
+   * span stages 0 and 1; their parameters and the embedding are all that is
+   * untrained (LLaMA's layers are alike). */
+  guint64 h = 4096, layer = 4 * h * h + 3 * h * 11008 + 2 * h;
+  g_assert_cmpuint(held - trained, ==, 9 * layer + 32000 * h);
+  g_assert_cmpuint(held, ==, rok_model_param_count(m));
 }
 
 int main(int argc, char **argv) {
@@ -274,6 +306,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fixed-memory/lora", test_lora);
   g_test_add_func("/fixed-memory/optimizer-step-flops", test_optimizer_step_flops);
   g_test_add_func("/fixed-memory/frozen-layers", test_frozen_layers);
+  g_test_add_func("/fixed-memory/stages", test_stages);
   g_test_add_func("/fixed-memory/moe", test_moe);
   g_test_add_func("/fixed-memory/lora-architectures", test_lora_architectures);
   return g_test_run();

@@ -54,17 +54,24 @@ static void assert_same_row(const RokSweepRow *a, const RokSweepRow *b) {
   assert_same_double(a->required_write_bandwidth, b->required_write_bandwidth);
   assert_same_double(a->recompute_s, b->recompute_s);
   assert_same_double(a->stall_s, b->stall_s);
+  assert_same_double(a->bubble_s, b->bubble_s);
+  assert_same_double(a->exposed_comm_s, b->exposed_comm_s);
+  g_assert_cmpuint(a->tensor_parallel, ==, b->tensor_parallel);
+  g_assert_cmpuint(a->pipeline_parallel, ==, b->pipeline_parallel);
+  g_assert_cmpuint(a->data_parallel, ==, b->data_parallel);
+  g_assert_cmpuint(a->virtual_stages, ==, b->virtual_stages);
   g_assert_cmpint(a->fits, ==, b->fits);
 }
 
 static void test_round_trip(void) {
   g_autoptr(RokSweep) sweep = small_sweep("1:40:*3");
   g_autofree char *csv = rok_sweep_to_csv(sweep);
-  g_assert_true(g_str_has_prefix(csv, "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,"
+  g_assert_true(g_str_has_prefix(csv, "strategy,model,hw,tensor_parallel,pipeline_parallel,data_parallel,"
+                                      "virtual_stages,micro_batch,seq_len,nvme_devices,budget_bytes,"
                                       "gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,"
                                       "model_flops_per_gpu_s,mfu,peak_bytes,"
                                       "activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,"
-                                      "recompute_s,stall_s,fits\n"));
+                                      "recompute_s,stall_s,bubble_s,exposed_comm_s,fits\n"));
   g_autoptr(RokSweep) back = parse(csv);
   g_autofree char *again = rok_sweep_to_csv(back);
   g_assert_cmpstr(csv, ==, again);
@@ -115,7 +122,7 @@ static void test_errors(void) {
   g_assert_cmpuint(no_final_newline->rows->len, ==, 1);
   expect_error("", "s.csv: empty file");
   expect_error(HEADER, "s.csv:2:1: no rows after the header");
-  expect_error("strategy,model,hw,micro\n" ROW, "s.csv:1:19: expected column 4 of the header to be \"micro_batch\", "
+  expect_error("strategy,model,hw,micro\n" ROW, "s.csv:1:19: expected column 4 of the header to be \"tensor_parallel\", "
                                                 "found \"micro\"");
   expect_error("strategy,model\n" ROW, "s.csv:1:15: expected column 3 of the header to be \"hw\", found the end");
   expect_error(HEADER ROW "keep,m,h,1,1024\n", "s.csv:3:16: expected 21 fields, found 5");
@@ -133,6 +140,39 @@ static void test_errors(void) {
   expect_error(HEADER "keep,\"m\"x,h,1\n", "s.csv:2:9: text after the closing quote");
   expect_error(HEADER "keep,m\xff,h\n", "s.csv:2:7: invalid UTF-8");
   expect_error(HEADER ROW "\n" ROW, "s.csv:3:1: expected 21 fields, found 1");
+}
+
+/* The files written before: without the layout, bubble and communication
+ * columns (HEADER above), and also without the per-GPU ones; what they lack
+ * reads as 0. The current header with a row of all 27 columns. */
+static void test_older_headers(void) {
+  g_autoptr(RokSweep) first = parse(
+      "strategy,model,hw,micro_batch,seq_len,nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,"
+      "tokens_per_s,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,recompute_s,stall_s,"
+      "fits\n"
+      "keep,m,h,1,1024,4,100,100,10,0.5,2000,50,40,0,0,0,0,1\n");
+  const RokSweepRow *row = &g_array_index(first->rows, RokSweepRow, 0);
+  g_assert_cmpfloat(row->tokens_per_s, ==, 2000);
+  g_assert_cmpfloat(row->mfu, ==, 0);
+  g_assert_cmpuint(row->peak_bytes, ==, 50);
+  g_assert_cmpuint(row->pipeline_parallel, ==, 0);
+  g_autoptr(RokSweep) no_layout = parse(HEADER ROW);
+  row = &g_array_index(no_layout->rows, RokSweepRow, 0);
+  g_assert_cmpfloat(row->mfu, ==, 0.5);
+  g_assert_cmpuint(row->peak_bytes, ==, 50);
+  g_assert_cmpuint(row->tensor_parallel, ==, 0);
+  g_autoptr(RokSweep) now = parse(
+      "strategy,model,hw,tensor_parallel,pipeline_parallel,data_parallel,virtual_stages,micro_batch,seq_len,"
+      "nvme_devices,budget_bytes,gpu_memory_bytes,fixed_bytes,step_time_s,tokens_per_s,tokens_per_gpu_s,"
+      "model_flops_per_gpu_s,mfu,peak_bytes,activation_peak_bytes,required_write_bandwidth,nvme_write_bytes,"
+      "recompute_s,stall_s,bubble_s,exposed_comm_s,fits\n"
+      "keep,m,h,2,4,8,1,1,1024,4,100,100,10,0.5,2000,31.25,1e12,0.5,50,40,0,0,0,0,0.125,0.0625,1\n");
+  row = &g_array_index(now->rows, RokSweepRow, 0);
+  g_assert_cmpuint(row->pipeline_parallel, ==, 4);
+  g_assert_cmpuint(row->data_parallel, ==, 8);
+  g_assert_cmpfloat(row->tokens_per_gpu_s, ==, 31.25);
+  g_assert_cmpfloat(row->bubble_s, ==, 0.125);
+  g_assert_cmpfloat(row->exposed_comm_s, ==, 0.0625);
 }
 
 static void test_load(void) {
@@ -248,6 +288,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep-csv/round-trip", test_round_trip);
   g_test_add_func("/sweep-csv/quoting", test_quoting);
   g_test_add_func("/sweep-csv/errors", test_errors);
+  g_test_add_func("/sweep-csv/older-headers", test_older_headers);
   g_test_add_func("/sweep-csv/load", test_load);
   g_test_add_func("/sweep-chart/redraw", test_charts_redraw);
   g_test_add_func("/sweep-chart/views", test_views);

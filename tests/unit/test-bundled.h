@@ -1,0 +1,28 @@
+/* Tests: the bundled configs by name (configs/hw, configs/models under
+ * ROK_SOURCE_DIR), loaded or the test fails. */
+#pragma once
+
+#include "rok/core.h"
+#include "rok/hw.h"
+#include "rok/model.h"
+
+static inline char *test_bundled_path(const char *kind, const char *name) {
+  g_autofree char *file = g_strconcat(name, ".json", NULL);
+  return g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", kind, file, NULL);
+}
+
+static inline RokHw *test_bundled_hw(const char *name) {
+  g_autofree char *path = test_bundled_path("hw", name);
+  GError *error = NULL;
+  RokHw *hw = rok_hw_load(path, &error);
+  g_assert_no_error(error);
+  return hw;
+}
+
+static inline RokModel *test_bundled_model(const char *name, const char *const *sets) {
+  g_autofree char *path = test_bundled_path("models", name);
+  GError *error = NULL;
+  RokModel *model = rok_model_load(path, sets, &error);
+  g_assert_no_error(error);
+  return model;
+}

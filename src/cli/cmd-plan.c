@@ -15,6 +15,7 @@
 
 typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
+  char *timeline, *timeline_chart;
   gint points;
   gint64 offload_min_elements; /* -1: the strategies' default */
   RokSsdModel ssd;
@@ -32,6 +33,8 @@ static void options_clear(Options *o) {
   g_free(o->tiers);
   g_free(o->min_lifetime);
   g_free(o->max_rate);
+  g_free(o->timeline);
+  g_free(o->timeline_chart);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -594,6 +597,16 @@ static void print_summary(const Outcome *out, const char *dir) {
     printf("Wrote plan.json, schedule.json, rok-curve.csv, rok-curve.png and rok-curve.svg in %s\n", dir);
 }
 
+/* The recommended plan's step, simulated again recording its actions (the
+ * same step: the simulator is deterministic). */
+static gboolean write_timeline(const Options *o, const Outcome *out, GError **error) {
+  if (o->timeline == NULL && o->timeline_chart == NULL)
+    return TRUE;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(out->trace, out->hw, out->plan, error);
+  return r != NULL && cli_timeline_write(r, out->trace, out->hw, rok_strategy_name(out->strategy), o->timeline,
+                                         o->timeline_chart, error);
+}
+
 int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
@@ -615,6 +628,10 @@ int cli_cmd_plan(int argc, char **argv) {
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
       {"tiers", 0, 0, G_OPTION_ARG_STRING, &o.tiers,
        "Decisions the planner may take: any of keep,host,nvme,recompute (default: all)", "LIST"},
+      {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
+       "Write the recommended plan's step as a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
+      {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
+       "Draw the recommended plan's step (timeline and memory) to CHART (.png, .svg or .pdf)", "CHART"},
       {"min-ssd-lifetime", 0, 0, G_OPTION_ARG_STRING, &o.min_lifetime,
        "The SSDs must last this long training 24/7 (default 3y; 0: no limit)", "DURATION"},
       {"max-ssd-write-rate", 0, 0, G_OPTION_ARG_STRING, &o.max_rate,
@@ -650,7 +667,8 @@ int cli_cmd_plan(int argc, char **argv) {
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);
   file = plan_file(&out);
-  gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
+  gboolean written = (o.output == NULL || write_files(&out, file, o.output, &error)) &&
+                     write_timeline(&o, &out, &error);
   if (o.output != NULL)
     rok_charts_release(); /* the charts are drawn; nothing else draws */
   if (!written)

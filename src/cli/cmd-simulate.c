@@ -9,13 +9,14 @@
 #include "rok/plan.h"
 
 typedef struct {
-  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit;
+  char *hw, *strategy, *plan, *timeline, *timeline_chart, *budget, *prefetch_unit;
   gint prefetch_window, detail;
 } Options;
 
 static void options_clear(Options *o) {
   g_free(o->hw);
   g_free(o->strategy);
+  g_free(o->plan);
   g_free(o->timeline);
   g_free(o->timeline_chart);
   g_free(o->budget);
@@ -46,14 +47,21 @@ static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **erro
   return TRUE;
 }
 
-static json_object *to_json(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+/* simulate judges "fits" against the budget it was given, which the
+ * GPU's memory bounds in any case. */
+static gboolean fits(const RokSimResult *r) {
+  return r->fits && r->within_budget;
+}
+
+static json_object *to_json(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, const char *strategy) {
   json_object *out = json_object_new_object();
   json_object_object_add(out, "model", json_object_new_string(trace->model_name));
   json_object_object_add(out, "hw", json_object_new_string(hw->name));
-  json_object_object_add(out, "strategy", json_object_new_string(rok_strategy_name(strategy)));
+  json_object_object_add(out, "strategy", json_object_new_string(strategy));
   json_object *figures = rok_sim_result_to_json(r, trace);
   json_object_object_foreach(figures, key, value) json_object_object_add(out, key, json_object_get(value));
   json_object_put(figures);
+  json_object_object_add(out, "fits", json_object_new_boolean(fits(r)));
   return out;
 }
 
@@ -74,8 +82,11 @@ static void print_memory(const RokSimResult *r, const RokTrace *trace) {
   g_autofree char *peak = rok_units_format_size(r->peak_bytes), *cap = rok_units_format_size(r->gpu_memory_bytes);
   g_autofree char *fixed = rok_units_format_size(r->fixed_bytes);
   g_autofree char *act = rok_units_format_size(r->activation_peak_bytes);
-  g_autofree char *where = g_strdup_printf("of %s: %s (at %s %s, micro-batch %u)", cap,
-                                           r->fits ? "fits" : "DOES NOT FIT", rok_action_kind_name(r->peak_kind),
+  g_autofree char *budget = rok_units_format_size(r->budget_bytes);
+  g_autofree char *limit = r->budget_bytes < r->gpu_memory_bytes ? g_strdup_printf("the budget %s", budget)
+                                                                 : g_strdup(cap);
+  g_autofree char *where = g_strdup_printf("of %s: %s (at %s %s, micro-batch %u)", limit,
+                                           fits(r) ? "fits" : "DOES NOT FIT", rok_action_kind_name(r->peak_kind),
                                            peak_place(r, trace), r->peak_micro_batch);
   print_line("Peak memory", peak, where);
   print_line("  fixed", fixed, "weights, gradients, optimizer states");
@@ -119,50 +130,59 @@ static void print_traffic(const RokSimResult *r) {
   }
 }
 
-static void print_summary(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+static void print_summary(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, const char *strategy) {
   g_autofree char *batch = cli_batch_text(trace);
   printf("%s on %s, strategy %s: %s, %" G_GUINT64_FORMAT " simulated in detail\n\n", trace->model_name, hw->name,
-         rok_strategy_name(strategy), batch, r->detailed_micro_batches);
+         strategy, batch, r->detailed_micro_batches);
   print_time(r, trace, hw);
   print_memory(r, trace);
   print_traffic(r);
   printf("\n%s.\n", CLI_MFU_BASIS);
 }
 
-/* The chart goes through the timeline's JSON text, as `rok plot` reads it
- * from the file, so that both draw the same bytes. */
-static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace, const char *path,
-                                    GError **error) {
-  json_object *json = rok_sim_timeline_to_json(r, trace, error);
-  if (json == NULL)
-    return FALSE;
-  g_autofree char *text = rok_json_to_string(json);
-  json_object_put(json);
-  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse("timeline", text, strlen(text), error);
-  guint64 budget = r->budget_bytes < r->gpu_memory_bytes ? r->budget_bytes : 0;
-  gboolean ok = doc != NULL && rok_charts_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
-  rok_charts_release();
-  return ok;
-}
-
-static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, RokStrategy *strategy,
-                         GError **error) {
-  const char *name = o->strategy ? o->strategy : "keep";
-  if (!rok_strategy_from_name(name, strategy, error))
-    return NULL;
-  if (*strategy == ROK_STRATEGY_ROK) { /* simulate runs baselines; plans come from `rok plan` */
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                "unknown strategy \"%s\" (known: keep, recompute, selective, offload, tba)", name);
+/* The plan of --plan FILE (its decisions and step options) or of
+ * --strategy; `strategy` names it. */
+static RokStepPlan *load_plan(const Options *o, const RokTrace *trace, const RokHw *hw, char **strategy,
+                              GError **error) {
+  if (o->plan != NULL && o->strategy != NULL) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "--plan and --strategy exclude each other");
     return NULL;
   }
-  g_autoptr(RokStepPlan) plan = rok_strategy_plan(*strategy, trace, hw, NULL, error);
+  if (o->plan != NULL) {
+    g_autoptr(RokPlanFile) file = rok_plan_file_load(o->plan, trace, error);
+    if (file == NULL)
+      return NULL;
+    if (!file->feasible) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: the plan is not feasible: it holds no decisions", o->plan);
+      return NULL;
+    }
+    if (g_strcmp0(file->hw_name, hw->name) != 0)
+      g_printerr("rok simulate: warning: %s was planned for %s, simulated on %s\n", o->plan, file->hw_name, hw->name);
+    *strategy = g_strdup(file->strategy);
+    return g_steal_pointer(&file->plan);
+  }
+  const char *name = o->strategy ? o->strategy : "keep";
+  RokStrategy s;
+  if (!rok_strategy_from_name(name, &s, error))
+    return NULL;
+  if (s == ROK_STRATEGY_ROK) { /* the planner's plans come as files from `rok plan` */
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "unknown strategy \"%s\" (known: keep, recompute, selective, offload, tba; a plan of `rok plan`: "
+                "--plan FILE)", name);
+    return NULL;
+  }
+  *strategy = g_strdup(name);
+  return rok_strategy_plan(s, trace, hw, NULL, error);
+}
+
+static RokSimResult *run(const Options *o, const RokTrace *trace, const RokHw *hw, char **strategy,
+                         GError **error) {
+  g_autoptr(RokStepPlan) plan = load_plan(o, trace, hw, strategy, error);
   if (plan == NULL || !apply_options(o, plan, error))
     return NULL;
   gboolean record = o->timeline != NULL || o->timeline_chart != NULL;
   RokSimResult *r = (record ? rok_simulate_recorded : rok_simulate)(trace, hw, plan, error);
-  if (r != NULL && o->timeline != NULL && !rok_sim_timeline_save(r, trace, o->timeline, error))
-    g_clear_pointer(&r, rok_sim_result_free);
-  if (r != NULL && o->timeline_chart != NULL && !save_timeline_chart(r, trace, o->timeline_chart, error))
+  if (r != NULL && !cli_timeline_write(r, trace, hw, *strategy, o->timeline, o->timeline_chart, error))
     g_clear_pointer(&r, rok_sim_result_free);
   return r;
 }
@@ -176,6 +196,8 @@ int cli_cmd_simulate(int argc, char **argv) {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,
        "keep (default), recompute, selective, offload or tba", "S"},
+      {"plan", 0, 0, G_OPTION_ARG_FILENAME, &o.plan,
+       "Simulate a rok-plan/1 file (from rok plan, maybe edited): its decisions and step options", "FILE"},
       {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
        "Write a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
       {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
@@ -194,7 +216,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   g_autoptr(RokTrace) trace = NULL;
   g_autoptr(RokHw) hw = NULL;
   g_autoptr(RokSimResult) r = NULL;
-  RokStrategy strategy = ROK_STRATEGY_KEEP;
+  g_autofree char *strategy = NULL;
   if (!cli_parse(context, &argc, &argv, &error) || !rok_charts_set_style(&style, &error) ||
       !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||

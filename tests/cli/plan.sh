@@ -113,6 +113,17 @@ grep -q "<svg" "$tmp/out/rok-curve.svg"
 grep -q '^keep,' "$tmp/out/rok-curve.csv"
 grep -q '"curve_baselines": \[' "$tmp/out/plan.json"
 
+# --timeline and --timeline-chart: the recommended plan's step, the same
+# bytes as rok simulate --plan gives for the plan file; the chart's title
+# names model, machine, strategy and the detailed micro-batches.
+"$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 14GiB --points 3 -t "$tmp/plan-t.json" \
+  --timeline-chart "$tmp/plan-t.svg" > /dev/null
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --plan "$tmp/out/plan.json" -t "$tmp/sim-t.json" > /dev/null
+cmp "$tmp/plan-t.json" "$tmp/sim-t.json"
+grep -q '"strategy": "rok"' "$tmp/plan-t.json"
+grep -q "One step of gpt3-1.3b, rok on a100-80g-sxm-4x980pro: micro-batches 1–3 of 8 in detail" "$tmp/plan-t.svg"
+expect_fail 1 "t.json" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points 2 -t "$tmp/no/such/dir/t.json"
+
 # --strategy writes that baseline's plan and schedule instead.
 "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --strategy tba --points 2 -o "$tmp/tba" --json > "$tmp/tba.json"
 grep -q '"strategy": "tba"' "$tmp/tba/plan.json"

@@ -138,7 +138,29 @@ G_BEGIN_DECLS
  * cannot promise. */
 #define ROK_PLAN_WEAR_TOLERANCE 0.01
 
+/* What one planner decision covers. tensor: each saved tensor on its own.
+ * module: all the saved tensors of a layer's attention block (with the
+ * layer's input) or of its MLP block share one decision, as Megatron's
+ * recompute modules and SSDTrain's module-level keep decide; layer: all the
+ * saved tensors of a layer, as Megatron's --recompute-num-layers and
+ * Transformer Engine's CPU offloading of N layers. In a module or layer, a
+ * tensor that cannot take the decision (too small to offload, not
+ * recomputable, or the block's input when it is recomputed: the checkpoint
+ * the rebuild starts from) is kept, as the frameworks do; tensors outside
+ * the layers are kept. */
+typedef enum {
+  ROK_GRANULARITY_TENSOR,
+  ROK_GRANULARITY_MODULE,
+  ROK_GRANULARITY_LAYER,
+  ROK_GRANULARITY_COUNT
+} RokGranularity;
+
+const char *rok_granularity_name(RokGranularity granularity);
+/* "tensor", "module" or "layer"; else ROK_ERROR_USAGE listing them. */
+gboolean rok_granularity_from_name(const char *name, RokGranularity *granularity, GError **error);
+
 typedef struct {
+  RokGranularity granularity; /* ROK_GRANULARITY_TENSOR by default */
   /* Host memory offloads may fill; G_MAXUINT64 (the default): host.memory
    * less the pinned staging buffer; 0: no offload to host memory. */
   guint64 host_memory;

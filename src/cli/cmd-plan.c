@@ -15,7 +15,7 @@
 
 typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
-  char *timeline, *timeline_chart;
+  char *timeline, *timeline_chart, *granularity;
   gint points;
   gint64 offload_min_elements; /* -1: the strategies' default */
   RokSsdModel ssd;
@@ -35,6 +35,7 @@ static void options_clear(Options *o) {
   g_free(o->max_rate);
   g_free(o->timeline);
   g_free(o->timeline_chart);
+  g_free(o->granularity);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -151,6 +152,10 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
     return FALSE;
   }
   popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
+  if (o->granularity != NULL && !rok_granularity_from_name(o->granularity, &popts->granularity, error)) {
+    g_prefix_error(error, "--granularity: ");
+    return FALSE;
+  }
   return parse_tiers(o->tiers, &popts->tiers, error) && ssd_limit(o, hw, out, popts, error);
   return TRUE;
 }
@@ -632,6 +637,8 @@ int cli_cmd_plan(int argc, char **argv) {
        "Write the recommended plan's step as a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
       {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
        "Draw the recommended plan's step (timeline and memory) to CHART (.png, .svg or .pdf)", "CHART"},
+      {"granularity", 0, 0, G_OPTION_ARG_STRING, &o.granularity,
+       "What one decision covers: tensor (default), module (a layer's attention or MLP block) or layer", "G"},
       {"min-ssd-lifetime", 0, 0, G_OPTION_ARG_STRING, &o.min_lifetime,
        "The SSDs must last this long training 24/7 (default 3y; 0: no limit)", "DURATION"},
       {"max-ssd-write-rate", 0, 0, G_OPTION_ARG_STRING, &o.max_rate,

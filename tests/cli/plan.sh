@@ -124,6 +124,33 @@ grep -q '"strategy": "rok"' "$tmp/plan-t.json"
 grep -q "One step of gpt3-1.3b, rok on a100-80g-sxm-4x980pro: micro-batches 1–3 of 8 in detail" "$tmp/plan-t.svg"
 expect_fail 1 "t.json" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points 2 -t "$tmp/no/such/dir/t.json"
 
+# --granularity: at module and layer granularity every layer's block (or
+# the whole layer) takes one decision (its input kept when it recomputes;
+# tensors outside the layers kept), and finer is never slower.
+for g in tensor module layer; do
+  "$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --budget 8GiB --points 2 --granularity $g --json > "$tmp/g-$g.json"
+done
+/usr/bin/python3 -c "
+import json, sys, collections
+step = {}
+for g in ('tensor', 'module', 'layer'):
+    p = json.load(open(sys.argv[1] + '/g-' + g + '.json'))
+    step[g] = p['predicted']['step_time_s']
+    if g == 'tensor':
+        continue
+    groups = collections.defaultdict(set)
+    for t in p['tensors']:
+        parts = t['name'].split('.')
+        if t['layer'] < 0:
+            assert t['decision'] == 'keep', t
+        elif not (parts[1] == 'input' and t['decision'] == 'keep'):
+            groups[(t['layer'], parts[1] if g == 'module' and len(parts) > 2 else '')].add(t['decision'])
+    mixed = {k: v for k, v in groups.items() if len(v) > 1}
+    assert not mixed, (g, mixed)
+assert step['tensor'] <= step['module'] * 1.0001 and step['module'] <= step['layer'] * 1.0001, step
+" "$tmp"
+expect_fail 2 'unknown granularity "block"' "$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --granularity block
+
 # --strategy writes that baseline's plan and schedule instead.
 "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --strategy tba --points 2 -o "$tmp/tba" --json > "$tmp/tba.json"
 grep -q '"strategy": "tba"' "$tmp/tba/plan.json"

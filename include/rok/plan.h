@@ -20,18 +20,18 @@
  *              offload_min_elements elements goes to NVMe; smaller ones are
  *              kept (SSDTrain: "tensors under 8 Mi elements are not
  *              offloaded").
- *   tba        SSDTrain's adaptive keep: walking layers in forward order,
- *              layer i is offloaded (as `offload` would) while the writes
- *              and the reads stay hidden:
+ *   tba        SSDTrain's adaptive keep, per module as SSDTrain decides
+ *              (a layer's attention block, with the layer's input, and
+ *              its MLP block): walking modules in forward order, module i
+ *              is offloaded (its tensors that `offload` would move) while
  *              (B_before + 2·B_i) / (3·T − 2·T_before) <= W (SSDTrain's
- *              rule: B a layer's offloadable bytes, T the forward time of
- *              the micro-batch, T_before the forward time before layer i,
+ *              rule: B a module's offloadable bytes, T the forward time of
+ *              the micro-batch, T_before the forward time before module i,
  *              W the write path: min of PCIe d2h and the array's write
- *              rate) and B_i / (backward time of the layers the prefetcher
- *              looks ahead over) <= R (the read path: min of PCIe h2d and
- *              the array's read rate). From the first layer that fails,
- *              everything is kept; the last layer is always kept (its
- *              backward follows at once).
+ *              rate). From the first module that fails, everything is
+ *              kept; the last module is always kept (its backward follows
+ *              at once). Its prefetcher reads a chunk of two modules
+ *              ahead: prefetch_unit module, prefetch_window 2.
  *
  * The planner (`rok`) extends this header later. */
 #pragma once
@@ -75,10 +75,10 @@ gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError 
 RokStepPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const RokHw *hw,
                               const RokStrategyOptions *options, GError **error);
 
-/* Layers that tba offloads (the first `n` layers, 0 <= n < trace->layers),
- * for reports; fails like rok_strategy_plan. */
-gboolean rok_strategy_tba_layers(const RokTrace *trace, const RokHw *hw, const RokStrategyOptions *options,
-                                 guint *n, GError **error);
+/* Modules that tba offloads (the first `n`, in forward order, of `total`;
+ * n < total), for reports; fails like rok_strategy_plan. */
+gboolean rok_strategy_tba_modules(const RokTrace *trace, const RokHw *hw, const RokStrategyOptions *options,
+                                  guint *n, guint *total, GError **error);
 
 G_END_DECLS
 

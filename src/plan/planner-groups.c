@@ -4,6 +4,7 @@
  * decided through its largest saved tensor, the representative; the
  * others follow it where they can (plan_decision_of). */
 #include "planner-private.h"
+#include "strategy-private.h"
 
 #include <string.h>
 
@@ -26,20 +27,9 @@ gboolean rok_granularity_from_name(const char *name, RokGranularity *granularity
   return FALSE;
 }
 
-/* The block of a tensor or op named "layer3.attn.qkv_out": "attn" (its
- * length in *len); NULL for a name without one ("layer3.input"). */
-static const char *block_of(const char *name, gsize *len) {
-  const char *a = strchr(name, '.');
-  const char *b = a != NULL ? strchr(a + 1, '.') : NULL;
-  if (b == NULL)
-    return NULL;
-  *len = (gsize)(b - a - 1);
-  return a + 1;
-}
-
 static gboolean same_block(const char *x, const char *y) {
   gsize lx = 0, ly = 0;
-  const char *bx = block_of(x, &lx), *by = block_of(y, &ly);
+  const char *bx = plan_name_block(x, &lx), *by = plan_name_block(y, &ly);
   return bx != NULL && by != NULL && lx == ly && strncmp(bx, by, lx) == 0;
 }
 
@@ -50,10 +40,10 @@ static guint group_head(const RokPlanner *p, guint t) {
   const RokTensor *x = rok_trace_tensor(p->trace, t);
   gboolean module = p->options.granularity == ROK_GRANULARITY_MODULE;
   gsize len = 0;
-  if (module && block_of(x->name, &len) == NULL)
+  if (module && plan_name_block(x->name, &len) == NULL)
     for (guint u = t + 1; u < p->n_tensors; u++) {
       const RokTensor *y = rok_trace_tensor(p->trace, u);
-      if (y->layer == x->layer && rok_tensor_is_saved(y) && block_of(y->name, &len) != NULL)
+      if (y->layer == x->layer && rok_tensor_is_saved(y) && plan_name_block(y->name, &len) != NULL)
         return group_head(p, u);
     }
   for (guint u = 0; u < t; u++) {
@@ -72,7 +62,7 @@ static gboolean is_input(const RokPlanner *p, guint t) {
   if (op->layer != x->layer)
     return TRUE;
   return p->options.granularity == ROK_GRANULARITY_MODULE && !same_block(op->name, x->name) &&
-         block_of(x->name, &(gsize){0}) != NULL;
+         plan_name_block(x->name, &(gsize){0}) != NULL;
 }
 
 void plan_build_groups(RokPlanner *p) {

@@ -8,7 +8,7 @@ packages="build-essential cmake ninja-build pkg-config
   libglib2.0-dev libjson-c-dev libgsl-dev libcairo2-dev fonts-dejavu-core
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo liburing-dev"
 case "${1:-}" in
-  --tests) packages="$packages fio python3-torch clang-14 libclang-rt-14-dev" ;;
+  --tests) packages="$packages fio python3-torch clang-14 libclang-rt-14-dev libopenmpi-dev openmpi-bin" ;;
   "") ;;
   *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
 esac

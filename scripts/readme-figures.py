@@ -61,7 +61,7 @@ def trace_block(rok, command):
 
 
 BLOCKS = [
-    ("plan quick start", lambda rok: head_block(rok, ["plan", "gpt3-13b", "--hw", HW40, "--budget", "30GiB"], 4)),
+    ("plan quick start", lambda rok: head_block(rok, ["plan", "gpt3-13b", "--hw", HW40, "--budget", "39GiB"], 4)),
     ("simulate offload", lambda rok: head_block(rok, ["simulate", "ssdtrain-bert", "--hw", HW40, "--strategy",
                                                       "offload"], 5)),
     ("trace gpt3-13b", lambda rok: trace_block(rok, ["trace", "gpt3-13b"])),

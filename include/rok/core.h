@@ -111,7 +111,8 @@ char *rok_units_format_count(double count);
 
 /* Element types of tensors and their names as configs and traces write them. */
 /* Element types of tensors: u8/u16/u32 are dropout masks (mask_bytes wide),
- * i64 token ids. */
+ * i64 token ids, e4m3 the FP8 copies of GEMM inputs that FP8 training
+ * saves for backward. */
 typedef enum {
   ROK_DTYPE_BF16,
   ROK_DTYPE_FP16,
@@ -120,6 +121,7 @@ typedef enum {
   ROK_DTYPE_U16,
   ROK_DTYPE_U32,
   ROK_DTYPE_I64,
+  ROK_DTYPE_E4M3,
 } RokDtype;
 
 const char *rok_dtype_name(RokDtype dtype);

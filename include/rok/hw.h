@@ -79,6 +79,12 @@ typedef struct {
      * beside them). 0 (absent): the device has processors and copy
      * engines of its own, as a GPU has. */
     guint64 shared_cpus;
+    /* Optional, together: streaming multiprocessors and the output tile
+     * [rows, cols] a GEMM kernel computes per thread block. With them a
+     * GEMM's time counts its tile and wave quantisation
+     * (rok_hw_gemm_utilisation); 0 (absent): it does not. */
+    guint64 sm_count;
+    guint64 gemm_tile[2];
   } gpu;
   struct {
     double h2d_bandwidth, d2h_bandwidth; /* bytes/s, each direction */
@@ -132,6 +138,12 @@ gboolean rok_hw_save(const RokHw *hw, const char *path, GError **error);
  * log(flops) with Steffen's monotone method (no overshoot between knots;
  * linear with two knots), clamped to the end knots outside them. */
 double rok_hw_gemm_efficiency(const RokHw *hw, double flops);
+
+/* The fraction of the SMs' math that a GEMM of `batch` products C[m×n] =
+ * A[m×k]·B[k×n] keeps busy: its useful output over the tiles of the waves
+ * it runs (NVIDIA's Matrix Multiplication Background User's Guide, tile and
+ * wave quantisation); 1 without sm_count. */
+double rok_hw_gemm_utilisation(const RokHw *hw, guint64 batch, guint64 m, guint64 n, guint64 k);
 
 /* The measured rates of op kind `kind`; NULL when the profile has none. */
 const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind);

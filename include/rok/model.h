@@ -27,7 +27,49 @@ G_BEGIN_DECLS
 
 typedef enum { ROK_ARCH_GPT, ROK_ARCH_BERT, ROK_ARCH_T5, ROK_ARCH_LLAMA } RokArch;
 typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;
-typedef enum { ROK_OPTIMIZER_ADAM, ROK_OPTIMIZER_SGD } RokOptimizer;
+/* adam and adamw keep the same states; sgd keeps a momentum buffer unless
+ * "momentum": false; adam8bit: bitsandbytes' block-wise 8-bit states;
+ * adafactor: factored second moment, no first moment; apollo (rank
+ * "optimizer_rank") and apollo_mini (rank 1): Zhu et al., arXiv 2412.05270.
+ * States and step costs: src/model/fixed.c. */
+typedef enum {
+  ROK_OPTIMIZER_ADAM,
+  ROK_OPTIMIZER_SGD,
+  ROK_OPTIMIZER_ADAMW,
+  ROK_OPTIMIZER_ADAM8BIT,
+  ROK_OPTIMIZER_ADAFACTOR,
+  ROK_OPTIMIZER_APOLLO,
+  ROK_OPTIMIZER_APOLLO_MINI,
+} RokOptimizer;
+/* Whose accounting of weights, gradients and optimizer states (docs in
+ * README, "Fixed memory"): Megatron-LM (fp32 main gradients; zero_stage 1
+ * is its distributed optimizer) or DeepSpeed ZeRO 0-3. */
+typedef enum { ROK_FRAMEWORK_MEGATRON, ROK_FRAMEWORK_DEEPSPEED } RokFramework;
+/* How LoRA's frozen base weights are stored: in the model's dtype, int8
+ * (LLM.int8) or nf4 (QLoRA, double-quantised). */
+typedef enum { ROK_BASE_DTYPE, ROK_BASE_INT8, ROK_BASE_NF4 } RokBaseFormat;
+/* The kernels a framework runs: fused (Megatron-LM, Transformer Engine:
+ * what rok counted from the start) or eager PyTorch as Hugging Face's
+ * eager code runs it (fp32 copies in RMSNorm, fp32 softmax in LLaMA's
+ * attention, unfused SwiGLU and tanh-GeLU, K and V repeated for GQA). */
+typedef enum { ROK_KERNELS_FUSED, ROK_KERNELS_EAGER } RokKernels;
+/* The loss head: fp32 softmax probabilities saved (PyTorch's
+ * cross-entropy on upcast logits), a fused cross-entropy that saves the
+ * logits and a log-sum-exp per token, or a chunked fused linear
+ * cross-entropy (Liger Kernel) that never holds all the logits. */
+typedef enum { ROK_LOSS_FP32_SOFTMAX, ROK_LOSS_FUSED, ROK_LOSS_CHUNKED } RokLoss;
+/* FP8 training as Transformer Engine runs it: each layer's linears save
+ * their input as an e4m3 copy with an fp32 scale, and keep fp8 copies of
+ * their weights and transposes; "hybrid" takes e5m2 for gradients, which
+ * are not saved, so it saves what "e4m3" saves. */
+typedef enum { ROK_FP8_NONE, ROK_FP8_E4M3, ROK_FP8_HYBRID } RokFp8;
+/* Weight matrices of a layer that LoRA adapts (bits). */
+typedef enum {
+  ROK_LORA_QKV = 1 << 0,  /* q, k and v projections */
+  ROK_LORA_PROJ = 1 << 1, /* attention output projection */
+  ROK_LORA_FC1 = 1 << 2,  /* MLP up (and gate) projections */
+  ROK_LORA_FC2 = 1 << 3,  /* MLP down projection */
+} RokLoraTarget;
 typedef enum { ROK_PRECISION_MIXED, ROK_PRECISION_PURE } RokPrecision;
 
 /* What sets families apart beyond their shape (config-arch.c; DESIGN.md,
@@ -77,6 +119,21 @@ typedef struct {
   RokPrecision precision;
   guint64 zero_stage; /* 0..3 */
   RokModelArchitecture a; /* details beyond the shape (config-arch.c) */
+  /* How the framework trains it (src/model/config-training.c). */
+  struct {
+    RokFramework framework;
+    RokDtype grad_dtype;      /* gradient buffers; default fp32 under megatron+mixed, else dtype */
+    gboolean momentum;        /* sgd only */
+    guint64 optimizer_rank;   /* apollo: rank r of the projected states; apollo_mini: 1 */
+    guint64 lora_rank;        /* 0: no LoRA */
+    guint lora_targets;       /* RokLoraTarget bits */
+    RokBaseFormat lora_base;  /* frozen base weights under LoRA */
+    guint64 frozen_layers;    /* the embedding and the first N layers are frozen */
+    RokKernels kernels;
+    RokLoss loss;
+    guint64 loss_chunk;       /* chunked loss: tokens per chunk (0 before defaults: Liger's choice) */
+    RokFp8 fp8;
+  } train;
 } RokModel;
 
 /* Load and validate a config; `overrides` (may be NULL) is a NULL-terminated
@@ -137,6 +194,32 @@ const char *const *rok_model_hf_types(void);
  * an argument rok does not know, or one it cannot model, is
  * ROK_ERROR_USAGE naming it. */
 json_object *rok_model_megatron_to_config(int argc, const char *const *argv, char ***notes, GError **error);
+/* One term of the fixed memory on one GPU: what it is, its bytes, and the
+ * public accounting it follows. */
+typedef enum { ROK_FIXED_WEIGHTS, ROK_FIXED_GRADIENTS, ROK_FIXED_OPTIMIZER } RokFixedKind;
+typedef struct {
+  const char *name;
+  RokFixedKind kind;
+  guint64 bytes;
+  const char *source;
+} RokFixedTerm;
+#define ROK_FIXED_MAX_TERMS 12
+/* The fixed memory's terms (weights, gradients, fp32 gradient partition,
+ * master weights, optimizer states, ZeRO-3's gathered buffers...) into
+ * `terms`; returns how many. */
+guint rok_model_fixed_terms(const RokModel *model, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]);
+/* Parameters one GPU trains (adapters under LoRA; not the frozen layers). */
+guint64 rok_model_trainable_params_per_gpu(const RokModel *model);
+/* Bytes one optimizer step reads and writes on one GPU: the optimizer's
+ * own traffic per trained parameter, gradient-norm clipping and (fp16) the
+ * loss-scale check, over the shard this rank updates. */
+guint64 rok_model_optimizer_step_bytes(const RokModel *model);
+/* FLOPs of one optimizer step's GEMMs on one GPU: APOLLO's projection of
+ * each trained attention and MLP gradient (2·r·rows·cols), over this
+ * rank's shard; 0 for the element-wise optimizers. */
+guint64 rok_model_optimizer_step_flops(const RokModel *model);
+const char *rok_optimizer_name(RokOptimizer optimizer);
+const char *rok_framework_name(RokFramework framework);
 
 /* Micro-batches per optimizer step on one data-parallel rank. */
 guint64 rok_model_micro_batches_per_step(const RokModel *model);

@@ -122,6 +122,13 @@ typedef void (*RokSweepProgressFunc)(guint done, guint total, gpointer user_data
 RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgressFunc progress, gpointer user_data,
                         GError **error);
 
+/* For running a sweep's points elsewhere (rok/search.h: across MPI
+ * ranks): point `index` (0 .. rok_sweep_spec_points - 1) alone, its rows
+ * appended to `rows` (RokSweepRow), failing as rok_sweep_run would there;
+ * and the sweep of all points' rows (taken), in sweep order. */
+gboolean rok_sweep_run_point(const RokSweepSpec *spec, guint index, GArray *rows, GError **error);
+RokSweep *rok_sweep_new_from_rows(const RokSweepSpec *spec, GArray *rows);
+
 /* {model, hw, axes: {micro_batch: [...], ...}, strategies: [...], rows:
  * [{the CSV columns; fits as a boolean}, ...]} */
 json_object *rok_sweep_to_json(const RokSweep *sweep);

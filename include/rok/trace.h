@@ -91,6 +91,7 @@ typedef struct {
   guint64 gradient_bytes;       /* after ZeRO-2 sharding */
   guint64 optimizer_bytes;      /* states + fp32 master copy, after ZeRO-1 */
   guint64 optimizer_step_bytes; /* memory traffic of one optimizer step */
+  guint64 optimizer_step_flops; /* its GEMM work (APOLLO's projections); 0: element-wise */
 } RokFixedMemory;
 
 typedef struct {

@@ -96,7 +96,7 @@ static const char *const help_text =
     "(--tensor-model-parallel-size, --pipeline-model-parallel-size, --sequence-parallel,\n"
     "--expert-model-parallel-size; --context-parallel-size > 1 is refused) and training\n"
     "(--micro-batch-size, --global-batch-size, --bf16, --fp16, --hidden-dropout, --attention-dropout,\n"
-    "--use-distributed-optimizer). Arguments that change no memory (learning rate, data, logging,\n"
+    "--use-distributed-optimizer, --fp8-format). Arguments that change no memory (learning rate, data, logging,\n"
     "fusions) and --recompute-* (rok decides) are read past and listed; any other is an error.\n\n"
     "Exit codes: 0 success, 1 runtime failure, 2 invalid usage or input.\n";
 

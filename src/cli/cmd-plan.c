@@ -314,22 +314,28 @@ static void explain_no_fit(const Outcome *out, GError **error) {
   g_autofree char *least = rok_units_format_size(rok_planner_min_budget(out->planner, &how));
   g_strdelimit(least, " ", '\0'); /* "26.4 GiB" -> "26.4" */
   g_autofree char *least_arg = g_strconcat(least, least + strlen(least) + 1, NULL);
-  guint64 stage = out->trace->model != NULL ? out->trace->model->zero_stage : 3;
-  g_autofree char *zero = stage >= 3 ? g_strdup("")
-                                     : g_strdup_printf(", a higher ZeRO stage (--set zero_stage=%" G_GUINT64_FORMAT
-                                                       "%s: 1 shards optimizer states over the data-parallel copies, 2 "
-                                                       "also gradients, 3 also weights)",
-                                                       stage + 1, stage + 1 < 3 ? " or more" : "");
+  const RokModel *m = out->trace->model;
+  guint64 stage = m != NULL ? m->zero_stage : 3;
+  /* Megatron-LM stops at its distributed optimizer (stage 1); ZeRO-2 and 3 are DeepSpeed's. */
+  gboolean megatron = m != NULL && m->train.framework == ROK_FRAMEWORK_MEGATRON;
+  g_autofree char *zero =
+      stage >= 3 ? g_strdup("")
+                 : g_strdup_printf(", a higher ZeRO stage (%s--set zero_stage=%" G_GUINT64_FORMAT
+                                   "%s: 1 shards optimizer states over the data-parallel copies, 2 "
+                                   "also gradients, 3 also weights)",
+                                   megatron && stage + 1 >= 2 ? "--set framework=deepspeed " : "",
+                                   megatron && stage == 0 ? (guint64)1 : stage + 1, stage + 1 < 3 ? " or more" : "");
   GString *text = g_string_new((*error)->message);
   g_string_append_printf(text, "\n  Fixed memory, before any activation: %s%s.", parts,
                          fixed >= out->budget ? ": more than the budget by itself" : "");
   g_string_append_printf(text,
                          "\n  What would make room: a bigger budget (--budget %s or more)%s, more tensor or pipeline "
                          "parallelism (--set tensor_parallel=N), a "
-                         "memory-efficient optimizer (--set optimizer=...), a shorter sequence or smaller "
-                         "micro-batch (--set seq_len=N, --set micro_batch=N); outside what rok models: LoRA "
-                         "(trains few parameters: gradients and optimizer states shrink to theirs) or offloading "
-                         "optimizer states (ZeRO-Offload).",
+                         "memory-efficient optimizer (--set optimizer=adam8bit, adafactor, apollo or apollo_mini), "
+                         "LoRA or frozen layers (--set lora_rank=16, --set frozen_layers=N: gradients and "
+                         "optimizer states only for what trains), a shorter sequence or smaller micro-batch "
+                         "(--set seq_len=N, --set micro_batch=N); outside what rok models: offloading optimizer "
+                         "states (ZeRO-Offload).",
                          least_arg, zero);
   g_free((*error)->message);
   (*error)->message = g_string_free(text, FALSE);

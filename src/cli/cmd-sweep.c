@@ -8,6 +8,7 @@
 #include "rok/charts.h"
 #include "cli.h"
 #include "rok/core.h"
+#include "rok/search.h"
 #include "rok/sweep.h"
 
 typedef struct {
@@ -238,6 +239,17 @@ static gboolean parse_threads(gint threads, guint *out, GError **error) {
   return TRUE;
 }
 
+static RokSweep *run_sweep(const RokSweepSpec *spec, gboolean mpi, guint threads, gboolean progress, gboolean *root,
+                           GError **error) {
+  if (!mpi)
+    return rok_sweep_run(spec, threads, progress ? show_progress : NULL, NULL, error);
+  RokSearchRunner runner;
+  rok_search_runner_init(&runner);
+  runner.mpi = TRUE;
+  runner.threads = threads == 0 ? 1 : threads;
+  return rok_search_sweep_run(spec, &runner, root, error);
+}
+
 int cli_cmd_sweep(int argc, char **argv) {
   const RokCommand *self = cli_find("sweep");
   RokCliCommon common = {0};
@@ -261,6 +273,11 @@ int cli_cmd_sweep(int argc, char **argv) {
       G_OPTION_ENTRY_NULL};
   g_autoptr(GOptionContext) context = cli_context(self, entries, &common);
   GError *error = NULL;
+  /* Under mpirun the points are shared out among the ranks (rok/search.h);
+   * rank 0 prints and writes, the others stay quiet. */
+  gboolean mpi = rok_search_mpi_init(&argc, &argv, &error), root = TRUE;
+  if (error != NULL)
+    return cli_fail(self->name, error);
   g_autoptr(RokSweepSpec) spec = NULL;
   g_autoptr(RokSweep) sweep = NULL;
   guint threads = 0;
@@ -269,12 +286,24 @@ int cli_cmd_sweep(int argc, char **argv) {
       !cli_positionals(argc, argv, 1, "MODEL", &error) ||
       (o.hw == NULL && (error = g_error_new_literal(ROK_ERROR, ROK_ERROR_USAGE, "missing --hw HW (see --help)"))) ||
       !parse_threads(o.threads, &threads, &error) || (spec = make_spec(&o, argv[1], &common, &error)) == NULL ||
-      (sweep = rok_sweep_run(spec, threads, progress ? show_progress : NULL, NULL, &error)) == NULL ||
+      (sweep = run_sweep(spec, mpi, threads, progress, &root, &error)) == NULL ||
       (o.output != NULL && !write_files(sweep, o.output, &error))) {
     cli_common_clear(&common);
-    return cli_fail(self->name, error);
+    if (!root && error != NULL) {
+      int code = rok_error_exit_code(error);
+      g_error_free(error);
+      return rok_search_mpi_finish(code);
+    }
+    return rok_search_mpi_finish(error == NULL ? ROK_EXIT_OK : cli_fail(self->name, error));
   }
   cli_common_clear(&common);
+  if (mpi) {
+    int code = common.json ? (cli_print_json(rok_sweep_to_json(sweep), &error) ? ROK_EXIT_OK
+                                                                               : cli_fail(self->name, error))
+                           : (print_table(sweep, rok_sweep_spec_points(spec)), ROK_EXIT_OK);
+    fflush(stdout);
+    return rok_search_mpi_finish(code);
+  }
   if (common.json)
     return cli_print_json(rok_sweep_to_json(sweep), &error) ? ROK_EXIT_OK : cli_fail(self->name, error);
   print_table(sweep, rok_sweep_spec_points(spec));

@@ -96,6 +96,21 @@ static void print_group(const RokTrace *trace, gint first, gint last) {
   print_row("total per layer", "", "", total, note);
 }
 
+/* Every term of the fixed memory with the accounting it follows. */
+static void print_fixed_terms(const RokModel *m) {
+  static const char *const kinds[] = {"weights", "gradients", "optimizer"};
+  RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
+  guint n = rok_model_fixed_terms(m, terms);
+  g_autofree char *trained = rok_units_format_count((double)rok_model_trainable_params_per_gpu(m));
+  printf("  %s, %s, ZeRO-%" G_GUINT64_FORMAT " over %" G_GUINT64_FORMAT " data-parallel ranks, %s trained here:\n",
+         rok_framework_name(m->train.framework), rok_optimizer_name(m->optimizer), m->zero_stage, m->data_parallel,
+         trained);
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *bytes = rok_units_format_size(terms[i].bytes);
+    printf("    %-44s %-9s %10s  %s\n", terms[i].name, kinds[terms[i].kind], bytes, terms[i].source);
+  }
+}
+
 static void print_summary(const RokTrace *trace, const RokHw *hw) {
   const RokFixedMemory *f = &trace->fixed;
   guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
@@ -108,6 +123,8 @@ static void print_summary(const RokTrace *trace, const RokHw *hw) {
   g_autofree char *outside = rok_units_format_size(rok_trace_saved_bytes(trace, -1));
   printf("\nParameters: %s (%" G_GUINT64_FORMAT "); %s on this GPU\n", params, f->params_total, params_gpu);
   printf("Fixed memory on this GPU: weights %s + gradients %s + optimizer %s = %s\n", w, g, o, fx);
+  if (trace->model != NULL)
+    print_fixed_terms(trace->model);
   printf("Activations saved for backward, one micro-batch: %s (%s outside the layers)\n", act, outside);
   printf("Keeping everything needs %s", all);
   if (hw != NULL) {

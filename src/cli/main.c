@@ -11,6 +11,7 @@
 
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
+int cli_cmd_search(int argc, char **argv);
 int cli_cmd_calibrate(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
 int cli_cmd_simulate(int argc, char **argv);
@@ -26,6 +27,8 @@ static const RokCommand commands[] = {
      cli_cmd_plan},
     {"sweep", "MODEL --hw HW [--micro-batch RANGE] [-o DIR]",
      "Every strategy over micro-batch sizes, sequence lengths, SSDs, budgets", cli_cmd_sweep},
+    {"search", "MODEL --hw HW --gpus N [-o DIR]",
+     "The best parallel layouts and plans for N GPUs (threads, or MPI ranks under mpirun)", cli_cmd_search},
     {"calibrate", "--dir DIR [--dir DIR2] [-o hw.json]", "Measure this machine into a hardware profile",
      cli_cmd_calibrate},
     {"execute", "SCHEDULE --dir DIR [--device N] [--repeat N]", "Run a schedule for real and compare with its prediction",

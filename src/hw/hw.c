@@ -1,5 +1,6 @@
 /* Hardware profiles: reading, validation, writing. */
 #include "rok/hw.h"
+#include "hw-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -12,7 +13,8 @@
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
-                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", NULL};
+                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
+                                       "sm_count", "gemm_tile", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", "checksum_bandwidth", NULL};
@@ -218,7 +220,8 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_rate(&o, "hbm_bandwidth", TRUE, &hw->gpu.hbm_bandwidth, error) &&
          read_latency(&o, "launch_overhead", &hw->gpu.launch_overhead, error) && read_curve(&o, hw, error) &&
          read_op_rates(&o, hw, error) &&
-         rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error);
+         rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error) &&
+         hw_read_gemm_tiling(&o, hw, error);
 }
 
 static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
@@ -355,6 +358,7 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(gpu, "op_rates", op_rates_json(hw));
   if (hw->gpu.shared_cpus > 0)
     json_object_object_add(gpu, "shared_cpus", json_object_new_uint64(hw->gpu.shared_cpus));
+  hw_gemm_tiling_to_json(hw, gpu);
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));
   json_object_object_add(pcie, "d2h_bandwidth", rok_json_new_double(hw->pcie.d2h_bandwidth));

@@ -261,6 +261,9 @@ char **rok_model_unmodelled(const RokModel *m) {
                                            "communication time); each rank holds its share of the experts and, "
                                            "with balanced routing, as many routed tokens as without",
                                            m->a.expert_parallel));
+  if (m->train.fp8 != ROK_FP8_NONE) /* its memory is modelled, its speed is not */
+    g_ptr_array_add(lines, g_strdup("fp8: saved tensors and weight copies are counted in FP8, but GEMMs are "
+                                    "timed at the profile's 16-bit peak_flops"));
   return strv_from(lines);
 }
 
@@ -269,5 +272,11 @@ char **rok_model_assumptions(const RokModel *m) {
   if (m->a.experts > 0 && m->a.capacity_factor == 0)
     g_ptr_array_add(lines, g_strdup("dropless routing: expert activations are sized for top_k × tokens routed "
                                     "rows, the experts' loads balanced on average (an imbalanced step needs more)"));
+  if (m->a.experts > 0 && m->zero_stage >= 1 && m->a.expert_parallel > 1)
+    g_ptr_array_add(lines, g_strdup_printf("zero_stage=%" G_GUINT64_FORMAT ": the routed experts' states are "
+                                           "sharded over their expert-data-parallel group, data_parallel / "
+                                           "expert_parallel = %" G_GUINT64_FORMAT " ranks, the rest over all %"
+                                           G_GUINT64_FORMAT, m->zero_stage,
+                                           MAX(m->data_parallel / m->a.expert_parallel, 1), m->data_parallel));
   return strv_from(lines);
 }

@@ -3,13 +3,15 @@
 #include <string.h>
 
 #include "config-arch.h"
+#include "config-private.h"
 #include "rok/model.h"
 #include "rok/core.h"
 #include "rok/model.h"
 
 static const char *const arch_names[] = {"gpt", "bert", "t5", "llama", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};
-static const char *const optimizer_names[] = {"adam", "sgd", NULL};
+static const char *const optimizer_names[] = {"adam",      "sgd",    "adamw",       "adam8bit",
+                                               "adafactor", "apollo", "apollo_mini", NULL};
 static const char *const precision_names[] = {"mixed", "pure", NULL};
 /* Activation dtypes a config may name; masks and token ids are internal. */
 static const char *const config_dtype_names[] = {"bf16", "fp16", "fp32", NULL};
@@ -18,10 +20,17 @@ static const char *const model_keys[] = {
     "name", "source", "arch", "layers", "decoder_layers", "hidden", "heads", "kv_heads", "head_dim",
     "ffn_hidden", "vocab", "seq_len", "decoder_seq_len", "micro_batch", "global_batch", "dtype", "dropout",
     "mask_bytes", "attention", "tensor_parallel", "sequence_parallel", "pipeline_parallel", "data_parallel",
-    "optimizer", "precision", "zero_stage", MODEL_ARCH_KEYS, NULL};
+    "optimizer", "precision", "zero_stage", MODEL_ARCH_KEYS,
+    /* config-training.c */
+    "framework", "grad_dtype", "momentum", "optimizer_rank", "lora_rank", "lora_targets", "lora_base",
+    "frozen_layers", "kernels", "loss", "loss_chunk", "fp8", NULL};
 
 const char *rok_arch_name(RokArch arch) {
   return arch_names[arch];
+}
+
+const char *rok_optimizer_name(RokOptimizer optimizer) {
+  return optimizer_names[optimizer];
 }
 
 void rok_model_free(RokModel *model) {
@@ -210,7 +219,7 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
       !rok_json_get_enum(obj, "arch", TRUE, arch_names, &arch, error))
     return NULL;
   m->arch = arch;
-  if (!read_shape(obj, m, error) || !read_training(obj, m, error))
+  if (!read_shape(obj, m, error) || !read_training(obj, m, error) || !model_read_training(obj, m, error))
     return NULL;
   if (m->dropout < 0)
     m->dropout = m->arch == ROK_ARCH_LLAMA ? 0.0 : 0.1;
@@ -221,7 +230,8 @@ RokModel *rok_model_from_json(const RokJsonObj *obj, GError **error) {
   if (m->head_dim == 0)
     m->head_dim = m->hidden / m->heads;
   fill_defaults(m, rok_json_doc_name(obj->doc));
-  if (!model_arch_read(obj, m, error) || !validate(obj, m, error) || !model_arch_validate(obj, m, error))
+  if (!model_arch_read(obj, m, error) || !validate(obj, m, error) || !model_arch_validate(obj, m, error) ||
+      !model_check_training(obj, m, error))
     return NULL;
   return g_steal_pointer(&m);
 }
@@ -287,6 +297,7 @@ json_object *rok_model_to_json(const RokModel *m) {
   json_object_object_add(o, "precision", json_object_new_string(precision_names[m->precision]));
   json_object_object_add(o, "zero_stage", json_object_new_uint64(m->zero_stage));
   model_arch_to_json(m, o);
+  model_training_to_json(m, o);
   return o;
 }
 

@@ -76,6 +76,7 @@ static const Arg args[] = {
     {"hidden-dropout", NUMBER, "dropout"},
     {"attention-dropout", NUMBER, NULL},
     {"use-distributed-optimizer", FLAG, NULL},
+    {"fp8-format", TEXT, "fp8"}, /* e4m3 or hybrid, the same names as rok's */
     {"multi-latent-attention", FLAG, NULL},
     {"q-lora-rank", UINT, "q_lora_rank"},
     {"kv-lora-rank", UINT, NULL},

@@ -5,7 +5,7 @@
  * value heads are replicated when there are fewer than ranks), norms and the
  * biases of row-parallel layers are replicated. */
 #include "config-arch.h"
-#include "rok/model.h"
+#include "config-private.h"
 
 /* Parameters of one self- or cross-attention block on one of `t` ranks. */
 static guint64 attention_params(const RokModel *m, guint64 t, gboolean biases) {
@@ -88,5 +88,31 @@ guint64 rok_model_param_count(const RokModel *m) {
 guint64 rok_model_params_per_gpu(const RokModel *m) {
   guint64 t = m->tensor_parallel;
   guint64 stage_layers = (m->layers + m->decoder_layers) / m->pipeline_parallel;
+  /* With several stages the first holds the input embeddings; the final
+   * norm and the output head live on the last (Megatron-LM's most loaded
+   * shard, theoretical_memory_usage.py). */
+  if (m->pipeline_parallel > 1)
+    return layer_stack_params(m, t, m->a.expert_parallel, stage_layers) + model_embedding_params(m, t);
   return layer_stack_params(m, t, m->a.expert_parallel, stage_layers) + outer_params(m, t);
+}
+
+guint64 model_layer_params(const RokModel *m, guint64 t, guint64 layers) {
+  return layer_stack_params(m, t, m->a.expert_parallel, layers);
+}
+
+/* The input side of outer_params(): the token embedding of the padded
+ * vocabulary, learned positions (none with rotary) and BERT's token types
+ * and embedding LayerNorm; a tied head is this same matrix. */
+guint64 model_embedding_params(const RokModel *m, guint64 t) {
+  guint64 h = m->hidden, vocab = (rok_model_padded_vocab(m) + t - 1) / t, positions = m->a.positions * h;
+  switch (m->arch) {
+  case ROK_ARCH_GPT:
+    return vocab * h + positions;
+  case ROK_ARCH_BERT:
+    return vocab * h + positions + 2 * h + 2 * h;
+  case ROK_ARCH_LLAMA:
+  case ROK_ARCH_T5:
+    return vocab * h;
+  }
+  g_return_val_if_reached(0);
 }

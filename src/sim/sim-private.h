@@ -73,6 +73,9 @@ struct _RokSim {
 /* sim.c: a mask rebuilt from the seed alone by op `op`, `bytes` of it:
  * at the op kind's measured rebuild rate, else at HBM bandwidth. */
 gint64 sim_seed_rebuild_ns(const RokSim *sim, guint op, guint64 bytes);
+/* The share of the SMs' math an op's GEMMs keep busy in one direction, by
+ * their shapes (gemm-shape.c); 1 for other kinds or without gpu.sm_count. */
+double sim_gemm_utilisation(const RokHw *hw, const RokOp *op, gboolean backward);
 
 /* program.c */
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);

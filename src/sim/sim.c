@@ -27,10 +27,26 @@ static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
   double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
   /* A backward runs GEMMs of the forward's shape (two for a linear), so the
-   * forward FLOPs are the size that picks the efficiency from a curve. */
-  double efficiency = rok_op_kind_is_gemm(op->kind) ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops) : 1.0;
+   * forward FLOPs are the size that picks the efficiency from a curve.
+   * Without a curve, the tile and wave quantisation of the op's GEMM
+   * shapes scales matmul_efficiency (with gpu.sm_count). */
+  double efficiency = 1.0;
+  if (rok_op_kind_is_gemm(op->kind))
+    efficiency = hw->gpu.gemm_curve_len > 0 ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops)
+                                            : hw->gpu.matmul_efficiency * sim_gemm_utilisation(hw, op, backward);
   double rate = hw->gpu.peak_flops * efficiency;
   return MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth);
+}
+
+/* The optimizer step: its traffic at HBM bandwidth, or its GEMMs (APOLLO's
+ * projections) at matmul_efficiency, whichever takes longer, + a launch. */
+static gint64 optimizer_ns(const RokTrace *trace, const RokHw *hw) {
+  const RokFixedMemory *f = &trace->fixed;
+  if (f->optimizer_step_bytes == 0 && f->optimizer_step_flops == 0)
+    return 0;
+  double seconds = MAX((double)f->optimizer_step_bytes / hw->gpu.hbm_bandwidth,
+                       (double)f->optimizer_step_flops / (hw->gpu.peak_flops * hw->gpu.matmul_efficiency));
+  return (gint64)llround(seconds * 1e9) + hw->gpu.launch_overhead;
 }
 
 static gint64 op_time(const RokHw *hw, const RokOp *op, gboolean backward) {
@@ -73,7 +89,8 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
   double slowest = MIN(hw->pcie.d2h_bandwidth, hw->pcie.h2d_bandwidth);
   if (hw->nvme.devices > 0)
     slowest = MIN(slowest, MIN(hw->nvme.read_bandwidth, hw->nvme.write_bandwidth));
-  seconds += 2 * bytes / slowest + (double)trace->fixed.optimizer_step_bytes / hw->gpu.hbm_bandwidth;
+  seconds += 2 * bytes / slowest + (double)trace->fixed.optimizer_step_bytes / hw->gpu.hbm_bandwidth +
+             (double)trace->fixed.optimizer_step_flops / (hw->gpu.peak_flops * hw->gpu.matmul_efficiency);
   if (hw->host.checksum_bandwidth > 0) /* every copy checked both ways */
     seconds += 2 * bytes / hw->host.checksum_bandwidth;
   seconds += rebuild_seconds(trace, hw);
@@ -285,10 +302,7 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   compute_ops(sim);
   compute_lists(sim);
   number_modules(sim);
-  guint64 step_bytes = trace->fixed.optimizer_step_bytes;
-  sim->optimizer_ns = step_bytes == 0 ? 0
-                                      : (gint64)llround((double)step_bytes / hw->gpu.hbm_bandwidth * 1e9) +
-                                            hw->gpu.launch_overhead;
+  sim->optimizer_ns = optimizer_ns(trace, hw);
   sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth);
   sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth);
   sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);

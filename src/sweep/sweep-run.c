@@ -95,3 +95,12 @@ RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgres
   g_async_queue_unref(job.done);
   return sweep;
 }
+
+gboolean rok_sweep_run_point(const RokSweepSpec *spec, guint index, GArray *rows, GError **error) {
+  g_return_val_if_fail(index < rok_sweep_spec_points(spec), FALSE);
+  return sweep_point_run(spec, index, rows, error);
+}
+
+RokSweep *rok_sweep_new_from_rows(const RokSweepSpec *spec, GArray *rows) {
+  return sweep_new_from_rows(spec->model_name, spec->hw->name, rows);
+}

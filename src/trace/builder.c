@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "builder.h"
+#include "training-trace.h"
 
 void trace_builder_enter(RokBuilder *b, gint layer, const char *prefix) {
   b->layer = layer;
@@ -55,10 +56,13 @@ guint trace_build_linear(RokBuilder *b, const char *name, guint x, guint64 rows,
   /* Backward: dX = dY·Wᵀ and dW = Xᵀ·dY move twice what forward moves. */
   trace_build_cost(b, op, 2 * rows * in * out, 4 * rows * in * out, fwd_bytes, 2 * fwd_bytes);
   trace_build_use(b, op, x, TRUE);
+  trace_linear_training(b, op, name, x, rows, in, out);
   return op;
 }
 
 guint trace_build_norm(RokBuilder *b, const char *name, RokOpKind kind, guint x, guint64 rows, guint64 cols) {
+  if (trace_eager(b) && kind == ROK_OP_RMSNORM)
+    return trace_eager_rms_norm(b, name, x, rows, cols);
   char buffer[64];
   guint op = trace_build_op(b, name, kind, 1, rows, cols, 0);
   guint64 n = rows * cols, stats = kind == ROK_OP_LAYERNORM ? 2 : 1;
@@ -72,6 +76,8 @@ guint trace_build_norm(RokBuilder *b, const char *name, RokOpKind kind, guint x,
 
 guint trace_build_activation(RokBuilder *b, const char *name, RokOpKind kind, guint x, guint64 rows,
                            guint64 cols) {
+  if (trace_eager(b) && kind == ROK_OP_GELU)
+    return trace_eager_gelu(b, name, x, rows, cols);
   char buffer[64];
   guint op = trace_build_op(b, name, kind, 1, rows, cols, 0);
   guint64 n = rows * cols;
@@ -85,6 +91,8 @@ guint trace_build_activation(RokBuilder *b, const char *name, RokOpKind kind, gu
 }
 
 guint trace_build_swiglu(RokBuilder *b, const char *name, guint gate_up, guint64 rows, guint64 cols) {
+  if (trace_eager(b))
+    return trace_eager_swiglu(b, name, gate_up, rows, cols);
   char buffer[64];
   guint op = trace_build_op(b, name, ROK_OP_SWIGLU, 1, rows, cols, 0);
   guint64 n = rows * cols;
@@ -199,6 +207,7 @@ static guint build_standard(RokBuilder *b, const char *name, const RokAttentionS
   guint probs = ROK_TENSOR(b, suffixed(buffer, name, ".softmax_out"), softmax_op, b->dtype, a->batch,
                            a->heads, sq, sk);
   rok_trace_need(b->trace, probs, softmax_op);
+  probs = trace_eager_softmax_copy(b, name, softmax_op, probs, n);
 
   const guint64 shape[4] = {a->batch, a->heads, sq, sk};
   guint dropped = trace_build_dropout(b, suffixed(buffer, name, ".dropout"), probs, 4, shape);

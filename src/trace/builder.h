@@ -19,6 +19,7 @@ typedef struct {
   gboolean dropout;
   gint layer;      /* layer of the ops and tensors being added */
   char prefix[32]; /* "layer3", "enc1", "embed", "head" */
+  guint rotary_cos, rotary_sin; /* eager LLaMA: the rotary tables (ROK_NO_TENSOR otherwise) */
 } RokBuilder;
 
 #define ROK_NO_TENSOR G_MAXUINT

@@ -73,6 +73,8 @@ static json_object *fixed_to_json(const RokFixedMemory *f) {
   json_object_object_add(o, "gradient_bytes", json_object_new_uint64(f->gradient_bytes));
   json_object_object_add(o, "optimizer_bytes", json_object_new_uint64(f->optimizer_bytes));
   json_object_object_add(o, "optimizer_step_bytes", json_object_new_uint64(f->optimizer_step_bytes));
+  if (f->optimizer_step_flops > 0) /* traces of element-wise optimizers read as before */
+    json_object_object_add(o, "optimizer_step_flops", json_object_new_uint64(f->optimizer_step_flops));
   return o;
 }
 

@@ -12,7 +12,8 @@ static const char *const op_keys[] = {"id", "name", "layer", "kind", "dims", "dr
 static const char *const tensor_keys[] = {"id", "name", "layer", "dtype", "shape", "bytes", "producer",
                                           "needed_by", "recomputable", "recompute_from", NULL};
 static const char *const fixed_keys[] = {"params_total", "params_per_gpu", "weight_bytes", "gradient_bytes",
-                                         "optimizer_bytes", "optimizer_step_bytes", NULL};
+                                         "optimizer_bytes", "optimizer_step_bytes",
+                                         "optimizer_step_flops", NULL};
 static const char *const trace_keys[] = {"format", "model_name", "model", "layers", "tokens_per_micro_batch",
                                          "micro_batches_per_step", "fixed", "ops", "tensors", NULL};
 
@@ -195,7 +196,8 @@ static gboolean read_fixed(RokTrace *trace, const RokJsonObj *root, GError **err
          rok_json_get_uint(&o, "weight_bytes", TRUE, 0, max, &f->weight_bytes, error) &&
          rok_json_get_uint(&o, "gradient_bytes", TRUE, 0, max, &f->gradient_bytes, error) &&
          rok_json_get_uint(&o, "optimizer_bytes", TRUE, 0, max, &f->optimizer_bytes, error) &&
-         rok_json_get_uint(&o, "optimizer_step_bytes", TRUE, 0, max, &f->optimizer_step_bytes, error);
+         rok_json_get_uint(&o, "optimizer_step_bytes", TRUE, 0, max, &f->optimizer_step_bytes, error) &&
+         rok_json_get_uint(&o, "optimizer_step_flops", FALSE, 0, max, &f->optimizer_step_flops, error);
 }
 
 static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **error) {

@@ -10,6 +10,7 @@
  * parallelism also splits the residual stream (norms, dropout, residual) by
  * sequence. The communication these imply is not part of the trace. */
 #include "builder.h"
+#include "training-trace.h"
 #include "transformer-parts.h"
 #include "rok/core.h"
 
@@ -49,10 +50,21 @@ static guint self_attention(Stack *st, guint x) {
     /* Rotary rotates q and k into new storage; v is its own projection. */
     guint qk = ROK_TENSOR(b, "attn.qk_out", qkv_op, b->dtype, tokens, q_width + kv_width);
     a.v = ROK_TENSOR(b, "attn.v_out", qkv_op, b->dtype, tokens, kv_width);
-    a.q = a.k = trace_build_rotary(b, "attn.rotary", qk, tokens, q_width + kv_width);
+    if (trace_eager(b)) { /* q and k rotated into storages of their own */
+      guint rope = trace_build_op(b, "attn.rotary", ROK_OP_ROTARY, 1, tokens, q_width + kv_width, 0);
+      guint64 n = tokens * (q_width + kv_width);
+      trace_build_cost(b, rope, 3 * n, 3 * n, 2 * rok_dtype_bytes(b->dtype) * n, 2 * rok_dtype_bytes(b->dtype) * n);
+      trace_build_use(b, rope, qk, FALSE);
+      trace_eager_rotary(b, rope);
+      a.q = ROK_TENSOR(b, "attn.q_rotary", rope, b->dtype, tokens, q_width);
+      a.k = ROK_TENSOR(b, "attn.k_rotary", rope, b->dtype, tokens, kv_width);
+    } else {
+      a.q = a.k = trace_build_rotary(b, "attn.rotary", qk, tokens, q_width + kv_width);
+    }
   } else {
     a.q = a.k = a.v = ROK_TENSOR(b, "attn.qkv_out", qkv_op, b->dtype, tokens, q_width + 2 * kv_width);
   }
+  trace_eager_repeat_kv(b, &a, tokens);
   guint ctx = trace_build_attention(b, "attn", &a);
   guint proj = trace_build_linear(b, "attn.proj", ctx, tokens, q_width, h);
   return ROK_TENSOR(b, "attn.proj_out", proj, b->dtype, b->seq_tokens, h);
@@ -199,6 +211,8 @@ static void head(RokBuilder *b, guint x, guint labels, guint64 seq) {
     if (m->arch == ROK_ARCH_T5)
       x = trace_build_dropout(b, "dropout", x, 2, (const guint64[]){rows, h});
   }
+  if (trace_build_loss(b, x, labels, n, h, vocab))
+    return;
   guint proj = trace_build_linear(b, "logits", x, n, h, vocab);
   guint logits = ROK_TENSOR(b, "logits_out", proj, b->dtype, n, vocab);
   guint loss = trace_build_op(b, "loss", ROK_OP_CROSS_ENTROPY, 1, n, vocab, 0);
@@ -248,25 +262,6 @@ static guint encoder_output(RokBuilder *b, guint x) {
   return trace_build_dropout(b, "dropout", n, 2, (const guint64[]){rows, h});
 }
 
-static void fill_fixed_memory(const RokModel *m, RokFixedMemory *fixed) {
-  guint64 params = rok_model_params_per_gpu(m), dp = m->data_parallel;
-  guint64 elem = rok_dtype_bytes(m->dtype);
-  gboolean master = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
-  guint64 state = master ? 4 : elem; /* optimizer states in fp32 under mixed precision */
-  guint64 states = m->optimizer == ROK_OPTIMIZER_ADAM ? 2 : 1; /* Adam: m and v; SGD: momentum */
-  guint64 per_param = (master ? 4 : 0) + states * state;
-  guint64 z = m->zero_stage;
-  fixed->params_total = rok_model_param_count(m);
-  fixed->params_per_gpu = params;
-  fixed->weight_bytes = (params * elem + (z >= 3 ? dp - 1 : 0)) / (z >= 3 ? dp : 1);
-  fixed->gradient_bytes = (params * elem + (z >= 2 ? dp - 1 : 0)) / (z >= 2 ? dp : 1);
-  fixed->optimizer_bytes = (params * per_param + (z >= 1 ? dp - 1 : 0)) / (z >= 1 ? dp : 1);
-  /* One step reads and writes every state, reads the gradients and writes
-   * the 16-bit weights of the shard this rank updates. */
-  guint64 shard = (params + (z >= 1 ? dp - 1 : 0)) / (z >= 1 ? dp : 1);
-  fixed->optimizer_step_bytes = 2 * fixed->optimizer_bytes + 2 * elem * shard;
-}
-
 RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   g_autoptr(RokTrace) trace = rok_trace_new(m->name);
   guint64 t = m->tensor_parallel;
@@ -283,6 +278,7 @@ RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   guint tokens = ROK_TENSOR(&b, "tokens", in, ROK_DTYPE_I64, seq * m->micro_batch);
   guint dec_tokens = t5 ? ROK_TENSOR(&b, "decoder_tokens", in, ROK_DTYPE_I64, out_seq * m->micro_batch) : 0;
   guint labels = ROK_TENSOR(&b, "labels", in, ROK_DTYPE_I64, out_seq * m->micro_batch);
+  trace_eager_rotary_tables(&b, in, seq);
 
   enter_stack(&st, seq);
   guint x = layer_stack(&st, embed(&b, tokens, seq, "embed"), 0, stage_layers, t5 ? "enc" : "layer",
@@ -302,7 +298,8 @@ RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   trace->model = rok_model_copy(m);
   trace->tokens_per_micro_batch = seq * m->micro_batch;
   trace->micro_batches_per_step = rok_model_micro_batches_per_step(m);
-  fill_fixed_memory(m, &trace->fixed);
+  trace_fill_fixed_memory(m, &trace->fixed);
+  trace_apply_training(trace, m);
   if (!rok_trace_finish(trace, error))
     return NULL;
   return g_steal_pointer(&trace);

@@ -33,8 +33,8 @@ model=(gpt3-1.3b --hw cpu-2core-virtio --set layers=2 --set hidden=128 --set hea
 "$rok" plan "${model[@]}" --strategy offload -o "$tmp/offload" > /dev/null
 # Under a tight budget the planner offloads to host memory, or, without
 # host memory for it, to the SSDs (and recomputes).
-"$rok" plan "${model[@]}" --budget 8MiB -o "$tmp/rok-host" > /dev/null
-"$rok" plan "${model[@]}" --budget 8MiB --host-memory 0 --min-ssd-lifetime 0 -o "$tmp/rok-ssd" > /dev/null
+"$rok" plan "${model[@]}" --budget 9MiB -o "$tmp/rok-host" > /dev/null
+"$rok" plan "${model[@]}" --budget 9MiB --host-memory 0 --min-ssd-lifetime 0 -o "$tmp/rok-ssd" > /dev/null
 disk="$tmp/disk"
 mkdir "$disk"
 

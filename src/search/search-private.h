@@ -1,0 +1,28 @@
+/* Private to src/search: the specification and what the search's files
+ * share. */
+#pragma once
+
+#include "rok/search.h"
+
+struct _RokSearchSpec {
+  char *name, *text; /* the model config */
+  gsize length;
+  char **sets;
+  RokHw *hw;
+  char *model_name;
+  guint64 layers, global_batch;
+  GArray *values[ROK_SEARCH_AXIS_COUNT]; /* guint64, rising; NULL: the default */
+  guint64 gpus_per_node;
+  gboolean modes[2]; /* offload 0 and 1 */
+  double min_lifetime_years;
+  guint top;
+  gboolean prune;
+};
+
+/* The overrides that make a layout of the spec's model ("tensor_parallel=8",
+ * ...), NULL-terminated, after the spec's own --set. */
+char **search_layout_sets(const RokSearchSpec *spec, const RokLayout *layout);
+/* The model at a layout, its trace and one replica's cluster multiplier. */
+RokTrace *search_layout_trace(const RokSearchSpec *spec, const RokLayout *layout, GError **error);
+/* Mark the rows on the Pareto front (search-io.c). */
+void search_mark_pareto(RokSearch *search);

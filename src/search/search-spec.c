@@ -1,0 +1,193 @@
+/* The search's specification and its layouts. */
+#include <math.h>
+
+#include "search-private.h"
+#include "rok/core.h"
+#include "rok/model.h"
+
+gboolean rok_search_pipeline_modelled(void) {
+  /* The simulator runs one GPU's step with no pipeline schedule (bubbles,
+   * stage imbalance, activations of in-flight micro-batches): PP only
+   * divides the layers. Say TRUE here once it models them. */
+  return FALSE;
+}
+
+RokSearchSpec *rok_search_spec_new(const char *name, const char *text, gsize length, const char *const *sets,
+                                   const RokHw *hw, GError **error) {
+  g_autoptr(RokModel) model = rok_model_parse(name, text, length, sets, error);
+  if (model == NULL)
+    return NULL;
+  RokSearchSpec *spec = g_new0(RokSearchSpec, 1);
+  spec->name = g_strdup(name);
+  spec->text = g_strndup(text, length);
+  spec->length = length;
+  spec->sets = g_strdupv((char **)sets);
+  spec->hw = rok_hw_copy(hw);
+  spec->model_name = g_strdup(model->name);
+  spec->layers = model->layers + model->decoder_layers;
+  spec->global_batch = model->global_batch;
+  spec->gpus_per_node = 8;
+  spec->modes[0] = spec->modes[1] = TRUE;
+  spec->top = 5;
+  spec->prune = TRUE;
+  return spec;
+}
+
+void rok_search_spec_free(RokSearchSpec *spec) {
+  if (spec == NULL)
+    return;
+  g_free(spec->name);
+  g_free(spec->text);
+  g_strfreev(spec->sets);
+  rok_hw_free(spec->hw);
+  g_free(spec->model_name);
+  for (guint a = 0; a < ROK_SEARCH_AXIS_COUNT; a++)
+    if (spec->values[a] != NULL)
+      g_array_unref(spec->values[a]);
+  g_free(spec);
+}
+
+gboolean rok_search_spec_set_range(RokSearchSpec *spec, RokSearchAxis axis, const char *range, GError **error) {
+  g_return_val_if_fail((guint)axis < ROK_SEARCH_AXIS_COUNT, FALSE);
+  GArray *values = rok_sweep_parse_range(range, FALSE, axis == ROK_SEARCH_ZERO ? 0 : 1, error);
+  if (values == NULL)
+    return FALSE;
+  guint64 top = g_array_index(values, guint64, values->len - 1);
+  if (axis == ROK_SEARCH_ZERO && top > 3) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "ZeRO stages are 0 to 3");
+  } else if (axis == ROK_SEARCH_PIPELINE && top > 1 && !rok_search_pipeline_modelled()) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
+                        "pipeline parallelism above 1 is not modelled by the simulator yet (no bubbles, no "
+                        "per-stage memory): the search would be wrong about it");
+  } else {
+    if (spec->values[axis] != NULL)
+      g_array_unref(spec->values[axis]);
+    spec->values[axis] = values;
+    return TRUE;
+  }
+  g_array_unref(values);
+  return FALSE;
+}
+
+gboolean rok_search_spec_set_gpus_per_node(RokSearchSpec *spec, guint64 gpus, GError **error) {
+  if (gpus < 1 || gpus > 4096) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "GPUs per node must be 1 to 4096");
+    return FALSE;
+  }
+  spec->gpus_per_node = gpus;
+  return TRUE;
+}
+
+gboolean rok_search_spec_set_offload(RokSearchSpec *spec, const char *modes, GError **error) {
+  static const char *const names[] = {"no", "yes", "both"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    if (g_strcmp0(modes, names[i]) == 0) {
+      spec->modes[0] = i != 1;
+      spec->modes[1] = i != 0;
+      return TRUE;
+    }
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "offload must be no, yes or both, not \"%s\"", modes);
+  return FALSE;
+}
+
+void rok_search_spec_set_min_ssd_lifetime(RokSearchSpec *spec, double years) {
+  spec->min_lifetime_years = years;
+}
+
+void rok_search_spec_set_top(RokSearchSpec *spec, guint top, gboolean prune) {
+  spec->top = MAX(top, 1);
+  spec->prune = prune;
+}
+
+char **search_layout_sets(const RokSearchSpec *spec, const RokLayout *l) {
+  GPtrArray *sets = g_ptr_array_new();
+  for (char **set = spec->sets; set != NULL && *set != NULL; set++)
+    g_ptr_array_add(sets, g_strdup(*set));
+  g_ptr_array_add(sets, g_strdup_printf("tensor_parallel=%" G_GUINT64_FORMAT, l->tensor));
+  g_ptr_array_add(sets, g_strdup_printf("pipeline_parallel=%" G_GUINT64_FORMAT, l->pipeline));
+  g_ptr_array_add(sets, g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, l->data));
+  g_ptr_array_add(sets, g_strdup_printf("micro_batch=%" G_GUINT64_FORMAT, l->micro_batch));
+  g_ptr_array_add(sets, g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, l->global_batch));
+  g_ptr_array_add(sets, g_strdup_printf("zero_stage=%" G_GUINT64_FORMAT, l->zero_stage));
+  g_ptr_array_add(sets, NULL);
+  return (char **)g_ptr_array_free(sets, FALSE);
+}
+
+static RokModel *layout_model(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
+  g_auto(GStrv) sets = search_layout_sets(spec, layout);
+  return rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets, error);
+}
+
+RokTrace *search_layout_trace(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
+  g_autoptr(RokModel) model = layout_model(spec, layout, error);
+  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+}
+
+/* The values of an axis: as set, or by default every divisor-like value. */
+static GArray *axis_values(const RokSearchSpec *spec, RokSearchAxis axis) {
+  if (spec->values[axis] != NULL)
+    return g_array_ref(spec->values[axis]);
+  GArray *v = g_array_new(FALSE, FALSE, sizeof(guint64));
+  guint64 from = axis == ROK_SEARCH_ZERO ? 0 : 1;
+  guint64 to = axis == ROK_SEARCH_ZERO ? 3 : axis == ROK_SEARCH_TENSOR ? spec->gpus_per_node
+               : axis == ROK_SEARCH_MICRO_BATCH ? 64 : 1;
+  for (guint64 x = from; x <= to; x = axis == ROK_SEARCH_MICRO_BATCH ? x * 2 : x + 1)
+    g_array_append_val(v, x);
+  return v;
+}
+
+#define VALUE(array, i) g_array_index(array, guint64, i)
+
+/* Micro-batch sizes and ZeRO stages at one parallel layout. */
+static void add_batches(const RokSearchSpec *spec, RokLayout l, GArray *mbs, GArray *zeros, GArray *out) {
+  guint64 per_replica = spec->global_batch / l.data;
+  for (guint b = 0; b < mbs->len; b++) {
+    l.micro_batch = VALUE(mbs, b);
+    if (per_replica % l.micro_batch != 0)
+      continue;
+    for (guint z = 0; z < zeros->len; z++) {
+      l.zero_stage = VALUE(zeros, z);
+      g_autoptr(RokModel) model = layout_model(spec, &l, NULL);
+      if (model != NULL) /* the config's own rules (kv_heads, ffn_hidden, ...) */
+        g_array_append_val(out, l);
+    }
+  }
+}
+
+GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
+  if (spec->values[ROK_SEARCH_GPUS] == NULL) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "no GPU count given (--gpus)");
+    return NULL;
+  }
+  g_autoptr(GArray) gpus = axis_values(spec, ROK_SEARCH_GPUS), tps = axis_values(spec, ROK_SEARCH_TENSOR);
+  g_autoptr(GArray) pps = axis_values(spec, ROK_SEARCH_PIPELINE), mbs = axis_values(spec, ROK_SEARCH_MICRO_BATCH);
+  g_autoptr(GArray) zeros = axis_values(spec, ROK_SEARCH_ZERO);
+  g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(RokLayout));
+  for (guint g = 0; g < gpus->len; g++)
+    for (guint t = 0; t < tps->len; t++)
+      for (guint p = 0; p < pps->len; p++) {
+        RokLayout l = {.gpus = VALUE(gpus, g), .gpus_per_node = spec->gpus_per_node, .tensor = VALUE(tps, t),
+                       .pipeline = VALUE(pps, p), .virtual_stages = 1, .global_batch = spec->global_batch};
+        guint64 model_parallel = l.tensor * l.pipeline;
+        if (l.tensor > spec->gpus_per_node || spec->layers % l.pipeline != 0 || l.gpus % model_parallel != 0)
+          continue;
+        l.data = l.gpus / model_parallel;
+        if (spec->global_batch % l.data != 0)
+          continue;
+        /* Virtual stages (interleaved schedules) join here once pipelines are modelled. */
+        add_batches(spec, l, mbs, zeros, out);
+        if (out->len > ROK_SEARCH_MAX_LAYOUTS) {
+          g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "more than %d layouts: narrow the ranges",
+                      ROK_SEARCH_MAX_LAYOUTS);
+          return NULL;
+        }
+      }
+  if (out->len == 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "no layout of %s fits these GPU counts (tensor parallelism must divide the heads and stay within "
+                "a node of %" G_GUINT64_FORMAT ", data parallelism divide the global batch of %" G_GUINT64_FORMAT
+                ")", spec->model_name, spec->gpus_per_node, spec->global_batch);
+    return NULL;
+  }
+  return g_steal_pointer(&out);
+}

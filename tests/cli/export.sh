@@ -41,7 +41,7 @@ expect_fail 2 "module paths are known for GPT-2 and LLaMA-family models; bert is
 # A plan of the planner: Megatron's closest plan is the fastest of the
 # mapping and the plans made anew with whole-layer decisions, so it is never
 # slower within the budget than the mapping of a layer-granular plan.
-"$rok" plan validate-gpt --hw cpu-2core-virtio --budget 18000000 --granularity layer --tiers keep,recompute \
+"$rok" plan validate-gpt --hw cpu-2core-virtio --budget 20000000 --granularity layer --tiers keep,recompute \
   -o "$tmp/lay" >/dev/null
 "$rok" export "$tmp/lay/plan.json" --to megatron --json > "$tmp/lay-out.json"
 /usr/bin/python3 -c "

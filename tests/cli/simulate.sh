@@ -48,7 +48,7 @@ expect_in "$out" "of the budget 10.0 GiB: DOES NOT FIT"
 
 # --plan: a plan file of rok plan, simulated with its decisions and step
 # options, as rok plan predicted it; a hand-edited one is checked.
-"$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --budget 8GiB --points 2 --json > "$tmp/plan.json"
+"$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --budget 11GiB --points 2 --json > "$tmp/plan.json"
 "$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --plan "$tmp/plan.json" --json > "$tmp/sim-plan.json"
 grep -q '"strategy": "rok"' "$tmp/sim-plan.json"
 grep -q '"fits": true' "$tmp/sim-plan.json"

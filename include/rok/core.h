@@ -156,7 +156,7 @@ guint rok_dtype_bytes(RokDtype dtype);
  * with rok_json_doc_set(); an error in an overridden value names the option
  * instead of a file position.
  *
- * Writing: rok_json_write_file() writes atomically (temporary file + rename),
+ * Writing: rok_json_write_file() writes through rok_file_write() (below),
  * rok_json_to_string() gives the canonical pretty text rok prints. Doubles
  * are written with 17 significant digits, so output is byte-identical
  * across runs. */
@@ -286,9 +286,53 @@ gboolean rok_json_check_format(const RokJsonObj *root, const char *expected, GEr
 json_object *rok_json_new_double(double value);
 /* Canonical text: two-space pretty print, no escaped slashes, final newline. */
 char *rok_json_to_string(json_object *value);
-/* Write the canonical text to `path` atomically (temporary file in the same
- * directory, fsync, rename); on failure nothing is left and the error is
- * G_FILE_ERROR, naming `path`. */
+/* Write the canonical text to `path` with rok_file_write(). */
 gboolean rok_json_write_file(json_object *value, const char *path, GError **error);
+
+/* ==== output files ======================================================== */
+
+/* Every file and folder rok writes for the user goes through here.
+ *
+ * A regular file, or a name that does not exist yet, is written into a
+ * temporary file beside it and renamed over it (synced first when it
+ * replaces a file): a reader sees the old contents or the new, and a
+ * failure leaves the old. What exists and is not a regular file is never
+ * replaced: a character device or a FIFO is written through (a FIFO no
+ * process reads is an error, not a hang); a directory, a block device or a
+ * socket is refused. A symbolic link is followed (refused when it leads
+ * nowhere). Errors are ROK_ERROR_IO naming the path as given: "cannot write
+ * PATH: why".
+ *
+ * A folder (`-o DIR`) is all or nothing: rok_output_dir_begin() gives a
+ * temporary folder to write the files in, rok_output_dir_commit() puts them
+ * all in DIR or none (files of DIR that rok did not write stay), and
+ * rok_output_dir_discard() drops them.
+ *
+ * The temporaries that exist are listed; rok_output_discard_all(), called
+ * on SIGINT/SIGTERM/SIGHUP, removes them all (it waits for a folder's swap
+ * in progress), after which nothing more is put in place. */
+
+typedef struct _RokOutput RokOutput;
+RokOutput *rok_output_open(const char *path, GError **error);
+int rok_output_fd(const RokOutput *out);
+const char *rok_output_path(const RokOutput *out);
+gboolean rok_output_write(RokOutput *out, const void *data, gsize length, GError **error);
+/* Closes (and renames into place); frees `out` either way. */
+gboolean rok_output_commit(RokOutput *out, GError **error);
+void rok_output_discard(RokOutput *out);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokOutput, rok_output_discard)
+/* The whole file at once. */
+gboolean rok_file_write(const char *path, const void *data, gsize length, GError **error);
+
+typedef struct _RokOutputDir RokOutputDir;
+RokOutputDir *rok_output_dir_begin(const char *dir, GError **error);
+/* The temporary folder to write the files in. */
+const char *rok_output_dir_path(const RokOutputDir *dir);
+/* Frees `dir` either way. */
+gboolean rok_output_dir_commit(RokOutputDir *dir, GError **error);
+void rok_output_dir_discard(RokOutputDir *dir);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokOutputDir, rok_output_dir_discard)
+
+void rok_output_discard_all(void);
 
 G_END_DECLS

@@ -458,6 +458,61 @@ gboolean rok_cl_fill_uniform(RokClKernels *kernels, RokClBuffer *buffer, guint64
 gboolean rok_cl_fill_tokens(RokClKernels *kernels, RokClBuffer *ids, guint64 seed, guint64 stream, guint64 vocab,
                             GError **error);
 
+/* ---- Mixture of experts (moe.cl) --------------------------------------- */
+
+/* A MoE layer's routing sizes: T tokens, E experts, top-k picks a token;
+ * a "choice" i = t·k + j is token t's j-th pick (T·k of them). */
+typedef struct {
+  guint64 tokens, experts, top_k;
+} RokClMoe;
+
+/* Router: probs [T, E] fp32 = softmax(logits [T, E]); indices [T, k] i64
+ * the top k (ties to the lower expert); weights [T, k] fp32 the picked
+ * probabilities renormalised to sum 1. */
+gboolean rok_cl_moe_route_forward(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *logits, RokClBuffer *probs,
+                                  RokClBuffer *indices, RokClBuffer *weights, GError **error);
+/* counts [E] i64: how many choices picked each expert. */
+gboolean rok_cl_moe_count(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *indices, RokClBuffer *counts,
+                          GError **error);
+/* dlogits [T, E] (overwritten) from dweights [T, k] fp32 and, when
+ * counts != NULL, the load-balancing loss aux_scale · Σ_e counts[e] ·
+ * Σ_t probs[t][e]. */
+gboolean rok_cl_moe_route_backward(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *probs,
+                                   RokClBuffer *indices, RokClBuffer *dweights, RokClBuffer *counts, float aux_scale,
+                                   RokClBuffer *dlogits, GError **error);
+/* The rows of each expert, grouped by expert in choice order: row_token
+ * [rows] i64 (the choice, -1 for padding) and row_weight [rows] fp32.
+ * capacity 0: dropless (rows = T·k, expert e's rows after the counts of
+ * the experts before it); else every expert has `capacity` rows
+ * (rows = E·capacity), keeps its first choices and pads the rest. */
+gboolean rok_cl_moe_place(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *indices, RokClBuffer *weights,
+                          RokClBuffer *counts, guint64 capacity, RokClBuffer *row_token, RokClBuffer *row_weight,
+                          guint64 rows, GError **error);
+/* inv [T·k] i64: the row of each choice, -1 where none holds it. */
+gboolean rok_cl_moe_invert(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *row_token, guint64 rows,
+                           RokClBuffer *inv, GError **error);
+/* dst [rows, hidden] = the token rows of src [T, hidden] (· scale[r] fp32
+ * when scale != NULL); zeros for padding rows. */
+gboolean rok_cl_moe_gather(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *row_token, RokClBuffer *src,
+                           RokClBuffer *scale, RokClBuffer *dst, guint64 rows, guint64 hidden, GError **error);
+/* out [T, hidden] = Σ over each token's picks in slot order of (scale[r] ·)
+ * y[r], r = inv[choice] (y [rows, hidden]). */
+gboolean rok_cl_moe_combine(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *inv, RokClBuffer *y,
+                            RokClBuffer *scale, RokClBuffer *out, guint64 rows, guint64 hidden, GError **error);
+/* drow [rows] fp32 (+)= dout[token of r] · y[r] (0 for padding). */
+gboolean rok_cl_moe_row_dot(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *row_token, RokClBuffer *dout,
+                            RokClBuffer *y, RokClBuffer *drow, gboolean accumulate, guint64 rows, guint64 hidden,
+                            GError **error);
+/* dchoice [T·k] fp32 (+)= drow[inv[i]] (0 for a dropped choice). */
+gboolean rok_cl_moe_unpermute(RokClKernels *kernels, const RokClMoe *moe, RokClBuffer *inv, RokClBuffer *drow,
+                              guint64 rows, RokClBuffer *dchoice, gboolean accumulate, GError **error);
+/* Qwen2-MoE's shared-expert gate: out [T, hidden] = y · sigmoid(g [T]);
+ * backward dy = dout · s, dg = Σ_col dout·y · s(1 - s) (both overwritten). */
+gboolean rok_cl_moe_gate_forward(RokClKernels *kernels, RokClBuffer *y, RokClBuffer *g, RokClBuffer *out,
+                                 guint64 tokens, guint64 hidden, GError **error);
+gboolean rok_cl_moe_gate_backward(RokClKernels *kernels, RokClBuffer *y, RokClBuffer *g, RokClBuffer *dout,
+                                  RokClBuffer *dy, RokClBuffer *dg, guint64 tokens, guint64 hidden, GError **error);
+
 #endif /* ROK_WITH_OPENCL */
 
 /* ==== cl-numeric ========================================================== */

@@ -107,6 +107,9 @@ typedef struct {
 } RokExecOptions;
 
 #define ROK_EXEC_DEFAULT_REPEAT 3
+/* Measured steps of one run: the median of 1000 is as steady as it gets,
+ * and each step may take minutes. */
+#define ROK_EXEC_MAX_REPEAT 1000
 #define ROK_EXEC_DEFAULT_SEED 1234
 #define ROK_EXEC_DEFAULT_SLOT_BYTES ((guint64)1 << 20)
 

@@ -12,6 +12,11 @@
 
 G_BEGIN_DECLS
 
+/* The deepest NVMe queue a profile may ask for: what the storage backends
+ * accept (storage.h: io_uring and psync take 1 to 1024 per file), so a
+ * profile the executor would refuse later is refused where it is read. */
+#define ROK_HW_MAX_QUEUE_DEPTH 1024
+
 /* One knot of a measured GEMM-efficiency curve: a GEMM launch of `flops`
  * floating-point operations (2·batch·m·n·k) reaches `efficiency` of
  * peak_flops. */
@@ -105,7 +110,7 @@ typedef struct {
     double read_bandwidth;  /* bytes/s per device */
     double write_bandwidth; /* bytes/s per device */
     gint64 latency;         /* ns per request */
-    guint64 queue_depth;
+    guint64 queue_depth; /* 1 to ROK_HW_MAX_QUEUE_DEPTH */
     guint64 capacity;       /* bytes per device */
     double endurance_pbw;   /* petabytes written per device over its life; 0: unknown */
     gboolean gpudirect;     /* SSD <-> GPU without the host staging buffer */

@@ -24,6 +24,13 @@ G_BEGIN_DECLS
  * asked the trace generator for some 170 GB. */
 /* Transformer layers of one model: T5's encoder and decoder together. */
 #define ROK_MAX_LAYERS 2048
+/* Micro-batches of one step on one GPU (global_batch / (micro_batch ×
+ * data_parallel)): a schedule holds every action of every one, so its size
+ * and the simulator's memory grow with them; 2048 of a 2-layer toy model
+ * already make a 66 MB rok-schedule/1, and 500,000 took the planner past
+ * 9 GB. GPT-3 175B's batch of 1536 sequences at micro-batch 1 without data
+ * parallelism is 1536. */
+#define ROK_MAX_MICRO_BATCHES_PER_STEP 4096
 
 typedef enum { ROK_ARCH_GPT, ROK_ARCH_BERT, ROK_ARCH_T5, ROK_ARCH_LLAMA } RokArch;
 typedef enum { ROK_ATTENTION_STANDARD, ROK_ATTENTION_FLASH } RokAttention;

@@ -28,6 +28,25 @@
  *  - dropout: the mask of op `o` in micro-batch `mb` is a pure function of
  *    (seed, mb, o) (Philox), so a recomputed mask equals the original;
  *    flash attention's internal dropout likewise.
+ *  - mixture of experts (op-moe.c): moe_router takes softmax(logits) in
+ *    fp32 and each token's top k (ties to the lower expert), weights the
+ *    picks renormalised to sum 1 (Mixtral's routing, for every family);
+ *    moe_dispatch groups the rows by expert, each expert's in token order:
+ *    dropless (rows = top_k × tokens, groups as large as the experts' loads)
+ *    or, with a capacity factor, rows / experts per expert, its first
+ *    choices kept, the rest dropped and the group zero-padded; row_token
+ *    holds each row's choice t·top_k + slot (-1: padding). The linears over
+ *    the routed rows have one weight per expert (stacked: [experts·in,
+ *    out]) and run one GEMM per expert group; moe_combine sums each token's
+ *    weighted rows in slot order. Qwen2-MoE's shared-expert gate (an
+ *    `other` op) runs as y · sigmoid(g). aux_loss adds the gradient of
+ *    Megatron's load-balancing loss, coef · E / (T²·k) · Σ_e tokens_e ·
+ *    Σ_t p_te, to the router's (its value is not in the reported loss).
+ *    The routing weights' gradients are fp32. Dispatch forward reads the
+ *    experts' row counts back to the host (a synchronisation, as in
+ *    Megatron's dropless MoE); the model keeps them per micro-batch and
+ *    layer for the expert GEMMs' forward and backward. Expert parallelism
+ *    and sequence parallelism in MoE layers are ROK_ERROR_INPUT.
  *  - input: token ids (and labels) are uniform in [0, vocab) from (seed, mb,
  *    tensor); the vocabulary is the embedding's (labels: the cross-entropy's,
  *    which is the rank's share of it under tensor parallelism).

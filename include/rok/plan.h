@@ -258,7 +258,12 @@ typedef struct {
  * (one at a time). */
 typedef void (*RokProgressFunc)(guint done, guint total, gpointer user_data);
 
-/* `points` (>= 2) budgets evenly from the smallest feasible to the peak of
+/* Budgets on one ROK curve: each is a planner run (~10 ms for GPT-3 13B,
+ * more for bigger models) and a chart a few hundred points wide shows no
+ * more; --points 100000 ran for hours. */
+#define ROK_CURVE_MAX_POINTS 512
+
+/* `points` (2 to ROK_CURVE_MAX_POINTS) budgets evenly from the smallest feasible to the peak of
  * keeping everything (one when they are equal). A plan that fits a budget
  * fits every larger one: each point is the best found at or below it, so
  * the curve is monotone. */

@@ -111,6 +111,9 @@ typedef struct {
 #define ROK_STEP_DEFAULT_PREFETCH_WINDOW 1
 #define ROK_STEP_DEFAULT_PREFETCH_UNIT ROK_PREFETCH_LAYER
 #define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
+/* The latest start_s / end_s of an action in a rok-schedule/1 (31 years):
+ * nanoseconds of such times and their sums stay inside 64 bits. */
+#define ROK_SCHEDULE_MAX_SECONDS 1e9
 
 /* A plan for one step: a decision per tensor id and how the step runs
  * them. */
@@ -174,6 +177,8 @@ typedef struct {
   /* private */
   RokTrace *owned_trace;
   RokHw *owned_hw;
+  char *source_name; /* the file it was read from, and its text: */
+  GBytes *source;    /* for rok_schedule_locate_action() */
 } RokSchedule;
 
 /* A schedule of the program `actions` (RokAction) with its dependencies
@@ -196,6 +201,13 @@ gboolean rok_schedule_save(const RokSchedule *schedule, const char *path, GError
 
 RokSchedule *rok_schedule_load(const char *path, GError **error);
 RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length, GError **error);
+
+/* Puts where action ID is in the file the schedule was read from in front
+ * of ERROR's message ("plan/schedule.json:1234:5: "), as the reader does
+ * for its own errors: for the faults only running finds (a tensor freed
+ * before use, offloaded twice, read before it is written, ...). A schedule
+ * not read from a file leaves the message as it is. */
+void rok_schedule_locate_action(const RokSchedule *schedule, guint id, GError *error);
 
 /* ---- Timelines ---- */
 

@@ -334,11 +334,20 @@ void rok_staging_stats(RokStaging *pool, RokStagingStats *stats);
  * namespace, no such pid or the pid now belongs to a process started at
  * another time (the host name is taken to name one machine). Folders of
  * live rok processes, of other hosts, users and pid namespaces (containers
- * sharing a directory), and anything without a readable marker (a folder of
- * another program, or one whose marker was never written) are never
- * touched. Removal unlinks only the marker and data
- * files, relative to an open handle of the folder (no links followed), then
- * the folder; a folder holding anything else stays, with a note. */
+ * sharing a directory), and anything else without a readable marker (a
+ * folder of another program) are never touched. An empty rok-XXXXXX folder
+ * of this user not modified for a minute is stale too: a run killed between
+ * making its folder and writing the marker, or between removing the marker
+ * and the folder, leaves one, and removing it loses nothing. The sweep
+ * removes a stale folder only when it holds nothing but the marker and data
+ * files (else it touches nothing and adds a note), relative to an open
+ * handle of the folder (no links followed), then the folder, checked by
+ * inode.
+ *
+ * A run's own folder is held by handle from its creation: its files are
+ * made and removed through it and each is checked by device and inode
+ * before removal, so a folder renamed mid-run is still the one removed, and
+ * a look-alike made at the old path by someone else is not touched. */
 
 typedef struct _RokWorkdir RokWorkdir;
 
@@ -350,13 +359,26 @@ void rok_workdir_free(RokWorkdir *workdir);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokWorkdir, rok_workdir_free)
 
 const char *rok_workdir_path(const RokWorkdir *workdir);
-/* The path of a file in the folder; NAME must be "data" or "data.*" so that
- * removal knows it. */
+/* The path of a file in the folder (for messages); NAME must be "data" or
+ * "data.*". */
 char *rok_workdir_file(const RokWorkdir *workdir, const char *name);
+/* Creates NAME ("data" or "data.*") in the folder through its handle, as
+ * rok_io_file_create() does; only files made so are removed with it. */
+gboolean rok_workdir_create_file(RokWorkdir *workdir, const char *name, RokFault *fault, RokIoFile *file,
+                                 GError **error);
+/* The folder's open handle (valid until rok_workdir_free). */
+int rok_workdir_fd(const RokWorkdir *workdir);
 
-/* Removes the data files, the marker and the folder. A folder that cannot
- * be removed entirely is ROK_ERROR_IO naming it and what is left. */
+/* Removes the files it made (each checked by device and inode, through the
+ * folder's handle), the marker and the folder (where it is now, if it was
+ * renamed). A folder that cannot be removed entirely is ROK_ERROR_IO naming
+ * it and what is left. */
 gboolean rok_workdir_remove(RokWorkdir *workdir, GError **error);
+
+/* Removes every work folder of this process now, as rok_workdir_remove()
+ * does, from any thread: for a run that must stop at once (a second after
+ * Ctrl-C, while a device kernel still runs) and then _exit()s. */
+void rok_workdir_remove_all(void);
 
 /* Removes the stale work folders in DIR (see above) and returns how many.
  * Each removal, and each stale folder that could not be removed, adds a
@@ -418,6 +440,11 @@ RokStore *rok_store_open(const char *const *dirs, RokStaging *staging,
 /* Waits for outstanding I/O, closes the files and removes the work folders.
  * Every tensor must have been freed. */
 void rok_store_free(RokStore *store);
+/* Closes the files and removes the work folders now (after
+ * rok_store_drain, every tensor freed), so that a folder that could not be
+ * removed entirely is an error (ROK_ERROR_IO naming it) rather than the
+ * warning rok_store_free() prints. */
+gboolean rok_store_remove_workdirs(RokStore *store, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokStore, rok_store_free)
 
 /* What the store gave up or cleaned, one line each, for the user to see

@@ -224,7 +224,7 @@ static gboolean run_open(Run *run, const char *dir, const RokCalibOptions *o, Ro
   if (!rok_space_check(dirs, &o->file_bytes, 1, error) || (run->workdir = rok_workdir_new(dir, error)) == NULL)
     return FALSE;
   run->path = rok_workdir_file(run->workdir, "data");
-  if (!rok_io_file_create(run->path, NULL, &run->file, error)) {
+  if (!rok_workdir_create_file(run->workdir, "data", NULL, &run->file, error)) {
     g_clear_pointer(&run->path, g_free);
     return FALSE;
   }

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rok/core.h"
 #include "rok/model.h"
+#include "rok/storage.h"
 
 /* Append `item` to the NULL-terminated list common->sets. */
 static void append_set(RokCliCommon *common, char *item) {
@@ -357,10 +359,63 @@ gboolean cli_print_json(json_object *value, GError **error) {
   return TRUE;
 }
 
+typedef struct {
+  const char *command;
+  int signo;
+} Deadline;
+
+static gpointer deadline(gpointer data) {
+  Deadline *d = data;
+  g_usleep(G_USEC_PER_SEC);
+  rok_workdir_remove_all();
+  rok_output_discard_all();
+  fprintf(stderr, "rok %s: interrupted by signal %d (%s); stopped without waiting for the device (work folders "
+                  "removed)\n",
+          d->command, d->signo, g_strsignal(d->signo));
+  _exit(ROK_EXIT_FAILURE);
+}
+
+void cli_stop_within_a_second(const char *command, int signo) {
+  static Deadline d;
+  static gint started;
+  if (!g_atomic_int_compare_and_exchange(&started, 0, 1))
+    return;
+  d = (Deadline){command, signo};
+  GThread *t = g_thread_try_new("rok-deadline", deadline, &d, NULL);
+  if (t != NULL)
+    g_thread_unref(t);
+}
+
+gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 max, GError **error) {
+  if (value == CLI_UNSET || (value >= min && value <= max))
+    return TRUE;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s %" G_GINT64_FORMAT ": must be from %" G_GINT64_FORMAT
+              " to %" G_GINT64_FORMAT, option, value, min, max);
+  return FALSE;
+}
+
+char *cli_printable(const char *text) {
+  GString *out = g_string_new(NULL);
+  for (const char *p = text; *p != '\0';) {
+    gunichar c = g_utf8_get_char_validated(p, -1);
+    if (c == (gunichar)-1 || c == (gunichar)-2) { /* not UTF-8: the byte */
+      g_string_append_printf(out, "\\x%02X", (guchar)*p++);
+      continue;
+    }
+    if (g_unichar_iscntrl(c) && c != '\n' && c != '\t') /* rok's own messages may span lines */
+      g_string_append_printf(out, "\\u%04X", (unsigned)c);
+    else
+      g_string_append_len(out, p, g_utf8_next_char(p) - p);
+    p = g_utf8_next_char(p);
+  }
+  return g_string_free(out, FALSE);
+}
+
 int cli_fail(const char *command, GError *error) {
   int code = rok_error_exit_code(error);
   fflush(stdout);
-  fprintf(stderr, "rok %s: %s\n", command, error->message);
+  g_autofree char *message = cli_printable(error->message);
+  fprintf(stderr, "rok %s: %s\n", command, message);
   g_error_free(error);
   return code;
 }

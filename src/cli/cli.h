@@ -109,5 +109,22 @@ void cli_print_model_notes(const RokModel *model);
 /* Print `value` (consumed) as canonical JSON on stdout. */
 gboolean cli_print_json(json_object *value, GError **error);
 
+/* An int option left at this was not given (so that -1 is refused, not
+ * taken for "the default"). */
+#define CLI_UNSET G_MININT
+/* VALUE of --OPTION within [MIN, MAX] (CLI_UNSET passes): else
+ * ROK_ERROR_USAGE naming it and the range. */
+gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 max, GError **error);
+
+/* After a signal asked a run to stop in order: if it has not exited within
+ * a second (a device kernel cannot be interrupted), remove its work folders
+ * and temporary outputs and exit 1 anyway. Call from the signal watch. */
+void cli_stop_within_a_second(const char *command, int signo);
+
+/* TEXT with control characters but newline and tab (and bytes that are not
+ * UTF-8) escaped, so that a name or path cannot drive the terminal it is
+ * printed on. */
+char *cli_printable(const char *text);
+
 /* Report `error` (consumed) as "rok NAME: message" and return its exit code. */
 int cli_fail(const char *command, GError *error);

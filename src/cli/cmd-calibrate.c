@@ -58,14 +58,16 @@ static gboolean parse_depths(char **depths, RokCalibOptions *c, GError **error) 
 static gboolean to_calib_options(const Options *o, RokCalibOptions *c, GError **error) {
   rok_calib_options_init(c);
   c->dirs = (const char *const *)o->dirs;
-  c->device = o->device;
+  if (!cli_check_range("device", o->device, 0, G_MAXINT, error))
+    return FALSE;
+  c->device = o->device == CLI_UNSET ? -1 : o->device;
   c->quick = o->quick;
   if (o->trials < 0 || o->trials > 100) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--trials %d: must be from 1 to 100", o->trials);
     return FALSE;
   }
   c->trials = (guint)o->trials;
-  if (o->pass_time < 0 || o->pass_time > 3600) {
+  if (!(o->pass_time >= 0 && o->pass_time <= 3600)) { /* NaN too */
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--pass-time %g: must be from 0 (the default) to 3600 seconds",
                 o->pass_time);
     return FALSE;
@@ -239,7 +241,7 @@ static gboolean run(const Options *o, GError **error) {
 
 int cli_cmd_calibrate(int argc, char **argv) {
   const RokCommand *self = cli_find("calibrate");
-  g_auto(Options) o = {.device = -1};
+  g_auto(Options) o = {.device = CLI_UNSET};
   const GOptionEntry entries[] = {
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
        "A directory on a disk to measure (repeatable: one per disk); none: no SSD section", "DIR"},

@@ -60,6 +60,7 @@ static void progress(const RokExecProgress *p, gpointer user_data) {
 
 static void on_signal(int signo, gpointer user_data) {
   rok_exec_cancel_trigger(user_data, signo);
+  cli_stop_within_a_second("execute", signo);
 }
 
 /* ---- the summary ---- */
@@ -142,10 +143,9 @@ static void print_summary(const RokExecReport *r) {
 
 static gboolean fill_options(const Options *o, RokExecOptions *eo, GError **error) {
   rok_exec_options_init(eo);
-  if (o->repeat < 1) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--repeat must be at least 1");
+  if (!cli_check_range("repeat", o->repeat, 1, ROK_EXEC_MAX_REPEAT, error) ||
+      !cli_check_range("device", o->device, 0, G_MAXINT, error))
     return FALSE;
-  }
   if (o->seed < 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--seed must be 0 or more");
     return FALSE;
@@ -155,7 +155,7 @@ static gboolean fill_options(const Options *o, RokExecOptions *eo, GError **erro
     return FALSE;
   }
   eo->dirs = (const char *const *)o->dirs;
-  eo->device = o->device;
+  eo->device = o->device == CLI_UNSET ? -1 : o->device;
   eo->repeat = (guint)o->repeat;
   eo->seed = (guint64)o->seed;
   eo->backend = o->io;
@@ -193,7 +193,7 @@ static GError *after_stop(GError *error, const Options *o) {
 
 int cli_cmd_execute(int argc, char **argv) {
   const RokCommand *self = cli_find("execute");
-  g_auto(Options) o = {.device = -1, .repeat = ROK_EXEC_DEFAULT_REPEAT, .seed = ROK_EXEC_DEFAULT_SEED};
+  g_auto(Options) o = {.device = CLI_UNSET, .repeat = ROK_EXEC_DEFAULT_REPEAT, .seed = ROK_EXEC_DEFAULT_SEED};
   const GOptionEntry entries[] = {
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
        "Directory to offload tensors into, one per disk (repeatable; a rok-XXXXXX folder is made and removed)", "DIR"},

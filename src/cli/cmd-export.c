@@ -212,7 +212,7 @@ static gboolean write_artifact(const Export *e, const char *path, GError **error
   if (e->config != NULL)
     return rok_json_write_file(e->config, path, error);
   g_autofree char *text = g_strconcat(e->arguments, "\n", NULL);
-  return g_file_set_contents(path, text, -1, error);
+  return rok_file_write(path, text, strlen(text), error);
 }
 
 static int report(const Export *e, const Options *o, gboolean json, const RokSimResult *plan_r,

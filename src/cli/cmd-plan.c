@@ -17,7 +17,7 @@ typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate;
   char *timeline, *timeline_chart, *granularity;
   gint points;
-  gint64 offload_min_elements; /* -1: the strategies' default */
+  gint64 offload_min_elements; /* G_MININT64: the strategies' default */
   RokSsdModel ssd;
 } Options;
 
@@ -145,19 +145,23 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
       (o->host_memory != NULL && !cli_parse_size("host-memory", o->host_memory, TRUE, &popts->host_memory, error)) ||
       !rok_strategy_from_name(o->strategy ? o->strategy : "rok", &out->strategy, error))
     return FALSE;
-  if (o->offload_min_elements >= 0) /* the planner honours it too */
+  if (o->offload_min_elements != G_MININT64 &&
+      !cli_check_range("offload-min-elements", o->offload_min_elements, 0, G_MAXINT64, error))
+    return FALSE;
+  if (o->offload_min_elements != G_MININT64) /* the planner honours it too */
     popts->strategy.offload_min_elements = popts->offload_min_elements = (guint64)o->offload_min_elements;
   if (o->points < 2) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--points must be at least 2, not %d", o->points);
     return FALSE;
   }
+  if (!cli_check_range("points", o->points, 2, ROK_CURVE_MAX_POINTS, error))
+    return FALSE;
   popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
   if (o->granularity != NULL && !rok_granularity_from_name(o->granularity, &popts->granularity, error)) {
     g_prefix_error(error, "--granularity: ");
     return FALSE;
   }
   return parse_tiers(o->tiers, &popts->tiers, error) && ssd_limit(o, hw, out, popts, error);
-  return TRUE;
 }
 
 /* A baseline that does not fit the budget is exit 3, like the planner. */
@@ -341,7 +345,7 @@ static void explain_no_fit(const Outcome *out, GError **error) {
   (*error)->message = g_string_free(text, FALSE);
 }
 
-/* ---- files: all written in a fresh folder inside DIR, then moved in ---- */
+/* ---- files: all written in a temporary folder, then put in DIR (rok_output_dir_begin) ---- */
 
 static const char *const file_names[] = {"plan.json", "schedule.json", "rok-curve.csv", "rok-curve.png",
                                          "rok-curve.svg"};
@@ -379,39 +383,16 @@ static gboolean write_one(const Outcome *out, const RokPlanFile *file, guint i, 
   }
 }
 
-static void remove_folder(const char *folder) {
-  for (guint i = 0; i < G_N_ELEMENTS(file_names); i++) {
-    g_autofree char *path = g_build_filename(folder, file_names[i], NULL);
-    g_unlink(path);
-  }
-  g_rmdir(folder);
-}
-
 static gboolean write_files(const Outcome *out, const RokPlanFile *file, const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot make %s: %s", dir, g_strerror(errno));
+  g_autoptr(RokOutputDir) folder = rok_output_dir_begin(dir, error);
+  if (folder == NULL)
     return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(file_names); i++) {
+    g_autofree char *path = g_build_filename(rok_output_dir_path(folder), file_names[i], NULL);
+    if (!write_one(out, file, i, path, error))
+      return FALSE;
   }
-  g_autofree char *folder = g_build_filename(dir, ".rok-plan-XXXXXX", NULL);
-  if (g_mkdtemp(folder) == NULL) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write in %s: %s", dir, g_strerror(errno));
-    return FALSE;
-  }
-  gboolean ok = TRUE;
-  for (guint i = 0; i < G_N_ELEMENTS(file_names) && ok; i++) {
-    g_autofree char *path = g_build_filename(folder, file_names[i], NULL);
-    ok = write_one(out, file, i, path, error);
-  }
-  for (guint i = 0; i < G_N_ELEMENTS(file_names) && ok; i++) {
-    g_autofree char *from = g_build_filename(folder, file_names[i], NULL);
-    g_autofree char *to = g_build_filename(dir, file_names[i], NULL);
-    if (g_rename(from, to) != 0) {
-      g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write %s: %s", to, g_strerror(errno));
-      ok = FALSE;
-    }
-  }
-  remove_folder(folder);
-  return ok;
+  return rok_output_dir_commit(g_steal_pointer(&folder), error);
 }
 
 /* ---- the human summary ---- */
@@ -622,7 +603,7 @@ int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
   RokChartStyle style = {0};
-  g_auto(Options) o = {.points = 32, .offload_min_elements = -1};
+  g_auto(Options) o = {.points = 32, .offload_min_elements = G_MININT64};
   rok_ssd_model_init(&o.ssd);
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},

@@ -82,11 +82,8 @@ static void show_progress(const char *phase, guint done, guint total, gpointer u
   fflush(stderr);
 }
 
-static gboolean write_files(const RokSearch *search, const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0755) != 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "creating %s: %s", dir, g_strerror(errno));
-    return FALSE;
-  }
+/* The CSV and the charts in the temporary folder `dir`. */
+static gboolean write_folder(const RokSearch *search, const char *dir, GError **error) {
   g_autofree char *csv = g_build_filename(dir, "search.csv", NULL);
   g_autofree char *png = g_build_filename(dir, "search.png", NULL);
   g_autofree char *svg = g_build_filename(dir, "search.svg", NULL);
@@ -96,6 +93,18 @@ static gboolean write_files(const RokSearch *search, const char *dir, GError **e
                                     rok_search_save_chart(search, svg, error)));
   rok_charts_release();
   return ok;
+}
+
+/* All or nothing in DIR (rok_output_dir_begin). */
+static gboolean write_files(const RokSearch *search, const char *dir, GError **error) {
+  RokOutputDir *folder = rok_output_dir_begin(dir, error);
+  if (folder == NULL)
+    return FALSE;
+  if (!write_folder(search, rok_output_dir_path(folder), error)) {
+    rok_output_dir_discard(folder);
+    return FALSE;
+  }
+  return rok_output_dir_commit(folder, error);
 }
 
 static void print_counts(const RokSearch *search, guint modes) {

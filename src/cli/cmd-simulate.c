@@ -30,19 +30,17 @@ static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **erro
     if (!cli_parse_size("budget", o->budget, FALSE, &plan->options.memory_budget, error))
       return FALSE;
   }
-  if (o->prefetch_window < -1 || o->detail < -1 || o->detail == 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--%s must be %s",
-                o->detail == 0 || o->detail < -1 ? "detail" : "prefetch-window",
-                o->detail == 0 || o->detail < -1 ? "at least 1" : "0 or more");
+  /* The simulator runs at most the step's micro-batches in detail. */
+  if (!cli_check_range("prefetch-window", o->prefetch_window, 0, ROK_MAX_LAYERS, error) ||
+      !cli_check_range("detail", o->detail, 1, ROK_MAX_MICRO_BATCHES_PER_STEP, error))
     return FALSE;
-  }
-  if (o->prefetch_window >= 0)
+  if (o->prefetch_window != CLI_UNSET)
     plan->options.prefetch_window = (guint)o->prefetch_window;
   if (o->prefetch_unit != NULL && !rok_prefetch_unit_from_name(o->prefetch_unit, &plan->options.prefetch_unit, error)) {
     g_prefix_error(error, "--prefetch-unit: ");
     return FALSE;
   }
-  if (o->detail > 0)
+  if (o->detail != CLI_UNSET)
     plan->options.detail_micro_batches = (guint)o->detail;
   return TRUE;
 }
@@ -191,7 +189,7 @@ int cli_cmd_simulate(int argc, char **argv) {
   const RokCommand *self = cli_find("simulate");
   RokCliCommon common = {0};
   RokChartStyle style = {0};
-  g_auto(Options) o = {.prefetch_window = -1, .detail = -1};
+  g_auto(Options) o = {.prefetch_window = CLI_UNSET, .detail = CLI_UNSET};
   const GOptionEntry entries[] = {
       {"hw", 0, 0, G_OPTION_ARG_STRING, &o.hw, "Hardware profile (required)", "HW"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &o.strategy,

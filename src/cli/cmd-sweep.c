@@ -81,12 +81,8 @@ static void show_progress(guint done, guint total, gpointer user_data) {
   fflush(stderr);
 }
 
-/* The charts and the CSV, in DIR. */
+/* The charts and the CSV, in the temporary folder `dir`. */
 static gboolean write_charts(const RokSweep *sweep, const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0755) != 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "creating %s: %s", dir, g_strerror(errno));
-    return FALSE;
-  }
   g_autofree char *csv = g_build_filename(dir, "sweep.csv", NULL);
   if (!rok_sweep_save_csv(sweep, csv, error))
     return FALSE;
@@ -103,10 +99,18 @@ static gboolean write_charts(const RokSweep *sweep, const char *dir, GError **er
   return TRUE;
 }
 
+/* All or nothing in DIR (rok_output_dir_begin). */
 static gboolean write_files(const RokSweep *sweep, const char *dir, GError **error) {
-  gboolean ok = write_charts(sweep, dir, error);
+  RokOutputDir *folder = rok_output_dir_begin(dir, error);
+  if (folder == NULL)
+    return FALSE;
+  gboolean ok = write_charts(sweep, rok_output_dir_path(folder), error);
   rok_charts_release();
-  return ok;
+  if (!ok) {
+    rok_output_dir_discard(folder);
+    return FALSE;
+  }
+  return rok_output_dir_commit(folder, error);
 }
 
 static const char *const axis_labels[ROK_SWEEP_AXIS_COUNT] = {

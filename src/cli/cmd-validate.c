@@ -47,11 +47,14 @@ static gboolean fill_options(const Options *o, RokValidateOptions *vo, GError **
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, bad);
     return FALSE;
   }
+  if (!cli_check_range("repeat", o->repeat, 1, ROK_EXEC_MAX_REPEAT, error) ||
+      !cli_check_range("device", o->device, 0, G_MAXINT, error))
+    return FALSE;
   vo->budgets = (guint)o->budgets;
   vo->baselines = !o->no_baselines;
   vo->offload_min_elements = (guint64)o->offload_floor;
   vo->exec.dirs = (const char *const *)o->dirs;
-  vo->exec.device = o->device;
+  vo->exec.device = o->device == CLI_UNSET ? -1 : o->device;
   vo->exec.repeat = (guint)o->repeat;
   vo->rounds = (guint)o->rounds;
   vo->exec.seed = (guint64)o->seed;
@@ -80,6 +83,7 @@ static void progress(guint round, guint rounds, guint row, guint rows, const cha
 
 static void on_signal(int signo, gpointer user_data) {
   rok_exec_cancel_trigger(user_data, signo);
+  cli_stop_within_a_second("validate", signo);
 }
 
 /* ---- the table ---- */
@@ -178,14 +182,10 @@ static void print_table(const RokValidation *v, const char *dir) {
 
 static gboolean write_text(const char *dir, const char *name, const char *text, GError **error) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
-  return g_file_set_contents(path, text, -1, error);
+  return rok_file_write(path, text, strlen(text), error);
 }
 
-static gboolean write_files(const RokValidation *v, const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot make %s: %s", dir, g_strerror(errno));
-    return FALSE;
-  }
+static gboolean write_folder(const RokValidation *v, const char *dir, GError **error) {
   json_object *doc = rok_validation_to_json(v);
   g_autofree char *path = g_build_filename(dir, "validation.json", NULL);
   gboolean ok = rok_json_write_file(doc, path, error);
@@ -207,6 +207,18 @@ static gboolean write_files(const RokValidation *v, const char *dir, GError **er
   }
   rok_charts_release(); /* the charts are drawn; nothing else draws */
   return ok;
+}
+
+/* All or nothing in DIR (rok_output_dir_begin). */
+static gboolean write_files(const RokValidation *v, const char *dir, GError **error) {
+  RokOutputDir *folder = rok_output_dir_begin(dir, error);
+  if (folder == NULL)
+    return FALSE;
+  if (!write_folder(v, rok_output_dir_path(folder), error)) {
+    rok_output_dir_discard(folder);
+    return FALSE;
+  }
+  return rok_output_dir_commit(folder, error);
 }
 
 /* ---- running ---- */
@@ -240,7 +252,7 @@ int cli_cmd_validate(int argc, char **argv) {
   const RokCommand *self = cli_find("validate");
   RokCliCommon common = {0};
   RokChartStyle style = {0};
-  g_auto(Options) o = {.device = -1,
+  g_auto(Options) o = {.device = CLI_UNSET,
                        .repeat = ROK_VALIDATE_DEFAULT_REPEAT,
                        .rounds = ROK_VALIDATE_DEFAULT_ROUNDS,
                        .budgets = ROK_VALIDATE_DEFAULT_BUDGETS,

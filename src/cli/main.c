@@ -3,11 +3,14 @@
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 
 #include "cli.h"
 #include "rok/core.h"
+#include "rok/storage.h"
 
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
@@ -67,12 +70,49 @@ static void print_usage(FILE *out) {
                "(a100-40g-pcie4-4xp5800x). `rok help COMMAND` or `rok COMMAND --help` for more.\n");
 }
 
-/* A full disk behind `rok ... > out.json` must be an error, not silence. */
+/* A full disk behind `rok ... > out.json` must be an error, not silence:
+ * flushed, checked and closed as git does (a closed standard output is
+ * left alone). */
 static int check_stdout(int code) {
-  if (fflush(stdout) == 0 && !ferror(stdout))
+  struct stat st;
+  if (fstat(STDOUT_FILENO, &st) != 0)
     return code;
-  fprintf(stderr, "rok: writing standard output: %s\n", g_strerror(errno));
+  errno = 0;
+  gboolean ok = fflush(stdout) == 0 && !ferror(stdout);
+  int saved = errno;
+  if (fclose(stdout) != 0 && ok) {
+    ok = FALSE;
+    saved = errno;
+  }
+  if (ok)
+    return code;
+  fprintf(stderr, "rok: cannot write standard output: %s\n", saved ? g_strerror(saved) : "write error");
   return code == ROK_EXIT_OK ? ROK_EXIT_FAILURE : code;
+}
+
+/* Commands that do not handle signals themselves (execute, validate and
+ * calibrate stop their work in order) stop at once on SIGINT/SIGTERM/SIGHUP,
+ * leaving no temporary output file or folder and nothing half written. */
+static void stop_now(int signo, gpointer user_data) {
+  rok_output_discard_all();
+  fprintf(stderr, "rok %s: interrupted by signal %d (%s)\n", (const char *)user_data, signo,
+          g_strsignal(signo));
+  _exit(ROK_EXIT_FAILURE);
+}
+
+static int run(const RokCommand *command, int argc, char **argv) {
+  static const char *const own[] = {"execute", "validate", "calibrate", NULL};
+  g_autoptr(RokSignalWatch) watch = NULL;
+  if (!g_strv_contains(own, command->name)) {
+    g_autoptr(GError) error = NULL;
+    /* First, before any thread starts (storage.h). */
+    watch = rok_signal_watch_new(stop_now, (gpointer)command->name, &error);
+    if (watch == NULL) {
+      fprintf(stderr, "rok %s: %s\n", command->name, error->message);
+      return ROK_EXIT_FAILURE;
+    }
+  }
+  return command->run(argc, argv);
 }
 
 static int unknown_command(const char *name) {
@@ -81,10 +121,11 @@ static int unknown_command(const char *name) {
     g_strv_builder_add(builder, c->name);
   g_auto(GStrv) names = g_strv_builder_end(builder);
   const char *close = rok_closest_name(name, (const char *const *)names);
+  g_autofree char *shown = cli_printable(name);
   if (close != NULL)
-    fprintf(stderr, "rok: unknown command \"%s\"; did you mean \"%s\"?\n\n", name, close);
+    fprintf(stderr, "rok: unknown command \"%s\"; did you mean \"%s\"?\n\n", shown, close);
   else
-    fprintf(stderr, "rok: unknown command \"%s\"\n\n", name);
+    fprintf(stderr, "rok: unknown command \"%s\"\n\n", shown);
   print_usage(stderr);
   return ROK_EXIT_INVALID;
 }
@@ -118,5 +159,5 @@ int main(int argc, char **argv) {
   const RokCommand *command = cli_find(name);
   if (command == NULL)
     return unknown_command(name);
-  return check_stdout(command->run(argc - 1, argv + 1));
+  return check_stdout(run(command, argc - 1, argv + 1));
 }

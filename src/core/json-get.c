@@ -164,10 +164,18 @@ static const char *string_of(const RokJsonObj *obj, const char *key, json_object
                              GError **error) {
   if (json_object_is_type(value, json_type_string)) {
     const char *text = json_object_get_string(value);
-    if (strlen(text) == (gsize)json_object_get_string_len(value))
-      return text;
-    core_json_member_error(obj, key, error, "must not contain a NUL character (\\u0000)");
-    return NULL;
+    if (strlen(text) != (gsize)json_object_get_string_len(value)) {
+      core_json_member_error(obj, key, error, "must not contain a NUL character (\\u0000)");
+      return NULL;
+    }
+    /* Names reach terminals: an escape sequence in one would drive it. */
+    for (const char *p = text; *p != '\0'; p = g_utf8_next_char(p))
+      if (g_unichar_iscntrl(g_utf8_get_char(p))) {
+        core_json_member_error(obj, key, error, "must not contain control characters (U+%04X)",
+                               (unsigned)g_utf8_get_char(p));
+        return NULL;
+      }
+    return text;
   }
   if (obj->doc != NULL) {
     g_autofree char *path = core_json_path_join(obj->path, key);

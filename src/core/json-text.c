@@ -99,8 +99,10 @@ static gboolean scan_unicode_escape(Scanner *sc, GString *decoded) {
       sc->pos += 6;
     }
   }
+  /* json-c would make it U+FFFD: a name silently changed. RFC 7493 (I-JSON)
+   * forbids lone surrogates. */
   if (c >= 0xD800 && c <= 0xDFFF)
-    c = 0xFFFD;
+    return fail(sc, ROK_JSON_TEXT_RANGE, sc->pos - 6, "\\u%04X is a lone surrogate, not a character", (unsigned)c);
   if (decoded != NULL) {
     char utf8[6];
     g_string_append_len(decoded, utf8, g_unichar_to_utf8(c, utf8));

@@ -24,13 +24,5 @@ char *rok_json_to_string(json_object *value) {
 gboolean rok_json_write_file(json_object *value, const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, FALSE);
   g_autofree char *text = rok_json_to_string(value);
-  g_autoptr(GError) local = NULL;
-  /* GLib writes a temporary file next to `path`, fsyncs and renames it, and
-   * removes the temporary file when anything fails. */
-  if (!g_file_set_contents_full(path, text, (gssize)strlen(text), G_FILE_SET_CONTENTS_CONSISTENT, 0666,
-                                &local)) {
-    g_set_error(error, local->domain, local->code, "cannot write %s: %s", path, local->message);
-    return FALSE;
-  }
-  return TRUE;
+  return rok_file_write(path, text, strlen(text), error);
 }

@@ -45,6 +45,17 @@ static const char *const kernel_names[K_COUNT] = {
     [K_FILL_UNIFORM_ACT] = "fill_uniform_act",
     [K_FILL_UNIFORM_F32] = "fill_uniform_f32",
     [K_FILL_TOKENS] = "fill_tokens",
+    [K_MOE_ROUTE_FWD] = "moe_route_fwd",
+    [K_MOE_ROUTE_BWD] = "moe_route_bwd",
+    [K_MOE_COUNT] = "moe_count",
+    [K_MOE_PLACE] = "moe_place",
+    [K_MOE_INVERT] = "moe_invert",
+    [K_MOE_GATHER] = "moe_gather",
+    [K_MOE_COMBINE] = "moe_combine",
+    [K_MOE_ROW_DOT] = "moe_row_dot",
+    [K_MOE_UNPERMUTE] = "moe_unpermute",
+    [K_MOE_GATE_FWD] = "moe_gate_fwd",
+    [K_MOE_GATE_BWD] = "moe_gate_bwd",
 };
 
 const char *device_cl_kernel_name(RokClKernelId id) {

@@ -168,9 +168,12 @@ static gboolean stuck(Runner *r, GError **error) {
   for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     if (r->cursor[s] < r->prog.order[s]->len) {
       guint id = g_array_index(r->prog.order[s], guint, r->cursor[s]);
-      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                  "schedule action %u (%s) can never start: its dependencies wait for actions after it on its stream",
-                  id, rok_stream_name(s));
+      GError *local = g_error_new(
+          ROK_ERROR, ROK_ERROR_INPUT,
+          "schedule action %u (%s) can never start: its dependencies wait for actions after it on its stream", id,
+          rok_stream_name(s));
+      rok_schedule_locate_action(r->prog.schedule, id, local);
+      g_propagate_error(error, local);
       return FALSE;
     }
   g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule stops with %u of %u actions done", r->done,

@@ -88,20 +88,23 @@ static void stalls(const RunnerProgram *p, const Span *span, RokExecFigures *f, 
   *dispatch_s = (double)s.dispatch_ns / 1e9;
 }
 
-static double rate(guint64 bytes, gint64 ns) {
-  return bytes > 0 && ns > 0 ? (double)bytes / ((double)ns / 1e9) : 0;
+static double rate(guint64 bytes, double ns) {
+  return bytes > 0 && ns > 0 ? (double)bytes / (ns / 1e9) : 0;
 }
 
 static void figures(const RunnerProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
-  gint64 busy[ROK_STREAM_COUNT] = {0}, waits[ROK_STREAM_COUNT] = {0}, end = origin, recompute = 0;
+  /* Sums in double: a schedule's predicted times (up to 1e9 s each, over
+   * millions of actions) would overflow 64-bit nanoseconds. */
+  double busy[ROK_STREAM_COUNT] = {0}, waits[ROK_STREAM_COUNT] = {0}, recompute = 0;
+  gint64 end = origin;
   guint64 moved[ROK_STREAM_COUNT] = {0}, gd_out = 0, gd_in = 0;
   for (guint id = 0; id < p->n_actions; id++) {
     const RokAction *a = runner_action(p, id);
     if (a->kind == ROK_ACTION_FREE)
       continue;
-    gint64 length = span[id].end - span[id].start;
+    double length = (double)span[id].end - (double)span[id].start;
     busy[a->stream] += length;
-    waits[a->stream] += span[id].wait;
+    waits[a->stream] += (double)span[id].wait;
     moved[a->stream] += span[id].moved;
     recompute += a->kind == ROK_ACTION_RECOMPUTE ? length : 0;
     gd_out += a->gpudirect && a->stream == ROK_STREAM_NVME_WRITE ? span[id].moved : 0;
@@ -109,11 +112,11 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
     if (a->stream == ROK_STREAM_COMPUTE)
       end = MAX(end, span[id].end);
   }
-  f->step_time_s = (double)(end - origin) / 1e9;
+  f->step_time_s = ((double)end - (double)origin) / 1e9;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++)
-    f->busy_s[s] = (double)busy[s] / 1e9;
+    f->busy_s[s] = busy[s] / 1e9;
   f->compute_s = f->busy_s[ROK_STREAM_COMPUTE];
-  f->recompute_s = (double)recompute / 1e9;
+  f->recompute_s = recompute / 1e9;
   f->d2h_bytes = moved[ROK_STREAM_D2H] + gd_out;
   f->h2d_bytes = moved[ROK_STREAM_H2D] + gd_in;
   f->nvme_write_bytes = moved[ROK_STREAM_NVME_WRITE];

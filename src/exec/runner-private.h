@@ -204,6 +204,7 @@ struct _Runner {
 
   RokExecReport *report;
   GPtrArray *notes;
+  GError *removal_error; /* the work folders could not be removed entirely */
 };
 
 /* Messages to the dispatcher: an action id, or one of these. */

@@ -16,8 +16,10 @@ gboolean runner_program_fail(GError **error, const RunnerProgram *p, guint id, c
   va_start(args, format);
   g_autofree char *what = g_strdup_vprintf(format, args);
   va_end(args);
-  g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "schedule action %u (%s on %s, micro-batch %u): %s", id,
-              rok_action_kind_name(a->kind), rok_stream_name(a->stream), a->micro_batch, what);
+  GError *local = g_error_new(ROK_ERROR, ROK_ERROR_INPUT, "schedule action %u (%s on %s, micro-batch %u): %s", id,
+                              rok_action_kind_name(a->kind), rok_stream_name(a->stream), a->micro_batch, what);
+  rok_schedule_locate_action(p->schedule, id, local);
+  g_propagate_error(error, local);
   return FALSE;
 }
 
@@ -308,6 +310,10 @@ static void staging_peak(RunnerProgram *p) {
   p->staging_peak = (guint64)peak * p->slot_bytes;
 }
 
+/* 2^26 guints, 256 MiB: a step of 64 micro-batches of a 175B model's
+ * 600,000-odd tensors fits; anything bigger would not run in a lifetime. */
+#define RUNNER_MAX_COPY_ENTRIES (1u << 26)
+
 gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, guint64 slot_bytes, GError **error) {
   memset(p, 0, sizeof *p);
   p->schedule = schedule;
@@ -323,6 +329,14 @@ gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, gui
     p->order[s] = g_array_new(FALSE, FALSE, sizeof(guint));
   if (p->n_actions == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule has no actions to run");
+    return FALSE;
+  }
+  /* Bounded before it is allocated: one entry per micro-batch and tensor. */
+  if ((guint64)p->n_mb * p->n_tensors > RUNNER_MAX_COPY_ENTRIES) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
+                "the schedule's %u micro-batches of %u tensors are more than the executor keeps track of (%u "
+                "micro-batch tensors)",
+                p->n_mb, p->n_tensors, (guint)RUNNER_MAX_COPY_ENTRIES);
     return FALSE;
   }
   p->copy_of = g_new(guint, (gsize)p->n_mb * p->n_tensors);

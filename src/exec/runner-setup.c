@@ -328,7 +328,9 @@ void runner_teardown(Runner *r) {
   g_clear_pointer(&r->reserved, rok_cl_buffer_free);
   g_clear_pointer(&r->model, rok_exec_model_free);
   g_clear_pointer(&r->kernels, rok_cl_kernels_free);
-  g_clear_pointer(&r->store, rok_store_free); /* removes the work folders */
+  if (r->store != NULL && !rok_store_remove_workdirs(r->store, &r->removal_error))
+    g_prefix_error(&r->removal_error, "after the run: ");
+  g_clear_pointer(&r->store, rok_store_free);
   if (r->device != NULL)
     unpin_pools(r);
   g_clear_pointer(&r->staging, rok_staging_free);

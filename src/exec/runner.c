@@ -23,8 +23,8 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
 #else
 
 static gboolean check_options(RokExecOptions *o, GError **error) {
-  if (o->repeat == 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--repeat must be at least 1");
+  if (o->repeat == 0 || o->repeat > ROK_EXEC_MAX_REPEAT) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--repeat must be from 1 to %d", ROK_EXEC_MAX_REPEAT);
     return FALSE;
   }
   if (o->slot_bytes == 0)
@@ -274,6 +274,11 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
   if (r->options.cancel != NULL)
     exec_cancel_detach(r->options.cancel);
   runner_teardown(r);
+  if (r->removal_error != NULL && ok) {
+    g_propagate_error(error, g_steal_pointer(&r->removal_error));
+    ok = FALSE;
+  }
+  g_clear_error(&r->removal_error);
   RokExecReport *report = NULL;
   if (ok) {
     report = g_steal_pointer(&r->report);

@@ -255,7 +255,7 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_rate(&o, "read_bandwidth", TRUE, &hw->nvme.read_bandwidth, error) &&
          rok_json_get_rate(&o, "write_bandwidth", TRUE, &hw->nvme.write_bandwidth, error) &&
          read_latency(&o, "latency", &hw->nvme.latency, error) &&
-         rok_json_get_uint(&o, "queue_depth", FALSE, 1, 65536, &hw->nvme.queue_depth, error) &&
+         rok_json_get_uint(&o, "queue_depth", FALSE, 1, ROK_HW_MAX_QUEUE_DEPTH, &hw->nvme.queue_depth, error) &&
          rok_json_get_size(&o, "capacity", TRUE, &hw->nvme.capacity, error) &&
          rok_json_get_double(&o, "endurance_pbw", FALSE, 0.0, 1e9, &hw->nvme.endurance_pbw, error) &&
          rok_json_get_bool(&o, "gpudirect", FALSE, &hw->nvme.gpudirect, error);

@@ -177,6 +177,10 @@ static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **erro
          check_global_batch(obj, m, error) &&
          require(m->global_batch <= G_MAXUINT32, obj, "data_parallel", error,
                  "times micro_batch must be at most 4294967295 (the largest global_batch)") &&
+         require(m->global_batch / (m->micro_batch * m->data_parallel) <= ROK_MAX_MICRO_BATCHES_PER_STEP, obj,
+                 "global_batch", error,
+                 "makes more than " G_STRINGIFY(ROK_MAX_MICRO_BATCHES_PER_STEP)
+                 " micro-batches per step (global_batch / (micro_batch × data_parallel))") &&
          require(m->layers + m->decoder_layers <= ROK_MAX_LAYERS, obj, "layers", error,
                  "and \"decoder_layers\" (as many as \"layers\" unless given) must add up to at most "
                  G_STRINGIFY(ROK_MAX_LAYERS)) &&
@@ -189,6 +193,9 @@ static void fill_defaults(RokModel *m, const char *doc_name) {
     char *dot = strrchr(base, '.');
     if (dot != NULL && dot != base)
       *dot = '\0';
+    for (char *p = base; *p != '\0'; p++) /* a file name must not drive the terminal */
+      if ((guchar)*p < 0x20 || *p == 0x7f)
+        *p = '_';
     m->name = g_strdup(base);
   }
   if (m->kv_heads == 0)

@@ -22,10 +22,19 @@ static const OpsKindImpl kinds[ROK_OP_KIND_COUNT] = {
     [ROK_OP_RELU] = {ops_unary_prepare, ops_relu_forward, ops_relu_backward},
     [ROK_OP_SWIGLU] = {ops_swiglu_prepare, ops_swiglu_forward, ops_swiglu_backward},
     [ROK_OP_CROSS_ENTROPY] = {ops_loss_prepare, ops_loss_forward, ops_loss_backward},
+    [ROK_OP_MOE_ROUTER] = {ops_moe_router_prepare, ops_moe_router_forward, ops_moe_router_backward},
+    [ROK_OP_MOE_DISPATCH] = {ops_moe_dispatch_prepare, ops_moe_dispatch_forward, ops_moe_dispatch_backward},
+    [ROK_OP_MOE_COMBINE] = {ops_moe_combine_prepare, ops_moe_combine_forward, ops_moe_combine_backward},
     [ROK_OP_OTHER] = {NULL, NULL, NULL},
 };
 
 static const OpsKindImpl standin = {NULL, ops_standin_forward, ops_standin_backward};
+static const OpsKindImpl moe_experts = {ops_moe_experts_prepare, ops_moe_experts_forward, ops_moe_experts_backward};
+static const OpsKindImpl moe_gate = {ops_moe_gate_prepare, ops_moe_gate_forward, ops_moe_gate_backward};
+
+const OpsKindImpl *ops_moe_experts_impl(void) { return &moe_experts; }
+
+const OpsKindImpl *ops_moe_gate_impl(void) { return &moe_gate; }
 
 const OpsKindImpl *ops_kind_impl(RokOpKind kind) {
   return (guint)kind < ROK_OP_KIND_COUNT && kinds[kind].prepare != NULL ? &kinds[kind] : NULL;

@@ -10,14 +10,14 @@
 #include "ops-private.h"
 #include "rok/core.h"
 
-static RokClMatrix at(RokClBuffer *buffer, guint64 offset, guint64 ld, gboolean trans) {
+RokClMatrix ops_at(RokClBuffer *buffer, guint64 offset, guint64 ld, gboolean trans) {
   RokClMatrix m = rok_cl_matrix(buffer, ld, trans);
   m.offset = offset;
   return m;
 }
 
-static gboolean gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, RokClMatrix a, RokClMatrix b,
-                     RokClMatrix c, float beta, RokClBuffer *bias, GError **error) {
+gboolean ops_gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, RokClMatrix a, RokClMatrix b, RokClMatrix c,
+                  float beta, RokClBuffer *bias, GError **error) {
   RokClGemm g = {.batch = 1,
                  .inner = 1,
                  .m = m,
@@ -36,8 +36,8 @@ static gboolean gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, Rok
  * dx = dy·Wᵀ). */
 static RokClMatrix weight_operand(const LinearExec *l, guint j, gboolean transposed) {
   if (l->tied) /* the table's rows col..col+width are W's columns */
-    return at(l->weight->value, l->col[j] * l->in, l->in, !transposed);
-  return at(l->weight->value, l->col[j], l->out, transposed);
+    return ops_at(l->weight->value, l->col[j] * l->in, l->in, !transposed);
+  return ops_at(l->weight->value, l->col[j], l->out, transposed);
 }
 
 /* ---- Preparing ----------------------------------------------------------- */
@@ -168,8 +168,9 @@ gboolean ops_linear_forward(OpsCtx *ctx, GError **error) {
     if (y != NULL && scattered)
       full = ops_scratch(ctx, ctx->model->act, l->rows * l->width[j], "output over all rows", FALSE, error);
     if (full == NULL ||
-        !gemm(ctx->model->kernels, l->rows, l->width[j], l->in, at(x, 0, l->in, FALSE), weight_operand(l, j, FALSE),
-              at(full, 0, l->width[j], FALSE), 0.0f, l->bias[j] ? l->bias[j]->value : NULL, error))
+        !ops_gemm(ctx->model->kernels, l->rows, l->width[j], l->in, ops_at(x, 0, l->in, FALSE),
+                  weight_operand(l, j, FALSE), ops_at(full, 0, l->width[j], FALSE), 0.0f,
+                  l->bias[j] ? l->bias[j]->value : NULL, error))
       return FALSE;
     if (scattered && !ops_rows_sum(ctx, full, l->rows, y, l->y_rows[j], l->width[j], error))
       return FALSE;
@@ -195,10 +196,10 @@ static gboolean weight_grads(OpsCtx *ctx, const LinearExec *l, guint j, RokClBuf
   RokClKernels *kernels = ctx->model->kernels;
   RokClBuffer *dw = l->weight->grad;
   guint64 w = l->width[j];
-  gboolean ok = l->tied ? gemm(kernels, w, l->in, l->rows, at(dy, 0, w, TRUE), at(x, 0, l->in, FALSE),
-                               at(dw, l->col[j] * l->in, l->in, FALSE), 1.0f, NULL, error)
-                        : gemm(kernels, l->in, w, l->rows, at(x, 0, l->in, TRUE), at(dy, 0, w, FALSE),
-                               at(dw, l->col[j], l->out, FALSE), 1.0f, NULL, error);
+  gboolean ok = l->tied ? ops_gemm(kernels, w, l->in, l->rows, ops_at(dy, 0, w, TRUE), ops_at(x, 0, l->in, FALSE),
+                               ops_at(dw, l->col[j] * l->in, l->in, FALSE), 1.0f, NULL, error)
+                        : ops_gemm(kernels, l->in, w, l->rows, ops_at(x, 0, l->in, TRUE), ops_at(dy, 0, w, FALSE),
+                               ops_at(dw, l->col[j], l->out, FALSE), 1.0f, NULL, error);
   return ok && (l->bias[j] == NULL || rok_cl_bias_backward(kernels, dy, l->bias[j]->grad, l->rows, w, error));
 }
 
@@ -227,8 +228,8 @@ gboolean ops_linear_backward(OpsCtx *ctx, GError **error) {
     RokClBuffer *dy = full_dout(ctx, l, j, error);
     if (dy == NULL || !weight_grads(ctx, l, j, x, dy, error))
       return FALSE;
-    if (dx != NULL && !gemm(ctx->model->kernels, l->rows, l->in, l->width[j], at(dy, 0, l->width[j], FALSE),
-                            weight_operand(l, j, TRUE), at(dx, 0, l->in, FALSE), j == 0 ? beta : 1.0f, NULL, error))
+    if (dx != NULL && !ops_gemm(ctx->model->kernels, l->rows, l->in, l->width[j], ops_at(dy, 0, l->width[j], FALSE),
+                            weight_operand(l, j, TRUE), ops_at(dx, 0, l->in, FALSE), j == 0 ? beta : 1.0f, NULL, error))
       return FALSE;
   }
   if (!gathered || dx == NULL)

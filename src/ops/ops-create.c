@@ -47,6 +47,7 @@ static void tensor_facts(RokExecModel *model) {
     model->boundary[t] = model->needs_grad[t] && !read[t];
     model->data_vocab[t] = tensor->dtype == ROK_DTYPE_I64 ? data_vocab(trace, t) : 0;
   }
+  ops_moe_tensor_facts(model);
 }
 
 static gboolean prepare_op(RokExecModel *model, guint id, GError **error) {
@@ -54,16 +55,12 @@ static gboolean prepare_op(RokExecModel *model, guint id, GError **error) {
   exec->op = rok_trace_op(model->trace, id);
   const OpsKindImpl *impl = ops_kind_impl(exec->op->kind);
   char *reason = NULL;
-  RokOpKind kind = exec->op->kind;
-  if (kind == ROK_OP_MOE_ROUTER || kind == ROK_OP_MOE_DISPATCH || kind == ROK_OP_MOE_COMBINE) {
-    /* A stand-in GEMM would run, but not route: the gradient checks would
-     * then vouch for something that is not a MoE layer. */
-    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                "op '%s' (%s): mixture-of-experts layers cannot run on the executor yet (no router, dispatch or "
-                "combine kernels); plan and simulate them, but rok execute refuses them",
-                exec->op->name, rok_op_kind_name(kind));
-    return FALSE;
-  }
+  /* Expert linears and Qwen2-MoE's gate run as themselves, not as their
+   * trace kinds (op-moe.c). */
+  if (ops_moe_expert_dispatch(model, exec->op) != G_MAXUINT)
+    impl = ops_moe_experts_impl();
+  else if (ops_moe_is_gate(model, exec->op))
+    impl = ops_moe_gate_impl();
   if (impl == NULL)
     reason = ops_reason("op '%s' (kind %s) has no kernel", exec->op->name, rok_op_kind_name(exec->op->kind));
   else if (!impl->prepare(model, exec, &reason, error))
@@ -115,6 +112,7 @@ RokExecModel *rok_exec_model_new(RokClKernels *kernels, const RokTrace *trace, g
   model->params = g_ptr_array_new_with_free_func(ops_param_free);
   model->grads = g_hash_table_new(g_direct_hash, g_direct_equal);
   model->losses = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)rok_cl_buffer_free);
+  model->moe_groups = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   tensor_facts(model);
   for (guint o = 0; o < model->n_ops; o++)
     if (!prepare_op(model, o, error))
@@ -138,6 +136,7 @@ void rok_exec_model_free(RokExecModel *model) {
     g_hash_table_unref(model->grads);
   }
   g_clear_pointer(&model->losses, g_hash_table_unref);
+  g_clear_pointer(&model->moe_groups, g_hash_table_unref);
   for (guint o = 0; o < model->n_ops; o++)
     g_free(model->ops[o].note);
   g_free(model->ops);

@@ -73,6 +73,24 @@ typedef struct {
   RokClStandin fwd, bwd;
 } StandinExec;
 
+/* Mixture of experts (op-moe.c): the router, dispatch and combine of one
+ * layer (and Qwen2-MoE's shared-expert gate: tokens and hidden). */
+typedef struct {
+  RokClMoe moe;         /* tokens, experts, top-k */
+  guint64 rows, hidden; /* routed rows and their width */
+  guint64 capacity;     /* rows per expert; 0: dropless */
+  double aux_scale;     /* router: the load-balancing loss's coef · E / (T²·k); 0: none */
+  guint dispatch;       /* the layer's dispatch op */
+} MoeExec;
+
+/* An expert linear: `experts` weights [in, out] stacked in one parameter,
+ * each expert's group of the dispatch's rows through its own. */
+typedef struct {
+  guint64 rows, in, out, experts;
+  guint dispatch;
+  RokExecParam *weight; /* [experts·in, out] */
+} ExpertsExec;
+
 typedef struct _OpsCtx OpsCtx;
 typedef struct _OpExec OpExec;
 
@@ -100,6 +118,8 @@ struct _OpExec {
     EmbedExec embed;
     LossExec loss;
     StandinExec standin;
+    MoeExec moe;
+    ExpertsExec experts;
   } u;
 };
 
@@ -123,6 +143,7 @@ struct _RokExecModel {
   GHashTable *grads;         /* micro-batch -> OpsMbGrads * */
   GHashTable *losses;        /* (mb << 32 | op) -> RokClBuffer * (fp32 per-token losses) */
   RokClBuffer *checksums;    /* i64, one slot per parameter */
+  GHashTable *moe_groups;    /* (mb << 32 | dispatch op) -> guint64[experts + 1]: each expert's first row */
   guint64 grad_bytes;        /* activation gradients allocated now */
   guint standins;
 };
@@ -225,6 +246,14 @@ void ops_grads_free(RokExecModel *model, OpsMbGrads *grads);
 gboolean ops_grads_check(OpsCtx *ctx, GError **error);
 void ops_grads_consume(OpsCtx *ctx);
 
+/* ---- One GEMM (op-linear.c) ---------------------------------------------- */
+
+/* A dense operand starting at element `offset`. */
+RokClMatrix ops_at(RokClBuffer *buffer, guint64 offset, guint64 ld, gboolean trans);
+/* C = op(A)·op(B) + beta·C (+ bias), one m×n×k GEMM. */
+gboolean ops_gemm(RokClKernels *kernels, guint64 m, guint64 n, guint64 k, RokClMatrix a, RokClMatrix b, RokClMatrix c,
+                  float beta, RokClBuffer *bias, GError **error);
+
 /* ---- Sequence-parallel rows (rows.c) --------------------------------------- */
 
 /* dst [dst_rows, cols] = src [src_rows, cols] repeated (dst_rows a multiple). */
@@ -284,6 +313,30 @@ gboolean ops_embedding_backward(OpsCtx *ctx, GError **error);
 gboolean ops_loss_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
 gboolean ops_loss_forward(OpsCtx *ctx, GError **error);
 gboolean ops_loss_backward(OpsCtx *ctx, GError **error);
+
+gboolean ops_moe_router_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
+gboolean ops_moe_router_forward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_router_backward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_dispatch_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
+gboolean ops_moe_dispatch_forward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_dispatch_backward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_combine_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
+gboolean ops_moe_combine_forward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_combine_backward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_experts_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
+gboolean ops_moe_experts_forward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_experts_backward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_gate_prepare(RokExecModel *model, OpExec *exec, char **reason, GError **error);
+gboolean ops_moe_gate_forward(OpsCtx *ctx, GError **error);
+gboolean ops_moe_gate_backward(OpsCtx *ctx, GError **error);
+/* The dispatch an expert linear runs on; G_MAXUINT for other ops. */
+guint ops_moe_expert_dispatch(const RokExecModel *model, const RokOp *op);
+/* Whether `op` is Qwen2-MoE's shared-expert gate (an `other` op). */
+gboolean ops_moe_is_gate(const RokExecModel *model, const RokOp *op);
+/* The routing weights carry gradients (fp32), the probabilities none. */
+void ops_moe_tensor_facts(RokExecModel *model);
+const OpsKindImpl *ops_moe_experts_impl(void);
+const OpsKindImpl *ops_moe_gate_impl(void);
 
 /* The stand-in for `exec` (its note says `reason`, which it takes). */
 gboolean ops_standin_prepare(RokExecModel *model, OpExec *exec, char *reason, GError **error);

@@ -77,11 +77,5 @@ char *rok_curve_to_csv(const RokCurve *curve) {
 
 gboolean rok_curve_save_csv(const RokCurve *curve, const char *path, GError **error) {
   g_autofree char *text = rok_curve_to_csv(curve);
-  GError *local = NULL;
-  /* g_file_set_contents writes a temporary file and renames it. */
-  if (g_file_set_contents(path, text, -1, &local))
-    return TRUE;
-  g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "%s", local->message);
-  g_error_free(local);
-  return FALSE;
+  return rok_file_write(path, text, strlen(text), error);
 }

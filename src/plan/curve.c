@@ -66,8 +66,8 @@ static RokCurve *curve_new(RokPlanner *p) {
 
 RokCurve *rok_planner_curve(RokPlanner *p, guint points, RokProgressFunc progress, gpointer user_data,
                             GError **error) {
-  if (points < 2) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "a curve needs at least 2 points, not %u", points);
+  if (points < 2 || points > ROK_CURVE_MAX_POINTS) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "a curve has 2 to %d points, not %u", ROK_CURVE_MAX_POINTS, points);
     return NULL;
   }
   RokCurve *curve = curve_new(p);

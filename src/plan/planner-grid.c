@@ -89,9 +89,17 @@ void plan_grid_solve(RokPlanner *p, PlanGrid *g, guint upto, RokProgressFunc pro
   threads = CLAMP(threads, 1, todo);
   g_mutex_init(&job.lock);
   g_autoptr(GPtrArray) workers = g_ptr_array_new();
-  for (guint i = 0; i < threads; i++)
-    g_ptr_array_add(workers, g_thread_new("rok-grid", grid_worker, &job));
-  for (guint i = 0; i < threads; i++)
+  /* g_thread_try_new: where no more threads can be made (RLIMIT_NPROC)
+   * the ones made, or this thread alone, do all the work. */
+  for (guint i = 0; i < threads; i++) {
+    GThread *t = g_thread_try_new("rok-grid", grid_worker, &job, NULL);
+    if (t == NULL)
+      break;
+    g_ptr_array_add(workers, t);
+  }
+  if (workers->len == 0)
+    grid_worker(&job);
+  for (guint i = 0; i < workers->len; i++)
     g_thread_join(g_ptr_array_index(workers, i));
   g_mutex_clear(&job.lock);
   p->runs += job.worker_runs;

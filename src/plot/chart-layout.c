@@ -10,6 +10,8 @@
 
 #include "chart-layout-private.h"
 
+#define AXIS_LIMIT 1e300
+
 static void data_range(const RokChart *chart, RokAxisId axis, double *lo, double *hi) {
   double min = INFINITY, max = -INFINITY;
   for (guint s = 0; s < chart->series->len; s++) {
@@ -34,6 +36,13 @@ static void data_range(const RokChart *chart, RokAxisId axis, double *lo, double
     max = MAX(max, g_array_index(include, double, i));
   }
   gboolean linear = chart->axes[axis].scale == ROK_SCALE_LINEAR;
+  /* Finite data near DBL_MAX (1.797e308 tokens/s read from a CSV) would
+   * overflow the air below and the ticks' arithmetic to infinities: an
+   * axis spans at most ±1e300 (a point beyond is drawn off the frame). */
+  if (min <= max) {
+    min = linear ? CLAMP(min, -AXIS_LIMIT, AXIS_LIMIT) : CLAMP(min, 1.0 / AXIS_LIMIT, AXIS_LIMIT);
+    max = linear ? CLAMP(max, -AXIS_LIMIT, AXIS_LIMIT) : CLAMP(max, 1.0 / AXIS_LIMIT, AXIS_LIMIT);
+  }
   if (min > max) {
     *lo = linear ? 0.0 : 1.0;
     *hi = linear ? 1.0 : 10.0;

@@ -1,6 +1,7 @@
-/* Output files: the surface by the file's extension, written through a
- * temporary file in the same directory and renamed into place, so that a
- * reader never sees half a chart and a failure leaves nothing behind.
+/* Output files: the surface by the file's extension, written through
+ * rok_output_open() (a temporary file renamed into place; a device or FIFO
+ * written through), so that a reader never sees half a chart and a failure
+ * leaves nothing behind.
  *
  * Deterministic bytes: PNG has no time chunk; PDF gets empty creation and
  * modification dates (cairo 1.16 then writes none) and fixed metadata; SVG
@@ -188,24 +189,12 @@ gboolean plot_write(const char *path, double width, double height, const char *t
   RokFormat format;
   if (!format_from_path(path, &format, error))
     return FALSE;
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *base = g_path_get_basename(path);
-  g_autofree char *temp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
-  int fd = g_mkstemp_full(temp, O_WRONLY | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    set_write_error(error, path, errno, CAIRO_STATUS_SUCCESS);
+  RokOutput *out = rok_output_open(path, error);
+  if (out == NULL)
+    return FALSE;
+  if (!render(format, rok_output_fd(out), path, width, height, title, draw, data, error)) {
+    rok_output_discard(out);
     return FALSE;
   }
-  gboolean ok = render(format, fd, path, width, height, title, draw, data, error);
-  if (close(fd) != 0 && ok) {
-    set_write_error(error, path, errno, CAIRO_STATUS_SUCCESS);
-    ok = FALSE;
-  }
-  if (ok && g_rename(temp, path) != 0) {
-    set_write_error(error, path, errno, CAIRO_STATUS_SUCCESS);
-    ok = FALSE;
-  }
-  if (!ok)
-    g_unlink(temp);
-  return ok;
+  return rok_output_commit(out, error);
 }

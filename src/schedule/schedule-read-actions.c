@@ -35,8 +35,9 @@ static gboolean stream_fits(RokActionKind kind, RokStream stream) {
 /* A time in seconds, as whole nanoseconds. */
 static gboolean get_ns(const RokJsonObj *e, const char *key, gint64 *ns, GError **error) {
   double seconds = 0;
-  /* Whole seconds of 2^63 ns, rounded down: llround of anything above overflows. */
-  if (!rok_json_get_double(e, key, TRUE, 0, (double)(G_MAXINT64 / 1000000000), &seconds, error))
+  /* Predicted times: up to 1e9 s (31 years) into the step, so that
+   * nanoseconds and their differences stay far inside 64 bits. */
+  if (!rok_json_get_double(e, key, TRUE, 0, ROK_SCHEDULE_MAX_SECONDS, &seconds, error))
     return FALSE;
   *ns = llround(seconds * 1e9);
   return TRUE;

@@ -165,6 +165,13 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
     rok_json_error(error, r->doc, "model", "the embedded trace is of %s", s->trace->model_name);
     return FALSE;
   }
+  /* A schedule runs every micro-batch of the trace's step, no more: the
+   * executor's memory and time grow with this number. */
+  if (micro_batches != MAX(s->trace->micro_batches_per_step, 1)) {
+    rok_json_error(error, r->doc, "micro_batches", "must equal the trace's micro_batches_per_step (%" G_GUINT64_FORMAT
+                   ")", MAX(s->trace->micro_batches_per_step, 1));
+    return FALSE;
+  }
   s->plan = rok_step_plan_new(s->trace);
   return read_options(root, &s->plan->options, micro_batches, error) && read_plan(r, root, error) &&
          read_predicted(r, root, error);
@@ -182,7 +189,27 @@ RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length
   s->deps = g_array_new(FALSE, FALSE, sizeof(guint));
   if (!read_head(&r, &root, error) || !schedule_read_actions(doc, &root, s, error))
     return NULL;
+  s->source_name = g_strdup(name);
+  s->source = g_bytes_new(text, length);
   return g_steal_pointer(&s);
+}
+
+void rok_schedule_locate_action(const RokSchedule *s, guint id, GError *error) {
+  if (s->source == NULL || error == NULL)
+    return;
+  gsize length = 0;
+  const char *text = g_bytes_get_data(s->source, &length);
+  /* Parsed again: only on this error path, never while running. */
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(s->source_name, text, length, NULL);
+  if (doc == NULL)
+    return;
+  g_autofree char *path = g_strdup_printf("actions[%u]", id);
+  g_autoptr(GError) located = NULL;
+  rok_json_error(&located, doc, path, "%s", error->message);
+  if (located != NULL) {
+    g_free(error->message);
+    error->message = g_steal_pointer(&located->message);
+  }
 }
 
 RokSchedule *rok_schedule_load(const char *path, GError **error) {

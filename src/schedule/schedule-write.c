@@ -95,11 +95,5 @@ char *rok_schedule_to_string(const RokSchedule *s) {
 
 gboolean rok_schedule_save(const RokSchedule *s, const char *path, GError **error) {
   g_autofree char *text = rok_schedule_to_string(s);
-  g_autoptr(GError) local = NULL;
-  /* Written next to `path`, synced, renamed: never a half-written file. */
-  if (!g_file_set_contents_full(path, text, (gssize)strlen(text), G_FILE_SET_CONTENTS_CONSISTENT, 0666, &local)) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot write %s: %s", path, local->message);
-    return FALSE;
-  }
-  return TRUE;
+  return rok_file_write(path, text, strlen(text), error);
 }

@@ -16,6 +16,8 @@ void rok_schedule_free(RokSchedule *s) {
   g_clear_pointer(&s->deps, g_array_unref);
   rok_trace_free(s->owned_trace);
   rok_hw_free(s->owned_hw);
+  g_free(s->source_name);
+  g_clear_pointer(&s->source, g_bytes_unref);
   g_free(s);
 }
 

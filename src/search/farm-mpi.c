@@ -301,12 +301,17 @@ static GBytes *result_message(Job *job) {
 /* Run a task on a thread, a heartbeat to rank 0 every second meanwhile. */
 static gboolean run_task(const Farm *farm, guint task, GError **error) {
   Job job = {.farm = farm, .task = task, .finished = g_async_queue_new()};
-  GThread *thread = g_thread_new("rok-task", job_thread, &job);
+  /* g_thread_try_new: where no thread can be made (RLIMIT_NPROC) the task
+   * runs here, without heartbeats, rather than the rank aborting. */
+  GThread *thread = g_thread_try_new("rok-task", job_thread, &job, NULL);
+  if (thread == NULL)
+    job_thread(&job);
   gboolean ok = TRUE;
   while (g_async_queue_timeout_pop(job.finished, G_USEC_PER_SEC) == NULL)
     if (ok && mpi_failed(MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_HEARTBEAT, MPI_COMM_WORLD), "send", error))
       ok = FALSE;
-  g_thread_join(thread);
+  if (thread != NULL)
+    g_thread_join(thread);
   g_async_queue_unref(job.finished);
   g_autoptr(GBytes) msg = result_message(&job);
   g_clear_pointer(&job.result, g_bytes_unref);

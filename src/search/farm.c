@@ -110,8 +110,16 @@ static gpointer worker(gpointer data) {
 
 GPtrArray *farm_workers_start(FarmQueue *q, guint threads) {
   GPtrArray *workers = g_ptr_array_new();
-  for (guint i = 0; i < threads; i++)
-    g_ptr_array_add(workers, g_thread_new("rok-farm", worker, q));
+  /* g_thread_try_new: where no more threads can be made (RLIMIT_NPROC)
+   * the ones made, or this thread alone, do the work. */
+  for (guint i = 0; i < threads; i++) {
+    GThread *t = g_thread_try_new("rok-farm", worker, q, NULL);
+    if (t == NULL)
+      break;
+    g_ptr_array_add(workers, t);
+  }
+  if (workers->len == 0 && threads > 0)
+    worker(q);
   return workers;
 }
 

@@ -109,7 +109,7 @@ char *rok_search_to_csv(const RokSearch *search) {
 
 gboolean rok_search_save_csv(const RokSearch *search, const char *path, GError **error) {
   g_autofree char *text = rok_search_to_csv(search);
-  return g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+  return rok_file_write(path, text, strlen(text), error);
 }
 
 /* ---- Chart ---- */

@@ -238,7 +238,13 @@ int storage_io_uring_init(RokIoBackend *be, const RokIoBackendConfig *config, ch
   }
   be->impl = u;
   be->ops = &uring_ops;
-  GThread *thread = g_thread_new("rok-uring", owner_main, be);
+  GThread *thread = g_thread_try_new("rok-uring", owner_main, be, NULL);
+  if (thread == NULL) { /* RLIMIT_NPROC: an error, not an abort */
+    uring_free(u);
+    be->impl = NULL;
+    be->ops = NULL;
+    return -EAGAIN;
+  }
   g_mutex_lock(&u->lock);
   while (!u->started)
     g_cond_wait(&u->ready, &u->lock);

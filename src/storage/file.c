@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file-at.h"
 #include "rok/core.h"
 
 #define DEFAULT_ALIGN 4096
@@ -26,13 +27,18 @@ static gsize dio_align(int fd) {
 }
 
 gboolean rok_io_file_create(const char *path, RokFault *fault, RokIoFile *file, GError **error) {
+  return storage_file_create_at(AT_FDCWD, path, path, fault, file, error);
+}
+
+gboolean storage_file_create_at(int dirfd, const char *name, const char *shown, RokFault *fault, RokIoFile *file,
+                                GError **error) {
   *file = (RokIoFile){ .fd = -1 };
-  int flags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
+  int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = -1;
   if (rok_fault_next(fault, ROK_FAULT_OP_OPEN) == ROK_FAULT_NODIRECT)
     errno = EINVAL;
   else
-    fd = open(path, flags | O_DIRECT, 0600);
+    fd = openat(dirfd, name, flags | O_DIRECT, 0600);
   gsize align = 0;
   if (fd >= 0 && (align = dio_align(fd)) == 0) {
     close(fd);
@@ -42,12 +48,12 @@ gboolean rok_io_file_create(const char *path, RokFault *fault, RokIoFile *file, 
   if (fd < 0 && errno == EINVAL) {
     /* The refused open may have created the file already: open it again
      * without O_EXCL (the folder is ours and fresh, nobody else made it). */
-    fd = open(path, (flags & ~O_EXCL), 0600);
+    fd = openat(dirfd, name, (flags & ~O_EXCL), 0600);
     align = 1;
   }
   if (fd < 0) {
     int e = errno;
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot create %s: %s", path, g_strerror(e));
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot create %s: %s", shown, g_strerror(e));
     return FALSE;
   }
   file->fd = fd;

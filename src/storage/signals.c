@@ -72,7 +72,15 @@ RokSignalWatch *rok_signal_watch_new(RokSignalFunc func, gpointer user_data, GEr
     rok_signal_watch_free(w);
     return NULL;
   }
-  w->thread = g_thread_new("rok-signals", watch, w);
+  /* Not g_thread_new(), which aborts when no thread can be made
+   * (RLIMIT_NPROC). */
+  g_autoptr(GError) local = NULL;
+  w->thread = g_thread_try_new("rok-signals", watch, w, &local);
+  if (w->thread == NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "cannot watch for signals: %s", local->message);
+    rok_signal_watch_free(w);
+    return NULL;
+  }
   return w;
 }
 

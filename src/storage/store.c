@@ -45,6 +45,24 @@ void rok_store_free(RokStore *s) {
   g_free(s);
 }
 
+gboolean rok_store_remove_workdirs(RokStore *s, GError **error) {
+  gboolean ok = TRUE;
+  for (guint d = 0; d < s->n_dirs; d++) {
+    RokStoreDir *dir = &s->dirs[d];
+    if (dir->path != NULL)
+      rok_io_file_close(&dir->file);
+    GError *local = NULL;
+    if (dir->workdir != NULL && !rok_workdir_remove(dir->workdir, &local)) {
+      if (ok)
+        g_propagate_error(error, local);
+      else
+        g_error_free(local);
+      ok = FALSE;
+    }
+  }
+  return ok;
+}
+
 /* Existing directories, each given once. */
 static gboolean check_dirs(const char *const *dirs, GError **error) {
   if (dirs == NULL || dirs[0] == NULL) {
@@ -97,7 +115,7 @@ static gboolean open_dir(RokStore *s, guint d, const char *dir, guint64 units, G
   if (sd->workdir == NULL)
     return FALSE;
   char *path = rok_workdir_file(sd->workdir, "data");
-  if (!rok_io_file_create(path, s->fault, &sd->file, error)) {
+  if (!rok_workdir_create_file(sd->workdir, "data", s->fault, &sd->file, error)) {
     g_free(path);
     return FALSE;
   }

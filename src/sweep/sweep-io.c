@@ -194,5 +194,5 @@ char *rok_sweep_to_csv(const RokSweep *sweep) {
 
 gboolean rok_sweep_save_csv(const RokSweep *sweep, const char *path, GError **error) {
   g_autofree char *text = rok_sweep_to_csv(sweep);
-  return g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+  return rok_file_write(path, text, strlen(text), error);
 }

@@ -210,8 +210,8 @@ static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **er
       !rok_json_get_uint(root, "layers", TRUE, 0, ROK_MAX_LAYERS, &layers, error) ||
       !rok_json_get_uint(root, "tokens_per_micro_batch", TRUE, 1, G_MAXUINT64 - 1,
                          &trace->tokens_per_micro_batch, error) ||
-      !rok_json_get_uint(root, "micro_batches_per_step", TRUE, 1, G_MAXUINT32, &trace->micro_batches_per_step,
-                         error) ||
+      !rok_json_get_uint(root, "micro_batches_per_step", TRUE, 1, ROK_MAX_MICRO_BATCHES_PER_STEP,
+                         &trace->micro_batches_per_step, error) ||
       !read_fixed(trace, root, error))
     return FALSE;
   trace->layers = (guint)layers;

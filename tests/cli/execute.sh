@@ -124,7 +124,8 @@ expect_empty "$disk"
 sed 's/"stream": "h2d"/"stream": "h2x"/' "$tmp/rok-ssd/schedule.json" > "$tmp/bad.json"
 expect_fail 2 "$tmp/bad.json:" "$rok" execute "$tmp/bad.json" --dir "$disk"
 expect_fail 2 "missing SCHEDULE" "$rok" execute --dir "$disk"
-expect_fail 2 "--repeat must be at least 1" "$rok" execute "$tmp/keep/schedule.json" --repeat 0
+expect_fail 2 "--repeat 0: must be from 1 to 1000" "$rok" execute "$tmp/keep/schedule.json" --repeat 0
+expect_fail 2 "--device -2: must be from 0" "$rok" execute "$tmp/keep/schedule.json" --device -2
 expect_fail 2 "--dir DIR" "$rok" execute "$tmp/rok-ssd/schedule.json"
 expect_fail 2 "no-such-dir" "$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$tmp/no-such-dir"
 expect_fail 2 "No such file or directory" "$rok" execute "$tmp/none.json" --dir "$disk"

@@ -116,6 +116,19 @@ reject_trace "--set attention=flash2" ': "attention": must be one of "standard",
   gpt3-1.3b --set attention=flash2
 reject_trace "--set hidden={\"a\": 1, \"a\": 2}" ': duplicate key "a"' gpt3-1.3b --set 'hidden={"a": 1, "a": 2}'
 
+# Numeric options out of range (an unset option is not -1: -1 is refused).
+hw=a100-40g-pcie4-4xp5800x
+reject "--points 100000" ": must be from 2 to 512" plan gpt3-1.3b --hw $hw --points 100000 -o "$out"
+reject "--offload-min-elements -1" ": must be from 0" plan gpt3-1.3b --hw $hw --offload-min-elements -1 -o "$out"
+reject "--detail -1" ": must be from 1 to 4096" simulate gpt3-1.3b --hw $hw --detail -1
+reject "--prefetch-window -1" ": must be from 0 to 2048" simulate gpt3-1.3b --hw $hw --prefetch-window -1
+reject "--pass-time nan" ": must be from 0" calibrate --pass-time nan -o "$out.json"
+reject "--repeat 1000000" ": must be from 1 to 1000" execute "$data/schedule/truncated.json" --repeat 1000000 \
+  --dir "$tmp/cwd"
+reject "--device -2" ": must be from 0" execute "$data/schedule/truncated.json" --device -2 --dir "$tmp/cwd"
+reject "--set global_batch=3" ': "global_batch": 3 must be a multiple of micro_batch × data_parallel' \
+  trace gpt3-1.3b --set global_batch=3 -o "$out.json"
+
 # Inputs too big for the repository, made here. repeat TEXT BYTES: TEXT
 # over and over, BYTES in all (`yes` ends by SIGPIPE, which is fine here).
 repeat() {

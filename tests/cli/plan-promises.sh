@@ -48,7 +48,7 @@ PY
 # to host memory alone is as fast, nothing is written to the SSD; with a
 # 3-year lifetime required, no plan wears it out sooner.
 m=(mistral-7b --hw rtx4090-24g-1x990pro --points 4)
-for budget in 15GiB 17GiB 20GiB; do
+for budget in 17GiB 19GiB 21GiB; do
   "$rok" plan "${m[@]}" --budget "$budget" --min-ssd-lifetime 0 --json > "$tmp/any.json"
   "$rok" plan "${m[@]}" --budget "$budget" --min-ssd-lifetime 0 --tiers keep,host,recompute --json > "$tmp/host.json"
   "$rok" plan "${m[@]}" --budget "$budget" --min-ssd-lifetime 3y --json > "$tmp/3y.json"

@@ -164,7 +164,7 @@ expect_fail 3 "the smallest that fits is" "$rok" plan gpt3-2.7b --hw a100-40g-pc
 [ ! -e "$tmp/never/plan.json" ] || { echo "files written for an infeasible budget" >&2; exit 1; }
 # A folder that cannot be made: exit 1, nothing half-written.
 touch "$tmp/file"
-expect_fail 1 "cannot make" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points 2 -o "$tmp/file/sub"
+expect_fail 1 "cannot write" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points 2 -o "$tmp/file/sub"
 
 # Bad input: exit 2 with the reason.
 expect_fail 2 "missing --hw" "$rok" plan gpt3-1.3b

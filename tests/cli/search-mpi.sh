@@ -17,7 +17,7 @@ if ! "${mpi[@]}" -n 2 "$rok" search gpt3-1.3b --hw cpu-2core-virtio --gpus 1 --m
   exit 1
 fi
 hw=a100-80g-sxm-4x980pro
-args=(gpt3-1.3b --hw $hw --gpus 8,16 --tp 1,2 --micro-batch 1,2 --zero 0,1)
+args=(gpt3-1.3b --set layers=4 --hw $hw --gpus 8,16 --tp 1,2 --micro-batch 1,2 --zero 0,1)
 
 "$rok" search "${args[@]}" --threads 1 -o "$tmp/serial" > "$tmp/serial.txt"
 for n in 1 2 4; do

@@ -5,7 +5,7 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 hw=a100-80g-sxm-4x980pro
-args=(gpt3-1.3b --hw $hw --gpus 8,16 --tp 1,2 --micro-batch 1,2 --zero 0,1)
+args=(gpt3-1.3b --set layers=4 --hw $hw --gpus 8,16 --tp 1,2 --micro-batch 1,2 --zero 0,1)
 
 "$rok" search "${args[@]}" --threads 1 -o "$tmp/one" > "$tmp/one.txt"
 "$rok" search "${args[@]}" -j 2 -o "$tmp/two" > "$tmp/two.txt"

@@ -75,6 +75,13 @@ G_GNUC_UNUSED static RokTrace *tiny_trace(const char *json, const char *dtype) {
   "{\"arch\": \"t5\", \"layers\": 1, \"decoder_layers\": 1, \"hidden\": 64, \"heads\": 4, \"head_dim\": 16, "          \
   "\"seq_len\": 16, \"decoder_seq_len\": 8, \"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 128, "                 \
   "\"dropout\": 0.1, \"tensor_parallel\": 2, \"sequence_parallel\": true}"
+#define MIXTRAL_MOE_JSON                                                                                               \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
+  "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"experts\": 4, \"top_k\": 2, \"expert_ffn_hidden\": 48}"
+#define QWEN_MOE_JSON                                                                                                  \
+  "{\"arch\": \"llama\", \"layers\": 1, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, \"seq_len\": 16, "              \
+  "\"micro_batch\": 2, \"vocab\": 100, \"ffn_hidden\": 96, \"experts\": 4, \"top_k\": 2, \"expert_ffn_hidden\": 32, " \
+  "\"shared_expert_ffn_hidden\": 64, \"shared_expert_gate\": true, \"qkv_bias\": true, \"capacity_factor\": 1.0}"
 #define BERT_JSON                                                                                                      \
   "{\"arch\": \"bert\", \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq_len\": 16, \"micro_batch\": 2, "            \
   "\"vocab\": 100, \"ffn_hidden\": 128, \"dropout\": 0.1, \"mask_bytes\": 2}"
@@ -270,13 +277,19 @@ G_GNUC_UNUSED static void runner_set_all(Runner *r, Policy policy) {
   }
 }
 
-/* A parameter's values or gradient as floats. */
-G_GNUC_UNUSED static float *download_floats(RokClBuffer *buffer) {
+/* A buffer's bytes. */
+G_GNUC_UNUSED static guint8 *download_bytes(RokClBuffer *buffer) {
   g_autoptr(GError) error = NULL;
-  g_autofree guint8 *raw = g_malloc(buffer->bytes + 8);
-  float *values = g_new(float, MAX(buffer->elements, 1));
+  guint8 *raw = g_malloc(buffer->bytes + 8);
   rok_cl_buffer_read(buffer, ROK_CL_QUEUE_COMPUTE, 0, buffer->bytes, raw, TRUE, 0, NULL, NULL, &error);
   g_assert_no_error(error);
+  return raw;
+}
+
+/* A parameter's values or gradient as floats. */
+G_GNUC_UNUSED static float *download_floats(RokClBuffer *buffer) {
+  g_autofree guint8 *raw = download_bytes(buffer);
+  float *values = g_new(float, MAX(buffer->elements, 1));
   g_assert_true(rok_cl_dtype_to_float(buffer->dtype, raw, values, buffer->elements));
   return values;
 }

@@ -1,4 +1,6 @@
-/* Numbers, with fp32 activations: the loss of a one-layer GPT against a
+/* Numbers, with fp32 activations (MoE models without the load-balancing
+ * loss, which the reported loss leaves out: test-opencl-moe checks its
+ * gradient): the loss of a one-layer GPT against a
  * plain C forward pass (which operand is transposed, where q, k and v lie,
  * the causal mask, positions, the tied head), every parameter's gradient
  * against finite differences of the loss along a random direction for every
@@ -41,7 +43,13 @@ static double forward_loss_kinks(Runner *r, guint64 *kinks) {
   RokClChecksum sum;
   rok_cl_checksum_init(&sum);
   for (guint t = 0; t < r->trace->tensors->len; t++) {
-    if (kinks != NULL && rok_trace_op(r->trace, rok_trace_tensor(r->trace, t)->producer)->kind == ROK_OP_RELU) {
+    RokOpKind kind = rok_trace_op(r->trace, rok_trace_tensor(r->trace, t)->producer)->kind;
+    /* A change of routing is a kink too: fingerprint the top-k picks. */
+    if (kinks != NULL && kind == ROK_OP_MOE_ROUTER && rok_trace_tensor(r->trace, t)->dtype == ROK_DTYPE_I64) {
+      g_autofree guint8 *picks = download_bytes(r->tensors[t]);
+      rok_cl_checksum_update(&sum, picks, r->tensors[t]->bytes);
+    }
+    if (kinks != NULL && kind == ROK_OP_RELU) {
       g_autofree float *y = download_floats(r->tensors[t]);
       for (guint64 e = 0; e < r->tensors[t]->elements; e++) {
         guint8 zero = y[e] == 0.0f;
@@ -320,6 +328,8 @@ static const struct {
     {"t5", T5_JSON},
     {"t5-tp2-sp", T5_SP_JSON},
     {"t5-flash", T5_FLASH_JSON},
+    {"mixtral-moe", MIXTRAL_MOE_JSON},
+    {"qwen-moe-capacity", QWEN_MOE_JSON},
 };
 
 int main(int argc, char **argv) {

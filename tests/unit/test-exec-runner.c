@@ -164,16 +164,17 @@ static guint64 run_and_check(RokSchedule *s) {
   return r->gradient_checksum;
 }
 
-static void test_plans(void) {
-  const RokTrace *t = fx.trace;
-  const RokHw *hw = fx.hw;
+/* Every plan of `t` gives the keep plan's gradients and moves real data;
+ * returns the mixed plan (the caller frees it). */
+static RokStepPlan *plans_agree(const RokTrace *t, const RokHw *hw) {
+  RokStepPlan *mix = mixed(t, hw);
   RokSchedule *schedules[] = {
       schedule_of(t, hw, baseline(t, hw, ROK_STRATEGY_KEEP), "keep"),
       schedule_of(t, hw, baseline(t, hw, ROK_STRATEGY_RECOMPUTE), "recompute"),
       schedule_of(t, hw, baseline(t, hw, ROK_STRATEGY_SELECTIVE), "selective"),
       schedule_of(t, hw, baseline(t, hw, ROK_STRATEGY_OFFLOAD), "offload"),
       schedule_of(t, hw, offload_to(t, hw, ROK_DECISION_OFFLOAD_HOST), "host"),
-      schedule_of(t, hw, mixed(t, hw), "mixed"),
+      schedule_of(t, hw, rok_step_plan_copy(mix), "mixed"),
   };
   guint64 first = 0;
   for (guint i = 0; i < G_N_ELEMENTS(schedules); i++) {
@@ -181,8 +182,8 @@ static void test_plans(void) {
     if (i == 0)
       first = sum;
     else if (sum != first)
-      g_error("%s: gradient checksum %016" G_GINT64_MODIFIER "x, keep gave %016" G_GINT64_MODIFIER "x",
-              schedules[i]->strategy, sum, first);
+      g_error("%s, %s: gradient checksum %016" G_GINT64_MODIFIER "x, keep gave %016" G_GINT64_MODIFIER "x",
+              t->model_name, schedules[i]->strategy, sum, first);
   }
   /* The plans really move data: offload to the SSDs, host copies, a mix. */
   g_assert_cmpuint(predicted_uint(schedules[3], "nvme_write_bytes"), >, 0);
@@ -192,6 +193,23 @@ static void test_plans(void) {
   g_assert_cmpuint(predicted_uint(schedules[5], "pcie_d2h_bytes"), >, predicted_uint(schedules[5], "nvme_write_bytes"));
   for (guint i = 0; i < G_N_ELEMENTS(schedules); i++)
     rok_schedule_free(schedules[i]);
+  return mix;
+}
+
+static void test_plans(void) { rok_step_plan_free(plans_agree(fx.trace, fx.hw)); }
+
+/* Mixture-of-experts layers: the same agreement, with the mixed plan
+ * keeping, recomputing and offloading (host and NVMe) MoE tensors. */
+static void test_moe_plans(gconstpointer json) {
+  g_autoptr(RokTrace) t = trace_from(json);
+  g_autoptr(RokStepPlan) mix = plans_agree(t, fx.hw);
+  guint seen[ROK_DECISION_COUNT] = {0};
+  for (guint i = 0; i < mix->n_tensors; i++)
+    if (strstr(rok_trace_tensor(t, i)->name, ".moe.") != NULL && rok_tensor_is_saved(rok_trace_tensor(t, i)))
+      seen[mix->decisions[i]]++;
+  for (guint d = 0; d < ROK_DECISION_COUNT; d++)
+    if (seen[d] == 0)
+      g_error("%s: the mixed plan has no MoE tensor with decision %u", t->model_name, d);
 }
 
 static guint64 keep_checksum(void) {
@@ -451,6 +469,8 @@ int main(int argc, char **argv) {
   fx.dir = g_dir_make_tmp("rok-exec-test-XXXXXX", &error);
   g_assert_no_error(error);
   g_test_add_func("/exec-runner/plans", test_plans);
+  g_test_add_data_func("/exec-runner/moe-plans/mixtral", TINY_MIXTRAL, test_moe_plans);
+  g_test_add_data_func("/exec-runner/moe-plans/qwen-moe", TINY_QWEN_MOE, test_moe_plans);
   g_test_add_func("/exec-runner/predicted", test_predicted);
   g_test_add_func("/exec-runner/gpudirect", test_gpudirect);
   g_test_add_func("/exec-runner/corrupt", test_corrupt);

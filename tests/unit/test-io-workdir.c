@@ -10,7 +10,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rok/storage.h"
@@ -301,7 +305,9 @@ static void remove_refuses_foreign_files(void) {
   g_assert_no_error(error);
   g_autofree char *path = g_strdup(rok_workdir_path(w));
   g_autofree char *data = rok_workdir_file(w, "data.0");
-  g_assert_true(g_file_set_contents(data, "x", 1, NULL));
+  RokIoFile file;
+  g_assert_true(rok_workdir_create_file(w, "data.0", NULL, &file, &error));
+  rok_io_file_close(&file);
   g_autofree char *other = g_build_filename(path, "keep-me", NULL);
   g_assert_true(g_file_set_contents(other, "y", 1, NULL));
   g_assert_false(rok_workdir_remove(w, &error));
@@ -317,6 +323,79 @@ static void remove_refuses_foreign_files(void) {
   g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
+/* A look-alike of a dead run holding rok's names and a user's file: nothing
+ * of it is removed, "data" included. */
+static void lookalike_untouched(void) {
+  g_autofree char *dir = g_dir_make_tmp("rok-test-workdir-XXXXXX", NULL);
+  g_autofree char *look = g_build_filename(dir, "rok-look01", NULL);
+  g_autofree char *dead = g_strdup_printf("rok-workdir/1\nhost=%s\nboot=\npid=%d\nstart=1\nuid=%u\npidns=\n",
+                                          g_get_host_name(), G_MAXINT32 - 1, (unsigned)getuid());
+  make_folder(look, dead, "mine.txt");
+  g_autofree char *data = g_build_filename(look, "data", NULL);
+  g_assert_true(g_file_set_contents(data, "a user's data", -1, NULL));
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  g_assert_cmpuint(rok_workdir_sweep(dir, notes), ==, 0);
+  g_assert_true(g_file_test(data, G_FILE_TEST_IS_REGULAR));
+  g_assert_cmpint(unlink(data), ==, 0);
+  remove_folder(look, "mine.txt");
+  g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
+/* DIR renamed while a work folder is in use and a look-alike made at the
+ * old path: rok removes its own folder where it is now, and nothing of the
+ * look-alike. */
+static void renamed_away(void) {
+  g_autofree char *base = g_dir_make_tmp("rok-test-workdir-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename(base, "v", NULL), *moved = g_build_filename(base, "v2", NULL);
+  g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+  g_autoptr(GError) error = NULL;
+  RokWorkdir *w = rok_workdir_new(dir, &error);
+  g_assert_no_error(error);
+  RokIoFile file;
+  g_assert_true(rok_workdir_create_file(w, "data", NULL, &file, &error));
+  rok_io_file_close(&file);
+  g_autofree char *name = g_path_get_basename(rok_workdir_path(w));
+  g_assert_cmpint(rename(dir, moved), ==, 0);
+  g_autofree char *fake = g_build_filename(dir, name, NULL);
+  make_folder(fake, NULL, "data");
+  g_assert_true(rok_workdir_remove(w, &error));
+  g_assert_no_error(error);
+  rok_workdir_free(w);
+  g_autofree char *fake_data = g_build_filename(fake, "data", NULL);
+  g_assert_true(g_file_test(fake_data, G_FILE_TEST_IS_REGULAR));
+  g_assert_true(is_empty_dir(moved));
+  remove_folder(fake, "data");
+  g_assert_cmpint(rmdir(dir), ==, 0);
+  g_assert_cmpint(rmdir(moved), ==, 0);
+
+  /* The work folder itself renamed: still found by its handle. */
+  g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+  w = rok_workdir_new(dir, &error);
+  g_autofree char *elsewhere = g_build_filename(dir, "elsewhere", NULL);
+  g_assert_cmpint(rename(rok_workdir_path(w), elsewhere), ==, 0);
+  g_assert_true(rok_workdir_remove(w, &error));
+  rok_workdir_free(w);
+  g_assert_true(is_empty_dir(dir));
+  g_assert_cmpint(rmdir(dir), ==, 0);
+  g_assert_cmpint(rmdir(base), ==, 0);
+}
+
+/* An empty rok-XXXXXX folder (a run killed between making it and writing
+ * its marker) is swept once it is a minute old, not before. */
+static void empty_swept(void) {
+  g_autofree char *dir = g_dir_make_tmp("rok-test-workdir-XXXXXX", NULL);
+  g_autofree char *empty = g_build_filename(dir, "rok-empty1", NULL);
+  g_assert_cmpint(g_mkdir(empty, 0700), ==, 0);
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  g_assert_cmpuint(rok_workdir_sweep(dir, notes), ==, 0);
+  g_assert_true(g_file_test(empty, G_FILE_TEST_IS_DIR));
+  struct timespec old[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
+  g_assert_cmpint(utimensat(AT_FDCWD, empty, old, 0), ==, 0);
+  g_assert_cmpuint(rok_workdir_sweep(dir, notes), ==, 1);
+  g_assert_false(g_file_test(empty, G_FILE_TEST_EXISTS));
+  g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && g_str_equal(argv[1], "--child"))
     return child_main(argv[2]);
@@ -325,5 +404,8 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/io/workdir/sigint", GINT_TO_POINTER(SIGINT), interrupted);
   g_test_add_data_func("/io/workdir/sigterm", GINT_TO_POINTER(SIGTERM), interrupted);
   g_test_add_func("/io/workdir/remove-refuses-foreign-files", remove_refuses_foreign_files);
+  g_test_add_func("/io/workdir/lookalike-untouched", lookalike_untouched);
+  g_test_add_func("/io/workdir/renamed-away", renamed_away);
+  g_test_add_func("/io/workdir/empty-swept", empty_swept);
   return g_test_run();
 }

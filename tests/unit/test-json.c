@@ -625,7 +625,7 @@ static void test_write_failure(void) {
   g_autofree char *sub = g_build_filename(dir, "sub", NULL);
   json_object *value = sample_value();
   g_assert_false(rok_json_write_file(value, missing, &error));
-  g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_IO);
   g_assert_true(g_str_has_prefix(error->message, "cannot write "));
   g_assert_nonnull(strstr(error->message, missing));
   g_clear_error(&error);

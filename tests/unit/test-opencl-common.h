@@ -175,5 +175,9 @@ G_GNUC_UNUSED static void assert_same_bytes(RokClBuffer *buffer, const guint8 *e
   }
 }
 
+/* The bytes of `buffer` now, to compare with a rerun. */
+#define SNAPSHOT(buffer) g_autofree guint8 *snapshot_##buffer = download_raw(buffer)
+#define ASSERT_RERUN_SAME(buffer, what) assert_same_bytes(buffer, snapshot_##buffer, what)
+
 
 #endif /* ROK_WITH_OPENCL */

@@ -29,9 +29,6 @@ static void tensor_free(Tensor *t) {
   rok_cl_buffer_free(t->device);
 }
 
-/* The bytes of `buffer` now, to compare with a rerun. */
-#define SNAPSHOT(buffer) g_autofree guint8 *snapshot_##buffer = download_raw(buffer)
-#define ASSERT_RERUN_SAME(buffer, what) assert_same_bytes(buffer, snapshot_##buffer, what)
 
 /* ---- Softmax ---------------------------------------------------------- */
 

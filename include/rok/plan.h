@@ -20,18 +20,18 @@
  *              offload_min_elements elements goes to NVMe; smaller ones are
  *              kept (SSDTrain: "tensors under 8 Mi elements are not
  *              offloaded").
- *   tba        SSDTrain's adaptive keep: walking layers in forward order,
- *              layer i is offloaded (as `offload` would) while the writes
- *              and the reads stay hidden:
+ *   tba        SSDTrain's adaptive keep, per module as SSDTrain decides
+ *              (a layer's attention block, with the layer's input, and
+ *              its MLP block): walking modules in forward order, module i
+ *              is offloaded (its tensors that `offload` would move) while
  *              (B_before + 2·B_i) / (3·T − 2·T_before) <= W (SSDTrain's
- *              rule: B a layer's offloadable bytes, T the forward time of
- *              the micro-batch, T_before the forward time before layer i,
+ *              rule: B a module's offloadable bytes, T the forward time of
+ *              the micro-batch, T_before the forward time before module i,
  *              W the write path: min of PCIe d2h and the array's write
- *              rate) and B_i / (backward time of the layers the prefetcher
- *              looks ahead over) <= R (the read path: min of PCIe h2d and
- *              the array's read rate). From the first layer that fails,
- *              everything is kept; the last layer is always kept (its
- *              backward follows at once).
+ *              rate). From the first module that fails, everything is
+ *              kept; the last module is always kept (its backward follows
+ *              at once). Its prefetcher reads a chunk of two modules
+ *              ahead: prefetch_unit module, prefetch_window 2.
  *
  * The planner (`rok`) extends this header later. */
 #pragma once
@@ -75,10 +75,10 @@ gboolean rok_strategy_from_name(const char *name, RokStrategy *strategy, GError 
 RokStepPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, const RokHw *hw,
                               const RokStrategyOptions *options, GError **error);
 
-/* Layers that tba offloads (the first `n` layers, 0 <= n < trace->layers),
- * for reports; fails like rok_strategy_plan. */
-gboolean rok_strategy_tba_layers(const RokTrace *trace, const RokHw *hw, const RokStrategyOptions *options,
-                                 guint *n, GError **error);
+/* Modules that tba offloads (the first `n`, in forward order, of `total`;
+ * n < total), for reports; fails like rok_strategy_plan. */
+gboolean rok_strategy_tba_modules(const RokTrace *trace, const RokHw *hw, const RokStrategyOptions *options,
+                                  guint *n, guint *total, GError **error);
 
 G_END_DECLS
 
@@ -138,7 +138,29 @@ G_BEGIN_DECLS
  * cannot promise. */
 #define ROK_PLAN_WEAR_TOLERANCE 0.01
 
+/* What one planner decision covers. tensor: each saved tensor on its own.
+ * module: all the saved tensors of a layer's attention block (with the
+ * layer's input) or of its MLP block share one decision, as Megatron's
+ * recompute modules and SSDTrain's module-level keep decide; layer: all the
+ * saved tensors of a layer, as Megatron's --recompute-num-layers and
+ * Transformer Engine's CPU offloading of N layers. In a module or layer, a
+ * tensor that cannot take the decision (too small to offload, not
+ * recomputable, or the block's input when it is recomputed: the checkpoint
+ * the rebuild starts from) is kept, as the frameworks do; tensors outside
+ * the layers are kept. */
+typedef enum {
+  ROK_GRANULARITY_TENSOR,
+  ROK_GRANULARITY_MODULE,
+  ROK_GRANULARITY_LAYER,
+  ROK_GRANULARITY_COUNT
+} RokGranularity;
+
+const char *rok_granularity_name(RokGranularity granularity);
+/* "tensor", "module" or "layer"; else ROK_ERROR_USAGE listing them. */
+gboolean rok_granularity_from_name(const char *name, RokGranularity *granularity, GError **error);
+
 typedef struct {
+  RokGranularity granularity; /* ROK_GRANULARITY_TENSOR by default */
   /* Host memory offloads may fill; G_MAXUINT64 (the default): host.memory
    * less the pinned staging buffer; 0: no offload to host memory. */
   guint64 host_memory;

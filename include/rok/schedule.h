@@ -245,8 +245,9 @@ json_object *rok_timeline_json_finish(RokTimelineJson *timeline);
 
 /* A timeline file read back (any trace-event JSON of this shape): the
  * threads as tracks, the complete events whose category is an action kind,
- * the "gpu memory" counter, and from "otherData" (optional) the strategy,
- * the machine, the GPU's memory and the budget. Located errors
+ * the "gpu memory" counter, and from "otherData" (optional) the model,
+ * the strategy, the machine, the GPU's memory, the budget and the
+ * micro-batches (all, and those simulated in detail). Located errors
  * (ROK_ERROR_INPUT) for members of the wrong type. */
 typedef struct {
   gint64 tid;
@@ -272,6 +273,9 @@ typedef struct {
   char *model;    /* from a process named "rok simulate: MODEL", else NULL */
   char *strategy, *hw;        /* from otherData, NULL when absent */
   guint64 gpu_memory, budget; /* from otherData, 0 when absent */
+  /* Micro-batches of the step and those simulated event by event, from
+   * otherData, 0 when absent. */
+  guint64 micro_batches, detailed_micro_batches;
 } RokTimelineFile;
 
 RokTimelineFile *rok_timeline_file_read(const RokJsonDoc *doc, GError **error);

@@ -26,11 +26,24 @@ static gint compare_tracks(gconstpointer a, gconstpointer b) {
   return x->order != y->order ? (x->order < y->order ? -1 : 1) : (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+/* "One step of gpt3-13b, rok on a100-40g: micro-batches 1-3 of 8 simulated in
+ * detail, the rest repeat the last" when the file says which. */
 static char *title(const RokTimelineFile *p) {
   const char *model = p->model != NULL ? p->model : "a model";
+  GString *t = g_string_new(NULL);
   if (p->strategy != NULL && p->hw != NULL)
-    return g_strdup_printf("One step of %s, %s on %s", model, p->strategy, p->hw);
-  return g_strdup_printf("One simulated step of %s", model);
+    g_string_printf(t, "One step of %s, %s on %s", model, p->strategy, p->hw);
+  else
+    g_string_printf(t, "One simulated step of %s", model);
+  guint64 all = p->micro_batches, detail = MIN(p->detailed_micro_batches, all);
+  if (detail > 0 && detail == all)
+    g_string_append_printf(t, ": all %" G_GUINT64_FORMAT " micro-batch%s in detail", all, all == 1 ? "" : "es");
+  else if (detail == 1)
+    g_string_append_printf(t, ": micro-batch 1 of %" G_GUINT64_FORMAT " in detail", all);
+  else if (detail > 1)
+    g_string_append_printf(t, ": micro-batches 1–%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " in detail",
+                           detail, all);
+  return g_string_free(t, FALSE);
 }
 
 static void add_limits(RokTimeline *timeline, guint64 gpu_memory, guint64 budget) {

@@ -93,6 +93,13 @@ char *cli_percent_text(double fraction);
        "Chart body text in points (default 11; titles scale with it)", "PT"},                                        \
       {"title", 0, 0, G_OPTION_ARG_STRING, &(style)->title, "Chart title instead of the default (\"\": none)", "TEXT"}
 
+/* --timeline PATH and --timeline-chart CHART (either may be NULL) of a run
+ * that recorded its actions (rok_simulate_recorded), the strategy named in
+ * the file ("otherData") beside the model, the machine, the budget and the
+ * micro-batches simulated in detail, which the chart's title states. */
+gboolean cli_timeline_write(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, const char *strategy,
+                            const char *path, const char *chart_path, GError **error);
+
 /* What rok approximates or does not model, one "rok CMD: KIND: ..." line
  * each on standard error (notes may be NULL). */
 void cli_print_notes(const char *kind, char **notes);

@@ -32,14 +32,21 @@ static void options_clear(Options *o) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
-static void export_clear(Export *e) {
+void cli_export_clear(Export *e) {
   g_free(e->arguments);
   if (e->config != NULL)
     json_object_put(e->config);
   rok_step_plan_free(e->closest);
   g_clear_pointer(&e->notes, g_ptr_array_unref);
+  *e = (Export){0};
 }
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Export, export_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Export, cli_export_clear)
+
+void cli_export_swap(Export *a, Export *b) {
+  Export t = *a;
+  *a = *b;
+  *b = t;
+}
 
 void cli_export_note(Export *e, const char *format, ...) {
   va_list args;
@@ -144,8 +151,8 @@ static void export_deepspeed(Export *e, const RokTrace *trace, const RokStepPlan
   note_changes(e, trace, plan);
 }
 
-static gboolean run_export(Export *e, const char *to, const RokTrace *trace, const RokStepPlan *plan,
-                           GError **error) {
+gboolean cli_export_run(Export *e, const char *to, const RokTrace *trace, const RokStepPlan *plan,
+                        GError **error) {
   e->notes = g_ptr_array_new_with_free_func(g_free);
   if (g_strcmp0(to, "megatron") == 0)
     export_megatron(e, trace, plan);
@@ -277,9 +284,10 @@ int cli_cmd_export(int argc, char **argv) {
                 plan_names(argv[1], &o, &error) && (hw = cli_load_hw(o.hw, common.hw_sets, &error)) != NULL &&
                 (trace = cli_load_trace(o.model, common.sets, &error)) != NULL &&
                 (file = rok_plan_file_load(argv[1], trace, &error)) != NULL &&
-                run_export(&e, o.to, trace, file->plan, &error) &&
+                cli_export_run(&e, o.to, trace, file->plan, &error) &&
                 (plan_r = rok_simulate(trace, hw, file->plan, &error)) != NULL &&
-                (closest_r = rok_simulate(trace, hw, e.closest, &error)) != NULL;
+                cli_export_replan(&e, o.to, trace, hw, g_strcmp0(file->strategy, "rok") == 0, file->budget_bytes,
+                                  &closest_r, &error);
   cli_common_clear(&common);
   if (!ok)
     return cli_fail(self->name, error);

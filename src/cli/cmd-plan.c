@@ -15,6 +15,7 @@
 
 typedef struct {
   char *hw, *budget, *output, *strategy, *host_memory, *tiers, *min_lifetime, *max_rate, *stage;
+  char *timeline, *timeline_chart, *granularity;
   gint points;
   gint64 offload_min_elements; /* G_MININT64: the strategies' default */
   RokSsdModel ssd;
@@ -33,6 +34,9 @@ static void options_clear(Options *o) {
   g_free(o->min_lifetime);
   g_free(o->max_rate);
   g_free(o->stage);
+  g_free(o->timeline);
+  g_free(o->timeline_chart);
+  g_free(o->granularity);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
@@ -154,6 +158,10 @@ static gboolean check_options(const Options *o, const RokHw *hw, Outcome *out, R
   if (!cli_check_range("points", o->points, 2, ROK_CURVE_MAX_POINTS, error))
     return FALSE;
   popts->curve_points = (guint)o->points; /* each curve point is the plan at its budget */
+  if (o->granularity != NULL && !rok_granularity_from_name(o->granularity, &popts->granularity, error)) {
+    g_prefix_error(error, "--granularity: ");
+    return FALSE;
+  }
   return parse_tiers(o->tiers, &popts->tiers, error) && ssd_limit(o, hw, out, popts, error);
 }
 
@@ -656,6 +664,16 @@ static void print_summary(const Outcome *out, const char *dir) {
     printf("Wrote plan.json, schedule.json, rok-curve.csv, rok-curve.png and rok-curve.svg in %s\n", dir);
 }
 
+/* The recommended plan's step, simulated again recording its actions (the
+ * same step: the simulator is deterministic). */
+static gboolean write_timeline(const Options *o, const Outcome *out, GError **error) {
+  if (o->timeline == NULL && o->timeline_chart == NULL)
+    return TRUE;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(out->trace, out->hw, out->plan, error);
+  return r != NULL && cli_timeline_write(r, out->trace, out->hw, rok_strategy_name(out->strategy), o->timeline,
+                                         o->timeline_chart, error);
+}
+
 int cli_cmd_plan(int argc, char **argv) {
   const RokCommand *self = cli_find("plan");
   RokCliCommon common = {0};
@@ -677,6 +695,12 @@ int cli_cmd_plan(int argc, char **argv) {
        "Offload tensors of at least N elements (default 8Mi, SSDTrain's floor; 0: any size)", "N"},
       {"tiers", 0, 0, G_OPTION_ARG_STRING, &o.tiers,
        "Decisions the planner may take: any of keep,host,nvme,recompute (default: all)", "LIST"},
+      {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
+       "Write the recommended plan's step as a Chrome/Perfetto trace-event timeline to FILE", "FILE"},
+      {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
+       "Draw the recommended plan's step (timeline and memory) to CHART (.png, .svg or .pdf)", "CHART"},
+      {"granularity", 0, 0, G_OPTION_ARG_STRING, &o.granularity,
+       "What one decision covers: tensor (default), module (a layer's attention or MLP block) or layer", "G"},
       {"min-ssd-lifetime", 0, 0, G_OPTION_ARG_STRING, &o.min_lifetime,
        "The SSDs must last this long training 24/7 (default 3y; 0: no limit)", "DURATION"},
       {"max-ssd-write-rate", 0, 0, G_OPTION_ARG_STRING, &o.max_rate,
@@ -721,7 +745,8 @@ int cli_cmd_plan(int argc, char **argv) {
   file = plan_file(&out);
   if (stage < 0 && traces->len > 1 && !plan_stages(&o, &out, traces, 0, file, common.json, &error))
     return cli_fail(self->name, error);
-  gboolean written = o.output == NULL || write_files(&out, file, o.output, &error);
+  gboolean written = (o.output == NULL || write_files(&out, file, o.output, &error)) &&
+                     write_timeline(&o, &out, &error);
   if (o.output != NULL)
     rok_charts_release(); /* the charts are drawn; nothing else draws */
   if (!written)

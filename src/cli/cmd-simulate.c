@@ -9,13 +9,14 @@
 #include "rok/plan.h"
 
 typedef struct {
-  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit, *stage;
+  char *hw, *strategy, *timeline, *timeline_chart, *budget, *prefetch_unit, *stage, *plan;
   gint prefetch_window, detail;
 } Options;
 
 static void options_clear(Options *o) {
   g_free(o->hw);
   g_free(o->strategy);
+  g_free(o->plan);
   g_free(o->timeline);
   g_free(o->timeline_chart);
   g_free(o->budget);
@@ -45,14 +46,21 @@ static gboolean apply_options(const Options *o, RokStepPlan *plan, GError **erro
   return TRUE;
 }
 
-static json_object *to_json(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+/* simulate judges "fits" against the budget it was given, which the
+ * GPU's memory bounds in any case. */
+static gboolean fits(const RokSimResult *r) {
+  return r->fits && r->within_budget;
+}
+
+static json_object *to_json(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, const char *strategy) {
   json_object *out = json_object_new_object();
   json_object_object_add(out, "model", json_object_new_string(trace->model_name));
   json_object_object_add(out, "hw", json_object_new_string(hw->name));
-  json_object_object_add(out, "strategy", json_object_new_string(rok_strategy_name(strategy)));
+  json_object_object_add(out, "strategy", json_object_new_string(strategy));
   json_object *figures = rok_sim_result_to_json(r, trace);
   json_object_object_foreach(figures, key, value) json_object_object_add(out, key, json_object_get(value));
   json_object_put(figures);
+  json_object_object_add(out, "fits", json_object_new_boolean(fits(r)));
   return out;
 }
 
@@ -73,8 +81,11 @@ static void print_memory(const RokSimResult *r, const RokTrace *trace) {
   g_autofree char *peak = rok_units_format_size(r->peak_bytes), *cap = rok_units_format_size(r->gpu_memory_bytes);
   g_autofree char *fixed = rok_units_format_size(r->fixed_bytes);
   g_autofree char *act = rok_units_format_size(r->activation_peak_bytes);
-  g_autofree char *where = g_strdup_printf("of %s: %s (at %s %s, micro-batch %u)", cap,
-                                           r->fits ? "fits" : "DOES NOT FIT", rok_action_kind_name(r->peak_kind),
+  g_autofree char *budget = rok_units_format_size(r->budget_bytes);
+  g_autofree char *limit = r->budget_bytes < r->gpu_memory_bytes ? g_strdup_printf("the budget %s", budget)
+                                                                 : g_strdup(cap);
+  g_autofree char *where = g_strdup_printf("of %s: %s (at %s %s, micro-batch %u)", limit,
+                                           fits(r) ? "fits" : "DOES NOT FIT", rok_action_kind_name(r->peak_kind),
                                            peak_place(r, trace), r->peak_micro_batch);
   print_line("Peak memory", peak, where);
   print_line("  fixed", fixed, "weights, gradients, optimizer states");
@@ -130,58 +141,76 @@ static void print_traffic(const RokSimResult *r) {
   }
 }
 
-static void print_summary(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, RokStrategy strategy) {
+static void print_summary(const RokSimResult *r, const RokTrace *trace, const RokHw *hw, const char *strategy) {
   g_autofree char *batch = cli_batch_text(trace);
   printf("%s on %s, strategy %s: %s, %" G_GUINT64_FORMAT " simulated in detail\n\n", trace->model_name, hw->name,
-         rok_strategy_name(strategy), batch, r->detailed_micro_batches);
+         strategy, batch, r->detailed_micro_batches);
   print_time(r, trace, hw);
   print_memory(r, trace);
   print_traffic(r);
   printf("\n%s.\n", CLI_MFU_BASIS);
 }
 
-/* The chart goes through the timeline's JSON text, as `rok plot` reads it
- * from the file, so that both draw the same bytes. */
-static gboolean save_timeline_chart(const RokSimResult *r, const RokTrace *trace, const char *path,
-                                    GError **error) {
-  json_object *json = rok_sim_timeline_to_json(r, trace, error);
-  if (json == NULL)
-    return FALSE;
-  g_autofree char *text = rok_json_to_string(json);
-  json_object_put(json);
-  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse("timeline", text, strlen(text), error);
-  guint64 budget = r->budget_bytes < r->gpu_memory_bytes ? r->budget_bytes : 0;
-  gboolean ok = doc != NULL && rok_charts_timeline_save(doc, r->gpu_memory_bytes, budget, path, error);
-  rok_charts_release();
-  return ok;
-}
-
 static gboolean pick_strategy(const Options *o, RokStrategy *strategy, GError **error) {
+  if (o->plan != NULL && o->strategy != NULL) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "--plan and --strategy exclude each other");
+    return FALSE;
+  }
+  if (o->plan != NULL) { /* the file names its strategy: rok_plan_file_load reads it */
+    *strategy = ROK_STRATEGY_ROK;
+    return TRUE;
+  }
   const char *name = o->strategy ? o->strategy : "keep";
   if (!rok_strategy_from_name(name, strategy, error))
     return FALSE;
-  if (*strategy == ROK_STRATEGY_ROK) { /* simulate runs baselines; plans come from `rok plan` */
+  if (*strategy == ROK_STRATEGY_ROK) { /* the planner's plans come as files from `rok plan` */
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                "unknown strategy \"%s\" (known: keep, recompute, selective, offload, tba)", name);
+                "unknown strategy \"%s\" (known: keep, recompute, selective, offload, tba; a plan of `rok plan`: "
+                "--plan FILE)", name);
     return FALSE;
   }
   return TRUE;
 }
 
+/* The plan of --plan FILE: its decisions and step options, for a model of
+ * one pipeline stage (a plan file holds one trace's decisions). */
+static RokStepPlan *load_plan_file(const Options *o, GPtrArray *traces, const RokHw *hw, RokStrategy *strategy,
+                                   GError **error) {
+  if (traces->len > 1) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "--plan: the model has %u pipeline stages; a plan file holds the decisions of one (plan the stages "
+                "with rok plan --stage N)", traces->len);
+    return NULL;
+  }
+  g_autoptr(RokPlanFile) file = rok_plan_file_load(o->plan, g_ptr_array_index(traces, 0), error);
+  if (file == NULL)
+    return NULL;
+  if (!file->feasible) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "%s: the plan is not feasible: it holds no decisions", o->plan);
+    return NULL;
+  }
+  if (g_strcmp0(file->hw_name, hw->name) != 0)
+    g_printerr("rok simulate: warning: %s was planned for %s, simulated on %s\n", o->plan, file->hw_name, hw->name);
+  if (!rok_strategy_from_name(file->strategy, strategy, error))
+    return NULL;
+  return g_steal_pointer(&file->plan);
+}
+
 /* The timeline files, of the stage shown (stage 0 when all are). */
-static gboolean save_timelines(const Options *o, const RokSimResult *r, const RokTrace *trace, GError **error) {
-  return (o->timeline == NULL || rok_sim_timeline_save(r, trace, o->timeline, error)) &&
-         (o->timeline_chart == NULL || save_timeline_chart(r, trace, o->timeline_chart, error));
+static gboolean save_timelines(const Options *o, const RokSimResult *r, const RokTrace *trace, const RokHw *hw,
+                               RokStrategy strategy, GError **error) {
+  return cli_timeline_write(r, trace, hw, rok_strategy_name(strategy), o->timeline, o->timeline_chart, error);
 }
 
 /* Every stage under the strategy; one result per stage, composed into the
  * pipeline when there are several. */
-static RokSimResult **run(const Options *o, GPtrArray *traces, const RokHw *hw, RokStrategy strategy, guint shown,
+static RokSimResult **run(const Options *o, GPtrArray *traces, const RokHw *hw, RokStrategy *strategy, guint shown,
                           GError **error) {
   guint n = traces->len;
   g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
   for (guint s = 0; s < n; s++) {
-    RokStepPlan *plan = rok_strategy_plan(strategy, g_ptr_array_index(traces, s), hw, NULL, error);
+    RokStepPlan *plan = o->plan != NULL ? load_plan_file(o, traces, hw, strategy, error)
+                                        : rok_strategy_plan(*strategy, g_ptr_array_index(traces, s), hw, NULL, error);
     if (plan == NULL || !apply_options(o, plan, error)) {
       rok_step_plan_free(plan);
       return NULL;
@@ -196,7 +225,7 @@ static RokSimResult **run(const Options *o, GPtrArray *traces, const RokHw *hw, 
                                                                                      g_ptr_array_index(plans, 0),
                                                                                      error)) != NULL;
   if (ok && record)
-    ok = save_timelines(o, results[shown], g_ptr_array_index(traces, shown), error);
+    ok = save_timelines(o, results[shown], g_ptr_array_index(traces, shown), hw, *strategy, error);
   if (!ok) {
     for (guint s = 0; s < n; s++)
       rok_sim_result_free(results[s]);
@@ -212,7 +241,7 @@ static void results_free(RokSimResult **results) {
 }
 
 static json_object *stages_json(RokSimResult **results, GPtrArray *traces, const RokHw *hw, RokStrategy strategy) {
-  json_object *out = to_json(results[0], g_ptr_array_index(traces, 0), hw, strategy);
+  json_object *out = to_json(results[0], g_ptr_array_index(traces, 0), hw, rok_strategy_name(strategy));
   json_object *stages = json_object_new_array();
   for (guint s = 0; s < traces->len; s++)
     json_object_array_add(stages, rok_sim_result_to_json(results[s], g_ptr_array_index(traces, s)));
@@ -227,7 +256,7 @@ static int report(const Options *o, RokSimResult **results, GPtrArray *traces, c
   RokTrace *trace = g_ptr_array_index(traces, shown);
   if (json) {
     json_object *value = stage < 0 ? stages_json(results, traces, hw, strategy)
-                                   : to_json(results[shown], trace, hw, strategy);
+                                   : to_json(results[shown], trace, hw, rok_strategy_name(strategy));
     return cli_print_json(value, &error) ? ROK_EXIT_OK : cli_fail("simulate", error);
   }
   if (traces->len > 1)
@@ -237,7 +266,7 @@ static int report(const Options *o, RokSimResult **results, GPtrArray *traces, c
            "another:\n\n");
   else if (traces->len > 1)
     printf("Stage %d in detail:\n\n", stage);
-  print_summary(results[shown], trace, hw, strategy);
+  print_summary(results[shown], trace, hw, rok_strategy_name(strategy));
   (void)o;
   return ROK_EXIT_OK;
 }
@@ -253,6 +282,8 @@ int cli_cmd_simulate(int argc, char **argv) {
        "keep (default), recompute, selective, offload or tba", "S"},
       {"stage", 0, 0, G_OPTION_ARG_STRING, &o.stage,
        "Pipeline stage to report in detail, or all (default: all, stage 0 in detail)", "N|all"},
+      {"plan", 0, 0, G_OPTION_ARG_FILENAME, &o.plan,
+       "Simulate a rok-plan/1 file (from rok plan, maybe edited): its decisions and step options", "FILE"},
       {"timeline", 't', 0, G_OPTION_ARG_FILENAME, &o.timeline,
        "Write a Chrome/Perfetto trace-event timeline to FILE (of the --stage shown)", "FILE"},
       {"timeline-chart", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline_chart,
@@ -280,7 +311,7 @@ int cli_cmd_simulate(int argc, char **argv) {
       !pick_strategy(&o, &strategy, &error) || (hw = cli_load_hw(o.hw, common.hw_sets, &error)) == NULL ||
       (traces = cli_load_stages(argv[1], common.sets, &error)) == NULL ||
       !cli_parse_stage(o.stage, traces->len, &stage, &error) ||
-      (results = run(&o, traces, hw, strategy, stage < 0 ? 0 : (guint)stage, &error)) == NULL) {
+      (results = run(&o, traces, hw, &strategy, stage < 0 ? 0 : (guint)stage, &error)) == NULL) {
     cli_common_clear(&common);
     return cli_fail(self->name, error);
   }

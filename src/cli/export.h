@@ -4,6 +4,7 @@
 
 #include <json-c/json.h>
 
+#include "rok/hw.h"
 #include "rok/sim.h"
 #include "rok/trace.h"
 
@@ -49,6 +50,19 @@ typedef struct {
 } Export;
 
 void cli_export_note(Export *e, const char *format, ...) G_GNUC_PRINTF(2, 3);
+/* Make the export of `plan` for framework `to` (megatron, deepspeed,
+ * torch) into `e`; ROK_ERROR_USAGE for another framework. */
+gboolean cli_export_run(Export *e, const char *to, const RokTrace *trace, const RokStepPlan *plan, GError **error);
+void cli_export_clear(Export *e);
+/* Exchange the contents of two exports. */
+void cli_export_swap(Export *a, Export *b);
+/* Simulate `e`'s closest plan into *closest_r; with `replan` (a plan of
+ * the planner, not a baseline's, which its mapping reproduces), for
+ * Megatron and DeepSpeed, replace `e` by the planner's plan at `budget`
+ * with whole-layer decisions and the framework's tiers, mapped to the
+ * framework, where that is faster within the budget (export-replan.c). */
+gboolean cli_export_replan(Export *e, const char *to, const RokTrace *trace, const RokHw *hw, gboolean replan,
+                           guint64 budget, RokSimResult **closest_r, GError **error);
 
 /* rok-torch-policy/1 (export-torch.c). */
 gboolean cli_export_torch(Export *e, const RokTrace *trace, const RokStepPlan *plan, GError **error);

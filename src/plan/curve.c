@@ -33,7 +33,7 @@ static void point_from(const RokPlanner *p, const guint8 *d, const PlanEval *e, 
   for (guint t = 0; t < p->n_tensors; t++) {
     const RokTensor *tensor = rok_trace_tensor(trace, t);
     if (rok_tensor_is_saved(tensor))
-      pt->decision_bytes[d[t]] += tensor->bytes;
+      pt->decision_bytes[plan_decision_of(p, d, t)] += tensor->bytes;
   }
 }
 

@@ -82,6 +82,13 @@ struct _RokPlanner {
   GArray *members; /* guint tensor ids */
   GArray *units;   /* PlanUnit */
   guint8 *allowed; /* per tensor, as in PlanClass */
+  /* Granularity (planner-groups.c): the tensor whose decision each tensor
+   * follows (itself at tensor granularity), what it may take on its own,
+   * and whether it is its block's input (kept when the block recomputes).
+   * Only a group's representative is searched: the others may only keep. */
+  guint *group_rep;
+  guint8 *own_allowed;
+  gboolean *group_input;
   RokStepPlan *scratch;
   guint64 runs;    /* simulator runs so far */
   GPtrArray *descent; /* PlanStep*, computed once */
@@ -135,6 +142,23 @@ const PlanBaseline *plan_baselines(RokPlanner *p);
 void plan_prepare(RokPlanner *p);
 /* A planner for another thread, sharing what plan_prepare made. */
 RokPlanner *plan_worker_new(const RokPlanner *p);
+
+/* planner-groups.c: groups of tensors deciding alike (the granularity),
+ * made after allowed_decisions. */
+void plan_build_groups(RokPlanner *p);
+void plan_free_groups(RokPlanner *p);
+/* The decision tensor `t` takes when the representatives decide `d`. */
+static inline guint8 plan_decision_of(const RokPlanner *p, const guint8 *d, guint t) {
+  if (p->group_rep == NULL)
+    return d[t];
+  guint8 x = d[p->group_rep[t]];
+  if ((x == ROK_DECISION_RECOMPUTE && p->group_input[t]) || !(p->own_allowed[t] & (1u << x)))
+    return ROK_DECISION_KEEP;
+  return x;
+}
+/* Decisions of a whole plan (a baseline's) as representatives' decisions,
+ * or FALSE when the groups cannot express it. */
+gboolean plan_groups_express(const RokPlanner *p, const guint8 *full, guint8 *out);
 
 /* planner-classes.c */
 void plan_build_classes(RokPlanner *p);

@@ -327,7 +327,7 @@ gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice
 RokStepPlan *plan_choice_plan(const RokPlanner *p, const PlanChoice *choice) {
   RokStepPlan *plan = rok_step_plan_new(p->trace);
   for (guint t = 0; t < p->n_tensors; t++)
-    plan->decisions[t] = choice->decisions[t];
+    plan->decisions[t] = plan_decision_of(p, choice->decisions, t);
   plan->options.memory_budget = choice->memory_budget;
   plan->options.rebuild_whole_layers = choice->whole_layers;
   plan->options.prefetch_unit = plan_prefetch[choice->prefetch].unit;

@@ -76,6 +76,7 @@ static RokPlanner *planner_new(const RokTrace *trace, const RokHw *hw, const Rok
   p->allowed = g_new0(guint8, MAX(p->n_tensors, 1));
   p->scratch = rok_step_plan_new(trace);
   allowed_decisions(p);
+  plan_build_groups(p);
   plan_build_classes(p);
   return p;
 }
@@ -138,6 +139,7 @@ void rok_planner_free(RokPlanner *p) {
   g_clear_pointer(&p->descent, g_ptr_array_unref);
   g_clear_pointer(&p->ascent, g_ptr_array_unref);
   g_free(p->allowed);
+  plan_free_groups(p);
   plan_grid_free(p->grid);
   g_clear_pointer(&p->reduced, g_ptr_array_unref);
   g_free(p->min_decisions);
@@ -162,7 +164,7 @@ gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_
                          gboolean whole_layers, PlanEval *out) {
   RokStepPlan *plan = p->scratch;
   for (guint t = 0; t < p->n_tensors; t++)
-    plan->decisions[t] = decisions[t];
+    plan->decisions[t] = plan_decision_of(p, decisions, t);
   rok_step_options_init(&plan->options);
   plan->options.memory_budget = memory_budget;
   plan->options.detail_micro_batches = detail;
@@ -216,12 +218,15 @@ guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layer
   if (plan == NULL)
     return NULL;
   *whole_layers = plan->options.rebuild_whole_layers;
+  g_autofree guint8 *full = g_new(guint8, MAX(p->n_tensors, 1));
+  for (guint t = 0; t < p->n_tensors; t++)
+    full[t] = (guint8)plan->decisions[t];
   g_autofree guint8 *decisions = g_new(guint8, MAX(p->n_tensors, 1));
-  for (guint t = 0; t < p->n_tensors; t++) {
-    decisions[t] = (guint8)plan->decisions[t];
+  if (!plan_groups_express(p, full, decisions))
+    return NULL;
+  for (guint t = 0; t < p->n_tensors; t++)
     if (!(p->allowed[t] & (1u << decisions[t])))
       return NULL;
-  }
   return g_steal_pointer(&decisions);
 }
 

@@ -93,7 +93,6 @@ RokStepPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, cons
     options = &defaults;
   }
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  guint n = 0;
   switch (strategy) {
   case ROK_STRATEGY_KEEP:
     break;
@@ -111,10 +110,8 @@ RokStepPlan *rok_strategy_plan(RokStrategy strategy, const RokTrace *trace, cons
       plan_strategy_offload_layer(plan, trace, (gint)layer, options);
     break;
   case ROK_STRATEGY_TBA:
-    if (!rok_strategy_tba_layers(trace, hw, options, &n, error))
+    if (!plan_strategy_tba(plan, trace, hw, options, error))
       return NULL;
-    for (guint layer = 0; layer < n; layer++)
-      plan_strategy_offload_layer(plan, trace, (gint)layer, options);
     break;
   default:
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "unknown strategy %d", (int)strategy);

@@ -39,10 +39,8 @@ static gboolean parse_meta(RokTimelineFile *p, const RokJsonObj *event, GError *
     if (!rok_json_get_string(&args, "name", FALSE, &value, error))
       return FALSE;
     /* src/sim/timeline.c names the process "rok simulate: MODEL". */
-    if (value != NULL && g_str_has_prefix(value, "rok simulate: ")) {
-      g_free(p->model);
+    if (value != NULL && g_str_has_prefix(value, "rok simulate: ") && p->model == NULL)
       p->model = g_strdup(value + strlen("rok simulate: "));
-    }
   } else if (g_str_equal(name, "thread_name")) {
     if (!rok_json_get_int(event, "tid", TRUE, G_MININT64, G_MAXINT64, &tid, error) ||
         !rok_json_get_string(&args, "name", TRUE, &value, error))
@@ -115,7 +113,11 @@ static gboolean parse_other(RokTimelineFile *p, const RokJsonObj *root, GError *
          rok_json_get_string(&other, "strategy", FALSE, &p->strategy, error) &&
          rok_json_get_string(&other, "hw", FALSE, &p->hw, error) &&
          rok_json_get_uint(&other, "gpu_memory_bytes", FALSE, 1, G_MAXUINT64, &p->gpu_memory, error) &&
-         rok_json_get_uint(&other, "budget_bytes", FALSE, 1, G_MAXUINT64, &p->budget, error);
+         rok_json_get_uint(&other, "budget_bytes", FALSE, 1, G_MAXUINT64, &p->budget, error) &&
+         rok_json_get_uint(&other, "micro_batches", FALSE, 1, G_MAXUINT64, &p->micro_batches, error) &&
+         rok_json_get_uint(&other, "detailed_micro_batches", FALSE, 1, G_MAXUINT64, &p->detailed_micro_batches,
+                           error) &&
+         rok_json_get_string(&other, "model", FALSE, &p->model, error); /* read before the process's name */
 }
 
 static gboolean parse(const RokJsonDoc *doc, RokTimelineFile *p, GError **error) {

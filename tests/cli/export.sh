@@ -38,4 +38,17 @@ small=(--set layers=2 --set seq_len=64)
 "$rok" plan bert-large --hw cpu-2core-virtio -s keep "${small[@]}" -o "$tmp/b" >/dev/null
 expect_fail 2 "module paths are known for GPT-2 and LLaMA-family models; bert is neither" \
   "$rok" export "$tmp/b/plan.json" --to torch "${small[@]}"
+# A plan of the planner: Megatron's closest plan is the fastest of the
+# mapping and the plans made anew with whole-layer decisions, so it is never
+# slower within the budget than the mapping of a layer-granular plan.
+"$rok" plan validate-gpt --hw cpu-2core-virtio --budget 20000000 --granularity layer --tiers keep,recompute \
+  -o "$tmp/lay" >/dev/null
+"$rok" export "$tmp/lay/plan.json" --to megatron --json > "$tmp/lay-out.json"
+/usr/bin/python3 -c "
+import json, sys
+e, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+c = e['predicted_closest']
+assert c['within_budget'], c
+assert c['step_time_s'] <= p['predicted']['step_time_s'] * 1.0001 or 'anew' not in ' '.join(e['notes']), (c, p['predicted'])
+" "$tmp/lay-out.json" "$tmp/lay/plan.json"
 echo "export: ok"

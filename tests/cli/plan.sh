@@ -113,6 +113,44 @@ grep -q "<svg" "$tmp/out/rok-curve.svg"
 grep -q '^keep,' "$tmp/out/rok-curve.csv"
 grep -q '"curve_baselines": \[' "$tmp/out/plan.json"
 
+# --timeline and --timeline-chart: the recommended plan's step, the same
+# bytes as rok simulate --plan gives for the plan file; the chart's title
+# names model, machine, strategy and the detailed micro-batches.
+"$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 14GiB --points 3 -t "$tmp/plan-t.json" \
+  --timeline-chart "$tmp/plan-t.svg" > /dev/null
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --plan "$tmp/out/plan.json" -t "$tmp/sim-t.json" > /dev/null
+cmp "$tmp/plan-t.json" "$tmp/sim-t.json"
+grep -q '"strategy": "rok"' "$tmp/plan-t.json"
+grep -q "One step of gpt3-1.3b, rok on a100-80g-sxm-4x980pro: micro-batches 1–3 of 8 in detail" "$tmp/plan-t.svg"
+expect_fail 1 "t.json" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points 2 -t "$tmp/no/such/dir/t.json"
+
+# --granularity: at module and layer granularity every layer's block (or
+# the whole layer) takes one decision (its input kept when it recomputes;
+# tensors outside the layers kept), and finer is never slower.
+for g in tensor module layer; do
+  "$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --budget 11GiB --points 2 --granularity $g --json > "$tmp/g-$g.json"
+done
+/usr/bin/python3 -c "
+import json, sys, collections
+step = {}
+for g in ('tensor', 'module', 'layer'):
+    p = json.load(open(sys.argv[1] + '/g-' + g + '.json'))
+    step[g] = p['predicted']['step_time_s']
+    if g == 'tensor':
+        continue
+    groups = collections.defaultdict(set)
+    for t in p['tensors']:
+        parts = t['name'].split('.')
+        if t['layer'] < 0:
+            assert t['decision'] == 'keep', t
+        elif not (parts[1] == 'input' and t['decision'] == 'keep'):
+            groups[(t['layer'], parts[1] if g == 'module' and len(parts) > 2 else '')].add(t['decision'])
+    mixed = {k: v for k, v in groups.items() if len(v) > 1}
+    assert not mixed, (g, mixed)
+assert step['tensor'] <= step['module'] * 1.0001 and step['module'] <= step['layer'] * 1.0001, step
+" "$tmp"
+expect_fail 2 'unknown granularity "block"' "$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --granularity block
+
 # --strategy writes that baseline's plan and schedule instead.
 "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --strategy tba --points 2 -o "$tmp/tba" --json > "$tmp/tba.json"
 grep -q '"strategy": "tba"' "$tmp/tba/plan.json"

@@ -40,6 +40,39 @@ grep -q '"detailed_micro_batches": 8,' "$tmp/detail.json"
 "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offload --budget 20GiB --json > "$tmp/budget.json"
 grep -q '"budget_bytes": 21474836480,' "$tmp/budget.json"
 
+# --budget: "fits" is judged against the budget, not the GPU's memory.
+out=$("$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 10GiB)
+expect_in "$out" "of the budget 10.0 GiB: DOES NOT FIT"
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 10GiB --json | grep -q '"fits": false'
+"$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 70GiB --json | grep -q '"fits": true'
+
+# --plan: a plan file of rok plan, simulated with its decisions and step
+# options, as rok plan predicted it; a hand-edited one is checked.
+"$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --budget 11GiB --points 2 --json > "$tmp/plan.json"
+"$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --plan "$tmp/plan.json" --json > "$tmp/sim-plan.json"
+grep -q '"strategy": "rok"' "$tmp/sim-plan.json"
+grep -q '"fits": true' "$tmp/sim-plan.json"
+/usr/bin/python3 -c "
+import json, sys
+plan, sim = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for k in ('step_time_s', 'peak_bytes', 'nvme_write_bytes', 'pcie_d2h_bytes'):
+    assert plan['predicted'][k] == sim[k], (k, plan['predicted'][k], sim[k])
+" "$tmp/plan.json" "$tmp/sim-plan.json"
+# Every tensor kept: the same step as --strategy keep.
+sed 's/"decision": "[a-z-]*"/"decision": "keep"/' "$tmp/plan.json" > "$tmp/kept.json"
+"$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --plan "$tmp/kept.json" --budget 40GiB --json \
+  | grep '"step_time_s"' > "$tmp/kept-step"
+"$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x -s keep --json | grep '"step_time_s"' | cmp - "$tmp/kept-step"
+line=$(grep -n -m1 '"decision": ' "$tmp/plan.json" | cut -d: -f1)
+sed "${line}s/\"decision\": \"[a-z-]*\"/\"decision\": \"ofload\"/" "$tmp/plan.json" > "$tmp/bad.json"
+expect_fail 2 "bad.json:$line:19: \"tensors[0].decision\": must be one of" \
+  "$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --plan "$tmp/bad.json"
+expect_fail 2 "the plan was made for another trace" "$rok" simulate gpt3-2.7b --hw a100-40g-pcie4-4xp5800x \
+  --plan "$tmp/plan.json"
+expect_fail 2 "--plan and --strategy exclude each other" "$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x \
+  --plan "$tmp/plan.json" -s keep
+expect_fail 2 "--plan FILE" "$rok" simulate gpt3-1.3b --hw a100-40g-pcie4-4xp5800x -s rok
+
 # Timeline: trace-event JSON with one track per stream and a memory
 # counter, byte-identical across runs.
 "$rok" simulate gpt3-1.3b --hw a100-80g-sxm-4x980pro -s offload --timeline "$tmp/t1.json" > /dev/null

@@ -1,6 +1,7 @@
 /* The baseline strategies, and the simulator on the bundled configs: the
  * figures the papers report must come out. */
 #include <glib.h>
+#include <string.h>
 
 #include "rok/core.h"
 #include "rok/model.h"
@@ -124,10 +125,20 @@ static void test_ssdtrain_bert(void) {
     g_assert_cmpuint(r->nvme_write_bytes, >, 0);
     g_assert_true(r->fits);
   }
-  guint n = 0;
-  g_assert_true(rok_strategy_tba_layers(s.trace, s.hw, NULL, &n, NULL));
+  guint n = 0, total = 0;
+  g_assert_true(rok_strategy_tba_modules(s.trace, s.hw, NULL, &n, &total, NULL));
+  g_assert_cmpuint(total, ==, 2 * s.trace->layers); /* attention and MLP */
   g_assert_cmpuint(n, >=, 1);
-  g_assert_cmpuint(n, <, s.trace->layers); /* the last layer is kept */
+  g_assert_cmpuint(n, <, total); /* the last module is kept */
+  g_autoptr(RokStepPlan) tba = rok_strategy_plan(ROK_STRATEGY_TBA, s.trace, s.hw, NULL, NULL);
+  g_assert_cmpint(tba->options.prefetch_unit, ==, ROK_PREFETCH_MODULE);
+  g_assert_cmpuint(tba->options.prefetch_window, ==, 2);
+  /* The last layer's MLP block keeps everything. */
+  for (guint t = 0; t < s.trace->tensors->len; t++) {
+    const RokTensor *tensor = rok_trace_tensor(s.trace, t);
+    if (tensor->layer == (gint)s.trace->layers - 1 && strstr(tensor->name, ".mlp.") != NULL)
+      g_assert_cmpint(tba->decisions[t], ==, ROK_DECISION_KEEP);
+  }
   unload(&s);
 }
 

@@ -43,8 +43,10 @@ assert len(doc["tensors"]) > 0 and doc["summary"]
 EOF
 }
 
-# Every model on every machine, at the GPU's memory (under the sanitizers,
-# ten times slower, every model on one machine in turn).
+# Every model and every machine, at the GPU's memory: each model on two
+# machines in turn (every pair would take minutes of planning now that each
+# plan is checked against every prefetch window and fewer-tier machine;
+# under the sanitizers, ten times slower, on one machine in turn).
 models=$(cd "$here/../../configs/models" && ls *.json | sed 's/\.json$//')
 machines=($(cd "$here/../../configs/hw" && ls *.json | sed 's/\.json$//'))
 sanitized=0
@@ -53,7 +55,8 @@ fits=0 refused=0 i=0
 for m in $models; do
   i=$((i + 1))
   for h in "${machines[@]}"; do
-    if [ "$sanitized" -eq 1 ] && [ "$h" != "${machines[$((i % ${#machines[@]}))]}" ]; then continue; fi
+    first=${machines[$((i % ${#machines[@]}))]} second=${machines[$(((i + 1) % ${#machines[@]}))]}
+    if [ "$h" != "$first" ] && { [ "$sanitized" -eq 1 ] || [ "$h" != "$second" ]; }; then continue; fi
     status=0
     "$rok" plan "$m" --hw "$h" --points 2 --json > "$tmp/p.json" 2> "$tmp/err" || status=$?
     if [ "$status" -eq 0 ]; then
@@ -71,7 +74,7 @@ for m in $models; do
     fi
   done
 done
-[ "$sanitized" -eq 1 ] || [ "$fits" -ge 30 ] || { echo "only $fits model x machine pairs fit" >&2; exit 1; }
+[ "$sanitized" -eq 1 ] || [ "$fits" -ge 20 ] || { echo "only $fits model x machine pairs fit" >&2; exit 1; }
 
 # More budgets: from the smallest feasible one up, read off the refusal.
 pairs=("gpt3-1.3b a100-40g-pcie4-4xp5800x" "t5-3b cpu-2core-virtio")

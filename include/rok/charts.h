@@ -70,11 +70,12 @@ void rok_charts_release(void);
 typedef struct {
   double width, height; /* points */
   double font_size;     /* body text, points */
-  const char *title;
+  char *title; /* g_malloc'd (as GOption leaves it); the style takes it */
 } RokChartStyle;
 /* ROK_ERROR_USAGE for sizes out of range (width at least 300, height at
- * least 200, font 6 to 36 points), naming the option. Copies `style`. */
-gboolean rok_charts_set_style(const RokChartStyle *style, GError **error);
+ * least 200, font 6 to 36 points), naming the option. Copies `style` and
+ * takes its title (style->title becomes NULL). */
+gboolean rok_charts_set_style(RokChartStyle *style, GError **error);
 /* A new chart or timeline titled `title` unless the style says otherwise,
  * with the style's size and font. */
 RokChart *rok_charts_chart_new(const char *title);

@@ -19,7 +19,7 @@ static struct {
   gboolean has_title;
 } style;
 
-gboolean rok_charts_set_style(const RokChartStyle *s, GError **error) {
+gboolean rok_charts_set_style(RokChartStyle *s, GError **error) {
   const char *bad = s->width != 0 && !(s->width >= 300 && s->width <= 10000)     ? "--width must be 300 to 10000 points"
                     : s->height != 0 && !(s->height >= 200 && s->height <= 10000) ? "--height must be 200 to 10000 points"
                     : s->font_size != 0 && !(s->font_size >= 6 && s->font_size <= 36)
@@ -32,9 +32,9 @@ gboolean rok_charts_set_style(const RokChartStyle *s, GError **error) {
   style.width = s->width;
   style.height = s->height;
   style.font_size = s->font_size;
-  g_free(style.title);
-  style.title = g_strdup(s->title);
   style.has_title = s->title != NULL;
+  g_free(style.title);
+  style.title = g_steal_pointer(&s->title);
   return TRUE;
 }
 

@@ -101,14 +101,22 @@ interrupt() { # DELAY SIGNAL COMMAND...
   shift 2
   "$@" >/dev/null 2>"$tmp/stderr" &
   local pid=$!
+  # The delay counts from when rok holds the signal (blocked for its
+  # signalfd, or caught): one before that takes the default action, and how
+  # long the loader takes depends on the build (ASan) and the load, not on rok.
+  local bit=$(( 1 << ($(kill -l "$sig") - 1) )) held
+  for _ in $(seq 1000); do
+    held=$(awk '/^Sig(Blk|Cgt):/ { printf "|0x%s", $2 }' /proc/$pid/status 2>/dev/null) || break
+    [ -n "$held" ] || break
+    (( (0 $held) & bit )) && break
+    sleep 0.01
+  done
   sleep "$delay"
   kill -s "$sig" $pid 2>/dev/null || true
   wait $pid || status=$?
   [ "$status" -le 1 ] || { echo "exit $status after $sig: $*" >&2; cat "$tmp/stderr" >&2; exit 1; }
   leftovers
 }
-# Not earlier than 0.2 s: a signal before main() (while the loader runs) takes
-# the default action, before rok could have written anything.
 for delay in 0.2 0.5 1.0 1.5; do
   for sig in INT TERM; do
     interrupt $delay $sig "$rok" plan gpt3-13b --hw $hw --points 3 -o plan

@@ -13,7 +13,7 @@ mpi=(mpirun --oversubscribe)
 # allocates before MPI_Finalize returns; under LeakSanitizer every rank would
 # fail on those. Leaks stay detected everywhere else (rok's own search code
 # runs under the same sanitizer in search.sh and test-search).
-if ldd "$rok" 2>/dev/null | grep -q libasan; then export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; fi
+if [ "${ROK_SANITIZED:-0}" = 1 ]; then export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; fi
 [ "$(id -u)" -ne 0 ] || mpi+=(--allow-run-as-root)
 if ! "${mpi[@]}" -n 2 "$rok" search gpt3-1.3b --hw cpu-2core-virtio --gpus 1 --micro-batch 1 --zero 0 --offload no \
     > /dev/null 2> "$tmp/probe"; then

@@ -197,6 +197,10 @@ typedef struct {
   guint64 peak_bytes, activation_peak_bytes; /* activation peak = peak - fixed */
   gboolean fits;                             /* peak <= gpu.memory */
   gboolean within_budget;                    /* peak <= budget */
+  /* The budget changed the run (a compute waited for memory, a read was
+   * held back). When it did not, the run is the same under any larger
+   * budget, and with none. */
+  gboolean budget_bound;
   /* Where the peak was reached: the compute work running or next to run. */
   RokActionKind peak_kind;
   guint peak_op, peak_micro_batch;

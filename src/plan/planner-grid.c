@@ -70,7 +70,7 @@ static gpointer grid_worker(gpointer data) {
     g_mutex_unlock(&job->lock);
   }
   g_mutex_lock(&job->lock);
-  job->worker_runs += rok_planner_runs(w);
+  job->worker_runs += w->runs; /* a worker's reduced planners are its parent's */
   g_mutex_unlock(&job->lock);
   rok_planner_free(w);
   return NULL;
@@ -171,6 +171,10 @@ static PlanGrid *grid_of(RokPlanner *q, RokPlanner *p) {
 }
 
 gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
+  /* Said at once: a budget above keep's peak (a sweep's small micro-batches,
+   * the GPU's whole memory) costs no search. */
+  if (plan_keep_fits(p, budget, out))
+    return TRUE;
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   g_autofree PlanChoice *own = g_new0(PlanChoice, n_planners(p));
   for (guint k = 0; k < n_planners(p); k++) {

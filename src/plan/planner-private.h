@@ -70,6 +70,7 @@ typedef struct {
 } PlanBaseline;
 
 typedef struct _PlanGrid PlanGrid;
+typedef struct _PlanMemo PlanMemo;
 
 struct _RokPlanner {
   const RokTrace *trace;
@@ -90,6 +91,7 @@ struct _RokPlanner {
   guint8 *own_allowed;
   gboolean *group_input;
   RokStepPlan *scratch;
+  guint8 *seen;    /* the decisions plan_eval last gave the simulator */
   guint64 runs;    /* simulator runs so far */
   GPtrArray *descent; /* PlanStep*, computed once */
   GPtrArray *ascent;  /* PlanStep*, computed once */
@@ -101,10 +103,11 @@ struct _RokPlanner {
   char *min_what;
   gboolean baselines_done;
   PlanBaseline baselines[ROK_STRATEGY_BASELINE_COUNT];
-  gboolean worker; /* a copy for one thread: owns only sim and scratch */
+  gboolean worker; /* a copy for one thread: owns only sim, scratch, seen and a reference to memo */
   guint prefetch;  /* the plan_prefetch setting plan_eval runs with (0 but in final judgements) */
   PlanGrid *grid;  /* the curve's budgets, planned as needed */
   GPtrArray *reduced; /* RokPlanner*: the same machine without SSDs, host offload, or both */
+  PlanMemo *memo;     /* shared with workers and reduced copies */
 };
 
 /* planner.c: run a plan with these options (the others default). */
@@ -142,6 +145,16 @@ const PlanBaseline *plan_baselines(RokPlanner *p);
 void plan_prepare(RokPlanner *p);
 /* A planner for another thread, sharing what plan_prepare made. */
 RokPlanner *plan_worker_new(const RokPlanner *p);
+
+/* planner-memo.c: what the simulator said of each plan run (see there). */
+PlanMemo *plan_memo_new(gsize n_tensors);
+PlanMemo *plan_memo_ref(PlanMemo *memo);
+void plan_memo_unref(PlanMemo *memo);
+gboolean plan_memo_lookup(PlanMemo *memo, const guint8 *decisions, const RokStepOptions *options, guint prefetch,
+                          PlanEval *out);
+void plan_memo_insert(PlanMemo *memo, const guint8 *decisions, const RokStepOptions *options, guint prefetch,
+                      const PlanEval *eval, gboolean budget_bound);
+guint64 plan_memo_hits(PlanMemo *memo);
 
 /* planner-groups.c: groups of tensors deciding alike (the granularity),
  * made after allowed_decisions. */
@@ -196,6 +209,10 @@ typedef struct {
   RokStrategy source;
 } PlanChoice;
 gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice *out);
+/* Keeping everything, when its peak fits `budget`, is the answer: every
+ * other plan computes at least as much and moves bytes besides (so it is
+ * no faster, writes no less and moves no less). */
+gboolean plan_keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out);
 void plan_choice_clear(PlanChoice *choice);
 /* planner-run.c */
 guint plan_polish_runs(const RokPlanner *p, gboolean curve);

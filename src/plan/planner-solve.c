@@ -296,9 +296,7 @@ static void polish_finalists(Solve *s, guint runs) {
   }
 }
 
-/* Keeping everything, when it fits, is the answer: every other plan
- * computes at least as much and moves bytes besides. */
-static gboolean keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
+gboolean plan_keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
   const PlanBaseline *keep = &plan_baselines(p)[ROK_STRATEGY_KEEP];
   if (keep->decisions == NULL || !plan_fits(&keep->final, budget))
     return FALSE;
@@ -309,7 +307,7 @@ static gboolean keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
 }
 
 gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice *out) {
-  if (keep_fits(p, budget, out))
+  if (plan_keep_fits(p, budget, out))
     return TRUE;
   Solve s = {.p = p, .budget = budget, .cands = g_array_new(FALSE, FALSE, sizeof(PlanChoice)),
              .baselines = g_array_new(FALSE, FALSE, sizeof(PlanChoice)), .descent_runs = MAX(polish_runs / 2, 8)};

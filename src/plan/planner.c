@@ -75,6 +75,8 @@ static RokPlanner *planner_new(const RokTrace *trace, const RokHw *hw, const Rok
   p->host_limit = host_limit(hw, options);
   p->allowed = g_new0(guint8, MAX(p->n_tensors, 1));
   p->scratch = rok_step_plan_new(trace);
+  p->memo = plan_memo_new(p->n_tensors);
+  p->seen = g_new0(guint8, MAX(p->n_tensors, 1));
   allowed_decisions(p);
   plan_build_groups(p);
   plan_build_classes(p);
@@ -103,8 +105,11 @@ static void add_reduced(RokPlanner *p) {
     RokPlannerOptions o = p->options;
     o.tiers = used & ~drops[i];
     RokPlanner *q = planner_new(p->trace, p->hw, &o, NULL);
-    if (q != NULL)
-      g_ptr_array_add(p->reduced, q);
+    if (q == NULL)
+      continue;
+    plan_memo_unref(q->memo); /* same trace, machine and limits: the same runs */
+    q->memo = plan_memo_ref(p->memo);
+    g_ptr_array_add(p->reduced, q);
   }
 }
 
@@ -125,8 +130,13 @@ RokPlanner *rok_planner_new(const RokTrace *trace, const RokHw *hw, const RokPla
 void rok_planner_free(RokPlanner *p) {
   if (p == NULL)
     return;
+  if (!p->worker && p->reduced != NULL) /* the top planner: G_MESSAGES_DEBUG=all shows it */
+    g_debug("planner: %" G_GUINT64_FORMAT " simulator runs, %" G_GUINT64_FORMAT " answered from memory",
+            rok_planner_runs(p), plan_memo_hits(p->memo));
   rok_sim_free(p->sim);
   rok_step_plan_free(p->scratch);
+  plan_memo_unref(p->memo);
+  g_free(p->seen);
   if (p->worker) {
     g_free(p);
     return;
@@ -160,20 +170,12 @@ gboolean plan_eval(RokPlanner *p, const guint8 *decisions, guint64 memory_budget
   return plan_eval_whole(p, decisions, memory_budget, detail, FALSE, out);
 }
 
-gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_budget, guint detail,
-                         gboolean whole_layers, PlanEval *out) {
-  RokStepPlan *plan = p->scratch;
-  for (guint t = 0; t < p->n_tensors; t++)
-    plan->decisions[t] = plan_decision_of(p, decisions, t);
-  rok_step_options_init(&plan->options);
-  plan->options.memory_budget = memory_budget;
-  plan->options.detail_micro_batches = detail;
-  plan->options.rebuild_whole_layers = whole_layers;
-  plan->options.prefetch_unit = plan_prefetch[p->prefetch].unit;
-  plan->options.prefetch_window = plan_prefetch[p->prefetch].window;
+/* What the simulator says of the plan in p->scratch, without the memo. */
+static gboolean simulate(RokPlanner *p, PlanEval *out, gboolean *budget_bound) {
   p->runs++;
-  g_autoptr(RokSimResult) r = rok_sim_run(p->sim, plan, NULL);
+  g_autoptr(RokSimResult) r = rok_sim_run(p->sim, p->scratch, NULL);
   *out = (PlanEval){.valid = r != NULL && r->host_peak_bytes <= p->host_limit};
+  *budget_bound = r != NULL && r->budget_bound;
   if (r != NULL) {
     out->step_ns = r->step_ns;
     out->peak = r->peak_bytes;
@@ -185,6 +187,40 @@ gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_
     if (limit > 0 && r->step_time_s > 0 && (double)r->nvme_write_bytes / r->step_time_s > limit)
       out->valid = FALSE;
   }
+  return out->valid;
+}
+
+static gboolean same_eval(const PlanEval *a, const PlanEval *b) {
+  return a->valid == b->valid && a->step_ns == b->step_ns && a->peak == b->peak && a->moved == b->moved &&
+         a->host == b->host && a->nvme == b->nvme;
+}
+
+gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_budget, guint detail,
+                         gboolean whole_layers, PlanEval *out) {
+  RokStepPlan *plan = p->scratch;
+  for (guint t = 0; t < p->n_tensors; t++) {
+    p->seen[t] = plan_decision_of(p, decisions, t);
+    plan->decisions[t] = p->seen[t];
+  }
+  rok_step_options_init(&plan->options);
+  plan->options.memory_budget = memory_budget;
+  plan->options.detail_micro_batches = detail;
+  plan->options.rebuild_whole_layers = whole_layers;
+  plan->options.prefetch_unit = plan_prefetch[p->prefetch].unit;
+  plan->options.prefetch_window = plan_prefetch[p->prefetch].window;
+  gboolean bound;
+  if (plan_memo_lookup(p->memo, p->seen, &plan->options, p->prefetch, out)) {
+    static gint check = -1;
+    if (g_atomic_int_get(&check) < 0)
+      g_atomic_int_set(&check, g_strcmp0(g_getenv("ROK_PLAN_MEMO_CHECK"), "1") == 0);
+    PlanEval fresh;
+    if (check && (simulate(p, &fresh, &bound), !same_eval(&fresh, out)))
+      g_error("planner memo: a remembered run differs from the simulator's (budget %" G_GUINT64_FORMAT ")",
+              memory_budget);
+    return out->valid;
+  }
+  simulate(p, out, &bound);
+  plan_memo_insert(p->memo, p->seen, &plan->options, p->prefetch, out, bound);
   return out->valid;
 }
 
@@ -261,5 +297,7 @@ RokPlanner *plan_worker_new(const RokPlanner *p) {
   w->prefetch = 0;
   w->sim = rok_sim_new(p->trace, p->hw, NULL);
   w->scratch = rok_step_plan_new(p->trace);
+  w->memo = plan_memo_ref(p->memo);
+  w->seen = g_new0(guint8, MAX(p->n_tensors, 1));
   return w;
 }

@@ -75,6 +75,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   sim_evq_reset(&e->evq);
   e->now = e->end_time = 0;
   e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
+  e->budget_bound = FALSE;
   e->n_mb = sim_order_detail(sim->trace, plan->options.detail_micro_batches, sim->trace->micro_batches_per_step);
   e->prefetch_window = plan->options.prefetch_window;
   e->gpudirect = hw->nvme.gpudirect;
@@ -229,8 +230,10 @@ static gint blocking_cause(SimEngine *e, const ItemView *v) {
   for (guint a = 0; a < v->n_allocs; a++)
     if (!sim_ts(e, e->mb, v->allocs[a])->resident)
       need += rok_trace_tensor(e->sim->trace, v->allocs[a])->bytes;
-  if (e->live + need > e->budget && e->pending_free > 0)
+  if (e->live + need > e->budget && e->pending_free > 0) {
+    e->budget_bound = TRUE;
     return ROK_STALL_MEMORY;
+  }
   return -1;
 }
 

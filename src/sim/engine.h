@@ -81,6 +81,7 @@ typedef struct {
   RokEventQueue evq;
   gint64 now;
   guint64 budget, staging_cap;
+  gboolean budget_bound; /* the budget made a compute wait or held a read back */
   guint n_mb, prefetch_window;
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;

@@ -127,6 +127,7 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->activation_peak_bytes = e->peak - r->fixed_bytes;
   r->fits = e->peak <= sim->hw->gpu.memory;
   r->within_budget = e->peak <= e->budget;
+  r->budget_bound = e->budget_bound;
   r->peak_kind = e->peak_kind;
   r->peak_op = e->peak_op;
   r->peak_micro_batch = e->peak_mb;

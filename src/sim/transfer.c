@@ -460,6 +460,7 @@ void sim_prefetch_pump(SimEngine *e) {
     guint64 bytes = ts->resident ? 0 : rok_trace_tensor(e->sim->trace, tensor)->bytes;
     if (!demand && e->live + bytes + reserve_through(e, first, &from, &most) > e->budget) {
       ts->late = 1;
+      e->budget_bound = TRUE;
       return;
     }
     issue(e, e->mb, tensor);

@@ -228,9 +228,9 @@ static gboolean run(const Options *o, const RokTrace *trace, const RokHw *hw, Ou
 static json_object *no_fit_json(const RokTrace *trace, const RokHw *hw, const Outcome *out);
 
 /* Stage `s` planned under the same budget and strategy as the one shown;
- * when none fits, with --json, the stage's no-fit document is printed. */
+ * when none fits, with --json, the stage's no-fit document in *no_fit. */
 static RokStepPlan *plan_stage(const Options *o, const Outcome *shown, RokTrace *trace, guint s, gboolean json,
-                               GError **error) {
+                               json_object **no_fit, GError **error) {
   RokPlannerOptions popts;
   g_auto(Outcome) local = {0};
   if (!check_options(o, shown->hw, &local, &popts, error) ||
@@ -241,28 +241,81 @@ static RokStepPlan *plan_stage(const Options *o, const Outcome *shown, RokTrace 
                           ? rok_planner_plan(local.planner, shown->budget, &local.result, error)
                           : rok_planner_baseline(local.planner, shown->strategy, shown->budget, &local.result, error);
   if (plan == NULL && json && g_error_matches(*error, ROK_ERROR, ROK_ERROR_NO_FIT)) {
-    json_object *doc = no_fit_json(trace, shown->hw, &local);
-    json_object_object_add(doc, "pipeline_stage", json_object_new_uint64(s));
-    cli_print_json(doc, NULL);
+    *no_fit = no_fit_json(trace, shown->hw, &local);
+    json_object_object_add(*no_fit, "pipeline_stage", json_object_new_uint64(s));
   }
   if (plan == NULL)
     g_prefix_error(error, "pipeline stage %u: ", s);
   return plan;
 }
 
+/* The stages other than the one shown, planned in threads (each planner
+ * is independent, so the plans do not depend on which thread made them). */
+typedef struct {
+  const Options *o;
+  const Outcome *out;
+  GPtrArray *traces;
+  guint shown, n;
+  gboolean json;
+  RokStepPlan **plans;
+  json_object **no_fits;
+  GError **errors;
+  gint next; /* atomic */
+} StageJob;
+
+static gpointer stage_worker(gpointer data) {
+  StageJob *job = data;
+  for (guint s; (s = (guint)g_atomic_int_add(&job->next, 1)) < job->n;)
+    if (s != job->shown)
+      job->plans[s] = plan_stage(job->o, job->out, g_ptr_array_index(job->traces, s), s, job->json,
+                                 &job->no_fits[s], &job->errors[s]);
+  return NULL;
+}
+
+static void plan_other_stages(StageJob *job) {
+  guint threads = CLAMP(g_get_num_processors(), 1, job->n);
+  g_autoptr(GPtrArray) workers = g_ptr_array_new();
+  for (guint i = 0; i < threads; i++) {
+    GThread *t = g_thread_try_new("rok-stage", stage_worker, job, NULL);
+    if (t == NULL)
+      break; /* RLIMIT_NPROC: the threads made, or this one, do it all */
+    g_ptr_array_add(workers, t);
+  }
+  if (workers->len == 0)
+    stage_worker(job);
+  for (guint i = 0; i < workers->len; i++)
+    g_thread_join(g_ptr_array_index(workers, i));
+}
+
 /* Every stage planned under the budget and the pipeline composed from
- * the plans; the table printed (unless JSON) and added to the report. */
+ * the plans; the table printed (unless JSON) and added to the report. The
+ * first stage (in order) that cannot be planned is the one reported. */
 static gboolean plan_stages(const Options *o, const Outcome *out, GPtrArray *traces, guint shown, RokPlanFile *file,
                             gboolean json, GError **error) {
   guint n = traces->len;
+  g_autofree RokStepPlan **stage_plans = g_new0(RokStepPlan *, n);
+  g_autofree json_object **no_fits = g_new0(json_object *, n);
+  g_autofree GError **errors = g_new0(GError *, n);
+  StageJob job = {.o = o, .out = out, .traces = traces, .shown = shown, .n = n, .json = json,
+                  .plans = stage_plans, .no_fits = no_fits, .errors = errors};
+  plan_other_stages(&job);
+  stage_plans[shown] = rok_step_plan_copy(out->plan);
   g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  gboolean ok = TRUE;
   for (guint s = 0; s < n; s++) {
-    RokStepPlan *plan = s == shown ? rok_step_plan_copy(out->plan)
-                                   : plan_stage(o, out, g_ptr_array_index(traces, s), s, json, error);
-    if (plan == NULL)
-      return FALSE;
-    g_ptr_array_add(plans, plan);
+    g_ptr_array_add(plans, stage_plans[s]);
+    if (ok && stage_plans[s] == NULL) {
+      ok = FALSE;
+      if (no_fits[s] != NULL)
+        cli_print_json(g_steal_pointer(&no_fits[s]), NULL);
+      g_propagate_error(error, g_steal_pointer(&errors[s]));
+    }
+    if (no_fits[s] != NULL)
+      json_object_put(no_fits[s]);
+    g_clear_error(&errors[s]);
   }
+  if (!ok)
+    return FALSE;
   g_autofree RokSimResult **results = g_new0(RokSimResult *, n);
   if (!rok_pipeline_simulate((RokTrace *const *)traces->pdata, out->hw, (RokStepPlan *const *)plans->pdata, n, FALSE,
                              results, error))

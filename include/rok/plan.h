@@ -221,9 +221,12 @@ RokStepPlan *rok_planner_baseline(RokPlanner *planner, RokStrategy strategy, gui
 guint64 rok_planner_runs(const RokPlanner *planner);
 
 /* The exact optimum by enumeration of every decision of every saved tensor
- * (for tests and small traces): at most `max_plans` plans, ROK_ERROR_USAGE
- * when there would be more. Each plan is run under `budget` with the
- * default detail; the fastest that fits (ties: smaller peak, then first in
+ * (of each group's representative at a coarser granularity; for tests and
+ * small traces): at most `max_plans` decision vectors, ROK_ERROR_USAGE
+ * when there would be more. Each is run under `budget` with the default
+ * detail, and with every prefetch window the planner tries when it reads
+ * anything back; the best that fits by the planner's own order (faster,
+ * then fewer bytes moved, less host memory, smaller peak; then first in
  * enumeration order). ROK_ERROR_NO_FIT when none fits. */
 RokStepPlan *rok_planner_exhaustive(RokPlanner *planner, guint64 budget, guint64 max_plans,
                                    RokSimResult **result, GError **error);

@@ -4,9 +4,6 @@
 
 #include "planner-private.h"
 
-/* Pairs of tensors, ruins and blocks are tried when there are at most
- * this many saved tensors ("small" traces, whose runs are cheap). */
-#define POLISH_SMALL 24
 
 typedef struct {
   RokPlanner *p;
@@ -22,8 +19,9 @@ extern const guint8 polish_decisions[ROK_DECISION_COUNT];
 static inline gboolean polish_spent(const Polish *s) {
   return s->runs >= s->max_runs;
 }
+/* Pairs of tensors, ruins and blocks are tried on small traces. */
 static inline gboolean polish_small(const Polish *s) {
-  return s->p->members->len <= POLISH_SMALL;
+  return plan_small(s->p);
 }
 
 /* planner-polish.c: judge s->trial and take it when better; set tensors

@@ -126,6 +126,11 @@ static inline gboolean plan_fits(const PlanEval *e, guint64 budget) {
 static inline guint plan_member(const RokPlanner *p, const PlanClass *c, guint i) {
   return g_array_index(p->members, guint, c->first + i);
 }
+/* A trace with at most 24 saved tensors, whose runs are cheap: the search
+ * tries more there (pairs, ruins, every prefetch window). */
+static inline gboolean plan_small(const RokPlanner *p) {
+  return p->members->len <= 24;
+}
 static inline const PlanClass *plan_class(const RokPlanner *p, guint i) {
   return &g_array_index(p->classes, PlanClass, i);
 }

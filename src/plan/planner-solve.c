@@ -11,6 +11,7 @@ typedef struct {
   guint64 budget;
   GArray *cands; /* PlanChoice, best first, at most FINALISTS */
   GArray *baselines; /* PlanChoice of every applicable baseline, fitting or not */
+  GArray *windows;   /* PlanChoice refined under other prefetch windows (small traces) */
   guint descent_runs;  /* for the descent under the budget */
 } Solve;
 
@@ -225,7 +226,7 @@ static void final_eval(Solve *s, PlanChoice *c) {
 
 /* The finalists and the baselines at the default detail: the best that fits. */
 static gboolean final(Solve *s, PlanChoice *out) {
-  GArray *all[] = {s->cands, s->baselines};
+  GArray *all[] = {s->cands, s->baselines, s->windows};
   PlanChoice *best = NULL;
   for (guint a = 0; a < G_N_ELEMENTS(all); a++)
     for (guint i = 0; i < all[a]->len; i++) {
@@ -296,6 +297,28 @@ static void polish_finalists(Solve *s, guint runs) {
   }
 }
 
+/* On a small trace, the best finalist refined again under each other
+ * prefetch window: a plan that reads back early and one that reads late
+ * want different tensors offloaded, and the search runs with one window. */
+static void polish_windows(Solve *s, guint runs) {
+  RokPlanner *p = s->p;
+  if (!plan_small(p) || s->cands->len == 0)
+    return;
+  const PlanChoice *best = &g_array_index(s->cands, PlanChoice, 0);
+  for (guint k = 1; k < PLAN_PREFETCH_SETTINGS; k++) {
+    PlanChoice c = {.decisions = g_memdup2(best->decisions, MAX(p->n_tensors, 1)), .memory_budget = s->budget,
+                    .source = ROK_STRATEGY_ROK};
+    p->prefetch = k;
+    if (plan_eval(p, c.decisions, s->budget, p->options.search_detail, &c.eval) && plan_fits(&c.eval, s->budget)) {
+      plan_polish(p, c.decisions, &c.eval, s->budget, s->budget, MAX(runs / (PLAN_PREFETCH_SETTINGS - 1), 1));
+      g_array_append_val(s->windows, c);
+    } else {
+      plan_choice_clear(&c);
+    }
+    p->prefetch = 0;
+  }
+}
+
 gboolean plan_keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
   const PlanBaseline *keep = &plan_baselines(p)[ROK_STRATEGY_KEEP];
   if (keep->decisions == NULL || !plan_fits(&keep->final, budget))
@@ -310,15 +333,18 @@ gboolean plan_solve(RokPlanner *p, guint64 budget, guint polish_runs, PlanChoice
   if (plan_keep_fits(p, budget, out))
     return TRUE;
   Solve s = {.p = p, .budget = budget, .cands = g_array_new(FALSE, FALSE, sizeof(PlanChoice)),
-             .baselines = g_array_new(FALSE, FALSE, sizeof(PlanChoice)), .descent_runs = MAX(polish_runs / 2, 8)};
+             .baselines = g_array_new(FALSE, FALSE, sizeof(PlanChoice)),
+             .windows = g_array_new(FALSE, FALSE, sizeof(PlanChoice)), .descent_runs = MAX(polish_runs / 2, 8)};
   add_baselines(&s);
   add_min_memory(&s);
   add_descent(&s);
   add_ascent(&s);
   polish_finalists(&s, polish_runs);
+  polish_windows(&s, polish_runs);
   gboolean found = final(&s, out);
   clear_all(s.cands);
   clear_all(s.baselines);
+  clear_all(s.windows);
   return found;
 }
 

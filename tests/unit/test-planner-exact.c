@@ -1,6 +1,7 @@
 /* The planner against the exact optimum: on small traces (a few layers, a
  * few saved tensors each) with varied bandwidths and budgets, every plan
- * is enumerated (4^n) and simulated, and the planner's step time must be
+ * is enumerated (4^n, each plan that reads back with every prefetch
+ * window) and simulated, and the planner's step time must be
  * within 1% of the best that fits, and equal to it where it can be.
  *
  * Traces are made by a seeded generator: layers of alike op chains (an

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -163,6 +164,14 @@ def test_round_trip(arch, model, tmp):
           f"or recomputed) -> apply: bitwise equal, bytes as planned; the exported policy too")
 
 
+def landed(runner, seconds=60):
+    """Wait until every offload's write is done and its tensor left memory."""
+    deadline = time.monotonic() + seconds
+    while any(r.write is not None and r.decision != "keep" and r.flat is not None for r in runner.records):
+        assert time.monotonic() < deadline, "offloads still in flight after a minute"
+        time.sleep(0.01)
+
+
 def test_files(tmp):
     model = make_model("gpt")
     keep = json.loads(rok("plan", *model_args("gpt"), "--hw", "cpu-2core-virtio", "-s", "keep", "--json"))
@@ -179,11 +188,16 @@ def test_files(tmp):
         loss.backward()
     assert seen["during"] == ["data", "rok-owner"], seen
     assert not os.path.exists(runner.report["workdir"])
-    # A failed read in backward: the step raises, the folder goes.
+    # A failed read in backward: the step raises, the folder goes. The
+    # writes are let land first: a tensor backward finds still in memory
+    # (its write in flight) is not read back, and on a busy machine that
+    # could be every one of them.
     os.environ["ROK_FAULT"] = "eio@read:2"
     try:
         with runner.step():
-            m(ids, labels).backward()
+            loss = m(ids, labels)
+            landed(runner)
+            loss.backward()
         raise AssertionError("an I/O error did not fail the step")
     except (StorageError, RuntimeError) as e:
         assert "Input/output error" in str(e) or "EIO" in str(e), e

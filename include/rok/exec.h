@@ -1,4 +1,4 @@
-/* The executor: a rok-schedule/1 run for real, measured (docs/simulator.md,
+/* The executor: a rok-schedule/2 run for real, measured (docs/simulator.md,
  * "The executor").
  *
  * rok_exec_run() opens an OpenCL device, builds the kernels, creates the

@@ -59,7 +59,11 @@ typedef enum {
   ROK_STREAM_H2D,
   ROK_STREAM_NVME_WRITE,
   ROK_STREAM_NVME_READ,
-  ROK_STREAM_COUNT
+  ROK_STREAM_COUNT, /* the streams the simulator's engine runs: all but comm */
+  /* Communication between GPUs: in schedules only, as placeholders (the
+   * simulator folds it into op times; one device cannot perform it). */
+  ROK_STREAM_COMM = ROK_STREAM_COUNT,
+  ROK_STREAM_ALL_COUNT
 } RokStream;
 
 /* Why the compute stream waited. */
@@ -79,8 +83,22 @@ typedef enum {
   ROK_ACTION_OFFLOAD,  /* one leg of a copy out of the GPU: d2h, nvme-write */
   ROK_ACTION_PREFETCH, /* one leg of a read back: nvme-read, h2d */
   ROK_ACTION_FREE,     /* a tensor's GPU memory released */
+  ROK_ACTION_COMM,     /* a collective or send on the comm stream (schedules only) */
   ROK_ACTION_KIND_COUNT
 } RokActionKind;
+
+/* Whose communication a comm action is: the tensor-parallel group's
+ * collectives around an op, the data-parallel gradient reduction (and the
+ * distributed optimizer's parameter gather) before the optimizer step,
+ * ZeRO-3's per-layer parameter gathers and gradient reduce-scatters, or a
+ * pipeline send to a neighbouring stage. */
+typedef enum {
+  ROK_COMM_TENSOR_PARALLEL,
+  ROK_COMM_DATA_PARALLEL,
+  ROK_COMM_ZERO3,
+  ROK_COMM_PIPELINE,
+  ROK_COMM_GROUP_COUNT
+} RokCommGroup;
 
 /* The unit of the prefetch window (rok/sim.h, "Prefetch"): a layer, a
  * module (a layer's attention or MLP block) or a leaf op of backward. */
@@ -151,8 +169,12 @@ typedef struct {
   guint micro_batch;
   guint op;      /* compute actions; ROK_NO_ID otherwise */
   guint tensor;  /* transfers and frees; ROK_NO_ID otherwise */
-  guint64 bytes; /* transfers and frees */
+  guint64 bytes; /* transfers and frees; comm: the message (rok_hw_collective_s) */
   gboolean gpudirect;
+  /* Comm actions: the collective (or send) and its group; the modelled
+   * duration is end_ns - start_ns. */
+  RokCollective collective;
+  RokCommGroup group;
   gint64 start_ns, end_ns;
   guint deps_first, deps_count;
 } RokAction;
@@ -161,6 +183,10 @@ const char *rok_decision_name(RokDecision decision);
 const char *rok_stream_name(RokStream stream);
 const char *rok_stall_cause_name(RokStallCause cause);
 const char *rok_action_kind_name(RokActionKind kind);
+/* "all-reduce", "all-gather", "reduce-scatter", "send". */
+const char *rok_collective_name(RokCollective collective);
+/* "tensor-parallel", "data-parallel", "zero3", "pipeline". */
+const char *rok_comm_group_name(RokCommGroup group);
 
 /* ---- The schedule ---- */
 
@@ -179,6 +205,7 @@ typedef struct {
   RokHw *owned_hw;
   char *source_name; /* the file it was read from, and its text: */
   GBytes *source;    /* for rok_schedule_locate_action() */
+  GArray *elements;  /* where each element of "actions" starts (compact form), or NULL */
 } RokSchedule;
 
 /* A schedule of the program `actions` (RokAction) with its dependencies
@@ -195,8 +222,11 @@ static inline const RokAction *rok_schedule_action(const RokSchedule *schedule, 
   return &g_array_index(schedule->actions, RokAction, id);
 }
 
-/* The file's text; writing is atomic (temporary file, then rename). */
+/* The file's text in the compact form (repeated blocks written once);
+ * writing is atomic (temporary file, then rename). */
 char *rok_schedule_to_string(const RokSchedule *schedule);
+/* The same program with every action written out (no repeats). */
+char *rok_schedule_to_string_full(const RokSchedule *schedule);
 gboolean rok_schedule_save(const RokSchedule *schedule, const char *path, GError **error);
 
 RokSchedule *rok_schedule_load(const char *path, GError **error);

@@ -1,4 +1,4 @@
-/* rok-schedule/1 files: rok_schedule_parse(). A schedule carries its trace
+/* rok-schedule/2 files: rok_schedule_parse(). A schedule carries its trace
  * and hardware profile; an accepted one must write back
  * (rok_schedule_to_string) to a file that reads back to the same bytes. */
 #include "fuzz.h"

@@ -62,7 +62,8 @@ typedef enum {
   ROK_STREAM_COUNT, /* the streams the simulator's engine runs: all but comm */
   /* Communication between GPUs: in schedules only, as placeholders (the
    * simulator folds it into op times; one device cannot perform it). */
-  ROK_STREAM_COMM = ROK_STREAM_COUNT,
+  ROK_STREAM_COMM = ROK_STREAM_COUNT, /* collectives, on the critical path of an op or the optimizer step */
+  ROK_STREAM_P2P,                     /* pipeline sends, overlapping the next block */
   ROK_STREAM_ALL_COUNT
 } RokStream;
 
@@ -83,7 +84,7 @@ typedef enum {
   ROK_ACTION_OFFLOAD,  /* one leg of a copy out of the GPU: d2h, nvme-write */
   ROK_ACTION_PREFETCH, /* one leg of a read back: nvme-read, h2d */
   ROK_ACTION_FREE,     /* a tensor's GPU memory released */
-  ROK_ACTION_COMM,     /* a collective or send on the comm stream (schedules only) */
+  ROK_ACTION_COMM,     /* a collective (comm stream) or a pipeline send (p2p stream): schedules only */
   ROK_ACTION_KIND_COUNT
 } RokActionKind;
 

@@ -32,9 +32,9 @@ static gboolean stream_fits(RokActionKind kind, RokStream stream) {
   case ROK_ACTION_PREFETCH:
     return stream == ROK_STREAM_H2D || stream == ROK_STREAM_NVME_READ;
   case ROK_ACTION_FREE:
-    return stream != ROK_STREAM_COMM;
+    return stream < ROK_STREAM_COUNT;
   case ROK_ACTION_COMM:
-    return stream == ROK_STREAM_COMM;
+    return stream == ROK_STREAM_COMM || stream == ROK_STREAM_P2P;
   default:
     return stream == ROK_STREAM_COMPUTE;
   }

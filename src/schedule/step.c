@@ -12,6 +12,7 @@ static const char *const stream_names[ROK_STREAM_ALL_COUNT] = {
     [ROK_STREAM_COMPUTE] = "compute",       [ROK_STREAM_D2H] = "d2h",
     [ROK_STREAM_H2D] = "h2d",               [ROK_STREAM_NVME_WRITE] = "nvme-write",
     [ROK_STREAM_NVME_READ] = "nvme-read",   [ROK_STREAM_COMM] = "comm",
+    [ROK_STREAM_P2P] = "p2p",
 };
 static const char *const collective_names[] = {
     [ROK_COLLECTIVE_ALL_REDUCE] = "all-reduce",

@@ -234,10 +234,11 @@ static void actions_init(Actions *a, const RokJsonDoc *doc, RokSchedule *s, gboo
     a->collectives[i] = rok_collective_name(i);
   for (guint i = 0; i < ROK_COMM_GROUP_COUNT; i++)
     a->groups[i] = rok_comm_group_name(i);
-  /* Per micro-batch and op: its forward, backward, a recompute or two and
-   * their collectives; per tensor: two legs each way and its frees. */
+  /* Per micro-batch and op: its forward, backward, a recompute and their
+   * collectives (up to seven), sends; per tensor: two legs each way and
+   * its frees. 16 per op and tensor is twice what a step has. */
   const RokTrace *t = s->trace;
-  a->max_actions = a->micro_batches * 8 * ((guint64)t->ops->len + t->tensors->len) + 64;
+  a->max_actions = a->micro_batches * 16 * ((guint64)t->ops->len + t->tensors->len) + 64;
 }
 
 gboolean schedule_read_actions(const RokJsonDoc *doc, const RokJsonObj *root, RokSchedule *s, gboolean compact,

@@ -37,7 +37,9 @@ json_object *rok_exec_report_timeline_to_json(const RokExecReport *r) {
       int tid = thread_of(s, p + 1);
       const char *stream = rok_stream_name(s);
       g_autofree char *name = p == 0 ? g_strdup(stream) : g_strdup_printf("%s, predicted", stream);
-      rok_timeline_json_name_thread(timeline, p + 1, tid, name, tid);
+      /* With comm streams, a process's tracks stay together. */
+      int order = r->comm_actions > 0 ? p * ROK_STREAM_ALL_COUNT + (int)s + 1 : tid;
+      rok_timeline_json_name_thread(timeline, p + 1, tid, name, order);
     }
   }
   for (guint i = 0; i < r->timeline->len; i++) {

@@ -2,17 +2,19 @@
  *
  * A schedule is the simulator's action log of one plan, every
  * micro-batch of the step simulated in detail: an ordered list of actions,
- * each on a stream (compute, d2h, h2d, nvme-write, nvme-read), of a kind
- * (forward, backward, recompute, optimizer, offload, prefetch, free),
- * touching an op (compute) or a tensor and its bytes (copies and frees),
- * with the earlier actions it must wait for and the predicted start and
- * end. The executor honours the dependencies, not the times; the times are
- * what its measurements are compared with. Alongside: the decision of
- * every saved tensor, the simulator's settings, the predicted totals, the
- * hardware profile, and the trace itself (embedded, with its SHA-256), so
- * that the file is all an executor needs.
+ * each on a stream (compute, d2h, h2d, nvme-write, nvme-read; comm and p2p
+ * for communication between GPUs), of a kind (forward, backward,
+ * recompute, optimizer, offload, prefetch, free, comm), touching an op
+ * (compute) or a tensor and its bytes (copies and frees), or naming a
+ * collective, its group and its bytes (comm), with the earlier actions it
+ * must wait for and the predicted start and end. The executor honours the
+ * dependencies, not the times; the times are what its measurements are
+ * compared with. Alongside: the decision of every saved tensor, the
+ * simulator's settings, the predicted totals, the hardware profile, and
+ * the trace itself (embedded, with its SHA-256), so that the file is all
+ * an executor needs.
  *
- * File format `rok-schedule/1` (JSON): format, strategy, model,
+ * File format `rok-schedule/2` (JSON): format, strategy, model,
  * budget_bytes, micro_batches, options {memory_budget, prefetch_window,
  * detail_micro_batches, rebuild_whole_layers}, predicted (the simulate
  * fields), plan [{id, name, decision} per saved tensor], hw (a hardware
@@ -21,12 +23,19 @@
  *    "tensor": 12, "bytes": 100663296, "gpudirect": true, "deps": [3, 6],
  *    "start_s": 0.001234000, "end_s": 0.017345000}
  * `op` for compute actions (none for the optimizer step), `tensor` and
- * `bytes` for copies and frees, `gpudirect` for copies; times are seconds
- * with nine decimals (whole nanoseconds). An action's id is its index and
- * its dependencies are earlier actions, so the program has no cycles.
- * Reading checks all of it (located errors, ROK_ERROR_INPUT; another
- * format, ROK_ERROR_FORMAT); a schedule written and read back writes
- * identical bytes. */
+ * `bytes` for copies and frees, `gpudirect` for copies, `collective`,
+ * `group` and `bytes` for comm actions; times are seconds with nine
+ * decimals (whole nanoseconds). An action's id is its index and its
+ * dependencies are earlier actions, so the program has no cycles. A block
+ * of actions the next ones repeat exactly (micro-batch, dependencies and
+ * times shifted) is written once, its copies as one line:
+ *   {"id": 9650, "repeat_from": 4825, "times": 30, "micro_batch_step": 1,
+ *    "shift_s": 13.723627462}
+ * which the reader expands, so that every user sees the whole program.
+ * `rok-schedule/1` (no repeats, no comm actions) is read too. Reading
+ * checks all of it (located errors, ROK_ERROR_INPUT; another format,
+ * ROK_ERROR_FORMAT); a schedule written and read back writes identical
+ * bytes. docs/formats.md describes every member. */
 #pragma once
 
 #include <glib.h>
@@ -130,7 +139,7 @@ typedef struct {
 #define ROK_STEP_DEFAULT_PREFETCH_WINDOW 1
 #define ROK_STEP_DEFAULT_PREFETCH_UNIT ROK_PREFETCH_LAYER
 #define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
-/* The latest start_s / end_s of an action in a rok-schedule/1 (31 years):
+/* The latest start_s / end_s of an action in a rok-schedule/2 (31 years):
  * nanoseconds of such times and their sums stay inside 64 bits. */
 #define ROK_SCHEDULE_MAX_SECONDS 1e9
 

@@ -14,7 +14,7 @@ typedef struct {
   const char *kinds[ROK_ACTION_KIND_COUNT + 1];
   const char *collectives[ROK_COLLECTIVE_SEND + 2];
   const char *groups[ROK_COMM_GROUP_COUNT + 1];
-  gboolean compact;          /* repeats allowed */
+  gboolean compact;          /* rok-schedule/2: repeats and comm actions allowed */
   guint64 max_actions;       /* after expanding repeats */
   GArray *elements;          /* ScheduleElement */
 } Actions;
@@ -153,6 +153,10 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
   act.stream = stream;
   act.kind = kind;
   act.micro_batch = (guint)mb;
+  if (act.kind == ROK_ACTION_COMM && !a->compact) {
+    rok_json_error(error, a->doc, e->path, "comm actions need format rok-schedule/2");
+    return FALSE;
+  }
   if (!stream_fits(act.kind, act.stream)) {
     rok_json_error(error, a->doc, e->path, "a %s action cannot run on the %s stream", rok_action_kind_name(act.kind),
                    rok_stream_name(act.stream));

@@ -45,14 +45,8 @@ static Sums sums_of(const GArray *actions) {
 
 static RokModel *small(const char *const *extra) {
   const char *base[] = {"layers=4", "hidden=512", "heads=8", "seq_len=256", "micro_batch=1", "global_batch=16",
-                        "data_parallel=2", "virtual_stages=1"};
-  g_autoptr(GPtrArray) sets = g_ptr_array_new();
-  for (guint i = 0; i < G_N_ELEMENTS(base); i++)
-    g_ptr_array_add(sets, (gpointer)base[i]);
-  for (guint i = 0; extra[i] != NULL; i++)
-    g_ptr_array_add(sets, (gpointer)extra[i]);
-  g_ptr_array_add(sets, NULL);
-  return test_bundled_model("gpt3-1.3b", (const char *const *)sets->pdata);
+                        "data_parallel=2", "virtual_stages=1", NULL};
+  return test_bundled_model2("gpt3-1.3b", base, extra);
 }
 
 /* Stage `stage` of `m` under `strategy`: the schedule against its run. */

@@ -75,14 +75,8 @@ static RokSchedule *schedule_of(const RokTrace *trace, const RokHw *hw, RokStrat
 static void check_model(const char *const *extra, guint stages) {
   const char *base[] = {"layers=8", "hidden=512", "heads=8", "seq_len=256", "micro_batch=1", "global_batch=8",
                         "data_parallel=1", "tensor_parallel=1", "sequence_parallel=false", "zero_stage=0",
-                        "pipeline_parallel=1", "virtual_stages=1"};
-  g_autoptr(GPtrArray) sets = g_ptr_array_new();
-  for (guint i = 0; i < G_N_ELEMENTS(base); i++)
-    g_ptr_array_add(sets, (gpointer)base[i]);
-  for (guint i = 0; extra[i] != NULL; i++)
-    g_ptr_array_add(sets, (gpointer)extra[i]);
-  g_ptr_array_add(sets, NULL);
-  g_autoptr(RokModel) m = test_bundled_model("gpt3-1.3b", (const char *const *)sets->pdata);
+                        "pipeline_parallel=1", "virtual_stages=1", NULL};
+  g_autoptr(RokModel) m = test_bundled_model2("gpt3-1.3b", base, extra);
   g_autoptr(RokHw) hw = test_bundled_hw("h100-80g-sxm-4xgen5");
   for (guint stage = 0; stage < stages; stage++) {
     g_autoptr(GError) error = NULL;
@@ -107,7 +101,24 @@ static void test_pipeline(void) {
   check_model((const char *const[]){"pipeline_parallel=2", "virtual_stages=2", NULL}, 2);
 }
 
+/* Comm actions are rok-schedule/2's: a /1 file with one is refused. */
+static void check_comm_needs_2(void) {
+  const char *sets[] = {"layers=2", "hidden=256", "heads=4", "seq_len=64", "global_batch=4", "data_parallel=2",
+                        "tensor_parallel=2", NULL};
+  g_autoptr(RokModel) m = test_bundled_model("gpt3-1.3b", sets);
+  g_autoptr(RokHw) hw = test_bundled_hw("h100-80g-sxm-4xgen5");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokTrace) trace = rok_trace_new_for_stage(m, 0, &error);
+  g_autoptr(RokSchedule) s = schedule_of(trace, hw, ROK_STRATEGY_KEEP);
+  g_autofree char *full = rok_schedule_to_string_full(s);
+  memcpy(strstr(full, "rok-schedule/2") + strlen("rok-schedule/"), "1", 1);
+  g_autoptr(RokSchedule) back = rok_schedule_parse("schedule.json", full, strlen(full), &error);
+  g_assert_null(back);
+  g_assert_nonnull(strstr(error->message, "comm actions need format rok-schedule/2"));
+}
+
 static void test_communication(void) {
+  check_comm_needs_2();
   check_model((const char *const[]){"tensor_parallel=2", "sequence_parallel=true", "data_parallel=2",
                                     "global_batch=16", NULL},
               1);

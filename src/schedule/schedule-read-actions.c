@@ -215,15 +215,15 @@ static gboolean read_repeat(const Actions *a, const RokJsonObj *e, guint index, 
   r.count = index - (guint)from;
   /* A repeat can claim far more than the file holds: no more actions than
    * any step of this trace could have. */
-  if ((guint64)r.count * times > a->max_actions - index) {
+  if (index >= a->max_actions || (guint64)r.count * times > a->max_actions - index) {
     rok_json_error(error, a->doc, e->path, "%" G_GUINT64_FORMAT " copies of %u actions exceed %" G_GUINT64_FORMAT
                    " actions, the most a step of this trace has", times, r.count, a->max_actions);
     return FALSE;
   }
   r.times = (guint)times;
   r.mb_step = (guint)step;
-  for (guint k = 0; k < r.count * r.times; k++)
-    if (!copy_action(a, e, index - r.count + k, &r, error))
+  for (guint64 k = 0; k < (guint64)r.count * r.times; k++)
+    if (!copy_action(a, e, (guint)(index - r.count + k), &r, error))
       return FALSE;
   return TRUE;
 }
@@ -242,7 +242,7 @@ static void actions_init(Actions *a, const RokJsonDoc *doc, RokSchedule *s, gboo
    * collectives (up to seven), sends; per tensor: two legs each way and
    * its frees. 16 per op and tensor is twice what a step has. */
   const RokTrace *t = s->trace;
-  a->max_actions = a->micro_batches * 16 * ((guint64)t->ops->len + t->tensors->len) + 64;
+  a->max_actions = MIN(a->micro_batches * 16 * ((guint64)t->ops->len + t->tensors->len) + 64, G_MAXUINT - 1);
 }
 
 gboolean schedule_read_actions(const RokJsonDoc *doc, const RokJsonObj *root, RokSchedule *s, gboolean compact,

@@ -249,7 +249,7 @@ def repeat(name, old, new):
 repeat('repeat-times-huge.json', '"times": ', '"times": 400000')
 repeat('repeat-micro-batch-past.json', '"micro_batch_step": 1', '"micro_batch_step": 2')
 repeat('repeat-from-later.json', '"repeat_from": ', '"repeat_from": 9')
-w(S, 'repeat-in-format-1.json', comm.replace('"format": "rok-schedule/2"', '"format": "rok-schedule/1"', 1))
+w(S, 'comm-in-format-1.json', comm.replace('"format": "rok-schedule/2"', '"format": "rok-schedule/1"', 1))
 w(S, 'comm-collective-unknown.json', comm.replace('"collective": "all-gather"', '"collective": "all-to-all"', 1))
 w(S, 'comm-on-compute.json', comm.replace('"stream": "comm", "kind": "comm"', '"stream": "compute", "kind": "comm"', 1))
 i = sched.index('"trace": {')

@@ -1,4 +1,4 @@
-/* The executor: a rok-schedule/1 run for real, measured (docs/simulator.md,
+/* The executor: a rok-schedule/2 run for real, measured (docs/simulator.md,
  * "The executor").
  *
  * rok_exec_run() opens an OpenCL device, builds the kernels, creates the
@@ -131,6 +131,10 @@ typedef struct {
   double compute_s, recompute_s;
   double stall_s;
   double stall_s_by_cause[ROK_STALL_COUNT];
+  /* Communication placeholders (schedules with comm actions): busy time
+   * of the comm and p2p streams, and the compute stream's idle time that
+   * waiting for them explains (neither a stall nor dispatch). */
+  double comm_s, p2p_s, comm_wait_s;
 } RokExecFigures;
 
 /* One action of the median step, measured and predicted (seconds from the
@@ -170,6 +174,8 @@ typedef struct {
   guint64 gradient_checksum;
   double loss;      /* mean over the micro-batches; NaN without cross-entropy */
   GPtrArray *notes; /* char *: what was emulated or given up, and why */
+  /* Comm actions, all run as timed placeholders, in all and per group. */
+  guint comm_actions, comm_by_group[ROK_COMM_GROUP_COUNT];
   GArray *timeline; /* RokExecSpan of the median step, in schedule order */
 } RokExecReport;
 
@@ -197,7 +203,9 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
  * (16 hex digits, a string: JSON numbers lose 64-bit precision), loss,
  * predicted {the same figures, from the schedule, and fixed_bytes},
  * relative_error {(measured - predicted) / predicted per figure; 0 where
- * both are 0, null where only the prediction is}, notes. Sizes in bytes, times in seconds, rates in
+ * both are 0, null where only the prediction is}, communication (only for
+ * a schedule with comm actions: placeholders, by_group, comm_s, p2p_s,
+ * compute_waited_s, predicted {the three}), notes. Sizes in bytes, times in seconds, rates in
  * bytes per second. */
 json_object *rok_exec_report_to_json(const RokExecReport *report);
 gboolean rok_exec_report_save(const RokExecReport *report, const char *path, GError **error);

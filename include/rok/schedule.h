@@ -2,17 +2,19 @@
  *
  * A schedule is the simulator's action log of one plan, every
  * micro-batch of the step simulated in detail: an ordered list of actions,
- * each on a stream (compute, d2h, h2d, nvme-write, nvme-read), of a kind
- * (forward, backward, recompute, optimizer, offload, prefetch, free),
- * touching an op (compute) or a tensor and its bytes (copies and frees),
- * with the earlier actions it must wait for and the predicted start and
- * end. The executor honours the dependencies, not the times; the times are
- * what its measurements are compared with. Alongside: the decision of
- * every saved tensor, the simulator's settings, the predicted totals, the
- * hardware profile, and the trace itself (embedded, with its SHA-256), so
- * that the file is all an executor needs.
+ * each on a stream (compute, d2h, h2d, nvme-write, nvme-read; comm and p2p
+ * for communication between GPUs), of a kind (forward, backward,
+ * recompute, optimizer, offload, prefetch, free, comm), touching an op
+ * (compute) or a tensor and its bytes (copies and frees), or naming a
+ * collective, its group and its bytes (comm), with the earlier actions it
+ * must wait for and the predicted start and end. The executor honours the
+ * dependencies, not the times; the times are what its measurements are
+ * compared with. Alongside: the decision of every saved tensor, the
+ * simulator's settings, the predicted totals, the hardware profile, and
+ * the trace itself (embedded, with its SHA-256), so that the file is all
+ * an executor needs.
  *
- * File format `rok-schedule/1` (JSON): format, strategy, model,
+ * File format `rok-schedule/2` (JSON): format, strategy, model,
  * budget_bytes, micro_batches, options {memory_budget, prefetch_window,
  * detail_micro_batches, rebuild_whole_layers}, predicted (the simulate
  * fields), plan [{id, name, decision} per saved tensor], hw (a hardware
@@ -21,12 +23,19 @@
  *    "tensor": 12, "bytes": 100663296, "gpudirect": true, "deps": [3, 6],
  *    "start_s": 0.001234000, "end_s": 0.017345000}
  * `op` for compute actions (none for the optimizer step), `tensor` and
- * `bytes` for copies and frees, `gpudirect` for copies; times are seconds
- * with nine decimals (whole nanoseconds). An action's id is its index and
- * its dependencies are earlier actions, so the program has no cycles.
- * Reading checks all of it (located errors, ROK_ERROR_INPUT; another
- * format, ROK_ERROR_FORMAT); a schedule written and read back writes
- * identical bytes. */
+ * `bytes` for copies and frees, `gpudirect` for copies, `collective`,
+ * `group` and `bytes` for comm actions; times are seconds with nine
+ * decimals (whole nanoseconds). An action's id is its index and its
+ * dependencies are earlier actions, so the program has no cycles. A block
+ * of actions the next ones repeat exactly (micro-batch, dependencies and
+ * times shifted) is written once, its copies as one line:
+ *   {"id": 9650, "repeat_from": 4825, "times": 30, "micro_batch_step": 1,
+ *    "shift_s": 13.723627462}
+ * which the reader expands, so that every user sees the whole program.
+ * `rok-schedule/1` (no repeats, no comm actions) is read too. Reading
+ * checks all of it (located errors, ROK_ERROR_INPUT; another format,
+ * ROK_ERROR_FORMAT); a schedule written and read back writes identical
+ * bytes. docs/formats.md describes every member. */
 #pragma once
 
 #include <glib.h>
@@ -59,7 +68,12 @@ typedef enum {
   ROK_STREAM_H2D,
   ROK_STREAM_NVME_WRITE,
   ROK_STREAM_NVME_READ,
-  ROK_STREAM_COUNT
+  ROK_STREAM_COUNT, /* the streams the simulator's engine runs: all but comm */
+  /* Communication between GPUs: in schedules only, as placeholders (the
+   * simulator folds it into op times; one device cannot perform it). */
+  ROK_STREAM_COMM = ROK_STREAM_COUNT, /* collectives, on the critical path of an op or the optimizer step */
+  ROK_STREAM_P2P,                     /* pipeline sends, overlapping the next block */
+  ROK_STREAM_ALL_COUNT
 } RokStream;
 
 /* Why the compute stream waited. */
@@ -79,8 +93,22 @@ typedef enum {
   ROK_ACTION_OFFLOAD,  /* one leg of a copy out of the GPU: d2h, nvme-write */
   ROK_ACTION_PREFETCH, /* one leg of a read back: nvme-read, h2d */
   ROK_ACTION_FREE,     /* a tensor's GPU memory released */
+  ROK_ACTION_COMM,     /* a collective (comm stream) or a pipeline send (p2p stream): schedules only */
   ROK_ACTION_KIND_COUNT
 } RokActionKind;
+
+/* Whose communication a comm action is: the tensor-parallel group's
+ * collectives around an op, the data-parallel gradient reduction (and the
+ * distributed optimizer's parameter gather) before the optimizer step,
+ * ZeRO-3's per-layer parameter gathers and gradient reduce-scatters, or a
+ * pipeline send to a neighbouring stage. */
+typedef enum {
+  ROK_COMM_TENSOR_PARALLEL,
+  ROK_COMM_DATA_PARALLEL,
+  ROK_COMM_ZERO3,
+  ROK_COMM_PIPELINE,
+  ROK_COMM_GROUP_COUNT
+} RokCommGroup;
 
 /* The unit of the prefetch window (rok/sim.h, "Prefetch"): a layer, a
  * module (a layer's attention or MLP block) or a leaf op of backward. */
@@ -111,7 +139,7 @@ typedef struct {
 #define ROK_STEP_DEFAULT_PREFETCH_WINDOW 1
 #define ROK_STEP_DEFAULT_PREFETCH_UNIT ROK_PREFETCH_LAYER
 #define ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES 3
-/* The latest start_s / end_s of an action in a rok-schedule/1 (31 years):
+/* The latest start_s / end_s of an action in a rok-schedule/2 (31 years):
  * nanoseconds of such times and their sums stay inside 64 bits. */
 #define ROK_SCHEDULE_MAX_SECONDS 1e9
 
@@ -151,8 +179,12 @@ typedef struct {
   guint micro_batch;
   guint op;      /* compute actions; ROK_NO_ID otherwise */
   guint tensor;  /* transfers and frees; ROK_NO_ID otherwise */
-  guint64 bytes; /* transfers and frees */
+  guint64 bytes; /* transfers and frees; comm: the message (rok_hw_collective_s) */
   gboolean gpudirect;
+  /* Comm actions: the collective (or send) and its group; the modelled
+   * duration is end_ns - start_ns. */
+  RokCollective collective;
+  RokCommGroup group;
   gint64 start_ns, end_ns;
   guint deps_first, deps_count;
 } RokAction;
@@ -161,6 +193,10 @@ const char *rok_decision_name(RokDecision decision);
 const char *rok_stream_name(RokStream stream);
 const char *rok_stall_cause_name(RokStallCause cause);
 const char *rok_action_kind_name(RokActionKind kind);
+/* "all-reduce", "all-gather", "reduce-scatter", "send". */
+const char *rok_collective_name(RokCollective collective);
+/* "tensor-parallel", "data-parallel", "zero3", "pipeline". */
+const char *rok_comm_group_name(RokCommGroup group);
 
 /* ---- The schedule ---- */
 
@@ -179,6 +215,7 @@ typedef struct {
   RokHw *owned_hw;
   char *source_name; /* the file it was read from, and its text: */
   GBytes *source;    /* for rok_schedule_locate_action() */
+  GArray *elements;  /* where each element of "actions" starts (compact form), or NULL */
 } RokSchedule;
 
 /* A schedule of the program `actions` (RokAction) with its dependencies
@@ -195,8 +232,11 @@ static inline const RokAction *rok_schedule_action(const RokSchedule *schedule, 
   return &g_array_index(schedule->actions, RokAction, id);
 }
 
-/* The file's text; writing is atomic (temporary file, then rename). */
+/* The file's text in the compact form (repeated blocks written once);
+ * writing is atomic (temporary file, then rename). */
 char *rok_schedule_to_string(const RokSchedule *schedule);
+/* The same program with every action written out (no repeats). */
+char *rok_schedule_to_string_full(const RokSchedule *schedule);
 gboolean rok_schedule_save(const RokSchedule *schedule, const char *path, GError **error);
 
 RokSchedule *rok_schedule_load(const char *path, GError **error);

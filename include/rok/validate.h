@@ -127,7 +127,7 @@ typedef struct {
   double moved_error;              /* 0 when both are 0 */
   GArray *parts;                   /* RokValidatePart, compute kinds in op-kind order, then streams */
   RokExecReport *report;           /* the report of its run whose median step is nearest the row's */
-  char *schedule;                  /* its rok-schedule/1 text */
+  char *schedule;                  /* its rok-schedule/2 text */
 } RokValidateRow;
 
 typedef struct {

@@ -19,6 +19,7 @@ static const struct {
     {ROK_ACTION_OPTIMIZER, "optimizer step", ROK_COLOR_BLACK},
     {ROK_ACTION_OFFLOAD, "offload (copy out)", ROK_COLOR_SKY},
     {ROK_ACTION_PREFETCH, "prefetch (read back)", ROK_COLOR_ORANGE},
+    {ROK_ACTION_COMM, "communication (placeholder)", ROK_COLOR_VERMILLION},
 };
 
 static gint compare_tracks(gconstpointer a, gconstpointer b) {

@@ -11,8 +11,11 @@ static gint64 to_ns(double seconds) {
   return (gint64)(seconds * 1e9 + (seconds >= 0 ? 0.5 : -0.5));
 }
 
-/* Threads: measured streams 1.., predicted streams after them. */
+/* Threads: measured streams 1.., predicted streams after them; the comm
+ * and p2p streams after all those (named only when used). */
 static int thread_of(RokStream stream, int pid) {
+  if (stream >= ROK_STREAM_COUNT)
+    return 2 * ROK_STREAM_COUNT + 1 + (int)(stream - ROK_STREAM_COUNT) + (pid - 1) * (ROK_STREAM_ALL_COUNT - ROK_STREAM_COUNT);
   return (int)stream + 1 + (pid - 1) * ROK_STREAM_COUNT;
 }
 
@@ -30,11 +33,13 @@ json_object *rok_exec_report_timeline_to_json(const RokExecReport *r) {
   for (int p = 0; p < 2; p++) {
     g_autofree char *title = g_strdup_printf("%s (%s, %s)", titles[p], r->model, r->strategy);
     rok_timeline_json_name_process(timeline, p + 1, title, p);
-    for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
+    for (guint s = 0; s < (r->comm_actions > 0 ? ROK_STREAM_ALL_COUNT : ROK_STREAM_COUNT); s++) {
       int tid = thread_of(s, p + 1);
       const char *stream = rok_stream_name(s);
       g_autofree char *name = p == 0 ? g_strdup(stream) : g_strdup_printf("%s, predicted", stream);
-      rok_timeline_json_name_thread(timeline, p + 1, tid, name, tid);
+      /* With comm streams, a process's tracks stay together. */
+      int order = r->comm_actions > 0 ? p * ROK_STREAM_ALL_COUNT + (int)s + 1 : tid;
+      rok_timeline_json_name_thread(timeline, p + 1, tid, name, order);
     }
   }
   for (guint i = 0; i < r->timeline->len; i++) {

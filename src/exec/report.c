@@ -151,6 +151,26 @@ static json_object *header(const RokExecReport *r) {
   return obj;
 }
 
+static json_object *comm_figures(const RokExecFigures *f) {
+  json_object *obj = json_object_new_object();
+  add(obj, "comm_s", rok_json_new_double(f->comm_s));
+  add(obj, "p2p_s", rok_json_new_double(f->p2p_s));
+  add(obj, "compute_waited_s", rok_json_new_double(f->comm_wait_s));
+  return obj;
+}
+
+/* Written only for a schedule with comm actions, all placeholders. */
+static json_object *communication(const RokExecReport *r) {
+  json_object *obj = comm_figures(&r->measured);
+  add(obj, "placeholders", json_object_new_uint64(r->comm_actions));
+  json_object *groups = json_object_new_object();
+  for (guint g = 0; g < ROK_COMM_GROUP_COUNT; g++)
+    add(groups, rok_comm_group_name(g), json_object_new_uint64(r->comm_by_group[g]));
+  add(obj, "by_group", groups);
+  add(obj, "predicted", comm_figures(&r->predicted));
+  return obj;
+}
+
 json_object *rok_exec_report_to_json(const RokExecReport *r) {
   json_object *obj = header(r);
   add_figures(obj, &r->measured);
@@ -175,6 +195,8 @@ json_object *rok_exec_report_to_json(const RokExecReport *r) {
   add(predicted, "fixed_bytes", json_object_new_uint64(r->predicted_fixed_bytes));
   add(obj, "predicted", predicted);
   add(obj, "relative_error", relative_errors(&r->measured, &r->predicted));
+  if (r->comm_actions > 0)
+    add(obj, "communication", communication(r));
   add(obj, "notes", strings(r->notes));
   return obj;
 }

@@ -49,6 +49,24 @@ static gboolean take_error(Runner *r, GError **error) {
 
 /* ---- the streams' threads ---- */
 
+/* Communication between GPUs that one device cannot perform: a wait of
+ * its modelled duration (end_s - start_s) to the clock. Sleeps overshoot
+ * by tens of microseconds to milliseconds (timer slack, a busy VM), more
+ * than a tensor-parallel collective lasts: sleep until 200 us before the
+ * end, then spin. Cancellation is checked every millisecond. */
+gboolean runner_comm_placeholder(Runner *r, guint id, GError **error) {
+  const RokAction *a = runner_action(&r->prog, id);
+  gint64 until = r->rec[id].start_ns + (a->end_ns - a->start_ns);
+  (void)error;
+  for (gint64 left; !runner_failed(r) && (left = until - runner_now_ns()) > 0;) {
+    if (left > 200000) {
+      struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)MIN(left - 200000, 1000000)};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return TRUE;
+}
+
 static gboolean exec_action(Runner *r, guint id, GError **error) {
   switch (runner_action(&r->prog, id)->stream) {
   case ROK_STREAM_COMPUTE:
@@ -59,6 +77,9 @@ static gboolean exec_action(Runner *r, guint id, GError **error) {
     return run_h2d_leg(r, id, error);
   case ROK_STREAM_NVME_WRITE:
     return runner_nvme_write_leg(r, id, error);
+  case ROK_STREAM_COMM:
+  case ROK_STREAM_P2P:
+    return runner_comm_placeholder(r, id, error);
   default:
     return runner_nvme_read_leg(r, id, error);
   }
@@ -140,7 +161,7 @@ static void on_completion(Runner *r, guint id) {
 /* Issue each idle stream's next action if it is ready. Returns how many. */
 static guint pump(Runner *r) {
   guint issued = 0;
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     const GArray *order = r->prog.order[s];
     if (r->busy[s] || r->cursor[s] >= order->len)
       continue;
@@ -157,7 +178,7 @@ static guint pump(Runner *r) {
 static void reset(Runner *r) {
   for (guint id = 0; id < r->prog.n_actions; id++)
     r->rec[id] = (RunnerRecord){.pending = runner_action(&r->prog, id)->deps_count, .state = RUN_WAITING};
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     r->cursor[s] = 0;
     r->busy[s] = FALSE;
   }
@@ -165,7 +186,7 @@ static void reset(Runner *r) {
 }
 
 static gboolean stuck(Runner *r, GError **error) {
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
     if (r->cursor[s] < r->prog.order[s]->len) {
       guint id = g_array_index(r->prog.order[s], guint, r->cursor[s]);
       GError *local = g_error_new(

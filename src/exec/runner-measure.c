@@ -12,7 +12,9 @@
  * counts it); time before
  * that leg started is explained the same way by the leg's own last
  * dependency, and so on back. What nothing explains (the runner's hand-off
- * between threads) is the dispatch time, not a stall. */
+ * between threads) is the dispatch time, not a stall. A wait for a
+ * communication placeholder is neither: the simulator counts exposed
+ * communication apart from stalls too. */
 #ifdef ROK_WITH_OPENCL
 
 #include "runner-private.h"
@@ -27,7 +29,7 @@ typedef struct {
   const Span *span;
   RokExecFigures *f;
   gint64 stall_ns[ROK_STALL_COUNT];
-  gint64 dispatch_ns;
+  gint64 dispatch_ns, comm_ns;
 } Stalls;
 
 static guint last_dep(const RunnerProgram *p, const Span *span, guint id) {
@@ -61,6 +63,12 @@ static void explain(Stalls *s, guint id, gint64 from, gint64 to) {
       return;
     }
     gint64 begin = MAX(from, s->span[d].start);
+    if (a->stream >= ROK_STREAM_COUNT) { /* a communication placeholder */
+      s->comm_ns += end - begin;
+      to = begin;
+      id = d;
+      continue;
+    }
     gint64 staging = MIN(s->span[d].wait, end - begin);
     gboolean ssd = a->stream == ROK_STREAM_NVME_READ || a->stream == ROK_STREAM_NVME_WRITE;
     s->stall_ns[ROK_STALL_STAGING] += staging;
@@ -86,6 +94,7 @@ static void stalls(const RunnerProgram *p, const Span *span, RokExecFigures *f, 
     f->stall_s += f->stall_s_by_cause[c];
   }
   *dispatch_s = (double)s.dispatch_ns / 1e9;
+  f->comm_wait_s = (double)s.comm_ns / 1e9;
 }
 
 static double rate(guint64 bytes, double ns) {
@@ -95,9 +104,9 @@ static double rate(guint64 bytes, double ns) {
 static void figures(const RunnerProgram *p, const Span *span, gint64 origin, RokExecFigures *f, double *dispatch_s) {
   /* Sums in double: a schedule's predicted times (up to 1e9 s each, over
    * millions of actions) would overflow 64-bit nanoseconds. */
-  double busy[ROK_STREAM_COUNT] = {0}, waits[ROK_STREAM_COUNT] = {0}, recompute = 0;
+  double busy[ROK_STREAM_ALL_COUNT] = {0}, waits[ROK_STREAM_ALL_COUNT] = {0}, recompute = 0;
   gint64 end = origin;
-  guint64 moved[ROK_STREAM_COUNT] = {0}, gd_out = 0, gd_in = 0;
+  guint64 moved[ROK_STREAM_ALL_COUNT] = {0}, gd_out = 0, gd_in = 0;
   for (guint id = 0; id < p->n_actions; id++) {
     const RokAction *a = runner_action(p, id);
     if (a->kind == ROK_ACTION_FREE)
@@ -109,7 +118,9 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
     recompute += a->kind == ROK_ACTION_RECOMPUTE ? length : 0;
     gd_out += a->gpudirect && a->stream == ROK_STREAM_NVME_WRITE ? span[id].moved : 0;
     gd_in += a->gpudirect && a->stream == ROK_STREAM_NVME_READ ? span[id].moved : 0;
-    if (a->stream == ROK_STREAM_COMPUTE)
+    /* The step ends with its last compute or collective (a data-parallel
+     * gather after the optimizer step); pipeline sends are the bubble's. */
+    if (a->stream == ROK_STREAM_COMPUTE || a->stream == ROK_STREAM_COMM)
       end = MAX(end, span[id].end);
   }
   f->step_time_s = ((double)end - (double)origin) / 1e9;
@@ -117,6 +128,8 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
     f->busy_s[s] = busy[s] / 1e9;
   f->compute_s = f->busy_s[ROK_STREAM_COMPUTE];
   f->recompute_s = recompute / 1e9;
+  f->comm_s = busy[ROK_STREAM_COMM] / 1e9;
+  f->p2p_s = busy[ROK_STREAM_P2P] / 1e9;
   f->d2h_bytes = moved[ROK_STREAM_D2H] + gd_out;
   f->h2d_bytes = moved[ROK_STREAM_H2D] + gd_in;
   f->nvme_write_bytes = moved[ROK_STREAM_NVME_WRITE];
@@ -157,7 +170,8 @@ void runner_measure_predicted(const RunnerProgram *p, RokExecFigures *out) {
   g_autofree Span *span = g_new(Span, p->n_actions);
   for (guint id = 0; id < p->n_actions; id++) {
     const RokAction *a = runner_action(p, id);
-    span[id] = (Span){.start = a->start_ns, .end = a->end_ns, .moved = a->kind == ROK_ACTION_FREE ? 0 : a->bytes};
+    gboolean moves = a->kind != ROK_ACTION_FREE && !runner_is_comm(a);
+    span[id] = (Span){.start = a->start_ns, .end = a->end_ns, .moved = moves ? a->bytes : 0};
   }
   double dispatch = 0;
   *out = (RokExecFigures){0};

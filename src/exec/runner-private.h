@@ -73,7 +73,7 @@ typedef struct {
   GArray *copies;                      /* RunnerCopy */
   guint *copy_of;                      /* [mb * n_tensors + tensor]: its copy, or RUN_NONE */
   guint n_chunks;                      /* over all copies */
-  GArray *order[ROK_STREAM_COUNT]; /* guint: each stream's actions, frees excepted */
+  GArray *order[ROK_STREAM_ALL_COUNT]; /* guint: each stream's actions, frees excepted */
   /* Sizes, bytes rounded up to whole slots. */
   guint64 stored_total;   /* copies written to the SSDs */
   guint64 staged_largest; /* the largest copy held in staging */
@@ -83,6 +83,7 @@ typedef struct {
   guint n_tickets;
   guint64 largest_tensor;
   guint gpudirect_legs;
+  guint comm_actions; /* communication placeholders (comm and p2p streams) */
   gboolean has_loss;
 } RunnerProgram;
 
@@ -108,6 +109,9 @@ static inline guint runner_key(const RunnerProgram *prog, guint mb, guint tensor
 }
 static inline const char *runner_tensor_name(const RunnerProgram *prog, guint tensor) {
   return rok_trace_tensor(prog->trace, tensor)->name;
+}
+static inline gboolean runner_is_comm(const RokAction *a) {
+  return a->kind == ROK_ACTION_COMM;
 }
 static inline gboolean runner_is_copy(const RokAction *a) {
   return a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH;
@@ -178,15 +182,15 @@ struct _Runner {
 
   /* The step. */
   RunnerRecord *rec;
-  guint cursor[ROK_STREAM_COUNT]; /* next position in prog.order */
-  gboolean busy[ROK_STREAM_COUNT];
+  guint cursor[ROK_STREAM_ALL_COUNT]; /* next position in prog.order */
+  gboolean busy[ROK_STREAM_ALL_COUNT];
   guint done, in_flight;
   gint64 step_start_ns;
   guint64 step_fixed;       /* device bytes allocated when the step started */
   GAsyncQueue *completions; /* to the dispatcher */
-  GAsyncQueue *work[ROK_STREAM_COUNT];
-  GThread *threads[ROK_STREAM_COUNT];
-  RunnerWorker workers[ROK_STREAM_COUNT];
+  GAsyncQueue *work[ROK_STREAM_ALL_COUNT];
+  GThread *threads[ROK_STREAM_ALL_COUNT];
+  RunnerWorker workers[ROK_STREAM_ALL_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
 
   /* Per step, from the compute thread. */
@@ -293,7 +297,8 @@ void runner_gate_wake(Runner *r);
 gboolean runner_nvme_write_leg(Runner *r, guint id, GError **error);
 gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error);
 
-/* runner-dispatch.c */
+/* runner-dispatch.c; a comm or p2p action: its modelled duration waited out. */
+gboolean runner_comm_placeholder(Runner *r, guint id, GError **error);
 gpointer runner_worker_thread(gpointer data); /* a RunnerWorker */
 gboolean runner_step(Runner *r, guint step, GError **error);
 /* Run a task on the compute thread and wait for it. */

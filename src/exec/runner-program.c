@@ -93,7 +93,7 @@ static gboolean check_target(const RunnerProgram *p, guint id, GError **error) {
   const RokAction *a = runner_action(p, id);
   if (a->micro_batch >= p->n_mb)
     return runner_program_fail(error, p, id, "micro-batch out of range");
-  if (a->kind == ROK_ACTION_OPTIMIZER)
+  if (a->kind == ROK_ACTION_OPTIMIZER || runner_is_comm(a))
     return TRUE;
   if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
     return a->op < p->trace->ops->len || runner_program_fail(error, p, id, "op %u is not in the trace", a->op);
@@ -138,6 +138,7 @@ static void link(RunnerProgram *p) {
       count[g_array_index(s->deps, guint, a->deps_first + k)]++;
     if (a->kind != ROK_ACTION_FREE)
       g_array_append_val(p->order[a->stream], id);
+    p->comm_actions += runner_is_comm(a);
   }
   guint base = p->ids->len;
   for (guint id = 0; id < p->n_actions; id++) {
@@ -325,7 +326,7 @@ gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, gui
   p->actions = g_new0(RunnerAction, MAX(p->n_actions, 1));
   p->ids = g_array_new(FALSE, FALSE, sizeof(guint));
   p->copies = g_array_new(FALSE, FALSE, sizeof(RunnerCopy));
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
     p->order[s] = g_array_new(FALSE, FALSE, sizeof(guint));
   if (p->n_actions == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "the schedule has no actions to run");
@@ -359,7 +360,7 @@ void runner_program_clear(RunnerProgram *p) {
     g_array_unref(p->ids);
   if (p->copies != NULL)
     g_array_unref(p->copies);
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
     if (p->order[s] != NULL)
       g_array_unref(p->order[s]);
   memset(p, 0, sizeof *p);

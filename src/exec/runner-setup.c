@@ -260,7 +260,7 @@ static gboolean open_store(Runner *r, GError **error) {
 }
 
 static gboolean start_threads(Runner *r, GError **error) {
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     r->work[s] = g_async_queue_new();
     r->workers[s] = (RunnerWorker){.r = r, .stream = s};
     g_autofree char *name = g_strdup_printf("rok-%s", rok_stream_name(s));
@@ -293,13 +293,13 @@ gboolean runner_setup(Runner *r, GError **error) {
 }
 
 static void stop_threads(Runner *r) {
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
     if (r->threads[s] != NULL) {
       g_async_queue_push(r->work[s], runner_msg(RUN_TASK_STOP));
       g_thread_join(r->threads[s]);
       r->threads[s] = NULL;
     }
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
     g_clear_pointer(&r->work[s], g_async_queue_unref);
 }
 

@@ -65,6 +65,28 @@ static void static_notes(Runner *r) {
   }
 }
 
+/* Communication one device cannot perform: said, with what it was. */
+static void comm_notes(Runner *r) {
+  const RunnerProgram *p = &r->prog;
+  RokExecReport *rep = r->report;
+  rep->comm_actions = p->comm_actions;
+  if (p->comm_actions == 0)
+    return;
+  for (guint id = 0; id < p->n_actions; id++) {
+    const RokAction *a = runner_action(p, id);
+    if (runner_is_comm(a))
+      rep->comm_by_group[a->group]++;
+  }
+  g_autoptr(GString) groups = g_string_new(NULL);
+  for (guint g = 0; g < ROK_COMM_GROUP_COUNT; g++)
+    if (rep->comm_by_group[g] > 0)
+      g_string_append_printf(groups, "%s%u %s", groups->len ? ", " : "", rep->comm_by_group[g], rok_comm_group_name(g));
+  g_ptr_array_add(r->notes, g_strdup_printf("%u communication actions (%s) are timed placeholders: one device cannot "
+                                            "perform them, so each waited its modelled duration on the comm or p2p "
+                                            "stream once its dependencies were done, moving nothing",
+                                            p->comm_actions, groups->str));
+}
+
 static void model_notes(Runner *r) {
   guint standins = rok_exec_model_standin_count(r->model);
   for (guint o = 0, shown = 0; o < r->trace->ops->len && shown < 3; o++) {
@@ -131,6 +153,8 @@ static guint median_step(const Measured *m, double *median) {
 }
 
 static const char *action_name(const Runner *r, const RokAction *a) {
+  if (a->kind == ROK_ACTION_COMM) /* "tensor-parallel all-gather" */
+    return NULL;
   if (a->stream == ROK_STREAM_COMPUTE && a->kind != ROK_ACTION_FREE)
     return a->op < r->trace->ops->len ? rok_trace_op(r->trace, a->op)->name : rok_action_kind_name(a->kind);
   return rok_trace_tensor(r->trace, a->tensor)->name;
@@ -143,7 +167,10 @@ static void fill_timeline(Runner *r, const RunnerRecord *rec, gint64 origin) {
                         .kind = a->kind,
                         .stream = a->stream,
                         .micro_batch = a->micro_batch,
-                        .name = g_strdup(action_name(r, a)),
+                        .name = a->kind == ROK_ACTION_COMM
+                                    ? g_strdup_printf("%s %s", rok_comm_group_name(a->group),
+                                                      rok_collective_name(a->collective))
+                                    : g_strdup(action_name(r, a)),
                         .bytes = a->bytes,
                         .start_s = (double)(rec[id].start_ns - origin) / 1e9,
                         .end_s = (double)(rec[id].end_ns - origin) / 1e9,
@@ -265,6 +292,7 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
   if (ok) {
     r->report->micro_batches = r->prog.n_mb;
     static_notes(r);
+    comm_notes(r);
     ok = runner_setup(r, error);
   }
   if (ok) {

@@ -1,5 +1,6 @@
 /* Reading a schedule's actions: each one checked against the trace, its
- * stream and kind, and the actions before it. */
+ * stream and kind, and the actions before it; repeats of the compact form
+ * (rok-schedule/2) expanded into the copies they stand for. */
 #include <math.h>
 
 #include "rok/core.h"
@@ -9,8 +10,13 @@ typedef struct {
   const RokJsonDoc *doc;
   RokSchedule *s;
   guint64 micro_batches;
-  const char *streams[ROK_STREAM_COUNT + 1];
+  const char *streams[ROK_STREAM_ALL_COUNT + 1];
   const char *kinds[ROK_ACTION_KIND_COUNT + 1];
+  const char *collectives[ROK_COLLECTIVE_SEND + 2];
+  const char *groups[ROK_COMM_GROUP_COUNT + 1];
+  gboolean compact;          /* rok-schedule/2: repeats and comm actions allowed */
+  guint64 max_actions;       /* after expanding repeats */
+  GArray *elements;          /* ScheduleElement */
 } Actions;
 
 static gboolean is_compute(RokActionKind kind) {
@@ -26,7 +32,9 @@ static gboolean stream_fits(RokActionKind kind, RokStream stream) {
   case ROK_ACTION_PREFETCH:
     return stream == ROK_STREAM_H2D || stream == ROK_STREAM_NVME_READ;
   case ROK_ACTION_FREE:
-    return TRUE;
+    return stream < ROK_STREAM_COUNT;
+  case ROK_ACTION_COMM:
+    return stream == ROK_STREAM_COMM || stream == ROK_STREAM_P2P;
   default:
     return stream == ROK_STREAM_COMPUTE;
   }
@@ -43,9 +51,33 @@ static gboolean get_ns(const RokJsonObj *e, const char *key, gint64 *ns, GError 
   return TRUE;
 }
 
+/* A comm action: its collective, group and message bytes; no op, no tensor. */
+static gboolean read_comm(const Actions *a, const RokJsonObj *e, RokAction *act, GError **error) {
+  int collective = 0, group = 0;
+  if (json_object_object_get_ex(e->obj, "op", NULL) || json_object_object_get_ex(e->obj, "tensor", NULL) ||
+      json_object_object_get_ex(e->obj, "gpudirect", NULL)) {
+    rok_json_error(error, a->doc, e->path, "a comm action names no op, no tensor and no gpudirect");
+    return FALSE;
+  }
+  if (!rok_json_get_enum(e, "collective", TRUE, a->collectives, &collective, error) ||
+      !rok_json_get_enum(e, "group", TRUE, a->groups, &group, error) ||
+      !rok_json_get_uint(e, "bytes", TRUE, 0, G_MAXUINT64, &act->bytes, error))
+    return FALSE;
+  act->op = act->tensor = ROK_NO_ID;
+  act->collective = collective;
+  act->group = group;
+  return TRUE;
+}
+
 /* op for compute (none for the optimizer), tensor and its bytes for the rest. */
 static gboolean read_target(const Actions *a, const RokJsonObj *e, RokAction *act, GError **error) {
   const RokTrace *trace = a->s->trace;
+  if (act->kind == ROK_ACTION_COMM)
+    return read_comm(a, e, act, error);
+  if (json_object_object_get_ex(e->obj, "collective", NULL) || json_object_object_get_ex(e->obj, "group", NULL)) {
+    rok_json_error(error, a->doc, e->path, "only comm actions name a collective and a group");
+    return FALSE;
+  }
   gboolean compute = is_compute(act->kind), needs_op = compute && act->kind != ROK_ACTION_OPTIMIZER;
   gboolean has_op = json_object_object_get_ex(e->obj, "op", NULL);
   gboolean has_tensor = json_object_object_get_ex(e->obj, "tensor", NULL);
@@ -91,13 +123,10 @@ static gboolean read_deps(const Actions *a, const RokJsonObj *e, guint id, RokAc
   return TRUE;
 }
 
-static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, GError **error) {
-  static const char *const keys[] = {"id", "stream", "kind", "micro_batch", "op", "tensor", "bytes",
-                                     "gpudirect", "deps", "start_s", "end_s", NULL};
-  RokAction act = {0};
-  guint64 id = 0, mb = 0;
-  int stream = 0, kind = 0;
-  if (!rok_json_only_keys(e, keys, error) || !rok_json_get_uint(e, "id", TRUE, 0, G_MAXUINT, &id, error))
+/* An element's id: the index of the (first) action it gives. */
+static gboolean check_id(const Actions *a, const RokJsonObj *e, guint index, GError **error) {
+  guint64 id = 0;
+  if (!rok_json_get_uint(e, "id", TRUE, 0, G_MAXUINT, &id, error))
     return FALSE;
   if (id != index) {
     g_autofree char *path = g_strdup_printf("%s.id", e->path);
@@ -105,6 +134,17 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
                    id);
     return FALSE;
   }
+  return TRUE;
+}
+
+static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, GError **error) {
+  static const char *const keys[] = {"id", "stream", "kind", "micro_batch", "op", "tensor", "bytes", "collective",
+                                     "group", "gpudirect", "deps", "start_s", "end_s", NULL};
+  RokAction act = {0};
+  guint64 mb = 0;
+  int stream = 0, kind = 0;
+  if (!rok_json_only_keys(e, keys, error) || !check_id(a, e, index, error))
+    return FALSE;
   if (
       !rok_json_get_enum(e, "stream", TRUE, a->streams, &stream, error) ||
       !rok_json_get_enum(e, "kind", TRUE, a->kinds, &kind, error) ||
@@ -113,6 +153,10 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
   act.stream = stream;
   act.kind = kind;
   act.micro_batch = (guint)mb;
+  if (act.kind == ROK_ACTION_COMM && !a->compact) {
+    rok_json_error(error, a->doc, e->path, "comm actions need format rok-schedule/2");
+    return FALSE;
+  }
   if (!stream_fits(act.kind, act.stream)) {
     rok_json_error(error, a->doc, e->path, "a %s action cannot run on the %s stream", rok_action_kind_name(act.kind),
                    rok_stream_name(act.stream));
@@ -129,21 +173,105 @@ static gboolean read_action(const Actions *a, const RokJsonObj *e, guint index, 
   return TRUE;
 }
 
-gboolean schedule_read_actions(const RokJsonDoc *doc, const RokJsonObj *root, RokSchedule *s, GError **error) {
-  Actions a = {.doc = doc, .s = s, .micro_batches = s->plan->options.detail_micro_batches};
-  for (guint i = 0; i < ROK_STREAM_COUNT; i++)
-    a.streams[i] = rok_stream_name(i);
+/* Copy c of the repeated block's action `from`: the next action. */
+static gboolean copy_action(const Actions *a, const RokJsonObj *e, guint from, const ScheduleRepeat *r,
+                            GError **error) {
+  RokAction act = g_array_index(a->s->actions, RokAction, from);
+  guint id = a->s->actions->len;
+  act.micro_batch += r->mb_step;
+  act.start_ns += r->shift_ns;
+  act.end_ns += r->shift_ns;
+  if (act.micro_batch >= a->micro_batches || act.end_ns > (gint64)(ROK_SCHEDULE_MAX_SECONDS * 1e9)) {
+    rok_json_error(error, a->doc, e->path, "action %u, the copy of action %u, would %s", id, from,
+                   act.micro_batch >= a->micro_batches ? "run a micro-batch past micro_batches" : "end after 1e9 s");
+    return FALSE;
+  }
+  guint first = act.deps_first;
+  act.deps_first = a->s->deps->len;
+  for (guint d = 0; d < act.deps_count; d++) {
+    guint dep = g_array_index(a->s->deps, guint, first + d) + r->count;
+    g_array_append_val(a->s->deps, dep);
+  }
+  g_array_append_val(a->s->actions, act);
+  return TRUE;
+}
+
+/* {"id", "repeat_from", "times", "micro_batch_step", "shift_s"}: the actions
+ * repeat_from .. id-1 again `times` times. */
+static gboolean read_repeat(const Actions *a, const RokJsonObj *e, guint index, GError **error) {
+  static const char *const keys[] = {"id", "repeat_from", "times", "micro_batch_step", "shift_s", NULL};
+  guint64 from = 0, times = 0, step = 0;
+  ScheduleRepeat r = {0};
+  if (!a->compact || index == 0) {
+    rok_json_error(error, a->doc, e->path, index ? "repeats need format rok-schedule/2" : "nothing to repeat yet");
+    return FALSE;
+  }
+  if (!rok_json_only_keys(e, keys, error) || !check_id(a, e, index, error) ||
+      !rok_json_get_uint(e, "repeat_from", TRUE, 0, index - 1, &from, error) ||
+      !rok_json_get_uint(e, "times", TRUE, 1, G_MAXUINT, &times, error) ||
+      !rok_json_get_uint(e, "micro_batch_step", TRUE, 0, a->micro_batches - 1, &step, error) ||
+      !get_ns(e, "shift_s", &r.shift_ns, error))
+    return FALSE;
+  r.count = index - (guint)from;
+  /* A repeat can claim far more than the file holds: no more actions than
+   * any step of this trace could have. */
+  if (index >= a->max_actions || (guint64)r.count * times > a->max_actions - index) {
+    rok_json_error(error, a->doc, e->path, "%" G_GUINT64_FORMAT " copies of %u actions exceed %" G_GUINT64_FORMAT
+                   " actions, the most a step of this trace has", times, r.count, a->max_actions);
+    return FALSE;
+  }
+  r.times = (guint)times;
+  r.mb_step = (guint)step;
+  for (guint64 k = 0; k < (guint64)r.count * r.times; k++)
+    if (!copy_action(a, e, (guint)(index - r.count + k), &r, error))
+      return FALSE;
+  return TRUE;
+}
+
+static void actions_init(Actions *a, const RokJsonDoc *doc, RokSchedule *s, gboolean compact) {
+  *a = (Actions){.doc = doc, .s = s, .micro_batches = s->plan->options.detail_micro_batches, .compact = compact};
+  for (guint i = 0; i < ROK_STREAM_ALL_COUNT; i++)
+    a->streams[i] = rok_stream_name(i);
   for (guint i = 0; i < ROK_ACTION_KIND_COUNT; i++)
-    a.kinds[i] = rok_action_kind_name(i);
+    a->kinds[i] = rok_action_kind_name(i);
+  for (guint i = 0; i <= ROK_COLLECTIVE_SEND; i++)
+    a->collectives[i] = rok_collective_name(i);
+  for (guint i = 0; i < ROK_COMM_GROUP_COUNT; i++)
+    a->groups[i] = rok_comm_group_name(i);
+  /* Per micro-batch and op: its forward, backward, a recompute and their
+   * collectives (up to seven), sends; per tensor: two legs each way and
+   * its frees. 16 per op and tensor is twice what a step has. */
+  const RokTrace *t = s->trace;
+  a->max_actions = MIN(a->micro_batches * 16 * ((guint64)t->ops->len + t->tensors->len) + 64, G_MAXUINT - 1);
+}
+
+gboolean schedule_read_actions(const RokJsonDoc *doc, const RokJsonObj *root, RokSchedule *s, gboolean compact,
+                               GError **error) {
+  Actions a;
+  actions_init(&a, doc, s, compact);
   json_object *list = NULL;
   if (!rok_json_get_array(root, "actions", TRUE, &list, error))
     return FALSE;
   gsize n = json_object_array_length(list);
   g_array_set_size(s->actions, 0);
+  g_autoptr(GArray) elements = g_array_sized_new(FALSE, FALSE, sizeof(ScheduleElement), n);
+  gboolean any_repeat = FALSE;
   for (gsize i = 0; i < n; i++) {
     g_auto(RokJsonObj) e = {0};
-    if (!rok_json_element(root, "actions", list, i, &e, error) || !read_action(&a, &e, (guint)i, error))
+    if (!rok_json_element(root, "actions", list, i, &e, error))
       return FALSE;
+    ScheduleElement el = {.first = s->actions->len,
+                          .repeat = json_object_object_get_ex(e.obj, "repeat_from", NULL)};
+    if (el.first == G_MAXUINT) {
+      rok_json_error(error, doc, e.path, "too many actions");
+      return FALSE;
+    }
+    if (!(el.repeat ? read_repeat(&a, &e, el.first, error) : read_action(&a, &e, el.first, error)))
+      return FALSE;
+    any_repeat |= el.repeat;
+    g_array_append_val(elements, el);
   }
+  if (any_repeat)
+    s->elements = g_steal_pointer(&elements);
   return TRUE;
 }

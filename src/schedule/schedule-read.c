@@ -1,4 +1,4 @@
-/* Reading rok-schedule/1, checking everything an executor relies on. */
+/* Reading rok-schedule/1 and /2, checking everything an executor relies on. */
 #include <string.h>
 
 #include "rok/core.h"
@@ -11,6 +11,7 @@ typedef struct {
   const RokJsonDoc *doc;
   RokSchedule *s;
   const char *decision_names[ROK_DECISION_COUNT + 1];
+  gboolean compact; /* rok-schedule/2: repeats allowed */
 } Reader;
 
 static void reader_init(Reader *r, const RokJsonDoc *doc, RokSchedule *s) {
@@ -147,7 +148,13 @@ static gboolean read_head(Reader *r, const RokJsonObj *root, GError **error) {
   RokSchedule *s = r->s;
   g_autofree char *model = NULL;
   guint64 micro_batches = 0;
-  if (!rok_json_check_format(root, "rok-schedule/1", error) || !rok_json_only_keys(root, top_keys, error) ||
+  /* rok-schedule/1 is the full form of /2: read with the same code. */
+  json_object *format = NULL;
+  r->compact = !json_object_object_get_ex(root->obj, "format", &format) ||
+               !json_object_is_type(format, json_type_string) ||
+               !g_str_equal(json_object_get_string(format), "rok-schedule/1");
+  if (!rok_json_check_format(root, r->compact ? "rok-schedule/2" : "rok-schedule/1", error) ||
+      !rok_json_only_keys(root, top_keys, error) ||
       !rok_json_get_string(root, "strategy", TRUE, &s->strategy, error) ||
       !rok_json_get_string(root, "model", TRUE, &model, error) ||
       !rok_json_get_uint(root, "budget_bytes", TRUE, 1, G_MAXUINT64, &s->budget_bytes, error) ||
@@ -187,11 +194,28 @@ RokSchedule *rok_schedule_parse(const char *name, const char *text, gsize length
   reader_init(&r, doc, s);
   s->actions = g_array_new(FALSE, FALSE, sizeof(RokAction));
   s->deps = g_array_new(FALSE, FALSE, sizeof(guint));
-  if (!read_head(&r, &root, error) || !schedule_read_actions(doc, &root, s, error))
+  if (!read_head(&r, &root, error) || !schedule_read_actions(doc, &root, s, r.compact, error))
     return NULL;
   s->source_name = g_strdup(name);
   s->source = g_bytes_new(text, length);
   return g_steal_pointer(&s);
+}
+
+/* The element of "actions" that gave action `id`; *copy: a repeat's copy. */
+static guint element_of(const RokSchedule *s, guint id, gboolean *copy) {
+  *copy = FALSE;
+  if (s->elements == NULL)
+    return id;
+  guint lo = 0, hi = s->elements->len; /* the last element starting at or before id */
+  while (hi - lo > 1) {
+    guint mid = lo + (hi - lo) / 2;
+    if (g_array_index(s->elements, ScheduleElement, mid).first <= id)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *copy = g_array_index(s->elements, ScheduleElement, lo).repeat;
+  return lo;
 }
 
 void rok_schedule_locate_action(const RokSchedule *s, guint id, GError *error) {
@@ -203,9 +227,14 @@ void rok_schedule_locate_action(const RokSchedule *s, guint id, GError *error) {
   g_autoptr(RokJsonDoc) doc = rok_json_doc_parse(s->source_name, text, length, NULL);
   if (doc == NULL)
     return;
-  g_autofree char *path = g_strdup_printf("actions[%u]", id);
+  gboolean copy = FALSE;
+  guint element = element_of(s, id, &copy);
+  g_autofree char *path = g_strdup_printf("actions[%u]", element);
   g_autoptr(GError) located = NULL;
-  rok_json_error(&located, doc, path, "%s", error->message);
+  if (copy) /* made by a repeat: the repeat's line */
+    rok_json_error(&located, doc, path, "action %u (a repeat's copy): %s", id, error->message);
+  else
+    rok_json_error(&located, doc, path, "%s", error->message);
   if (located != NULL) {
     g_free(error->message);
     error->message = g_steal_pointer(&located->message);

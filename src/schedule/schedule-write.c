@@ -1,5 +1,6 @@
-/* Writing rok-schedule/1: the head as canonical pretty JSON, then one
- * action per line (a 175B step has a few hundred thousand of them). */
+/* Writing rok-schedule/2: the head as canonical pretty JSON, then one
+ * action per line (a 175B step has a few hundred thousand of them), in
+ * the compact form the repeats of earlier blocks as one line each. */
 #include <string.h>
 
 #include "rok/core.h"
@@ -46,7 +47,7 @@ static json_object *plan_json(const RokSchedule *s) {
 
 static void append_head(GString *out, const RokSchedule *s) {
   g_string_append(out, "{\n");
-  append_json(out, "format", json_object_new_string("rok-schedule/1"));
+  append_json(out, "format", json_object_new_string("rok-schedule/2"));
   append_json(out, "strategy", json_object_new_string(s->strategy));
   append_json(out, "model", json_object_new_string(s->trace->model_name ? s->trace->model_name : ""));
   append_json(out, "budget_bytes", json_object_new_uint64(s->budget_bytes));
@@ -69,6 +70,9 @@ static void append_action(GString *out, const RokSchedule *s, guint id) {
     g_string_append_printf(out, ", \"op\": %u", a->op);
   if (a->tensor != ROK_NO_ID)
     g_string_append_printf(out, ", \"tensor\": %u, \"bytes\": %" G_GUINT64_FORMAT, a->tensor, a->bytes);
+  if (a->kind == ROK_ACTION_COMM)
+    g_string_append_printf(out, ", \"collective\": \"%s\", \"group\": \"%s\", \"bytes\": %" G_GUINT64_FORMAT,
+                           rok_collective_name(a->collective), rok_comm_group_name(a->group), a->bytes);
   if (a->kind == ROK_ACTION_OFFLOAD || a->kind == ROK_ACTION_PREFETCH)
     g_string_append_printf(out, ", \"gpudirect\": %s", a->gpudirect ? "true" : "false");
   g_string_append(out, ", \"deps\": [");
@@ -81,16 +85,41 @@ static void append_action(GString *out, const RokSchedule *s, guint id) {
   g_string_append(out, "}");
 }
 
-char *rok_schedule_to_string(const RokSchedule *s) {
-  GString *out = g_string_sized_new(256 + (gsize)s->actions->len * 160);
+static void append_repeat(GString *out, const ScheduleRepeat *r) {
+  g_string_append_printf(out, "    {\"id\": %u, \"repeat_from\": %u, \"times\": %u, \"micro_batch_step\": %u, \"shift_s\": ",
+                         r->first + r->count, r->first, r->times, r->mb_step);
+  append_seconds(out, r->shift_ns);
+  g_string_append(out, "}");
+}
+
+/* The actions, the repeats in `runs` (may be NULL) written as such. */
+static char *to_string(const RokSchedule *s, const GArray *runs) {
+  GString *out = g_string_sized_new(256 + (gsize)s->actions->len * (runs ? 16 : 160));
   append_head(out, s);
   g_string_append(out, "  \"actions\": [");
-  for (guint i = 0; i < s->actions->len; i++) {
+  guint next_run = 0;
+  for (guint i = 0; i < s->actions->len;) {
     g_string_append(out, i ? ",\n" : "\n");
-    append_action(out, s, i);
+    const ScheduleRepeat *r = runs && next_run < runs->len ? &g_array_index(runs, ScheduleRepeat, next_run) : NULL;
+    if (r != NULL && r->first + r->count == i) {
+      append_repeat(out, r);
+      i += r->count * r->times;
+      next_run++;
+    } else {
+      append_action(out, s, i++);
+    }
   }
   g_string_append(out, s->actions->len ? "\n  ]\n}\n" : "]\n}\n");
   return g_string_free(out, FALSE);
+}
+
+char *rok_schedule_to_string(const RokSchedule *s) {
+  g_autoptr(GArray) runs = schedule_compact(s);
+  return to_string(s, runs);
+}
+
+char *rok_schedule_to_string_full(const RokSchedule *s) {
+  return to_string(s, NULL);
 }
 
 gboolean rok_schedule_save(const RokSchedule *s, const char *path, GError **error) {

@@ -18,6 +18,7 @@ void rok_schedule_free(RokSchedule *s) {
   rok_hw_free(s->owned_hw);
   g_free(s->source_name);
   g_clear_pointer(&s->source, g_bytes_unref);
+  g_clear_pointer(&s->elements, g_array_unref);
   g_free(s);
 }
 

@@ -8,10 +8,23 @@ static const char *const decision_names[ROK_DECISION_COUNT] = {
     [ROK_DECISION_OFFLOAD_HOST] = "offload-host",
     [ROK_DECISION_RECOMPUTE] = "recompute",
 };
-static const char *const stream_names[ROK_STREAM_COUNT] = {
+static const char *const stream_names[ROK_STREAM_ALL_COUNT] = {
     [ROK_STREAM_COMPUTE] = "compute",       [ROK_STREAM_D2H] = "d2h",
     [ROK_STREAM_H2D] = "h2d",               [ROK_STREAM_NVME_WRITE] = "nvme-write",
-    [ROK_STREAM_NVME_READ] = "nvme-read",
+    [ROK_STREAM_NVME_READ] = "nvme-read",   [ROK_STREAM_COMM] = "comm",
+    [ROK_STREAM_P2P] = "p2p",
+};
+static const char *const collective_names[] = {
+    [ROK_COLLECTIVE_ALL_REDUCE] = "all-reduce",
+    [ROK_COLLECTIVE_ALL_GATHER] = "all-gather",
+    [ROK_COLLECTIVE_REDUCE_SCATTER] = "reduce-scatter",
+    [ROK_COLLECTIVE_SEND] = "send",
+};
+static const char *const group_names[ROK_COMM_GROUP_COUNT] = {
+    [ROK_COMM_TENSOR_PARALLEL] = "tensor-parallel",
+    [ROK_COMM_DATA_PARALLEL] = "data-parallel",
+    [ROK_COMM_ZERO3] = "zero3",
+    [ROK_COMM_PIPELINE] = "pipeline",
 };
 static const char *const stall_names[ROK_STALL_COUNT] = {
     [ROK_STALL_READ] = "read",
@@ -22,7 +35,7 @@ static const char *const stall_names[ROK_STALL_COUNT] = {
 static const char *const action_names[ROK_ACTION_KIND_COUNT] = {
     [ROK_ACTION_FORWARD] = "forward",     [ROK_ACTION_BACKWARD] = "backward", [ROK_ACTION_RECOMPUTE] = "recompute",
     [ROK_ACTION_OPTIMIZER] = "optimizer", [ROK_ACTION_OFFLOAD] = "offload",   [ROK_ACTION_PREFETCH] = "prefetch",
-    [ROK_ACTION_FREE] = "free",
+    [ROK_ACTION_FREE] = "free",           [ROK_ACTION_COMM] = "comm",
 };
 
 const char *rok_decision_name(RokDecision decision) {
@@ -31,8 +44,18 @@ const char *rok_decision_name(RokDecision decision) {
 }
 
 const char *rok_stream_name(RokStream stream) {
-  g_return_val_if_fail((guint)stream < ROK_STREAM_COUNT, "?");
+  g_return_val_if_fail((guint)stream < ROK_STREAM_ALL_COUNT, "?");
   return stream_names[stream];
+}
+
+const char *rok_collective_name(RokCollective collective) {
+  g_return_val_if_fail((guint)collective < G_N_ELEMENTS(collective_names), "?");
+  return collective_names[collective];
+}
+
+const char *rok_comm_group_name(RokCommGroup group) {
+  g_return_val_if_fail((guint)group < ROK_COMM_GROUP_COUNT, "?");
+  return group_names[group];
 }
 
 const char *rok_stall_cause_name(RokStallCause cause) {

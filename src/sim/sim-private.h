@@ -106,6 +106,27 @@ gint64 sim_send_ns(const RokTrace *trace, const RokHw *hw);
 void sim_comm_ops(RokSim *sim);
 void sim_comm_dp(RokSim *sim);
 
+/* comm.c, for schedules: the communication folded into each op's time and
+ * the optimizer step's, as parts the schedule writer splits out of the
+ * compute actions. A part before the compute (after: the compute first). */
+typedef struct {
+  RokCollective collective;
+  RokCommGroup group;
+  guint64 bytes;
+  gint64 ns;
+  gboolean after;
+} SimCommPart;
+typedef struct {
+  GArray *parts; /* SimCommPart */
+  /* parts[first[i] .. first[i + 1]) of slot i: 2·op forward (recompute
+   * too), 2·op + 1 backward, 2·n_ops the optimizer step. */
+  guint *first;
+  gint64 send_ns; /* a pipeline send and its bytes; 0 without one */
+  guint64 send_bytes;
+} SimComm;
+void sim_comm_parts(const RokSim *sim, SimComm *comm);
+void sim_comm_clear(SimComm *comm);
+
 /* order.c */
 void sim_order_ranges(RokSim *sim);
 void sim_order_items(RokSim *sim);

@@ -19,3 +19,11 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 printf 'rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --budget 20GiB -o DIR: %.2f s (schedule.json %s)\n' \
   "$(echo "$end - $start" | bc)" "$(du -h "$out/schedule.json" | cut -f1)"
+# Schedule files in their compact form (issue 12 wants 175B's under 5 MB):
+# bytes, actions in the program and lines written for them.
+for model in gpt3-175b gpt3-13b; do
+  "$build/rok" plan "$model" --hw a100-40g-pcie4-4xp5800x -o "$out/$model" > /dev/null 2>&1
+  s="$out/$model/schedule.json"
+  printf '%s schedule.json: %s bytes, %s action lines, %s repeat lines\n' "$model" "$(stat -c %s "$s")" \
+    "$(grep -c '^    {"id": [0-9]*, "stream"' "$s")" "$(grep -c '"repeat_from"' "$s")"
+done

@@ -65,3 +65,26 @@ for stage in 0 1; do
   [ -n "${sums[0]}" ] && [ "${sums[0]}" = "${sums[1]}" ] ||
     { echo "stage $stage: gradients differ: ${sums[*]}" >&2; exit 1; }
 done
+
+# With an interconnect the stage's schedule carries its communication:
+# tensor-parallel collectives, the gradient reduction and the sends to the
+# next stage, each run as a timed placeholder and reported as one, the
+# gradients those of the same schedule without them.
+ic=(--hw-set interconnect.gpus_per_node=8 --hw-set interconnect.intra_node_bandwidth=2e9
+  --hw-set interconnect.inter_node_bandwidth=1e9 --hw-set interconnect.intra_node_latency=20us)
+tp=(validate-gpt --hw cpu-2core-virtio --set pipeline_parallel=2 --set global_batch=8 --set data_parallel=2
+  --set tensor_parallel=2 --set sequence_parallel=true --stage 0 --strategy keep -n 2)
+"$rok" plan "${tp[@]}" -o "$tmp/tp-none" > /dev/null 2>&1
+"$rok" plan "${tp[@]}" "${ic[@]}" -o "$tmp/tp-comm" > /dev/null 2>&1
+expect_in "$(cat "$tmp/tp-comm/schedule.json")" '"stream": "p2p", "kind": "comm"'
+expect_in "$(cat "$tmp/tp-comm/schedule.json")" '"group": "tensor-parallel"'
+sums=()
+for run in none comm; do
+  "$rok" execute "$tmp/tp-$run/schedule.json" --dir "$tmp/disk" -r 1 --json > "$tmp/r-$run.json"
+  sums+=("$(grep -o '"gradient_checksum": "[0-9a-f]*"' "$tmp/r-$run.json" | head -1)")
+done
+[ -n "${sums[0]}" ] && [ "${sums[0]}" = "${sums[1]}" ] || { echo "gradients differ: ${sums[*]}" >&2; exit 1; }
+! grep -q '"communication"' "$tmp/r-none.json" || { echo "a report without comm actions lists some" >&2; exit 1; }
+expect_in "$(cat "$tmp/r-comm.json")" '"placeholders": '
+expect_in "$(cat "$tmp/r-comm.json")" 'are timed placeholders: one device cannot perform them'
+grep -q '"pipeline": [1-9]' "$tmp/r-comm.json" || { echo "no pipeline sends reported" >&2; exit 1; }

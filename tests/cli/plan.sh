@@ -109,7 +109,7 @@ for f in plan.json schedule.json rok-curve.csv rok-curve.png rok-curve.svg; do
 done
 [ "$(ls -A "$tmp/out" | wc -l)" -eq 5 ] || { ls -A "$tmp/out" >&2; exit 1; }
 "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --budget 14GiB --points 3 --json | cmp - "$tmp/out/plan.json"
-grep -q '"format": "rok-schedule/1"' "$tmp/out/schedule.json"
+grep -q '"format": "rok-schedule/2"' "$tmp/out/schedule.json"
 head -c 8 "$tmp/out/rok-curve.png" | od -c | grep -q "P   N   G"
 grep -q "<svg" "$tmp/out/rok-curve.svg"
 [ "$(grep -c '^rok,' "$tmp/out/rok-curve.csv")" -eq 3 ]

@@ -233,9 +233,25 @@ action('input-never-made.json', 6, '"op": 3,', '"op": 5,')
 action('backward-before-forward.json', 1, '"kind": "forward"', '"kind": "backward"')
 action('time-past-limit.json', 8, '"start_s": 0.000757613', '"start_s": 1e10')
 sched_head('micro-batches-past-trace.json', '"micro_batches": 1,', '"micro_batches": 4294967295,')
-sched_head('newer-format.json', '"format": "rok-schedule/1"', '"format": "rok-schedule/2"')
+sched_head('newer-format.json', '"format": "rok-schedule/1"', '"format": "rok-schedule/3"')
 sched_head('trace-sha256-mismatch.json', '"trace_sha256": "', '"trace_sha256": "0')
 sched_head('hw-latency-two-hours.json', '"latency": 1.9999999999999999e-06', '"latency": 7200')
+# The compact form: a schedule with comm actions and a repeat line.
+comm = open(f'{src}/tests/fuzz/corpus/schedule/comm.json').read()
+rline = next(l for l in comm.split('\n') if '"repeat_from"' in l)
+
+
+def repeat(name, old, new):
+    assert old in rline, (name, old)
+    w(S, name, comm.replace(rline, rline.replace(old, new, 1), 1))
+
+
+repeat('repeat-times-huge.json', '"times": ', '"times": 400000')
+repeat('repeat-micro-batch-past.json', '"micro_batch_step": 1', '"micro_batch_step": 2')
+repeat('repeat-from-later.json', '"repeat_from": ', '"repeat_from": 9')
+w(S, 'comm-in-format-1.json', comm.replace('"format": "rok-schedule/2"', '"format": "rok-schedule/1"', 1))
+w(S, 'comm-collective-unknown.json', comm.replace('"collective": "all-gather"', '"collective": "all-to-all"', 1))
+w(S, 'comm-on-compute.json', comm.replace('"stream": "comm", "kind": "comm"', '"stream": "compute", "kind": "comm"', 1))
 i = sched.index('"trace": {')
 j = sched.index('"name": "layer0.attn.qkv"', i)
 k = sched.index('"inputs": [', j)

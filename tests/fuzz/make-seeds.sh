@@ -35,6 +35,13 @@ for s in rok keep recompute selective offload tba; do
 done
 plan rok-7gib --budget 7GiB
 plan rok-7.5gib --budget 7.5GiB
+# A schedule with comm actions (tensor-parallel, data-parallel, pipeline
+# sends) and repeats: tiny-gpt's first pipeline stage with an interconnect.
+"$rok" plan "$tiny" --hw "$hw" --points 2 --strategy keep --set pipeline_parallel=2 --set tensor_parallel=2 \
+  --set sequence_parallel=true --set data_parallel=2 --set global_batch=24 --stage 0 \
+  --hw-set interconnect.gpus_per_node=8 --hw-set interconnect.intra_node_bandwidth=2e9 \
+  --hw-set interconnect.inter_node_bandwidth=1e9 -o "$work/comm" >/dev/null 2>&1
+cp "$work/comm/schedule.json" "$corpus/schedule/comm.json"
 
 "$rok" sweep "$tiny" --hw "$hw" --micro-batch 1,2 --seq-len 8,16 -j 1 -o "$work/sweep" >/dev/null
 cp "$work/sweep/sweep.csv" "$corpus/sweep/micro-batch-seq-len.csv"

@@ -26,3 +26,15 @@ static inline RokModel *test_bundled_model(const char *name, const char *const *
   g_assert_no_error(error);
   return model;
 }
+
+/* The same with the settings of `base` then those of `extra` (both
+ * NULL-terminated; later ones win). */
+static inline RokModel *test_bundled_model2(const char *name, const char *const *base, const char *const *extra) {
+  g_autoptr(GPtrArray) sets = g_ptr_array_new();
+  for (guint i = 0; base[i] != NULL; i++)
+    g_ptr_array_add(sets, (gpointer)base[i]);
+  for (guint i = 0; extra[i] != NULL; i++)
+    g_ptr_array_add(sets, (gpointer)extra[i]);
+  g_ptr_array_add(sets, NULL);
+  return test_bundled_model(name, (const char *const *)sets->pdata);
+}

@@ -201,7 +201,7 @@ static void test_damage(void) {
     gint code;
     const char *needle;
   } cases[] = {
-      {NULL, "rok-schedule/1", "rok-schedule/2", ROK_ERROR_FORMAT, "rok-schedule/1"},
+      {NULL, "rok-schedule/2", "rok-schedule/3", ROK_ERROR_FORMAT, "rok-schedule/2"},
       {"{\"id\": 3,", "\"deps\": [1]", "\"deps\": [4]", ROK_ERROR_INPUT, "actions[3].deps[0]"},
       {"{\"id\": 5,", "\"id\": 5", "\"id\": 6", ROK_ERROR_INPUT, "actions[5]"},
       {"{\"id\": 3,", "\"stream\": \"compute\"", "\"stream\": \"tape\"", ROK_ERROR_INPUT, "actions[3].stream"},

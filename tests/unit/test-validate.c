@@ -328,7 +328,7 @@ static void test_run(void) {
     copied += row->predicted_moved_bytes > 0;
     g_assert_cmpfloat(row->moved_error, ==, 0);
     g_assert_cmpuint(row->report->integrity_failures, ==, 0);
-    g_assert_nonnull(strstr(row->schedule, "rok-schedule/1"));
+    g_assert_nonnull(strstr(row->schedule, "rok-schedule/2"));
     /* The parts of the compute stream add up to its busy time. */
     double predicted = 0, measured = 0;
     for (guint k = 0; k < row->parts->len; k++) {

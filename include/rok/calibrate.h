@@ -57,6 +57,11 @@ typedef struct {
   guint queue_depths[ROK_CALIB_MAX_GRID];
   guint n_queue_depths;
   double pass_seconds; /* a timed disk pass stops issuing after this; 0: 2 s (quick 0.2 s) */
+  /* --model: one layer of the user's model (its trace, made with layers =
+   * 1), whose ops are timed instead of the calibration layers, so that the
+   * GEMM model is fitted to and the op rates measured at its own shapes.
+   * NULL: the calibration layers of doubling width. Borrowed. */
+  const RokTrace *model;
   RokCalibProgressFunc progress;
   gpointer progress_data;
 } RokCalibOptions;
@@ -100,7 +105,9 @@ typedef struct {
   char *label; /* the calibration model: "calibrate-gpt-256" */
   RokOpKind kind;
   RokHwDirection direction; /* forward, backward, or a mask's rebuild from the seed */
+  guint64 dims[4];          /* the op's [batch, m, n, k] (trace.h) */
   double work;
+  double bytes;             /* what the trace counts the op moving in this direction */
   RokCalibStat rate; /* work per second, launch overhead taken out */
 } RokCalibOp;
 
@@ -146,6 +153,7 @@ void rok_calib_disk_clear(RokCalibDisk *disk);
 typedef struct {
   gboolean quick;
   guint trials;
+  char *model_name; /* --model's, whose layer was timed; NULL: the calibration layers */
   RokCalibHost host;
   RokCalibDevice device;
   GArray *disks;       /* RokCalibDisk, in --dir order */
@@ -219,6 +227,55 @@ char *rok_calib_disk_kind(const char *sys_root, const char *dir, char **disk);
  * 20 GB/s or above memcpy: a cache), for virtual disks, and for
  * directories that share a file system: appended to c->warnings. */
 void rok_calib_check(RokCalibration *c);
+
+/* ---- The GEMM model ---------------------------------------------------- */
+
+/* One timed GEMM op for the fit: how its GEMMs map onto thread blocks, its
+ * dims [batch, m, n, k], the direction, the FLOPs and bytes of that
+ * direction, and its seconds with the launch overhead taken out. */
+typedef struct {
+  RokHwGemmShape shape;
+  guint64 dims[4];
+  gboolean backward;
+  double flops, bytes, seconds;
+} RokCalibGemmObs;
+
+/* The GEMM model (rok_hw_gemm_op_seconds) fitted to timings. */
+typedef struct {
+  guint64 sm_count, tile[2];
+  double rate;                      /* FLOP/s of full waves: peak_flops · matmul_efficiency */
+  double rms_log_error;             /* root mean square of log(model / measured) */
+  double median_error, worst_error; /* of |model / measured - 1| */
+} RokCalibGemmFit;
+
+/* The SMs (1 to max_sms), the tile (rows and columns each 8 to 256, powers
+ * of two) and the rate of full waves whose model times are closest to the
+ * observed ones in squared log error, with hbm_bandwidth the roofline's
+ * bandwidth (calib-fit.c). FALSE without observations or with one that is
+ * not positive. */
+gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_bandwidth, guint max_sms,
+                            RokCalibGemmFit *fit);
+/* The median and largest |model / measured - 1| of HW's GEMM model over
+ * the observations. */
+void rok_calib_gemm_errors(const RokHw *hw, const RokCalibGemmObs *obs, guint n, double *median, double *worst);
+/* The op kinds whose kernels are rok's GEMM, which the fitted model times
+ * (linear, attn_scores, attn_context): a calibrated profile carries no
+ * measured rates for them. */
+gboolean rok_calib_kind_fitted(RokOpKind kind);
+/* A calibration's observations: the GEMMs timed alone first (*n_gemms of
+ * them), then the fitted kinds' ops in each direction. */
+RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, guint *n_gemms);
+
+/* The fit of a calibration, and how well the GEMMs timed alone predict the
+ * layers' GEMM ops (held out of that fit). */
+typedef struct {
+  guint n_gemms, n_ops;
+  RokCalibGemmFit fit;        /* to every observation */
+  RokCalibGemmFit kernel_fit; /* to the GEMMs timed alone */
+  double held_out_median, held_out_worst; /* kernel_fit's errors on the ops (when n_ops > 0) */
+} RokCalibGemmReport;
+/* FALSE when nothing usable was timed. */
+gboolean rok_calib_gemm_report(const RokCalibDevice *d, RokCalibGemmReport *r);
 
 /* ---- The profile ------------------------------------------------------- */
 

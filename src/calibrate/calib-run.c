@@ -67,6 +67,7 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   g_autoptr(RokCalibration) c = rok_calibration_new();
   c->quick = o.quick;
   c->trials = o.trials;
+  c->model_name = o.model != NULL ? g_strdup(o.model->model_name) : NULL;
   gboolean ok = rok_calib_measure_host(&o, &cancel, &c->host, error) &&
                 rok_calib_measure_device(&o, &cancel, &c->device, error) && measure_disks(&o, &cancel, c, error);
   rok_signal_watch_free(watch);

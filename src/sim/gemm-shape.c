@@ -30,10 +30,10 @@ char *rok_sim_far_shapes(const RokTrace *trace, const RokHw *hw) {
   const RokOp *op = rok_trace_op(trace, first);
   g_autofree char *range = rok_hw_gemm_range_text(hw);
   return g_strdup_printf("%u GEMM op%s of %s (first %s: batch %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
-                         "x%" G_GUINT64_FORMAT ") lie more than %gx outside the shapes hardware profile %s was "
+                         "x%" G_GUINT64_FORMAT ") %s more than %gx outside the shapes hardware profile %s was "
                          "calibrated on (%s): their times are extrapolated by its GEMM model (`rok calibrate "
                          "--model` measures a model's own shapes)",
                          far, far == 1 ? "" : "s", trace->model_name ? trace->model_name : "this model", op->name,
-                         op->dims[0], op->dims[1], op->dims[2], op->dims[3], ROK_HW_FAR_FACTOR,
+                         op->dims[0], op->dims[1], op->dims[2], op->dims[3], far == 1 ? "lies" : "lie", ROK_HW_FAR_FACTOR,
                          hw->name ? hw->name : "(unnamed)", range);
 }

@@ -53,7 +53,11 @@ within read_bandwidth 1e6 1e12
 within write_bandwidth 1e6 1e12
 within latency 1e-7 1
 within devices 1 1
-grep -q '"gemm_efficiency": \[' "$disk/hw.json"
+# The GEMM model fitted to the GEMMs timed, and their shapes recorded.
+within sm_count 1 4096
+grep -q '"gemm_tile": \[' "$disk/hw.json"
+grep -q '"calibrated_shapes": {' "$disk/hw.json"
+expect_in "$(cat "$tmp/out")" "GEMM model "
 grep -q '"gpudirect": false' "$disk/hw.json"
 if grep -q '"endurance_pbw"' "$disk/hw.json"; then
   echo "endurance is unknown and must be left out" >&2

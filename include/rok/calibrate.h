@@ -6,13 +6,17 @@
  *            the executor's host checksum rate; memory from sysconf
  *                                                            calib-memcpy.c
  *   device   rok's own bf16 GEMM kernel over sizes (doubling squares until
- *            one launch takes long, and transformer-like shapes): the
- *            efficiency curve; the element-wise add kernel over large
- *            buffers: hbm_bandwidth; back-to-back tiny kernels: the launch
- *            overhead; global memory                         calib-compute.c
- *   ops      every op of small GPT and LLaMA layers, forward and backward,
- *            through the executor's op interpreter: a rate curve per op
- *            kind and direction                              calib-ops.c
+ *            one launch takes long, transformer-like shapes, small probes
+ *            of tile and wave steps); the element-wise add kernel over
+ *            large buffers: hbm_bandwidth; back-to-back tiny kernels: the
+ *            launch overhead; global memory                  calib-compute.c
+ *   ops      every op of small GPT and LLaMA layers (or of one layer of
+ *            --model), forward and backward, through the executor's op
+ *            interpreter: a rate curve per op kind and direction
+ *                                                            calib-ops.c
+ *   fit      the simulator's GEMM model (SMs, tile, full-wave rate; the
+ *            element-wise roofline) fitted to every GEMM timed, alone and
+ *            as the layers' GEMM ops                         calib-fit.c
  *   copies   host <-> device through pinned host buffers (pcie.*)
  *                                                            calib-copy.c
  *   disks    per directory: a fresh rok-XXXXXX work folder (stale ones swept,
@@ -279,12 +283,13 @@ gboolean rok_calib_gemm_report(const RokCalibDevice *d, RokCalibGemmReport *r);
 
 /* ---- The profile ------------------------------------------------------- */
 
-/* The hardware profile these measurements make, named NAME. The efficiency
- * curve: a knot per GEMM size (FLOPs per launch; shapes of equal FLOPs
- * averaged), its median rate over peak_flops, where peak_flops is the best
- * median rate of a single GEMM (OpenCL does not tell a device's true peak:
- * so the efficiency is 1.0 at the best GEMM); matmul_efficiency is the
- * curve at its largest size. Per disk, the best median of the grid; the array
+/* The hardware profile these measurements make, named NAME. The GEMM
+ * model fitted (rok_calib_gemm_report): sm_count, gemm_tile, and
+ * matmul_efficiency = the full-wave rate over peak_flops, where peak_flops
+ * is the best median rate of a single GEMM (OpenCL does not tell a
+ * device's true peak) or the fitted rate when higher; no efficiency curve;
+ * op rates for every kind measured but those the model times; the shapes
+ * in calibrated_shapes. Per disk, the best median of the grid; the array
  * (one device per directory) takes the slowest disk's bandwidths, the
  * longest latency, the smallest capacity. Endurance is unknown (left out).
  * The result has been through the profile reader: `rok plan` takes it.

@@ -259,6 +259,10 @@ typedef struct {
  * not positive. */
 gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_bandwidth, guint max_sms,
                             RokCalibGemmFit *fit);
+/* A profile holding only what the GEMM model reads (no names, no other
+ * sections, nothing to free): the fit's SMs and tile, its rate as
+ * peak_flops at matmul_efficiency 1, and the roofline's bandwidth. */
+RokHw rok_calib_gemm_fit_hw(const RokCalibGemmFit *fit, double hbm_bandwidth);
 /* The median and largest |model / measured - 1| of HW's GEMM model over
  * the observations. */
 void rok_calib_gemm_errors(const RokHw *hw, const RokCalibGemmObs *obs, guint n, double *median, double *worst);

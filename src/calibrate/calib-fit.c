@@ -66,15 +66,14 @@ static double best_log_rate(const Problem *p, double *value) {
   return x;
 }
 
-/* A profile holding only what the GEMM model reads. */
-static RokHw model_hw(guint64 sms, guint64 tm, guint64 tn, double rate, double hbm) {
+RokHw rok_calib_gemm_fit_hw(const RokCalibGemmFit *fit, double hbm_bandwidth) {
   RokHw hw = {0};
-  hw.gpu.sm_count = sms;
-  hw.gpu.gemm_tile[0] = tm;
-  hw.gpu.gemm_tile[1] = tn;
-  hw.gpu.peak_flops = rate;
+  hw.gpu.sm_count = fit->sm_count;
+  hw.gpu.gemm_tile[0] = fit->tile[0];
+  hw.gpu.gemm_tile[1] = fit->tile[1];
+  hw.gpu.peak_flops = fit->rate;
   hw.gpu.matmul_efficiency = 1.0;
-  hw.gpu.hbm_bandwidth = hbm;
+  hw.gpu.hbm_bandwidth = hbm_bandwidth;
   return hw;
 }
 
@@ -113,7 +112,8 @@ gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_band
   for (guint64 sms = 1; sms <= max_sms; sms++)
     for (guint a = 0; a < G_N_ELEMENTS(tiles); a++)
       for (guint b = 0; b < G_N_ELEMENTS(tiles); b++) {
-        RokHw hw = model_hw(sms, tiles[a], tiles[b], 1.0, hbm_bandwidth);
+        RokCalibGemmFit candidate = {.sm_count = sms, .tile = {tiles[a], tiles[b]}, .rate = 1.0};
+        RokHw hw = rok_calib_gemm_fit_hw(&candidate, hbm_bandwidth);
         fill_math(&p, obs, &hw);
         double value = 0, x = best_log_rate(&p, &value);
         if (value < best * (1 - 1e-9)) { /* a tie keeps the smaller machine and tile */
@@ -121,7 +121,7 @@ gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_band
           *fit = (RokCalibGemmFit){.sm_count = sms, .tile = {tiles[a], tiles[b]}, .rate = exp(x)};
         }
       }
-  RokHw hw = model_hw(fit->sm_count, fit->tile[0], fit->tile[1], fit->rate, hbm_bandwidth);
+  RokHw hw = rok_calib_gemm_fit_hw(fit, hbm_bandwidth);
   fit->rms_log_error = sqrt(best / n);
   rok_calib_gemm_errors(&hw, obs, n, &fit->median_error, &fit->worst_error);
   return TRUE;
@@ -176,7 +176,7 @@ gboolean rok_calib_gemm_report(const RokCalibDevice *d, RokCalibGemmReport *r) {
   if (!rok_calib_fit_gemm(obs, n, hbm, max_sms(d), &r->fit))
     return FALSE;
   if (r->n_ops > 0 && r->n_gemms > 0 && rok_calib_fit_gemm(obs, r->n_gemms, hbm, max_sms(d), &r->kernel_fit)) {
-    RokHw hw = model_hw(r->kernel_fit.sm_count, r->kernel_fit.tile[0], r->kernel_fit.tile[1], r->kernel_fit.rate, hbm);
+    RokHw hw = rok_calib_gemm_fit_hw(&r->kernel_fit, hbm);
     rok_calib_gemm_errors(&hw, obs + r->n_gemms, r->n_ops, &r->held_out_median, &r->held_out_worst);
   }
   return TRUE;

@@ -12,17 +12,8 @@ printf 'leak:libpocl.so\nleak:libLLVM\n' >"$tmp/lsan.supp"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
 
 small=(--set hidden=256 --set heads=4 --set seq_len=256 --set vocab=2048 --set micro_batch=1)
-status=0
-"$rok" calibrate --quick --trials 1 --model gpt2-small "${small[@]}" --show-fit -o "$tmp/hw.json" \
-  >"$tmp/out" 2>"$tmp/err" || status=$?
-if [ "$status" -ne 0 ]; then
-  if grep -qiE "opencl|platform|no device" "$tmp/err"; then
-    echo "skipping: no OpenCL device ($(head -1 "$tmp/err"))"
-    exit 77
-  fi
-  cat "$tmp/err" >&2
-  exit 1
-fi
+run_or_skip_opencl "$tmp/out" "$tmp/err" \
+  "$rok" calibrate --quick --trials 1 --model gpt2-small "${small[@]}" --show-fit -o "$tmp/hw.json"
 cat "$tmp/out" "$tmp/err"
 
 out=$(cat "$tmp/out")

@@ -14,16 +14,7 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
 
 disk="$tmp/disk"
 mkdir "$disk"
-status=0
-"$rok" calibrate --quick --dir "$disk" -o "$disk/hw.json" >"$tmp/out" 2>"$tmp/err" || status=$?
-if [ "$status" -ne 0 ]; then
-  if grep -qiE "opencl|platform|no device" "$tmp/err"; then
-    echo "skipping: no OpenCL device ($(head -1 "$tmp/err"))"
-    exit 77
-  fi
-  cat "$tmp/err" >&2
-  exit 1
-fi
+run_or_skip_opencl "$tmp/out" "$tmp/err" "$rok" calibrate --quick --dir "$disk" -o "$disk/hw.json"
 cat "$tmp/out" "$tmp/err"
 
 # Only the profile is left in the directory: the work folder is gone.

@@ -9,16 +9,10 @@
 #include "rok/core.h"
 #include "rok/sim.h"
 
-/* A profile holding only what the GEMM model reads. */
+/* The GEMM model of SMS SMs, TM×TN tiles and RATE in full waves. */
 static RokHw truth(guint64 sms, guint64 tm, guint64 tn, double rate, double hbm) {
-  RokHw hw = {0};
-  hw.gpu.sm_count = sms;
-  hw.gpu.gemm_tile[0] = tm;
-  hw.gpu.gemm_tile[1] = tn;
-  hw.gpu.peak_flops = rate;
-  hw.gpu.matmul_efficiency = 1.0;
-  hw.gpu.hbm_bandwidth = hbm;
-  return hw;
+  RokCalibGemmFit fit = {.sm_count = sms, .tile = {tm, tn}, .rate = rate};
+  return rok_calib_gemm_fit_hw(&fit, hbm);
 }
 
 /* A random GEMM op (sizes spread in log from 16 to 4096, forward or
@@ -57,7 +51,7 @@ static void check_recovers(double noise, guint64 sms, guint64 tm, guint64 tn) {
   g_assert_cmpfloat(fabs(fit.rate / 3e12 - 1), <=, noise / 2 + 1e-6);
   g_assert_cmpfloat(fit.worst_error, <=, 2 * noise + 1e-6);
   /* Shapes it never saw, against the noiseless model. */
-  RokHw fitted = truth(fit.sm_count, fit.tile[0], fit.tile[1], fit.rate, hw.gpu.hbm_bandwidth);
+  RokHw fitted = rok_calib_gemm_fit_hw(&fit, hw.gpu.hbm_bandwidth);
   double median = 0, worst = 0;
   rok_calib_gemm_errors(&fitted, held_out, G_N_ELEMENTS(held_out), &median, &worst);
   g_test_message("held out: median %.2f%%, worst %.2f%%", 100 * median, 100 * worst);

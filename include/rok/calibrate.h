@@ -242,13 +242,14 @@ typedef struct {
   guint64 dims[4];
   gboolean backward;
   double flops, bytes, seconds;
+  double weight; /* of its squared log error in the fit; 0 counts as 1 */
 } RokCalibGemmObs;
 
 /* The GEMM model (rok_hw_gemm_op_seconds) fitted to timings. */
 typedef struct {
   guint64 sm_count, tile[2];
   double rate;                      /* FLOP/s of full waves: peak_flops · matmul_efficiency */
-  double rms_log_error;             /* root mean square of log(model / measured) */
+  double rms_log_error;             /* weighted root mean square of log(model / measured) */
   double median_error, worst_error; /* of |model / measured - 1| */
 } RokCalibGemmFit;
 
@@ -271,7 +272,9 @@ void rok_calib_gemm_errors(const RokHw *hw, const RokCalibGemmObs *obs, guint n,
  * measured rates for them. */
 gboolean rok_calib_kind_fitted(RokOpKind kind);
 /* A calibration's observations: the GEMMs timed alone first (*n_gemms of
- * them), then the fitted kinds' ops in each direction. */
+ * them), then the fitted kinds' ops in each direction; when there are both,
+ * each group weighs half of the fit (a few ops of --model's layer count as
+ * much as the many GEMMs timed alone). */
 RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, guint *n_gemms);
 
 /* The fit of a calibration, and how well the GEMMs timed alone predict the

@@ -25,13 +25,14 @@ typedef struct {
   double *math; /* log(seconds at a rate of 1 FLOP/s): flops / utilisation */
   double *roof; /* log(bytes / hbm_bandwidth) */
   double *measured; /* log(seconds) */
+  double *weight;
 } Problem;
 
 static double objective(const Problem *p, double log_rate) {
   double sum = 0;
   for (guint i = 0; i < p->n; i++) {
     double e = MAX(p->math[i] - log_rate, p->roof[i]) - p->measured[i];
-    sum += e * e;
+    sum += p->weight[i] * e * e;
   }
   return sum;
 }
@@ -102,11 +103,14 @@ gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_band
       return FALSE;
   if (n == 0 || !(hbm_bandwidth > 0) || max_sms == 0)
     return FALSE;
-  g_autofree double *buffer = g_new(double, 3 * n);
-  Problem p = {n, buffer, buffer + n, buffer + 2 * n};
+  g_autofree double *buffer = g_new(double, 4 * n);
+  Problem p = {n, buffer, buffer + n, buffer + 2 * n, buffer + 3 * n};
+  double total = 0;
   for (guint i = 0; i < n; i++) {
     p.roof[i] = obs[i].bytes > 0 ? log(obs[i].bytes / hbm_bandwidth) : -INFINITY;
     p.measured[i] = log(obs[i].seconds);
+    p.weight[i] = obs[i].weight > 0 ? obs[i].weight : 1.0;
+    total += p.weight[i];
   }
   double best = INFINITY;
   for (guint64 sms = 1; sms <= max_sms; sms++)
@@ -122,7 +126,7 @@ gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_band
         }
       }
   RokHw hw = rok_calib_gemm_fit_hw(fit, hbm_bandwidth);
-  fit->rms_log_error = sqrt(best / n);
+  fit->rms_log_error = sqrt(best / total);
   rok_calib_gemm_errors(&hw, obs, n, &fit->median_error, &fit->worst_error);
   return TRUE;
 }
@@ -158,6 +162,8 @@ RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, 
                                  .seconds = op->work / op->rate.median};
   }
   *n = k;
+  for (guint i = 0; i < k && *n_gemms > 0 && k > *n_gemms; i++) /* each group half */
+    obs[i].weight = 0.5 / (i < *n_gemms ? *n_gemms : k - *n_gemms);
   return obs;
 }
 

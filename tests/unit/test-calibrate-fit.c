@@ -142,6 +142,17 @@ static void test_profile(void) {
   g_assert_cmpuint(p->gpu.gemm_curve_len, ==, 0);
   g_assert_null(rok_hw_op_rates(p, "linear"));
   g_assert_nonnull(rok_hw_op_rates(p, "add"));
+  /* The observations: the GEMMs alone, then the linear op; each group
+   * weighs half. */
+  guint n = 0, n_gemms = 0;
+  g_autofree RokCalibGemmObs *obs = rok_calib_gemm_observations(&c->device, &n, &n_gemms);
+  g_assert_cmpuint(n_gemms, ==, c->device.gemms->len);
+  g_assert_cmpuint(n, ==, n_gemms + 1);
+  double gemms = 0;
+  for (guint i = 0; i < n_gemms; i++)
+    gemms += obs[i].weight;
+  g_assert_cmpfloat(fabs(gemms - 0.5), <, 1e-12);
+  g_assert_cmpfloat(obs[n_gemms].weight, ==, 0.5);
   /* Every GEMM shape once: the probes, and the linear's. */
   g_assert_cmpuint(p->calibrated.gemms_len, ==, c->device.gemms->len + 1);
   g_assert_cmpuint(p->calibrated.elementwise_bytes[0], ==, 786432);

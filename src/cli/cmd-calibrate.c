@@ -281,6 +281,11 @@ static gboolean run(const Options *o, GError **error) {
   RokCalibOptions co;
   if (!to_calib_options(o, &co, error))
     return FALSE;
+  if (o->show_fit && (o->json || o->output == NULL)) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
+                        "--show-fit lists the fit in the table that -o FILE prints (not with --json or without -o)");
+    return FALSE;
+  }
   g_autoptr(RokTrace) model = NULL;
   if (!load_model(o, &model, error))
     return FALSE;

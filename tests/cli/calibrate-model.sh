@@ -55,6 +55,7 @@ expect_in "$(cat "$tmp/far")" "calibrated on (m "
 # Bad usage fails at once.
 expect_fail 2 "--set hidden=256: --set changes the config of --model, which is not given" \
   "$rok" calibrate --quick --set hidden=256
+expect_fail 2 "--show-fit lists the fit in the table that -o FILE prints" "$rok" calibrate --quick --show-fit
 expect_fail 2 "--model nope" "$rok" calibrate --quick --model nope
 expect_fail 2 "--model gpt2-small" "$rok" calibrate --quick --model gpt2-small --set hidden=lots
 echo "ok"

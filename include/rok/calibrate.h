@@ -158,6 +158,8 @@ typedef struct {
   gboolean quick;
   guint trials;
   char *model_name; /* --model's, whose layer was timed; NULL: the calibration layers */
+  double load[2];   /* 1-minute load average before and after (0: not read) */
+  guint cpus;       /* processors online */
   RokCalibHost host;
   RokCalibDevice device;
   GArray *disks;       /* RokCalibDisk, in --dir order */
@@ -228,8 +230,9 @@ char *rok_calib_virtual_reason(const char *name, const char *vendor, const char 
  * result is the reason it is virtual or not a disk (NULL: looks real). */
 char *rok_calib_disk_kind(const char *sys_root, const char *dir, char **disk);
 /* Warnings for figures that cannot be a disk's (reads or writes above
- * 20 GB/s or above memcpy: a cache), for virtual disks, and for
- * directories that share a file system: appended to c->warnings. */
+ * 20 GB/s or above memcpy: a cache), for virtual disks, for directories
+ * that share a file system, and for a machine busy with other work (load
+ * average above half its processors): appended to c->warnings. */
 void rok_calib_check(RokCalibration *c);
 
 /* ---- The GEMM model ---------------------------------------------------- */

@@ -296,6 +296,21 @@ static void test_checks(void) {
   g_assert_cmpuint(c->warnings->len, ==, 5);
 }
 
+/* Load above half the processors: the measurements competed with other
+ * work, and the user is told. */
+static void test_busy(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  c->cpus = 2;
+  c->load[0] = 0.4;
+  c->load[1] = 0.9;
+  rok_calib_check(c);
+  g_assert_cmpuint(c->warnings->len, ==, 0);
+  c->load[1] = 3.5;
+  rok_calib_check(c);
+  g_assert_cmpuint(c->warnings->len, ==, 1);
+  g_assert_true(has_warning(c, "the machine was busy (load average 3.50 on 2 processors)"));
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate/stat", test_stat);
@@ -307,5 +322,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/profile-bad", test_profile_bad);
   g_test_add_func("/calibrate/source", test_source);
   g_test_add_func("/calibrate/checks", test_checks);
+  g_test_add_func("/calibrate/busy", test_busy);
   return g_test_run();
 }

@@ -275,7 +275,8 @@ void rok_calib_gemm_errors(const RokHw *hw, const RokCalibGemmObs *obs, guint n,
  * measured rates for them. */
 gboolean rok_calib_kind_fitted(RokOpKind kind);
 /* A calibration's observations: the GEMMs timed alone first (*n_gemms of
- * them), then the fitted kinds' ops in each direction; when there are both,
+ * them), then the fitted kinds' ops in each direction (those with a shape:
+ * no dimension 0); when there are both,
  * each group weighs half of the fit (a few ops of --model's layer count as
  * much as the many GEMMs timed alone). */
 RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, guint *n_gemms);

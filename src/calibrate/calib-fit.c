@@ -152,7 +152,8 @@ RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, 
   *n_gemms = k;
   for (guint i = 0; i < d->ops->len; i++) {
     const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
-    if (!rok_calib_kind_fitted(op->kind) || op->direction == ROK_HW_REBUILD || !(op->rate.median > 0))
+    gboolean shaped = op->dims[0] > 0 && op->dims[1] > 0 && op->dims[2] > 0 && op->dims[3] > 0;
+    if (!rok_calib_kind_fitted(op->kind) || op->direction == ROK_HW_REBUILD || !(op->rate.median > 0) || !shaped)
       continue;
     obs[k++] = (RokCalibGemmObs){.shape = ROK_HW_GEMM_PLAIN,
                                  .dims = {op->dims[0], op->dims[1], op->dims[2], op->dims[3]},

@@ -6,13 +6,17 @@
  *            the executor's host checksum rate; memory from sysconf
  *                                                            calib-memcpy.c
  *   device   rok's own bf16 GEMM kernel over sizes (doubling squares until
- *            one launch takes long, and transformer-like shapes): the
- *            efficiency curve; the element-wise add kernel over large
- *            buffers: hbm_bandwidth; back-to-back tiny kernels: the launch
- *            overhead; global memory                         calib-compute.c
- *   ops      every op of small GPT and LLaMA layers, forward and backward,
- *            through the executor's op interpreter: a rate curve per op
- *            kind and direction                              calib-ops.c
+ *            one launch takes long, transformer-like shapes, small probes
+ *            of tile and wave steps); the element-wise add kernel over
+ *            large buffers: hbm_bandwidth; back-to-back tiny kernels: the
+ *            launch overhead; global memory                  calib-compute.c
+ *   ops      every op of small GPT and LLaMA layers (or of one layer of
+ *            --model), forward and backward, through the executor's op
+ *            interpreter: a rate curve per op kind and direction
+ *                                                            calib-ops.c
+ *   fit      the simulator's GEMM model (SMs, tile, full-wave rate; the
+ *            element-wise roofline) fitted to every GEMM timed, alone and
+ *            as the layers' GEMM ops                         calib-fit.c
  *   copies   host <-> device through pinned host buffers (pcie.*)
  *                                                            calib-copy.c
  *   disks    per directory: a fresh rok-XXXXXX work folder (stale ones swept,
@@ -57,6 +61,11 @@ typedef struct {
   guint queue_depths[ROK_CALIB_MAX_GRID];
   guint n_queue_depths;
   double pass_seconds; /* a timed disk pass stops issuing after this; 0: 2 s (quick 0.2 s) */
+  /* --model: one layer of the user's model (its trace, made with layers =
+   * 1), whose ops are timed instead of the calibration layers, so that the
+   * GEMM model is fitted to and the op rates measured at its own shapes.
+   * NULL: the calibration layers of doubling width. Borrowed. */
+  const RokTrace *model;
   RokCalibProgressFunc progress;
   gpointer progress_data;
 } RokCalibOptions;
@@ -100,7 +109,9 @@ typedef struct {
   char *label; /* the calibration model: "calibrate-gpt-256" */
   RokOpKind kind;
   RokHwDirection direction; /* forward, backward, or a mask's rebuild from the seed */
+  guint64 dims[4];          /* the op's [batch, m, n, k] (trace.h) */
   double work;
+  double bytes;             /* what the trace counts the op moving in this direction */
   RokCalibStat rate; /* work per second, launch overhead taken out */
 } RokCalibOp;
 
@@ -146,6 +157,9 @@ void rok_calib_disk_clear(RokCalibDisk *disk);
 typedef struct {
   gboolean quick;
   guint trials;
+  char *model_name; /* --model's, whose layer was timed; NULL: the calibration layers */
+  double load[2];   /* 1-minute load average before and after (0: not read) */
+  guint cpus;       /* processors online */
   RokCalibHost host;
   RokCalibDevice device;
   GArray *disks;       /* RokCalibDisk, in --dir order */
@@ -216,18 +230,77 @@ char *rok_calib_virtual_reason(const char *name, const char *vendor, const char 
  * result is the reason it is virtual or not a disk (NULL: looks real). */
 char *rok_calib_disk_kind(const char *sys_root, const char *dir, char **disk);
 /* Warnings for figures that cannot be a disk's (reads or writes above
- * 20 GB/s or above memcpy: a cache), for virtual disks, and for
- * directories that share a file system: appended to c->warnings. */
+ * 20 GB/s or above memcpy: a cache), for virtual disks, for directories
+ * that share a file system, and for a machine busy with other work (load
+ * average above half its processors): appended to c->warnings. */
 void rok_calib_check(RokCalibration *c);
+
+/* ---- The GEMM model ---------------------------------------------------- */
+
+/* One timed GEMM op for the fit: how its GEMMs map onto thread blocks, its
+ * dims [batch, m, n, k], the direction, the FLOPs and bytes of that
+ * direction, and its seconds with the launch overhead taken out. */
+typedef struct {
+  RokHwGemmShape shape;
+  guint64 dims[4];
+  gboolean backward;
+  double flops, bytes, seconds;
+  double weight; /* of its squared log error in the fit; 0 counts as 1 */
+} RokCalibGemmObs;
+
+/* The GEMM model (rok_hw_gemm_op_seconds) fitted to timings. */
+typedef struct {
+  guint64 sm_count, tile[2];
+  double rate;                      /* FLOP/s of full waves: peak_flops · matmul_efficiency */
+  double rms_log_error;             /* weighted root mean square of log(model / measured) */
+  double median_error, worst_error; /* of |model / measured - 1| */
+} RokCalibGemmFit;
+
+/* The SMs (1 to max_sms), the tile (rows and columns each 8 to 256, powers
+ * of two) and the rate of full waves whose model times are closest to the
+ * observed ones in squared log error, with hbm_bandwidth the roofline's
+ * bandwidth (calib-fit.c). FALSE without observations or with one that is
+ * not positive. */
+gboolean rok_calib_fit_gemm(const RokCalibGemmObs *obs, guint n, double hbm_bandwidth, guint max_sms,
+                            RokCalibGemmFit *fit);
+/* A profile holding only what the GEMM model reads (no names, no other
+ * sections, nothing to free): the fit's SMs and tile, its rate as
+ * peak_flops at matmul_efficiency 1, and the roofline's bandwidth. */
+RokHw rok_calib_gemm_fit_hw(const RokCalibGemmFit *fit, double hbm_bandwidth);
+/* The median and largest |model / measured - 1| of HW's GEMM model over
+ * the observations. */
+void rok_calib_gemm_errors(const RokHw *hw, const RokCalibGemmObs *obs, guint n, double *median, double *worst);
+/* The op kinds whose kernels are rok's GEMM, which the fitted model times
+ * (linear, attn_scores, attn_context): a calibrated profile carries no
+ * measured rates for them. */
+gboolean rok_calib_kind_fitted(RokOpKind kind);
+/* A calibration's observations: the GEMMs timed alone first (*n_gemms of
+ * them), then the fitted kinds' ops in each direction (those with a shape:
+ * no dimension 0); when there are both,
+ * each group weighs half of the fit (a few ops of --model's layer count as
+ * much as the many GEMMs timed alone). */
+RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, guint *n_gemms);
+
+/* The fit of a calibration, and how well the GEMMs timed alone predict the
+ * layers' GEMM ops (held out of that fit). */
+typedef struct {
+  guint n_gemms, n_ops;
+  RokCalibGemmFit fit;        /* to every observation */
+  RokCalibGemmFit kernel_fit; /* to the GEMMs timed alone */
+  double held_out_median, held_out_worst; /* kernel_fit's errors on the ops (when n_ops > 0) */
+} RokCalibGemmReport;
+/* FALSE when nothing usable was timed. */
+gboolean rok_calib_gemm_report(const RokCalibDevice *d, RokCalibGemmReport *r);
 
 /* ---- The profile ------------------------------------------------------- */
 
-/* The hardware profile these measurements make, named NAME. The efficiency
- * curve: a knot per GEMM size (FLOPs per launch; shapes of equal FLOPs
- * averaged), its median rate over peak_flops, where peak_flops is the best
- * median rate of a single GEMM (OpenCL does not tell a device's true peak:
- * so the efficiency is 1.0 at the best GEMM); matmul_efficiency is the
- * curve at its largest size. Per disk, the best median of the grid; the array
+/* The hardware profile these measurements make, named NAME. The GEMM
+ * model fitted (rok_calib_gemm_report): sm_count, gemm_tile, and
+ * matmul_efficiency = the full-wave rate over peak_flops, where peak_flops
+ * is the best median rate of a single GEMM (OpenCL does not tell a
+ * device's true peak) or the fitted rate when higher; no efficiency curve;
+ * op rates for every kind measured but those the model times; the shapes
+ * in calibrated_shapes. Per disk, the best median of the grid; the array
  * (one device per directory) takes the slowest disk's bandwidths, the
  * longest latency, the smallest capacity. Endurance is unknown (left out).
  * The result has been through the profile reader: `rok plan` takes it.

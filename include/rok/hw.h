@@ -55,6 +55,16 @@ typedef struct {
   guint len[ROK_HW_DIRECTIONS];
 } RokHwOpRates;
 
+/* One GEMM shape [batch, m, n, k]: batch products C[m×n] = A[m×k]·B[k×n]. */
+typedef struct {
+  guint64 dims[4];
+} RokHwGemmDims;
+
+/* Shapes a calibrated profile may record, and how far outside their range
+ * (a factor, per dimension) a GEMM is "far" from them. */
+#define ROK_HW_MAX_SHAPES 4096
+#define ROK_HW_FAR_FACTOR 4.0
+
 /* GPUs a node section may describe. */
 #define ROK_HW_MAX_NODE_GPUS 64
 
@@ -94,6 +104,15 @@ typedef struct {
     guint64 sm_count;
     guint64 gemm_tile[2];
   } gpu;
+  /* Optional ("calibrated_shapes", as `rok calibrate` writes it): the GEMM
+   * shapes it timed (those its GEMM model was fitted to) and the smallest
+   * and largest bytes of the element-wise ops it timed. gemms_len 0 /
+   * elementwise_bytes {0, 0}: none recorded (a datasheet profile). */
+  struct {
+    RokHwGemmDims *gemms;
+    guint gemms_len;
+    guint64 elementwise_bytes[2];
+  } calibrated;
   struct {
     double h2d_bandwidth, d2h_bandwidth; /* bytes/s, each direction */
     gint64 latency;                      /* ns per transfer */
@@ -182,6 +201,37 @@ double rok_hw_gemm_efficiency(const RokHw *hw, double flops);
  * it runs (NVIDIA's Matrix Multiplication Background User's Guide, tile and
  * wave quantisation); 1 without sm_count. */
 double rok_hw_gemm_utilisation(const RokHw *hw, guint64 batch, guint64 m, guint64 n, guint64 k);
+
+/* How an op's GEMMs map onto thread blocks: a plain (batched) GEMM, whose
+ * backward runs dX [m×k] over n and dW [k×n] over m; or flash attention
+ * (FlashAttention-2), one block per block of query rows forward, of key
+ * rows backward, each one tile column wide. */
+typedef enum {
+  ROK_HW_GEMM_PLAIN,
+  ROK_HW_GEMM_FLASH
+} RokHwGemmShape;
+
+/* The utilisation (rok_hw_gemm_utilisation) of an op's GEMMs of dims
+ * [batch, m, n, k] in one direction; two GEMMs of equal FLOPs (a plain
+ * backward) combine as the harmonic mean (their times add). 1 without
+ * sm_count. */
+double rok_hw_gemm_op_utilisation(const RokHw *hw, RokHwGemmShape shape, const guint64 dims[4], gboolean backward);
+/* The GEMM model's seconds for such an op moving `bytes` for `flops` in
+ * one direction, launch overhead aside: the larger of flops / (peak_flops
+ * · matmul_efficiency · utilisation) and bytes / hbm_bandwidth (the
+ * roofline of small shapes). What the simulator charges without a
+ * gemm_efficiency curve, and what `rok calibrate` fits. */
+double rok_hw_gemm_op_seconds(const RokHw *hw, RokHwGemmShape shape, const guint64 dims[4], gboolean backward,
+                              double flops, double bytes);
+
+/* Whether a GEMM of these dims is far from the shapes the profile was
+ * calibrated on: its m, n, k or FLOPs more than ROK_HW_FAR_FACTOR times
+ * below the smallest or above the largest recorded. FALSE when the profile
+ * records none. */
+gboolean rok_hw_gemm_far(const RokHw *hw, const guint64 dims[4]);
+/* "m 64-4096, n 64-4096, k 64-1024": the recorded GEMMs' ranges; NULL
+ * when none are recorded. */
+char *rok_hw_gemm_range_text(const RokHw *hw);
 
 /* The measured rates of op kind `kind`; NULL when the profile has none. */
 const RokHwOpRates *rok_hw_op_rates(const RokHw *hw, const char *kind);

@@ -264,6 +264,11 @@ gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward);
 RokSimResult *rok_sim_run(RokSim *sim, const RokStepPlan *plan, GError **error);
 /* rok_sim_new + rok_sim_run + rok_sim_free; the second records. */
 RokSimResult *rok_simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error);
+/* A warning when the times of some of the trace's GEMM ops come from the
+ * profile's GEMM model at shapes far from those it was calibrated on
+ * (rok_hw_gemm_far): how many, the first, and the calibrated range. NULL
+ * when none are (or the profile records no shapes). */
+char *rok_sim_far_shapes(const RokTrace *trace, const RokHw *hw);
 RokSimResult *rok_simulate_recorded(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, GError **error);
 
 /* The schedule of `plan`: simulated with every micro-batch of the step in

@@ -121,6 +121,12 @@ static void check_speed(RokCalibration *c, const RokCalibDisk *d, const char *wh
 }
 
 void rok_calib_check(RokCalibration *c) {
+  double busiest = MAX(c->load[0], c->load[1]);
+  if (c->cpus > 0 && busiest > 0.5 * c->cpus)
+    warn(c, "the machine was busy (load average %.2f on %u processors): other work competed with the measurements, "
+            "which then mix timings taken under different contention (a large held-out error of the GEMM model "
+            "says so); calibrate on an idle machine",
+         busiest, c->cpus);
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
     if (d->virtual_reason != NULL)

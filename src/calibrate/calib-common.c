@@ -94,6 +94,7 @@ RokCalibration *rok_calibration_new(void) {
 void rok_calibration_free(RokCalibration *c) {
   if (c == NULL)
     return;
+  g_free(c->model_name);
   g_free(c->device.name);
   g_free(c->device.type);
   g_array_unref(c->device.gemms);

@@ -218,6 +218,28 @@ static gboolean measure_shapes(RokClKernels *kernels, const Timer *t, const RokC
   return TRUE;
 }
 
+/* Small GEMMs whose tile and wave counts step (1, 2, 3, 4, 9, ... tiles of
+ * 64×64; ragged edges of other tiles), for the fit of the GEMM model's SMs
+ * and tile: their times step where the model's do. Cheap on any device. */
+static gboolean measure_probes(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o, RokCalibDevice *d,
+                               GError **error) {
+  static const guint64 probes[][3] = {{32, 32, 256},   {64, 64, 256},   {96, 96, 256},   {128, 128, 256},
+                                      {64, 128, 256},  {64, 192, 256},  {192, 192, 256}, {256, 256, 256},
+                                      {320, 64, 256},  {384, 384, 256}, {200, 40, 512},  {512, 512, 64},
+                                      {256, 256, 1024}, {512, 512, 256}};
+  const RokClDeviceInfo *info = rok_cl_device_info(rok_cl_kernels_device(kernels));
+  for (guint i = 0; i < G_N_ELEMENTS(probes); i += o->quick ? 2 : 1) {
+    RokCalibGemm g = {.label = "probe", .batch = 1, .m = probes[i][0], .n = probes[i][1], .k = probes[i][2]};
+    if (!gemm_fits(info, &g))
+      continue;
+    rok_calib_progress(o, "device GEMM probe %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT, g.m, g.n,
+                       g.k);
+    if (!measure_gemm(kernels, t, d, &g, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,
                                    RokCalibDevice *d, GError **error) {
   rok_calib_progress(o, "device: building kernels");
@@ -230,7 +252,8 @@ gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, Ro
     return FALSE;
   rok_calib_progress(o, "device element-wise bandwidth");
   return measure_elementwise(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
-         measure_shapes(kernels, &t, o, d, error) && rok_calib_measure_ops(kernels, o, cancel, d, error);
+         measure_shapes(kernels, &t, o, d, error) && measure_probes(kernels, &t, o, d, error) &&
+         rok_calib_measure_ops(kernels, o, cancel, d, error);
 }
 
 gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDevice *d,

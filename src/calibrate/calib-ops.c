@@ -158,7 +158,9 @@ static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDe
         double s = p->seconds[((gsize)t * n + o) * D + dir];
         rates[t] = work / MAX(s - d->launch.median, s / 10);
       }
-      RokCalibOp knot = {.label = g_strdup(label), .kind = op->kind, .direction = dir, .work = work};
+      RokCalibOp knot = {.label = g_strdup(label), .kind = op->kind, .direction = dir, .work = work,
+                         .bytes = (double)(dir == ROK_HW_BACKWARD ? op->bwd_bytes : op->fwd_bytes),
+                         .dims = {op->dims[0], op->dims[1], op->dims[2], op->dims[3]}};
       knot.rate = rok_calib_stat(rates, trials);
       g_array_append_val(d->ops, knot);
     }
@@ -205,9 +207,29 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guin
   return ok;
 }
 
+/* --model: the ops of the user's model, as its trace has them. */
+static gboolean measure_user_model(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
+                                   RokCalibDevice *d, GError **error) {
+  const RokTrace *trace = o->model;
+  guint64 bytes = model_bytes(trace);
+  if (bytes > d->memory / 4) {
+    g_autofree char *need = rok_units_format_size(bytes), *have = rok_units_format_size(d->memory);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "--model %s: one layer needs about %s on the device, more than a quarter of its %s (set a "
+                "smaller micro_batch or seq_len with --set)",
+                trace->model_name, need, have);
+    return FALSE;
+  }
+  rok_calib_progress(o, "device ops: %s, one layer", trace->model_name);
+  double pass_s = 0;
+  return measure_model(kernels, trace, MAX(o->trials, 5), cancel, trace->model_name, d, &pass_s, error);
+}
+
 gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
                                RokCalibDevice *d, GError **error) {
   static const char *const archs[] = {"gpt", "llama"};
+  if (o->model != NULL)
+    return measure_user_model(kernels, o, cancel, d, error);
   guint64 largest = o->quick ? 256 : 4096;
   double long_run = o->quick ? 0.3 : 2.0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {

@@ -22,32 +22,6 @@ static int compare_knots(const void *a, const void *b) {
   return (x->order > y->order) - (x->order < y->order);
 }
 
-/* The GEMMs sorted by size, those of equal FLOPs (different shapes) merged
- * into one knot at their mean rate, each knot's rate over the best single
- * GEMM's: *PEAK gets that best rate. */
-static RokHwGemmPoint *gemm_curve(const GArray *gemms, guint *n, double *peak) {
-  g_autofree Knot *k = g_new(Knot, MAX(gemms->len, 1));
-  *peak = 0;
-  for (guint i = 0; i < gemms->len; i++) {
-    const RokCalibGemm *g = &g_array_index(gemms, RokCalibGemm, i);
-    k[i] = (Knot){g->flops, g->rate.median, i};
-    *peak = MAX(*peak, g->rate.median);
-  }
-  qsort(k, gemms->len, sizeof *k, compare_knots);
-  RokHwGemmPoint *curve = g_new(RokHwGemmPoint, MAX(gemms->len, 1));
-  guint out = 0;
-  for (guint i = 0; i < gemms->len;) {
-    guint j = i;
-    double sum = 0;
-    for (; j < gemms->len && k[j].flops == k[i].flops; j++)
-      sum += k[j].rate;
-    curve[out++] = (RokHwGemmPoint){k[i].flops, *peak > 0 ? sum / (j - i) / *peak : 0};
-    i = j;
-  }
-  *n = out;
-  return curve;
-}
-
 /* The knots of one op kind in one direction: every op measured, sorted by
  * work, ops of equal work (alike ops of a layer) merged at their mean rate. */
 static RokHwRatePoint *rate_curve(const GArray *ops, RokOpKind kind, RokHwDirection direction, guint *n) {
@@ -73,10 +47,13 @@ static RokHwRatePoint *rate_curve(const GArray *ops, RokOpKind kind, RokHwDirect
   return curve;
 }
 
-/* A curve per op kind measured, in the order of the kinds. */
+/* A curve per op kind measured but those the GEMM model times, in the
+ * order of the kinds. */
 static void fill_op_rates(const RokCalibDevice *d, RokHw *hw) {
   hw->gpu.op_rates = g_new0(RokHwOpRates, ROK_OP_KIND_COUNT);
   for (guint kind = 0; kind < ROK_OP_KIND_COUNT; kind++) {
+    if (rok_calib_kind_fitted(kind)) /* timed by the GEMM model, by shape */
+      continue;
     RokHwOpRates r = {0};
     guint total = 0;
     for (guint dir = 0; dir < ROK_HW_DIRECTIONS; dir++) {
@@ -100,22 +77,65 @@ static gboolean positive(double value, const char *field, GError **error) {
   return FALSE;
 }
 
-static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
-  const RokCalibDevice *d = &c->device;
-  if (d->gemms->len == 0) {
-    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration measured no GEMM on the device");
+/* The GEMM model fitted to every GEMM timed; peak_flops the best rate a
+ * GEMM reached (or the fit's full-wave rate when that is higher), so that
+ * matmul_efficiency is the fit's rate over it. */
+static gboolean fill_gemm_model(const RokCalibDevice *d, RokHw *hw, GError **error) {
+  RokCalibGemmReport r;
+  if (!rok_calib_gemm_report(d, &r)) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration timed no usable GEMM on the device");
     return FALSE;
   }
-  hw->gpu.gemm_curve = gemm_curve(d->gemms, &hw->gpu.gemm_curve_len, &hw->gpu.peak_flops);
-  hw->gpu.matmul_efficiency = MAX(hw->gpu.gemm_curve[hw->gpu.gemm_curve_len - 1].efficiency, MIN_EFFICIENCY);
+  double best = 0;
+  for (guint i = 0; i < d->gemms->len; i++)
+    best = MAX(best, g_array_index(d->gemms, RokCalibGemm, i).rate.median);
+  hw->gpu.peak_flops = MAX(best, r.fit.rate);
+  hw->gpu.matmul_efficiency = MAX(r.fit.rate / hw->gpu.peak_flops, MIN_EFFICIENCY);
+  hw->gpu.sm_count = r.fit.sm_count;
+  hw->gpu.gemm_tile[0] = r.fit.tile[0];
+  hw->gpu.gemm_tile[1] = r.fit.tile[1];
+  return TRUE;
+}
+
+static gboolean same_dims(const RokHwGemmDims *a, const guint64 dims[4]) {
+  return memcmp(a->dims, dims, sizeof a->dims) == 0;
+}
+
+/* calibrated_shapes: every GEMM shape the model was fitted to (forward
+ * dims, each once, in the order timed) and the element-wise ops' bytes. */
+static void fill_shapes(const RokCalibDevice *d, RokHw *hw) {
+  guint n = 0, n_gemms = 0;
+  g_autofree RokCalibGemmObs *obs = rok_calib_gemm_observations(d, &n, &n_gemms);
+  hw->calibrated.gemms = g_new0(RokHwGemmDims, MAX(n, 1));
+  for (guint i = 0; i < n && hw->calibrated.gemms_len < ROK_HW_MAX_SHAPES; i++) {
+    gboolean seen = FALSE;
+    for (guint j = 0; j < hw->calibrated.gemms_len && !seen; j++)
+      seen = same_dims(&hw->calibrated.gemms[j], obs[i].dims);
+    if (!seen)
+      memcpy(hw->calibrated.gemms[hw->calibrated.gemms_len++].dims, obs[i].dims, sizeof obs[i].dims);
+  }
+  for (guint i = 0; i < d->ops->len; i++) {
+    const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
+    guint64 bytes = (guint64)op->bytes, *range = hw->calibrated.elementwise_bytes;
+    if (rok_op_kind_is_gemm(op->kind) || op->direction == ROK_HW_REBUILD || bytes == 0)
+      continue;
+    range[0] = range[0] == 0 ? bytes : MIN(range[0], bytes);
+    range[1] = MAX(range[1], bytes);
+  }
+}
+
+static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
+  const RokCalibDevice *d = &c->device;
   hw->gpu.memory = d->memory;
   hw->gpu.hbm_bandwidth = d->elementwise.median;
   hw->gpu.launch_overhead = (gint64)llround(d->launch.median * 1e9);
+  if (!positive(hw->gpu.hbm_bandwidth, "gpu.hbm_bandwidth", error) || !fill_gemm_model(d, hw, error))
+    return FALSE;
   /* A CPU device computes on the host's processors, and copies run there. */
   hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
   fill_op_rates(d, hw);
+  fill_shapes(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&
-         positive(hw->gpu.hbm_bandwidth, "gpu.hbm_bandwidth", error) &&
          positive((double)hw->gpu.memory, "gpu.memory", error);
 }
 

@@ -1,6 +1,7 @@
 /* A whole calibration, in order: the host, the device and its copies, the
  * disks, then the checks. Ctrl-C cancels it cleanly. */
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "rok/calibrate.h"
@@ -35,6 +36,11 @@ static gboolean check_dirs(const char *const *dirs, GError **error) {
   return TRUE;
 }
 
+static double load_now(void) {
+  double load[3];
+  return getloadavg(load, 3) == 3 ? load[0] : 0;
+}
+
 static void on_signal(int signo, gpointer data) {
   (void)signo;
   rok_calib_cancel_now(data);
@@ -67,8 +73,12 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   g_autoptr(RokCalibration) c = rok_calibration_new();
   c->quick = o.quick;
   c->trials = o.trials;
+  c->model_name = o.model != NULL ? g_strdup(o.model->model_name) : NULL;
+  c->cpus = g_get_num_processors();
+  c->load[0] = load_now();
   gboolean ok = rok_calib_measure_host(&o, &cancel, &c->host, error) &&
                 rok_calib_measure_device(&o, &cancel, &c->device, error) && measure_disks(&o, &cancel, c, error);
+  c->load[1] = load_now();
   rok_signal_watch_free(watch);
   rok_calib_cancel_clear(&cancel);
   if (!ok)

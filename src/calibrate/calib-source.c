@@ -22,21 +22,27 @@ static void append_device(GString *s, const RokCalibration *c) {
   if (b != NULL)
     g_string_append_printf(s, " (%s %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "%s)", b->label,
                            b->m, b->n, b->k, b->batch > 1 ? ", batched" : "");
-  g_string_append(s, ", not a datasheet peak (OpenCL does not tell one); gpu.gemm_efficiency: each GEMM size "
-                     "measured (FLOPs per launch; shapes of equal FLOPs averaged), its rate over that best, launch "
-                     "overhead taken out, so it reaches 1.0 at the best GEMM; gpu.matmul_efficiency: the curve at its "
-                     "largest GEMM; gpu.hbm_bandwidth: the "
-                     "element-wise add kernel over large buffers (2 reads, 1 write); gpu.launch_overhead: a tiny "
-                     "kernel, back to back; gpu.memory: the device's global memory. ");
+  g_string_append(s, ", not a datasheet peak (OpenCL does not tell one); gpu.sm_count, gpu.gemm_tile and "
+                     "gpu.matmul_efficiency: the GEMM model (tile and wave quantisation, the element-wise bandwidth "
+                     "as the roofline of small shapes) fitted in log error to every GEMM timed, alone and as the "
+                     "layers' linear and attention ops in both directions, launch overhead taken out; "
+                     "calibrated_shapes: those GEMMs' shapes and the element-wise ops' smallest and largest bytes; "
+                     "gpu.hbm_bandwidth: the element-wise add kernel over large buffers (2 reads, 1 write); "
+                     "gpu.launch_overhead: a tiny kernel, back to back; gpu.memory: the device's global memory. ");
   if (g_strcmp0(d->type, "cpu") == 0)
     g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
                        "host's processors and so do copies in and out of it (no copy engine). ");
-  if (d->ops->len > 0)
+  if (d->ops->len > 0 && c->model_name != NULL)
+    g_string_append_printf(s, "gpu.op_rates: every op of one layer of %s (with its embedding and head), forward "
+                              "and backward, ", c->model_name);
+  else if (d->ops->len > 0)
     g_string_append(s, "gpu.op_rates: every op of small GPT (standard attention, dropout) and LLaMA (flash "
-                       "attention) layers of doubling width, forward and backward, run by the executor's op "
-                       "interpreter one at a time and waited for, as `rok execute` runs them; per op kind and "
-                       "direction, the work the trace counts for the op (FLOPs for GEMM-like kinds, bytes for the "
-                       "others) over its time less the launch overhead, ops of equal work averaged. ");
+                       "attention) layers of doubling width, forward and backward, ");
+  if (d->ops->len > 0)
+    g_string_append(s, "run by the executor's op interpreter one at a time and waited for, as `rok execute` runs "
+                       "them; per op kind but those the GEMM model times, and per direction, the work the trace "
+                       "counts for the op (FLOPs for flash attention, bytes for the others) over its time less the "
+                       "launch overhead, ops of equal work averaged. ");
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
                          g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");

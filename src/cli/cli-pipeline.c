@@ -90,3 +90,9 @@ void cli_warn_unmodelled(const RokModel *m, const RokHw *hw) {
                "simulated\n",
                hw->name);
 }
+
+void cli_warn_far_shapes(const RokTrace *trace, const RokHw *hw) {
+  g_autofree char *warning = rok_sim_far_shapes(trace, hw);
+  if (warning != NULL)
+    g_printerr("%s: warning: %s\n", g_get_prgname(), warning);
+}

@@ -118,6 +118,9 @@ gboolean cli_parse_stage(const char *text, guint stages, gint *stage, GError **e
  * interconnect to cost its communication, ZeRO-2/3 with pipelining,
  * PCIe peer-to-peer contention). */
 void cli_warn_unmodelled(const RokModel *model, const RokHw *hw);
+/* Print rok_sim_far_shapes()'s warning, when the trace's GEMMs are far from
+ * the shapes the profile was calibrated on. */
+void cli_warn_far_shapes(const RokTrace *trace, const RokHw *hw);
 /* The table of a composed pipeline: one row per stage. */
 void cli_print_stages(RokSimResult *const *results, RokTrace *const *traces, guint n);
 

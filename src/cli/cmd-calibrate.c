@@ -9,17 +9,19 @@
 #include "rok/core.h"
 
 typedef struct {
-  char **dirs, **blocks, **depths;
-  char *output, *name, *file_size;
+  char **dirs, **blocks, **depths, **sets;
+  char *output, *name, *file_size, *model;
   gint device, trials;
   double pass_time;
-  gboolean quick, json;
+  gboolean quick, json, show_fit;
 } Options;
 
 static void options_clear(Options *o) {
   g_strfreev(o->dirs);
   g_strfreev(o->blocks);
   g_strfreev(o->depths);
+  g_strfreev(o->sets);
+  g_free(o->model);
   g_free(o->output);
   g_free(o->name);
   g_free(o->file_size);
@@ -148,7 +150,46 @@ static void print_ops(const RokCalibDevice *d) {
   }
 }
 
-static void print_device(const RokCalibDevice *d, const RokHw *hw) {
+/* --show-fit: every GEMM the model was fitted to, measured and modelled. */
+static void print_fit_rows(const RokCalibDevice *d, const RokHw *hw) {
+  guint n = 0, n_gemms = 0;
+  g_autofree RokCalibGemmObs *obs = rok_calib_gemm_observations(d, &n, &n_gemms);
+  printf("  %-8s %-26s %-9s %12s %12s %8s\n", "timed", "batch x m x n x k", "direction", "measured", "model",
+         "error");
+  for (guint i = 0; i < n; i++) {
+    const RokCalibGemmObs *o = &obs[i];
+    double model = rok_hw_gemm_op_seconds(hw, o->shape, o->dims, o->backward, o->flops, o->bytes);
+    g_autofree char *shape = g_strdup_printf("%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                                             " x %" G_GUINT64_FORMAT,
+                                             o->dims[0], o->dims[1], o->dims[2], o->dims[3]);
+    g_autofree char *measured = rok_units_format_time(o->seconds), *modelled = rok_units_format_time(model);
+    printf("  %-8s %-26s %-9s %12s %12s %+7.1f%%\n", i < n_gemms ? "GEMM" : "op", shape,
+           o->backward ? "backward" : "forward", measured, modelled, 100 * (model / o->seconds - 1));
+  }
+}
+
+/* The GEMM model fitted, and how well the GEMMs timed alone predicted the
+ * layers' GEMM ops, which that fit did not see. */
+static void print_fit(const RokCalibDevice *d, const RokHw *hw, gboolean rows) {
+  if (rows)
+    print_fit_rows(d, hw);
+  RokCalibGemmReport r;
+  if (!rok_calib_gemm_report(d, &r))
+    return;
+  g_autofree char *rate = flops_text(r.fit.rate);
+  printf("  GEMM model           %" G_GUINT64_FORMAT " SMs, tiles %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+         ", %s in full waves (matmul_efficiency %.3f); fitted to %u GEMMs and %u GEMM ops: error median %.1f%%, "
+         "worst %.1f%%\n",
+         r.fit.sm_count, r.fit.tile[0], r.fit.tile[1], rate, hw->gpu.matmul_efficiency, r.n_gemms, r.n_ops,
+         100 * r.fit.median_error, 100 * r.fit.worst_error);
+  if (r.n_ops > 0 && r.n_gemms > 0)
+    printf("  held out             fitted to the %u GEMMs alone (%" G_GUINT64_FORMAT " SMs, tiles %" G_GUINT64_FORMAT
+           "x%" G_GUINT64_FORMAT "), it predicts the %u GEMM ops within median %.1f%%, worst %.1f%%\n",
+           r.n_gemms, r.kernel_fit.sm_count, r.kernel_fit.tile[0], r.kernel_fit.tile[1], r.n_ops,
+           100 * r.held_out_median, 100 * r.held_out_worst);
+}
+
+static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_rows) {
   g_autofree char *memory = rok_units_format_size(d->memory);
   printf("Device %u   %s (%s, %u compute units), %s\n", d->index, d->name, d->type, d->compute_units, memory);
   printf("  %-28s %14s %14s  %s\n", "GEMM (bf16)", "GFLOPs", "rate", "efficiency");
@@ -167,6 +208,7 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw) {
   g_autofree char *ew = rate_text(&d->elementwise), *launch = rok_units_format_time(d->launch.median);
   g_autofree char *h2d = rate_text(&d->h2d), *d2h = rate_text(&d->d2h);
   g_autofree char *latency = rok_units_format_time(d->copy_latency.median);
+  print_fit(d, hw, fit_rows);
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
   print_ops(d);
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",
@@ -188,18 +230,20 @@ static void print_disk(const RokCalibDisk *d) {
   printf("  latency (QD1 4 KiB random reads) %s\n", latency);
 }
 
-static void print_table(const RokCalibration *c, const RokHw *hw, const char *output) {
+static void print_table(const RokCalibration *c, const RokHw *hw, const char *output, gboolean fit_rows) {
   g_autofree char *memory = rok_units_format_size(c->host.memory), *memcpy_bw = rate_text(&c->host.memcpy);
-  printf("Calibration%s: medians of %u trials [min - max]\n\n", c->quick ? " (--quick)" : "", c->trials);
+  printf("Calibration%s%s%s: medians of %u trials [min - max]\n\n", c->quick ? " (--quick)" : "",
+         c->model_name ? ", one layer of " : "", c->model_name ? c->model_name : "", c->trials);
   g_autofree char *checksum = rate_text(&c->host.checksum);
   printf("Host       %s of memory; memcpy %s; checksum %s\n", memory, memcpy_bw, checksum);
-  print_device(&c->device, hw);
+  print_device(&c->device, hw, fit_rows);
   for (guint i = 0; i < c->disks->len; i++)
     print_disk(&g_array_index(c->disks, RokCalibDisk, i));
   g_autofree char *peak = flops_text(hw->gpu.peak_flops);
-  printf("\nProfile \"%s\" written to %s: peak_flops %s, matmul_efficiency %.3f, %u-point GEMM curve, rates of %u op "
-         "kinds",
-         hw->name, output, peak, hw->gpu.matmul_efficiency, hw->gpu.gemm_curve_len, hw->gpu.op_rates_len);
+  printf("\nProfile \"%s\" written to %s: peak_flops %s, matmul_efficiency %.3f, GEMM model of %" G_GUINT64_FORMAT
+         " SMs and %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " tiles, rates of %u op kinds",
+         hw->name, output, peak, hw->gpu.matmul_efficiency, hw->gpu.sm_count, hw->gpu.gemm_tile[0],
+         hw->gpu.gemm_tile[1], hw->gpu.op_rates_len);
   if (hw->gpu.shared_cpus > 0)
     printf(", copies on the device's %" G_GUINT64_FORMAT " processors (no copy engine)", hw->gpu.shared_cpus);
   printf("\n");
@@ -210,10 +254,42 @@ static void print_warnings(const RokCalibration *c) {
     fprintf(stderr, "rok calibrate: warning: %s\n", (const char *)c->warnings->pdata[i]);
 }
 
+/* --model: one layer of the model (its embedding and head too), the
+ * user's --set applied after layers=1 so that they may say otherwise.
+ * *trace stays NULL without --model. */
+static gboolean load_model(const Options *o, RokTrace **trace, GError **error) {
+  *trace = NULL;
+  if (o->model == NULL && o->sets != NULL && o->sets[0] != NULL) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--set %s: --set changes the config of --model, which is not given",
+                o->sets[0]);
+    return FALSE;
+  }
+  if (o->model == NULL)
+    return TRUE;
+  g_autoptr(GPtrArray) sets = g_ptr_array_new();
+  g_ptr_array_add(sets, "layers=1");
+  for (guint i = 0; o->sets != NULL && o->sets[i] != NULL; i++)
+    g_ptr_array_add(sets, o->sets[i]);
+  g_ptr_array_add(sets, NULL);
+  *trace = cli_load_trace(o->model, (char **)sets->pdata, error);
+  if (*trace == NULL)
+    g_prefix_error(error, "--model %s: ", o->model);
+  return *trace != NULL;
+}
+
 static gboolean run(const Options *o, GError **error) {
   RokCalibOptions co;
   if (!to_calib_options(o, &co, error))
     return FALSE;
+  if (o->show_fit && (o->json || o->output == NULL)) {
+    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
+                        "--show-fit lists the fit in the table that -o FILE prints (not with --json or without -o)");
+    return FALSE;
+  }
+  g_autoptr(RokTrace) model = NULL;
+  if (!load_model(o, &model, error))
+    return FALSE;
+  co.model = model;
   gboolean progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
   if (progress)
     co.progress = show_progress;
@@ -232,7 +308,7 @@ static gboolean run(const Options *o, GError **error) {
   if (o->json || o->output == NULL)
     ok = cli_print_json(rok_hw_to_json(hw), error);
   else
-    print_table(c, hw, o->output);
+    print_table(c, hw, o->output, o->show_fit);
   /* Last, so that they are not lost above the table. */
   fflush(stdout);
   print_warnings(c);
@@ -257,6 +333,12 @@ int cli_cmd_calibrate(int argc, char **argv) {
        "Disk block size to try (repeatable; default 128KiB 1MiB 4MiB)", "SIZE"},
       {"qd", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.depths, "Disk queue depth to try (repeatable; default 1 8 32)",
        "N"},
+      {"show-fit", 0, 0, G_OPTION_ARG_NONE, &o.show_fit,
+       "List every GEMM the model was fitted to, its measured and modelled time", NULL},
+      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &o.model,
+       "Time one layer of this model (a config file or bundled name) instead of the calibration layers", "MODEL"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.sets, "Override a field of --model's config (repeatable)",
+       "KEY=VALUE"},
       {"pass-time", 0, 0, G_OPTION_ARG_DOUBLE, &o.pass_time,
        "A timed disk pass stops issuing after this many seconds (default 2; --quick 0.2)", "SECONDS"},
       G_OPTION_ENTRY_NULL};

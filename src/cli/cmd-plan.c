@@ -792,6 +792,7 @@ int cli_cmd_plan(int argc, char **argv) {
     return cli_fail(self->name, error);
   }
   cli_warn_unmodelled(((RokTrace *)g_ptr_array_index(traces, 0))->model, hw);
+  cli_warn_far_shapes(g_ptr_array_index(traces, 0), hw);
   cli_common_clear(&common);
   out.summary = rok_plan_summary(trace, out.plan, out.result, out.strategy, out.budget,
                                  (const RokSimResult *const *)out.baselines);

@@ -316,6 +316,7 @@ int cli_cmd_simulate(int argc, char **argv) {
     return cli_fail(self->name, error);
   }
   cli_warn_unmodelled(((RokTrace *)g_ptr_array_index(traces, 0))->model, hw);
+  cli_warn_far_shapes(g_ptr_array_index(traces, 0), hw);
   cli_common_clear(&common);
   int code = report(&o, results, traces, hw, strategy, stage, common.json);
   results_free(results);

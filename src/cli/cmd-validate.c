@@ -237,6 +237,7 @@ static RokValidation *run(const Options *o, const char *model, const RokCliCommo
   g_autoptr(RokTrace) trace = hw ? cli_load_trace(model, common->sets, error) : NULL;
   if (trace == NULL)
     return NULL;
+  cli_warn_far_shapes(trace, hw);
   vo.exec.cancel = cancel;
   if (isatty(STDOUT_FILENO))
     vo.progress = progress;

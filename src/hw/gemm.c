@@ -58,3 +58,27 @@ double rok_hw_gemm_utilisation(const RokHw *hw, guint64 batch, guint64 m, guint6
   double waves = ceil(tiles / sms);
   return (double)batch * (double)m * (double)n / (waves * sms * tm * tn);
 }
+
+/* Two GEMMs of equal FLOPs: the utilisation of both together is the
+ * harmonic mean (their times add). */
+static double both(double a, double b) {
+  return 2.0 / (1.0 / a + 1.0 / b);
+}
+
+double rok_hw_gemm_op_utilisation(const RokHw *hw, RokHwGemmShape shape, const guint64 dims[4], gboolean backward) {
+  if (hw->gpu.sm_count == 0)
+    return 1.0;
+  guint64 b = dims[0], m = dims[1], n = dims[2], k = dims[3];
+  if (shape == ROK_HW_GEMM_FLASH) /* a block of query rows (forward) or key rows (backward) of one head */
+    return rok_hw_gemm_utilisation(hw, b, backward ? n : m, hw->gpu.gemm_tile[1], k);
+  /* Backward: dX = dY·Wᵀ is [m×k] over n, dW = Xᵀ·dY is [k×n] over m. */
+  if (!backward)
+    return rok_hw_gemm_utilisation(hw, b, m, n, k);
+  return both(rok_hw_gemm_utilisation(hw, b, m, k, n), rok_hw_gemm_utilisation(hw, b, k, n, m));
+}
+
+double rok_hw_gemm_op_seconds(const RokHw *hw, RokHwGemmShape shape, const guint64 dims[4], gboolean backward,
+                              double flops, double bytes) {
+  double rate = hw->gpu.peak_flops * hw->gpu.matmul_efficiency * rok_hw_gemm_op_utilisation(hw, shape, dims, backward);
+  return MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth);
+}

@@ -21,3 +21,6 @@ void hw_interconnect_to_json(const RokHw *hw, json_object *o);
 /* The optional "node" section (node.c); after the nvme section. */
 gboolean hw_node_read(const RokJsonObj *root, RokHw *hw, GError **error);
 void hw_node_to_json(const RokHw *hw, json_object *o);
+/* The optional "calibrated_shapes" section (shapes.c). */
+gboolean hw_shapes_read(const RokJsonObj *root, RokHw *hw, GError **error);
+void hw_shapes_to_json(const RokHw *hw, json_object *o);

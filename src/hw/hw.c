@@ -11,7 +11,8 @@
 #include "hw-private.h"
 #include "rok/core.h"
 
-static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node", NULL};
+static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node",
+                                      "calibrated_shapes", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
                                        "sm_count", "gemm_tile", NULL};
@@ -37,6 +38,7 @@ void rok_hw_free(RokHw *hw) {
   g_free(hw->source);
   g_free(hw->gpu.gemm_curve);
   op_rates_free(hw->gpu.op_rates, hw->gpu.op_rates_len);
+  g_free(hw->calibrated.gemms);
   g_free(hw);
 }
 
@@ -62,6 +64,9 @@ RokHw *rok_hw_copy(const RokHw *hw) {
       hw->gpu.gemm_curve_len > 0 ? g_memdup2(hw->gpu.gemm_curve, hw->gpu.gemm_curve_len * sizeof(RokHwGemmPoint))
                                  : NULL;
   copy->gpu.op_rates = op_rates_copy(hw->gpu.op_rates, hw->gpu.op_rates_len);
+  copy->calibrated.gemms = hw->calibrated.gemms_len > 0
+                               ? g_memdup2(hw->calibrated.gemms, hw->calibrated.gemms_len * sizeof(RokHwGemmDims))
+                               : NULL;
   return copy;
 }
 
@@ -272,7 +277,8 @@ static RokHw *hw_from_doc(const RokJsonDoc *doc, GError **error) {
       !rok_json_get_string(&root, "name", FALSE, &hw->name, error) ||
       !rok_json_get_string(&root, "source", FALSE, &hw->source, error) || !read_gpu(&root, hw, error) ||
       !read_pcie(&root, hw, error) || !read_host(&root, hw, error) || !read_nvme(&root, hw, error) ||
-      !hw_interconnect_read(&root, hw, error) || !hw_node_read(&root, hw, error))
+      !hw_interconnect_read(&root, hw, error) || !hw_node_read(&root, hw, error) ||
+      !hw_shapes_read(&root, hw, error))
     return NULL;
   if (hw->host.pinned_buffer > hw->host.memory) {
     rok_json_error(error, doc, "host.pinned_buffer", "must not exceed \"host.memory\"");
@@ -390,6 +396,7 @@ json_object *rok_hw_to_json(const RokHw *hw) {
   }
   hw_interconnect_to_json(hw, o);
   hw_node_to_json(hw, o);
+  hw_shapes_to_json(hw, o);
   return o;
 }
 

@@ -1,32 +1,39 @@
-/* The GEMMs an op runs, by shape, for the tile and wave quantisation of
- * rok_hw_gemm_utilisation(). Op dims are [batch, m, n, k] (trace.h). */
+/* GEMMs by shape: the GEMM model's time of an op (rok_hw_gemm_op_seconds),
+ * and the warning for shapes far from those a profile was calibrated on. */
 #include "sim-private.h"
 
-/* Two GEMMs of equal FLOPs: the utilisation of both together is the
- * harmonic mean (their times add). */
-static double both(double a, double b) {
-  return 2.0 / (1.0 / a + 1.0 / b);
+#include "rok/core.h"
+
+double sim_gemm_seconds(const RokHw *hw, const RokOp *op, gboolean backward, double flops, double bytes) {
+  RokHwGemmShape shape = op->kind == ROK_OP_FLASH_ATTENTION ? ROK_HW_GEMM_FLASH : ROK_HW_GEMM_PLAIN;
+  return rok_hw_gemm_op_seconds(hw, shape, op->dims, backward, flops, bytes);
 }
 
-double sim_gemm_utilisation(const RokHw *hw, const RokOp *op, gboolean backward) {
-  if (hw->gpu.sm_count == 0)
-    return 1.0;
-  guint64 b = op->dims[0], m = op->dims[1], n = op->dims[2], k = op->dims[3];
-  switch (op->kind) {
-  case ROK_OP_LINEAR:
-  case ROK_OP_ATTN_SCORES:
-  case ROK_OP_ATTN_CONTEXT:
-    /* Backward: dX = dY·Wᵀ is [m×k] over n, dW = Xᵀ·dY is [k×n] over m. */
-    if (!backward)
-      return rok_hw_gemm_utilisation(hw, b, m, n, k);
-    return both(rok_hw_gemm_utilisation(hw, b, m, k, n), rok_hw_gemm_utilisation(hw, b, k, n, m));
-  case ROK_OP_FLASH_ATTENTION: {
-    /* FlashAttention-2 gives each thread block a block of query rows
-     * (forward) or of key rows (backward) of one head: one tile column. */
-    guint64 rows = backward ? n : m, tn = hw->gpu.gemm_tile[1];
-    return rok_hw_gemm_utilisation(hw, b, rows, tn, k);
+/* GEMM ops whose times the simulator takes from the GEMM model (no
+ * measured time, no measured rate for the kind). */
+static gboolean modelled_gemm(const RokHw *hw, const RokOp *op) {
+  if (!rok_op_kind_is_gemm(op->kind) || op->fwd_time_s >= 0)
+    return FALSE;
+  const RokHwOpRates *rates = rok_hw_op_rates(hw, rok_op_kind_name(op->kind));
+  return rates == NULL || rates->len[ROK_HW_FORWARD] == 0;
+}
+
+char *rok_sim_far_shapes(const RokTrace *trace, const RokHw *hw) {
+  guint far = 0, first = 0;
+  for (guint i = 0; i < trace->ops->len; i++) {
+    const RokOp *op = rok_trace_op(trace, i);
+    if (modelled_gemm(hw, op) && rok_hw_gemm_far(hw, op->dims) && far++ == 0)
+      first = i;
   }
-  default:
-    return 1.0;
-  }
+  if (far == 0)
+    return NULL;
+  const RokOp *op = rok_trace_op(trace, first);
+  g_autofree char *range = rok_hw_gemm_range_text(hw);
+  return g_strdup_printf("%u GEMM op%s of %s (first %s: batch %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+                         "x%" G_GUINT64_FORMAT ") %s more than %gx outside the shapes hardware profile %s was "
+                         "calibrated on (%s): their times are extrapolated by its GEMM model (`rok calibrate "
+                         "--model` measures a model's own shapes)",
+                         far, far == 1 ? "" : "s", trace->model_name ? trace->model_name : "this model", op->name,
+                         op->dims[0], op->dims[1], op->dims[2], op->dims[3], far == 1 ? "lies" : "lie", ROK_HW_FAR_FACTOR,
+                         hw->name ? hw->name : "(unnamed)", range);
 }

@@ -142,9 +142,9 @@ guint sim_order_detail(const RokTrace *trace, guint detail, guint64 micro_batche
 /* sim.c: a mask rebuilt from the seed alone by op `op`, `bytes` of it:
  * at the op kind's measured rebuild rate, else at HBM bandwidth. */
 gint64 sim_seed_rebuild_ns(const RokSim *sim, guint op, guint64 bytes);
-/* The share of the SMs' math an op's GEMMs keep busy in one direction, by
- * their shapes (gemm-shape.c); 1 for other kinds or without gpu.sm_count. */
-double sim_gemm_utilisation(const RokHw *hw, const RokOp *op, gboolean backward);
+/* A GEMM-like op's seconds in one direction by the GEMM model
+ * (rok_hw_gemm_op_seconds over the op's shapes; gemm-shape.c). */
+double sim_gemm_seconds(const RokHw *hw, const RokOp *op, gboolean backward, double flops, double bytes);
 
 /* program.c */
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);

@@ -26,14 +26,13 @@ static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
     return work / measured_rate;
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
   double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
+  /* Without a curve, the GEMM model: the tile and wave quantisation of the
+   * op's GEMM shapes scales matmul_efficiency (with gpu.sm_count). */
+  if (rok_op_kind_is_gemm(op->kind) && hw->gpu.gemm_curve_len == 0)
+    return sim_gemm_seconds(hw, op, backward, flops, bytes);
   /* A backward runs GEMMs of the forward's shape (two for a linear), so the
-   * forward FLOPs are the size that picks the efficiency from a curve.
-   * Without a curve, the tile and wave quantisation of the op's GEMM
-   * shapes scales matmul_efficiency (with gpu.sm_count). */
-  double efficiency = 1.0;
-  if (rok_op_kind_is_gemm(op->kind))
-    efficiency = hw->gpu.gemm_curve_len > 0 ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops)
-                                            : hw->gpu.matmul_efficiency * sim_gemm_utilisation(hw, op, backward);
+   * forward FLOPs are the size that picks the efficiency from a curve. */
+  double efficiency = rok_op_kind_is_gemm(op->kind) ? rok_hw_gemm_efficiency(hw, (double)op->fwd_flops) : 1.0;
   double rate = hw->gpu.peak_flops * efficiency;
   return MAX(flops / rate, bytes / hw->gpu.hbm_bandwidth);
 }

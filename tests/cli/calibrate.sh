@@ -14,16 +14,7 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
 
 disk="$tmp/disk"
 mkdir "$disk"
-status=0
-"$rok" calibrate --quick --dir "$disk" -o "$disk/hw.json" >"$tmp/out" 2>"$tmp/err" || status=$?
-if [ "$status" -ne 0 ]; then
-  if grep -qiE "opencl|platform|no device" "$tmp/err"; then
-    echo "skipping: no OpenCL device ($(head -1 "$tmp/err"))"
-    exit 77
-  fi
-  cat "$tmp/err" >&2
-  exit 1
-fi
+run_or_skip_opencl "$tmp/out" "$tmp/err" "$rok" calibrate --quick --dir "$disk" -o "$disk/hw.json"
 cat "$tmp/out" "$tmp/err"
 
 # Only the profile is left in the directory: the work folder is gone.
@@ -53,7 +44,11 @@ within read_bandwidth 1e6 1e12
 within write_bandwidth 1e6 1e12
 within latency 1e-7 1
 within devices 1 1
-grep -q '"gemm_efficiency": \[' "$disk/hw.json"
+# The GEMM model fitted to the GEMMs timed, and their shapes recorded.
+within sm_count 1 4096
+grep -q '"gemm_tile": \[' "$disk/hw.json"
+grep -q '"calibrated_shapes": {' "$disk/hw.json"
+expect_in "$(cat "$tmp/out")" "GEMM model "
 grep -q '"gpudirect": false' "$disk/hw.json"
 if grep -q '"endurance_pbw"' "$disk/hw.json"; then
   echo "endurance is unknown and must be left out" >&2

@@ -41,3 +41,19 @@ err = abs(r - p) / p
 print(f'{sys.argv[1]}: rok {r} bytes, PyTorch {p} bytes, {100 * err:.3f}% apart')
 sys.exit(0 if err < 0.01 else 1)" "$@"
 }
+
+# run_or_skip_opencl OUT ERR COMMAND...: runs it with stdout in OUT and
+# stderr in ERR; exits 77 (skip) when it failed for want of an OpenCL
+# device, 1 on any other failure.
+run_or_skip_opencl() {
+  local out=$1 err=$2 status=0
+  shift 2
+  "$@" >"$out" 2>"$err" || status=$?
+  [ "$status" -eq 0 ] && return 0
+  if grep -qiE "opencl|platform|no device" "$err"; then
+    echo "skipping: no OpenCL device ($(head -1 "$err"))"
+    exit 77
+  fi
+  cat "$err" >&2
+  exit 1
+}

@@ -1,0 +1,130 @@
+/* "calibrated_shapes": which GEMMs and element-wise ops `rok calibrate`
+ * timed, so that a prediction for shapes far outside them can say so. */
+#include "hw-private.h"
+
+#include <math.h>
+
+#include "rok/core.h"
+
+static const char *const keys[] = {"gemm", "elementwise_bytes", NULL};
+
+/* A GEMM dimension: rok's kernels take 32-bit sizes. */
+#define MAX_DIM ((guint64)G_MAXUINT32)
+
+static gboolean read_shape(const RokJsonObj *o, json_object *pair, guint i, guint64 shape[4], GError **error) {
+  gboolean ok = json_object_is_type(pair, json_type_array) && json_object_array_length(pair) == 4;
+  for (guint d = 0; ok && d < 4; d++) {
+    json_object *e = json_object_array_get_idx(pair, d);
+    ok = json_object_is_type(e, json_type_int) && json_object_get_int64(e) > 0 &&
+         (guint64)json_object_get_int64(e) <= MAX_DIM;
+    shape[d] = ok ? (guint64)json_object_get_int64(e) : 0;
+  }
+  if (!ok) {
+    g_autofree char *at = g_strdup_printf("%s.gemm[%u]", o->path, i);
+    rok_json_error(error, o->doc, at, "must be [batch, m, n, k]: four whole numbers from 1 to %" G_GUINT64_FORMAT,
+                   MAX_DIM);
+  }
+  return ok;
+}
+
+static gboolean read_gemms(const RokJsonObj *o, RokHw *hw, GError **error) {
+  json_object *array = NULL;
+  if (!rok_json_get_array(o, "gemm", FALSE, &array, error))
+    return FALSE;
+  gsize n = array != NULL ? json_object_array_length(array) : 0;
+  if (array != NULL && (n == 0 || n > ROK_HW_MAX_SHAPES)) {
+    g_autofree char *at = g_strdup_printf("%s.gemm", o->path);
+    rok_json_error(error, o->doc, at, "must hold 1 to %d shapes", ROK_HW_MAX_SHAPES);
+    return FALSE;
+  }
+  g_autofree RokHwGemmDims *shapes = g_new0(RokHwGemmDims, MAX(n, 1));
+  for (gsize i = 0; i < n; i++)
+    if (!read_shape(o, json_object_array_get_idx(array, i), (guint)i, shapes[i].dims, error))
+      return FALSE;
+  hw->calibrated.gemms = n > 0 ? g_steal_pointer(&shapes) : NULL;
+  hw->calibrated.gemms_len = (guint)n;
+  return TRUE;
+}
+
+static gboolean read_bytes(const RokJsonObj *o, RokHw *hw, GError **error) {
+  guint64 bytes[2] = {0, 0};
+  gsize len = 0;
+  if (!rok_json_get_uint_array(o, "elementwise_bytes", FALSE, G_MAXUINT64, bytes, 2, &len, error))
+    return FALSE;
+  if (json_object_object_get_ex(o->obj, "elementwise_bytes", NULL) &&
+      (len != 2 || bytes[0] == 0 || bytes[1] < bytes[0])) {
+    g_autofree char *at = g_strdup_printf("%s.elementwise_bytes", o->path);
+    rok_json_error(error, o->doc, at, "must be [smallest, largest]: two whole numbers of bytes, 0 < smallest <= largest");
+    return FALSE;
+  }
+  hw->calibrated.elementwise_bytes[0] = bytes[0];
+  hw->calibrated.elementwise_bytes[1] = bytes[1];
+  return TRUE;
+}
+
+gboolean hw_shapes_read(const RokJsonObj *root, RokHw *hw, GError **error) {
+  g_auto(RokJsonObj) o = {0};
+  if (!rok_json_child(root, "calibrated_shapes", FALSE, &o, error))
+    return FALSE;
+  return o.obj == NULL || (rok_json_only_keys(&o, keys, error) && read_gemms(&o, hw, error) && read_bytes(&o, hw, error));
+}
+
+void hw_shapes_to_json(const RokHw *hw, json_object *root) {
+  if (hw->calibrated.gemms_len == 0 && hw->calibrated.elementwise_bytes[1] == 0)
+    return;
+  json_object *o = json_object_new_object();
+  if (hw->calibrated.gemms_len > 0) {
+    json_object *gemms = json_object_new_array();
+    for (guint i = 0; i < hw->calibrated.gemms_len; i++) {
+      json_object *shape = json_object_new_array();
+      for (guint d = 0; d < 4; d++)
+        json_object_array_add(shape, json_object_new_uint64(hw->calibrated.gemms[i].dims[d]));
+      json_object_array_add(gemms, shape);
+    }
+    json_object_object_add(o, "gemm", gemms);
+  }
+  if (hw->calibrated.elementwise_bytes[1] > 0) {
+    json_object *bytes = json_object_new_array();
+    json_object_array_add(bytes, json_object_new_uint64(hw->calibrated.elementwise_bytes[0]));
+    json_object_array_add(bytes, json_object_new_uint64(hw->calibrated.elementwise_bytes[1]));
+    json_object_object_add(o, "elementwise_bytes", bytes);
+  }
+  json_object_object_add(root, "calibrated_shapes", o);
+}
+
+/* The measured range of dimension d (0 batch … 3 k; 4: the FLOPs). */
+static double dimension(const guint64 dims[4], guint d) {
+  return d < 4 ? (double)dims[d] : 2.0 * (double)dims[0] * (double)dims[1] * (double)dims[2] * (double)dims[3];
+}
+
+gboolean rok_hw_gemm_far(const RokHw *hw, const guint64 dims[4]) {
+  if (hw->calibrated.gemms_len == 0)
+    return FALSE;
+  for (guint d = 1; d < 5; d++) { /* m, n, k and the FLOPs; the batch only through the FLOPs */
+    double lo = INFINITY, hi = 0, x = dimension(dims, d);
+    for (guint i = 0; i < hw->calibrated.gemms_len; i++) {
+      lo = MIN(lo, dimension(hw->calibrated.gemms[i].dims, d));
+      hi = MAX(hi, dimension(hw->calibrated.gemms[i].dims, d));
+    }
+    if (x > 0 && (x < lo / ROK_HW_FAR_FACTOR || x > hi * ROK_HW_FAR_FACTOR))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+char *rok_hw_gemm_range_text(const RokHw *hw) {
+  if (hw->calibrated.gemms_len == 0)
+    return NULL;
+  GString *s = g_string_new(NULL);
+  static const char *const names[] = {"m", "n", "k"};
+  for (guint d = 1; d < 4; d++) {
+    guint64 lo = G_MAXUINT64, hi = 0;
+    for (guint i = 0; i < hw->calibrated.gemms_len; i++) {
+      lo = MIN(lo, hw->calibrated.gemms[i].dims[d]);
+      hi = MAX(hi, hw->calibrated.gemms[i].dims[d]);
+    }
+    g_string_append_printf(s, "%s%s %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, d > 1 ? ", " : "", names[d - 1], lo,
+                           hi);
+  }
+  return g_string_free(s, FALSE);
+}

@@ -13,6 +13,7 @@ fp32; --set mask_bytes says what this PyTorch's CPU dropout saves):
   a failed read (ROK_FAULT) and after an exception in the forward.
 Usage: test_rok_torch.py ROK
 """
+import concurrent.futures
 import copy
 import json
 import os
@@ -164,12 +165,11 @@ def test_round_trip(arch, model, tmp):
           f"or recomputed) -> apply: bitwise equal, bytes as planned; the exported policy too")
 
 
-def landed(runner, seconds=60):
-    """Wait until every offload's write is done and its tensor left memory."""
-    deadline = time.monotonic() + seconds
-    while any(r.write is not None and r.decision != "keep" and r.flat is not None for r in runner.records):
-        assert time.monotonic() < deadline, "offloads still in flight after a minute"
-        time.sleep(0.01)
+def landed(runner):
+    """Wait until every offload's write is done (its done-callback then
+    lets the tensor go from memory)."""
+    concurrent.futures.wait([r.write for r in runner.records if r.write is not None])
+    time.sleep(0.05)
 
 
 def test_files(tmp):
@@ -192,7 +192,7 @@ def test_files(tmp):
     # writes are let land first: a tensor backward finds still in memory
     # (its write in flight) is not read back, and on a busy machine that
     # could be every one of them.
-    os.environ["ROK_FAULT"] = "eio@read:2"
+    os.environ["ROK_FAULT"] = "eio@read:1"
     try:
         with runner.step():
             loss = m(ids, labels)

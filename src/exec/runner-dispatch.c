@@ -1,7 +1,8 @@
 /* The dependency tracker: one step of the schedule. An action is issued
  * when every action it depends on has completed, on its stream's thread,
- * in the stream's order, one at a time per stream; a free runs here, at
- * once. Completions come back through one queue, so this thread alone
+ * in the stream's order, one at a time per stream; an SSD leg may also
+ * start while the leg before it on its stream runs (the stream's lanes,
+ * RUN_SSD_LANES); a free runs here, at once. Completions come back through one queue, so this thread alone
  * owns the step's bookkeeping. Each stream's thread runs what it is given
  * and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
@@ -100,7 +101,7 @@ static void issue(Runner *r, guint id) {
   RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
-  r->busy[s] = TRUE;
+  r->busy[s]++;
   g_async_queue_push(r->work[s], runner_msg(id));
 }
 
@@ -133,23 +134,33 @@ static void complete(Runner *r, guint id) {
 
 static void on_completion(Runner *r, guint id) {
   r->in_flight--;
-  r->busy[runner_action(&r->prog, id)->stream] = FALSE;
+  r->busy[runner_action(&r->prog, id)->stream]--;
   complete(r, id);
 }
 
-/* Issue each idle stream's next action if it is ready. Returns how many. */
+/* Whether `id` may be issued: every dependency has completed, or (an SSD
+ * leg) all but the leg before it on its stream, which is running: the two
+ * share nothing but the stream, whose lanes keep both in flight. */
+static gboolean ready(const Runner *r, guint id) {
+  const RunnerRecord *rec = &r->rec[id];
+  guint after = r->prog.actions[id].after;
+  return rec->pending == 0 || (rec->pending == 1 && after != RUN_NONE && r->rec[after].state == RUN_ISSUED);
+}
+
+/* Issue each stream's next actions, in its order, while they are ready and
+ * it has a free lane. Returns how many. */
 static guint pump(Runner *r) {
   guint issued = 0;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     const GArray *order = r->prog.order[s];
-    if (r->busy[s] || r->cursor[s] >= order->len)
-      continue;
-    guint id = g_array_index(order, guint, r->cursor[s]);
-    if (r->rec[id].pending > 0)
-      continue;
-    r->cursor[s]++;
-    issue(r, id);
-    issued++;
+    while (r->busy[s] < runner_lanes(s) && r->cursor[s] < order->len) {
+      guint id = g_array_index(order, guint, r->cursor[s]);
+      if (!ready(r, id))
+        break;
+      r->cursor[s]++;
+      issue(r, id);
+      issued++;
+    }
   }
   return issued;
 }
@@ -159,7 +170,7 @@ static void reset(Runner *r) {
     r->rec[id] = (RunnerRecord){.pending = runner_action(&r->prog, id)->deps_count, .state = RUN_WAITING};
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     r->cursor[s] = 0;
-    r->busy[s] = FALSE;
+    r->busy[s] = 0;
   }
   r->done = r->in_flight = 0;
 }

@@ -50,7 +50,7 @@ static gboolean take_error(Runner *r, GError **error) {
 
 /* ---- the streams' threads ---- */
 
-static gboolean exec_action(Runner *r, guint id, GError **error) {
+static gboolean exec_action(Runner *r, guint id, gboolean *deferred, GError **error) {
   switch (runner_action(&r->prog, id)->stream) {
   case ROK_STREAM_COMPUTE:
     return runner_compute_action(r, id, error);
@@ -59,10 +59,17 @@ static gboolean exec_action(Runner *r, guint id, GError **error) {
   case ROK_STREAM_H2D:
     return run_h2d_leg(r, id, error);
   case ROK_STREAM_NVME_WRITE:
-    return runner_nvme_write_leg(r, id, error);
+    return runner_nvme_write_leg(r, id, deferred, error);
   default:
-    return runner_nvme_read_leg(r, id, error);
+    return runner_nvme_read_leg(r, id, deferred, error);
   }
+}
+
+void runner_leg_done(Runner *r, guint id, GError *error) {
+  r->rec[id].end_ns = runner_now_ns();
+  if (error != NULL)
+    runner_fail(r, error);
+  g_async_queue_push(r->completions, runner_msg(id));
 }
 
 gpointer runner_worker_thread(gpointer data) {
@@ -73,13 +80,15 @@ gpointer runner_worker_thread(gpointer data) {
     if (id == RUN_TASK_STOP)
       return NULL;
     GError *error = NULL;
-    gboolean task = id >= r->prog.n_actions, ok = TRUE;
+    gboolean task = id >= r->prog.n_actions, ok = TRUE, deferred = FALSE;
     if (task) {
       ok = runner_compute_special(r, id, &error);
     } else if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
       rec->start_ns = runner_now_ns();
-      ok = exec_action(r, id, &error);
+      ok = exec_action(r, id, &deferred, &error);
+      if (deferred) /* its last I/O completion ends it */
+        continue;
       rec->end_ns = runner_now_ns();
     }
     if (!ok)

@@ -299,9 +299,15 @@ void runner_gate_reset(Runner *r);
 /* Wake every waiter (the run failed). */
 void runner_gate_wake(Runner *r);
 
-/* runner-storage.c: the nvme-write and nvme-read legs. */
-gboolean runner_nvme_write_leg(Runner *r, guint id, GError **error);
-gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error);
+/* runner-storage.c: the nvme-write and nvme-read legs. A staged leg's
+ * chunks are submitted and the call returns with *deferred set: the last
+ * completion ends the leg (records its end, reports it to the dispatcher
+ * through runner_leg_done), so no thread waits for the disk. */
+gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error);
+gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
+/* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
+ * its failure, taken). */
+void runner_leg_done(Runner *r, guint id, GError *error);
 
 /* runner-dispatch.c */
 gpointer runner_worker_thread(gpointer data); /* a RunnerWorker */

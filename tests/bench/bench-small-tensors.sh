@@ -103,6 +103,18 @@ printf '%-6s %12s %14s %8.3f %14s\n' write "$(gbs "$mfw")" "$(gbs "$mrw")" \
   "$(awk -v a="$mrw" -v b="$mfw" 'BEGIN { print a / b }')" "$(gbs "$pw")"
 printf '%-6s %12s %14s %8.3f %14s\n' read "$(gbs "$mfr")" "$(gbs "$mrr")" \
   "$(awk -v a="$mrr" -v b="$mfr" 'BEGIN { print a / b }')" "$(gbs "$pr")"
+# What the executor adds to each SSD leg beyond fio's rate (its hand-offs
+# and each request's submission and completion): nvme.request_overhead and
+# host.copy_overhead are where the simulator can be told of it.
+python3 - "$work/report.json" "$work/plan/schedule.json" "$mfw" "$mfr" <<'PY'
+import json, sys
+r, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for stream, key, fio in (("nvme-write", "nvme_write", float(sys.argv[3])), ("nvme-read", "nvme_read", float(sys.argv[4]))):
+    legs = sum(1 for a in s["actions"] if a["stream"] == stream)
+    moved = r[key + "_bytes"]
+    active = moved / r[key + "_bandwidth"] if r[key + "_bandwidth"] > 0 else 0
+    print(f"{stream}: {legs} legs, {(active - moved / fio) / max(legs, 1) * 1e3:.2f} ms per leg beyond fio's rate (last trial)")
+PY
 for s in d2h h2d; do
   echo "$s: measured $(num "$work/report.json" "['${s}_bandwidth']" | awk '{ printf "%.0f MB/s", $1 / 1e6 }')," \
     "predicted $(num "$work/report.json" "['predicted']['${s}_bandwidth']" | awk '{ printf "%.0f MB/s", $1 / 1e6 }')"

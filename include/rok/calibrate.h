@@ -130,6 +130,12 @@ typedef struct {
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
   RokCalibStat h2d, d2h;    /* bytes/s */
   RokCalibStat copy_latency; /* seconds of a 4 KiB copy */
+  /* A CPU device only (calib-contention.c), while kernels run: a 1 MiB
+   * copy command's wait for the processors, and a hand-off to another thread and
+   * back; contention FALSE when not measured. */
+  RokCalibStat copy_wait; /* per 1 MiB command, over one kernel's time */
+  RokCalibStat handoff;   /* seconds */
+  gboolean contention;
 } RokCalibDevice;
 
 typedef struct {
@@ -210,6 +216,10 @@ gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *opt
                                RokCalibDevice *device, GError **error);
 gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                   RokCalibDevice *device, GError **error);
+/* On a CPU device, copies and hand-offs beside running kernels
+ * (calib-contention.c); nothing on another device. */
+gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
+                                      RokCalibDevice *device, GError **error);
 #endif
 /* One directory; what it gave up (O_DIRECT, io_uring) and stale folders it
  * swept go to NOTES. Leaves nothing behind, on error and cancellation too. */

@@ -97,6 +97,10 @@ typedef struct {
      * beside them). 0 (absent): the device has processors and copy
      * engines of its own, as a GPU has. */
     guint64 shared_cpus;
+    /* Optional, with shared_cpus: the share of the kernel in progress that
+     * each 1 MiB command of a copy waits for the device's processors
+     * (PoCL runs a copy command only between kernels). 0: none. */
+    double copy_wait;
     /* Optional, together: streaming multiprocessors and the output tile
      * [rows, cols] a GEMM kernel computes per thread block. With them a
      * GEMM's time counts its tile and wave quantisation
@@ -126,6 +130,10 @@ typedef struct {
      * copy's own thread; with this figure the simulator charges it to each
      * d2h and h2d leg. 0 (absent): no check is modelled. */
     double checksum_bandwidth;
+    /* Optional: the executor's own fixed cost per transfer leg (ns): the
+     * hand-offs between its dispatcher, the leg's thread and the I/O
+     * completions, and the staging bookkeeping. 0 (absent): none. */
+    gint64 copy_overhead;
   } host;
   struct {
     guint64 devices;        /* 0: no SSDs */
@@ -136,6 +144,10 @@ typedef struct {
     guint64 capacity;       /* bytes per device */
     double endurance_pbw;   /* petabytes written per device over its life; 0: unknown */
     gboolean gpudirect;     /* SSD <-> GPU without the host staging buffer */
+    /* Optional: the host's time to submit and reap one request (ns): an
+     * SSD stream moves at most one request's bytes (1 MiB, or the whole
+     * tensor when smaller) per this time. 0 (absent): no cost. */
+    gint64 request_overhead;
   } nvme;
   /* Optional ("interconnect"): how the GPU reaches the others of its job.
    * gpus_per_node 0 (section absent): no figures, so no communication can

@@ -48,13 +48,24 @@
  * device: no copy engine), every running d2h or h2d leg (and gpudirect
  * leg) is one more busy thread on the N processors that run the kernels:
  * while k such legs run, the compute stream advances at N / (N + k) of its
- * speed (processor sharing), and its busy time is what it took. The legs'
- * own times are not stretched.
+ * speed (processor sharing), and its busy time is what it took. The legs
+ * slow too: each runs its copy and its check (host.checksum_bandwidth) in
+ * turn at its share of a processor, N / (k + N) while a kernel runs (the
+ * kernels keep all N busy), min(1, N / k) while none does; and while a
+ * compute item runs each ROK_SIM_COPY_COMMAND_BYTES of the copy also waits
+ * gpu.copy_wait times its kernel's time (at full speed) for a turn between
+ * kernels (PoCL runs a copy command only there; an item is taken as one
+ * kernel, a backward as two: a GEMM's dX and dW). Its rate is capped accordingly, and recomputed whenever a leg
+ * or a compute item starts or ends.
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
- * both for gpudirect) and then moves its bytes. A leg that crosses PCIe
- * (d2h, h2d, gpudirect) also pays bytes / host.checksum_bandwidth when the
- * profile has that figure: rok's executor checksums every such copy on
- * the host, with the link idle.
+ * both for gpudirect, plus host.copy_overhead, the executor's hand-offs)
+ * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
+ * on a device with copy engines also pays bytes / host.checksum_bandwidth
+ * when the profile has that figure: rok's executor checksums every such
+ * copy on the host, with the link idle. With nvme.request_overhead, an
+ * SSD leg moves at most one request (ROK_SIM_NVME_REQUEST_BYTES, or the
+ * tensor when smaller) per that time: the host's cost of submitting and
+ * reaping a request.
  *
  * NVMe array. A transfer is striped over all devices in requests of
  * ROK_SIM_NVME_REQUEST_BYTES; a device keeps at most queue_depth requests
@@ -176,6 +187,10 @@ G_BEGIN_DECLS
 
 /* NVMe request size for the queue-depth limit (see the model above). */
 #define ROK_SIM_NVME_REQUEST_BYTES ((guint64)1 << 20)
+/* The copy command of a device without a copy engine that waits
+ * gpu.copy_wait for a turn between kernels: the executor's default staging
+ * slot (`rok execute --slot`). */
+#define ROK_SIM_COPY_COMMAND_BYTES ((guint64)1 << 20)
 
 typedef struct {
   gint64 time_ns;

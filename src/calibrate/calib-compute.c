@@ -268,7 +268,8 @@ gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *canc
   d->index = info->index;
   d->compute_units = info->compute_units;
   d->memory = info->global_memory;
-  return rok_calib_measure_compute(cl, o, cancel, d, error) && rok_calib_measure_copies(cl, o, cancel, d, error);
+  return rok_calib_measure_compute(cl, o, cancel, d, error) && rok_calib_measure_copies(cl, o, cancel, d, error) &&
+         rok_calib_measure_contention(cl, o, cancel, d, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

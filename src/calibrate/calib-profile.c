@@ -133,6 +133,8 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
     return FALSE;
   /* A CPU device computes on the host's processors, and copies run there. */
   hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
+  if (d->contention) /* copies issued at spread points of a kernel: the typical wait */
+    hw->gpu.copy_wait = d->copy_wait.median;
   fill_op_rates(d, hw);
   fill_shapes(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&
@@ -150,6 +152,8 @@ static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->host.pinned_buffer = MAX(c->host.memory / 8 / ((guint64)1 << 20), 1) << 20;
   hw->host.memcpy_bandwidth = c->host.memcpy.median;
   hw->host.checksum_bandwidth = c->host.checksum.median; /* 0 when not measured: not modelled */
+  if (c->device.contention)
+    hw->host.copy_overhead = (gint64)llround(c->device.handoff.median * 1e9);
   return positive(hw->pcie.h2d_bandwidth, "pcie.h2d_bandwidth", error) &&
          positive(hw->pcie.d2h_bandwidth, "pcie.d2h_bandwidth", error) &&
          positive((double)hw->host.memory, "host.memory", error) &&

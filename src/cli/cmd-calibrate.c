@@ -213,6 +213,11 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   print_ops(d);
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency);
+  if (d->contention) {
+    g_autofree char *handoff = rok_units_format_time(d->handoff.median);
+    printf("  beside kernels       a 1 MiB copy command waits %.3f of a kernel; a thread hand-off %s\n",
+           d->copy_wait.median, handoff);
+  }
 }
 
 static void print_disk(const RokCalibDisk *d) {

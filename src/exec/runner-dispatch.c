@@ -1,7 +1,8 @@
 /* The dependency tracker: one step of the schedule. An action is issued
  * when every action it depends on has completed, on its stream's thread,
- * in the stream's order, one at a time per stream; a free runs here, at
- * once. Completions come back through one queue, so this thread alone
+ * in the stream's order, one at a time per stream; an SSD leg may also
+ * start while the leg before it on its stream runs (the stream's lanes,
+ * RUN_SSD_LANES); a free runs here, at once. Completions come back through one queue, so this thread alone
  * owns the step's bookkeeping. Each stream's thread runs what it is given
  * and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
@@ -67,7 +68,7 @@ gboolean runner_comm_placeholder(Runner *r, guint id, GError **error) {
   return TRUE;
 }
 
-static gboolean exec_action(Runner *r, guint id, GError **error) {
+static gboolean exec_action(Runner *r, guint id, gboolean *deferred, GError **error) {
   switch (runner_action(&r->prog, id)->stream) {
   case ROK_STREAM_COMPUTE:
     return runner_compute_action(r, id, error);
@@ -76,13 +77,20 @@ static gboolean exec_action(Runner *r, guint id, GError **error) {
   case ROK_STREAM_H2D:
     return run_h2d_leg(r, id, error);
   case ROK_STREAM_NVME_WRITE:
-    return runner_nvme_write_leg(r, id, error);
+    return runner_nvme_write_leg(r, id, deferred, error);
   case ROK_STREAM_COMM:
   case ROK_STREAM_P2P:
     return runner_comm_placeholder(r, id, error);
   default:
-    return runner_nvme_read_leg(r, id, error);
+    return runner_nvme_read_leg(r, id, deferred, error);
   }
+}
+
+void runner_leg_done(Runner *r, guint id, GError *error) {
+  r->rec[id].end_ns = runner_now_ns();
+  if (error != NULL)
+    runner_fail(r, error);
+  g_async_queue_push(r->completions, runner_msg(id));
 }
 
 gpointer runner_worker_thread(gpointer data) {
@@ -93,13 +101,15 @@ gpointer runner_worker_thread(gpointer data) {
     if (id == RUN_TASK_STOP)
       return NULL;
     GError *error = NULL;
-    gboolean task = id >= r->prog.n_actions, ok = TRUE;
+    gboolean task = id >= r->prog.n_actions, ok = TRUE, deferred = FALSE;
     if (task) {
       ok = runner_compute_special(r, id, &error);
     } else if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
       rec->start_ns = runner_now_ns();
-      ok = exec_action(r, id, &error);
+      ok = exec_action(r, id, &deferred, &error);
+      if (deferred) /* its last I/O completion ends it */
+        continue;
       rec->end_ns = runner_now_ns();
     }
     if (!ok)
@@ -121,7 +131,7 @@ static void issue(Runner *r, guint id) {
   RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
-  r->busy[s] = TRUE;
+  r->busy[s]++;
   g_async_queue_push(r->work[s], runner_msg(id));
 }
 
@@ -154,23 +164,33 @@ static void complete(Runner *r, guint id) {
 
 static void on_completion(Runner *r, guint id) {
   r->in_flight--;
-  r->busy[runner_action(&r->prog, id)->stream] = FALSE;
+  r->busy[runner_action(&r->prog, id)->stream]--;
   complete(r, id);
 }
 
-/* Issue each idle stream's next action if it is ready. Returns how many. */
+/* Whether `id` may be issued: every dependency has completed, or (an SSD
+ * leg) all but the leg before it on its stream, which is running: the two
+ * share nothing but the stream, whose lanes keep both in flight. */
+static gboolean ready(const Runner *r, guint id) {
+  const RunnerRecord *rec = &r->rec[id];
+  guint after = r->prog.actions[id].after;
+  return rec->pending == 0 || (rec->pending == 1 && after != RUN_NONE && r->rec[after].state == RUN_ISSUED);
+}
+
+/* Issue each stream's next actions, in its order, while they are ready and
+ * it has a free lane. Returns how many. */
 static guint pump(Runner *r) {
   guint issued = 0;
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     const GArray *order = r->prog.order[s];
-    if (r->busy[s] || r->cursor[s] >= order->len)
-      continue;
-    guint id = g_array_index(order, guint, r->cursor[s]);
-    if (r->rec[id].pending > 0)
-      continue;
-    r->cursor[s]++;
-    issue(r, id);
-    issued++;
+    while (r->busy[s] < runner_lanes(s) && r->cursor[s] < order->len) {
+      guint id = g_array_index(order, guint, r->cursor[s]);
+      if (!ready(r, id))
+        break;
+      r->cursor[s]++;
+      issue(r, id);
+      issued++;
+    }
   }
   return issued;
 }
@@ -180,7 +200,7 @@ static void reset(Runner *r) {
     r->rec[id] = (RunnerRecord){.pending = runner_action(&r->prog, id)->deps_count, .state = RUN_WAITING};
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     r->cursor[s] = 0;
-    r->busy[s] = FALSE;
+    r->busy[s] = 0;
   }
   r->done = r->in_flight = 0;
 }

@@ -3,6 +3,11 @@
  * start and end of each action), so that the two sit side by side under
  * one definition; the predicted stalls and peaks are the simulator's own.
  *
+ * Busy time: the time a stream had an action running (the SSD streams'
+ * lanes overlap their legs: each moment counts once); a stream's
+ * bandwidth is its bytes over its busy time less its staging waits (on
+ * the SSD streams, the time a leg ran past its wait, each moment once).
+ *
  * Stalls: whenever the compute stream sits idle between two of its
  * actions, the idle time is explained by the dependency of the waiting
  * action that completed last: a free (the action waited for memory), a
@@ -97,6 +102,34 @@ static void stalls(const RunnerProgram *p, const Span *span, RokExecFigures *f, 
   f->comm_wait_s = (double)s.comm_ns / 1e9;
 }
 
+static gint compare_start(gconstpointer a, gconstpointer b) {
+  const Span *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The time a stream had at least one action running (`active`: running
+ * past its wait for staging slots, which comes first): its lanes' actions
+ * may overlap (the SSD streams), each moment counts once. */
+static double union_ns(const RunnerProgram *p, const Span *span, RokStream s, gboolean active) {
+  const GArray *order = p->order[s];
+  g_autofree Span *sorted = g_new(Span, MAX(order->len, 1));
+  for (guint i = 0; i < order->len; i++) {
+    sorted[i] = span[g_array_index(order, guint, i)];
+    if (active)
+      sorted[i].start = MIN(sorted[i].start + sorted[i].wait, sorted[i].end);
+  }
+  qsort(sorted, order->len, sizeof(Span), compare_start);
+  double total = 0;
+  gint64 reached = G_MININT64;
+  for (guint i = 0; i < order->len; i++) {
+    gint64 from = MAX(sorted[i].start, reached);
+    if (sorted[i].end > from)
+      total += (double)(sorted[i].end - from);
+    reached = MAX(reached, sorted[i].end);
+  }
+  return total;
+}
+
 static double rate(guint64 bytes, double ns) {
   return bytes > 0 && ns > 0 ? (double)bytes / (ns / 1e9) : 0;
 }
@@ -123,6 +156,13 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
     if (a->stream == ROK_STREAM_COMPUTE || a->stream == ROK_STREAM_COMM)
       end = MAX(end, span[id].end);
   }
+  double active[ROK_STREAM_COUNT] = {0};
+  for (RokStream s = 0; s < ROK_STREAM_COUNT; s++)
+    active[s] = busy[s] - waits[s];
+  for (RokStream s = ROK_STREAM_NVME_WRITE; s <= ROK_STREAM_NVME_READ; s++) {
+    busy[s] = union_ns(p, span, s, FALSE);
+    active[s] = union_ns(p, span, s, TRUE);
+  }
   f->step_time_s = ((double)end - (double)origin) / 1e9;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     f->busy_s[s] = busy[s] / 1e9;
@@ -134,12 +174,10 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
   f->h2d_bytes = moved[ROK_STREAM_H2D] + gd_in;
   f->nvme_write_bytes = moved[ROK_STREAM_NVME_WRITE];
   f->nvme_read_bytes = moved[ROK_STREAM_NVME_READ];
-  f->d2h_bandwidth = rate(moved[ROK_STREAM_D2H], busy[ROK_STREAM_D2H] - waits[ROK_STREAM_D2H]);
-  f->h2d_bandwidth = rate(moved[ROK_STREAM_H2D], busy[ROK_STREAM_H2D] - waits[ROK_STREAM_H2D]);
-  f->nvme_write_bandwidth =
-      rate(moved[ROK_STREAM_NVME_WRITE], busy[ROK_STREAM_NVME_WRITE] - waits[ROK_STREAM_NVME_WRITE]);
-  f->nvme_read_bandwidth =
-      rate(moved[ROK_STREAM_NVME_READ], busy[ROK_STREAM_NVME_READ] - waits[ROK_STREAM_NVME_READ]);
+  f->d2h_bandwidth = rate(moved[ROK_STREAM_D2H], active[ROK_STREAM_D2H]);
+  f->h2d_bandwidth = rate(moved[ROK_STREAM_H2D], active[ROK_STREAM_H2D]);
+  f->nvme_write_bandwidth = rate(moved[ROK_STREAM_NVME_WRITE], active[ROK_STREAM_NVME_WRITE]);
+  f->nvme_read_bandwidth = rate(moved[ROK_STREAM_NVME_READ], active[ROK_STREAM_NVME_READ]);
   stalls(p, span, f, dispatch_s);
 }
 

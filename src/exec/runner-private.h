@@ -61,7 +61,17 @@ typedef struct {
   gboolean ends_mb;               /* the last compute action of its micro-batch */
   gboolean seed_only;             /* a recompute of dropout masks alone, from the seed */
   guint ticket;                   /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
+  guint after;                    /* an SSD leg: the leg before it on its stream when it depends on it, else RUN_NONE */
 } RunnerAction;
+
+/* Threads per SSD stream: legs of one SSD stream run up to this many at
+ * once (each leg's chunks are in flight together), so that small tensors
+ * keep the disks' queues full; every other stream runs one at a time. */
+#define RUN_SSD_LANES 8
+
+static inline guint runner_lanes(RokStream s) {
+  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? RUN_SSD_LANES : 1;
+}
 
 typedef struct {
   const RokSchedule *schedule;
@@ -183,13 +193,13 @@ struct _Runner {
   /* The step. */
   RunnerRecord *rec;
   guint cursor[ROK_STREAM_ALL_COUNT]; /* next position in prog.order */
-  gboolean busy[ROK_STREAM_ALL_COUNT];
+  guint busy[ROK_STREAM_ALL_COUNT];   /* actions issued and not completed */
   guint done, in_flight;
   gint64 step_start_ns;
   guint64 step_fixed;       /* device bytes allocated when the step started */
   GAsyncQueue *completions; /* to the dispatcher */
   GAsyncQueue *work[ROK_STREAM_ALL_COUNT];
-  GThread *threads[ROK_STREAM_ALL_COUNT];
+  GThread *threads[ROK_STREAM_ALL_COUNT][RUN_SSD_LANES];
   RunnerWorker workers[ROK_STREAM_ALL_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
 
@@ -293,9 +303,15 @@ void runner_gate_reset(Runner *r);
 /* Wake every waiter (the run failed). */
 void runner_gate_wake(Runner *r);
 
-/* runner-storage.c: the nvme-write and nvme-read legs. */
-gboolean runner_nvme_write_leg(Runner *r, guint id, GError **error);
-gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error);
+/* runner-storage.c: the nvme-write and nvme-read legs. A staged leg's
+ * chunks are submitted and the call returns with *deferred set: the last
+ * completion ends the leg (records its end, reports it to the dispatcher
+ * through runner_leg_done), so no thread waits for the disk. */
+gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error);
+gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
+/* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
+ * its failure, taken). */
+void runner_leg_done(Runner *r, guint id, GError *error);
 
 /* runner-dispatch.c; a comm or p2p action: its modelled duration waited out. */
 gboolean runner_comm_placeholder(Runner *r, guint id, GError **error);

@@ -223,6 +223,21 @@ static gboolean depends(const RunnerProgram *p, guint id, guint on) {
   return FALSE;
 }
 
+/* Each SSD leg's dependency on the leg before it on its stream, which the
+ * dispatcher lets it overlap. */
+static void mark_after(RunnerProgram *p) {
+  for (guint id = 0; id < p->n_actions; id++)
+    p->actions[id].after = RUN_NONE;
+  for (RokStream s = ROK_STREAM_NVME_WRITE; s <= ROK_STREAM_NVME_READ; s++) {
+    const GArray *order = p->order[s];
+    for (guint i = 1; i < order->len; i++) {
+      guint id = g_array_index(order, guint, i), prev = g_array_index(order, guint, i - 1);
+      if (depends(p, id, prev))
+        p->actions[id].after = prev;
+    }
+  }
+}
+
 /* What the data path relies on: a copy's legs wait for what made their
  * bytes (the producer, for its checksum too; the leg before; a read back
  * from the staged copy, for its d2h copy or, once written, the write). */
@@ -347,6 +362,7 @@ gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, gui
   link(p);
   mark_late(p);
   mark_ends(p);
+  mark_after(p);
   measure_sizes(p);
   number_tickets(p);
   staging_peak(p);

@@ -263,10 +263,12 @@ static gboolean start_threads(Runner *r, GError **error) {
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     r->work[s] = g_async_queue_new();
     r->workers[s] = (RunnerWorker){.r = r, .stream = s};
-    g_autofree char *name = g_strdup_printf("rok-%s", rok_stream_name(s));
-    r->threads[s] = g_thread_try_new(name, runner_worker_thread, &r->workers[s], error);
-    if (r->threads[s] == NULL)
-      return FALSE;
+    for (guint l = 0; l < runner_lanes(s); l++) {
+      g_autofree char *name = g_strdup_printf("rok-%s", rok_stream_name(s));
+      r->threads[s][l] = g_thread_try_new(name, runner_worker_thread, &r->workers[s], error);
+      if (r->threads[s][l] == NULL)
+        return FALSE;
+    }
   }
   return TRUE;
 }
@@ -294,11 +296,15 @@ gboolean runner_setup(Runner *r, GError **error) {
 
 static void stop_threads(Runner *r) {
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
-    if (r->threads[s] != NULL) {
-      g_async_queue_push(r->work[s], runner_msg(RUN_TASK_STOP));
-      g_thread_join(r->threads[s]);
-      r->threads[s] = NULL;
-    }
+    for (guint l = 0; l < runner_lanes(s); l++)
+      if (r->threads[s][l] != NULL)
+        g_async_queue_push(r->work[s], runner_msg(RUN_TASK_STOP));
+  for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
+    for (guint l = 0; l < runner_lanes(s); l++)
+      if (r->threads[s][l] != NULL) {
+        g_thread_join(r->threads[s][l]);
+        r->threads[s][l] = NULL;
+      }
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
     g_clear_pointer(&r->work[s], g_async_queue_unref);
 }

@@ -1,7 +1,8 @@
 /* The nvme-write and nvme-read legs: a copy's chunks between staging slots
  * and the tensor store, every chunk in flight at once (the store keeps the
- * queue depth per disk), the leg's thread waiting for the completions that
- * the store's backend hands it. A gpudirect leg cannot be done here: it is
+ * queue depth per disk); a staged leg ends with its last completion, on
+ * the store's backend thread, so no thread of the executor wakes for it
+ * until the dispatcher hears of it. A gpudirect leg cannot be done here: it is
  * run as the d2h (h2d) copy of each chunk through a staging slot plus the
  * SSD leg, pipelined chunk by chunk. */
 #ifdef ROK_WITH_OPENCL
@@ -71,6 +72,64 @@ static gboolean leg_finish(LegIo *io, GError **error) {
   return FALSE;
 }
 
+/* A staged leg in flight on its own: the submitter holds one reference
+ * until every chunk is submitted, each chunk one until it completes; who
+ * drops the last ends the leg. */
+typedef struct {
+  Runner *r;
+  guint id, copy;
+  gboolean write;
+  gint refs;      /* atomic */
+  gint first_res; /* atomic: the first failure, or 0 */
+  guint first_chunk;
+} AsyncLeg;
+
+static void async_end(AsyncLeg *a) {
+  Runner *r = a->r;
+  const RunnerCopy *c = runner_copy(&r->prog, a->copy);
+  RunnerCopyState *st = &r->copies[a->copy];
+  GError *error = NULL;
+  if (a->first_res != 0) {
+    rok_store_set_error(st->stored, a->first_chunk, a->first_res, &error);
+  } else if (a->write) {
+    r->rec[a->id].moved = c->bytes;
+    runner_copy_unref(r, a->copy);
+    if (c->nvme_read == RUN_NONE) /* forwarded: nobody reads it back */
+      g_clear_pointer(&st->stored, rok_store_tensor_free);
+  } else {
+    r->rec[a->id].moved = c->bytes;
+    g_atomic_int_set(&st->refs, 1); /* the h2d leg's */
+  }
+  guint id = a->id;
+  g_free(a);
+  runner_leg_done(r, id, error);
+}
+
+static void async_unref(AsyncLeg *a) {
+  if (g_atomic_int_dec_and_test(&a->refs))
+    async_end(a);
+}
+
+static void on_async_done(RokStoreTensor *tensor, guint chunk, int res, gpointer data) {
+  (void)tensor;
+  AsyncLeg *a = data;
+  if (res < 0 && g_atomic_int_compare_and_exchange(&a->first_res, 0, res))
+    a->first_chunk = chunk;
+  async_unref(a);
+}
+
+/* Every chunk of a staged leg between its slots and the store, without
+ * waiting: the leg ends with its last completion. */
+static void submit_async(Runner *r, guint id, guint copy, gboolean write) {
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RokStoreTensor *stored = r->copies[copy].stored;
+  AsyncLeg *a = g_new(AsyncLeg, 1);
+  *a = (AsyncLeg){.r = r, .id = id, .copy = copy, .write = write, .refs = (gint)c->n_chunks + 1};
+  for (guint i = 0; i < c->n_chunks; i++)
+    (write ? rok_store_write : rok_store_read)(stored, i, (guint)r->slots[c->chunk_base + i], on_async_done, a);
+  async_unref(a);
+}
+
 static RokStoreTensor *store_tensor(Runner *r, guint copy, GError **error) {
   const RunnerCopy *c = runner_copy(&r->prog, copy);
   RunnerCopyState *st = &r->copies[copy];
@@ -98,26 +157,24 @@ static gboolean write_direct(Runner *r, guint id, guint copy, LegIo *io, GError 
   return runner_integrity_out_done(r, copy, &sum, error);
 }
 
-gboolean runner_nvme_write_leg(Runner *r, guint id, GError **error) {
+gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
   RunnerCopyState *st = &r->copies[copy];
   if (store_tensor(r, copy, error) == NULL)
     return FALSE;
+  if (!c->gd_write) {
+    *deferred = TRUE;
+    submit_async(r, id, copy, TRUE);
+    return TRUE;
+  }
   LegIo io;
   leg_init(&io, r, copy);
-  gboolean ok = TRUE;
-  if (c->gd_write)
-    ok = write_direct(r, id, copy, &io, error);
-  else
-    for (guint i = 0; i < c->n_chunks; i++)
-      submit(&io, st->stored, i, r->slots[c->chunk_base + i], TRUE);
+  gboolean ok = write_direct(r, id, copy, &io, error);
   ok = leg_finish(&io, ok ? error : NULL) && ok;
   if (!ok)
     return FALSE;
   r->rec[id].moved = c->bytes;
-  if (!c->gd_write)
-    runner_copy_unref(r, copy);
   if (c->nvme_read == RUN_NONE) /* forwarded: nobody reads it back */
     g_clear_pointer(&st->stored, rok_store_tensor_free);
   return TRUE;
@@ -161,7 +218,7 @@ static gboolean read_direct(Runner *r, guint id, guint copy, RokClBuffer *buffer
   return runner_integrity_in_done(r, copy, &sum, error);
 }
 
-gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error) {
+gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
   RunnerCopyState *st = &r->copies[copy];
@@ -169,22 +226,21 @@ gboolean runner_nvme_read_leg(Runner *r, guint id, GError **error) {
   RokClBuffer *buffer = runner_buffer_alloc(r, c->mb, c->tensor, error);
   if (buffer == NULL)
     return FALSE;
+  if (!c->gd_read) {
+    if (!runner_read_slots(r, id, copy, error))
+      return FALSE;
+    *deferred = TRUE;
+    submit_async(r, id, copy, FALSE);
+    return TRUE;
+  }
   LegIo io;
   leg_init(&io, r, copy);
-  gboolean ok = TRUE;
-  if (c->gd_read)
-    ok = read_direct(r, id, copy, buffer, &io, error);
-  else if ((ok = runner_read_slots(r, id, copy, error)))
-    for (guint i = 0; i < c->n_chunks; i++)
-      submit(&io, st->stored, i, r->slots[c->chunk_base + i], FALSE);
+  gboolean ok = read_direct(r, id, copy, buffer, &io, error);
   ok = leg_finish(&io, ok ? error : NULL) && ok;
   if (!ok)
     return FALSE;
   r->rec[id].moved = c->bytes;
-  if (c->gd_read)
-    g_clear_pointer(&st->stored, rok_store_tensor_free);
-  else
-    g_atomic_int_set(&st->refs, 1); /* the h2d leg's */
+  g_clear_pointer(&st->stored, rok_store_tensor_free);
   return TRUE;
 }
 

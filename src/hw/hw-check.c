@@ -34,6 +34,8 @@ static const Check checks[] = {
     {"nvme", "write_bandwidth", RATE, 1e6, 0, "5GB/s"},
     {"nvme", "latency", TIME, 0, 0.1, "10us"},
     {"nvme", "capacity", SIZE, 1 << 30, 0, "1.6TB"},
+    {"host", "copy_overhead", TIME, 0, 0.1, "50us"},
+    {"nvme", "request_overhead", TIME, 0, 0.1, "20us"},
 };
 
 static double value_of(const RokHw *hw, const Check *c) {
@@ -55,6 +57,8 @@ static double value_of(const RokHw *hw, const Check *c) {
       {"nvme", "write_bandwidth", hw->nvme.write_bandwidth},
       {"nvme", "latency", (double)hw->nvme.latency / 1e9},
       {"nvme", "capacity", (double)hw->nvme.capacity},
+      {"host", "copy_overhead", (double)hw->host.copy_overhead / 1e9},
+      {"nvme", "request_overhead", (double)hw->nvme.request_overhead / 1e9},
   };
   for (guint i = 0; i < G_N_ELEMENTS(values); i++)
     if (g_str_equal(values[i].section, c->section) && g_str_equal(values[i].key, c->key))

@@ -14,13 +14,15 @@
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node",
                                       "calibrated_shapes", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
-                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
+                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", "copy_wait",
                                        "sm_count", "gemm_tile", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
-static const char *const host_keys[] = {"memory", "pinned_buffer", "memcpy_bandwidth", "checksum_bandwidth", NULL};
+static const char *const host_keys[] = {"memory",          "pinned_buffer", "memcpy_bandwidth",
+                                        "checksum_bandwidth", "copy_overhead", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
-                                        "queue_depth", "capacity", "endurance_pbw", "gpudirect", NULL};
+                                        "queue_depth", "capacity", "endurance_pbw", "gpudirect",
+                                        "request_overhead", NULL};
 
 static void op_rates_free(RokHwOpRates *rates, guint n) {
   for (guint i = 0; i < n; i++) {
@@ -230,6 +232,7 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "launch_overhead", &hw->gpu.launch_overhead, error) && read_curve(&o, hw, error) &&
          read_op_rates(&o, hw, error) &&
          rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error) &&
+         rok_json_get_double(&o, "copy_wait", FALSE, 0.0, 100.0, &hw->gpu.copy_wait, error) &&
          hw_read_gemm_tiling(&o, hw, error);
 }
 
@@ -247,7 +250,8 @@ static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_size(&o, "memory", TRUE, &hw->host.memory, error) &&
          rok_json_get_size(&o, "pinned_buffer", TRUE, &hw->host.pinned_buffer, error) &&
          rok_json_get_rate(&o, "memcpy_bandwidth", TRUE, &hw->host.memcpy_bandwidth, error) &&
-         rok_json_get_rate(&o, "checksum_bandwidth", FALSE, &hw->host.checksum_bandwidth, error);
+         rok_json_get_rate(&o, "checksum_bandwidth", FALSE, &hw->host.checksum_bandwidth, error) &&
+         read_latency(&o, "copy_overhead", &hw->host.copy_overhead, error);
 }
 
 /* The SSD section may be left out (a machine without SSDs: devices 0). */
@@ -267,7 +271,8 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_uint(&o, "queue_depth", FALSE, 1, ROK_HW_MAX_QUEUE_DEPTH, &hw->nvme.queue_depth, error) &&
          rok_json_get_size(&o, "capacity", TRUE, &hw->nvme.capacity, error) &&
          rok_json_get_double(&o, "endurance_pbw", FALSE, 0.0, 1e9, &hw->nvme.endurance_pbw, error) &&
-         rok_json_get_bool(&o, "gpudirect", FALSE, &hw->nvme.gpudirect, error);
+         rok_json_get_bool(&o, "gpudirect", FALSE, &hw->nvme.gpudirect, error) &&
+         read_latency(&o, "request_overhead", &hw->nvme.request_overhead, error);
 }
 
 static RokHw *hw_from_doc(const RokJsonDoc *doc, GError **error) {
@@ -369,6 +374,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(gpu, "op_rates", op_rates_json(hw));
   if (hw->gpu.shared_cpus > 0)
     json_object_object_add(gpu, "shared_cpus", json_object_new_uint64(hw->gpu.shared_cpus));
+  if (hw->gpu.copy_wait > 0)
+    json_object_object_add(gpu, "copy_wait", rok_json_new_double(hw->gpu.copy_wait));
   hw_gemm_tiling_to_json(hw, gpu);
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));
@@ -380,6 +387,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
   json_object_object_add(host, "memcpy_bandwidth", rok_json_new_double(hw->host.memcpy_bandwidth));
   if (hw->host.checksum_bandwidth > 0)
     json_object_object_add(host, "checksum_bandwidth", rok_json_new_double(hw->host.checksum_bandwidth));
+  if (hw->host.copy_overhead > 0)
+    json_object_object_add(host, "copy_overhead", seconds(hw->host.copy_overhead));
   json_object_object_add(o, "host", host);
   if (hw->nvme.devices > 0) {
     json_object *nvme = json_object_new_object();
@@ -392,6 +401,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     if (hw->nvme.endurance_pbw > 0) /* absent: unknown (a calibrated disk) */
       json_object_object_add(nvme, "endurance_pbw", rok_json_new_double(hw->nvme.endurance_pbw));
     json_object_object_add(nvme, "gpudirect", json_object_new_boolean(hw->nvme.gpudirect));
+    if (hw->nvme.request_overhead > 0)
+      json_object_object_add(nvme, "request_overhead", seconds(hw->nvme.request_overhead));
     json_object_object_add(o, "nvme", nvme);
   }
   hw_interconnect_to_json(hw, o);

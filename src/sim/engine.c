@@ -82,6 +82,9 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->staging_cap = hw->host.pinned_buffer;
   e->pcie_latency = hw->pcie.latency;
   e->nvme_latency = hw->nvme.latency;
+  e->copy_overhead = hw->host.copy_overhead;
+  e->copy_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_wait : 0;
+  e->request_overhead = hw->nvme.request_overhead;
   e->d2h_speed = hw->pcie.d2h_bandwidth;
   e->h2d_speed = hw->pcie.h2d_bandwidth;
   reset_tensors(e);
@@ -98,7 +101,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->stall_cause = -1;
   e->compute_action = e->last_compute_action = ROK_NO_ID;
   e->compute_event = ROK_NO_ID;
-  e->compute_left = e->compute_since = e->compute_start = 0;
+  e->compute_left = e->compute_since = e->compute_start = e->compute_ns = 0;
   e->shared_cpus = (guint)MIN(hw->gpu.shared_cpus, G_MAXUINT / 2);
   e->cpu_legs = 0;
   e->next_prefetch = 0;
@@ -275,6 +278,7 @@ void sim_cpu_legs_change(SimEngine *e, gboolean start) {
   e->cpu_legs = start ? e->cpu_legs + 1 : e->cpu_legs - 1;
   if (e->running)
     sim_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
+  sim_cpu_flows_update(e);
 }
 
 static void compute_try_start(SimEngine *e) {
@@ -299,8 +303,13 @@ static void compute_try_start(SimEngine *e) {
   }
   sim_mem_add(e, v.work);
   e->compute_left = v.ns;
+  /* A copy waits for the kernel in progress (gpu.copy_wait): an item is
+   * taken as one kernel, a backward as two (a GEMM's dX and dW). */
+  e->compute_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
   e->compute_since = e->compute_start = e->now;
   e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
+  if (e->cpu_legs > 0) /* the kernels take the processors back from the copies */
+    sim_cpu_flows_update(e);
 }
 
 static void forward_release(SimEngine *e, guint tensor) {
@@ -390,6 +399,8 @@ static void compute_end(SimEngine *e) {
   view(e, &v);
   e->running = FALSE;
   e->compute_event = ROK_NO_ID;
+  if (e->cpu_legs > 0)
+    sim_cpu_flows_update(e);
   gint64 elapsed = e->now - e->compute_start; /* v.ns, unless copies slowed it */
   e->counters.compute_ns += elapsed;
   e->counters.busy_ns[ROK_STREAM_COMPUTE] += elapsed;

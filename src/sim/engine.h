@@ -85,6 +85,8 @@ typedef struct {
   guint n_mb, prefetch_window;
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;
+  gint64 copy_overhead, request_overhead; /* the executor's costs, ns (0: none) */
+  double copy_wait;                       /* gpu.copy_wait, 0 without shared_cpus */
   double d2h_speed, h2d_speed;
 
   SimTensorState *ts; /* [mb * n_tensors + tensor] */
@@ -111,7 +113,7 @@ typedef struct {
   /* Its pace where copies share its processors (gpu.shared_cpus): the
    * running item's work left (ns at full speed) as of compute_since, its
    * start and its end event; copy legs now on those processors. */
-  gint64 compute_left, compute_since, compute_start;
+  gint64 compute_left, compute_since, compute_start, compute_ns;
   guint compute_event;
   guint shared_cpus, cpu_legs;
 
@@ -157,6 +159,9 @@ void sim_offload_start(SimEngine *e, guint mb, guint tensor);
 void sim_prefetch_pump(SimEngine *e);
 void sim_streams_pump(SimEngine *e);
 void sim_transfer_event(SimEngine *e, guint kind, guint stream);
+/* The threads on the compute processors have changed (a copy leg or the
+ * compute started or ended): the copies there get their new shares. */
+void sim_cpu_flows_update(SimEngine *e);
 /* Why backward waits for `tensor` (a RokStallCause). */
 RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor);
 /* The last backward use of an offloaded tensor has ended. */

@@ -40,13 +40,63 @@ static gint64 leg_check(const SimEngine *e, const SimJob *j) {
   return rate > 0 ? (gint64)llround((double)j->bytes / rate * 1e9) : 0;
 }
 
+/* A copy in or out of device memory: on a device without a copy engine of
+ * its own (gpu.shared_cpus), it runs on the compute processors. */
+static gboolean leg_on_cpus(const SimJob *j) {
+  RokStream s = leg_stream(j);
+  return s == ROK_STREAM_D2H || s == ROK_STREAM_H2D || j->path == PATH_DIRECT;
+}
+
+/* On the compute processors (gpu.shared_cpus) a copy's check is part of its
+ * flow, slowed with it; elsewhere it runs with the link idle. */
+static gboolean check_in_flow(const SimEngine *e, const SimJob *j) {
+  return e->shared_cpus > 0 && leg_on_cpus(j);
+}
+
+/* What a leg pays before its bytes move: the links' latencies, the
+ * executor's hand-offs (host.copy_overhead) and the check (unless it is in
+ * the flow). */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   RokStream s = leg_stream(j);
+  gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
+  gint64 base;
   if (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D)
-    return e->pcie_latency + leg_check(e, j);
-  if (j->path == PATH_DIRECT)
-    return e->nvme_latency + e->pcie_latency + leg_check(e, j);
-  return e->nvme_latency;
+    base = e->pcie_latency + check;
+  else if (j->path == PATH_DIRECT)
+    base = e->nvme_latency + e->pcie_latency + check;
+  else
+    base = e->nvme_latency;
+  return base + e->copy_overhead;
+}
+
+/* The share of a processor each thread on the compute processors gets:
+ * the kernels keep all N busy, each copy leg is one more thread. */
+static double cpu_share(const SimEngine *e) {
+  guint threads = e->cpu_legs + (e->running ? e->shared_cpus : 0);
+  return threads <= e->shared_cpus ? 1.0 : (double)e->shared_cpus / (double)threads;
+}
+
+/* A leg's own cap (0: none): on the compute processors, its copy and check
+ * in turn at its share of a processor, and while a compute item runs each
+ * ROK_SIM_COPY_COMMAND_BYTES of it waits gpu.copy_wait times the item's
+ * kernel time (compute_ns) for a turn between kernels; on the SSD streams, one request (ROK_SIM_NVME_REQUEST_BYTES, or
+ * the tensor when smaller) per nvme.request_overhead. */
+static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
+  double cap = 0;
+  if (check_in_flow(e, j)) {
+    double rate = e->sim->hw->host.checksum_bandwidth;
+    double solo = rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
+    cap = solo * cpu_share(e);
+    if (e->running && e->copy_wait > 0 && e->compute_ns > 0)
+      cap = 1.0 / (1.0 / cap + e->copy_wait * (double)e->compute_ns / 1e9 / (double)ROK_SIM_COPY_COMMAND_BYTES);
+  }
+  RokStream s = leg_stream(j);
+  if (e->request_overhead > 0 && (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)) {
+    double request = (double)MIN(j->bytes, (guint64)ROK_SIM_NVME_REQUEST_BYTES);
+    double per = request / ((double)e->request_overhead / 1e9);
+    cap = cap > 0 ? MIN(cap, per) : per;
+  }
+  return cap;
 }
 
 static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
@@ -71,6 +121,11 @@ static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
   default:
     g_assert_not_reached();
   }
+  double link = 0;
+  for (gint r = 0; r < ROK_LINK_COUNT; r++)
+    if (flow->speed[r] > 0 && (r == ROK_LINK_D2H || r == ROK_LINK_H2D))
+      link = flow->speed[r];
+  flow->cap = leg_cap(e, j, link);
 }
 
 static guint new_job(SimEngine *e, guint mb, guint tensor, gboolean is_read, SimPath path) {
@@ -129,6 +184,23 @@ static void reshare(SimEngine *e) {
   }
 }
 
+void sim_cpu_flows_update(SimEngine *e) {
+  if (e->shared_cpus == 0)
+    return;
+  gboolean changed = FALSE;
+  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
+    SimStream *st = &e->streams[s];
+    if (!st->flowing || !leg_on_cpus(sim_job(e, st->job)))
+      continue;
+    RokFlow flow;
+    leg_flow(e, sim_job(e, st->job), &flow);
+    changed |= flow.cap != e->flows[s].cap;
+    e->flows[s].cap = flow.cap;
+  }
+  if (changed)
+    reshare(e);
+}
+
 static void begin_flow(SimEngine *e, RokStream s) {
   SimStream *st = &e->streams[s];
   st->flowing = TRUE;
@@ -162,13 +234,6 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
   j->action = action;
   if (action != ROK_NO_ID)
     e->streams[s].last_action = action;
-}
-
-/* A copy in or out of device memory: on a device without a copy engine of
- * its own (gpu.shared_cpus), it runs on the compute processors. */
-static gboolean leg_on_cpus(const SimJob *j) {
-  RokStream s = leg_stream(j);
-  return s == ROK_STREAM_D2H || s == ROK_STREAM_H2D || j->path == PATH_DIRECT;
 }
 
 static void start_leg(SimEngine *e, RokStream s, guint id) {

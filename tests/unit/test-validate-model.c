@@ -338,10 +338,11 @@ static void test_checksum(void) {
   g_assert_cmpint(d2h->end_ns - d2h->start_ns, ==, 1000000);
 }
 
-/* op0 (1 ms) makes A, copied out to host memory in 1 ms (1 MB at 1 GB/s)
- * while op1 (10 ms of work) runs. With the copy on the compute processors
- * (2 of them), op1 advances at 2/3 for that millisecond: it ends at
- * 2 + (10 - 2/3) ms. Without, at 11 ms. */
+/* op0 (1 ms) makes A, copied out to host memory (1 MB at 1 GB/s) while
+ * op1 (10 ms of work) runs. With the copy on the compute processors (2 of
+ * them), both share them both ways: the copy is the third thread, so it
+ * moves at 2/3 GB/s (1.5 ms) and op1 advances at 2/3 meanwhile: 1 ms of
+ * its work done by 2.5 ms, it ends at 11.5 ms. Without, at 11 ms. */
 static void test_shared_cpus(void) {
   GError *error = NULL;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2");
@@ -375,7 +376,7 @@ static void test_shared_cpus(void) {
   g_assert_no_error(error);
   const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(copy->start_ns, ==, 1000000);
-  g_assert_cmpint(copy->end_ns, ==, 2000000); /* not stretched */
+  g_assert_cmpint(copy->end_ns, ==, 2500000); /* stretched too */
   const RokAction *fwd1 = NULL;
   for (guint i = 0; i < r->actions->len; i++) {
     const RokAction *x = &g_array_index(r->actions, RokAction, i);
@@ -383,7 +384,7 @@ static void test_shared_cpus(void) {
       fwd1 = x;
   }
   g_assert_cmpint(fwd1->start_ns, ==, 1000000);
-  g_assert_cmpint(fwd1->end_ns, ==, 2000000 + 10000000 - 666667);
+  g_assert_cmpint(fwd1->end_ns, ==, 11500000);
   /* Busy time is what the compute took: 1 + 10.33 forward, 10 + 1 backward
    * (the read back overlaps op1's backward, slowing it as well). */
   g_assert_cmpint(r->compute_ns, >, 22000000);
@@ -392,6 +393,67 @@ static void test_shared_cpus(void) {
   g_assert_no_error(error);
   g_assert_cmpint(own->compute_ns, ==, 22000000);
   g_assert_cmpint(own->step_ns, <, r->step_ns);
+}
+
+static const RokAction *fwd_of(const RokSimResult *r, guint op) {
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokAction *x = &g_array_index(r->actions, RokAction, i);
+    if (x->kind == ROK_ACTION_FORWARD && x->op == op)
+      return x;
+  }
+  return NULL;
+}
+
+/* The executor's costs: read and written back; the copy of
+ * test_shared_cpus pays host.copy_overhead first and, while op1 (one
+ * kernel of 10 ms) runs, gpu.copy_wait of that kernel per MiB; op1 slows
+ * while the leg runs; a GPU profile (no shared_cpus) ignores
+ * copy_wait. */
+static void test_copy_costs(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_wait\": 0.1");
+  g_autoptr(RokHw) parsed = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(parsed->gpu.copy_wait, ==, 0.1);
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
+  finish(trace);
+  g_autoptr(RokHw) hw = rok_hw_copy(parsed);
+  hw->pcie.latency = 0;
+  hw->host.copy_overhead = 50000;
+  hw->nvme.request_overhead = 20000;
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_autoptr(RokHw) back = parse(out, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(back->gpu.copy_wait, ==, 0.1);
+  g_assert_cmpint(back->host.copy_overhead, ==, 50000);
+  g_assert_cmpint(back->nvme.request_overhead, ==, 0); /* no nvme section: not written */
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(copy->start_ns, ==, 1000000);
+  /* 50 us of hand-offs (op1 at full speed), then 1 MiB at
+   * 1 / (1.5 ns + 0.1 * 10 ms / 1 MiB) per byte: 1.5 ms + 1 ms. */
+  g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1572864 + 1000000);
+  /* op1 runs at 2/3 while the leg runs (its hand-offs are a thread too) */
+  gint64 done = (gint64)llround((50000 + 2572864) * 2.0 / 3.0);
+  g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - (copy->end_ns + 10000000 - done)), <=, 1);
+  hw->gpu.shared_cpus = 0;
+  g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  copy = leg(gpu, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1048576);
 }
 
 /* ---- the calibration's curves ---- */
@@ -464,6 +526,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/seed-rebuild", test_seed_rebuild);
   g_test_add_func("/validate-model/checksum", test_checksum);
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
+  g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

@@ -1,0 +1,165 @@
+/* The executor's costs around a copy on a device without a copy engine,
+ * measured while the device runs kernels back to back (as it does while
+ * `rok execute` offloads): how long each 1 MiB command of a copy waits
+ * for the processors (PoCL runs it only between kernels), and the time a hand-off
+ * between two threads takes there (the executor passes every leg from its
+ * dispatcher to the leg's thread and back). A GPU runs copies on its copy
+ * engines and its host threads on idle processors: nothing is measured. */
+#ifdef ROK_WITH_OPENCL
+
+#include <string.h>
+
+#include "rok/calibrate.h"
+#include "rok/device.h"
+#include "rok/core.h"
+
+#define WAIT_SAMPLES 8
+#define COMMANDS 8
+#define MIB ((guint64)1 << 20)
+#define HANDOFF_SAMPLES 200
+#define GEMM_N 512 /* a kernel of a small transformer layer's size */
+
+typedef struct {
+  RokClKernels *kernels;
+  RokClBuffer *a, *b, *c;
+  RokClGemm gemm;
+} Busy;
+
+static void busy_clear(Busy *b) {
+  g_clear_pointer(&b->a, rok_cl_buffer_free);
+  g_clear_pointer(&b->b, rok_cl_buffer_free);
+  g_clear_pointer(&b->c, rok_cl_buffer_free);
+  g_clear_pointer(&b->kernels, rok_cl_kernels_free);
+}
+
+static gboolean busy_init(Busy *b, RokClDevice *cl, GError **error) {
+  guint64 n = GEMM_N;
+  *b = (Busy){.kernels = rok_cl_kernels_new(cl, ROK_DTYPE_BF16, error)};
+  if (b->kernels == NULL)
+    return FALSE;
+  b->a = rok_cl_buffer_new(cl, ROK_DTYPE_BF16, n * n, "calibrate.busy.A", TRUE, error);
+  b->b = b->a ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, n * n, "calibrate.busy.B", TRUE, error) : NULL;
+  b->c = b->b ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, n * n, "calibrate.busy.C", TRUE, error) : NULL;
+  if (b->c == NULL)
+    return FALSE;
+  b->gemm = (RokClGemm){.batch = 1, .m = n, .n = n, .k = n, .alpha = 1.0f, .beta = 0.0f};
+  b->gemm.a = (RokClMatrix){.buffer = b->a, .ld = n, .stride = n * n};
+  b->gemm.b = (RokClMatrix){.buffer = b->b, .ld = n, .stride = n * n};
+  b->gemm.c = (RokClMatrix){.buffer = b->c, .ld = n, .stride = n * n};
+  return rok_cl_fill_uniform(b->kernels, b->a, 7, 5, -1, 1, error) &&
+         rok_cl_fill_uniform(b->kernels, b->b, 7, 6, -1, 1, error);
+}
+
+/* Keep the compute queue busy with REPS kernels, flushed so they run. */
+static gboolean busy_start(Busy *b, RokClDevice *cl, guint reps, GError **error) {
+  for (guint r = 0; r < reps; r++)
+    if (!rok_cl_gemm(b->kernels, &b->gemm, error))
+      return FALSE;
+  return rok_cl_device_flush(cl, ROK_CL_QUEUE_COMPUTE, error);
+}
+
+static double now_s(void) {
+  return (double)g_get_monotonic_time() / 1e6;
+}
+
+/* COMMANDS copies of 1 MiB enqueued at once and waited for, as the
+ * executor copies a tensor in slot-sized commands. */
+static gboolean copy_s(RokClBuffer *dev, RokClHostBuffer *host, double *seconds, GError **error) {
+  cl_event events[COMMANDS];
+  guint n = 0;
+  double start = now_s();
+  gboolean ok = TRUE;
+  for (; ok && n < COMMANDS; n++)
+    ok = rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, n * MIB, MIB, (guint8 *)host->ptr + n * MIB, FALSE, 0, NULL,
+                            &events[n], error);
+  n -= !ok;
+  ok = rok_cl_events_wait(n, events, ok ? error : NULL) && ok;
+  for (guint i = 0; i < n; i++)
+    clReleaseEvent(events[i]);
+  *seconds = now_s() - start;
+  return ok;
+}
+
+/* The copies issued at spread points into a run of kernels, less the same
+ * copies alone, per command, over one kernel's time: the share of the
+ * kernel in progress each command waits for the processors. */
+static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
+  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, COMMANDS * MIB, 64, error);
+  g_autoptr(RokClBuffer) dev =
+      host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, COMMANDS * MIB, "calibrate.wait", TRUE, error) : NULL;
+  if (dev == NULL)
+    return FALSE;
+  memset(host->ptr, 0x5a, host->bytes);
+  double kernel = 0, alone = 0, samples[WAIT_SAMPLES];
+  double start = now_s();
+  if (!busy_start(b, cl, 2, error) || !rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error))
+    return FALSE;
+  kernel = (now_s() - start) / 2;
+  GRand *rand = g_rand_new_with_seed(17); /* the same points every run */
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < WAIT_SAMPLES; i++) {
+    double busy = 0;
+    /* enough kernels queued to outlast the copies */
+    ok = !rok_calib_check_cancelled(cancel, error) && copy_s(dev, host, &alone, error) &&
+         busy_start(b, cl, COMMANDS + 2, error);
+    if (ok) {
+      g_usleep((gulong)((0.5 + g_rand_double(rand)) * kernel * 1e6));
+      ok = copy_s(dev, host, &busy, error) && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
+      samples[i] = MAX(busy - alone, 0) / COMMANDS / kernel;
+    }
+  }
+  g_rand_free(rand);
+  if (ok)
+    *stat = rok_calib_stat(samples, WAIT_SAMPLES);
+  return ok;
+}
+
+static gpointer echo(gpointer data) {
+  GAsyncQueue **q = data;
+  for (;;) {
+    gpointer m = g_async_queue_pop(q[0]);
+    g_async_queue_push(q[1], m);
+    if (GPOINTER_TO_UINT(m) == 1)
+      return NULL;
+  }
+}
+
+/* A message to another thread and back, through the queues the executor
+ * uses, while the kernels run: one leg's hand-offs. */
+static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
+  GAsyncQueue *q[2] = {g_async_queue_new(), g_async_queue_new()};
+  GThread *thread = g_thread_new("rok-calib-echo", echo, q);
+  g_autofree double *samples = g_new(double, HANDOFF_SAMPLES);
+  gboolean ok = busy_start(b, cl, 4, error);
+  for (guint i = 0; ok && i < HANDOFF_SAMPLES; i++) {
+    double start = now_s();
+    g_async_queue_push(q[0], GUINT_TO_POINTER(2));
+    g_async_queue_pop(q[1]);
+    samples[i] = now_s() - start;
+    g_usleep(100);
+  }
+  g_async_queue_push(q[0], GUINT_TO_POINTER(1));
+  g_async_queue_pop(q[1]);
+  g_thread_join(thread);
+  g_async_queue_unref(q[0]);
+  g_async_queue_unref(q[1]);
+  ok = ok && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
+  if (ok)
+    *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
+  return ok;
+}
+
+gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,
+                                      RokCalibDevice *d, GError **error) {
+  if (g_strcmp0(d->type, "cpu") != 0)
+    return TRUE;
+  rok_calib_progress(o, "copies and hand-offs beside kernels");
+  Busy b;
+  gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_wait, error) &&
+                measure_handoff(cl, &b, &d->handoff, error);
+  busy_clear(&b);
+  d->contention = ok;
+  return ok;
+}
+
+#endif /* ROK_WITH_OPENCL */

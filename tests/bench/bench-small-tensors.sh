@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Small and medium tensors on the SSDs: the executor's NVMe figures for an
+# offload schedule of 0.5-16 MiB tensors beside fio's at the same block
+# size and queue depth, and the simulator's prediction of each stream.
+#
+#   tests/bench/bench-small-tensors.sh [DIR] [--hw HW] [--repeat 2] [--trials 3]
+#
+# The schedule: a 2-layer GPT (validate-gpt with hidden 512, 8 heads, ffn
+# 2048, seq 1024), `rok plan --strategy offload --offload-min-elements
+# 65536` (every saved tensor of 64 Ki elements or more goes to the SSDs),
+# run by `rok execute --repeat N`. Its nvme_write_bandwidth and
+# nvme_read_bandwidth are bytes over the time the stream had a leg running
+# (median step). fio: `--bs=1M --iodepth=QD --direct=1 --ioengine=io_uring
+# --overwrite=1` on a file of the bytes the step writes, huge-page buffers
+# (--mem=shmhuge) when enough are reserved; QD is the profile's
+# nvme.queue_depth. HW defaults to the bundled cpu-2core-virtio profile
+# (calibrate one with `rok calibrate --dir DIR -o hw.json` for predictions
+# worth comparing). DIR defaults to a fresh folder under /var/tmp. The
+# load average is printed: on a shared machine the figures move with it.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+rok=${ROK:-$root/build/rok}
+dir="" hw=cpu-2core-virtio repeat=2 trials=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --hw) hw=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --trials) trials=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -*) echo "bench-small-tensors.sh: unknown option $1" >&2; exit 2 ;;
+    *) dir=$1; shift ;;
+  esac
+done
+command -v fio >/dev/null || { echo "bench-small-tensors.sh: fio is not installed" >&2; exit 77; }
+[ -x "$rok" ] || { echo "bench-small-tensors.sh: $rok not built (ninja -C build)" >&2; exit 2; }
+"$rok" execute --list-devices >/dev/null 2>&1 || { echo "bench-small-tensors.sh: no OpenCL device" >&2; exit 77; }
+
+work=$(mktemp -d)
+cleanup_dir=""
+if [ -z "$dir" ]; then
+  dir=$(mktemp -d /var/tmp/rok-bench-small.XXXXXX)
+  cleanup_dir=$dir
+fi
+fio_file=$dir/fio-bench.dat
+cleanup() { rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
+trap cleanup EXIT
+source "$here/fio-lib.bash"
+
+num() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d' + sys.argv[2]))" "$@"; }
+
+echo "== $(uname -n): $(nproc) processors; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$rok" plan validate-gpt --set layers=2 --set hidden=512 --set heads=8 --set ffn_hidden=2048 --set seq_len=1024 \
+  --hw "$hw" --strategy offload --offload-min-elements 65536 -o "$work/plan" > /dev/null
+qd=$(num "$work/plan/schedule.json" "['hw']['nvme']['queue_depth']")
+bytes=$(num "$work/plan/schedule.json" "['predicted']['nvme_write_bytes']")
+sizes=$(python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+b = sorted(a['bytes'] for a in s['actions'] if a['stream'] == 'nvme-write')
+print(len(b), 'SSD writes per step of', b[0] / 2**20, '-', b[-1] / 2**20, 'MiB')" "$work/plan/schedule.json")
+block=1M
+describe_disk
+fio_memory
+echo "schedule: $sizes, $(numfmt --to=iec "$bytes")B per step; fio: bs $block, iodepth $qd, O_DIRECT, io_uring"
+
+fio_bw() { # rw -> bytes/s
+  local fields
+  fields=$(fio --name=bench --filename="$fio_file" --size="$bytes" --bs="$block" $fio_mem --overwrite=1 \
+    --iodepth="$qd" --direct=1 --ioengine=io_uring --rw="$1" --end_fsync=1 --minimal)
+  if [ "$1" = write ]; then
+    awk -F';' '{ printf "%.0f\n", $47 * 1024 / ($50 / 1000) }' <<<"$fields"
+  else
+    awk -F';' '{ printf "%.0f\n", $6 * 1024 / ($9 / 1000) }' <<<"$fields"
+  fi
+}
+
+fw=() fr=() rw=() rr=()
+for t in $(seq 1 "$trials"); do
+  rm -f "$fio_file"
+  fio_bw write > /dev/null # lay the file out: the executor overwrites its own too
+  settle
+  fw+=("$(fio_bw write)")
+  fr+=("$(fio_bw read)")
+  rm -f "$fio_file"
+  settle
+  "$rok" execute "$work/plan/schedule.json" --dir "$dir" --repeat "$repeat" --json > "$work/report.json"
+  rw+=("$(num "$work/report.json" "['nvme_write_bandwidth']")")
+  rr+=("$(num "$work/report.json" "['nvme_read_bandwidth']")")
+  [ "$(num "$work/report.json" "['integrity_failures']")" = 0 ] || echo "note: integrity failures in trial $t"
+  echo "trial $t: fio write $(gbs "${fw[-1]}") read $(gbs "${fr[-1]}"); rok execute write $(gbs "${rw[-1]}")" \
+    "read $(gbs "${rr[-1]}")"
+done
+mfw=$(printf '%s\n' "${fw[@]}" | median) mfr=$(printf '%s\n' "${fr[@]}" | median)
+mrw=$(printf '%s\n' "${rw[@]}" | median) mrr=$(printf '%s\n' "${rr[@]}" | median)
+pw=$(num "$work/report.json" "['predicted']['nvme_write_bandwidth']")
+pr=$(num "$work/report.json" "['predicted']['nvme_read_bandwidth']")
+echo
+echo "median of $trials trials (rok execute: median step of --repeat $repeat each)"
+printf '%-6s %12s %14s %8s %14s\n' "" "fio" "rok execute" "rok/fio" "rok predicted"
+printf '%-6s %12s %14s %8.3f %14s\n' write "$(gbs "$mfw")" "$(gbs "$mrw")" \
+  "$(awk -v a="$mrw" -v b="$mfw" 'BEGIN { print a / b }')" "$(gbs "$pw")"
+printf '%-6s %12s %14s %8.3f %14s\n' read "$(gbs "$mfr")" "$(gbs "$mrr")" \
+  "$(awk -v a="$mrr" -v b="$mfr" 'BEGIN { print a / b }')" "$(gbs "$pr")"
+# What the executor adds to each SSD leg beyond fio's rate (its hand-offs
+# and each request's submission and completion): nvme.request_overhead and
+# host.copy_overhead are where the simulator can be told of it.
+python3 - "$work/report.json" "$work/plan/schedule.json" "$mfw" "$mfr" <<'PY'
+import json, sys
+r, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for stream, key, fio in (("nvme-write", "nvme_write", float(sys.argv[3])), ("nvme-read", "nvme_read", float(sys.argv[4]))):
+    legs = sum(1 for a in s["actions"] if a["stream"] == stream)
+    moved = r[key + "_bytes"]
+    active = moved / r[key + "_bandwidth"] if r[key + "_bandwidth"] > 0 else 0
+    print(f"{stream}: {legs} legs, {(active - moved / fio) / max(legs, 1) * 1e3:.2f} ms per leg beyond fio's rate (last trial)")
+PY
+for s in d2h h2d; do
+  echo "$s: measured $(num "$work/report.json" "['${s}_bandwidth']" | awk '{ printf "%.0f MB/s", $1 / 1e6 }')," \
+    "predicted $(num "$work/report.json" "['predicted']['${s}_bandwidth']" | awk '{ printf "%.0f MB/s", $1 / 1e6 }')"
+done
+echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" \
+  "$(num "$work/report.json" "['predicted']['step_time_s']") s (last trial)"
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -226,10 +226,15 @@ def _tensor(c, e):
     # were never saved) leaves it not recomputable.
     is_mask = producer["kind"] == "dropout" and not e["history"]
     sources = [] if is_mask or e["producer"] == 0 else producer["input_ids"]
+    # apply.py rebuilds by replaying a tensor's layer: one made outside it
+    # (a layer's input, made by the layer before; anything outside the
+    # layers) cannot be rebuilt here, so no plan for this trace may ask.
+    replayable = e["layer"] >= 0 and producer["layer"] == e["layer"]
     return {"id": e["id"], "name": e["name"], "layer": e["layer"], "dtype": e["dtype"],
             "shape": e["shape"] if whole else [e["nbytes"] // e["itemsize"]], "bytes": e["nbytes"],
             "producer": e["producer"], "needed_by": sorted(e["needed_by"]),
-            "recomputable": e["producer"] != 0 and (is_mask or bool(sources)), "recompute_from": sources}
+            "recomputable": e["producer"] != 0 and replayable and (is_mask or bool(sources)),
+            "recompute_from": sources}
 
 
 def _op(c, i, entries, fwd, bwd):

@@ -20,14 +20,14 @@
 /* Random cases in the family; fewer under the sanitizers, which slow the
  * 16,384 runs of each exhaustive search tenfold. */
 #if defined(__SANITIZE_ADDRESS__)
-#define CASES 12
+#define CASES 8
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define CASES 12
+#define CASES 8
 #endif
 #endif
 #ifndef CASES
-#define CASES 36
+#define CASES 24
 #endif
 #define FIXED (64 * MB)
 /* Keep, offload (either way) and recompute in one plan. */

@@ -117,7 +117,7 @@ interrupt() { # DELAY SIGNAL COMMAND...
   [ "$status" -le 1 ] || { echo "exit $status after $sig: $*" >&2; cat "$tmp/stderr" >&2; exit 1; }
   leftovers
 }
-for delay in 0.2 0.5 1.0 1.5; do
+for delay in 0.1 0.5 1.0; do
   for sig in INT TERM; do
     interrupt $delay $sig "$rok" plan gpt3-13b --hw $hw --points 3 -o plan
     (cd plan && [ "$(ls *.json *.csv *.png *.svg | wc -l)" -eq 5 ]) || { echo "plan -o DIR half written" >&2; exit 1; }

@@ -84,11 +84,6 @@ void cli_warn_unmodelled(const RokModel *m, const RokHw *hw) {
                "Megatron-LM does not offer; rok costs it as written%s\n",
                m->zero_stage, m->pipeline_parallel,
                m->zero_stage >= 3 ? ": every layer's parameters gathered for every micro-batch" : "");
-  if (parallel && hw->interconnect.intra_node_pcie)
-    g_printerr("rok: warning: hardware profile %s: peer-to-peer traffic over PCIe (interconnect.intra_node_pcie) "
-               "is costed at its own bandwidth; its contention with host and SSD copies on the same link is not "
-               "simulated\n",
-               hw->name);
 }
 
 void cli_warn_far_shapes(const RokTrace *trace, const RokHw *hw) {

@@ -84,6 +84,10 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->nvme_latency = hw->nvme.latency;
   e->copy_overhead = hw->host.copy_overhead;
   e->copy_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_wait : 0;
+  e->p2p_busy = 0;
+  gboolean p2p = hw->interconnect.intra_node_pcie && hw->interconnect.gpus_per_node > 0;
+  e->p2p_link[0] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.d2h_bandwidth) : 0;
+  e->p2p_link[1] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.h2d_bandwidth) : 0;
   e->request_overhead = hw->nvme.request_overhead;
   e->d2h_speed = hw->pcie.d2h_bandwidth;
   e->h2d_speed = hw->pcie.h2d_bandwidth;
@@ -281,6 +285,17 @@ void sim_cpu_legs_change(SimEngine *e, gboolean start) {
   sim_cpu_flows_update(e);
 }
 
+/* The share of the running item's time its collectives spend on the PCIe
+ * link (all of an op's communication taken as peer-to-peer within the
+ * node: tensor parallelism's, and ZeRO-3's exposed gathers). */
+static double p2p_share(const SimEngine *e, const ItemView *v) {
+  if (e->p2p_link[0] <= 0 || v->op == ROK_NO_ID || v->ns <= 0)
+    return 0;
+  const RokSim *sim = e->sim;
+  gint64 comm = v->kind == ROK_ACTION_BACKWARD ? sim->comm_bwd_ns[v->op] : sim->comm_fwd_ns[v->op];
+  return MIN(1.0, (double)comm / (double)v->ns);
+}
+
 static void compute_try_start(SimEngine *e) {
   if (e->running || e->phase == PHASE_DONE)
     return;
@@ -310,6 +325,7 @@ static void compute_try_start(SimEngine *e) {
   e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
   if (e->cpu_legs > 0) /* the kernels take the processors back from the copies */
     sim_cpu_flows_update(e);
+  sim_p2p_update(e, p2p_share(e, &v));
 }
 
 static void forward_release(SimEngine *e, guint tensor) {
@@ -401,6 +417,7 @@ static void compute_end(SimEngine *e) {
   e->compute_event = ROK_NO_ID;
   if (e->cpu_legs > 0)
     sim_cpu_flows_update(e);
+  sim_p2p_update(e, 0);
   gint64 elapsed = e->now - e->compute_start; /* v.ns, unless copies slowed it */
   e->counters.compute_ns += elapsed;
   e->counters.busy_ns[ROK_STREAM_COMPUTE] += elapsed;

@@ -88,6 +88,11 @@ typedef struct {
   gint64 copy_overhead, request_overhead; /* the executor's costs, ns (0: none) */
   double copy_wait;                       /* gpu.copy_wait, 0 without shared_cpus */
   double d2h_speed, h2d_speed;
+  /* Peer-to-peer traffic on the PCIe link (interconnect.intra_node_pcie):
+   * the share of each direction one GPU's collectives take at full rate,
+   * and the share of the running compute item they take (its
+   * communication over its time, at that rate). */
+  double p2p_link[2], p2p_busy;
 
   SimTensorState *ts; /* [mb * n_tensors + tensor] */
   gsize ts_capacity;
@@ -162,6 +167,9 @@ void sim_transfer_event(SimEngine *e, guint kind, guint stream);
 /* The threads on the compute processors have changed (a copy leg or the
  * compute started or ended): the copies there get their new shares. */
 void sim_cpu_flows_update(SimEngine *e);
+/* The running item's peer-to-peer share of the PCIe link changed to `busy`
+ * (transfer.c): the copies on the link are shared again. */
+void sim_p2p_update(SimEngine *e, double busy);
 /* Why backward waits for `tensor` (a RokStallCause). */
 RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor);
 /* The last backward use of an offloaded tensor has ended. */

@@ -15,7 +15,13 @@ static double solo_rate(const RokFlow *flow, gint *limit) {
 }
 
 void sim_fluid_share(RokFlow *flows, guint n_flows) {
+  sim_fluid_share_taken(flows, n_flows, NULL);
+}
+
+void sim_fluid_share_taken(RokFlow *flows, guint n_flows, const double *taken) {
   double solo[n_flows ? n_flows : 1], used[ROK_LINK_COUNT] = {0};
+  for (gint r = 0; taken != NULL && r < ROK_LINK_COUNT; r++)
+    used[r] = CLAMP(taken[r], 0.0, 1.0);
   gint limit[n_flows ? n_flows : 1];
   gboolean frozen[n_flows ? n_flows : 1];
   guint left = 0;

@@ -23,3 +23,7 @@ typedef struct {
 
 /* Set rate and bottleneck of every active flow. */
 void sim_fluid_share(RokFlow *flows, guint n_flows);
+/* The same with `taken[r]` of each resource in use by traffic outside the
+ * flows (peer-to-peer collectives on a PCIe direction): the flows share
+ * the rest. */
+void sim_fluid_share_taken(RokFlow *flows, guint n_flows, const double *taken);

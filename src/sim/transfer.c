@@ -171,7 +171,13 @@ static void reshare(SimEngine *e) {
     st->remaining = MAX(0.0, st->remaining - e->flows[s].rate * (double)(e->now - st->last_update) / 1e9);
     st->last_update = e->now;
   }
-  sim_fluid_share(e->flows, ROK_STREAM_COUNT);
+  /* Collectives and copies meet on the link as equals: the collectives
+   * take what they need up to half of it (their time is in the op's, as
+   * the interconnect alone costs it), the copies share the rest. */
+  double taken[ROK_LINK_COUNT] = {0};
+  taken[ROK_LINK_D2H] = MIN(0.5, e->p2p_busy * e->p2p_link[0]);
+  taken[ROK_LINK_H2D] = MIN(0.5, e->p2p_busy * e->p2p_link[1]);
+  sim_fluid_share_taken(e->flows, ROK_STREAM_COUNT, taken);
   for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];
     if (!st->flowing)
@@ -199,6 +205,13 @@ void sim_cpu_flows_update(SimEngine *e) {
   }
   if (changed)
     reshare(e);
+}
+
+void sim_p2p_update(SimEngine *e, double busy) {
+  if (busy == e->p2p_busy)
+    return;
+  e->p2p_busy = busy;
+  reshare(e);
 }
 
 static void begin_flow(SimEngine *e, RokStream s) {

@@ -5,6 +5,8 @@
 
 #include "rok/core.h"
 #include "rok/hw.h"
+#include "rok/plan.h"
+#include "rok/trace.h"
 #include "test-bundled.h"
 
 static void assert_close(double a, double b) {
@@ -87,6 +89,38 @@ static void test_node_share(void) {
   g_assert_cmpuint(second->nvme.devices, ==, 4);
 }
 
+/* The offload step of gpt3-13b with tensor parallelism 2 on the A100 PCIe
+ * machine, its GPUs talking over PCIe or not. */
+static double offload_step(gboolean pcie, const char *tp, gdouble *copy_s) {
+  g_autoptr(RokHw) hw = test_bundled_hw("a100-40g-pcie4-4xp5800x");
+  hw->interconnect.intra_node_pcie = pcie;
+  const char *sets[] = {tp, NULL};
+  g_autoptr(RokModel) model = test_bundled_model("gpt3-13b", sets);
+  GError *error = NULL;
+  g_autoptr(RokTrace) trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokStepPlan) plan = rok_strategy_plan(ROK_STRATEGY_OFFLOAD, trace, hw, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
+  g_autoptr(RokSimResult) r = rok_sim_run(sim, plan, &error);
+  g_assert_no_error(error);
+  *copy_s = (double)(r->busy_ns[ROK_STREAM_D2H] + r->busy_ns[ROK_STREAM_NVME_WRITE]) / 1e9;
+  return r->step_time_s;
+}
+
+/* Collectives over PCIe take their share of the link from the copies:
+ * the offloads take longer, the step no less; without tensor
+ * parallelism there is nothing on the link and nothing changes. */
+static void test_pcie_contention(void) {
+  double alone_copy, shared_copy, a, b;
+  double alone = offload_step(FALSE, "tensor_parallel=2", &alone_copy);
+  double shared = offload_step(TRUE, "tensor_parallel=2", &shared_copy);
+  g_assert_cmpfloat(shared_copy, >, alone_copy);
+  g_assert_cmpfloat(shared, >=, alone);
+  g_assert_cmpfloat(offload_step(FALSE, "tensor_parallel=1", &a), ==, offload_step(TRUE, "tensor_parallel=1", &b));
+  g_assert_cmpfloat(a, ==, b);
+}
+
 static void expect_error(const char *node, const char *needle) {
   g_autofree char *text = g_strdup_printf(
       "{\"gpu\": {\"memory\": \"80GiB\", \"peak_flops\": 1e15, \"matmul_efficiency\": 0.5, \"hbm_bandwidth\": 3e12},"
@@ -117,5 +151,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/interconnect/round-trip", test_round_trip);
   g_test_add_func("/interconnect/node-share", test_node_share);
   g_test_add_func("/interconnect/bad-nodes", test_bad_nodes);
+  g_test_add_func("/interconnect/pcie-contention", test_pcie_contention);
   return g_test_run();
 }

@@ -246,6 +246,20 @@ RokClDevice *rok_cl_kernels_device(const RokClKernels *kernels);
 RokDtype rok_cl_kernels_act_dtype(const RokClKernels *kernels);
 /* The options the program was built with (tile sizes, work-group sizes). */
 const char *rok_cl_kernels_build_options(const RokClKernels *kernels);
+/* A flag (read atomically, non-zero: stop) that long launches check between
+ * their chunks; NULL: none. A GEMM of more than ROK_CL_CHUNK_FLOPS runs as
+ * several launches of at most that much work each (bit-identical to one
+ * launch: the chunks split rows of tiles and batch entries, never k), at
+ * most two of them queued at a time; with the flag set it stops queueing
+ * and fails with ROK_ERROR_CANCELLED. The flag must outlive its use. */
+void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag);
+/* 2^32 FLOPs: a fifth of a second on a 2-core CPU device, tens of
+ * microseconds on a GPU (where the next chunk is queued before the host
+ * waits, so the device does not idle). */
+#define ROK_CL_CHUNK_FLOPS (G_GUINT64_CONSTANT(1) << 31)
+/* Another bound than ROK_CL_CHUNK_FLOPS (at least 1): the tests split
+ * small GEMMs with it to check that chunks give the same bits. */
+void rok_cl_kernels_set_chunk_flops(RokClKernels *kernels, guint64 flops);
 
 /* ---- GEMM -------------------------------------------------------------- */
 
@@ -287,8 +301,11 @@ gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *gemm, GError **erro
  * reads a buffer of `in_elements` and writes one of `out_elements`: C is a
  * dense m×n <= out_elements; A (m×k) and B (k×n) are sliding windows over
  * the input (row i starts at element i), so m + k and k + n <= in_elements;
- * `batch` repeats over the same buffers. When the buffers are tiny for the
- * FLOPs, batch caps at 65535 and the FLOPs fall short. */
+ * `batch` repeats over the same buffers. k is at most ROK_CL_STANDIN_MAX_K
+ * so that one tile of C, which no chunk splits, stays a bounded amount of
+ * work. When the buffers are tiny for the FLOPs, batch caps at 2^32 − 1
+ * and the FLOPs fall short. */
+#define ROK_CL_STANDIN_MAX_K 16384
 typedef struct {
   guint64 batch, m, n, k;
 } RokClStandin;

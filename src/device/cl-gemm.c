@@ -77,13 +77,63 @@ static void arg_operand(RokClLaunch *launch, const RokClMatrix *x) {
   device_cl_arg_u32(launch, x->trans ? 1 : 0);
 }
 
+/* ---- Chunks ------------------------------------------------------------- */
+
+/* Chunk sizes: tile rows per launch when one batch entry is over the
+ * bound, else batch entries per launch (whole entries), so that a launch
+ * does at most the kernels' chunk bound (counted over whole tiles, k at least 1).
+ * A GPU's third grid dimension holds 65535 entries: no launch asks more. */
+static void chunk_sizes(const RokClKernels *kernels, const RokClGemm *g, guint64 *rows_per, guint64 *batch_per) {
+  const RokClTuning *t = &kernels->tuning;
+  double bound = (double)kernels->chunk_flops;
+  guint64 row_tiles = (g->m + t->gemm_tm - 1) / t->gemm_tm;
+  guint64 n = (g->n + t->gemm_tn - 1) / t->gemm_tn * t->gemm_tn;
+  double tile_row = 2.0 * (double)t->gemm_tm * (double)n * (double)MAX(g->k, 1);
+  double rows_fit = floor(bound / tile_row);
+  if (rows_fit < (double)row_tiles) {
+    *rows_per = MAX((guint64)rows_fit, 1);
+    *batch_per = 1;
+    return;
+  }
+  double entries = floor(bound / (tile_row * (double)row_tiles));
+  *rows_per = row_tiles;
+  *batch_per = (guint64)MIN(MAX(entries, 1.0), 65535.0);
+}
+
+/* Enqueue the GEMM whose arguments are set: one launch when it is small,
+ * else chunk after chunk (offsets in tile rows and batch entries). */
+static gboolean launch_chunks(RokClLaunch *launch, const RokClGemm *g, GError **error) {
+  const RokClTuning *t = &launch->kernels->tuning;
+  size_t lx = t->gemm_tn / t->gemm_wn, ly = t->gemm_tm / t->gemm_wm;
+  size_t local[3] = {lx, ly, 1};
+  guint64 row_tiles = (g->m + t->gemm_tm - 1) / t->gemm_tm, rows_per = 0, batch_per = 0;
+  chunk_sizes(launch->kernels, g, &rows_per, &batch_per);
+  size_t gx = (g->n + t->gemm_tn - 1) / t->gemm_tn * lx;
+  if (rows_per >= row_tiles && batch_per >= g->batch) {
+    size_t global[3] = {gx, row_tiles * ly, (size_t)g->batch};
+    return device_cl_launch_run(launch, 3, global, local, error);
+  }
+  cl_event previous = NULL;
+  gboolean ok = TRUE;
+  for (guint64 z = 0; ok && z < g->batch; z += batch_per)
+    for (guint64 r = 0; ok && r < row_tiles; r += rows_per) {
+      size_t offset[3] = {0, r * ly, z};
+      size_t global[3] = {gx, MIN(rows_per, row_tiles - r) * ly, MIN(batch_per, g->batch - z)};
+      cl_event event = NULL;
+      ok = device_cl_launch_run_at(launch, 3, offset, global, local, &event, error) &&
+           device_cl_chunk_wait(launch->kernels, &previous, event, "gemm", error);
+    }
+  if (previous != NULL)
+    clReleaseEvent(previous); /* the launches stay queued, as for one launch */
+  return ok;
+}
+
 gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *g, GError **error) {
   guint64 inner = MAX(g->inner, 1);
   if (g->batch == 0 || g->m == 0 || g->n == 0)
     return TRUE;
   if (!check_gemm(kernels, g, inner, error))
     return FALSE;
-  const RokClTuning *t = &kernels->tuning;
   RokClLaunch launch =
       device_cl_launch(kernels, g->c.buffer->dtype == ROK_DTYPE_FP32 ? K_GEMM_F32 : K_GEMM_ACT);
   /* With k = 0 the kernel reads neither operand (C = beta·C + bias). */
@@ -105,11 +155,7 @@ gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *g, GError **error) 
   device_cl_arg_u32(&launch, (guint32)g->k);
   device_cl_arg_f32(&launch, g->alpha);
   device_cl_arg_f32(&launch, g->beta);
-  size_t lx = t->gemm_tn / t->gemm_wn, ly = t->gemm_tm / t->gemm_wm;
-  size_t local[3] = {lx, ly, 1};
-  size_t global[3] = {(g->n + t->gemm_tn - 1) / t->gemm_tn * lx, (g->m + t->gemm_tm - 1) / t->gemm_tm * ly,
-                      (size_t)g->batch};
-  return device_cl_launch_run(&launch, 3, global, local, error);
+  return launch_chunks(&launch, g, error);
 }
 
 /* ---- Stand-in ------------------------------------------------------------ */
@@ -129,7 +175,7 @@ gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_el
   guint64 half = in_elements / 2;
   guint64 side = MAX((guint64)floor(sqrt((double)out_elements)), 1);
   guint64 m = MIN(MIN(side, half), G_MAXUINT32), n = MIN(MIN(out_elements / m, half), G_MAXUINT32);
-  guint64 k_max = MIN(in_elements - MAX(m, n), (guint64)G_MAXUINT32);
+  guint64 k_max = MIN(in_elements - MAX(m, n), (guint64)ROK_CL_STANDIN_MAX_K);
   double per_k = 2.0 * (double)m * (double)n; /* FLOPs per unit of k */
   double wanted_k = MAX((double)flops / per_k, 1.0);
   guint64 batch = (guint64)ceil(wanted_k / (double)k_max);
@@ -141,9 +187,9 @@ gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_el
     k = 1;
     batch = 1;
   }
-  /* A GPU's third grid dimension holds 65535 entries: beyond that, fewer
-   * FLOPs than asked (only when the buffers are tiny for the work). */
-  *shape = (RokClStandin){.batch = MIN(batch, 65535), .m = m, .n = n, .k = MAX(MIN(k, k_max), 1)};
+  /* The batch is launched in chunks; past 2^32 − 1 entries, fewer FLOPs
+   * than asked (only when the buffers are tiny for the work). */
+  *shape = (RokClStandin){.batch = MIN(batch, G_MAXUINT32), .m = m, .n = n, .k = MAX(MIN(k, k_max), 1)};
   return TRUE;
 }
 

@@ -81,6 +81,8 @@ struct _RokClKernels {
   cl_kernel kernels[K_COUNT];
   RokClBuffer *checksum_partial; /* ROK_CL_CHECKSUM_GROUPS × u64 */
   RokClBuffer *checksum_result;  /* one u64 for rok_cl_checksum_buffer() */
+  const gint *cancel;            /* rok_cl_kernels_set_cancel(); NULL: none */
+  guint64 chunk_flops;           /* ROK_CL_CHUNK_FLOPS unless a test says otherwise */
 };
 
 const char *device_cl_kernel_name(RokClKernelId id);
@@ -106,6 +108,23 @@ void device_cl_arg_local(RokClLaunch *launch, gsize bytes);
  * dimension is 0). local NULL: the implementation chooses. */
 gboolean device_cl_launch_run(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
                            GError **error);
+/* The same over items offset + [0, global) (offset NULL: 0), with the
+ * launch's event in *event when event is not NULL. */
+gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *offset, const size_t *global,
+                                 const size_t *local, cl_event *event, GError **error);
+
+/* Long launches in chunks (rok_cl_kernels_set_cancel()). After queueing a
+ * chunk (its event `newest`): wait for the one before it, keep `newest` in
+ * *previous, and fail with ROK_ERROR_CANCELLED when the flag is set. */
+gboolean device_cl_chunk_wait(RokClKernels *kernels, cl_event *previous, cl_event newest, const char *name,
+                              GError **error);
+/* device_cl_launch_run() of `work` FLOPs (spread evenly over the outermost
+ * dimension, dims − 1) as launches over ranges of that dimension of at most
+ * the kernels' chunk bound each (at least one index, at most 65535). The
+ * kernel must index that dimension by get_global_id() only: an offset does
+ * not move get_group_id(). */
+gboolean device_cl_launch_chunked(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
+                                  double work, GError **error);
 
 /* The checks launchers make; `op` names the launcher in messages. */
 gboolean device_cl_check_buffer(const RokClBuffer *buffer, RokDtype dtype, guint64 elements, const char *op,

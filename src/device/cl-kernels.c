@@ -127,6 +127,7 @@ RokClKernels *rok_cl_kernels_new(RokClDevice *device, RokDtype act_dtype, GError
   g_autoptr(RokClKernels) kernels = g_new0(RokClKernels, 1);
   kernels->device = device;
   kernels->act = act_dtype;
+  kernels->chunk_flops = ROK_CL_CHUNK_FLOPS;
   kernels->tuning = choose_tuning(rok_cl_device_info(device));
   kernels->options = build_options(act_dtype, &kernels->tuning);
   kernels->program = device_cl_program_build_embedded(device, kernels->options, error);
@@ -166,6 +167,14 @@ RokDtype rok_cl_kernels_act_dtype(const RokClKernels *kernels) {
 
 const char *rok_cl_kernels_build_options(const RokClKernels *kernels) {
   return kernels->options;
+}
+
+void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag) {
+  kernels->cancel = flag;
+}
+
+void rok_cl_kernels_set_chunk_flops(RokClKernels *kernels, guint64 flops) {
+  kernels->chunk_flops = MAX(flops, 1);
 }
 
 #endif /* ROK_WITH_OPENCL */

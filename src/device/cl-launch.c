@@ -1,6 +1,9 @@
 /* Kernel arguments, enqueueing, and the checks launchers make. */
 #ifdef ROK_WITH_OPENCL
 
+#include <math.h>
+#include <string.h>
+
 #include "cl-kernels-private.h"
 #include "rok/core.h"
 
@@ -52,6 +55,11 @@ size_t device_cl_round_up(guint64 n, guint64 multiple) {
 
 gboolean device_cl_launch_run(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
                            GError **error) {
+  return device_cl_launch_run_at(launch, dims, NULL, global, local, NULL, error);
+}
+
+gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *offset, const size_t *global,
+                                 const size_t *local, cl_event *event, GError **error) {
   const char *name = device_cl_kernel_name(launch->id);
   if (launch->status != CL_SUCCESS)
     return rok_cl_fail(error, launch->status, "setting argument %u of kernel %s", launch->failed_at, name);
@@ -63,11 +71,50 @@ gboolean device_cl_launch_run(RokClLaunch *launch, guint dims, const size_t *glo
   }
   RokClDevice *device = launch->kernels->device;
   cl_int status = clEnqueueNDRangeKernel(rok_cl_device_queue(device, ROK_CL_QUEUE_COMPUTE),
-                                         launch->kernels->kernels[launch->id], dims, NULL, rounded, local, 0, NULL,
-                                         NULL);
+                                         launch->kernels->kernels[launch->id], dims, offset, rounded, local, 0,
+                                         NULL, event);
   if (status != CL_SUCCESS)
     return rok_cl_fail(error, status, "launching kernel %s on %s", name, rok_cl_device_info(device)->name);
   return TRUE;
+}
+
+gboolean device_cl_chunk_wait(RokClKernels *kernels, cl_event *previous, cl_event newest, const char *name,
+                              GError **error) {
+  gboolean ok = TRUE;
+  if (*previous != NULL) {
+    ok = rok_cl_events_wait(1, previous, error);
+    clReleaseEvent(*previous);
+  }
+  *previous = newest;
+  if (ok && kernels->cancel != NULL && g_atomic_int_get(kernels->cancel) != 0) {
+    g_set_error(error, ROK_ERROR, ROK_ERROR_CANCELLED, "%s: cancelled between chunks", name);
+    return FALSE;
+  }
+  return ok;
+}
+
+gboolean device_cl_launch_chunked(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
+                                  double work, GError **error) {
+  guint outer = dims - 1;
+  size_t slices = global[outer];
+  double per_slice = work / (double)MAX(slices, 1);
+  size_t per = (size_t)MIN(MAX(floor((double)launch->kernels->chunk_flops / per_slice), 1.0), 65535.0);
+  if (per >= slices)
+    return device_cl_launch_run(launch, dims, global, local, error);
+  cl_event previous = NULL;
+  gboolean ok = TRUE;
+  for (size_t at = 0; ok && at < slices; at += per) {
+    size_t offset[3] = {0, 0, 0}, part[3] = {0, 0, 0};
+    memcpy(part, global, dims * sizeof(size_t));
+    offset[outer] = at;
+    part[outer] = MIN(per, slices - at);
+    cl_event event = NULL;
+    ok = device_cl_launch_run_at(launch, dims, offset, part, local, &event, error) &&
+         device_cl_chunk_wait(launch->kernels, &previous, event, device_cl_kernel_name(launch->id), error);
+  }
+  if (previous != NULL)
+    clReleaseEvent(previous); /* the launches stay queued, as one launch would */
+  return ok;
 }
 
 gboolean device_cl_check_buffer(const RokClBuffer *buffer, RokDtype dtype, guint64 elements, const char *op,

@@ -247,15 +247,20 @@ RokDtype rok_cl_kernels_act_dtype(const RokClKernels *kernels);
 /* The options the program was built with (tile sizes, work-group sizes). */
 const char *rok_cl_kernels_build_options(const RokClKernels *kernels);
 /* A flag (read atomically, non-zero: stop) that long launches check between
- * their chunks; NULL: none. A GEMM of more than ROK_CL_CHUNK_FLOPS runs as
- * several launches of at most that much work each (bit-identical to one
- * launch: the chunks split rows of tiles and batch entries, never k), at
- * most two of them queued at a time; with the flag set it stops queueing
- * and fails with ROK_ERROR_CANCELLED. The flag must outlive its use. */
+ * their chunks; NULL: none. A GEMM or flash attention pass of more than
+ * ROK_CL_CHUNK_FLOPS runs as several launches of at most that much work
+ * each (bit-identical to one launch: the chunks split rows of tiles, batch
+ * entries and heads, never k), at most two of them queued at a time; with
+ * the flag set it stops queueing and fails with ROK_ERROR_CANCELLED. The
+ * flag must outlive its use. */
 void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag);
-/* 2^32 FLOPs: a fifth of a second on a 2-core CPU device, tens of
- * microseconds on a GPU (where the next chunk is queued before the host
- * waits, so the device does not idle). */
+/* 2^31 FLOPs: a tenth of a second or so on PoCL's 2-core CPU device (SIGINT
+ * during a stand-in GEMM of 1e15 FLOPs to exit: 0.2-0.4 s,
+ * tests/cli/execute-cancel.sh), tens of microseconds on a GPU (where the
+ * next chunk is queued before the host waits, so the device does not idle).
+ * Not split: one tile of C (its k products), one attention work-group (its
+ * queries against every key), and the element-wise and row kernels, whose
+ * work is bounded by the bytes of tensors that fit the device. */
 #define ROK_CL_CHUNK_FLOPS (G_GUINT64_CONSTANT(1) << 31)
 /* Another bound than ROK_CL_CHUNK_FLOPS (at least 1): the tests split
  * small GEMMs with it to check that chunks give the same bits. */

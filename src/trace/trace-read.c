@@ -232,6 +232,25 @@ static gboolean read_stage(RokTrace *trace, const RokJsonObj *root, GError **err
   return TRUE;
 }
 
+/* A trace that carries its model config agrees with it: the layers of its
+ * pipeline stage, the micro-batches of a step (a captured or edited trace
+ * may say otherwise). */
+static gboolean check_model(const RokTrace *trace, const RokJsonObj *root, GError **error) {
+  guint64 first = 0, layers = 0, micro_batches = rok_model_micro_batches_per_step(trace->model);
+  rok_model_stage_layers(trace->model, trace->stage, &first, &layers);
+  if (trace->layers != layers) {
+    rok_json_error(error, root->doc, "layers", "must be %" G_GUINT64_FORMAT ", the layers of pipeline stage %u of "
+                   "the trace's model", layers, trace->stage);
+    return FALSE;
+  }
+  if (trace->micro_batches_per_step != micro_batches) {
+    rok_json_error(error, root->doc, "micro_batches_per_step", "must be %" G_GUINT64_FORMAT ", global_batch / "
+                   "(micro_batch × data_parallel) of the trace's model", micro_batches);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **error) {
   g_auto(RokJsonObj) model = {0};
   guint64 layers = 0;
@@ -249,7 +268,7 @@ static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **er
   trace->layers = (guint)layers;
   if (model.obj != NULL && (trace->model = rok_model_from_json(&model, error)) == NULL)
     return FALSE;
-  return read_stage(trace, root, error);
+  return read_stage(trace, root, error) && (trace->model == NULL || check_model(trace, root, error));
 }
 
 RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error) {

@@ -79,52 +79,76 @@ static void arg_operand(RokClLaunch *launch, const RokClMatrix *x) {
 
 /* ---- Chunks ------------------------------------------------------------- */
 
-/* Chunk sizes: tile rows per launch when one batch entry is over the
- * bound, else batch entries per launch (whole entries), so that a launch
- * does at most the kernels' chunk bound (counted over whole tiles, k at least 1).
- * A GPU's third grid dimension holds 65535 entries: no launch asks more. */
-static void chunk_sizes(const RokClKernels *kernels, const RokClGemm *g, guint64 *rows_per, guint64 *batch_per) {
+/* A chunk is a range of tiles of one tile row, a range of tile rows of one
+ * batch entry, or whole batch entries (at most 65535, a GPU's third grid
+ * dimension): as many tiles as the chunk budget holds, counted whole with
+ * k at least 1. A tile (its k products) is never split. */
+typedef struct {
+  guint64 col_tiles, row_tiles, batch;
+  double tile; /* FLOPs of one tile */
+  size_t lx, ly;
+} GemmGrid;
+
+static GemmGrid gemm_grid(const RokClKernels *kernels, const RokClGemm *g) {
   const RokClTuning *t = &kernels->tuning;
-  double bound = (double)kernels->chunk_flops;
-  guint64 row_tiles = (g->m + t->gemm_tm - 1) / t->gemm_tm;
-  guint64 n = (g->n + t->gemm_tn - 1) / t->gemm_tn * t->gemm_tn;
-  double tile_row = 2.0 * (double)t->gemm_tm * (double)n * (double)MAX(g->k, 1);
-  double rows_fit = floor(bound / tile_row);
-  if (rows_fit < (double)row_tiles) {
-    *rows_per = MAX((guint64)rows_fit, 1);
-    *batch_per = 1;
-    return;
-  }
-  double entries = floor(bound / (tile_row * (double)row_tiles));
-  *rows_per = row_tiles;
-  *batch_per = (guint64)MIN(MAX(entries, 1.0), 65535.0);
+  return (GemmGrid){
+      .col_tiles = (g->n + t->gemm_tn - 1) / t->gemm_tn,
+      .row_tiles = (g->m + t->gemm_tm - 1) / t->gemm_tm,
+      .batch = g->batch,
+      .tile = 2.0 * (double)t->gemm_tm * (double)t->gemm_tn * (double)MAX(g->k, 1),
+      .lx = t->gemm_tn / t->gemm_wn,
+      .ly = t->gemm_tm / t->gemm_wm,
+  };
 }
 
-/* Enqueue the GEMM whose arguments are set: one launch when it is small,
- * else chunk after chunk (offsets in tile rows and batch entries). */
+/* Where the next chunk starts: batch entry, tile row, tile column. */
+typedef struct {
+  guint64 z, r, c;
+} GemmAt;
+
+/* Queue the chunk at `at`, and move past it. */
+static gboolean gemm_chunk(RokClLaunch *launch, const GemmGrid *grid, GemmAt *at, RokClChunks *chunks,
+                           GError **error) {
+  double fit = MAX(floor(device_cl_chunk_budget(launch->kernels) / grid->tile), 1.0);
+  double per_row = (double)grid->col_tiles, per_entry = per_row * (double)grid->row_tiles;
+  guint64 cols = grid->col_tiles - at->c, rows = 1, entries = 1;
+  if (at->c == 0 && at->r == 0 && fit >= per_entry)
+    rows = grid->row_tiles, entries = (guint64)MIN(MIN(fit / per_entry, 65535.0), (double)(grid->batch - at->z));
+  else if (at->c == 0 && fit >= per_row)
+    rows = (guint64)MIN(fit / per_row, (double)(grid->row_tiles - at->r));
+  else
+    cols = (guint64)MIN(fit, (double)cols);
+  size_t local[3] = {grid->lx, grid->ly, 1};
+  size_t offset[3] = {at->c * grid->lx, at->r * grid->ly, at->z};
+  size_t global[3] = {cols * grid->lx, rows * grid->ly, entries};
+  cl_event event = NULL;
+  gboolean ok = device_cl_launch_run_at(launch, 3, offset, global, local, &event, error) &&
+                device_cl_chunk_next(launch->kernels, chunks, event, grid->tile * (double)(cols * rows * entries),
+                                     "gemm", error);
+  at->c += cols;
+  if (at->c == grid->col_tiles)
+    at->c = 0, at->r += rows;
+  if (at->r == grid->row_tiles)
+    at->r = 0, at->z += entries;
+  return ok;
+}
+
+/* Enqueue the GEMM whose arguments are set: one launch when it fits a
+ * chunk, else chunk after chunk. */
 static gboolean launch_chunks(RokClLaunch *launch, const RokClGemm *g, GError **error) {
-  const RokClTuning *t = &launch->kernels->tuning;
-  size_t lx = t->gemm_tn / t->gemm_wn, ly = t->gemm_tm / t->gemm_wm;
-  size_t local[3] = {lx, ly, 1};
-  guint64 row_tiles = (g->m + t->gemm_tm - 1) / t->gemm_tm, rows_per = 0, batch_per = 0;
-  chunk_sizes(launch->kernels, g, &rows_per, &batch_per);
-  size_t gx = (g->n + t->gemm_tn - 1) / t->gemm_tn * lx;
-  if (rows_per >= row_tiles && batch_per >= g->batch) {
-    size_t global[3] = {gx, row_tiles * ly, (size_t)g->batch};
+  GemmGrid grid = gemm_grid(launch->kernels, g);
+  double work = grid.tile * (double)grid.col_tiles * (double)grid.row_tiles * (double)grid.batch;
+  if (work <= device_cl_chunk_budget(launch->kernels) && grid.batch <= 65535) {
+    size_t local[3] = {grid.lx, grid.ly, 1};
+    size_t global[3] = {grid.col_tiles * grid.lx, grid.row_tiles * grid.ly, (size_t)grid.batch};
     return device_cl_launch_run(launch, 3, global, local, error);
   }
-  cl_event previous = NULL;
+  RokClChunks chunks = {0};
+  GemmAt at = {0};
   gboolean ok = TRUE;
-  for (guint64 z = 0; ok && z < g->batch; z += batch_per)
-    for (guint64 r = 0; ok && r < row_tiles; r += rows_per) {
-      size_t offset[3] = {0, r * ly, z};
-      size_t global[3] = {gx, MIN(rows_per, row_tiles - r) * ly, MIN(batch_per, g->batch - z)};
-      cl_event event = NULL;
-      ok = device_cl_launch_run_at(launch, 3, offset, global, local, &event, error) &&
-           device_cl_chunk_wait(launch->kernels, &previous, event, "gemm", error);
-    }
-  if (previous != NULL)
-    clReleaseEvent(previous); /* the launches stay queued, as for one launch */
+  while (ok && at.z < grid.batch)
+    ok = gemm_chunk(launch, &grid, &at, &chunks, error);
+  device_cl_chunks_end(&chunks);
   return ok;
 }
 

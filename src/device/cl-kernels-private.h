@@ -82,7 +82,8 @@ struct _RokClKernels {
   RokClBuffer *checksum_partial; /* ROK_CL_CHECKSUM_GROUPS × u64 */
   RokClBuffer *checksum_result;  /* one u64 for rok_cl_checksum_buffer() */
   const gint *cancel;            /* rok_cl_kernels_set_cancel(); NULL: none */
-  guint64 chunk_flops;           /* ROK_CL_CHUNK_FLOPS unless a test says otherwise */
+  guint64 chunk_fixed;           /* rok_cl_kernels_set_chunk_flops(); 0: chunks follow the measured rate */
+  double chunk_rate;             /* FLOP/s of the last chunk measured; 0: none yet */
 };
 
 const char *device_cl_kernel_name(RokClKernelId id);
@@ -113,16 +114,27 @@ gboolean device_cl_launch_run(RokClLaunch *launch, guint dims, const size_t *glo
 gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *offset, const size_t *global,
                                  const size_t *local, cl_event *event, GError **error);
 
-/* Long launches in chunks (rok_cl_kernels_set_cancel()). After queueing a
- * chunk (its event `newest`): wait for the one before it, keep `newest` in
- * *previous, and fail with ROK_ERROR_CANCELLED when the flag is set. */
-gboolean device_cl_chunk_wait(RokClKernels *kernels, cl_event *previous, cl_event newest, const char *name,
-                              GError **error);
+/* Long launches in chunks (rok_cl_kernels_set_cancel()): each of about
+ * device_cl_chunk_budget() FLOPs, ROK_CL_CHUNK_SECONDS of the rate the
+ * device last showed (ROK_CL_CHUNK_FLOPS before any), at most two queued.
+ * After queueing a chunk (its event and FLOPs), device_cl_chunk_next()
+ * waits for the one before, measures the rate, and fails with
+ * ROK_ERROR_CANCELLED when the flag is set; device_cl_chunks_end() lets the
+ * last one run on, as a single launch would. */
+typedef struct {
+  cl_event event; /* the newest chunk's */
+  double flops;   /* its FLOPs */
+  gint64 mark;    /* when the chunk before it ended (or the first was queued) */
+} RokClChunks;
+
+double device_cl_chunk_budget(const RokClKernels *kernels);
+gboolean device_cl_chunk_next(RokClKernels *kernels, RokClChunks *chunks, cl_event newest, double flops,
+                              const char *name, GError **error);
+void device_cl_chunks_end(RokClChunks *chunks);
 /* device_cl_launch_run() of `work` FLOPs (spread evenly over the outermost
- * dimension, dims − 1) as launches over ranges of that dimension of at most
- * the kernels' chunk bound each (at least one index, at most 65535). The
- * kernel must index that dimension by get_global_id() only: an offset does
- * not move get_group_id(). */
+ * dimension, dims − 1) as launches over ranges of that dimension (at least
+ * one index, at most 65535). The kernel must index that dimension by
+ * get_global_id() only: an offset does not move get_group_id(). */
 gboolean device_cl_launch_chunked(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
                                   double work, GError **error);
 

@@ -127,7 +127,6 @@ RokClKernels *rok_cl_kernels_new(RokClDevice *device, RokDtype act_dtype, GError
   g_autoptr(RokClKernels) kernels = g_new0(RokClKernels, 1);
   kernels->device = device;
   kernels->act = act_dtype;
-  kernels->chunk_flops = ROK_CL_CHUNK_FLOPS;
   kernels->tuning = choose_tuning(rok_cl_device_info(device));
   kernels->options = build_options(act_dtype, &kernels->tuning);
   kernels->program = device_cl_program_build_embedded(device, kernels->options, error);
@@ -174,7 +173,7 @@ void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag) {
 }
 
 void rok_cl_kernels_set_chunk_flops(RokClKernels *kernels, guint64 flops) {
-  kernels->chunk_flops = MAX(flops, 1);
+  kernels->chunk_fixed = flops;
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -78,14 +78,29 @@ gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *
   return TRUE;
 }
 
-gboolean device_cl_chunk_wait(RokClKernels *kernels, cl_event *previous, cl_event newest, const char *name,
-                              GError **error) {
+double device_cl_chunk_budget(const RokClKernels *kernels) {
+  if (kernels->chunk_fixed > 0)
+    return (double)kernels->chunk_fixed;
+  return kernels->chunk_rate > 0 ? kernels->chunk_rate * ROK_CL_CHUNK_SECONDS : (double)ROK_CL_CHUNK_FLOPS;
+}
+
+gboolean device_cl_chunk_next(RokClKernels *kernels, RokClChunks *chunks, cl_event newest, double flops,
+                              const char *name, GError **error) {
   gboolean ok = TRUE;
-  if (*previous != NULL) {
-    ok = rok_cl_events_wait(1, previous, error);
-    clReleaseEvent(*previous);
+  if (chunks->event != NULL) {
+    ok = rok_cl_events_wait(1, &chunks->event, error);
+    clReleaseEvent(chunks->event);
+    /* With two queued the device ran this chunk since the one before ended
+     * (the first one's time counts the queue ahead of it: a lower rate). */
+    gint64 now = g_get_monotonic_time();
+    if (ok && now > chunks->mark)
+      kernels->chunk_rate = chunks->flops / ((double)(now - chunks->mark) / G_USEC_PER_SEC);
+    chunks->mark = now;
+  } else {
+    chunks->mark = g_get_monotonic_time();
   }
-  *previous = newest;
+  chunks->event = newest;
+  chunks->flops = flops;
   if (ok && kernels->cancel != NULL && g_atomic_int_get(kernels->cancel) != 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_CANCELLED, "%s: cancelled between chunks", name);
     return FALSE;
@@ -93,27 +108,34 @@ gboolean device_cl_chunk_wait(RokClKernels *kernels, cl_event *previous, cl_even
   return ok;
 }
 
+void device_cl_chunks_end(RokClChunks *chunks) {
+  if (chunks->event != NULL)
+    clReleaseEvent(chunks->event);
+  chunks->event = NULL;
+}
+
 gboolean device_cl_launch_chunked(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
                                   double work, GError **error) {
   guint outer = dims - 1;
   size_t slices = global[outer];
   double per_slice = work / (double)MAX(slices, 1);
-  size_t per = (size_t)MIN(MAX(floor((double)launch->kernels->chunk_flops / per_slice), 1.0), 65535.0);
-  if (per >= slices)
+  if (work <= device_cl_chunk_budget(launch->kernels) && slices <= 65535)
     return device_cl_launch_run(launch, dims, global, local, error);
-  cl_event previous = NULL;
+  RokClChunks chunks = {0};
   gboolean ok = TRUE;
-  for (size_t at = 0; ok && at < slices; at += per) {
+  for (size_t at = 0; ok && at < slices;) {
+    double fit = floor(device_cl_chunk_budget(launch->kernels) / per_slice);
     size_t offset[3] = {0, 0, 0}, part[3] = {0, 0, 0};
     memcpy(part, global, dims * sizeof(size_t));
     offset[outer] = at;
-    part[outer] = MIN(per, slices - at);
+    part[outer] = MIN((size_t)MIN(MAX(fit, 1.0), 65535.0), slices - at);
     cl_event event = NULL;
     ok = device_cl_launch_run_at(launch, dims, offset, part, local, &event, error) &&
-         device_cl_chunk_wait(launch->kernels, &previous, event, device_cl_kernel_name(launch->id), error);
+         device_cl_chunk_next(launch->kernels, &chunks, event, per_slice * (double)part[outer],
+                              device_cl_kernel_name(launch->id), error);
+    at += part[outer];
   }
-  if (previous != NULL)
-    clReleaseEvent(previous); /* the launches stay queued, as one launch would */
+  device_cl_chunks_end(&chunks);
   return ok;
 }
 

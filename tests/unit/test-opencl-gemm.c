@@ -59,12 +59,13 @@ static void check_gemm(Fixture *f, RokClGemm *g, guint64 a_elements, guint64 b_e
   g_autofree double *want = reference(g, a, b, c0, with_bias ? bias : NULL);
   gboolean f32 = c_dtype == ROK_DTYPE_FP32;
   assert_close(got, want, c_elements, f32 ? 2e-5 : f->rtol, f32 ? 1e-5 : f->atol, what);
-  /* Same inputs, same bits: again, and again in chunks (a launch per tile
-   * row and per batch entry, then per few batch entries). */
+  /* Same inputs, same bits: again, and again in chunks (a launch per tile,
+   * per few tiles, per few tile rows or batch entries). */
   g_autofree guint8 *first = download_raw(dc);
   g_autofree guint8 *c0_raw = g_malloc(dc->bytes + 8);
   g_assert_true(rok_cl_dtype_from_float(c_dtype, c0, c0_raw, c_elements));
-  const guint64 bounds[] = {ROK_CL_CHUNK_FLOPS, 1, 2 * 64 * 64 * (g->m + 64) * MAX(g->k, 1) * 2};
+  const guint64 k = MAX(g->k, 1);
+  const guint64 bounds[] = {ROK_CL_CHUNK_FLOPS, 1, 3 * 2 * 64 * 64 * k, 2 * 128 * 128 * (g->m + g->n) * k};
   for (gsize i = 0; i < G_N_ELEMENTS(bounds); i++) {
     rok_cl_kernels_set_chunk_flops(f->kernels, bounds[i]);
     rok_cl_buffer_write(dc, ROK_CL_QUEUE_COMPUTE, 0, dc->bytes, c0_raw, TRUE, 0, NULL, NULL, &error);
@@ -72,7 +73,7 @@ static void check_gemm(Fixture *f, RokClGemm *g, guint64 a_elements, guint64 b_e
     g_assert_no_error(error);
     assert_same_bytes(dc, first, what);
   }
-  rok_cl_kernels_set_chunk_flops(f->kernels, ROK_CL_CHUNK_FLOPS);
+  rok_cl_kernels_set_chunk_flops(f->kernels, 0);
 }
 
 /* A flag set: a GEMM in chunks stops between them, cancelled. */
@@ -85,12 +86,13 @@ static void test_cancel(gconstpointer data) {
                  .b = rok_cl_matrix(x, 64, FALSE), .c = rok_cl_matrix(y, 64, FALSE), .alpha = 1, .beta = 0};
   gint flag = 1;
   rok_cl_kernels_set_cancel(f->kernels, &flag);
+  rok_cl_kernels_set_chunk_flops(f->kernels, G_GUINT64_CONSTANT(1) << 40);
   g_assert_true(rok_cl_gemm(f->kernels, &g, &error)); /* one launch: nothing between to stop at */
   rok_cl_kernels_set_chunk_flops(f->kernels, 1);
   g_assert_false(rok_cl_gemm(f->kernels, &g, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_CANCELLED);
   rok_cl_kernels_set_cancel(f->kernels, NULL);
-  rok_cl_kernels_set_chunk_flops(f->kernels, ROK_CL_CHUNK_FLOPS);
+  rok_cl_kernels_set_chunk_flops(f->kernels, 0);
   g_assert_true(rok_cl_device_finish(f->device, ROK_CL_QUEUE_COMPUTE, NULL));
 }
 

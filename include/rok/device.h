@@ -246,6 +246,31 @@ RokClDevice *rok_cl_kernels_device(const RokClKernels *kernels);
 RokDtype rok_cl_kernels_act_dtype(const RokClKernels *kernels);
 /* The options the program was built with (tile sizes, work-group sizes). */
 const char *rok_cl_kernels_build_options(const RokClKernels *kernels);
+/* A flag (read atomically, non-zero: stop) that long launches check between
+ * their chunks; NULL: none. A GEMM or flash attention pass of more work
+ * than a chunk runs as several launches (bit-identical to one launch: the
+ * chunks split tiles, tile rows, batch entries and heads, never k), at most
+ * two of them queued at a time; with the flag set it stops queueing and
+ * fails with ROK_ERROR_CANCELLED. The flag must outlive its use.
+ *
+ * A chunk is ROK_CL_CHUNK_SECONDS of work at the rate the device last
+ * showed over a chunk (ROK_CL_CHUNK_FLOPS until one is measured): with two
+ * queued, Ctrl-C stops a run within a second even on a slow or busy device
+ * (SIGINT during a stand-in GEMM of 1e15 FLOPs to exit: 0.01-0.4 s on
+ * PoCL's 2-core CPU device under a load average of 15-20,
+ * tests/cli/execute-cancel.sh), while a GPU
+ * gets chunks large enough that launching them costs nothing (the next is
+ * queued before the host waits, so the device does not idle). Not split:
+ * one tile of C (its k products), one attention work-group (its queries
+ * against every key), and the element-wise and row kernels, whose work is
+ * bounded by the bytes of tensors that fit the device. */
+void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag);
+#define ROK_CL_CHUNK_SECONDS 0.02
+#define ROK_CL_CHUNK_FLOPS (G_GUINT64_CONSTANT(1) << 28)
+/* A fixed chunk of `flops` (at least 1) instead of the measured rate's; 0:
+ * the measured rate again. The tests split small GEMMs with it to check
+ * that chunks give the same bits. */
+void rok_cl_kernels_set_chunk_flops(RokClKernels *kernels, guint64 flops);
 
 /* ---- GEMM -------------------------------------------------------------- */
 
@@ -287,8 +312,11 @@ gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *gemm, GError **erro
  * reads a buffer of `in_elements` and writes one of `out_elements`: C is a
  * dense m×n <= out_elements; A (m×k) and B (k×n) are sliding windows over
  * the input (row i starts at element i), so m + k and k + n <= in_elements;
- * `batch` repeats over the same buffers. When the buffers are tiny for the
- * FLOPs, batch caps at 65535 and the FLOPs fall short. */
+ * `batch` repeats over the same buffers. k is at most ROK_CL_STANDIN_MAX_K
+ * so that one tile of C, which no chunk splits, stays a bounded amount of
+ * work (2^27 FLOPs for a 128 × 128 tile). When the buffers are tiny for the FLOPs, batch caps at 2^32 − 1
+ * and the FLOPs fall short. */
+#define ROK_CL_STANDIN_MAX_K 4096
 typedef struct {
   guint64 batch, m, n, k;
 } RokClStandin;

@@ -165,7 +165,17 @@ const char *const *rok_op_kind_names(void);
 
 /* rok-trace/1 files. Reading checks every reference; a trace written and
  * read back writes identical bytes. A `model` object in the file is read
- * back as the config it came from. */
+ * back as the config it came from.
+ *
+ * Counts a file may give, as a model config limits them (its magnitude
+ * limit, src/model/config.c): an op's FLOPs and bytes (each of fwd_ and
+ * bwd_), every member of `fixed`, weight + gradient + optimizer bytes
+ * together and the bytes of all tensors together at most
+ * ROK_MAX_TRACE_COUNT, so that fixed memory plus every activation, summed
+ * in 64 bits by the simulator and the planner, never wraps; tokens per
+ * micro-batch at most seq_len × micro_batch's limits (2^24 each). */
+#define ROK_MAX_TRACE_COUNT (G_GUINT64_CONSTANT(1) << 62)
+#define ROK_MAX_TRACE_TOKENS (G_GUINT64_CONSTANT(1) << 48)
 json_object *rok_trace_to_json(const RokTrace *trace);
 RokTrace *rok_trace_load(const char *path, GError **error);
 RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error);

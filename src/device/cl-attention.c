@@ -94,6 +94,13 @@ static void arg_params(RokClLaunch *launch, const RokClAttention *a) {
   device_cl_arg_u64(launch, a->dropout.stream);
 }
 
+/* FLOPs of a pass over every query and key of every head: `per` per
+ * query, key and head dimension (causal masking left out): what
+ * device_cl_launch_chunked() splits over the heads. */
+static double work(const RokClAttention *a, double per) {
+  return per * (double)a->batch * (double)a->heads * (double)a->queries * (double)a->keys * (double)a->head_dim;
+}
+
 gboolean rok_cl_attention_forward(RokClKernels *kernels, const RokClAttention *a, RokClBuffer *lse,
                                   GError **error) {
   const char *op = "attention_forward";
@@ -118,7 +125,7 @@ gboolean rok_cl_attention_forward(RokClKernels *kernels, const RokClAttention *a
   device_cl_arg_u32(&launch, bk);
   size_t local[2] = {kernels->tuning.attn_bq, 1};
   size_t global[2] = {(size_t)a->queries, (size_t)(a->batch * a->heads)};
-  return device_cl_launch_run(&launch, 2, global, local, error);
+  return device_cl_launch_chunked(&launch, 2, global, local, work(a, 4), error);
 }
 
 static gboolean check_gradients(RokClKernels *kernels, const RokClAttention *a, const RokClHeads *dout,
@@ -178,7 +185,7 @@ gboolean rok_cl_attention_backward(RokClKernels *kernels, const RokClAttention *
   device_cl_arg_local(&launch, tile_bytes);
   device_cl_arg_u32(&launch, bk);
   size_t global_q[2] = {(size_t)a->queries, (size_t)(a->batch * a->heads)};
-  if (!device_cl_launch_run(&launch, 2, global_q, local, error))
+  if (!device_cl_launch_chunked(&launch, 2, global_q, local, work(a, 6), error))
     return FALSE;
   launch = device_cl_launch(kernels, K_ATTN_BWD_DKV);
   arg_view(&launch, &a->q);
@@ -194,7 +201,7 @@ gboolean rok_cl_attention_backward(RokClKernels *kernels, const RokClAttention *
   device_cl_arg_local(&launch, tile_bytes);
   device_cl_arg_u32(&launch, bk);
   size_t global_k[2] = {(size_t)a->keys, (size_t)(a->batch * a->kv_heads)};
-  return device_cl_launch_run(&launch, 2, global_k, local, error);
+  return device_cl_launch_chunked(&launch, 2, global_k, local, work(a, 8), error);
 }
 
 #endif /* ROK_WITH_OPENCL */

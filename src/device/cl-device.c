@@ -2,6 +2,7 @@
 #ifdef ROK_WITH_OPENCL
 
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR */
+#include <sys/resource.h>
 
 #include "cl-device-private.h"
 #include "rok/core.h"
@@ -90,12 +91,95 @@ static RokClDeviceInfo *describe(guint index, cl_platform_id platform, cl_device
  * stops early when it returns FALSE. */
 typedef gboolean (*DeviceVisitor)(guint index, cl_platform_id platform, cl_device_id device, gpointer data);
 
+/* Threads held until the gate opens, so that they all live at once. */
+typedef struct {
+  GMutex lock;
+  GCond opened;
+  gboolean open;
+} Gate;
+
+static gpointer wait_at_gate(gpointer data) {
+  Gate *gate = data;
+  g_mutex_lock(&gate->lock);
+  while (!gate->open)
+    g_cond_wait(&gate->opened, &gate->lock);
+  g_mutex_unlock(&gate->lock);
+  return NULL;
+}
+
+/* A process limit as `ulimit` prints it. */
+static char *limit_text(int resource) {
+  struct rlimit limit;
+  if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return g_strdup("unlimited");
+  return g_strdup_printf("%llu", (unsigned long long)(resource == RLIMIT_AS ? limit.rlim_cur / 1024 : limit.rlim_cur));
+}
+
+static gboolean limited(int resource) {
+  struct rlimit limit;
+  return getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+}
+
+/* Start `wanted` threads that live at once, then end them; NULL or why not. */
+static GError *start_threads(guint wanted) {
+  Gate gate = {.open = FALSE};
+  g_mutex_init(&gate.lock);
+  g_cond_init(&gate.opened);
+  g_autoptr(GPtrArray) threads = g_ptr_array_new();
+  GError *failure = NULL;
+  while (threads->len < wanted && failure == NULL) {
+    GThread *t = g_thread_try_new("rok-probe", wait_at_gate, &gate, &failure);
+    if (t != NULL)
+      g_ptr_array_add(threads, t);
+  }
+  g_mutex_lock(&gate.lock);
+  gate.open = TRUE;
+  g_cond_broadcast(&gate.opened);
+  g_mutex_unlock(&gate.lock);
+  for (guint i = 0; i < threads->len; i++)
+    g_thread_join(g_ptr_array_index(threads, i));
+  g_mutex_clear(&gate.lock);
+  g_cond_clear(&gate.opened);
+  return failure;
+}
+
+/* An OpenCL runtime starts its worker threads when first called, and PoCL
+ * aborts the process when it cannot (under a small RLIMIT_NPROC, `ulimit
+ * -u`, or RLIMIT_AS, `ulimit -v`, which leaves no room for their stacks).
+ * Under such a limit, see first that as many threads as there are cores,
+ * and four more, can run at once; once per process, as the runtime starts
+ * once. */
+static gboolean probe_threads(GError **error) {
+  static gint probed;
+  if (g_atomic_int_get(&probed) || (!limited(RLIMIT_NPROC) && !limited(RLIMIT_AS)))
+    return TRUE;
+  guint wanted = g_get_num_processors() + 4;
+  GError *failure = start_threads(wanted);
+  if (failure != NULL) {
+    g_autofree char *nproc = limit_text(RLIMIT_NPROC), *as = limit_text(RLIMIT_AS);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "cannot start the %u threads an OpenCL runtime may start (%s): "
+                "the limits on processes (ulimit -u: %s) or address space (ulimit -v: %s) are too low", wanted,
+                failure->message, nproc, as);
+    g_error_free(failure);
+    return FALSE;
+  }
+  g_atomic_int_set(&probed, 1);
+  return TRUE;
+}
+
 static gboolean for_each_device(DeviceVisitor visit, gpointer data, GError **error) {
   cl_uint n_platforms = 0;
+  if (!probe_threads(error))
+    return FALSE;
   cl_int status = clGetPlatformIDs(0, NULL, &n_platforms);
   if (status == CL_PLATFORM_NOT_FOUND_KHR || (status == CL_SUCCESS && n_platforms == 0)) {
+    /* The ICD loader cannot load a driver that does not fit the address space. */
+    g_autofree char *as = limited(RLIMIT_AS) ? limit_text(RLIMIT_AS) : NULL;
+    g_autofree char *why = as != NULL ? g_strdup_printf(", or the address-space limit (ulimit -v: %s) left no room "
+                                                        "to load one", as)
+                                      : g_strdup("");
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
-                "no OpenCL platform found: install a driver (an ICD), e.g. pocl-opencl-icd for the CPU");
+                "no OpenCL platform found: install a driver (an ICD), e.g. pocl-opencl-icd for the CPU%s", why);
     return FALSE;
   }
   if (status != CL_SUCCESS)

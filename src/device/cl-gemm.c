@@ -77,13 +77,87 @@ static void arg_operand(RokClLaunch *launch, const RokClMatrix *x) {
   device_cl_arg_u32(launch, x->trans ? 1 : 0);
 }
 
+/* ---- Chunks ------------------------------------------------------------- */
+
+/* A chunk is a range of tiles of one tile row, a range of tile rows of one
+ * batch entry, or whole batch entries (at most 65535, a GPU's third grid
+ * dimension): as many tiles as the chunk budget holds, counted whole with
+ * k at least 1. A tile (its k products) is never split. */
+typedef struct {
+  guint64 col_tiles, row_tiles, batch;
+  double tile; /* FLOPs of one tile */
+  size_t lx, ly;
+} GemmGrid;
+
+static GemmGrid gemm_grid(const RokClKernels *kernels, const RokClGemm *g) {
+  const RokClTuning *t = &kernels->tuning;
+  return (GemmGrid){
+      .col_tiles = (g->n + t->gemm_tn - 1) / t->gemm_tn,
+      .row_tiles = (g->m + t->gemm_tm - 1) / t->gemm_tm,
+      .batch = g->batch,
+      .tile = 2.0 * (double)t->gemm_tm * (double)t->gemm_tn * (double)MAX(g->k, 1),
+      .lx = t->gemm_tn / t->gemm_wn,
+      .ly = t->gemm_tm / t->gemm_wm,
+  };
+}
+
+/* Where the next chunk starts: batch entry, tile row, tile column. */
+typedef struct {
+  guint64 z, r, c;
+} GemmAt;
+
+/* Queue the chunk at `at`, and move past it. */
+static gboolean gemm_chunk(RokClLaunch *launch, const GemmGrid *grid, GemmAt *at, RokClChunks *chunks,
+                           GError **error) {
+  double fit = MAX(floor(device_cl_chunk_budget(launch->kernels) / grid->tile), 1.0);
+  double per_row = (double)grid->col_tiles, per_entry = per_row * (double)grid->row_tiles;
+  guint64 cols = grid->col_tiles - at->c, rows = 1, entries = 1;
+  if (at->c == 0 && at->r == 0 && fit >= per_entry)
+    rows = grid->row_tiles, entries = (guint64)MIN(MIN(fit / per_entry, 65535.0), (double)(grid->batch - at->z));
+  else if (at->c == 0 && fit >= per_row)
+    rows = (guint64)MIN(fit / per_row, (double)(grid->row_tiles - at->r));
+  else
+    cols = (guint64)MIN(fit, (double)cols);
+  size_t local[3] = {grid->lx, grid->ly, 1};
+  size_t offset[3] = {at->c * grid->lx, at->r * grid->ly, at->z};
+  size_t global[3] = {cols * grid->lx, rows * grid->ly, entries};
+  cl_event event = NULL;
+  gboolean ok = device_cl_launch_run_at(launch, 3, offset, global, local, &event, error) &&
+                device_cl_chunk_next(launch->kernels, chunks, event, grid->tile * (double)(cols * rows * entries),
+                                     "gemm", error);
+  at->c += cols;
+  if (at->c == grid->col_tiles)
+    at->c = 0, at->r += rows;
+  if (at->r == grid->row_tiles)
+    at->r = 0, at->z += entries;
+  return ok;
+}
+
+/* Enqueue the GEMM whose arguments are set: one launch when it fits a
+ * chunk, else chunk after chunk. */
+static gboolean launch_chunks(RokClLaunch *launch, const RokClGemm *g, GError **error) {
+  GemmGrid grid = gemm_grid(launch->kernels, g);
+  double work = grid.tile * (double)grid.col_tiles * (double)grid.row_tiles * (double)grid.batch;
+  if (work <= device_cl_chunk_budget(launch->kernels) && grid.batch <= 65535) {
+    size_t local[3] = {grid.lx, grid.ly, 1};
+    size_t global[3] = {grid.col_tiles * grid.lx, grid.row_tiles * grid.ly, (size_t)grid.batch};
+    return device_cl_launch_run(launch, 3, global, local, error);
+  }
+  RokClChunks chunks = {0};
+  GemmAt at = {0};
+  gboolean ok = TRUE;
+  while (ok && at.z < grid.batch)
+    ok = gemm_chunk(launch, &grid, &at, &chunks, error);
+  device_cl_chunks_end(&chunks);
+  return ok;
+}
+
 gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *g, GError **error) {
   guint64 inner = MAX(g->inner, 1);
   if (g->batch == 0 || g->m == 0 || g->n == 0)
     return TRUE;
   if (!check_gemm(kernels, g, inner, error))
     return FALSE;
-  const RokClTuning *t = &kernels->tuning;
   RokClLaunch launch =
       device_cl_launch(kernels, g->c.buffer->dtype == ROK_DTYPE_FP32 ? K_GEMM_F32 : K_GEMM_ACT);
   /* With k = 0 the kernel reads neither operand (C = beta·C + bias). */
@@ -105,11 +179,7 @@ gboolean rok_cl_gemm(RokClKernels *kernels, const RokClGemm *g, GError **error) 
   device_cl_arg_u32(&launch, (guint32)g->k);
   device_cl_arg_f32(&launch, g->alpha);
   device_cl_arg_f32(&launch, g->beta);
-  size_t lx = t->gemm_tn / t->gemm_wn, ly = t->gemm_tm / t->gemm_wm;
-  size_t local[3] = {lx, ly, 1};
-  size_t global[3] = {(g->n + t->gemm_tn - 1) / t->gemm_tn * lx, (g->m + t->gemm_tm - 1) / t->gemm_tm * ly,
-                      (size_t)g->batch};
-  return device_cl_launch_run(&launch, 3, global, local, error);
+  return launch_chunks(&launch, g, error);
 }
 
 /* ---- Stand-in ------------------------------------------------------------ */
@@ -129,7 +199,7 @@ gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_el
   guint64 half = in_elements / 2;
   guint64 side = MAX((guint64)floor(sqrt((double)out_elements)), 1);
   guint64 m = MIN(MIN(side, half), G_MAXUINT32), n = MIN(MIN(out_elements / m, half), G_MAXUINT32);
-  guint64 k_max = MIN(in_elements - MAX(m, n), (guint64)G_MAXUINT32);
+  guint64 k_max = MIN(in_elements - MAX(m, n), (guint64)ROK_CL_STANDIN_MAX_K);
   double per_k = 2.0 * (double)m * (double)n; /* FLOPs per unit of k */
   double wanted_k = MAX((double)flops / per_k, 1.0);
   guint64 batch = (guint64)ceil(wanted_k / (double)k_max);
@@ -141,9 +211,9 @@ gboolean rok_cl_standin_shape(guint64 flops, guint64 in_elements, guint64 out_el
     k = 1;
     batch = 1;
   }
-  /* A GPU's third grid dimension holds 65535 entries: beyond that, fewer
-   * FLOPs than asked (only when the buffers are tiny for the work). */
-  *shape = (RokClStandin){.batch = MIN(batch, 65535), .m = m, .n = n, .k = MAX(MIN(k, k_max), 1)};
+  /* The batch is launched in chunks; past 2^32 − 1 entries, fewer FLOPs
+   * than asked (only when the buffers are tiny for the work). */
+  *shape = (RokClStandin){.batch = MIN(batch, G_MAXUINT32), .m = m, .n = n, .k = MAX(MIN(k, k_max), 1)};
   return TRUE;
 }
 

@@ -81,6 +81,9 @@ struct _RokClKernels {
   cl_kernel kernels[K_COUNT];
   RokClBuffer *checksum_partial; /* ROK_CL_CHECKSUM_GROUPS × u64 */
   RokClBuffer *checksum_result;  /* one u64 for rok_cl_checksum_buffer() */
+  const gint *cancel;            /* rok_cl_kernels_set_cancel(); NULL: none */
+  guint64 chunk_fixed;           /* rok_cl_kernels_set_chunk_flops(); 0: chunks follow the measured rate */
+  double chunk_rate;             /* FLOP/s of the last chunk measured; 0: none yet */
 };
 
 const char *device_cl_kernel_name(RokClKernelId id);
@@ -106,6 +109,34 @@ void device_cl_arg_local(RokClLaunch *launch, gsize bytes);
  * dimension is 0). local NULL: the implementation chooses. */
 gboolean device_cl_launch_run(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
                            GError **error);
+/* The same over items offset + [0, global) (offset NULL: 0), with the
+ * launch's event in *event when event is not NULL. */
+gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *offset, const size_t *global,
+                                 const size_t *local, cl_event *event, GError **error);
+
+/* Long launches in chunks (rok_cl_kernels_set_cancel()): each of about
+ * device_cl_chunk_budget() FLOPs, ROK_CL_CHUNK_SECONDS of the rate the
+ * device last showed (ROK_CL_CHUNK_FLOPS before any), at most two queued.
+ * After queueing a chunk (its event and FLOPs), device_cl_chunk_next()
+ * waits for the one before, measures the rate, and fails with
+ * ROK_ERROR_CANCELLED when the flag is set; device_cl_chunks_end() lets the
+ * last one run on, as a single launch would. */
+typedef struct {
+  cl_event event; /* the newest chunk's */
+  double flops;   /* its FLOPs */
+  gint64 mark;    /* when the chunk before it ended (or the first was queued) */
+} RokClChunks;
+
+double device_cl_chunk_budget(const RokClKernels *kernels);
+gboolean device_cl_chunk_next(RokClKernels *kernels, RokClChunks *chunks, cl_event newest, double flops,
+                              const char *name, GError **error);
+void device_cl_chunks_end(RokClChunks *chunks);
+/* device_cl_launch_run() of `work` FLOPs (spread evenly over the outermost
+ * dimension, dims − 1) as launches over ranges of that dimension (at least
+ * one index, at most 65535). The kernel must index that dimension by
+ * get_global_id() only: an offset does not move get_group_id(). */
+gboolean device_cl_launch_chunked(RokClLaunch *launch, guint dims, const size_t *global, const size_t *local,
+                                  double work, GError **error);
 
 /* The checks launchers make; `op` names the launcher in messages. */
 gboolean device_cl_check_buffer(const RokClBuffer *buffer, RokDtype dtype, guint64 elements, const char *op,

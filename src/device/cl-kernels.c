@@ -168,4 +168,12 @@ const char *rok_cl_kernels_build_options(const RokClKernels *kernels) {
   return kernels->options;
 }
 
+void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag) {
+  kernels->cancel = flag;
+}
+
+void rok_cl_kernels_set_chunk_flops(RokClKernels *kernels, guint64 flops) {
+  kernels->chunk_fixed = flops;
+}
+
 #endif /* ROK_WITH_OPENCL */

@@ -156,6 +156,7 @@ static gboolean open_compute(Runner *r, GError **error) {
   r->kernels = rok_cl_kernels_new(r->device, act, error);
   if (r->kernels == NULL)
     return FALSE;
+  rok_cl_kernels_set_cancel(r->kernels, &r->cancelled); /* a long GEMM stops between its chunks */
   r->model = rok_exec_model_new(r->kernels, r->trace, r->options.seed, error);
   if (r->model == NULL || !reserve_optimizer(r, error))
     return FALSE;

@@ -33,11 +33,19 @@ static void worker(gpointer data, gpointer user_data) {
   g_async_queue_push(job->done, data);
 }
 
+/* FALSE when the pool's threads could not all be started (RLIMIT_NPROC, or
+ * RLIMIT_AS leaving no room for their stacks): GLib then returns a pool with
+ * fewer threads, maybe none, and sets the error; the caller runs serially. */
 static gboolean run_parallel(Job *job, guint total, guint threads, RokSweepProgressFunc progress,
-                             gpointer user_data, GError **error) {
-  GThreadPool *pool = g_thread_pool_new(worker, job, (gint)threads, TRUE, error);
-  if (pool == NULL)
+                             gpointer user_data) {
+  GError *failure = NULL;
+  GThreadPool *pool = g_thread_pool_new(worker, job, (gint)threads, TRUE, &failure);
+  if (failure != NULL) {
+    if (pool != NULL)
+      g_thread_pool_free(pool, TRUE, TRUE);
+    g_error_free(failure);
     return FALSE;
+  }
   for (guint i = 0; i < total; i++)
     g_thread_pool_push(pool, GUINT_TO_POINTER(i + 1), NULL);
   for (guint done = 1; done <= total; done++) {
@@ -79,12 +87,9 @@ RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgres
   if (threads == 0)
     threads = g_get_num_processors();
   threads = MIN(threads, total);
-  gboolean ok = TRUE;
-  if (threads <= 1)
+  if (threads <= 1 || !run_parallel(&job, total, threads, progress, user_data))
     run_serial(&job, total, progress, user_data);
-  else
-    ok = run_parallel(&job, total, threads, progress, user_data, error);
-  RokSweep *sweep = ok ? collect(&job, total, error) : NULL;
+  RokSweep *sweep = collect(&job, total, error);
   for (guint i = 0; i < total; i++) {
     if (job.rows[i] != NULL)
       g_array_unref(job.rows[i]);

@@ -37,6 +37,7 @@ static gboolean read_id(const RokJsonObj *o, guint expected, GError **error) {
 typedef struct {
   RokTrace *trace;
   guint n_tensors;
+  guint64 tensor_bytes; /* of the tensors read so far */
 } Reading;
 
 static gboolean read_op(Reading *r, const RokJsonObj *o, guint id, GError **error) {
@@ -60,11 +61,12 @@ static gboolean read_op(Reading *r, const RokJsonObj *o, guint id, GError **erro
   }
   guint op_id = rok_trace_add_op(trace, name, (gint)layer, kind, dims[0], dims[1], dims[2], dims[3]);
   RokOp *op = rok_trace_op(trace, op_id);
+  const guint64 max = ROK_MAX_TRACE_COUNT;
   return rok_json_get_double(o, "dropout", FALSE, 0.0, 0.99, &op->dropout, error) &&
-         rok_json_get_uint(o, "fwd_flops", TRUE, 0, G_MAXUINT64 - 1, &op->fwd_flops, error) &&
-         rok_json_get_uint(o, "bwd_flops", TRUE, 0, G_MAXUINT64 - 1, &op->bwd_flops, error) &&
-         rok_json_get_uint(o, "fwd_bytes", TRUE, 0, G_MAXUINT64 - 1, &op->fwd_bytes, error) &&
-         rok_json_get_uint(o, "bwd_bytes", TRUE, 0, G_MAXUINT64 - 1, &op->bwd_bytes, error) &&
+         rok_json_get_uint(o, "fwd_flops", TRUE, 0, max, &op->fwd_flops, error) &&
+         rok_json_get_uint(o, "bwd_flops", TRUE, 0, max, &op->bwd_flops, error) &&
+         rok_json_get_uint(o, "fwd_bytes", TRUE, 0, max, &op->fwd_bytes, error) &&
+         rok_json_get_uint(o, "bwd_bytes", TRUE, 0, max, &op->bwd_bytes, error) &&
          rok_json_get_double(o, "fwd_time_s", FALSE, 0.0, 1e6, &op->fwd_time_s, error) &&
          rok_json_get_double(o, "bwd_time_s", FALSE, 0.0, 1e6, &op->bwd_time_s, error) &&
          rok_json_get_index_array(o, "inputs", TRUE, n_tensors - 1, op->inputs, error);
@@ -143,6 +145,13 @@ static gboolean read_tensor(Reading *r, const RokJsonObj *o, guint id, GError **
                    tensor->bytes);
     return FALSE;
   }
+  if (bytes > ROK_MAX_TRACE_COUNT - r->tensor_bytes) {
+    g_autofree char *path = g_strconcat(o->path, ".bytes", NULL);
+    rok_json_error(error, o->doc, path, "brings the bytes of all tensors past 2^62 (%" G_GUINT64_FORMAT
+                   "): the sizes are absurd", ROK_MAX_TRACE_COUNT);
+    return FALSE;
+  }
+  r->tensor_bytes += bytes;
   return rok_json_get_index_array(o, "needed_by", TRUE, n_ops - 1, tensor->needed_by, error) &&
          rok_json_get_bool(o, "recomputable", TRUE, &tensor->recomputable, error) &&
          rok_json_get_index_array(o, "recompute_from", TRUE, G_MAXUINT - 1, tensor->recompute_from, error) &&
@@ -187,18 +196,29 @@ static gboolean for_each_element(Reading *r, const RokJsonObj *root, const char 
   return TRUE;
 }
 
+static gboolean read_fixed_members(const RokJsonObj *o, RokFixedMemory *f, guint64 max, GError **error) {
+  return rok_json_get_uint(o, "params_total", TRUE, 0, max, &f->params_total, error) &&
+         rok_json_get_uint(o, "params_per_gpu", TRUE, 0, max, &f->params_per_gpu, error) &&
+         rok_json_get_uint(o, "weight_bytes", TRUE, 0, max, &f->weight_bytes, error) &&
+         rok_json_get_uint(o, "gradient_bytes", TRUE, 0, max, &f->gradient_bytes, error) &&
+         rok_json_get_uint(o, "optimizer_bytes", TRUE, 0, max, &f->optimizer_bytes, error) &&
+         rok_json_get_uint(o, "optimizer_step_bytes", TRUE, 0, max, &f->optimizer_step_bytes, error) &&
+         rok_json_get_uint(o, "optimizer_step_flops", FALSE, 0, max, &f->optimizer_step_flops, error);
+}
+
 static gboolean read_fixed(RokTrace *trace, const RokJsonObj *root, GError **error) {
   g_auto(RokJsonObj) o = {0};
   RokFixedMemory *f = &trace->fixed;
-  const guint64 max = G_MAXUINT64 - 1;
-  return rok_json_child(root, "fixed", TRUE, &o, error) && rok_json_only_keys(&o, fixed_keys, error) &&
-         rok_json_get_uint(&o, "params_total", TRUE, 0, max, &f->params_total, error) &&
-         rok_json_get_uint(&o, "params_per_gpu", TRUE, 0, max, &f->params_per_gpu, error) &&
-         rok_json_get_uint(&o, "weight_bytes", TRUE, 0, max, &f->weight_bytes, error) &&
-         rok_json_get_uint(&o, "gradient_bytes", TRUE, 0, max, &f->gradient_bytes, error) &&
-         rok_json_get_uint(&o, "optimizer_bytes", TRUE, 0, max, &f->optimizer_bytes, error) &&
-         rok_json_get_uint(&o, "optimizer_step_bytes", TRUE, 0, max, &f->optimizer_step_bytes, error) &&
-         rok_json_get_uint(&o, "optimizer_step_flops", FALSE, 0, max, &f->optimizer_step_flops, error);
+  const guint64 max = ROK_MAX_TRACE_COUNT;
+  if (!rok_json_child(root, "fixed", TRUE, &o, error) || !rok_json_only_keys(&o, fixed_keys, error) ||
+      !read_fixed_members(&o, f, max, error))
+    return FALSE;
+  if (f->weight_bytes + f->gradient_bytes + f->optimizer_bytes > max) { /* three terms below 2^62 each */
+    rok_json_error(error, o.doc, o.path, "weight_bytes + gradient_bytes + optimizer_bytes must be at most 2^62 "
+                   "(%" G_GUINT64_FORMAT "): the sizes are absurd", max);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 /* A pipeline stage's trace names its stage; the model says how many. */
@@ -212,6 +232,25 @@ static gboolean read_stage(RokTrace *trace, const RokJsonObj *root, GError **err
   return TRUE;
 }
 
+/* A trace that carries its model config agrees with it: the layers of its
+ * pipeline stage, the micro-batches of a step (a captured or edited trace
+ * may say otherwise). */
+static gboolean check_model(const RokTrace *trace, const RokJsonObj *root, GError **error) {
+  guint64 first = 0, layers = 0, micro_batches = rok_model_micro_batches_per_step(trace->model);
+  rok_model_stage_layers(trace->model, trace->stage, &first, &layers);
+  if (trace->layers != layers) {
+    rok_json_error(error, root->doc, "layers", "must be %" G_GUINT64_FORMAT ", the layers of pipeline stage %u of "
+                   "the trace's model", layers, trace->stage);
+    return FALSE;
+  }
+  if (trace->micro_batches_per_step != micro_batches) {
+    rok_json_error(error, root->doc, "micro_batches_per_step", "must be %" G_GUINT64_FORMAT ", global_batch / "
+                   "(micro_batch × data_parallel) of the trace's model", micro_batches);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **error) {
   g_auto(RokJsonObj) model = {0};
   guint64 layers = 0;
@@ -220,7 +259,7 @@ static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **er
       !rok_json_get_string(root, "model_name", TRUE, &trace->model_name, error) ||
       !rok_json_child(root, "model", FALSE, &model, error) ||
       !rok_json_get_uint(root, "layers", TRUE, 0, ROK_MAX_LAYERS, &layers, error) ||
-      !rok_json_get_uint(root, "tokens_per_micro_batch", TRUE, 1, G_MAXUINT64 - 1,
+      !rok_json_get_uint(root, "tokens_per_micro_batch", TRUE, 1, ROK_MAX_TRACE_TOKENS,
                          &trace->tokens_per_micro_batch, error) ||
       !rok_json_get_uint(root, "micro_batches_per_step", TRUE, 1, ROK_MAX_MICRO_BATCHES_PER_STEP,
                          &trace->micro_batches_per_step, error) ||
@@ -229,7 +268,7 @@ static gboolean read_header(RokTrace *trace, const RokJsonObj *root, GError **er
   trace->layers = (guint)layers;
   if (model.obj != NULL && (trace->model = rok_model_from_json(&model, error)) == NULL)
     return FALSE;
-  return read_stage(trace, root, error);
+  return read_stage(trace, root, error) && (trace->model == NULL || check_model(trace, root, error));
 }
 
 RokTrace *rok_trace_from_doc(const RokJsonDoc *doc, GError **error) {

@@ -142,6 +142,15 @@ tw('model-invalid.json', setp(['model', 'layers'], 0))
 tw('name-null.json', setp(['tensors', 5, 'name'], None))
 tw('flops-negative.json', setp(['ops', 4, 'fwd_flops'], -5))
 tw('fixed-missing.json', setp(['fixed'], DEL))
+# past the counts a trace may give (2^62; tokens 2^48)
+tw('flops-past-limit.json', setp(['ops', 4, 'bwd_flops'], 2**62 + 1))
+tw('bytes-past-limit.json', setp(['ops', 4, 'fwd_bytes'], 10**19))
+tw('fixed-past-limit.json', setp(['fixed', 'optimizer_step_bytes'], 2**63))
+tw('fixed-sum-past-limit.json', lambda d: d['fixed'].update(weight_bytes=2**61, gradient_bytes=2**61,
+                                                          optimizer_bytes=2**61))
+tw('tokens-past-limit.json', setp(['tokens_per_micro_batch'], 2**48 + 1))
+tw('tensor-bytes-sum-past-limit.json', lambda d: [d['tensors'][i].update(shape=[2**30, 2**30], dtype='fp32',
+                                                                         bytes=2**62) for i in (5, 6)])
 w(T,'duplicate-key-in-op.json', txt.replace('"name": "embed.lookup"', '"name": "embed.lookup", "name": "again"', 1))
 w(T,'time-1e400.json', txt.replace('"fwd_flops": 2048,', '"fwd_time_s": 1e400, "fwd_flops": 2048,', 1))
 

@@ -208,6 +208,15 @@ static void test_reference(gconstpointer data) {
   double want = reference_loss(&ref, tokens, labels);
   g_test_message("loss %.9g, reference %.9g", loss, want);
   g_assert_cmpfloat(fabs(loss - want), <=, 1e-5 * fabs(want));
+  /* Again with every GEMM and attention pass launched in the smallest
+   * chunks (a tile row, a batch entry, a head each): the same bits. */
+  rok_cl_kernels_set_chunk_flops(c->f->kernels, 1);
+  runner_forward(r, 0);
+  double chunked = 0.0;
+  rok_exec_model_loss(model, 0, &chunked, &error);
+  rok_cl_kernels_set_chunk_flops(c->f->kernels, 0);
+  g_assert_no_error(error);
+  g_assert_cmpmem(&chunked, sizeof chunked, &loss, sizeof loss);
   runner_free(r);
 }
 

@@ -194,17 +194,22 @@ static void run_case(Fixture *f, const Shape *s) {
   assert_close(got_dk, want_dk, nk, 2 * f->rtol, 2 * f->atol, "attention dk");
   assert_close(got_dv, want_dv, nv, 2 * f->rtol, 2 * f->atol, "attention dv");
 
-  /* A recompute gives the same bits, forward and backward. */
+  /* A recompute gives the same bits, forward and backward; so does one in
+   * chunks (a launch per head). */
   g_autofree guint8 *o1 = download_raw(d.o), *lse1 = download_raw(d.lse), *dq1 = download_raw(d.dq);
   g_autofree guint8 *dk1 = download_raw(d.dk), *dv1 = download_raw(d.dv);
-  rok_cl_attention_forward(f->kernels, a, d.lse, &error);
-  rok_cl_attention_backward(f->kernels, a, d.lse, &p.dout_view, &dq, &dk, &dv, &error);
-  g_assert_no_error(error);
-  assert_same_bytes(d.o, o1, "attention output");
-  assert_same_bytes(d.lse, lse1, "attention lse");
-  assert_same_bytes(d.dq, dq1, "attention dq");
-  assert_same_bytes(d.dk, dk1, "attention dk");
-  assert_same_bytes(d.dv, dv1, "attention dv");
+  for (guint64 bound = ROK_CL_CHUNK_FLOPS; bound > 0; bound = bound == 1 ? 0 : 1) {
+    rok_cl_kernels_set_chunk_flops(f->kernels, bound);
+    rok_cl_attention_forward(f->kernels, a, d.lse, &error);
+    rok_cl_attention_backward(f->kernels, a, d.lse, &p.dout_view, &dq, &dk, &dv, &error);
+    g_assert_no_error(error);
+    assert_same_bytes(d.o, o1, "attention output");
+    assert_same_bytes(d.lse, lse1, "attention lse");
+    assert_same_bytes(d.dq, dq1, "attention dq");
+    assert_same_bytes(d.dk, dk1, "attention dk");
+    assert_same_bytes(d.dv, dv1, "attention dv");
+  }
+  rok_cl_kernels_set_chunk_flops(f->kernels, 0);
   buffers_free(&d);
   g_free(p.q), g_free(p.k), g_free(p.v), g_free(p.dout);
 }

@@ -59,19 +59,46 @@ static void check_gemm(Fixture *f, RokClGemm *g, guint64 a_elements, guint64 b_e
   g_autofree double *want = reference(g, a, b, c0, with_bias ? bias : NULL);
   gboolean f32 = c_dtype == ROK_DTYPE_FP32;
   assert_close(got, want, c_elements, f32 ? 2e-5 : f->rtol, f32 ? 1e-5 : f->atol, what);
-  /* Same inputs, same bits. */
+  /* Same inputs, same bits: again, and again in chunks (a launch per tile,
+   * per few tiles, per few tile rows or batch entries). */
   g_autofree guint8 *first = download_raw(dc);
   g_autofree guint8 *c0_raw = g_malloc(dc->bytes + 8);
   g_assert_true(rok_cl_dtype_from_float(c_dtype, c0, c0_raw, c_elements));
-  rok_cl_buffer_write(dc, ROK_CL_QUEUE_COMPUTE, 0, dc->bytes, c0_raw, TRUE, 0, NULL, NULL, &error);
-  rok_cl_gemm(f->kernels, g, &error);
-  g_assert_no_error(error);
-  assert_same_bytes(dc, first, what);
+  const guint64 k = MAX(g->k, 1);
+  const guint64 bounds[] = {ROK_CL_CHUNK_FLOPS, 1, 3 * 2 * 64 * 64 * k, 2 * 128 * 128 * (g->m + g->n) * k};
+  for (gsize i = 0; i < G_N_ELEMENTS(bounds); i++) {
+    rok_cl_kernels_set_chunk_flops(f->kernels, bounds[i]);
+    rok_cl_buffer_write(dc, ROK_CL_QUEUE_COMPUTE, 0, dc->bytes, c0_raw, TRUE, 0, NULL, NULL, &error);
+    rok_cl_gemm(f->kernels, g, &error);
+    g_assert_no_error(error);
+    assert_same_bytes(dc, first, what);
+  }
+  rok_cl_kernels_set_chunk_flops(f->kernels, 0);
+}
+
+/* A flag set: a GEMM in chunks stops between them, cancelled. */
+static void test_cancel(gconstpointer data) {
+  Fixture *f = (Fixture *)data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokClBuffer) x = zeros(f, f->act, 64 * 64, "x");
+  g_autoptr(RokClBuffer) y = zeros(f, f->act, 64 * 64, "y");
+  RokClGemm g = {.batch = 8, .m = 64, .n = 64, .k = 64, .a = rok_cl_matrix(x, 64, FALSE),
+                 .b = rok_cl_matrix(x, 64, FALSE), .c = rok_cl_matrix(y, 64, FALSE), .alpha = 1, .beta = 0};
+  gint flag = 1;
+  rok_cl_kernels_set_cancel(f->kernels, &flag);
+  rok_cl_kernels_set_chunk_flops(f->kernels, G_GUINT64_CONSTANT(1) << 40);
+  g_assert_true(rok_cl_gemm(f->kernels, &g, &error)); /* one launch: nothing between to stop at */
+  rok_cl_kernels_set_chunk_flops(f->kernels, 1);
+  g_assert_false(rok_cl_gemm(f->kernels, &g, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_CANCELLED);
+  rok_cl_kernels_set_cancel(f->kernels, NULL);
+  rok_cl_kernels_set_chunk_flops(f->kernels, 0);
+  g_assert_true(rok_cl_device_finish(f->device, ROK_CL_QUEUE_COMPUTE, NULL));
 }
 
 static void test_transposes(gconstpointer data) {
   Fixture *f = (Fixture *)data;
-  const guint64 shapes[][3] = {{1, 1, 1}, {37, 29, 53}, {70, 65, 33}, {5, 131, 2}};
+  const guint64 shapes[][3] = {{1, 1, 1}, {37, 29, 53}, {70, 65, 33}, {5, 131, 2}, {300, 70, 37}};
   for (gsize s = 0; s < G_N_ELEMENTS(shapes); s++)
     for (int ta = 0; ta < 2; ta++)
       for (int tb = 0; tb < 2; tb++) {
@@ -191,6 +218,7 @@ int main(int argc, char **argv) {
   add_both(f, f32, "gemm", "fp32-accumulate", test_fp32_accumulate);
   g_test_add_data_func("/opencl/gemm/errors", f, test_errors);
   g_test_add_data_func("/opencl/gemm/standin", f, test_standin);
+  g_test_add_data_func("/opencl/gemm/cancel", f, test_cancel);
   int status = g_test_run();
   fixture_close(f32);
   fixture_close(f);

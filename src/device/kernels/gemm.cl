@@ -11,7 +11,11 @@
  * Batch entry z (global dimension 2) is outer = z / inner, head = z % inner;
  * an operand starts at offset + outer·stride + (head / group)·head_stride,
  * which covers plain strided batches (inner = 1), heads inside a token-major
- * tensor, and grouped-query attention (K and V shared by `group` heads). */
+ * tensor, and grouped-query attention (K and V shared by `group` heads).
+ *
+ * A big GEMM is launched in chunks (cl-gemm.c) over ranges of batch entries,
+ * tile rows and tile columns: global offsets in dimensions 2, 1 and 0, which
+ * get_global_id() includes and get_group_id() does not (hence row0, col0). */
 
 #ifndef GEMM_TM
 #define GEMM_TM 64
@@ -97,7 +101,8 @@ inline void gemm_accumulate(floatW acc[GEMM_WM], __global const act_t *a, ulong 
   __local float As[GEMM_TK * GEMM_TM];                                                                            \
   __local float Bs[GEMM_TK * GEMM_TN];                                                                            \
   const uint z = get_global_id(2);                                                                                \
-  const uint row0 = get_group_id(1) * GEMM_TM, col0 = get_group_id(0) * GEMM_TN;                                 \
+  const uint row0 = (get_group_id(1) + get_global_offset(1) / GEMM_LY) * GEMM_TM;                                 \
+  const uint col0 = (get_group_id(0) + get_global_offset(0) / GEMM_LX) * GEMM_TN;                                 \
   const uint tx = get_local_id(0), ty = get_local_id(1);                                                          \
   floatW acc[GEMM_WM];                                                                                            \
   for (uint i = 0; i < GEMM_WM; i++)                                                                              \

@@ -225,7 +225,7 @@ static void test_random_family(void) {
                (worst - 1) * 100);
   g_assert_cmpuint(cases, >=, CASES * 2 / 3);
   g_assert_cmpuint(mixed, >=, CASES / 12); /* the family is not all easy */
-  g_assert_cmpuint(exact * 4, >=, cases * 3);
+  g_assert_cmpuint(exact * 3, >=, cases * 2); /* two in three at least exactly optimal */
 }
 
 /* A hand-made family whose optimum mixes all three decisions: per layer an

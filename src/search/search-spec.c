@@ -5,13 +5,6 @@
 #include "rok/core.h"
 #include "rok/model.h"
 
-gboolean rok_search_pipeline_modelled(void) {
-  /* The simulator composes pipeline stages (rok_pipeline_simulate), but
-   * search-run.c plans one trace per point (stage 0 alone): say TRUE here
-   * once it plans every stage and composes them. */
-  return FALSE;
-}
-
 RokSearchSpec *rok_search_spec_new(const char *name, const char *text, gsize length, const char *const *sets,
                                    const RokHw *hw, GError **error) {
   g_autoptr(RokModel) model = rok_model_parse(name, text, length, sets, error);
@@ -55,10 +48,6 @@ gboolean rok_search_spec_set_range(RokSearchSpec *spec, RokSearchAxis axis, cons
   guint64 top = g_array_index(values, guint64, values->len - 1);
   if (axis == ROK_SEARCH_ZERO && top > 3) {
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "ZeRO stages are 0 to 3");
-  } else if (axis == ROK_SEARCH_PIPELINE && top > 1 && !rok_search_pipeline_modelled()) {
-    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
-                        "pipeline parallelism above 1 is not searched yet (the search plans one stage's step, "
-                        "not the composed pipeline): use rok sweep --pipeline-parallel");
   } else {
     if (spec->values[axis] != NULL)
       g_array_unref(spec->values[axis]);
@@ -105,6 +94,7 @@ char **search_layout_sets(const RokSearchSpec *spec, const RokLayout *l) {
     g_ptr_array_add(sets, g_strdup(*set));
   g_ptr_array_add(sets, g_strdup_printf("tensor_parallel=%" G_GUINT64_FORMAT, l->tensor));
   g_ptr_array_add(sets, g_strdup_printf("pipeline_parallel=%" G_GUINT64_FORMAT, l->pipeline));
+  g_ptr_array_add(sets, g_strdup_printf("virtual_stages=%" G_GUINT64_FORMAT, l->virtual_stages));
   g_ptr_array_add(sets, g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, l->data));
   g_ptr_array_add(sets, g_strdup_printf("micro_batch=%" G_GUINT64_FORMAT, l->micro_batch));
   g_ptr_array_add(sets, g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, l->global_batch));
@@ -118,19 +108,33 @@ static RokModel *layout_model(const RokSearchSpec *spec, const RokLayout *layout
   return rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets, error);
 }
 
-RokTrace *search_layout_trace(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
+GPtrArray *search_layout_traces(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
   g_autoptr(RokModel) model = layout_model(spec, layout, error);
-  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+  if (model == NULL)
+    return NULL;
+  g_autoptr(GPtrArray) traces = g_ptr_array_new_with_free_func((GDestroyNotify)rok_trace_free);
+  for (guint s = 0; s < model->pipeline_parallel; s++) {
+    RokTrace *trace = rok_trace_new_for_stage(model, s, error);
+    if (trace == NULL)
+      return NULL;
+    g_ptr_array_add(traces, trace);
+  }
+  return g_steal_pointer(&traces);
 }
 
-/* The values of an axis: as set, or by default every divisor-like value. */
+/* The values of an axis: as set, or by default every divisor-like value
+ * (pipeline degrees and virtual stages up to the layers: those that do not
+ * divide them are skipped where layouts are made). */
 static GArray *axis_values(const RokSearchSpec *spec, RokSearchAxis axis) {
   if (spec->values[axis] != NULL)
     return g_array_ref(spec->values[axis]);
   GArray *v = g_array_new(FALSE, FALSE, sizeof(guint64));
   guint64 from = axis == ROK_SEARCH_ZERO ? 0 : 1;
-  guint64 to = axis == ROK_SEARCH_ZERO ? 3 : axis == ROK_SEARCH_TENSOR ? spec->gpus_per_node
-               : axis == ROK_SEARCH_MICRO_BATCH ? 64 : 1;
+  guint64 to = axis == ROK_SEARCH_ZERO                                          ? 3
+               : axis == ROK_SEARCH_TENSOR                                      ? spec->gpus_per_node
+               : axis == ROK_SEARCH_MICRO_BATCH                                 ? 64
+               : axis == ROK_SEARCH_PIPELINE || axis == ROK_SEARCH_VIRTUAL ? spec->layers
+                                                                                : 1;
   for (guint64 x = from; x <= to; x = axis == ROK_SEARCH_MICRO_BATCH ? x * 2 : x + 1)
     g_array_append_val(v, x);
   return v;
@@ -154,6 +158,23 @@ static void add_batches(const RokSearchSpec *spec, RokLayout l, GArray *mbs, GAr
   }
 }
 
+/* Every virtual-stage count of one parallel layout (1 without pipelining). */
+static gboolean add_stages(const RokSearchSpec *spec, RokLayout l, GArray *vs, GArray *mbs, GArray *zeros, GArray *out,
+                           GError **error) {
+  for (guint v = 0; v < vs->len; v++) {
+    l.virtual_stages = VALUE(vs, v);
+    if ((l.pipeline == 1 && l.virtual_stages > 1) || spec->layers % (l.pipeline * l.virtual_stages) != 0)
+      continue;
+    add_batches(spec, l, mbs, zeros, out);
+    if (out->len > ROK_SEARCH_MAX_LAYOUTS) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "more than %d layouts: narrow the ranges",
+                  ROK_SEARCH_MAX_LAYOUTS);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
   if (spec->values[ROK_SEARCH_GPUS] == NULL) {
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "no GPU count given (--gpus)");
@@ -161,7 +182,7 @@ GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
   }
   g_autoptr(GArray) gpus = axis_values(spec, ROK_SEARCH_GPUS), tps = axis_values(spec, ROK_SEARCH_TENSOR);
   g_autoptr(GArray) pps = axis_values(spec, ROK_SEARCH_PIPELINE), mbs = axis_values(spec, ROK_SEARCH_MICRO_BATCH);
-  g_autoptr(GArray) zeros = axis_values(spec, ROK_SEARCH_ZERO);
+  g_autoptr(GArray) vs = axis_values(spec, ROK_SEARCH_VIRTUAL), zeros = axis_values(spec, ROK_SEARCH_ZERO);
   g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(RokLayout));
   for (guint g = 0; g < gpus->len; g++)
     for (guint t = 0; t < tps->len; t++)
@@ -174,13 +195,8 @@ GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
         l.data = l.gpus / model_parallel;
         if (spec->global_batch % l.data != 0)
           continue;
-        /* Virtual stages (interleaved schedules) join here once pipelines are modelled. */
-        add_batches(spec, l, mbs, zeros, out);
-        if (out->len > ROK_SEARCH_MAX_LAYOUTS) {
-          g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "more than %d layouts: narrow the ranges",
-                      ROK_SEARCH_MAX_LAYOUTS);
+        if (!add_stages(spec, l, vs, mbs, zeros, out, error))
           return NULL;
-        }
       }
   if (out->len == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,

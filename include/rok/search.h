@@ -67,16 +67,17 @@ typedef struct {
   RokLayout layout;
   gboolean offload; /* plans may offload to host memory and SSDs */
   RokSearchStatus status;
-  guint64 fixed_bytes;
-  double bound_step_time_s; /* compute alone: a lower bound on step_time_s */
+  guint64 fixed_bytes;      /* the largest of its stages' */
+  double bound_step_time_s; /* compute alone, stages composed: a lower bound on step_time_s */
   double bound_tokens_per_s;
-  /* Planned points only (0 otherwise): */
-  double step_time_s, tokens_per_s; /* tokens/s of the whole cluster */
+  /* Planned points only (0 otherwise). Memory and decisions are those of
+   * the stage with the highest peak: */
+  double step_time_s, tokens_per_s; /* the pipeline's step; tokens/s of the whole cluster */
   guint64 peak_bytes;
-  gboolean fits;            /* peak within the GPU's memory */
+  gboolean fits;            /* every stage's peak within the GPU's memory */
   guint64 decision_bytes[ROK_DECISION_COUNT]; /* saved bytes of one micro-batch */
-  guint64 nvme_write_bytes; /* per step */
-  double ssd_lifetime_years; /* INFINITY when nothing goes to the SSDs */
+  guint64 nvme_write_bytes; /* per step, of the stage writing most */
+  double ssd_lifetime_years; /* the shortest of any stage; INFINITY when nothing goes to the SSDs */
   gboolean ssd_limited;     /* SSD offload refused by the lifetime floor */
   gboolean pareto;          /* on the front of throughput against peak memory (fitting points) */
 } RokSearchRow;
@@ -85,7 +86,8 @@ typedef struct {
   char *model_name, *hw_name;
   guint64 gpu_memory_bytes;
   GArray *rows;         /* RokSearchRow, in enumeration order */
-  GPtrArray *summaries; /* char *: the plan in a sentence, per row ("" when not planned) */
+  GPtrArray *summaries; /* char *: the plan in a sentence (a pipeline's: its stage with the highest
+                         * peak), per row ("" when not planned) */
   guint top;
 } RokSearch;
 

@@ -7,14 +7,12 @@
 
 RokSearchSpec *rok_search_spec_new(const char *name, const char *text, gsize length, const char *const *sets,
                                    const RokHw *hw, GError **error) {
-  g_autoptr(RokModel) model = rok_model_parse(name, text, length, sets, error);
-  if (model == NULL)
+  g_autoptr(RokModel) model = NULL;
+  g_autoptr(RokModelSource) source = rok_model_source_new(name, text, length, sets, &model, error);
+  if (source == NULL)
     return NULL;
   RokSearchSpec *spec = g_new0(RokSearchSpec, 1);
-  spec->name = g_strdup(name);
-  spec->text = g_strndup(text, length);
-  spec->length = length;
-  spec->sets = g_strdupv((char **)sets);
+  spec->model = g_steal_pointer(&source);
   spec->hw = rok_hw_copy(hw);
   spec->model_name = g_strdup(model->name);
   spec->layers = model->layers + model->decoder_layers;
@@ -29,9 +27,7 @@ RokSearchSpec *rok_search_spec_new(const char *name, const char *text, gsize len
 void rok_search_spec_free(RokSearchSpec *spec) {
   if (spec == NULL)
     return;
-  g_free(spec->name);
-  g_free(spec->text);
-  g_strfreev(spec->sets);
+  rok_model_source_free(spec->model);
   rok_hw_free(spec->hw);
   g_free(spec->model_name);
   for (guint a = 0; a < ROK_SEARCH_AXIS_COUNT; a++)
@@ -88,38 +84,21 @@ void rok_search_spec_set_top(RokSearchSpec *spec, guint top, gboolean prune) {
   spec->prune = prune;
 }
 
-char **search_layout_sets(const RokSearchSpec *spec, const RokLayout *l) {
-  GPtrArray *sets = g_ptr_array_new();
-  for (char **set = spec->sets; set != NULL && *set != NULL; set++)
-    g_ptr_array_add(sets, g_strdup(*set));
-  g_ptr_array_add(sets, g_strdup_printf("tensor_parallel=%" G_GUINT64_FORMAT, l->tensor));
-  g_ptr_array_add(sets, g_strdup_printf("pipeline_parallel=%" G_GUINT64_FORMAT, l->pipeline));
-  g_ptr_array_add(sets, g_strdup_printf("virtual_stages=%" G_GUINT64_FORMAT, l->virtual_stages));
-  g_ptr_array_add(sets, g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, l->data));
-  g_ptr_array_add(sets, g_strdup_printf("micro_batch=%" G_GUINT64_FORMAT, l->micro_batch));
-  g_ptr_array_add(sets, g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, l->global_batch));
-  g_ptr_array_add(sets, g_strdup_printf("zero_stage=%" G_GUINT64_FORMAT, l->zero_stage));
-  g_ptr_array_add(sets, NULL);
-  return (char **)g_ptr_array_free(sets, FALSE);
-}
-
-static RokModel *layout_model(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
-  g_auto(GStrv) sets = search_layout_sets(spec, layout);
-  return rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets, error);
+/* The model at a layout: the user's config and --set, then the layout's. */
+static RokModel *layout_model(const RokSearchSpec *spec, const RokLayout *l, GError **error) {
+  static const char *const keys[] = {"tensor_parallel", "pipeline_parallel", "virtual_stages", "data_parallel",
+                                     "micro_batch",     "global_batch",      "zero_stage"};
+  const guint64 values[] = {l->tensor, l->pipeline, l->virtual_stages, l->data, l->micro_batch, l->global_batch,
+                            l->zero_stage};
+  g_auto(GStrv) more = g_new0(char *, G_N_ELEMENTS(keys) + 1);
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    more[i] = g_strdup_printf("%s=%" G_GUINT64_FORMAT, keys[i], values[i]);
+  return rok_model_source_load(spec->model, (const char *const *)more, error);
 }
 
 GPtrArray *search_layout_traces(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
   g_autoptr(RokModel) model = layout_model(spec, layout, error);
-  if (model == NULL)
-    return NULL;
-  g_autoptr(GPtrArray) traces = g_ptr_array_new_with_free_func((GDestroyNotify)rok_trace_free);
-  for (guint s = 0; s < model->pipeline_parallel; s++) {
-    RokTrace *trace = rok_trace_new_for_stage(model, s, error);
-    if (trace == NULL)
-      return NULL;
-    g_ptr_array_add(traces, trace);
-  }
-  return g_steal_pointer(&traces);
+  return model == NULL ? NULL : rok_trace_new_stages(model, error);
 }
 
 /* The values of an axis: as set, or by default every divisor-like value

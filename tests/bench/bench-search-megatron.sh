@@ -10,27 +10,31 @@
 # recompute (96·B·s·l·h²·(1 + s/6h + V/16lh) per step).
 #
 # Searched: TP 1-8, PP dividing 96 (and 1024 / TP), every virtual-stage
-# count, micro-batch 1-8, ZeRO 0, with keep and recompute only and with
-# offload allowed; Megatron's own layout (TP 8, PP 16, v 1, micro-batch 1)
-# planned alone for comparison. Prints the best layouts, Megatron's, and
-# the per-GPU FLOP/s in the paper's counting. A run takes minutes to an
-# hour on two shared cores (the planner at the layouts whose keep plan does
-# not fit). Usage: bench-search-megatron.sh BUILD/rok [THREADS]
+# count, micro-batch 1-8, ZeRO 0 and 1 (Megatron's distributed optimizer,
+# which the paper's runs predate), with keep and recompute only (OFFLOAD=no)
+# or also with offload allowed (OFFLOAD=both, the default); Megatron's own
+# layout (TP 8, PP 16, v 1, micro-batch 1, ZeRO 0) planned alone for
+# comparison. Prints the best layouts, Megatron's, and the per-GPU FLOP/s
+# in the paper's counting. OFFLOAD=no took 2 min 39 s on two shared cores
+# (README, "Tests and benchmarks"); OFFLOAD=both did not finish within 50
+# minutes there (the planner with host offload at 175B stages that keep
+# cannot fit). Usage: [OFFLOAD=no] bench-search-megatron.sh BUILD/rok [THREADS]
 set -euo pipefail
 rok="${1:?usage: $0 BUILD/rok [THREADS]}"
 threads="${2:-0}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) (shared: times vary with other work)"
-common=(gpt3-175b --set framework=megatron --set zero_stage=0 --hw a100-80g-sxm-4x980pro --gpus 1024 --zero 0
+common=(gpt3-175b --set framework=megatron --set zero_stage=0 --hw a100-80g-sxm-4x980pro --gpus 1024
   -j "$threads")
 start=$(date +%s.%N)
-"$rok" search "${common[@]}" --tp 1,2,4,8 --micro-batch 1,2,4,8 --offload both --top 3 -o "$tmp/all" \
+"$rok" search "${common[@]}" --tp 1,2,4,8 --micro-batch 1,2,4,8 --zero 0,1 --offload "${OFFLOAD:-both}" --top 3 \
+  -o "$tmp/all" \
   > "$tmp/all.txt"
 end=$(date +%s.%N)
 cat "$tmp/all.txt"
 echo "search: $(echo "$end - $start" | bc) s"
-"$rok" search "${common[@]}" --tp 8 --pp 16 --virtual-stages 1 --micro-batch 1 --offload both --no-prune \
+"$rok" search "${common[@]}" --tp 8 --pp 16 --virtual-stages 1 --micro-batch 1 --zero 0 --offload both --no-prune \
   -o "$tmp/megatron" > /dev/null
 python3 - "$tmp/all/search.csv" "$tmp/megatron/search.csv" <<'PY'
 import csv, sys
@@ -56,6 +60,7 @@ for mode in ("0", "1"):
     m = [r for r in meg if r["offload"] == mode]
     if m and m[0]["fits"] == "1":
         rank = 1 + sum(float(r["tokens_per_s"]) > float(m[0]["tokens_per_s"]) for r in fit)
-        show(f"Megatron's layout, offload {'allowed' if mode == '1' else 'no'} (rank {rank})", m[0])
-        print(f"  best / Megatron's: {float(fit[0]['tokens_per_s']) / float(m[0]['tokens_per_s']):.3f}")
+        show(f"Megatron's layout, offload {'allowed' if mode == '1' else 'no'} ({rank} among planned points)", m[0])
+        if fit:
+            print(f"  best / Megatron's: {float(fit[0]['tokens_per_s']) / float(m[0]['tokens_per_s']):.3f}")
 PY

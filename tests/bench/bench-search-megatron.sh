@@ -16,8 +16,8 @@
 # layout (TP 8, PP 16, v 1, micro-batch 1, ZeRO 0) planned alone for
 # comparison. Prints the best layouts, Megatron's, and the per-GPU FLOP/s
 # in the paper's counting. OFFLOAD=no took 2 min 39 s on two shared cores
-# (README, "Tests and benchmarks"); OFFLOAD=both did not finish within 50
-# minutes there (the planner with host offload at 175B stages that keep
+# (README, "Tests and benchmarks", which also gives --zero 0 alone: 15 min);
+# OFFLOAD=both did not finish within 60 minutes there (the planner with host offload at 175B stages that keep
 # cannot fit). Usage: [OFFLOAD=no] bench-search-megatron.sh BUILD/rok [THREADS]
 set -euo pipefail
 rok="${1:?usage: $0 BUILD/rok [THREADS]}"

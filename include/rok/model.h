@@ -155,6 +155,22 @@ typedef struct {
 RokModel *rok_model_load(const char *path, const char *const *overrides, GError **error);
 RokModel *rok_model_parse(const char *name, const char *text, gsize length, const char *const *overrides,
                           GError **error);
+/* A config as the user gave it, kept to be parsed again with more
+ * overrides at each point of a sweep or a search: its name for messages
+ * (normally its path), its text and the user's --set overrides. */
+typedef struct {
+  char *name, *text;
+  gsize length;
+  char **sets; /* NULL-terminated; never NULL */
+} RokModelSource;
+/* The source of `text`, checked by parsing it with `overrides`; `model`
+ * (may be NULL) receives that parse. */
+RokModelSource *rok_model_source_new(const char *name, const char *text, gsize length, const char *const *overrides,
+                                     RokModel **model, GError **error);
+void rok_model_source_free(RokModelSource *source);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokModelSource, rok_model_source_free)
+/* The config with the source's overrides, then `more` (may be NULL). */
+RokModel *rok_model_source_load(const RokModelSource *source, const char *const *more, GError **error);
 /* A parsed document (which the overrides change) as a config. */
 RokModel *rok_model_from_doc(RokJsonDoc *doc, const char *const *overrides, GError **error);
 /* A config embedded in another file (a trace's "model" member). */

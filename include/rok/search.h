@@ -3,26 +3,29 @@
  * across MPI ranks.
  *
  * A layout splits N GPUs into tensor-parallel groups (TP dividing the
- * heads, at most a node's GPUs), pipeline stages (PP dividing the layers)
- * and data-parallel replicas (DP = N / (TP·PP), dividing the global batch);
- * with a micro-batch size dividing global_batch / DP and a ZeRO stage. At
- * each layout the planner plans one GPU's step within its memory, once with
- * keep and recompute only ("offload" 0) and, when asked, once with offloads
- * to host memory and SSDs allowed ("offload" 1), the SSDs only while their
- * predicted lifetime is at least the user's floor.
- *
- * Not searched yet: pipeline stages. The simulator models them (rok
- * simulate/plan compose every stage's step, rok sweep --pipeline-parallel),
- * but the search still plans one GPU's step alone: PP = 1 and one virtual
- * stage only, until it plans every stage and composes them
- * (rok_search_pipeline_modelled()). Communication is in the step time as
- * the simulator costs it on the profile's interconnect (tensor-parallel
- * collectives, ZeRO-3 gathers, the exposed data-parallel reduction).
+ * heads, at most a node's GPUs), pipeline stages (PP dividing the layers,
+ * with v virtual stages each: PP·v dividing the layers) and data-parallel
+ * replicas (DP = N / (TP·PP), dividing the global batch); with a
+ * micro-batch size dividing global_batch / DP and a ZeRO stage. At each
+ * layout the planner plans every pipeline stage's step within the GPU's
+ * memory (each stage on its own GPU: the first stage, with the most
+ * micro-batches in flight, is the memory-critical one), once with keep
+ * and recompute only ("offload" 0) and, when asked, once with offloads to
+ * host memory and SSDs allowed ("offload" 1), the SSDs only while their
+ * predicted lifetime is at least the user's floor (a stage whose SSDs
+ * would wear out sooner under the composed step is planned again without
+ * them). A stage whose keep plan fits is kept whole: nothing is faster.
+ * The stages are composed (rok_pipeline_simulate): the step is the
+ * pipeline's, the slowest stage's blocks with the bubble and the sends.
+ * Communication is in the step time as the simulator costs it on the
+ * profile's interconnect (tensor-parallel collectives, ZeRO-3 gathers,
+ * the exposed data-parallel reduction, the sends between stages).
  * Throughput is the cluster's: tokens/s of one replica times DP.
  *
  * Pruning, deterministic: a point's step time is at least that of keeping
  * everything with unbounded memory (compute alone, as the simulator times
- * it); its memory at least its fixed memory. A point whose fixed memory
+ * it, every stage composed); its memory at least its fixed memory (the
+ * largest of its stages'). A point whose fixed memory
  * exceeds the GPU's is not planned. The others are planned in order of
  * falling bound; once `top` fitting points of its group (GPU count and
  * offload mode) are planned whose throughput all beat a point's bound, it
@@ -64,16 +67,17 @@ typedef struct {
   RokLayout layout;
   gboolean offload; /* plans may offload to host memory and SSDs */
   RokSearchStatus status;
-  guint64 fixed_bytes;
-  double bound_step_time_s; /* compute alone: a lower bound on step_time_s */
+  guint64 fixed_bytes;      /* the largest of its stages' */
+  double bound_step_time_s; /* compute alone, stages composed: a lower bound on step_time_s */
   double bound_tokens_per_s;
-  /* Planned points only (0 otherwise): */
-  double step_time_s, tokens_per_s; /* tokens/s of the whole cluster */
+  /* Planned points only (0 otherwise). Memory and decisions are those of
+   * the stage with the highest peak: */
+  double step_time_s, tokens_per_s; /* the pipeline's step; tokens/s of the whole cluster */
   guint64 peak_bytes;
-  gboolean fits;            /* peak within the GPU's memory */
+  gboolean fits;            /* every stage's peak within the GPU's memory */
   guint64 decision_bytes[ROK_DECISION_COUNT]; /* saved bytes of one micro-batch */
-  guint64 nvme_write_bytes; /* per step */
-  double ssd_lifetime_years; /* INFINITY when nothing goes to the SSDs */
+  guint64 nvme_write_bytes; /* per step, of the stage writing most */
+  double ssd_lifetime_years; /* the shortest of any stage; INFINITY when nothing goes to the SSDs */
   gboolean ssd_limited;     /* SSD offload refused by the lifetime floor */
   gboolean pareto;          /* on the front of throughput against peak memory (fitting points) */
 } RokSearchRow;
@@ -82,16 +86,13 @@ typedef struct {
   char *model_name, *hw_name;
   guint64 gpu_memory_bytes;
   GArray *rows;         /* RokSearchRow, in enumeration order */
-  GPtrArray *summaries; /* char *: the plan in a sentence, per row ("" when not planned) */
+  GPtrArray *summaries; /* char *: the plan in a sentence (a pipeline's: its stage with the highest
+                         * peak), per row ("" when not planned) */
   guint top;
 } RokSearch;
 
 void rok_search_free(RokSearch *search);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSearch, rok_search_free)
-
-/* TRUE when the search plans pipeline stages (every stage planned, the
- * pipeline composed): then PP > 1 and virtual stages are enumerated. */
-gboolean rok_search_pipeline_modelled(void);
 
 typedef struct _RokSearchSpec RokSearchSpec;
 /* A model config's text (`name` for messages, normally its path), --set
@@ -103,14 +104,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSearchSpec, rok_search_spec_free)
 
 /* Ranges as rok_sweep_parse_range reads them. GPUs (required): "1024",
  * "64:1024:*2"; micro-batch sizes (default 1:64:*2); tensor-parallel
- * degrees (default: every one allowed); pipeline degrees (default 1; more
- * is ROK_ERROR_USAGE while pipelines are not modelled); ZeRO stages
- * (default 0:3). Values that no layout can use are dropped. */
+ * degrees (default: every one allowed); pipeline degrees (default: every
+ * one dividing the layers); virtual stages per pipeline stage (default:
+ * every one dividing the layers of a stage; 1 without pipelining); ZeRO
+ * stages (default 0:3). Values that no layout can use are dropped. */
 typedef enum {
   ROK_SEARCH_GPUS,
   ROK_SEARCH_MICRO_BATCH,
   ROK_SEARCH_TENSOR,
   ROK_SEARCH_PIPELINE,
+  ROK_SEARCH_VIRTUAL,
   ROK_SEARCH_ZERO,
   ROK_SEARCH_AXIS_COUNT
 } RokSearchAxis;

@@ -119,6 +119,9 @@ RokTrace *rok_trace_new_from_model(const RokModel *model, GError **error);
  * starts from a received activation (an input op "recvC.activation"), and
  * one that does not end it ends with the activation it sends on. */
 RokTrace *rok_trace_new_for_stage(const RokModel *model, guint stage, GError **error);
+/* Every pipeline stage's trace (one without pipelining): RokTrace *, the
+ * array owning them. */
+GPtrArray *rok_trace_new_stages(const RokModel *model, GError **error);
 /* The model chunk (0 .. chunks-1) op `op` runs in (see `chunks`). */
 guint rok_trace_op_chunk(const RokTrace *trace, guint op);
 

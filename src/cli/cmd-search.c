@@ -31,7 +31,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
 static const char *const axis_options[ROK_SEARCH_AXIS_COUNT] = {
     [ROK_SEARCH_GPUS] = "--gpus", [ROK_SEARCH_MICRO_BATCH] = "--micro-batch", [ROK_SEARCH_TENSOR] = "--tp",
-    [ROK_SEARCH_PIPELINE] = "--pp", [ROK_SEARCH_ZERO] = "--zero"};
+    [ROK_SEARCH_PIPELINE] = "--pp", [ROK_SEARCH_VIRTUAL] = "--virtual-stages", [ROK_SEARCH_ZERO] = "--zero"};
 
 static gboolean check_numbers(const Options *o, GError **error) {
   const char *bad = o->threads < -1 ? "--threads must be 0 (one per core) or more"
@@ -119,14 +119,15 @@ static void print_counts(const RokSearch *search, guint modes) {
          "the compute-only bound, %u by fixed memory\n",
          search->model_name, search->hw_name, mem, search->rows->len / modes, modes, modes == 1 ? "" : "s",
          search->rows->len, n[ROK_SEARCH_PLANNED], fit, n[ROK_SEARCH_PRUNED_BOUND], n[ROK_SEARCH_PRUNED_MEMORY]);
-  printf("Not searched: pipeline parallelism (PP = 1 only, no virtual stages; rok sweep --pipeline-parallel composes\n"
-         "stages). Communication is in the step time where the profile has an interconnect section.\n");
+  printf("Every pipeline stage planned on its GPU, the pipeline composed (the step is the slowest stage's, with the\n"
+         "bubble). Communication is in the step time where the profile has an interconnect section.\n");
 }
 
 static void print_best(const RokSearch *search, gboolean offload, guint top) {
   g_autoptr(GArray) all = rok_search_best(search, G_MAXUINT);
-  printf("\nBest %s:\n  %5s %3s %3s %5s %4s %4s %10s %13s %11s\n", offload ? "with offload allowed" : "with keep and recompute only",
-         "GPUs", "TP", "PP", "DP", "mb", "ZeRO", "step time", "tokens/s", "peak memory");
+  printf("\nBest %s:\n  %5s %3s %3s %2s %5s %4s %4s %10s %13s %11s\n",
+         offload ? "with offload allowed" : "with keep and recompute only", "GPUs", "TP", "PP", "v", "DP", "mb",
+         "ZeRO", "step time", "tokens/s", "peak memory");
   guint shown = 0;
   for (guint i = 0; i < all->len && shown < top; i++) {
     guint at = g_array_index(all, guint, i);
@@ -136,15 +137,22 @@ static void print_best(const RokSearch *search, gboolean offload, guint top) {
     const RokLayout *l = &r->layout;
     g_autofree char *step = rok_units_format_time(r->step_time_s), *rate = rok_units_format_count(r->tokens_per_s);
     g_autofree char *peak = rok_units_format_size(r->peak_bytes);
-    printf("  %5" G_GUINT64_FORMAT " %3" G_GUINT64_FORMAT " %3" G_GUINT64_FORMAT " %5" G_GUINT64_FORMAT
-           " %4" G_GUINT64_FORMAT " %4" G_GUINT64_FORMAT " %10s %13s %11s%s\n",
-           l->gpus, l->tensor, l->pipeline, l->data, l->micro_batch, l->zero_stage, step, rate, peak,
+    printf("  %5" G_GUINT64_FORMAT " %3" G_GUINT64_FORMAT " %3" G_GUINT64_FORMAT " %2" G_GUINT64_FORMAT
+           " %5" G_GUINT64_FORMAT " %4" G_GUINT64_FORMAT " %4" G_GUINT64_FORMAT " %10s %13s %11s%s\n",
+           l->gpus, l->tensor, l->pipeline, l->virtual_stages, l->data, l->micro_batch, l->zero_stage, step, rate, peak,
            r->ssd_limited ? "  (SSDs refused: lifetime)" : "");
     printf("        %s\n", (const char *)search->summaries->pdata[at]);
     shown++;
   }
   if (shown == 0)
     printf("  none fits\n");
+}
+
+/* "TP 8 PP 16 v 1 mb 1 ZeRO 1" */
+static char *layout_name(const RokLayout *l) {
+  return g_strdup_printf("TP %" G_GUINT64_FORMAT " PP %" G_GUINT64_FORMAT " v %" G_GUINT64_FORMAT " mb %" G_GUINT64_FORMAT
+                         " ZeRO %" G_GUINT64_FORMAT,
+                         l->tensor, l->pipeline, l->virtual_stages, l->micro_batch, l->zero_stage);
 }
 
 /* Per GPU count: the best point of each mode, and whether offloading
@@ -170,14 +178,12 @@ static void print_offload_effect(const RokSearch *search) {
       printf("%s\n", best[1] != NULL ? "only offloading fits" : best[0] != NULL ? "offloading was not searched or fits nowhere" : "nothing fits");
       continue;
     }
-    gboolean same = best[0]->layout.tensor == best[1]->layout.tensor && best[0]->layout.micro_batch == best[1]->layout.micro_batch &&
-                    best[0]->layout.zero_stage == best[1]->layout.zero_stage && best[0]->layout.pipeline == best[1]->layout.pipeline;
-    printf("%s; best with offload TP %" G_GUINT64_FORMAT " mb %" G_GUINT64_FORMAT " ZeRO %" G_GUINT64_FORMAT
-           ", %+.1f%% tokens/s against TP %" G_GUINT64_FORMAT " mb %" G_GUINT64_FORMAT " ZeRO %" G_GUINT64_FORMAT
-           " without\n",
-           same ? "same layout" : "another layout", best[1]->layout.tensor, best[1]->layout.micro_batch,
-           best[1]->layout.zero_stage, 100.0 * (best[1]->tokens_per_s / best[0]->tokens_per_s - 1.0),
-           best[0]->layout.tensor, best[0]->layout.micro_batch, best[0]->layout.zero_stage);
+    const RokLayout *a = &best[0]->layout, *b = &best[1]->layout;
+    gboolean same = a->tensor == b->tensor && a->pipeline == b->pipeline && a->virtual_stages == b->virtual_stages &&
+                    a->micro_batch == b->micro_batch && a->zero_stage == b->zero_stage;
+    g_autofree char *with = layout_name(b), *without = layout_name(a);
+    printf("%s; best with offload %s, %+.1f%% tokens/s against %s without\n", same ? "same layout" : "another layout",
+           with, 100.0 * (best[1]->tokens_per_s / best[0]->tokens_per_s - 1.0), without);
   }
 }
 
@@ -194,6 +200,7 @@ static json_object *best_json(const RokSearch *search, guint top) {
     json_object_object_add(p, "gpus", json_object_new_uint64(r->layout.gpus));
     json_object_object_add(p, "tensor_parallel", json_object_new_uint64(r->layout.tensor));
     json_object_object_add(p, "pipeline_parallel", json_object_new_uint64(r->layout.pipeline));
+    json_object_object_add(p, "virtual_stages", json_object_new_uint64(r->layout.virtual_stages));
     json_object_object_add(p, "data_parallel", json_object_new_uint64(r->layout.data));
     json_object_object_add(p, "micro_batch", json_object_new_uint64(r->layout.micro_batch));
     json_object_object_add(p, "zero_stage", json_object_new_uint64(r->layout.zero_stage));
@@ -229,7 +236,8 @@ int cli_cmd_search(int argc, char **argv) {
       {"gpus", 'n', 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_GPUS], "GPU counts: 1024, 64:1024:*2 (required)", "RANGE"},
       {"gpus-per-node", 0, 0, G_OPTION_ARG_INT, &o.gpus_per_node, "GPUs per node: tensor parallelism stays within one (8)", "N"},
       {"tp", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_TENSOR], "Tensor-parallel degrees (default: 1 to a node's GPUs)", "RANGE"},
-      {"pp", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_PIPELINE], "Pipeline degrees (only 1 until pipelines are modelled)", "RANGE"},
+      {"pp", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_PIPELINE], "Pipeline degrees (default: every one dividing the layers)", "RANGE"},
+      {"virtual-stages", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_VIRTUAL], "Virtual stages per pipeline stage (default: every one dividing a stage's layers)", "RANGE"},
       {"micro-batch", 'b', 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_MICRO_BATCH], "Micro-batch sizes (default 1:64:*2)", "RANGE"},
       {"zero", 0, 0, G_OPTION_ARG_STRING, &o.ranges[ROK_SEARCH_ZERO], "ZeRO stages (default 0:3)", "RANGE"},
       {"offload", 0, 0, G_OPTION_ARG_STRING, &o.offload, "Plans with offloads: no, yes or both (default)", "MODE"},

@@ -115,8 +115,10 @@ gboolean rok_search_save_csv(const RokSearch *search, const char *path, GError *
 /* ---- Chart ---- */
 
 static char *point_label(const RokSearchRow *r) {
-  return g_strdup_printf("TP%" G_GUINT64_FORMAT " DP%" G_GUINT64_FORMAT " b%" G_GUINT64_FORMAT " Z%" G_GUINT64_FORMAT,
-                         r->layout.tensor, r->layout.data, r->layout.micro_batch, r->layout.zero_stage);
+  return g_strdup_printf("TP%" G_GUINT64_FORMAT " PP%" G_GUINT64_FORMAT " DP%" G_GUINT64_FORMAT " b%" G_GUINT64_FORMAT
+                         " Z%" G_GUINT64_FORMAT,
+                         r->layout.tensor, r->layout.pipeline, r->layout.data, r->layout.micro_batch,
+                         r->layout.zero_stage);
 }
 
 static gint by_memory(gconstpointer a, gconstpointer b) {

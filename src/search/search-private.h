@@ -2,12 +2,11 @@
  * share. */
 #pragma once
 
+#include "rok/model.h"
 #include "rok/search.h"
 
 struct _RokSearchSpec {
-  char *name, *text; /* the model config */
-  gsize length;
-  char **sets;
+  RokModelSource *model; /* the config and the user's --set */
   RokHw *hw;
   char *model_name;
   guint64 layers, global_batch;
@@ -19,10 +18,8 @@ struct _RokSearchSpec {
   gboolean prune;
 };
 
-/* The overrides that make a layout of the spec's model ("tensor_parallel=8",
- * ...), NULL-terminated, after the spec's own --set. */
-char **search_layout_sets(const RokSearchSpec *spec, const RokLayout *layout);
-/* The model at a layout, its trace and one replica's cluster multiplier. */
-RokTrace *search_layout_trace(const RokSearchSpec *spec, const RokLayout *layout, GError **error);
+/* The model at a layout: every pipeline stage's trace (one without
+ * pipelining), RokTrace *. */
+GPtrArray *search_layout_traces(const RokSearchSpec *spec, const RokLayout *layout, GError **error);
 /* Mark the rows on the Pareto front (search-io.c). */
 void search_mark_pareto(RokSearch *search);

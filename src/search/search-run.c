@@ -50,20 +50,51 @@ static RokSearchRow *row_of(const Run *run, guint task) {
   return &g_array_index(run->search->rows, RokSearchRow, task);
 }
 
+/* ---- Every stage of a point ---- */
+
+static void free_results(RokSimResult **results, guint n) {
+  for (guint s = 0; s < n; s++)
+    g_clear_pointer(&results[s], rok_sim_result_free);
+}
+
+/* Every stage's step under its plan; with more than one stage the
+ * pipeline composed (each result then carries the pipeline's step). */
+static gboolean run_stages(GPtrArray *traces, const RokHw *hw, RokStepPlan *const *plans, RokSimResult **results,
+                           GError **error) {
+  if (traces->len > 1)
+    return rok_pipeline_simulate((RokTrace *const *)traces->pdata, hw, plans, traces->len, FALSE, results, error);
+  results[0] = rok_simulate(g_ptr_array_index(traces, 0), hw, plans[0], error);
+  return results[0] != NULL;
+}
+
+static void free_plans(RokStepPlan **plans, guint n) {
+  for (guint s = 0; s < n; s++)
+    g_clear_pointer(&plans[s], rok_step_plan_free);
+  g_free(plans);
+}
+
 /* ---- Phase 1: compute alone ---- */
 
 static GBytes *bound_work(guint task, gpointer data, GError **error) {
   const Run *run = data;
-  g_autoptr(RokTrace) trace = search_layout_trace(run->spec, layout_of(run, task), error);
-  g_autoptr(RokSim) sim = trace == NULL ? NULL : rok_sim_new(trace, run->spec->hw, error);
-  if (sim == NULL)
+  g_autoptr(GPtrArray) traces = search_layout_traces(run->spec, layout_of(run, task), error);
+  if (traces == NULL)
     return NULL;
-  g_autoptr(RokStepPlan) keep = rok_step_plan_new(trace);
-  keep->options.memory_budget = G_MAXUINT64; /* no memory wait: compute alone */
-  g_autoptr(RokSimResult) r = rok_sim_run(sim, keep, error);
-  if (r == NULL)
+  guint n = traces->len;
+  RokStepPlan **keep = g_new0(RokStepPlan *, n);
+  for (guint s = 0; s < n; s++) {
+    keep[s] = rok_step_plan_new(g_ptr_array_index(traces, s));
+    keep[s]->options.memory_budget = G_MAXUINT64; /* no memory wait: compute alone */
+  }
+  g_autofree RokSimResult **r = g_new0(RokSimResult *, n);
+  gboolean ok = run_stages(traces, run->spec->hw, keep, r, error);
+  free_plans(keep, n);
+  if (!ok)
     return NULL;
-  Bound b = {.step_time_s = r->step_time_s, .replica_tokens_per_s = r->tokens_per_s, .fixed_bytes = r->fixed_bytes};
+  Bound b = {.step_time_s = r[0]->step_time_s, .replica_tokens_per_s = r[0]->tokens_per_s};
+  for (guint s = 0; s < n; s++)
+    b.fixed_bytes = MAX(b.fixed_bytes, r[s]->fixed_bytes);
+  free_results(r, n);
   return g_bytes_new(&b, sizeof b);
 }
 
@@ -102,7 +133,7 @@ static void count_decisions(const RokTrace *trace, const RokStepPlan *plan, guin
 /* The planner's plan within the GPU's memory; when none fits, its
  * least-memory plan (marked as not fitting). */
 static RokStepPlan *plan_point(const RokTrace *trace, const RokHw *hw, gboolean offload, gboolean nvme,
-                               RokSimResult **r, GError **error) {
+                               GError **error) {
   RokPlannerOptions options;
   rok_planner_options_init(&options);
   options.quick = TRUE;
@@ -114,58 +145,138 @@ static RokStepPlan *plan_point(const RokTrace *trace, const RokHw *hw, gboolean 
   if (planner == NULL)
     return NULL;
   g_autoptr(GError) local = NULL;
-  RokStepPlan *plan = rok_planner_plan(planner, hw->gpu.memory, r, &local);
+  g_autoptr(RokSimResult) r = NULL;
+  RokStepPlan *plan = rok_planner_plan(planner, hw->gpu.memory, &r, &local);
   if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
     g_clear_error(&local);
-    plan = rok_planner_plan(planner, rok_planner_min_budget(planner, NULL), r, &local);
+    g_clear_pointer(&r, rok_sim_result_free);
+    plan = rok_planner_plan(planner, rok_planner_min_budget(planner, NULL), &r, &local);
   }
   if (plan == NULL)
     g_propagate_error(error, g_steal_pointer(&local));
   return plan;
 }
 
-static GBytes *plan_work(guint task, gpointer data, GError **error) {
-  const Run *run = data;
-  const RokSearchSpec *spec = run->spec;
-  gboolean offload = run->modes == 1 ? run->only_offload : task % 2 == 1;
-  g_autoptr(RokTrace) trace = search_layout_trace(spec, layout_of(run, task / run->modes), error);
-  if (trace == NULL)
+/* One stage's plan: keep everything when that fits (compute alone:
+ * nothing is faster; it spares the planner most stages of a pipeline),
+ * else the planner's. */
+static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, gboolean offload, gboolean nvme,
+                               GError **error) {
+  g_autoptr(RokStepPlan) keep = rok_step_plan_new(trace);
+  keep->options.memory_budget = hw->gpu.memory;
+  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, keep, error);
+  if (r == NULL)
     return NULL;
-  g_autoptr(RokSimResult) r = NULL;
-  g_autoptr(RokStepPlan) plan = plan_point(trace, spec->hw, offload, TRUE, &r, error);
-  if (plan == NULL)
-    return NULL;
+  if (r->peak_bytes <= hw->gpu.memory)
+    return g_steal_pointer(&keep);
+  return plan_point(trace, hw, offload, nvme, error);
+}
+
+/* The stages' SSD figures under the composed step; TRUE when a stage that
+ * writes to its SSDs wears them out sooner than the floor. */
+static gboolean under_floor(const RokSearchSpec *spec, GPtrArray *traces, RokStepPlan *const *plans,
+                            RokSimResult *const *r, guint s, RokSsdFigures *ssd) {
   RokSsdModel wear;
   rok_ssd_model_init(&wear);
-  RokSsdFigures ssd;
-  rok_ssd_figures(trace, spec->hw, plan, r, &wear, &ssd);
-  Planned p = {0};
-  if (offload && spec->min_lifetime_years > 0 && r->nvme_write_bytes > 0 &&
-      !(ssd.lifetime_years >= spec->min_lifetime_years)) {
-    g_clear_pointer(&plan, rok_step_plan_free);
-    g_clear_pointer(&r, rok_sim_result_free);
-    if ((plan = plan_point(trace, spec->hw, offload, FALSE, &r, error)) == NULL)
-      return NULL;
-    rok_ssd_figures(trace, spec->hw, plan, r, &wear, &ssd);
-    p.ssd_limited = TRUE;
+  rok_ssd_figures(g_ptr_array_index(traces, s), spec->hw, plans[s], r[s], &wear, ssd);
+  return spec->min_lifetime_years > 0 && r[s]->nvme_write_bytes > 0 && !(ssd->lifetime_years >= spec->min_lifetime_years);
+}
+
+/* Every stage planned and composed; the stages whose SSDs wear out sooner
+ * than the floor under the composed step planned again without them, and
+ * the pipeline composed again. */
+static gboolean plan_stages(const RokSearchSpec *spec, gboolean offload, GPtrArray *traces, RokStepPlan **plans,
+                            RokSimResult **r, gboolean *limited, GError **error) {
+  guint n = traces->len;
+  for (guint s = 0; s < n; s++)
+    if ((plans[s] = stage_plan(g_ptr_array_index(traces, s), spec->hw, offload, TRUE, error)) == NULL) {
+      if (n > 1)
+        g_prefix_error(error, "stage %u: ", s);
+      return FALSE;
+    }
+  if (!run_stages(traces, spec->hw, plans, r, error))
+    return FALSE;
+  *limited = FALSE;
+  for (guint s = 0; s < n; s++) {
+    RokSsdFigures ssd;
+    if (!offload || !under_floor(spec, traces, plans, r, s, &ssd))
+      continue;
+    rok_step_plan_free(plans[s]);
+    if ((plans[s] = stage_plan(g_ptr_array_index(traces, s), spec->hw, offload, FALSE, error)) == NULL)
+      return FALSE;
+    *limited = TRUE;
   }
-  p.step_time_s = r->step_time_s;
-  p.replica_tokens_per_s = r->tokens_per_s;
-  p.peak_bytes = r->peak_bytes;
-  p.fits = r->peak_bytes <= spec->hw->gpu.memory;
-  count_decisions(trace, plan, p.decision_bytes);
-  p.nvme_write_bytes = r->nvme_write_bytes;
-  p.lifetime_years = r->nvme_write_bytes > 0 ? ssd.lifetime_years : INFINITY;
+  if (!*limited)
+    return TRUE;
+  free_results(r, n);
+  return run_stages(traces, spec->hw, plans, r, error);
+}
+
+/* The row's figures: the pipeline's step; memory and decisions of the
+ * stage with the highest peak; SSD writes of the stage writing most and
+ * the shortest lifetime of any stage's drives. */
+static guint fill_planned(const RokSearchSpec *spec, GPtrArray *traces, RokStepPlan *const *plans,
+                          RokSimResult *const *r, Planned *p) {
+  guint n = traces->len, worst = 0;
+  p->step_time_s = r[0]->step_time_s;
+  p->replica_tokens_per_s = r[0]->tokens_per_s;
+  p->fits = TRUE;
+  p->lifetime_years = INFINITY;
+  for (guint s = 0; s < n; s++) {
+    p->fits &= r[s]->peak_bytes <= spec->hw->gpu.memory;
+    if (r[s]->peak_bytes > r[worst]->peak_bytes)
+      worst = s;
+    p->nvme_write_bytes = MAX(p->nvme_write_bytes, r[s]->nvme_write_bytes);
+    RokSsdFigures ssd;
+    under_floor(spec, traces, plans, r, s, &ssd);
+    if (r[s]->nvme_write_bytes > 0 && ssd.lifetime_years < p->lifetime_years)
+      p->lifetime_years = ssd.lifetime_years;
+  }
+  p->peak_bytes = r[worst]->peak_bytes;
+  count_decisions(g_ptr_array_index(traces, worst), plans[worst], p->decision_bytes);
+  return worst;
+}
+
+/* The plan of the stage with the highest peak in a sentence. */
+static char *summary_of(const RokSearchSpec *spec, GPtrArray *traces, RokStepPlan *const *plans,
+                        RokSimResult *const *r, guint worst) {
   const RokSimResult *none[ROK_STRATEGY_BASELINE_COUNT] = {NULL};
-  g_autofree char *summary = rok_plan_summary(trace, plan, r, ROK_STRATEGY_ROK, spec->hw->gpu.memory, none);
+  g_autofree char *summary =
+      rok_plan_summary(g_ptr_array_index(traces, worst), plans[worst], r[worst], ROK_STRATEGY_ROK, spec->hw->gpu.memory,
+                       none);
   /* The baselines were not run here: drop the sentence's comparison with them. */
   char *comparison = g_strrstr(summary, "; ");
   if (comparison != NULL)
     strcpy(comparison, ".");
-  GByteArray *out = g_byte_array_new();
-  g_byte_array_append(out, (const guint8 *)&p, sizeof p);
-  g_byte_array_append(out, (const guint8 *)summary, (guint)strlen(summary));
-  return g_byte_array_free_to_bytes(out);
+  if (traces->len == 1)
+    return g_steal_pointer(&summary);
+  return g_strdup_printf("Stage %u of %u (the highest peak): %s", worst, traces->len, summary);
+}
+
+static GBytes *plan_work(guint task, gpointer data, GError **error) {
+  const Run *run = data;
+  const RokSearchSpec *spec = run->spec;
+  gboolean offload = run->modes == 1 ? run->only_offload : task % 2 == 1;
+  g_autoptr(GPtrArray) traces = search_layout_traces(spec, layout_of(run, task / run->modes), error);
+  if (traces == NULL)
+    return NULL;
+  guint n = traces->len;
+  RokStepPlan **plans = g_new0(RokStepPlan *, n);
+  g_autofree RokSimResult **r = g_new0(RokSimResult *, n);
+  gboolean limited = FALSE;
+  GBytes *bytes = NULL;
+  if (plan_stages(spec, offload, traces, plans, r, &limited, error)) {
+    Planned p = {.ssd_limited = limited};
+    guint worst = fill_planned(spec, traces, plans, r, &p);
+    g_autofree char *summary = summary_of(spec, traces, plans, r, worst);
+    GByteArray *out = g_byte_array_new();
+    g_byte_array_append(out, (const guint8 *)&p, sizeof p);
+    g_byte_array_append(out, (const guint8 *)summary, (guint)strlen(summary));
+    bytes = g_byte_array_free_to_bytes(out);
+  }
+  free_results(r, n);
+  free_plans(plans, n);
+  return bytes;
 }
 
 static void plan_done(guint task, GBytes *result, GError *error, gpointer data) {
@@ -273,9 +384,10 @@ static gboolean first_error(Run *run, guint count, guint per_layout, GError **er
       const RokLayout *l = layout_of(run, i / per_layout);
       g_propagate_prefixed_error(error, g_steal_pointer(&run->errors[i]),
                                  "at %" G_GUINT64_FORMAT " GPUs, TP %" G_GUINT64_FORMAT ", PP %" G_GUINT64_FORMAT
-                                 ", DP %" G_GUINT64_FORMAT ", micro-batch %" G_GUINT64_FORMAT
+                                 " (v %" G_GUINT64_FORMAT "), DP %" G_GUINT64_FORMAT ", micro-batch %" G_GUINT64_FORMAT
                                  ", ZeRO %" G_GUINT64_FORMAT ": ",
-                                 l->gpus, l->tensor, l->pipeline, l->data, l->micro_batch, l->zero_stage);
+                                 l->gpus, l->tensor, l->pipeline, l->virtual_stages, l->data, l->micro_batch,
+                                 l->zero_stage);
       return FALSE;
     }
   return TRUE;

@@ -5,23 +5,14 @@
 #include "rok/core.h"
 #include "rok/model.h"
 
-gboolean rok_search_pipeline_modelled(void) {
-  /* The simulator composes pipeline stages (rok_pipeline_simulate), but
-   * search-run.c plans one trace per point (stage 0 alone): say TRUE here
-   * once it plans every stage and composes them. */
-  return FALSE;
-}
-
 RokSearchSpec *rok_search_spec_new(const char *name, const char *text, gsize length, const char *const *sets,
                                    const RokHw *hw, GError **error) {
-  g_autoptr(RokModel) model = rok_model_parse(name, text, length, sets, error);
-  if (model == NULL)
+  g_autoptr(RokModel) model = NULL;
+  g_autoptr(RokModelSource) source = rok_model_source_new(name, text, length, sets, &model, error);
+  if (source == NULL)
     return NULL;
   RokSearchSpec *spec = g_new0(RokSearchSpec, 1);
-  spec->name = g_strdup(name);
-  spec->text = g_strndup(text, length);
-  spec->length = length;
-  spec->sets = g_strdupv((char **)sets);
+  spec->model = g_steal_pointer(&source);
   spec->hw = rok_hw_copy(hw);
   spec->model_name = g_strdup(model->name);
   spec->layers = model->layers + model->decoder_layers;
@@ -36,9 +27,7 @@ RokSearchSpec *rok_search_spec_new(const char *name, const char *text, gsize len
 void rok_search_spec_free(RokSearchSpec *spec) {
   if (spec == NULL)
     return;
-  g_free(spec->name);
-  g_free(spec->text);
-  g_strfreev(spec->sets);
+  rok_model_source_free(spec->model);
   rok_hw_free(spec->hw);
   g_free(spec->model_name);
   for (guint a = 0; a < ROK_SEARCH_AXIS_COUNT; a++)
@@ -55,10 +44,6 @@ gboolean rok_search_spec_set_range(RokSearchSpec *spec, RokSearchAxis axis, cons
   guint64 top = g_array_index(values, guint64, values->len - 1);
   if (axis == ROK_SEARCH_ZERO && top > 3) {
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "ZeRO stages are 0 to 3");
-  } else if (axis == ROK_SEARCH_PIPELINE && top > 1 && !rok_search_pipeline_modelled()) {
-    g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE,
-                        "pipeline parallelism above 1 is not searched yet (the search plans one stage's step, "
-                        "not the composed pipeline): use rok sweep --pipeline-parallel");
   } else {
     if (spec->values[axis] != NULL)
       g_array_unref(spec->values[axis]);
@@ -99,38 +84,36 @@ void rok_search_spec_set_top(RokSearchSpec *spec, guint top, gboolean prune) {
   spec->prune = prune;
 }
 
-char **search_layout_sets(const RokSearchSpec *spec, const RokLayout *l) {
-  GPtrArray *sets = g_ptr_array_new();
-  for (char **set = spec->sets; set != NULL && *set != NULL; set++)
-    g_ptr_array_add(sets, g_strdup(*set));
-  g_ptr_array_add(sets, g_strdup_printf("tensor_parallel=%" G_GUINT64_FORMAT, l->tensor));
-  g_ptr_array_add(sets, g_strdup_printf("pipeline_parallel=%" G_GUINT64_FORMAT, l->pipeline));
-  g_ptr_array_add(sets, g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, l->data));
-  g_ptr_array_add(sets, g_strdup_printf("micro_batch=%" G_GUINT64_FORMAT, l->micro_batch));
-  g_ptr_array_add(sets, g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, l->global_batch));
-  g_ptr_array_add(sets, g_strdup_printf("zero_stage=%" G_GUINT64_FORMAT, l->zero_stage));
-  g_ptr_array_add(sets, NULL);
-  return (char **)g_ptr_array_free(sets, FALSE);
+/* The model at a layout: the user's config and --set, then the layout's. */
+static RokModel *layout_model(const RokSearchSpec *spec, const RokLayout *l, GError **error) {
+  static const char *const keys[] = {"tensor_parallel", "pipeline_parallel", "virtual_stages", "data_parallel",
+                                     "micro_batch",     "global_batch",      "zero_stage"};
+  const guint64 values[] = {l->tensor, l->pipeline, l->virtual_stages, l->data, l->micro_batch, l->global_batch,
+                            l->zero_stage};
+  g_auto(GStrv) more = g_new0(char *, G_N_ELEMENTS(keys) + 1);
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    more[i] = g_strdup_printf("%s=%" G_GUINT64_FORMAT, keys[i], values[i]);
+  return rok_model_source_load(spec->model, (const char *const *)more, error);
 }
 
-static RokModel *layout_model(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
-  g_auto(GStrv) sets = search_layout_sets(spec, layout);
-  return rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets, error);
-}
-
-RokTrace *search_layout_trace(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
+GPtrArray *search_layout_traces(const RokSearchSpec *spec, const RokLayout *layout, GError **error) {
   g_autoptr(RokModel) model = layout_model(spec, layout, error);
-  return model == NULL ? NULL : rok_trace_new_from_model(model, error);
+  return model == NULL ? NULL : rok_trace_new_stages(model, error);
 }
 
-/* The values of an axis: as set, or by default every divisor-like value. */
+/* The values of an axis: as set, or by default every divisor-like value
+ * (pipeline degrees and virtual stages up to the layers: those that do not
+ * divide them are skipped where layouts are made). */
 static GArray *axis_values(const RokSearchSpec *spec, RokSearchAxis axis) {
   if (spec->values[axis] != NULL)
     return g_array_ref(spec->values[axis]);
   GArray *v = g_array_new(FALSE, FALSE, sizeof(guint64));
   guint64 from = axis == ROK_SEARCH_ZERO ? 0 : 1;
-  guint64 to = axis == ROK_SEARCH_ZERO ? 3 : axis == ROK_SEARCH_TENSOR ? spec->gpus_per_node
-               : axis == ROK_SEARCH_MICRO_BATCH ? 64 : 1;
+  guint64 to = axis == ROK_SEARCH_ZERO                                          ? 3
+               : axis == ROK_SEARCH_TENSOR                                      ? spec->gpus_per_node
+               : axis == ROK_SEARCH_MICRO_BATCH                                 ? 64
+               : axis == ROK_SEARCH_PIPELINE || axis == ROK_SEARCH_VIRTUAL ? spec->layers
+                                                                                : 1;
   for (guint64 x = from; x <= to; x = axis == ROK_SEARCH_MICRO_BATCH ? x * 2 : x + 1)
     g_array_append_val(v, x);
   return v;
@@ -154,6 +137,23 @@ static void add_batches(const RokSearchSpec *spec, RokLayout l, GArray *mbs, GAr
   }
 }
 
+/* Every virtual-stage count of one parallel layout (1 without pipelining). */
+static gboolean add_stages(const RokSearchSpec *spec, RokLayout l, GArray *vs, GArray *mbs, GArray *zeros, GArray *out,
+                           GError **error) {
+  for (guint v = 0; v < vs->len; v++) {
+    l.virtual_stages = VALUE(vs, v);
+    if ((l.pipeline == 1 && l.virtual_stages > 1) || spec->layers % (l.pipeline * l.virtual_stages) != 0)
+      continue;
+    add_batches(spec, l, mbs, zeros, out);
+    if (out->len > ROK_SEARCH_MAX_LAYOUTS) {
+      g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "more than %d layouts: narrow the ranges",
+                  ROK_SEARCH_MAX_LAYOUTS);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
   if (spec->values[ROK_SEARCH_GPUS] == NULL) {
     g_set_error_literal(error, ROK_ERROR, ROK_ERROR_USAGE, "no GPU count given (--gpus)");
@@ -161,7 +161,7 @@ GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
   }
   g_autoptr(GArray) gpus = axis_values(spec, ROK_SEARCH_GPUS), tps = axis_values(spec, ROK_SEARCH_TENSOR);
   g_autoptr(GArray) pps = axis_values(spec, ROK_SEARCH_PIPELINE), mbs = axis_values(spec, ROK_SEARCH_MICRO_BATCH);
-  g_autoptr(GArray) zeros = axis_values(spec, ROK_SEARCH_ZERO);
+  g_autoptr(GArray) vs = axis_values(spec, ROK_SEARCH_VIRTUAL), zeros = axis_values(spec, ROK_SEARCH_ZERO);
   g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(RokLayout));
   for (guint g = 0; g < gpus->len; g++)
     for (guint t = 0; t < tps->len; t++)
@@ -174,13 +174,8 @@ GArray *rok_search_spec_layouts(const RokSearchSpec *spec, GError **error) {
         l.data = l.gpus / model_parallel;
         if (spec->global_batch % l.data != 0)
           continue;
-        /* Virtual stages (interleaved schedules) join here once pipelines are modelled. */
-        add_batches(spec, l, mbs, zeros, out);
-        if (out->len > ROK_SEARCH_MAX_LAYOUTS) {
-          g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "more than %d layouts: narrow the ranges",
-                      ROK_SEARCH_MAX_LAYOUTS);
+        if (!add_stages(spec, l, vs, mbs, zeros, out, error))
           return NULL;
-        }
       }
   if (out->len == 0) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,

@@ -53,8 +53,6 @@ static RokModel *point_model(const RokSweepSpec *spec, const guint64 *at, GError
     return NULL;
   }
   g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(g_free);
-  for (char **set = spec->sets; set != NULL && *set != NULL; set++)
-    g_ptr_array_add(sets, g_strdup(*set));
   g_ptr_array_add(sets, g_strdup_printf("micro_batch=%" G_GUINT64_FORMAT, at[ROK_SWEEP_MICRO_BATCH]));
   g_ptr_array_add(sets, g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, global));
   if (spec->swept[ROK_SWEEP_SEQ_LEN])
@@ -66,22 +64,13 @@ static RokModel *point_model(const RokSweepSpec *spec, const guint64 *at, GError
     g_ptr_array_add(sets, g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, dp));
   }
   g_ptr_array_add(sets, NULL);
-  return rok_model_parse(spec->name, spec->text, spec->length, (const char *const *)sets->pdata, error);
+  return rok_model_source_load(spec->model, (const char *const *)sets->pdata, error);
 }
 
 /* Every pipeline stage's trace at the point (one without pipelining). */
 static GPtrArray *point_traces(const RokSweepSpec *spec, const guint64 *at, GError **error) {
   g_autoptr(RokModel) model = point_model(spec, at, error);
-  if (model == NULL)
-    return NULL;
-  g_autoptr(GPtrArray) traces = g_ptr_array_new_with_free_func((GDestroyNotify)rok_trace_free);
-  for (guint s = 0; s < model->pipeline_parallel; s++) {
-    RokTrace *trace = rok_trace_new_for_stage(model, s, error);
-    if (trace == NULL)
-      return NULL;
-    g_ptr_array_add(traces, trace);
-  }
-  return g_steal_pointer(&traces);
+  return model == NULL ? NULL : rok_trace_new_stages(model, error);
 }
 
 static void fill_row(RokSweepRow *row, const RokSimResult *r) {

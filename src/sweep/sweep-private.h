@@ -10,9 +10,7 @@
 gboolean sweep_strategy_needs_nvme(RokStrategy strategy);
 
 struct _RokSweepSpec {
-  char *name, *text; /* the model config */
-  gsize length;
-  char **sets;
+  RokModelSource *model; /* the config and the user's --set */
   RokHw *hw;
   char *model_name;     /* as the config names the model */
   guint64 accumulation; /* micro-batches per step in the config */

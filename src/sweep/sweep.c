@@ -74,14 +74,12 @@ static GArray *one_value(guint64 value) {
 
 RokSweepSpec *rok_sweep_spec_new(const char *name, const char *text, gsize length, const char *const *sets,
                                  const RokHw *hw, GError **error) {
-  g_autoptr(RokModel) model = rok_model_parse(name, text, length, sets, error);
-  if (model == NULL)
+  g_autoptr(RokModel) model = NULL;
+  g_autoptr(RokModelSource) source = rok_model_source_new(name, text, length, sets, &model, error);
+  if (source == NULL)
     return NULL;
   RokSweepSpec *spec = g_new0(RokSweepSpec, 1);
-  spec->name = g_strdup(name);
-  spec->text = g_strndup(text, length);
-  spec->length = length;
-  spec->sets = g_strdupv((char **)sets);
+  spec->model = g_steal_pointer(&source);
   spec->hw = rok_hw_copy(hw);
   spec->model_name = g_strdup(model->name);
   spec->accumulation = rok_model_micro_batches_per_step(model);
@@ -103,9 +101,7 @@ RokSweepSpec *rok_sweep_spec_new(const char *name, const char *text, gsize lengt
 void rok_sweep_spec_free(RokSweepSpec *spec) {
   if (spec == NULL)
     return;
-  g_free(spec->name);
-  g_free(spec->text);
-  g_strfreev(spec->sets);
+  rok_model_source_free(spec->model);
   rok_hw_free(spec->hw);
   g_free(spec->model_name);
   for (guint a = 0; a < ROK_SWEEP_AXIS_COUNT; a++)

@@ -303,6 +303,17 @@ RokTrace *rok_trace_new_from_model(const RokModel *m, GError **error) {
   return rok_trace_new_for_stage(m, 0, error);
 }
 
+GPtrArray *rok_trace_new_stages(const RokModel *model, GError **error) {
+  g_autoptr(GPtrArray) traces = g_ptr_array_new_with_free_func((GDestroyNotify)rok_trace_free);
+  for (guint s = 0; s < model->pipeline_parallel; s++) {
+    RokTrace *trace = rok_trace_new_for_stage(model, s, error);
+    if (trace == NULL)
+      return NULL;
+    g_ptr_array_add(traces, trace);
+  }
+  return g_steal_pointer(&traces);
+}
+
 RokTrace *rok_trace_new_for_stage(const RokModel *m, guint stage, GError **error) {
   if (stage >= m->pipeline_parallel) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "stage %u: %s has %" G_GUINT64_FORMAT " pipeline stages (0 to %"

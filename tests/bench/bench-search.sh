@@ -11,7 +11,7 @@ mpi=(mpirun --oversubscribe)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) (shared: figures vary with other work)"
-args=(gpt3-1.3b --hw a100-80g-sxm-4x980pro --gpus 8,16 --tp 1,2 --micro-batch 1,2 --zero 0,1 --no-prune)
+args=(gpt3-1.3b --hw a100-80g-sxm-4x980pro --gpus 8,16 --tp 1,2 --pp 1 --micro-batch 1,2 --zero 0,1 --no-prune)
 rate() { # RANKS
   local start end points
   start=$(date +%s.%N)
@@ -25,7 +25,7 @@ rate 2
 cmp "$tmp/r1/search.csv" "$tmp/r2/search.csv" && echo "1 and 2 ranks: byte-identical search.csv"
 if [ "${2:-}" = --big ]; then
   start=$(date +%s.%N)
-  "$rok" search gpt3-175b --hw a100-80g-sxm-4x980pro --gpus 64:1024:*2 --micro-batch 1,2,4 --no-prune \
+  "$rok" search gpt3-175b --hw a100-80g-sxm-4x980pro --gpus 64:1024:*2 --pp 1 --micro-batch 1,2,4 --no-prune \
     -j "$(nproc)" -o "$tmp/big" > /dev/null
   end=$(date +%s.%N)
   planned=$(grep -c ',planned,' "$tmp/big/search.csv")

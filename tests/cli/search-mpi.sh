@@ -22,7 +22,11 @@ if ! "${mpi[@]}" -n 2 "$rok" search gpt3-1.3b --hw cpu-2core-virtio --gpus 1 --m
   exit 1
 fi
 hw=a100-80g-sxm-4x980pro
-args=(gpt3-1.3b --set layers=4 --hw $hw --gpus 8,16 --tp 1,2 --micro-batch 1,2 --zero 0,1)
+args=(gpt3-1.3b --set layers=4 --hw $hw --gpus 8,16 --tp 1,2 --pp 1,2 --micro-batch 1,2 --zero 0,1)
+# Points that take the planner a while (every layout above keeps everything
+# in 80 GiB, in milliseconds): a 4-layer GPT-2 in 1900 MiB, pipelined or not.
+slow=(gpt2-small --set layers=4 --set seq_len=512 --hw $hw --hw-set gpu.memory=1900MiB --gpus 4 --tp 1 --pp 1,2
+  --micro-batch 8 --zero 1)
 
 "$rok" search "${args[@]}" --threads 1 -o "$tmp/serial" > "$tmp/serial.txt"
 for n in 1 2 4; do
@@ -58,7 +62,7 @@ timeout -k 10 60 "${mpi[@]}" -n 2 "$rok" search gpt3-1.3b --hw $hw --gpus 8 --ze
 stop_rank() { # SIGNAL OUTPUT MPIRUN-OPTIONS...
   local sig=$1 out=$2
   shift 2
-  timeout -k 10 300 "${mpi[@]}" "$@" -n 3 "$rok" search "${args[@]}" --no-prune --mpi-timeout 3 -o "$out" \
+  timeout -k 10 300 "${mpi[@]}" "$@" -n 3 "$rok" search "${slow[@]}" --no-prune --mpi-timeout 3 -o "$out" \
     > "$out.txt" 2> "$out.err" &
   local job=$! victim=""
   for _ in $(seq 300); do # rank 1, once it runs a point (on its thread rok-task)
@@ -75,7 +79,7 @@ stop_rank() { # SIGNAL OUTPUT MPIRUN-OPTIONS...
   wait $job || status=$?
   [ $status -ne 124 ] || { echo "mpirun hung after SIG$sig to a rank" >&2; cat "$out.err" >&2; exit 1; }
 }
-"$rok" search "${args[@]}" --no-prune -o "$tmp/full" > /dev/null
+"$rok" search "${slow[@]}" --no-prune -o "$tmp/full" > /dev/null
 stop_rank KILL "$tmp/kill" --enable-recovery
 [ $status -eq 0 ] || { cat "$tmp/kill.err" >&2; exit 1; }
 expect_in "$(cat "$tmp/kill.err")" "rok: MPI rank 1 sent nothing while it held a task"

@@ -1,5 +1,5 @@
-/* rok search's layouts against a brute force over every (TP, PP, micro-
- * batch, ZeRO) for the bundled models and random GPU counts; the farm's
+/* rok search's layouts against a brute force over every (TP, PP, virtual
+ * stages, micro-batch, ZeRO) for the bundled models and random GPU counts; the farm's
  * pruning against planning every point; the compute-only bound against
  * the planned step time. */
 #include <string.h>
@@ -30,13 +30,16 @@ static RokSearchSpec *spec_for(const char *model, char **text_out, gsize *length
 }
 
 /* A layout the brute force accepts: the config loads with it. */
-static gboolean loads(const char *text, gsize length, guint64 t, guint64 d, guint64 b, guint64 z, guint64 global) {
+static gboolean loads(const char *text, gsize length, guint64 t, guint64 p, guint64 v, guint64 d, guint64 b, guint64 z,
+                      guint64 global) {
   g_autofree char *ts = g_strdup_printf("tensor_parallel=%" G_GUINT64_FORMAT, t);
+  g_autofree char *ps = g_strdup_printf("pipeline_parallel=%" G_GUINT64_FORMAT, p);
+  g_autofree char *vs = g_strdup_printf("virtual_stages=%" G_GUINT64_FORMAT, v);
   g_autofree char *ds = g_strdup_printf("data_parallel=%" G_GUINT64_FORMAT, d);
   g_autofree char *bs = g_strdup_printf("micro_batch=%" G_GUINT64_FORMAT, b);
   g_autofree char *zs = g_strdup_printf("zero_stage=%" G_GUINT64_FORMAT, z);
   g_autofree char *gs = g_strdup_printf("global_batch=%" G_GUINT64_FORMAT, global);
-  const char *sets[] = {ts, ds, bs, zs, gs, "pipeline_parallel=1", NULL};
+  const char *sets[] = {ts, ps, vs, ds, bs, zs, gs, NULL};
   g_autoptr(RokModel) m = rok_model_parse("brute", text, length, sets, NULL);
   return m != NULL;
 }
@@ -56,21 +59,26 @@ static void test_layouts_brute_force(void) {
       g_assert_true(rok_search_spec_set_range(spec, ROK_SEARCH_GPUS, range, &error));
       g_autoptr(GArray) layouts = rok_search_spec_layouts(spec, &error);
       guint expected = 0;
+      guint64 layers = model->layers + model->decoder_layers;
       for (guint64 t = 1; t <= 8; t++)
-        for (guint64 b = 1; b <= 64; b *= 2)
-          for (guint64 z = 0; z <= 3; z++) {
-            if (gpus % t != 0 || model->global_batch % (gpus / t) != 0 || (model->global_batch / (gpus / t)) % b != 0 ||
-                !loads(text, length, t, gpus / t, b, z, model->global_batch))
-              continue;
-            g_assert_nonnull(layouts);
-            const RokLayout *l = &g_array_index(layouts, RokLayout, expected);
-            g_assert_cmpuint(l->tensor, ==, t);
-            g_assert_cmpuint(l->micro_batch, ==, b);
-            g_assert_cmpuint(l->zero_stage, ==, z);
-            g_assert_cmpuint(l->data * l->tensor * l->pipeline, ==, gpus);
-            g_assert_cmpuint(l->pipeline, ==, 1);
-            expected++;
-          }
+        for (guint64 p = 1; p <= layers; p++)
+          for (guint64 v = 1; v <= layers; v++)
+            for (guint64 b = 1; b <= 64; b *= 2)
+              for (guint64 z = 0; z <= 3; z++) {
+                guint64 mp = t * p, d = gpus / mp;
+                if (layers % (p * v) != 0 || (p == 1 && v > 1) || gpus % mp != 0 || model->global_batch % d != 0 ||
+                    (model->global_batch / d) % b != 0 || !loads(text, length, t, p, v, d, b, z, model->global_batch))
+                  continue;
+                g_assert_nonnull(layouts);
+                const RokLayout *l = &g_array_index(layouts, RokLayout, expected);
+                g_assert_cmpuint(l->tensor, ==, t);
+                g_assert_cmpuint(l->pipeline, ==, p);
+                g_assert_cmpuint(l->virtual_stages, ==, v);
+                g_assert_cmpuint(l->micro_batch, ==, b);
+                g_assert_cmpuint(l->zero_stage, ==, z);
+                g_assert_cmpuint(l->data * l->tensor * l->pipeline, ==, gpus);
+                expected++;
+              }
       if (expected == 0)
         g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
       else

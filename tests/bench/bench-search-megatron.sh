@@ -1,0 +1,66 @@
+#!/bin/bash
+# rok search against the layout Megatron-LM reports for GPT-3 175B on 1024
+# A100s (Narayanan et al. 2021, "Efficient Large-Scale Language Model
+# Training on GPU Clusters Using Megatron-LM", SC'21, Table 1: the weak-
+# scaling table, 1.7B on 32 GPUs (TP 1, PP 1, batch 512, 137 TFLOP/s, 44%)
+# to 1008B on 3072 (TP 8, PP 64, batch 3072, 163 TFLOP/s, 52%); its 175B
+# row: 96 layers of 12288, 96 heads, TP 8, PP 16, 1024 GPUs, batch 1536).
+# The paper's runs kept no distributed optimizer (ZeRO 0 in rok's terms)
+# and recomputed every layer's activations; its FLOP/s count that
+# recompute (96·B·s·l·h²·(1 + s/6h + V/16lh) per step).
+#
+# Searched: TP 1-8, PP dividing 96 (and 1024 / TP), every virtual-stage
+# count, micro-batch 1-8, ZeRO 0 and 1 (Megatron's distributed optimizer,
+# which the paper's runs predate), with keep and recompute only (OFFLOAD=no)
+# or also with offload allowed (OFFLOAD=both, the default); Megatron's own
+# layout (TP 8, PP 16, v 1, micro-batch 1, ZeRO 0) planned alone for
+# comparison. Prints the best layouts, Megatron's, and the per-GPU FLOP/s
+# in the paper's counting. OFFLOAD=no took 2 min 39 s on two shared cores
+# (README, "Tests and benchmarks", which also gives --zero 0 alone: 15 min);
+# OFFLOAD=both did not finish within 60 minutes there (the planner with host offload at 175B stages that keep
+# cannot fit). Usage: [OFFLOAD=no] bench-search-megatron.sh BUILD/rok [THREADS]
+set -euo pipefail
+rok="${1:?usage: $0 BUILD/rok [THREADS]}"
+threads="${2:-0}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) (shared: times vary with other work)"
+common=(gpt3-175b --set framework=megatron --set zero_stage=0 --hw a100-80g-sxm-4x980pro --gpus 1024
+  -j "$threads")
+start=$(date +%s.%N)
+"$rok" search "${common[@]}" --tp 1,2,4,8 --micro-batch 1,2,4,8 --zero 0,1 --offload "${OFFLOAD:-both}" --top 3 \
+  -o "$tmp/all" \
+  > "$tmp/all.txt"
+end=$(date +%s.%N)
+cat "$tmp/all.txt"
+echo "search: $(echo "$end - $start" | bc) s"
+"$rok" search "${common[@]}" --tp 8 --pp 16 --virtual-stages 1 --micro-batch 1 --zero 0 --offload both --no-prune \
+  -o "$tmp/megatron" > /dev/null
+python3 - "$tmp/all/search.csv" "$tmp/megatron/search.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+meg = list(csv.DictReader(open(sys.argv[2])))
+# The paper's FLOPs per step (its eq. 3: full recompute), GPT-3 175B.
+B, s, l, h, V = 1536, 2048, 96, 12288, 51200
+flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+def name(r):
+    return (f"TP {r['tensor_parallel']} PP {r['pipeline_parallel']} v {r['virtual_stages']} "
+            f"mb {r['micro_batch']}")
+def show(label, r):
+    t = float(r["step_time_s"])
+    print(f"{label}: {name(r)}: step {t:.2f} s, {float(r['tokens_per_s']) / 1e3:.0f} k tokens/s, "
+          f"peak {int(r['peak_bytes']) / 2**30:.1f} GiB, recompute {int(r['recompute_bytes']) / 2**30:.2f} GiB, "
+          f"offloaded {(int(r['host_bytes']) + int(r['nvme_bytes'])) / 2**30:.2f} GiB per micro-batch; "
+          f"{flops / t / 1024 / 1e12:.0f} TFLOP/s per GPU as the paper counts")
+for mode in ("0", "1"):
+    fit = [r for r in rows if r["offload"] == mode and r["status"] == "planned" and r["fits"] == "1"]
+    fit.sort(key=lambda r: -float(r["tokens_per_s"]))
+    for i, r in enumerate(fit[:3]):
+        show(f"best {i + 1}, offload {'allowed' if mode == '1' else 'no'}", r)
+    m = [r for r in meg if r["offload"] == mode]
+    if m and m[0]["fits"] == "1":
+        rank = 1 + sum(float(r["tokens_per_s"]) > float(m[0]["tokens_per_s"]) for r in fit)
+        show(f"Megatron's layout, offload {'allowed' if mode == '1' else 'no'} ({rank} among planned points)", m[0])
+        if fit:
+            print(f"  best / Megatron's: {float(fit[0]['tokens_per_s']) / float(m[0]['tokens_per_s']):.3f}")
+PY

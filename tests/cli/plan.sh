@@ -54,8 +54,8 @@ sanitized=0
 fits=0 refused=0 i=0
 for m in $models; do
   i=$((i + 1))
-  # Under the sanitizers every third model (test-planner-bundled, also cut
-  # to every third there, takes the ones this skips).
+  # Under the sanitizers every third model (test-planner-bundled takes
+  # every sixth of the others there).
   [ "$sanitized" -eq 0 ] || [ $((i % 3)) -eq 2 ] || continue
   for h in "${machines[@]}"; do
     first=${machines[$((i % ${#machines[@]}))]} second=${machines[$(((i + 1) % ${#machines[@]}))]}

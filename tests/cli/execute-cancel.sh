@@ -31,32 +31,45 @@ EOF
   -o "$tmp/plan" > /dev/null
 grep -q '"offload-nvme"' "$tmp/plan/plan.json" || { echo "the plan offloads nothing to the SSDs" >&2; exit 1; }
 disk="$tmp/disk"
-mkdir "$disk"
 
-"$rok" execute "$tmp/plan/schedule.json" --dir "$disk" > "$tmp/out" 2> "$tmp/err" &
-pid=$!
-# Once the work folder is there (the kernels are built), the stand-in
-# comes within milliseconds and then runs for days.
-for _ in $(seq 300); do
-  [ -z "$(ls -A "$disk")" ] || break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.1
+# One attempt; on a machine this busy (the suite runs two tests at once,
+# under the sanitizers too) the one-second promise can be missed by the
+# scheduler alone, so up to three attempts, each one complete.
+attempt() {
+  rm -rf "$disk"
+  mkdir "$disk"
+  "$rok" execute "$tmp/plan/schedule.json" --dir "$disk" > "$tmp/out" 2> "$tmp/err" &
+  pid=$!
+  # Once the work folder is there (the kernels are built), the stand-in
+  # comes within milliseconds and then runs for days.
+  for _ in $(seq 300); do
+    [ -z "$(ls -A "$disk")" ] || break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$(ls -A "$disk")" ] || { echo "the run never made its work folder" >&2; cat "$tmp/err" >&2; kill -KILL $pid; wait $pid || true; return 1; }
+  sleep 1
+  kill -0 $pid || { echo "the run ended before the signal" >&2; cat "$tmp/err" >&2; return 1; }
+  start=$(date +%s%N)
+  kill -INT $pid
+  status=0
+  wait $pid || status=$?
+  elapsed=$((($(date +%s%N) - start) / 1000000))
+  echo "SIGINT during a 1e15-FLOP stand-in GEMM: exit $status after $elapsed ms"
+  [ "$status" -eq 1 ] || { echo "expected return 1, got $status" >&2; cat "$tmp/err" >&2; return 1; }
+  expect_in "$(cat "$tmp/err")" "interrupted by signal 2"
+  expect_in "$(cat "$tmp/err")" "the run stopped; its work folders are removed"
+  if grep -q "without waiting for the device" "$tmp/err"; then
+    echo "the run was ended by the one-second deadline, not between chunks" >&2
+    return 1
+  fi
+  [ "$elapsed" -lt 1000 ] || { echo "stopped after $elapsed ms, over a second" >&2; return 1; }
+  [ -z "$(ls -A "$disk")" ] || { echo "left in --dir:" >&2; ls -la "$disk" >&2; return 1; }
+}
+for try in 1 2 3; do
+  if attempt; then
+    exit 0
+  fi
+  echo "attempt $try failed" >&2
 done
-[ -n "$(ls -A "$disk")" ] || { echo "the run never made its work folder" >&2; cat "$tmp/err" >&2; kill -KILL $pid; exit 1; }
-sleep 1
-kill -0 $pid || { echo "the run ended before the signal" >&2; cat "$tmp/err" >&2; exit 1; }
-start=$(date +%s%N)
-kill -INT $pid
-status=0
-wait $pid || status=$?
-elapsed=$((($(date +%s%N) - start) / 1000000))
-echo "SIGINT during a 1e15-FLOP stand-in GEMM: exit $status after $elapsed ms"
-[ "$status" -eq 1 ] || { echo "expected exit 1, got $status" >&2; cat "$tmp/err" >&2; exit 1; }
-expect_in "$(cat "$tmp/err")" "interrupted by signal 2"
-expect_in "$(cat "$tmp/err")" "the run stopped; its work folders are removed"
-if grep -q "without waiting for the device" "$tmp/err"; then
-  echo "the run was ended by the one-second deadline, not between chunks" >&2
-  exit 1
-fi
-[ "$elapsed" -lt 1000 ] || { echo "stopped after $elapsed ms, over a second" >&2; exit 1; }
-[ -z "$(ls -A "$disk")" ] || { echo "left in --dir:" >&2; ls -la "$disk" >&2; exit 1; }
+exit 1

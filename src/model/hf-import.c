@@ -310,6 +310,40 @@ static char *model_name(const RokJsonObj *root) {
   return g_strdup(base);
 }
 
+/* What every family's config may carry that rok does not read (the
+ * checkpoint's dtype, numerics) still has to be what transformers would
+ * take: a typo there is a broken config, not one to import silently. */
+static gboolean common_fields(Import *im, GError **error) {
+  static const char *const dtypes[] = {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2",
+                                       "int8", "uint8", "auto", NULL};
+  static const char *const numbers[] = {"rope_theta", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon",
+                                        "initializer_range", NULL};
+  static const char *const objects[] = {"rope_scaling", NULL};
+  if (!require_string(im, "torch_dtype", dtypes, "not a torch dtype", error))
+    return FALSE;
+  for (guint i = 0; numbers[i] != NULL; i++) {
+    double v;
+    if (!is_null(im->hf, numbers[i]) && !rok_json_get_double(im->hf, numbers[i], TRUE, 0, 1e300, &v, error))
+      return FALSE;
+  }
+  for (guint i = 0; objects[i] != NULL; i++) {
+    json_object *v = NULL;
+    if (!is_null(im->hf, objects[i]) && json_object_object_get_ex(im->hf->obj, objects[i], &v) &&
+        !json_object_is_type(v, json_type_object)) {
+      rok_json_error(error, im->hf->doc, objects[i], "expected an object or null");
+      return FALSE;
+    }
+  }
+  /* 0 heads for keys and values, or of width 0, would divide by zero in
+   * transformers; absent or null means as many as the query heads. */
+  guint64 n;
+  const char *const positive[] = {"num_key_value_heads", "head_dim", NULL};
+  for (guint i = 0; positive[i] != NULL; i++)
+    if (!is_null(im->hf, positive[i]) && !rok_json_get_uint(im->hf, positive[i], TRUE, 1, G_MAXUINT32, &n, error))
+      return FALSE;
+  return TRUE;
+}
+
 /* The training side a config.json does not hold. */
 static gboolean training_defaults(Import *im, GError **error) {
   guint64 context = DEFAULT_SEQ_LEN;
@@ -337,7 +371,7 @@ json_object *rok_model_hf_to_config(const RokJsonDoc *doc, char ***notes, GError
   Import im = {.hf = &root, .out = out, .approx = approx};
   g_autofree char *name = model_name(&root);
   json_object_object_add(out, "name", json_object_new_string(name));
-  if (!family->map(&im, error) || !training_defaults(&im, error)) {
+  if (!common_fields(&im, error) || !family->map(&im, error) || !training_defaults(&im, error)) {
     json_object_put(out);
     return NULL;
   }

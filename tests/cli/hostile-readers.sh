@@ -74,6 +74,10 @@ hf/model-type-unknown.json	:L:C: "model_type": "bloom" is not a model type rok i
 hf/model-type-number.json	:L:C: "model_type": must be a string, not 7
 hf/model-type-missing.json	: required member "model_type" is missing
 hf/hidden-missing.json	: required member "hidden_size" is missing
+hf/kv-heads-zero.json	:L:C: "num_key_value_heads": must be an integer from 1 to 4294967295, not 0
+hf/torch-dtype-unknown.json	:L:C: "torch_dtype": "float7" is not modelled by rok (not a torch dtype)
+hf/rope-scaling-string.json	:L:C: "rope_scaling": expected an object or null
+hf/rope-theta-string.json	:L:C: "rope_theta": must be a number from 0 to 1e+300, not "big"
 hf/all-absurd.json	:L:C: "hidden_size": must be an integer from 1 to 4294967295, not 1000000000000
 hf/truncated.json	:L:C: unexpected end of data
 hf/array.json	: 

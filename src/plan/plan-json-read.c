@@ -102,7 +102,7 @@ static gboolean read_head(const RokJsonObj *root, const RokTrace *trace, RokPlan
       !rok_json_get_string(root, "model", TRUE, &file->model_name, error) ||
       !rok_json_get_string(root, "hw", TRUE, &file->hw_name, error) ||
       !rok_json_get_string(root, "trace_sha256", TRUE, &file->trace_sha256, error) ||
-      !rok_json_get_uint(root, "budget_bytes", TRUE, 0, G_MAXUINT64, &file->budget_bytes, error) ||
+      !rok_json_get_uint(root, "budget_bytes", TRUE, 0, ROK_MAX_TRACE_COUNT, &file->budget_bytes, error) ||
       !rok_json_get_bool(root, "feasible", TRUE, &file->feasible, error))
     return FALSE;
   RokStrategy strategy;

@@ -152,7 +152,7 @@ gboolean rok_step_options_read(const RokJsonObj *root, RokStepOptions *o, GError
   if (!rok_json_child(root, "options", TRUE, &obj, error) || !rok_json_only_keys(&obj, keys, error) ||
       !rok_json_get_uint(&obj, "memory_budget", TRUE, 0, G_MAXUINT64, &o->memory_budget, error) ||
       !read_window(&obj, o, error) ||
-      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, G_MAXUINT, &detail, error) ||
+      !rok_json_get_uint(&obj, "detail_micro_batches", TRUE, 1, ROK_MAX_MICRO_BATCHES_PER_STEP, &detail, error) ||
       !rok_json_get_bool(&obj, "rebuild_whole_layers", TRUE, &o->rebuild_whole_layers, error))
     return FALSE;
   o->detail_micro_batches = (guint)detail;

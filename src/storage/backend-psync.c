@@ -56,10 +56,16 @@ int storage_io_psync_init(RokIoBackend *be, const RokIoBackendConfig *config, ch
   guint threads = MIN(config->queue_depth * config->n_files, MAX_THREADS);
   GError *error = NULL;
   GThreadPool *pool = g_thread_pool_new(run_attempt, be, (gint)threads, TRUE, &error);
-  if (pool == NULL) {
-    g_error_free(error);
-    return -EAGAIN;
+  /* An exclusive pool that could not start all its threads still comes
+   * back, with the error set: it serves with those it started, and with
+   * none it would take requests no thread ever runs. */
+  if (pool != NULL && error != NULL && g_thread_pool_get_num_threads(pool) == 0) {
+    g_thread_pool_free(pool, TRUE, FALSE);
+    pool = NULL;
   }
+  g_clear_error(&error);
+  if (pool == NULL)
+    return -EAGAIN;
   RokPsync *ps = g_new0(RokPsync, 1);
   ps->pool = pool;
   be->impl = ps;

@@ -36,7 +36,7 @@ plan/sha256-number.json	:L:C: "trace_sha256": must be a string, not 5
 plan/budget-nan.json	:L:C: NaN is not a JSON number
 plan/budget-1e400.json	:L:C: number 1e400 is too large
 plan/budget-2pow64.json	:L:C: integer 18446744073709551616 does not fit in 64 bits
-plan/budget-string.json	:L:C: "budget_bytes": must be a non-negative integer, not "20MiB"
+plan/budget-string.json	:L:C: "budget_bytes": must be an integer from 0 to 4611686018427387904, not "20MiB"
 plan/duplicate-key.json	:L:C: duplicate key "strategy"
 plan/feasible-string.json	:L:C: "feasible": must be true or false, not "yes"
 plan/format-missing.json	: no "format" member: not a rok-plan/1 file

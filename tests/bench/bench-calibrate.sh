@@ -36,16 +36,8 @@ done
 command -v fio >/dev/null || { echo "bench-calibrate.sh: fio is not installed" >&2; exit 77; }
 [ -x "$rok" ] || { echo "bench-calibrate.sh: $rok not built (ninja -C build)" >&2; exit 2; }
 
-cleanup_dir=""
-if [ -z "$dir" ]; then
-  dir=$(mktemp -d /var/tmp/rok-bench-calibrate.XXXXXX)
-  cleanup_dir=$dir
-fi
-fio_file=$dir/fio-bench.dat
-work=$(mktemp -d)
-cleanup() { rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
-trap cleanup EXIT
 source "$here/fio-lib.bash"
+bench_folders bench-calibrate
 
 fio_job() { # rw
   fio --name=bench --filename="$fio_file" --size="$size" --bs="$block" $fio_mem \

@@ -37,16 +37,8 @@ command -v fio >/dev/null || { echo "bench-exec.sh: fio is not installed" >&2; e
 [ -x "$rok" ] || { echo "bench-exec.sh: $rok not built (ninja -C build)" >&2; exit 2; }
 "$rok" execute --list-devices >/dev/null 2>&1 || { echo "bench-exec.sh: no OpenCL device" >&2; exit 77; }
 
-work=$(mktemp -d)
-cleanup_dir=""
-if [ -z "$dir" ]; then
-  dir=$(mktemp -d /var/tmp/rok-bench-exec.XXXXXX)
-  cleanup_dir=$dir
-fi
-fio_file=$dir/fio-bench.dat
-cleanup() { rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
-trap cleanup EXIT
 source "$here/fio-lib.bash"
+bench_folders bench-exec
 
 block=1M  # rok execute's staging slot (--slot), the stripe unit
 qd=$(sed -n 's/.*"queue_depth": *\([0-9]*\).*/\1/p' "$root/configs/hw/cpu-2core-virtio.json")

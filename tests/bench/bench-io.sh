@@ -30,15 +30,8 @@ done
 command -v fio >/dev/null || { echo "bench-io.sh: fio is not installed" >&2; exit 77; }
 [ -x "$bench" ] || { echo "bench-io.sh: $bench not built (ninja -C build)" >&2; exit 2; }
 
-cleanup_dir=""
-if [ -z "$dir" ]; then
-  dir=$(mktemp -d /var/tmp/rok-bench-io.XXXXXX)
-  cleanup_dir=$dir
-fi
-fio_file=$dir/fio-bench.dat
-cleanup() { rm -f "$fio_file"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
-trap cleanup EXIT
 source "$here/fio-lib.bash"
+bench_folders bench-io
 
 # fio's bandwidth in bytes/s from its terse output: KiB moved / runtime ms.
 fio_bw() { # rw

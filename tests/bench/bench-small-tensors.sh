@@ -37,16 +37,8 @@ command -v fio >/dev/null || { echo "bench-small-tensors.sh: fio is not installe
 [ -x "$rok" ] || { echo "bench-small-tensors.sh: $rok not built (ninja -C build)" >&2; exit 2; }
 "$rok" execute --list-devices >/dev/null 2>&1 || { echo "bench-small-tensors.sh: no OpenCL device" >&2; exit 77; }
 
-work=$(mktemp -d)
-cleanup_dir=""
-if [ -z "$dir" ]; then
-  dir=$(mktemp -d /var/tmp/rok-bench-small.XXXXXX)
-  cleanup_dir=$dir
-fi
-fio_file=$dir/fio-bench.dat
-cleanup() { rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"; }
-trap cleanup EXIT
 source "$here/fio-lib.bash"
+bench_folders bench-small
 
 num() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d' + sys.argv[2]))" "$@"; }
 

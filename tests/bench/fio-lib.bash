@@ -1,5 +1,20 @@
-# What the fio comparisons (bench-io.sh, bench-exec.sh, bench-calibrate.sh)
-# share: sourced after they set $dir, $block and $qd.
+# What the fio comparisons (bench-io.sh, bench-exec.sh, bench-calibrate.sh,
+# bench-small-tensors.sh) share: functions only, which read $dir, $block
+# and $qd when called.
+
+# The folders a comparison works in: $dir as given, else a new one under
+# /var/tmp (a disk, not tmpfs) named after the script; $fio_file in it and
+# $work, a temporary folder; all removed at exit.
+bench_folders() { # NAME
+  cleanup_dir=""
+  if [ -z "$dir" ]; then
+    dir=$(mktemp -d "/var/tmp/rok-$1.XXXXXX")
+    cleanup_dir=$dir
+  fi
+  fio_file=$dir/fio-bench.dat
+  work=$(mktemp -d)
+  trap 'rm -f "$fio_file"; rm -rf "$work"; [ -z "$cleanup_dir" ] || rmdir "$cleanup_dir"' EXIT
+}
 
 describe_disk() {
   local src dev

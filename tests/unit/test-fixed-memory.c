@@ -21,6 +21,7 @@
 
 #include "rok/model.h"
 #include "rok/trace.h"
+#include "test-bundled.h"
 
 typedef struct {
   const char *config;
@@ -28,15 +29,6 @@ typedef struct {
 } Case;
 
 static const Case cases[] = {{"gpt3-13b", 128}, {"gpt3-175b", 128}, {"llama2-7b", 128}, {"llama2-70b", 128}};
-
-static RokModel *load(const char *name, const char *const *sets) {
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", file, NULL);
-  GError *error = NULL;
-  RokModel *m = rok_model_load(path, sets, &error);
-  g_assert_no_error(error);
-  return m;
-}
 
 static guint64 fixed_bytes(const RokModel *m) {
   RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
@@ -98,7 +90,7 @@ static void test_megatron(void) {
     for (guint zero = 0; zero <= 1; zero++) {
       g_autofree char *set = g_strdup_printf("zero_stage=%u", zero);
       const char *sets[] = {set, "framework=\"megatron\"", NULL};
-      g_autoptr(RokModel) m = load(cases[i].config, sets);
+      g_autoptr(RokModel) m = test_bundled_model(cases[i].config, sets);
       g_autofree char *what = g_strdup_printf("%s megatron%s", cases[i].config, zero ? " distributed optimizer" : "");
       check(what, (double)fixed_bytes(m), megatron_reference(m, cases[i].padded_vocab_multiple, zero == 1));
     }
@@ -107,7 +99,7 @@ static void test_megatron(void) {
 /* The same with pipeline parallelism: the first stage's share. */
 static void test_megatron_pipeline(void) {
   const char *sets[] = {"pipeline_parallel=4", "zero_stage=1", NULL};
-  g_autoptr(RokModel) m = load("llama2-70b", sets);
+  g_autoptr(RokModel) m = test_bundled_model("llama2-70b", sets);
   check("llama2-70b PP 4, distributed optimizer", (double)fixed_bytes(m), megatron_reference(m, 128, TRUE));
 }
 
@@ -118,7 +110,7 @@ static void test_deepspeed(void) {
       g_autofree char *set = g_strdup_printf("zero_stage=%u", zero);
       const char *sets[] = {set, "framework=\"deepspeed\"", "tensor_parallel=1", "sequence_parallel=false",
                             "pipeline_parallel=1", NULL};
-      g_autoptr(RokModel) m = load(cases[i].config, sets);
+      g_autoptr(RokModel) m = test_bundled_model(cases[i].config, sets);
       g_autofree char *what = g_strdup_printf("%s deepspeed ZeRO-%u", cases[i].config, zero);
       check(what, (double)fixed_bytes(m), deepspeed_reference(m, zero));
     }
@@ -129,7 +121,7 @@ static void test_deepspeed(void) {
 static void test_deepspeed_zero0(void) {
   const char *sets[] = {"zero_stage=0", "framework=\"deepspeed\"", "tensor_parallel=1", "sequence_parallel=false",
                         NULL};
-  g_autoptr(RokModel) m = load("llama2-7b", sets);
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
   g_assert_cmpuint(fixed_bytes(m), ==, 20 * rok_model_params_per_gpu(m));
 }
 
@@ -137,7 +129,7 @@ static void test_deepspeed_zero0(void) {
  * style) make the optimizer keep fp32 copies of its shard. */
 static void test_grad_dtype(void) {
   const char *sets[] = {"zero_stage=1", "grad_dtype=\"bf16\"", NULL};
-  g_autoptr(RokModel) m = load("llama2-7b", sets);
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
   guint64 p = rok_model_params_per_gpu(m), dp = m->data_parallel;
   g_assert_cmpuint(fixed_bytes(m), ==, 2 * p + 2 * p + (4 * p + dp - 1) / dp + (4 * p + dp - 1) / dp + (8 * p + dp - 1) / dp);
 }
@@ -170,7 +162,7 @@ static void test_optimizer_states(void) {
     g_autofree char *opt = g_strconcat("optimizer=", cases[i].optimizer, NULL);
     const char *sets[] = {opt, "precision=\"pure\"", "zero_stage=0", "data_parallel=1", "global_batch=1",
                           "seq_len=256", cases[i].rank, NULL};
-    g_autoptr(RokModel) m = load("llama2-7b", sets);
+    g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
     double gb = (double)term(m, "optimizer states") / 1e9;
     if (i == 0) /* states in proportion to parameters: the projections' share */
       gb *= (double)(G_GUINT64_CONSTANT(32) * (4 * 4096 * 4096 + 3 * 4096 * 11008)) / (double)rok_model_param_count(m);
@@ -184,12 +176,12 @@ static void test_optimizer_states(void) {
 static void test_optimizer_step_flops(void) {
   guint64 linear = G_GUINT64_CONSTANT(32) * (4 * 4096 * 4096 + 3 * 4096 * 11008);
   const char *apollo[] = {"optimizer=\"apollo\"", "optimizer_rank=256", "zero_stage=0", NULL};
-  g_autoptr(RokModel) a = load("llama2-7b", apollo);
+  g_autoptr(RokModel) a = test_bundled_model("llama2-7b", apollo);
   g_assert_cmpuint(rok_model_optimizer_step_flops(a, 0), ==, 2 * 256 * linear);
   const char *mini[] = {"optimizer=\"apollo_mini\"", "zero_stage=1", NULL};
-  g_autoptr(RokModel) b = load("llama2-7b", mini);
+  g_autoptr(RokModel) b = test_bundled_model("llama2-7b", mini);
   g_assert_cmpuint(rok_model_optimizer_step_flops(b, 0), ==, (2 * linear + 127) / 128);
-  g_autoptr(RokModel) c = load("llama2-7b", NULL);
+  g_autoptr(RokModel) c = test_bundled_model("llama2-7b", NULL);
   g_assert_cmpuint(rok_model_optimizer_step_flops(c, 0), ==, 0);
 }
 
@@ -198,12 +190,12 @@ static void test_optimizer_step_flops(void) {
  * and nf4 stores it in 4.127 bits per parameter (QLoRA). */
 static void test_lora(void) {
   const char *sets[] = {"lora_rank=16", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
-  g_autoptr(RokModel) m = load("llama2-7b", sets);
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
   g_assert_cmpuint(rok_model_trainable_params_per_gpu(m, 0), ==, 16 * 32 * (4 * (4096 + 4096) + 3 * (4096 + 11008)));
   g_assert_cmpuint(term(m, "fp32 master weights"), ==, 4 * rok_model_trainable_params_per_gpu(m, 0));
   const char *nf4[] = {"lora_rank=16", "lora_base=\"nf4\"", "zero_stage=0", "data_parallel=1", "global_batch=1",
                        NULL};
-  g_autoptr(RokModel) q = load("llama2-7b", nf4);
+  g_autoptr(RokModel) q = test_bundled_model("llama2-7b", nf4);
   guint64 linear = G_GUINT64_CONSTANT(32) * (4 * 4096 * 4096 + 3 * 4096 * 11008);
   double bits = 8.0 * (double)term(q, "frozen base weights (nf4)") / (double)linear;
   g_assert_cmpfloat(fabs(bits - (4 + 8.0 / 64 + 32.0 / (64 * 256))), <, 1e-3);
@@ -212,7 +204,7 @@ static void test_lora(void) {
 /* Frozen layers: their parameters and the embedding's keep weights only. */
 static void test_frozen_layers(void) {
   const char *sets[] = {"frozen_layers=16", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
-  g_autoptr(RokModel) m = load("llama2-7b", sets);
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
   guint64 layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096;
   g_assert_cmpuint(rok_model_trainable_params_per_gpu(m, 0), ==, rok_model_params_per_gpu(m) - 16 * layer - 32000 * 4096);
 }
@@ -223,7 +215,7 @@ static void test_frozen_layers(void) {
  * weights and Adam states are sharded over their expert-data-parallel
  * group (64 / 8 = 8 ranks), the rest over all 64. */
 static void test_moe(void) {
-  g_autoptr(RokModel) m = load("mixtral-8x7b", NULL);
+  g_autoptr(RokModel) m = test_bundled_model("mixtral-8x7b", NULL);
   guint64 h = 4096, attention = h * 4096 + 2 * h * 1024 + 4096 * h, router = 8 * h;
   guint64 expert = 3 * h * 14336, dense = 8 * (attention + router + 2 * h) + 32000 * h;
   g_assert_cmpuint(rok_model_param_count(m), ==, G_GUINT64_CONSTANT(46702792704));
@@ -234,7 +226,7 @@ static void test_moe(void) {
   g_assert_cmpuint(term(m, "gradients (fp32 main grads)"), ==, 4 * (dense + 8 * expert));
   /* Frozen layers take their experts with them. */
   const char *frozen[] = {"frozen_layers=4", NULL};
-  g_autoptr(RokModel) f = load("mixtral-8x7b", frozen);
+  g_autoptr(RokModel) f = test_bundled_model("mixtral-8x7b", frozen);
   g_assert_cmpuint(rok_model_trainable_params_per_gpu(f, 0), ==, 4 * (attention + router + 2 * h + expert));
   /* What fixed memory models for dense layers only is refused, not guessed. */
   const char *refused[] = {"lora_rank=16", "optimizer=\"apollo_mini\"", "optimizer=\"adafactor\"",
@@ -256,10 +248,10 @@ static void test_moe(void) {
  * PEFT counts them; a tied head (Gemma 2) is one matrix, counted once. */
 static void test_lora_architectures(void) {
   const char *sets[] = {"lora_rank=16", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
-  g_autoptr(RokModel) q = load("qwen2.5-7b", sets);
+  g_autoptr(RokModel) q = test_bundled_model("qwen2.5-7b", sets);
   g_assert_cmpuint(rok_model_trainable_params_per_gpu(q, 0), ==, 40370176);
   const char *frozen[] = {"frozen_layers=42", "zero_stage=0", "data_parallel=1", "global_batch=1", NULL};
-  g_autoptr(RokModel) g = load("gemma2-9b", frozen);
+  g_autoptr(RokModel) g = test_bundled_model("gemma2-9b", frozen);
   g_assert_cmpuint(rok_model_trainable_params_per_gpu(g, 0), ==, 3584); /* the final norm alone */
 }
 
@@ -269,7 +261,7 @@ static void test_lora_architectures(void) {
  * layers leave untrained exactly the layers of theirs a stage holds. */
 static void test_stages(void) {
   const char *const sets[] = {"pipeline_parallel=4", "first_stage_layers=5", "frozen_layers=9", NULL};
-  g_autoptr(RokModel) m = load("llama2-7b", sets);
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
   guint64 held = 0, trained = 0;
   for (guint s = 0; s < 4; s++) {
     RokFixedTerm terms[ROK_FIXED_MAX_TERMS];

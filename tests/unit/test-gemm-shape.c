@@ -6,19 +6,11 @@
 #include "rok/hw.h"
 #include "rok/sim.h"
 #include "rok/trace.h"
-
-static RokHw *load_hw(const char *name) {
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", file, NULL);
-  GError *error = NULL;
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
-}
+#include "test-bundled.h"
 
 /* The guide's examples on an A100 (108 SMs, 256×128 tiles). */
 static void test_quantisation(void) {
-  g_autoptr(RokHw) hw = load_hw("a100-80g-sxm-4x980pro");
+  g_autoptr(RokHw) hw = test_bundled_hw("a100-80g-sxm-4x980pro");
   g_assert_cmpuint(hw->gpu.sm_count, ==, 108);
   /* 1792×1792: a 7×14 grid of 98 tiles, one wave on 108 SMs. */
   g_assert_cmpfloat(fabs(rok_hw_gemm_utilisation(hw, 1, 1792, 1792, 4096) - 98.0 / 108), <, 1e-12);
@@ -31,7 +23,7 @@ static void test_quantisation(void) {
   g_assert_cmpfloat(rok_hw_gemm_utilisation(hw, 1, 256, 128 * 109, 4096), <, 0.51);
   /* Many waves: the loss fades. */
   g_assert_cmpfloat(rok_hw_gemm_utilisation(hw, 1, 65536, 65536, 4096), >, 0.99);
-  g_autoptr(RokHw) none = load_hw("cpu-2core-virtio");
+  g_autoptr(RokHw) none = test_bundled_hw("cpu-2core-virtio");
   g_assert_cmpfloat(rok_hw_gemm_utilisation(none, 1, 1793, 1792, 4096), ==, 1.0);
 }
 
@@ -65,7 +57,7 @@ static void test_micro_batch_sweep(void) {
   const char *models[] = {"gpt3-13b", "llama2-7b"};
   const char *hws[] = {"a100-80g-sxm-4x980pro", "h100-80g-sxm-4xgen5"};
   for (guint h = 0; h < G_N_ELEMENTS(hws); h++) {
-    g_autoptr(RokHw) hw = load_hw(hws[h]);
+    g_autoptr(RokHw) hw = test_bundled_hw(hws[h]);
     for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
       double previous = 0, first = 0;
       for (guint mb = 1; mb <= 8; mb *= 2) {

@@ -3,18 +3,10 @@
 
 #include "rok/core.h"
 #include "rok/hw.h"
-
-static RokHw *load_bundled(const char *name) {
-  g_autofree char *file = g_strconcat(name, ".json", NULL);
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", file, NULL);
-  GError *error = NULL;
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
-}
+#include "test-bundled.h"
 
 static void test_bundled(void) {
-  g_autoptr(RokHw) a100 = load_bundled("a100-40g-pcie4-4xp5800x");
+  g_autoptr(RokHw) a100 = test_bundled_hw("a100-40g-pcie4-4xp5800x");
   g_assert_cmpuint(a100->gpu.memory, ==, G_GUINT64_CONSTANT(40) << 30);
   g_assert_cmpfloat(a100->gpu.peak_flops, ==, 312e12);
   g_assert_cmpint(a100->gpu.launch_overhead, ==, 4000);
@@ -24,14 +16,14 @@ static void test_bundled(void) {
   g_assert_true(a100->nvme.gpudirect);
   const char *others[] = {"a100-80g-sxm-4x980pro", "h100-80g-sxm-4xgen5", "cpu-2core-virtio"};
   for (guint i = 0; i < G_N_ELEMENTS(others); i++) {
-    g_autoptr(RokHw) hw = load_bundled(others[i]);
+    g_autoptr(RokHw) hw = test_bundled_hw(others[i]);
     g_assert_nonnull(hw->source);
     g_assert_cmpstr(hw->name, ==, others[i]);
   }
 }
 
 static void test_round_trip(void) {
-  g_autoptr(RokHw) hw = load_bundled("h100-80g-sxm-4xgen5");
+  g_autoptr(RokHw) hw = test_bundled_hw("h100-80g-sxm-4xgen5");
   json_object *o = rok_hw_to_json(hw);
   g_autofree char *text = rok_json_to_string(o);
   json_object_put(o);
@@ -151,7 +143,7 @@ static void test_curve(void) {
   g_assert_cmpfloat(hw->gpu.gemm_curve[0].efficiency, ==, 0.25);
 
   /* A bundled profile has no curve and writes none. */
-  g_autoptr(RokHw) a100 = load_bundled("a100-40g-pcie4-4xp5800x");
+  g_autoptr(RokHw) a100 = test_bundled_hw("a100-40g-pcie4-4xp5800x");
   g_assert_cmpuint(a100->gpu.gemm_curve_len, ==, 0);
   g_assert_null(a100->gpu.gemm_curve);
   g_assert_cmpfloat(rok_hw_gemm_efficiency(a100, 1e12), ==, a100->gpu.matmul_efficiency);

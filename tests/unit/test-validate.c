@@ -15,6 +15,7 @@
 #include "rok/model.h"
 #include "rok/schedule.h"
 #include "rok/sim.h"
+#include "test-bundled.h"
 
 /* PoCL keeps its LLVM compiler state until exit. Not our leaks. */
 const char *__lsan_default_suppressions(void);
@@ -34,19 +35,11 @@ static RokTrace *tiny_trace(void) {
   return trace;
 }
 
-static RokHw *bundled_hw(const char *name) {
-  g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "hw", name, NULL);
-  GError *error = NULL;
-  RokHw *hw = rok_hw_load(path, &error);
-  g_assert_no_error(error);
-  return hw;
-}
-
 /* Baselines first (all five where there are SSDs), then the planner at
  * rising budgets from the smallest feasible, all below keeping everything. */
 static void test_plan_rows(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
-  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
   RokValidateOptions o;
   rok_validate_options_init(&o);
   o.budgets = 3;
@@ -109,7 +102,7 @@ static RokExecReport *made_up_report(double median, double lo, double hi) {
  * errors are (measured - predicted) / predicted, the noise the spread. */
 static void test_row_fill(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
-  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
   GError *error = NULL;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   g_autoptr(RokSchedule) schedule = rok_sim_schedule_new(trace, hw, plan, "keep", hw->gpu.memory, &error);
@@ -165,7 +158,7 @@ static void add_row(RokValidation *v, const char *strategy, guint64 budget, doub
 
 static RokValidation *made_up(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
-  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
   RokValidation *v = validate_new(trace, hw);
   v->device = g_strdup("Test Device");
   v->repeat = 3;
@@ -276,7 +269,7 @@ static void record_order(guint round, guint rounds, guint row, guint rows, const
 
 static void test_run(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
-  g_autoptr(RokHw) hw = bundled_hw("cpu-2core-virtio.json");
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
   hw->nvme.devices = 0; /* the planner offloads to host memory: no disk needed */
   RokValidateOptions o;
   rok_validate_options_init(&o);

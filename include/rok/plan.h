@@ -212,6 +212,10 @@ guint64 rok_planner_min_budget(RokPlanner *planner, const char **how);
  * simulator honoured, at most `budget`). ROK_ERROR_NO_FIT when no plan
  * fits, saying the smallest budget that does. */
 RokStepPlan *rok_planner_plan(RokPlanner *planner, guint64 budget, RokSimResult **result, GError **error);
+/* The same, but where no plan fits `budget`, the plan that needs the least
+ * memory (a sweep's or a search's point that does not fit is still drawn
+ * and reported: its peak says by how much). */
+RokStepPlan *rok_planner_plan_or_least(RokPlanner *planner, guint64 budget, GError **error);
 /* A baseline at `budget`: its plan run under the budget. NULL and
  * ROK_ERROR_INPUT when it does not apply (no SSDs). The result says
  * whether it fits (peak_bytes <= budget). */

@@ -53,6 +53,18 @@ RokStepPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **resu
   return plan;
 }
 
+RokStepPlan *rok_planner_plan_or_least(RokPlanner *p, guint64 budget, GError **error) {
+  g_autoptr(GError) local = NULL;
+  RokStepPlan *plan = rok_planner_plan(p, budget, NULL, &local);
+  if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
+    g_clear_error(&local);
+    plan = rok_planner_plan(p, rok_planner_min_budget(p, NULL), NULL, &local);
+  }
+  if (plan == NULL)
+    g_propagate_error(error, g_steal_pointer(&local));
+  return plan;
+}
+
 RokStepPlan *rok_planner_baseline(RokPlanner *p, RokStrategy strategy, guint64 budget, RokSimResult **result,
                                  GError **error) {
   g_autoptr(RokStepPlan) plan = rok_strategy_plan(strategy, p->trace, p->hw, &p->options.strategy, error);

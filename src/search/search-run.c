@@ -144,17 +144,7 @@ static RokStepPlan *plan_point(const RokTrace *trace, const RokHw *hw, gboolean 
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
     return NULL;
-  g_autoptr(GError) local = NULL;
-  g_autoptr(RokSimResult) r = NULL;
-  RokStepPlan *plan = rok_planner_plan(planner, hw->gpu.memory, &r, &local);
-  if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
-    g_clear_error(&local);
-    g_clear_pointer(&r, rok_sim_result_free);
-    plan = rok_planner_plan(planner, rok_planner_min_budget(planner, NULL), &r, &local);
-  }
-  if (plan == NULL)
-    g_propagate_error(error, g_steal_pointer(&local));
-  return plan;
+  return rok_planner_plan_or_least(planner, hw->gpu.memory, error);
 }
 
 /* One stage's plan: keep everything when that fits (compute alone:

@@ -57,3 +57,9 @@ run_or_skip_opencl() {
   cat "$err" >&2
   exit 1
 }
+
+# Debian's python3 with its python3-torch, as $python; skips (77) without.
+require_torch() {
+  python=/usr/bin/python3
+  "$python" -c "import torch" 2>/dev/null || { echo "PyTorch not installed: skipped"; exit 77; }
+}

@@ -9,8 +9,7 @@
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
-python=/usr/bin/python3
-"$python" -c "import torch" 2>/dev/null || { echo "PyTorch not installed: skipped"; exit 77; }
+require_torch
 here=$(dirname "$0")
 
 # PyTorch's CPU dropout keeps its mask in the activation dtype (2 bytes).

@@ -7,8 +7,7 @@
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
-python=/usr/bin/python3
-"$python" -c "import torch" 2>/dev/null || { echo "PyTorch not installed: skipped"; exit 77; }
+require_torch
 here=$(cd "$(dirname "$0")" && pwd)
 lib="$(dirname "$rok")/librok_torch_storage.so"
 # A sanitizer build's storage library needs the ASan runtime loaded before

@@ -7,8 +7,7 @@
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
-python=/usr/bin/python3
-"$python" -c "import torch" 2>/dev/null || { echo "PyTorch not installed: skipped"; exit 77; }
+require_torch
 here=$(dirname "$0")
 s=256 b=2 h=512 a=8 g=2
 

@@ -106,12 +106,14 @@ static MemoKey *key_new(const PlanMemo *m, const guint8 *decisions, const RokSte
 gboolean plan_memo_lookup(PlanMemo *m, const guint8 *decisions, const RokStepOptions *o, guint prefetch,
                           PlanEval *out) {
   g_autofree MemoKey *k = key_new(m, decisions, o, prefetch, o->memory_budget);
-  g_autofree MemoKey *any = key_new(m, decisions, o, prefetch, 0);
   g_mutex_lock(&m->lock);
   const PlanEval *e = g_hash_table_lookup(m->table, k);
-  const MemoFree *f = e == NULL ? g_hash_table_lookup(m->free, any) : NULL;
-  if (f != NULL && o->memory_budget >= f->from)
-    e = &f->eval;
+  if (e == NULL) { /* the same key with budget 0: the plan under any budget */
+    k->memory_budget = 0;
+    const MemoFree *f = g_hash_table_lookup(m->free, k);
+    if (f != NULL && o->memory_budget >= f->from)
+      e = &f->eval;
+  }
   if (e != NULL) {
     *out = *e;
     m->hits++;

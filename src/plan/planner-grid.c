@@ -152,7 +152,7 @@ static PlanGrid *main_grid(RokPlanner *p) {
   if (p->grid != NULL || n == ROK_PLANNER_NO_GRID)
     return p->grid;
   guint64 lo = rok_planner_min_budget(p, NULL);
-  const PlanBaseline *keep = &plan_baselines(p)[ROK_STRATEGY_KEEP];
+  const PlanBaseline *keep = plan_baseline_of(p, ROK_STRATEGY_KEEP);
   guint64 hi = keep->decisions != NULL && keep->final.valid ? keep->final.peak : lo;
   if (lo == G_MAXUINT64)
     return NULL;

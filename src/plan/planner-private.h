@@ -101,7 +101,7 @@ struct _RokPlanner {
   PlanEval min_eval;
   guint64 min_budget_option; /* the memory_budget option that reached it */
   char *min_what;
-  gboolean baselines_done;
+  guint baselines_done; /* bit (1 << RokStrategy) per baseline simulated */
   PlanBaseline baselines[ROK_STRATEGY_BASELINE_COUNT];
   gboolean worker; /* a copy for one thread: owns only sim, scratch, seen and a reference to memo */
   guint prefetch;  /* the plan_prefetch setting plan_eval runs with (0 but in final judgements) */
@@ -146,6 +146,8 @@ void plan_set_unit(const RokPlanner *p, guint8 *decisions, guint u, guint8 d, gb
 guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layers);
 /* The baselines, simulated (once). */
 const PlanBaseline *plan_baselines(RokPlanner *p);
+/* One of them, simulated (once) on its own. */
+const PlanBaseline *plan_baseline_of(RokPlanner *p, RokStrategy strategy);
 /* Everything the budgets share: baselines, descent, least memory. */
 void plan_prepare(RokPlanner *p);
 /* A planner for another thread, sharing what plan_prepare made. */

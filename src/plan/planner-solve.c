@@ -320,7 +320,7 @@ static void polish_windows(Solve *s, guint runs) {
 }
 
 gboolean plan_keep_fits(RokPlanner *p, guint64 budget, PlanChoice *out) {
-  const PlanBaseline *keep = &plan_baselines(p)[ROK_STRATEGY_KEEP];
+  const PlanBaseline *keep = plan_baseline_of(p, ROK_STRATEGY_KEEP);
   if (keep->decisions == NULL || !plan_fits(&keep->final, budget))
     return FALSE;
   /* Nothing to read back: it runs the same under any budget above its peak. */

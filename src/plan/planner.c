@@ -266,19 +266,23 @@ guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layer
   return g_steal_pointer(&decisions);
 }
 
-const PlanBaseline *plan_baselines(RokPlanner *p) {
-  if (p->baselines_done)
-    return p->baselines;
-  p->baselines_done = TRUE;
-  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++) {
-    PlanBaseline *base = &p->baselines[b];
-    base->decisions = plan_baseline(p, b, &base->whole_layers);
-    if (base->decisions == NULL)
-      continue;
+const PlanBaseline *plan_baseline_of(RokPlanner *p, RokStrategy b) {
+  PlanBaseline *base = &p->baselines[b];
+  if (p->baselines_done & (1u << b))
+    return base;
+  p->baselines_done |= 1u << b;
+  base->decisions = plan_baseline(p, b, &base->whole_layers);
+  if (base->decisions != NULL) {
     plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, p->options.search_detail, base->whole_layers, &base->search);
     plan_eval_whole(p, base->decisions, PLAN_NO_LIMIT, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, base->whole_layers,
                     &base->final);
   }
+  return base;
+}
+
+const PlanBaseline *plan_baselines(RokPlanner *p) {
+  for (guint b = 0; b < ROK_STRATEGY_BASELINE_COUNT; b++)
+    plan_baseline_of(p, b);
   return p->baselines;
 }
 

@@ -171,9 +171,15 @@ static gboolean want_layer(RokSim *sim, guint8 *in_set, gint layer, GError **err
     const RokOp *op = rok_trace_op(sim->trace, o);
     if (op->layer != layer)
       continue;
-    for (guint i = 0; i < op->outputs->len; i++)
-      if (!want(sim, in_set, g_array_index(op->outputs, guint, i), layer, error))
+    for (guint i = 0; i < op->outputs->len; i++) {
+      guint t = g_array_index(op->outputs, guint, i);
+      /* A captured layer's last op can make a tensor saved outside the
+       * layer (the head's input): kept or offloaded, and not rebuilt. */
+      if (!rok_trace_tensor(sim->trace, t)->recomputable && available(&sim->prog, t))
+        continue;
+      if (!want(sim, in_set, t, layer, error))
         return FALSE;
+    }
   }
   return TRUE;
 }

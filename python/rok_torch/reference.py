@@ -286,8 +286,10 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids):
         s = input_ids.size(-1)
         x = self.embed_tokens(input_ids)
-        cos, sin = self.rotary_emb(torch.arange(s, device=input_ids.device))
-        mask = torch.full((s, s), float("-inf"), device=input_ids.device).triu(1)
+        # cos, sin and the mask in the model's dtype, as HF's: float32 ones
+        # would promote q, k and the scores of a bf16 model
+        cos, sin = (t.to(x.dtype) for t in self.rotary_emb(torch.arange(s, device=input_ids.device)))
+        mask = torch.full((s, s), float("-inf"), device=x.device, dtype=x.dtype).triu(1)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         return self.norm(x)

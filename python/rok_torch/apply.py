@@ -121,7 +121,7 @@ class Record:
     """One storage saved in the step, and where its bytes are."""
 
     __slots__ = ("name", "layer", "call", "decision", "nbytes", "dtype", "numel", "device", "flat", "host",
-                 "stored", "write", "fetch", "value", "pack_index", "saves", "unpacked", "refs", "resident",
+                 "stored", "write", "fetch", "value", "staged", "pack_index", "saves", "unpacked", "refs", "resident",
                  "__weakref__")
 
     def __init__(self, name, call, decision, t, pack_index):
@@ -130,7 +130,7 @@ class Record:
         self.nbytes = N.storage_key(t)[1]
         self.numel = self.nbytes // t.element_size()
         self.flat = t.detach().as_strided((self.numel,), (1,), 0)
-        self.host = self.stored = self.write = self.fetch = self.value = None
+        self.host = self.stored = self.write = self.fetch = self.value = self.staged = None
         self.pack_index = pack_index
         self.saves = self.unpacked = self.refs = 0
         self.resident = False
@@ -139,11 +139,12 @@ class Record:
 class Handle:
     """What autograd holds for a saved tensor: its record and view."""
 
-    __slots__ = ("engine", "record", "size", "stride", "offset")
+    __slots__ = ("engine", "record", "size", "stride", "offset", "requires_grad")
 
     def __init__(self, engine, record, t):
         self.engine, self.record = engine, record
         self.size, self.stride, self.offset = t.size(), t.stride(), t.storage_offset()
+        self.requires_grad = t.requires_grad  # a replay's input: a saved constant (bf16 cos/sin) stays one
         record.refs += 1
 
     def __del__(self):
@@ -169,7 +170,9 @@ class Runner:
         self.tracker.on_layer_enter = self._layer_enter
         self.tracker.on_layer_exit = self._layer_exit
         self.report = None
-        self._lock = threading.Lock()
+        # Reentrant: a Handle collected by the GC while this thread holds the
+        # lock unrefs its record under it (a plain Lock deadlocked there).
+        self._lock = threading.RLock()
         self._in_step = False
 
     # -- the step --------------------------------------------------------
@@ -240,6 +243,7 @@ class Runner:
         for r in self.records:
             r.stored = None  # the store is gone with its files
         self.records, self.live = [], {}
+        self.tracker.reset()  # the layer calls hold their inputs: free them before the optimizer step
         if ok and errors:
             raise errors[0]
 
@@ -407,8 +411,16 @@ class Runner:
         if rec.decision == "recompute":
             self._replay(rec.call)
         elif rec.decision == "offload-host":
-            rec.write.result()
-            rec.value = self._to_device(rec, rec.host)
+            if rec.staged is not None:
+                value, event = rec.staged
+                rec.staged = None
+                stream = torch.cuda.current_stream()
+                stream.wait_event(event)
+                value.record_stream(stream)  # made on the side stream, freed after use on this one
+                rec.value = value
+            else:
+                rec.write.result()
+                rec.value = self._to_device(rec, rec.host)
         else:
             if rec.fetch is None:
                 self._start_fetch(rec)
@@ -425,6 +437,19 @@ class Runner:
         self.stats["h2d_bytes"] += rec.nbytes
         return host.to(rec.device, non_blocking=True)
 
+    def _stage_h2d(self, rec):
+        """Copies a host-offloaded tensor back ahead of backward, on the side
+        stream behind its own d2h (which ran there), as the plan's prefetch
+        does; the compute stream waits for it only when it needs it."""
+        with torch.cuda.stream(self.cuda_stream):
+            value = rec.host.to(rec.device, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+        self.stats["h2d_bytes"] += rec.nbytes
+        rec.staged = (value, event)
+        with self._lock:
+            self._set_resident(rec, True)
+
     def _start_fetch(self, rec):
         rec.fetch = self.io.submit(self._read, rec)
 
@@ -437,7 +462,9 @@ class Runner:
         return host
 
     def _prefetch_before(self, call):
-        """Reads ahead the NVMe tensors of the layers backward reaches next."""
+        """Brings back ahead the offloaded tensors of the layers backward
+        reaches next: NVMe reads on the I/O threads, host copies on the side
+        stream."""
         start = call.index if call.index >= 0 else len(self.tracker.calls)
         if start in self.fetched_calls:
             return
@@ -448,6 +475,9 @@ class Runner:
             for rec in reversed(self.tracker.calls[i].records):
                 if rec.decision == "offload-nvme" and rec.fetch is None and rec.flat is None:
                     self._start_fetch(rec)
+                elif (rec.decision == "offload-host" and rec.device.type == "cuda" and rec.flat is None
+                      and rec.value is None and rec.staged is None and rec.host is not None):
+                    self._stage_h2d(rec)
 
     def _replay(self, call):
         """Re-runs CALL's layer until every recomputed tensor is made again."""
@@ -467,15 +497,19 @@ class Runner:
                 if i == last:
                     done[0] = True
                     raise _ReplayDone()
-            return t
+            # Nothing runs backward through the replay: holding T would tie
+            # an op's saved output to its own node, a cycle through C++
+            # that Python's collector cannot see (a layer leaked per replay).
+            return None
 
-        args = [self._unpack(a).detach().requires_grad_(True) if isinstance(a, Handle) else a for a in call.args]
+        args = [self._unpack(a).detach().requires_grad_(a.requires_grad) if isinstance(a, Handle) else a
+                for a in call.args]
         self.stats["replays"] += 1
         active, self.tracker.active = self.tracker.active, False
         devices = list(range(len(call.rng[1])))
         try:
             with torch.random.fork_rng(devices=devices), torch.enable_grad(), \
-                    torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                    torch.autograd.graph.saved_tensors_hooks(pack, lambda _: None):
                 torch.set_rng_state(call.rng[0])
                 for d, state in zip(devices, call.rng[1]):
                     torch.cuda.set_rng_state(state, d)
@@ -496,7 +530,7 @@ class Runner:
         if rec.refs > 0:
             return
         with self._lock:
-            rec.value = rec.host = rec.fetch = None
+            rec.value = rec.host = rec.fetch = rec.staged = None
             if rec.decision == "keep":
                 rec.flat = None
             if rec.flat is None:

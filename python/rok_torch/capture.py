@@ -248,18 +248,21 @@ def _op(c, i, entries, fwd, bwd):
     return o
 
 
-def _fixed(model, optimizer):
-    """Weights, gradients and optimizer states as rok counts them: Adam's
-    two fp32 states (and fp32 master weights under 16-bit weights)."""
+def _fixed(model, optimizer, precision):
+    """Weights, gradients and optimizer states as rok counts them. Mixed
+    precision: Adam's two fp32 states (and fp32 master weights under 16-bit
+    weights); pure: the states in the weights' dtype, no master copy (a
+    bf16 model under torch.optim.Adam)."""
     params = list({id(p): p for p in model.parameters()}.values())
     n = sum(p.numel() for p in params)
     elem = params[0].element_size() if params else 4
-    opt = n * ((4 if elem < 4 else 0) + {"adam": 2, "sgd": 1}[optimizer] * 4)
+    states = {"adam": 2, "sgd": 1}[optimizer]
+    opt = n * states * elem if precision == "pure" else n * ((4 if elem < 4 else 0) + states * 4)
     return {"params_total": n, "params_per_gpu": n, "weight_bytes": n * elem, "gradient_bytes": n * elem,
             "optimizer_bytes": opt, "optimizer_step_bytes": 2 * opt + 2 * elem * n}
 
 
-def _trace(c, fwd, bwd, name, micro_batches, optimizer, tokens):
+def _trace(c, fwd, bwd, name, micro_batches, optimizer, precision, tokens):
     entries = sorted(c.entries.values(), key=lambda e: (e["producer"], e["order"]))
     for i, e in enumerate(entries):
         e["id"] = i
@@ -270,7 +273,7 @@ def _trace(c, fwd, bwd, name, micro_batches, optimizer, tokens):
         "layers": c.tracker.n_layers,
         "tokens_per_micro_batch": tokens,
         "micro_batches_per_step": micro_batches,
-        "fixed": _fixed(c.model, optimizer),
+        "fixed": _fixed(c.model, optimizer, precision),
         "ops": [_op(c, i, entries, fwd, bwd) for i in range(len(c.ops))],
         "tensors": [_tensor(c, e) for e in entries],
     }
@@ -288,13 +291,17 @@ def dropout_mask_bytes(dtype=torch.float32, device="cpu"):
 
 
 def capture(model, batch, loss_fn=None, name=None, micro_batches_per_step=1, optimizer="adam", warmup=1,
-            profile=None):
+            profile=None, precision="mixed"):
     """Runs one forward and backward of MODEL on BATCH (a tuple of its
     arguments; the output, or loss_fn(output), is the scalar loss) and
     returns the step as a rok-trace/1 dict. `warmup` untimed steps first.
-    Gradients are left in the parameters."""
+    Gradients are left in the parameters. `precision` says how the
+    optimizer keeps its states (rok's "mixed" or "pure", for the fixed
+    memory)."""
     if optimizer not in ("adam", "sgd"):
         raise ValueError("optimizer: adam or sgd")
+    if precision not in ("mixed", "pure"):
+        raise ValueError("precision: mixed or pure")
     batch = tuple(batch)
     for _ in range(warmup):
         out = model(*batch)
@@ -308,5 +315,5 @@ def capture(model, batch, loss_fn=None, name=None, micro_batches_per_step=1, opt
     if c.skipped:
         raise ValueError(f"rok-trace/1 has no dtype for saved tensors of {', '.join(sorted(c.skipped))}")
     ids = N.first_tensor(batch)
-    return _trace(c, fwd, bwd, name or type(model).__name__, micro_batches_per_step, optimizer,
+    return _trace(c, fwd, bwd, name or type(model).__name__, micro_batches_per_step, optimizer, precision,
                   ids.numel() if ids is not None else 1)

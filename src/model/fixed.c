@@ -257,6 +257,52 @@ static guint add(RokFixedTerm *terms, guint n, const char *name, RokFixedKind ki
   return n;
 }
 
+/* The framework's temporaries that live through backward, DeepSpeed
+ * ZeRO's (deepspeed/runtime/zero/config.py for the defaults), each in the
+ * 16-bit dtype (the model's without mixed precision):
+ *
+ *   ZeRO-1/2: with contiguous_gradients, setup_buckets() in
+ *   stage_1_and_2.py allocates a reduce bucket of reduce_bucket_size
+ *   elements at the first gradient of each backward, and a second one with
+ *   overlap_comm (a double buffer, so that one bucket fills while the
+ *   other is reduced); they are freed after the reduction, so they stand
+ *   beside the activations at the start of backward.
+ *   ZeRO-3: stage3.py allocates one reduce bucket at initialisation and
+ *   keeps it; its partitioned_param_coordinator.py gathers the parameters
+ *   of the module about to run (the largest layer, counted above) and
+ *   prefetches the next ones, up to stage3_prefetch_bucket_size elements
+ *   and no more than stage3_max_live_parameters live in all (nor more
+ *   than the `held` parameters this GPU gathers: a small model's queue
+ *   runs out first).
+ *
+ * Not buffers: allgather_bucket_size (ZeRO-1/2 gather in place into the
+ * flat 16-bit weights, all_gather_dp_groups in runtime/utils.py) and
+ * Megatron-LM's DDP buckets (views into its one gradient buffer, the fp32
+ * main gradients, and with the distributed optimizer its one parameter
+ * buffer, the 16-bit weights: param_and_grad_buffer.py). */
+static guint deepspeed_buffers(const RokModel *m, guint64 held, RokFixedTerm *terms, guint n) {
+  guint64 w = rok_dtype_bytes(m->dtype), size = m->train.ds.reduce_bucket_size;
+  if (m->zero_stage == 0)
+    return n;
+  if (m->zero_stage == 3) {
+    if (m->train.ds.contiguous_gradients)
+      n = add(terms, n, "gradient reduce bucket", ROK_FIXED_GRADIENTS, size * w,
+              "DeepSpeed stage3.py: reduce_bucket_size (5e8) elements, allocated at init");
+    guint64 largest = MIN(largest_layer(m), held), live = m->train.ds.max_live_parameters;
+    guint64 ahead = MIN(MIN(m->train.ds.prefetch_bucket_size, held - largest), live > largest ? live - largest : 0);
+    return add(terms, n, "prefetched weights", ROK_FIXED_WEIGHTS, ahead * w,
+               "DeepSpeed partitioned_param_coordinator.py: stage3_prefetch_bucket_size (5e7) gathered ahead, "
+               "within stage3_max_live_parameters (1e9)");
+  }
+  if (!m->train.ds.contiguous_gradients)
+    return n;
+  gboolean two = m->train.ds.overlap_comm;
+  return add(terms, n, two ? "gradient reduce buckets (2, overlap_comm)" : "gradient reduce bucket",
+             ROK_FIXED_GRADIENTS, (two ? 2 : 1) * size * w,
+             two ? "DeepSpeed stage_1_and_2.py setup_buckets: 2 × reduce_bucket_size (5e8), double-buffered"
+                 : "DeepSpeed stage_1_and_2.py setup_buckets: reduce_bucket_size (5e8) elements");
+}
+
 guint rok_model_fixed_terms(const RokModel *m, guint stage, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]) {
   Stage st = stage_of(m, stage);
   Held p = held(m, &st);
@@ -294,7 +340,7 @@ guint rok_model_fixed_terms(const RokModel *m, guint stage, RokFixedTerm terms[R
     n = add(terms, n, "gathered weights of the largest layer", ROK_FIXED_WEIGHTS, largest * w, src);
     n = add(terms, n, "gathered gradients of the largest layer", ROK_FIXED_GRADIENTS, largest * w, src);
   }
-  return n;
+  return ds ? deepspeed_buffers(m, p.all, terms, n) : n;
 }
 
 guint64 rok_model_trainable_params_per_gpu(const RokModel *m, guint stage) {

@@ -86,16 +86,29 @@ static guint64 term(const RokModel *m, const char *name);
 /* DeepSpeed's buffers by its own rules (deepspeed/runtime/zero/config.py
  * defaults; stage_1_and_2.py setup_buckets; stage3.py and
  * partitioned_param_coordinator.py), from the config's settings, in its
- * 16-bit dtype. `largest`: the gathered module already counted. */
-static guint64 deepspeed_buffers(guint zero, guint64 bucket, gboolean overlap, guint64 prefetch, guint64 live,
-                                 guint64 largest, guint64 bytes) {
+ * 16-bit dtype (`bytes`). ZeRO-3: `largest` is the gathered module already
+ * counted. ZeRO-2 keeps a partition of the gradients and the buckets,
+ * counted where they need more than the estimator's full `grads` bytes. */
+typedef struct {
+  guint64 bucket;
+  gboolean overlap;
+  guint64 prefetch, live, largest, bytes, grads, dp;
+} Ds;
+
+static guint64 deepspeed_buffers(guint zero, Ds d) {
+  guint64 buckets = (d.overlap ? 2 : 1) * d.bucket * d.bytes;
   if (zero == 3)
-    return bucket * bytes + MIN(prefetch, live > largest ? live - largest : 0) * bytes;
-  return (overlap ? 2 : 1) * bucket * bytes;
+    return d.bucket * d.bytes + MIN(d.prefetch, d.live > d.largest ? d.live - d.largest : 0) * d.bytes;
+  if (zero == 2) {
+    guint64 held = (d.grads + d.dp - 1) / d.dp + buckets;
+    return held > d.grads ? held - d.grads : 0;
+  }
+  return buckets;
 }
 
 static guint64 buffer_terms(const RokModel *m) {
   return term(m, "gradient reduce bucket") + term(m, "gradient reduce buckets (2, overlap_comm)") +
+         term(m, "reduce bucket beyond the full gradients") + term(m, "reduce buckets beyond the full gradients") +
          term(m, "prefetched weights");
 }
 
@@ -137,7 +150,10 @@ static void test_deepspeed(void) {
       check(what, (double)(fixed_bytes(m) - buffers), deepspeed_reference(m, zero));
       /* Every largest module here is far under max_live - prefetch: 5e7 ahead. */
       g_assert_cmpfloat(largest_module(m), <, 1e9 - 5e7);
-      g_assert_cmpuint(buffers, ==, deepspeed_buffers(zero, 500000000, FALSE, 50000000, 1000000000, 0, 2));
+      Ds d = {500000000, FALSE, 50000000, 1000000000, 0, 2, 2 * rok_model_params_per_gpu(m), m->data_parallel};
+      g_assert_cmpuint(buffers, ==, deepspeed_buffers(zero, d));
+      if (zero == 2) /* all four are far larger than the buckets */
+        g_assert_cmpuint(buffers, ==, 0);
     }
 }
 
@@ -156,18 +172,32 @@ static void test_deepspeed_buffers(void) {
     const char *off[] = {z, "framework=deepspeed", "contiguous_gradients=false", NULL};
     const char *overlap[] = {z, "framework=deepspeed", "overlap_comm=true", NULL};
     const char *small[] = {z, "framework=deepspeed", "overlap_comm=true", "reduce_bucket_size=100000000", NULL};
-    guint64 base = fixed_with("llama2-7b", off);
-    g_assert_cmpuint(fixed_with("llama2-7b", plain) - base, ==, deepspeed_buffers(zero, 500000000, FALSE, 0, 0, 0, 2));
-    g_assert_cmpuint(fixed_with("llama2-7b", overlap) - base, ==, deepspeed_buffers(zero, 500000000, TRUE, 0, 0, 0, 2));
-    g_assert_cmpuint(fixed_with("llama2-7b", small) - base, ==, deepspeed_buffers(zero, 100000000, TRUE, 0, 0, 0, 2));
-    g_test_message("llama2-7b ZeRO-%u: %" G_GUINT64_FORMAT " MiB of reduce buckets, %" G_GUINT64_FORMAT
-                   " MiB with overlap_comm", zero, (fixed_with("llama2-7b", plain) - base) / mib,
-                   (fixed_with("llama2-7b", overlap) - base) / mib);
+    /* LLaMA-2 7B, and its rank-16 LoRA (40.0 M trained parameters), DP 128. */
+    for (guint lora = 0; lora <= 1; lora++) {
+      const char *const extra[] = {lora ? "lora_rank=16" : NULL, NULL};
+      g_autoptr(RokModel) m = test_bundled_model2("llama2-7b", off, extra);
+      guint64 trained = lora ? G_GUINT64_CONSTANT(16) * 32 * (4 * (4096 + 4096) + 3 * (4096 + 11008))
+                             : rok_model_params_per_gpu(m);
+      g_assert_cmpuint(rok_model_trainable_params_per_gpu(m, 0), ==, trained);
+      guint64 base = fixed_bytes(m);
+      Ds d = {500000000, FALSE, 0, 0, 0, 2, 2 * trained, 128};
+      const char *const *sets[] = {plain, overlap, small};
+      const char *labels[] = {"defaults", "overlap_comm", "overlap_comm, reduce_bucket_size 1e8"};
+      for (guint k = 0; k < 3; k++) {
+        g_autoptr(RokModel) b = test_bundled_model2("llama2-7b", sets[k], extra);
+        d.overlap = k > 0;
+        d.bucket = k == 2 ? 100000000 : 500000000;
+        g_assert_cmpuint(fixed_bytes(b) - base, ==, deepspeed_buffers(zero, d));
+        g_assert_cmpuint(buffer_terms(b), ==, deepspeed_buffers(zero, d));
+        g_test_message("llama2-7b%s ZeRO-%u, %s: %.1f MiB of reduce buckets counted", lora ? " LoRA" : "", zero,
+                       labels[k], (double)deepspeed_buffers(zero, d) / (double)mib);
+      }
+    }
   }
   /* Without mixed precision the buckets are fp32. */
-  const char *pure[] = {"zero_stage=2", "framework=deepspeed", "precision=pure", "dtype=fp32", NULL};
+  const char *pure[] = {"zero_stage=1", "framework=deepspeed", "precision=pure", "dtype=fp32", NULL};
   g_autoptr(RokModel) p = test_bundled_model("llama2-7b", pure);
-  g_assert_cmpuint(buffer_terms(p), ==, deepspeed_buffers(2, 500000000, FALSE, 0, 0, 0, 4));
+  g_assert_cmpuint(buffer_terms(p), ==, deepspeed_buffers(1, (Ds){.bucket = 500000000, .bytes = 4}));
   /* ZeRO-3: LLaMA-2 7B's largest module is its 32000 × 4096 embedding. */
   guint64 largest = 32000 * 4096;
   const char *z3[] = {"zero_stage=3", "framework=deepspeed", NULL};
@@ -176,12 +206,12 @@ static void test_deepspeed_buffers(void) {
   const char *z3_cap[] = {"zero_stage=3", "framework=deepspeed", "stage3_max_live_parameters=132000000", NULL};
   const char *z3_under[] = {"zero_stage=3", "framework=deepspeed", "stage3_max_live_parameters=100000000", NULL};
   guint64 base3 = fixed_with("llama2-7b", z3_off);
-  g_assert_cmpuint(fixed_with("llama2-7b", z3) - base3, ==,
-                   deepspeed_buffers(3, 500000000, FALSE, 50000000, 1000000000, largest, 2));
+  Ds d3 = {500000000, FALSE, 50000000, 1000000000, largest, 2, 0, 1};
+  g_assert_cmpuint(fixed_with("llama2-7b", z3) - base3, ==, deepspeed_buffers(3, d3));
   /* max_live caps the prefetch beside the gathered embedding, counted once. */
-  g_assert_cmpuint(fixed_with("llama2-7b", z3_cap) - base3, ==,
-                   deepspeed_buffers(3, 500000000, FALSE, 50000000, 132000000, largest, 2));
-  g_assert_cmpuint(deepspeed_buffers(3, 0, FALSE, 50000000, 132000000, largest, 2), ==, 2 * (132000000 - largest));
+  d3.live = 132000000;
+  g_assert_cmpuint(fixed_with("llama2-7b", z3_cap) - base3, ==, deepspeed_buffers(3, d3));
+  g_assert_cmpuint(deepspeed_buffers(3, d3), ==, 2 * (500000000 + 132000000 - largest));
   g_assert_cmpuint(fixed_with("llama2-7b", z3_under) - base3, ==, 2 * G_GUINT64_CONSTANT(500000000));
   /* With the buffers off, ZeRO-3 is the estimator's 18/DP + 4 × largest layer. */
   g_autoptr(RokModel) m = test_bundled_model("llama2-7b", z3_off);

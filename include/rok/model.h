@@ -153,7 +153,7 @@ typedef struct {
     struct {
       guint64 reduce_bucket_size;     /* default 5e8 */
       gboolean contiguous_gradients;  /* default true: the reduce buckets exist */
-      gboolean overlap_comm;          /* ZeRO-1/2: two reduce buckets; default false */
+      gboolean overlap_comm;          /* ZeRO-1/2: two reduce buckets; default false (ZeRO-3: always true) */
       guint64 prefetch_bucket_size;   /* ZeRO-3's stage3_prefetch_bucket_size, default 5e7 */
       guint64 max_live_parameters;    /* ZeRO-3's stage3_max_live_parameters, default 1e9 */
     } ds;

@@ -214,13 +214,15 @@ static gboolean check_deepspeed(const RokJsonObj *obj, RokModel *m, GError **err
     if (!rule(zero3 || !present(obj, stage3[i]), obj, stage3[i], error,
               "is DeepSpeed ZeRO-3's: it needs \"framework\": \"deepspeed\" and \"zero_stage\": 3"))
       return FALSE;
-  if (!rule(!zero3 || !present(obj, "overlap_comm"), obj, "overlap_comm", error,
-            "changes no buffer under ZeRO-3 (one reduce bucket either way, stage3.py), whose reduce-scatter rok "
-            "times as overlapped, DeepSpeed's default there"))
+  if (!rule(!zero3 || !present(obj, "overlap_comm") || m->train.ds.overlap_comm, obj, "overlap_comm", error,
+            "false is not modelled under ZeRO-3: rok times its reduce-scatter as overlapped, DeepSpeed's default "
+            "there (true changes no buffer: one reduce bucket either way, stage3.py)"))
     return FALSE;
   if (!zero)
     memset(&m->train.ds, 0, sizeof m->train.ds);
-  if (!zero3)
+  if (zero3)
+    m->train.ds.overlap_comm = TRUE;
+  else
     m->train.ds.prefetch_bucket_size = m->train.ds.max_live_parameters = 0;
   return TRUE;
 }
@@ -258,10 +260,11 @@ static void deepspeed_to_json(const RokModel *m, json_object *o) {
     json_object_object_add(o, "reduce_bucket_size", json_object_new_uint64(m->train.ds.reduce_bucket_size));
   if (!m->train.ds.contiguous_gradients)
     json_object_object_add(o, "contiguous_gradients", json_object_new_boolean(FALSE));
-  if (m->train.ds.overlap_comm)
-    json_object_object_add(o, "overlap_comm", json_object_new_boolean(TRUE));
-  if (m->zero_stage != 3)
+  if (m->zero_stage != 3) {
+    if (m->train.ds.overlap_comm)
+      json_object_object_add(o, "overlap_comm", json_object_new_boolean(TRUE));
     return;
+  }
   if (m->train.ds.prefetch_bucket_size != DS_PREFETCH_BUCKET)
     json_object_object_add(o, "stage3_prefetch_bucket_size", json_object_new_uint64(m->train.ds.prefetch_bucket_size));
   if (m->train.ds.max_live_parameters != DS_MAX_LIVE)

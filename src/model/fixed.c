@@ -20,7 +20,9 @@
  *   gradients). Stage 0 keeps all of it on every rank: 20.
  *
  * Other optimizers change the 12 (master 4 + states); frozen parameters
- * (LoRA's base, frozen layers) keep only their weights. */
+ * (LoRA's base, frozen layers) keep only their weights. DeepSpeed's
+ * communication buffers, which its estimators leave out, are terms of
+ * their own (deepspeed_buffers()). */
 #include "config-private.h"
 
 #include <math.h>

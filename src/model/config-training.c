@@ -203,7 +203,8 @@ static guint64 liger_chunk(const RokModel *m) {
  * their stages they are errors; there they keep DeepSpeed's values, and
  * elsewhere zero, so that nothing counts them. */
 static gboolean check_deepspeed(const RokJsonObj *obj, RokModel *m, GError **error) {
-  gboolean zero = m->train.framework == ROK_FRAMEWORK_DEEPSPEED && m->zero_stage >= 1, zero3 = zero && m->zero_stage == 3;
+  gboolean zero = m->train.framework == ROK_FRAMEWORK_DEEPSPEED && m->zero_stage >= 1;
+  gboolean zero3 = zero && m->zero_stage == 3;
   const char *const any[] = {"reduce_bucket_size", "contiguous_gradients", "overlap_comm"};
   for (guint i = 0; i < G_N_ELEMENTS(any); i++)
     if (!rule(zero || !present(obj, any[i]), obj, any[i], error,

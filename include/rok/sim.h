@@ -161,11 +161,12 @@
  * distributed optimizer, else an all-reduce), overlapped with the last
  * micro-batch's backward in buckets of max(40M, 1M·d) parameters: what
  * that backward does not hide, and at least one bucket, delays the
- * optimizer step. Not modelled: communication competing with PCIe copies
- * (intra_node_pcie is read and reported, not simulated), overlap of
- * tensor-parallel communication with compute beyond that (Megatron's
- * --tp-comm-overlap), a pipeline send blocking its sender, the embedding's gradient all-reduce between the
- * first and last stages.
+ * optimizer step. With intra_node_pcie, collectives and sends take their
+ * share of the PCIe link beside offload copies (hidden ones too). Not
+ * modelled: overlap of tensor-parallel communication with compute beyond
+ * that (Megatron's --tp-comm-overlap), a pipeline send blocking its
+ * sender, the embedding's gradient all-reduce between the first and last
+ * stages.
  *
  * Pipeline parallelism. A stage's trace (rok_trace_new_for_stage) runs
  * its micro-batches in Megatron-LM's order: 1F1B, or interleaved 1F1B with

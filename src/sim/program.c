@@ -37,6 +37,7 @@ void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
   prog->work = g_array_new(FALSE, FALSE, sizeof(guint));
   prog->group_ops = g_array_new(FALSE, FALSE, sizeof(guint));
   prog->group_of = g_array_new(FALSE, FALSE, sizeof(Group));
+  prog->layer_t = prog->layer_tensors = prog->layer_o = prog->layer_ops = NULL; /* index_layers */
 }
 
 void sim_program_clear(SimProgram *prog) {
@@ -50,6 +51,47 @@ void sim_program_clear(SimProgram *prog) {
   g_array_unref(prog->work);
   g_array_unref(prog->group_ops);
   g_array_unref(prog->group_of);
+  g_free(prog->layer_t);
+  g_free(prog->layer_tensors);
+  g_free(prog->layer_o);
+  g_free(prog->layer_ops);
+}
+
+/* Bucket ids 0 .. n by their layer (those outside 0 .. layers - 1 left
+ * out), keeping id order: first[l] .. first[l + 1] index into *ids. */
+static void bucket_by_layer(guint n, guint layers, gint (*layer_of)(const RokTrace *, guint), const RokTrace *trace,
+                            guint **first, guint **ids) {
+  *first = g_new0(guint, layers + 2);
+  for (guint i = 0; i < n; i++) {
+    gint l = layer_of(trace, i);
+    if (l >= 0 && (guint)l < layers)
+      (*first)[l + 2]++;
+  }
+  for (guint l = 0; l < layers; l++)
+    (*first)[l + 2] += (*first)[l + 1];
+  *ids = g_new(guint, MAX((*first)[layers + 1], 1));
+  for (guint i = 0; i < n; i++) {
+    gint l = layer_of(trace, i);
+    if (l >= 0 && (guint)l < layers)
+      (*ids)[(*first)[l + 1]++] = i;
+  }
+}
+
+static gint tensor_layer(const RokTrace *trace, guint t) {
+  return rok_trace_tensor(trace, t)->layer;
+}
+
+static gint op_layer(const RokTrace *trace, guint o) {
+  return rok_trace_op(trace, o)->layer;
+}
+
+static void index_layers(RokSim *sim) {
+  SimProgram *prog = &sim->prog;
+  if (prog->layer_t != NULL)
+    return;
+  guint layers = sim->trace->layers;
+  bucket_by_layer(sim->n_tensors, layers, tensor_layer, sim->trace, &prog->layer_t, &prog->layer_tensors);
+  bucket_by_layer(sim->n_ops, layers, op_layer, sim->trace, &prog->layer_o, &prog->layer_ops);
 }
 
 static gboolean available(const SimProgram *prog, guint tensor) {
@@ -167,10 +209,9 @@ static gint compare_guint(gconstpointer a, gconstpointer b) {
 
 /* Megatron's rebuild: everything the layer's ops make. */
 static gboolean want_layer(RokSim *sim, guint8 *in_set, gint layer, GError **error) {
-  for (guint o = 0; o < sim->n_ops; o++) {
-    const RokOp *op = rok_trace_op(sim->trace, o);
-    if (op->layer != layer)
-      continue;
+  const SimProgram *prog = &sim->prog;
+  for (guint k = prog->layer_o[layer]; k < prog->layer_o[layer + 1]; k++) {
+    const RokOp *op = rok_trace_op(sim->trace, prog->layer_ops[k]);
     for (guint i = 0; i < op->outputs->len; i++) {
       guint t = g_array_index(op->outputs, guint, i);
       /* A captured layer's last op can make a tensor saved outside the
@@ -195,10 +236,12 @@ static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, g
   if (g->member != ROK_NO_ID) {
     if (!want(sim, in_set, g->member, layer, error))
       return FALSE;
-  } else {
-    for (guint t = 0; t < sim->n_tensors; t++)
-      if (is_member(sim, g, t) && !want(sim, in_set, t, layer, error))
+  } else { /* the layer's recomputed tensors, in id order */
+    for (guint k = prog->layer_t[layer]; k < prog->layer_t[layer + 1]; k++) {
+      guint t = prog->layer_tensors[k];
+      if (prog->eff[t] == ROK_DECISION_RECOMPUTE && !want(sim, in_set, t, layer, error))
         return FALSE;
+    }
     if (whole_layer && !want_layer(sim, in_set, layer, error))
       return FALSE;
   }
@@ -440,6 +483,7 @@ gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error)
   g_array_set_size(prog->ids, 0);
   if (!set_decisions(sim, plan, error))
     return FALSE;
+  index_layers(sim);
   find_groups(sim);
   g_autoptr(GArray) releases = g_array_new(FALSE, FALSE, sizeof(Release));
   if (!emit_items(sim, plan->options.rebuild_whole_layers, releases, error))

@@ -303,8 +303,10 @@ static void stream_try_start(SimEngine *e, RokStream s) {
     start_leg(e, s, id);
     return;
   }
-  g_array_set_size(st->queue, 0);
-  st->head = 0;
+  if (st->head > 0) { /* all taken: start the queue afresh */
+    g_array_set_size(st->queue, 0);
+    st->head = 0;
+  }
 }
 
 void sim_streams_pump(SimEngine *e) {

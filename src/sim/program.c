@@ -441,23 +441,34 @@ static void resolve_uses(RokSim *sim, RokPrefetchUnit unit, GArray *releases) {
     }
 }
 
-static gint release_compare(gconstpointer a, gconstpointer b) {
-  const Release *x = a, *y = b;
-  if (x->item != y->item)
-    return x->item < y->item ? -1 : 1;
-  return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
-}
-
-/* Attach the releases to their items, in item order then tensor order. */
+/* Attach the releases to their items, in item order then tensor order:
+ * bucketed by item, each item's few sorted by tensor. */
 static void attach_releases(SimProgram *prog, GArray *releases) {
-  g_array_sort(releases, release_compare);
-  guint r = 0;
-  for (guint i = 0; i < prog->items->len; i++) {
+  guint n_items = prog->items->len;
+  g_autofree guint *start = g_new0(guint, n_items + 1);
+  for (guint r = 0; r < releases->len; r++)
+    start[g_array_index(releases, Release, r).item + 1]++;
+  for (guint i = 0; i < n_items; i++)
+    start[i + 1] += start[i];
+  guint base = prog->ids->len;
+  g_array_set_size(prog->ids, base + releases->len);
+  guint *ids = &g_array_index(prog->ids, guint, base);
+  g_autofree guint *fill = g_memdup2(start, sizeof(guint) * (n_items + 1));
+  for (guint r = 0; r < releases->len; r++) {
+    const Release *rel = &g_array_index(releases, Release, r);
+    ids[fill[rel->item]++] = rel->tensor;
+  }
+  for (guint i = 0; i < n_items; i++) {
     SimItem *item = &g_array_index(prog->items, SimItem, i);
-    item->frees = prog->ids->len;
-    for (; r < releases->len && g_array_index(releases, Release, r).item == i; r++)
-      g_array_append_val(prog->ids, g_array_index(releases, Release, r).tensor);
-    item->n_frees = prog->ids->len - item->frees;
+    item->frees = base + start[i];
+    item->n_frees = start[i + 1] - start[i];
+    guint *t = ids + start[i];
+    for (guint a = 1; a < item->n_frees; a++) /* insertion sort: a handful each */
+      for (guint b = a; b > 0 && t[b - 1] > t[b]; b--) {
+        guint x = t[b];
+        t[b] = t[b - 1];
+        t[b - 1] = x;
+      }
   }
 }
 

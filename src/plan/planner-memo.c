@@ -134,7 +134,7 @@ void plan_memo_insert(PlanMemo *m, const guint8 *decisions, const RokStepOptions
   g_mutex_lock(&m->lock);
   GArray *ranges = g_hash_table_lookup(m->table, k);
   gsize cost = sizeof range + (ranges == NULL ? key_size(m->n_tensors) : 0);
-  if (m->bytes + cost <= MEMO_MAX_BYTES && range_of(ranges, range.lo, range.window_lo) == NULL) {
+  if (m->bytes + cost <= MEMO_MAX_BYTES) { /* inserted after a miss: no range holds this run yet */
     if (ranges == NULL) {
       ranges = g_array_new(FALSE, FALSE, sizeof(MemoRange));
       g_hash_table_insert(m->table, g_steal_pointer(&k), ranges);

@@ -19,7 +19,9 @@
  * the ranges it has run under, and a budget in one is answered from it:
  * the baselines and finalists the final judgement runs at every budget of
  * the curve, the descent's steps held under each budget, are simulated
- * once where the budget changes nothing.
+ * once where the budget changes nothing. The prefetch window likewise
+ * (RokSimResult.same_window_lo/hi, for the same prefetch unit): a window
+ * that never held a read back answers every larger one.
  *
  * ROK_PLAN_MEMO_CHECK=1 in the environment simulates every answer again
  * and aborts when the two differ (tests/unit/test-planner runs with it). */

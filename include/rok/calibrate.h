@@ -136,6 +136,10 @@ typedef struct {
   RokCalibStat copy_wait; /* per 1 MiB command, over one kernel's time */
   RokCalibStat handoff;   /* seconds */
   gboolean contention;
+  /* Another device (a GPU): what the executor pays per action beyond the
+   * kernel, a tiny kernel launched and waited for plus a hand-off to the
+   * compute thread and back (with nothing competing); 0 when not measured. */
+  double action_overhead; /* seconds */
 } RokCalibDevice;
 
 typedef struct {
@@ -218,6 +222,12 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *option
                                   RokCalibDevice *device, GError **error);
 /* On a CPU device, copies and hand-offs beside running kernels
  * (calib-contention.c); nothing on another device. */
+/* A message to another thread and back through a GAsyncQueue, nothing else
+ * running (calib-contention.c). */
+gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error);
+/* Seconds the executor pays per action beyond the kernel: the measured
+ * action overhead where there is one, else the back-to-back launch. */
+double rok_calib_action_seconds(const RokCalibDevice *device);
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                       RokCalibDevice *device, GError **error);
 #endif

@@ -147,6 +147,16 @@ typedef struct {
     RokLoss loss;
     guint64 loss_chunk;       /* chunked loss: tokens per chunk (0 before defaults: Liger's choice) */
     RokFp8 fp8;
+    /* DeepSpeed ZeRO's communication buffers (fixed.c, "framework
+     * temporaries"); set under framework "deepspeed" with zero_stage >= 1
+     * only, 0 / FALSE otherwise. Sizes in elements, as DeepSpeed counts. */
+    struct {
+      guint64 reduce_bucket_size;     /* default 5e8 */
+      gboolean contiguous_gradients;  /* default true: the reduce buckets exist */
+      gboolean overlap_comm;          /* ZeRO-1/2: two reduce buckets; default false (ZeRO-3: always true) */
+      guint64 prefetch_bucket_size;   /* ZeRO-3's stage3_prefetch_bucket_size, default 5e7 */
+      guint64 max_live_parameters;    /* ZeRO-3's stage3_max_live_parameters, default 1e9 */
+    } ds;
   } train;
 } RokModel;
 
@@ -242,9 +252,10 @@ typedef struct {
   guint64 bytes;
   const char *source;
 } RokFixedTerm;
-#define ROK_FIXED_MAX_TERMS 12
+#define ROK_FIXED_MAX_TERMS 14
 /* The fixed memory's terms (weights, gradients, fp32 gradient partition,
- * master weights, optimizer states, ZeRO-3's gathered buffers...) on one
+ * master weights, optimizer states, ZeRO-3's gathered buffers, DeepSpeed's
+ * reduce and prefetch buckets...) on one
  * GPU of pipeline stage `stage` (its parameters as
  * rok_model_stage_params; stage 0 is the first, Megatron-LM's most loaded
  * shard) into `terms`; returns how many. */

@@ -149,7 +149,10 @@
  * column-parallel linear (again in backward) and a reduce-scatter after
  * each row-parallel one and of each input gradient; on the critical path,
  * added to the op they surround (so a recompute that re-runs the op
- * re-runs them). ZeRO-3 (DeepSpeed): every layer's parameters gathered
+ * re-runs them), but for what a column-parallel backward hides under
+ * Megatron (framework megatron): its all-gather under the input-gradient
+ * GEMM, its all-reduce or reduce-scatter under the weight-gradient GEMM,
+ * each GEMM taken as half the op's backward compute. ZeRO-3 (DeepSpeed): every layer's parameters gathered
  * before its forward and its backward and its gradients reduce-scattered,
  * every micro-batch, prefetched behind the previous layer: what that
  * layer's compute does not hide is added to the layer's first op. Data
@@ -160,8 +163,8 @@
  * that backward does not hide, and at least one bucket, delays the
  * optimizer step. Not modelled: communication competing with PCIe copies
  * (intra_node_pcie is read and reported, not simulated), overlap of
- * tensor-parallel communication with compute (Megatron's
- * --tp-comm-overlap), the embedding's gradient all-reduce between the
+ * tensor-parallel communication with compute beyond that (Megatron's
+ * --tp-comm-overlap), a pipeline send blocking its sender, the embedding's gradient all-reduce between the
  * first and last stages.
  *
  * Pipeline parallelism. A stage's trace (rok_trace_new_for_stage) runs

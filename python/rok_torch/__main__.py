@@ -46,6 +46,9 @@ def main(argv=None):
     c.add_argument("--batch", type=int, default=1)
     c.add_argument("--dropout", type=float, default=0.1, help="GPT-2's dropout")
     c.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    c.add_argument("--precision", choices=["mixed", "pure"], default=None,
+                   help="how the optimizer keeps its states: mixed (fp32 master weights and states; the default "
+                        "for bf16) or pure (in the weights' dtype, as torch.optim.Adam on a bf16 model)")
     c.add_argument("--device", default="cpu")
     c.add_argument("--warmup", type=int, default=2)
     c.add_argument("--name", default=None)
@@ -61,7 +64,8 @@ def main(argv=None):
     ids = torch.randint(0, a.vocab, (a.batch, a.seq), generator=g).to(a.device)
     labels = torch.randint(0, a.vocab, (a.batch, a.seq), generator=g).to(a.device)
     name = a.name or f"{a.arch}-l{a.layers}-h{a.hidden}-s{a.seq}-{a.device}"
-    trace = capture(model, (ids, labels), name=name, warmup=a.warmup)
+    precision = a.precision or ("mixed" if a.dtype != "fp32" else "pure")
+    trace = capture(model, (ids, labels), name=name, warmup=a.warmup, precision=precision)
     where = torch.cuda.get_device_name() if a.device.startswith("cuda") else f"{platform.processor() or 'CPU'}, " \
         f"{torch.get_num_threads()} threads"
     trace["model"] = {
@@ -74,7 +78,7 @@ def main(argv=None):
         "vocab": a.vocab, "seq_len": a.seq, "micro_batch": a.batch, "global_batch": a.batch, "data_parallel": 1,
         "dtype": a.dtype, "dropout": a.dropout if a.arch == "gpt2" else 0.0,
         "mask_bytes": dropout_mask_bytes(dtype, a.device),
-        "attention": "standard", "optimizer": "adam", "precision": "mixed" if a.dtype != "fp32" else "pure",
+        "attention": "standard", "optimizer": "adam", "precision": precision,
     }
     with open(a.output, "w") as f:
         json.dump(trace, f, indent=1)

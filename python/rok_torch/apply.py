@@ -121,7 +121,7 @@ class Record:
     """One storage saved in the step, and where its bytes are."""
 
     __slots__ = ("name", "layer", "call", "decision", "nbytes", "dtype", "numel", "device", "flat", "host",
-                 "stored", "write", "fetch", "value", "staged", "pack_index", "saves", "unpacked", "refs", "resident",
+                 "stored", "write", "fetch", "value", "staged", "left", "pack_index", "saves", "unpacked", "refs", "resident",
                  "__weakref__")
 
     def __init__(self, name, call, decision, t, pack_index):
@@ -133,7 +133,7 @@ class Record:
         self.host = self.stored = self.write = self.fetch = self.value = self.staged = None
         self.pack_index = pack_index
         self.saves = self.unpacked = self.refs = 0
-        self.resident = False
+        self.resident = self.left = False
 
 
 class Handle:
@@ -167,6 +167,10 @@ class Runner:
         if any(d == "offload-nvme" for d in self.plan.decisions.values()) and nvme_dir is None:
             raise PlanError("the plan offloads to NVMe: give nvme_dir, a directory on the SSD")
         self.nvme_dir, self.slot_bytes, self.slots = nvme_dir, slot_bytes, slots
+        # What the simulated step kept in memory at most (saved tensors):
+        # forward waits for copies out and prefetches hold back to stay
+        # under it, as the simulator's step does (none for a policy file).
+        self.cap = self.plan.doc.get("predicted", {}).get("activation_peak_bytes")
         self.tracker.on_layer_enter = self._layer_enter
         self.tracker.on_layer_exit = self._layer_exit
         self.report = None
@@ -274,10 +278,25 @@ class Runner:
             if rec.decision == "keep":
                 continue
             self.live.pop(N.storage_key(rec.flat), None)
+            rec.left = True
             if rec.decision == "recompute" or rec.write is None:
                 self._drop_device(rec)
             else:
                 rec.write.add_done_callback(lambda f, rec=rec: self._drop_device(rec))
+        self._throttle()
+
+    def _throttle(self):
+        """Over the plan's peak, waits for the oldest copies out of layers
+        already left (their device memory goes when they land), as the
+        simulated compute waits for memory."""
+        if self.cap is None:
+            return
+        for rec in self.records:
+            if self.resident <= self.cap:
+                return
+            if rec.left and rec.write is not None and rec.flat is not None:
+                rec.write.result()
+                self._drop_device(rec)
 
     def _drop_device(self, rec):
         with self._lock:
@@ -477,6 +496,8 @@ class Runner:
                     self._start_fetch(rec)
                 elif (rec.decision == "offload-host" and rec.device.type == "cuda" and rec.flat is None
                       and rec.value is None and rec.staged is None and rec.host is not None):
+                    if self.cap is not None and self.resident + rec.nbytes > self.cap:
+                        return  # held back, as the simulator holds a read back: fetched when needed
                     self._stage_h2d(rec)
 
     def _replay(self, call):

@@ -122,6 +122,13 @@ class _Capture:
                 self.made_by.setdefault(key, len(self.ops) - 1)
         self._open(frame if what == "enter" else (self.tracker.stack[-1] if self.tracker.stack else None))
 
+    def release(self):
+        """Drops what the step left: the ops' frames and the tracker's calls
+        hold every layer's inputs, and the finalizers on tensors that
+        outlive the step keep this object alive."""
+        self.ops, self.entries, self.made_by, self.seen = [], {}, {}, {}
+        self.tracker.reset()
+
     def forget(self, key, op):
         if self.made_by.get(key) == op and key not in self.entries:
             del self.made_by[key]
@@ -315,5 +322,7 @@ def capture(model, batch, loss_fn=None, name=None, micro_batches_per_step=1, opt
     if c.skipped:
         raise ValueError(f"rok-trace/1 has no dtype for saved tensors of {', '.join(sorted(c.skipped))}")
     ids = N.first_tensor(batch)
-    return _trace(c, fwd, bwd, name or type(model).__name__, micro_batches_per_step, optimizer, precision,
-                  ids.numel() if ids is not None else 1)
+    trace = _trace(c, fwd, bwd, name or type(model).__name__, micro_batches_per_step, optimizer, precision,
+                   ids.numel() if ids is not None else 1)
+    c.release()
+    return trace

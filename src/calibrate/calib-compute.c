@@ -102,15 +102,38 @@ static void job_clear(Job *job) {
   rok_cl_buffer_free(job->out);
 }
 
+/* As the executor runs an action: launched, then waited for. */
+static gboolean run_add_waited(gpointer data, GError **error) {
+  Job *job = data;
+  return run_add(data, error) &&
+         rok_cl_device_finish(rok_cl_kernels_device(job->kernels), ROK_CL_QUEUE_COMPUTE, error);
+}
+
+double rok_calib_action_seconds(const RokCalibDevice *d) {
+  return d->action_overhead > 0 ? d->action_overhead : d->launch.median;
+}
+
+/* Back to back (what a GEMM timed in a row pays per launch), and on a GPU
+ * also one at a time, waited for and handed over as the executor runs an
+ * action: there the wait and the hand-offs (tens of microseconds) dwarf
+ * the launch. A CPU device's hand-offs are measured beside running
+ * kernels instead (calib-contention.c), as host.copy_overhead. */
 static gboolean measure_launch(RokClKernels *kernels, const Timer *timer, RokCalibDevice *d, GError **error) {
   Job job;
   Timer t = *timer;
   t.min_seconds = timer->min_seconds / 2;
   g_autofree double *s = g_new(double, t.trials);
   gboolean ok = add_job(kernels, 64, &job, error) && time_runs(&t, run_add, &job, s, error);
-  job_clear(&job);
   if (ok)
     d->launch = rok_calib_stat(s, t.trials);
+  if (ok && g_strcmp0(d->type, "cpu") != 0) {
+    RokCalibStat handoff;
+    ok = time_runs(&t, run_add_waited, &job, s, error) &&
+         rok_calib_measure_handoff(rok_cl_kernels_device(kernels), &handoff, error);
+    if (ok)
+      d->action_overhead = rok_calib_stat(s, t.trials).median + handoff.median;
+  }
+  job_clear(&job);
   return ok;
 }
 

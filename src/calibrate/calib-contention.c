@@ -130,7 +130,7 @@ static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GE
   GAsyncQueue *q[2] = {g_async_queue_new(), g_async_queue_new()};
   GThread *thread = g_thread_new("rok-calib-echo", echo, q);
   g_autofree double *samples = g_new(double, HANDOFF_SAMPLES);
-  gboolean ok = busy_start(b, cl, 4, error);
+  gboolean ok = b == NULL || busy_start(b, cl, 4, error);
   for (guint i = 0; ok && i < HANDOFF_SAMPLES; i++) {
     double start = now_s();
     g_async_queue_push(q[0], GUINT_TO_POINTER(2));
@@ -147,6 +147,10 @@ static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GE
   if (ok)
     *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
   return ok;
+}
+
+gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
+  return measure_handoff(cl, NULL, stat, error);
 }
 
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,

@@ -128,7 +128,7 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   const RokCalibDevice *d = &c->device;
   hw->gpu.memory = d->memory;
   hw->gpu.hbm_bandwidth = d->elementwise.median;
-  hw->gpu.launch_overhead = (gint64)llround(d->launch.median * 1e9);
+  hw->gpu.launch_overhead = (gint64)llround(rok_calib_action_seconds(d) * 1e9);
   if (!positive(hw->gpu.hbm_bandwidth, "gpu.hbm_bandwidth", error) || !fill_gemm_model(d, hw, error))
     return FALSE;
   /* A CPU device computes on the host's processors, and copies run there. */
@@ -154,6 +154,8 @@ static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->host.checksum_bandwidth = c->host.checksum.median; /* 0 when not measured: not modelled */
   if (c->device.contention)
     hw->host.copy_overhead = (gint64)llround(c->device.handoff.median * 1e9);
+  else if (c->device.action_overhead > 0) /* a leg, too, is handed over, enqueued and waited for */
+    hw->host.copy_overhead = (gint64)llround(c->device.action_overhead * 1e9);
   return positive(hw->pcie.h2d_bandwidth, "pcie.h2d_bandwidth", error) &&
          positive(hw->pcie.d2h_bandwidth, "pcie.d2h_bandwidth", error) &&
          positive((double)hw->host.memory, "host.memory", error) &&

@@ -28,7 +28,14 @@ static void append_device(GString *s, const RokCalibration *c) {
                      "layers' linear and attention ops in both directions, launch overhead taken out; "
                      "calibrated_shapes: those GEMMs' shapes and the element-wise ops' smallest and largest bytes; "
                      "gpu.hbm_bandwidth: the element-wise add kernel over large buffers (2 reads, 1 write); "
-                     "gpu.launch_overhead: a tiny kernel, back to back; gpu.memory: the device's global memory. ");
+                     "gpu.memory: the device's global memory. ");
+  if (d->action_overhead > 0)
+    g_string_append(s, "gpu.launch_overhead and host.copy_overhead: what the executor pays per action beyond "
+                       "its work, a tiny kernel launched and waited for one at a time plus a message to another "
+                       "thread and back through a GAsyncQueue (its hand-offs); op rates and GEMM ops have it "
+                       "taken out. ");
+  else
+    g_string_append(s, "gpu.launch_overhead: a tiny kernel, back to back. ");
   if (g_strcmp0(d->type, "cpu") == 0)
     g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
                        "host's processors and so do copies in and out of it (no copy engine). ");

@@ -210,6 +210,11 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   g_autofree char *latency = rok_units_format_time(d->copy_latency.median);
   print_fit(d, hw, fit_rows);
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
+  if (d->action_overhead > 0) {
+    g_autofree char *action = rok_units_format_time(d->action_overhead);
+    printf("  per action           %s (launched, waited for and handed over, as the executor runs each action)\n",
+           action);
+  }
   print_ops(d);
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency);

@@ -53,6 +53,30 @@ static gboolean read_lora_targets(const RokJsonObj *obj, RokModel *m, GError **e
   return TRUE;
 }
 
+/* DeepSpeed's defaults (deepspeed/runtime/zero/config.py). */
+#define DS_REDUCE_BUCKET G_GUINT64_CONSTANT(500000000)
+#define DS_PREFETCH_BUCKET G_GUINT64_CONSTANT(50000000)
+#define DS_MAX_LIVE G_GUINT64_CONSTANT(1000000000)
+/* Bucket sizes in elements: 2^40 keeps two fp32 buckets far below 2^62 bytes. */
+#define DS_MAX_ELEMENTS (G_GUINT64_CONSTANT(1) << 40)
+
+/* DeepSpeed ZeRO's buffer settings, under DeepSpeed's own names, with its
+ * defaults; model_check_training says where they apply. */
+static gboolean read_deepspeed(const RokJsonObj *obj, RokModel *m, GError **error) {
+  m->train.ds.reduce_bucket_size = DS_REDUCE_BUCKET;
+  m->train.ds.contiguous_gradients = TRUE;
+  m->train.ds.prefetch_bucket_size = DS_PREFETCH_BUCKET;
+  m->train.ds.max_live_parameters = DS_MAX_LIVE;
+  return rok_json_get_uint(obj, "reduce_bucket_size", FALSE, 0, DS_MAX_ELEMENTS, &m->train.ds.reduce_bucket_size,
+                           error) &&
+         rok_json_get_bool(obj, "contiguous_gradients", FALSE, &m->train.ds.contiguous_gradients, error) &&
+         rok_json_get_bool(obj, "overlap_comm", FALSE, &m->train.ds.overlap_comm, error) &&
+         rok_json_get_uint(obj, "stage3_prefetch_bucket_size", FALSE, 0, DS_MAX_ELEMENTS,
+                           &m->train.ds.prefetch_bucket_size, error) &&
+         rok_json_get_uint(obj, "stage3_max_live_parameters", FALSE, 0, DS_MAX_ELEMENTS,
+                           &m->train.ds.max_live_parameters, error);
+}
+
 gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error) {
   int framework = 0, grad = -1, base = 0, kernels = 0, loss = 0, fp8 = 0;
   m->train.momentum = TRUE;
@@ -67,7 +91,7 @@ gboolean model_read_training(const RokJsonObj *obj, RokModel *m, GError **error)
       !rok_json_get_enum(obj, "kernels", FALSE, kernel_names, &kernels, error) ||
       !rok_json_get_enum(obj, "loss", FALSE, loss_names, &loss, error) ||
       !rok_json_get_uint(obj, "loss_chunk", FALSE, 1, G_MAXUINT32, &m->train.loss_chunk, error) ||
-      !rok_json_get_enum(obj, "fp8", FALSE, fp8_names, &fp8, error))
+      !rok_json_get_enum(obj, "fp8", FALSE, fp8_names, &fp8, error) || !read_deepspeed(obj, m, error))
     return FALSE;
   m->train.fp8 = fp8;
   m->train.kernels = kernels;
@@ -173,6 +197,37 @@ static guint64 liger_chunk(const RokModel *m) {
   return chunk;
 }
 
+/* The buffers are DeepSpeed ZeRO's (stage_1_and_2.py, stage3.py): under
+ * Megatron-LM the DDP buckets are views into the gradient and parameter
+ * buffers rok counts already, and ZeRO-0 has no ZeRO optimizer. Outside
+ * their stages they are errors; there they keep DeepSpeed's values, and
+ * elsewhere zero, so that nothing counts them. */
+static gboolean check_deepspeed(const RokJsonObj *obj, RokModel *m, GError **error) {
+  gboolean zero = m->train.framework == ROK_FRAMEWORK_DEEPSPEED && m->zero_stage >= 1;
+  gboolean zero3 = zero && m->zero_stage == 3;
+  const char *const any[] = {"reduce_bucket_size", "contiguous_gradients", "overlap_comm"};
+  for (guint i = 0; i < G_N_ELEMENTS(any); i++)
+    if (!rule(zero || !present(obj, any[i]), obj, any[i], error,
+              "is a DeepSpeed ZeRO buffer setting: it needs \"framework\": \"deepspeed\" and \"zero_stage\" 1-3"))
+      return FALSE;
+  const char *const stage3[] = {"stage3_prefetch_bucket_size", "stage3_max_live_parameters"};
+  for (guint i = 0; i < G_N_ELEMENTS(stage3); i++)
+    if (!rule(zero3 || !present(obj, stage3[i]), obj, stage3[i], error,
+              "is DeepSpeed ZeRO-3's: it needs \"framework\": \"deepspeed\" and \"zero_stage\": 3"))
+      return FALSE;
+  if (!rule(!zero3 || !present(obj, "overlap_comm") || m->train.ds.overlap_comm, obj, "overlap_comm", error,
+            "false is not modelled under ZeRO-3: rok times its reduce-scatter as overlapped, DeepSpeed's default "
+            "there (true changes no buffer: one reduce bucket either way, stage3.py)"))
+    return FALSE;
+  if (!zero)
+    memset(&m->train.ds, 0, sizeof m->train.ds);
+  if (zero3)
+    m->train.ds.overlap_comm = TRUE;
+  else
+    m->train.ds.prefetch_bucket_size = m->train.ds.max_live_parameters = 0;
+  return TRUE;
+}
+
 gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error) {
   gboolean megatron = m->train.framework == ROK_FRAMEWORK_MEGATRON;
   gboolean mixed = m->precision == ROK_PRECISION_MIXED && m->dtype != ROK_DTYPE_FP32;
@@ -187,7 +242,8 @@ gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error
             "kernels", error, "\"eager\" is modelled for arch \"gpt\" (GPT-2) and \"llama\" only") ||
       !rule(m->train.fp8 == ROK_FP8_NONE || (m->train.kernels == ROK_KERNELS_FUSED && m->dtype != ROK_DTYPE_FP32), obj,
             "fp8", error, "needs fused kernels (Transformer Engine) and a 16-bit dtype") ||
-      !check_optimizer(obj, m, error) || !check_lora(obj, m, error) || !check_architecture(obj, m, error))
+      !check_optimizer(obj, m, error) || !check_lora(obj, m, error) || !check_architecture(obj, m, error) ||
+      !check_deepspeed(obj, m, error))
     return FALSE;
   if (m->train.loss == ROK_LOSS_CHUNKED && m->train.loss_chunk == 0)
     m->train.loss_chunk = liger_chunk(m);
@@ -195,6 +251,25 @@ gboolean model_check_training(const RokJsonObj *obj, RokModel *m, GError **error
     m->train.grad_dtype = default_grad_dtype(m);
   return rule(mixed || m->train.grad_dtype == m->dtype, obj, "grad_dtype", error,
               "must equal \"dtype\" without mixed precision");
+}
+
+/* DeepSpeed's buffer settings where they apply and differ from its defaults. */
+static void deepspeed_to_json(const RokModel *m, json_object *o) {
+  if (m->train.framework != ROK_FRAMEWORK_DEEPSPEED || m->zero_stage == 0)
+    return;
+  if (m->train.ds.reduce_bucket_size != DS_REDUCE_BUCKET)
+    json_object_object_add(o, "reduce_bucket_size", json_object_new_uint64(m->train.ds.reduce_bucket_size));
+  if (!m->train.ds.contiguous_gradients)
+    json_object_object_add(o, "contiguous_gradients", json_object_new_boolean(FALSE));
+  if (m->zero_stage != 3) {
+    if (m->train.ds.overlap_comm)
+      json_object_object_add(o, "overlap_comm", json_object_new_boolean(TRUE));
+    return;
+  }
+  if (m->train.ds.prefetch_bucket_size != DS_PREFETCH_BUCKET)
+    json_object_object_add(o, "stage3_prefetch_bucket_size", json_object_new_uint64(m->train.ds.prefetch_bucket_size));
+  if (m->train.ds.max_live_parameters != DS_MAX_LIVE)
+    json_object_object_add(o, "stage3_max_live_parameters", json_object_new_uint64(m->train.ds.max_live_parameters));
 }
 
 void model_training_to_json(const RokModel *m, json_object *o) {
@@ -227,4 +302,5 @@ void model_training_to_json(const RokModel *m, json_object *o) {
     json_object_object_add(o, "loss_chunk", json_object_new_uint64(m->train.loss_chunk));
   if (m->train.fp8 != ROK_FP8_NONE)
     json_object_object_add(o, "fp8", json_object_new_string(fp8_names[m->train.fp8]));
+  deepspeed_to_json(m, o);
 }

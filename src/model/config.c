@@ -24,7 +24,8 @@ static const char *const model_keys[] = {
     MODEL_ARCH_KEYS,
     /* config-training.c */
     "framework", "grad_dtype", "momentum", "optimizer_rank", "lora_rank", "lora_targets", "lora_base",
-    "frozen_layers", "kernels", "loss", "loss_chunk", "fp8", NULL};
+    "frozen_layers", "kernels", "loss", "loss_chunk", "fp8", "reduce_bucket_size", "contiguous_gradients",
+    "overlap_comm", "stage3_prefetch_bucket_size", "stage3_max_live_parameters", NULL};
 
 const char *rok_arch_name(RokArch arch) {
   return arch_names[arch];

@@ -20,7 +20,9 @@
  *   gradients). Stage 0 keeps all of it on every rank: 20.
  *
  * Other optimizers change the 12 (master 4 + states); frozen parameters
- * (LoRA's base, frozen layers) keep only their weights. */
+ * (LoRA's base, frozen layers) keep only their weights. DeepSpeed's
+ * communication buffers, which its estimators leave out, are terms of
+ * their own (deepspeed_buffers()). */
 #include "config-private.h"
 
 #include <math.h>
@@ -257,6 +259,74 @@ static guint add(RokFixedTerm *terms, guint n, const char *name, RokFixedKind ki
   return n;
 }
 
+/* The framework's temporaries that live through backward, DeepSpeed
+ * ZeRO's (deepspeed/runtime/zero/config.py for the defaults), each in the
+ * 16-bit dtype (the model's without mixed precision):
+ *
+ *   ZeRO-1/2: with contiguous_gradients, setup_buckets() in
+ *   stage_1_and_2.py allocates a reduce bucket of reduce_bucket_size
+ *   elements at the first gradient of each backward, and a second one with
+ *   overlap_comm (a double buffer, so that one bucket fills while the
+ *   other is reduced); they are freed after the reduction, so they stand
+ *   beside the activations at the start of backward.
+ *   ZeRO-3: stage3.py allocates one reduce bucket at initialisation and
+ *   keeps it; its partitioned_param_coordinator.py gathers the parameters
+ *   of the module about to run (the largest layer, counted above) and
+ *   prefetches the next ones, up to stage3_prefetch_bucket_size elements
+ *   and no more than stage3_max_live_parameters live in all (nor more
+ *   than the `held` parameters this GPU gathers: a small model's queue
+ *   runs out first).
+ *
+ * Not buffers: allgather_bucket_size (ZeRO-1/2 gather in place into the
+ * flat 16-bit weights, all_gather_dp_groups in runtime/utils.py) and
+ * Megatron-LM's DDP buckets (views into its one gradient buffer, the fp32
+ * main gradients, and with the distributed optimizer its one parameter
+ * buffer, the 16-bit weights: param_and_grad_buffer.py). */
+static guint deepspeed_buffers(const RokModel *m, const Held *p, RokFixedTerm *terms, guint n) {
+  guint64 w = rok_dtype_bytes(m->dtype), size = m->train.ds.reduce_bucket_size, held = p->all;
+  if (m->zero_stage == 0)
+    return n;
+  if (m->zero_stage == 3) {
+    if (m->train.ds.contiguous_gradients)
+      n = add(terms, n, "gradient reduce bucket", ROK_FIXED_GRADIENTS, size * w,
+              "DeepSpeed stage3.py: reduce_bucket_size (5e8) elements, allocated at init");
+    guint64 largest = MIN(largest_layer(m), held), live = m->train.ds.max_live_parameters;
+    guint64 ahead = MIN(MIN(m->train.ds.prefetch_bucket_size, held - largest), live > largest ? live - largest : 0);
+    return add(terms, n, "prefetched weights", ROK_FIXED_WEIGHTS, ahead * w,
+               "DeepSpeed partitioned_param_coordinator.py: stage3_prefetch_bucket_size (5e7) gathered ahead, "
+               "within stage3_max_live_parameters (1e9)");
+  }
+  if (!m->train.ds.contiguous_gradients)
+    return n;
+  gboolean two = m->train.ds.overlap_comm;
+  guint64 buckets = (two ? 2 : 1) * size * w;
+  if (m->zero_stage == 2) { /* see zero2_gradients() */
+    guint64 full = p->trained * rok_dtype_bytes(m->train.grad_dtype);
+    guint64 held_grads = shard(m, p, full, TRUE, m->data_parallel) + buckets;
+    return add(terms, n, two ? "reduce buckets beyond the full gradients" : "reduce bucket beyond the full gradients",
+               ROK_FIXED_GRADIENTS, held_grads > full ? held_grads - full : 0,
+               "DeepSpeed stage_1_and_2.py: ZeRO-2's gradient partition and reduce_bucket_size (5e8) bucket(s, "
+               "2 with overlap_comm) need more than the full gradients counted above");
+  }
+  return add(terms, n, two ? "gradient reduce buckets (2, overlap_comm)" : "gradient reduce bucket",
+             ROK_FIXED_GRADIENTS, buckets,
+             two ? "DeepSpeed stage_1_and_2.py setup_buckets: 2 × reduce_bucket_size (5e8), double-buffered"
+                 : "DeepSpeed stage_1_and_2.py setup_buckets: reduce_bucket_size (5e8) elements");
+}
+
+/* ZeRO-2 never holds the full gradients its estimator counts: each one is
+ * copied into a reduce bucket as backward makes it, reduced, and only this
+ * rank's partition kept. rok keeps the estimator's figure, which holds the
+ * partition and the buckets for any model larger than them; a model with
+ * fewer trained parameters (LoRA) gets what they need beyond it as a term
+ * of its own. */
+static const char *zero2_gradients(const RokModel *m, const char *src) {
+  if (m->train.framework != ROK_FRAMEWORK_DEEPSPEED || m->zero_stage != 2 || !m->train.ds.contiguous_gradients)
+    return src;
+  return "DeepSpeed ZeRO-1/2 estimator: 4 + 16/DP B/param; ZeRO-2 holds its gradient partition and reduce "
+         "buckets in this (what exceeds it: below)";
+}
+
 guint rok_model_fixed_terms(const RokModel *m, guint stage, RokFixedTerm terms[ROK_FIXED_MAX_TERMS]) {
   Stage st = stage_of(m, stage);
   Held p = held(m, &st);
@@ -275,7 +345,7 @@ guint rok_model_fixed_terms(const RokModel *m, guint stage, RokFixedTerm terms[R
     n = add(terms, n, mixed ? "gradient partition (fp32)" : "gradient partition", ROK_FIXED_GRADIENTS, shard(m, &p, p.trained * MAX(g, s), TRUE, dp), src);
   } else {
     n = add(terms, n, g == 4 ? "gradients (fp32 main grads)" : "gradients (16-bit)", ROK_FIXED_GRADIENTS,
-            p.trained * g, src);
+            p.trained * g, zero2_gradients(m, src));
     if (mixed && g < 4) /* the optimizer steps with fp32 gradients */
       n = add(terms, n, "fp32 gradient partition", ROK_FIXED_OPTIMIZER, shard(m, &p, p.trained * 4, z >= 1, dp), src);
   }
@@ -294,7 +364,7 @@ guint rok_model_fixed_terms(const RokModel *m, guint stage, RokFixedTerm terms[R
     n = add(terms, n, "gathered weights of the largest layer", ROK_FIXED_WEIGHTS, largest * w, src);
     n = add(terms, n, "gathered gradients of the largest layer", ROK_FIXED_GRADIENTS, largest * w, src);
   }
-  return n;
+  return ds ? deepspeed_buffers(m, &p, terms, n) : n;
 }
 
 guint64 rok_model_trainable_params_per_gpu(const RokModel *m, guint stage) {

@@ -102,7 +102,9 @@ static const char *const memory_free[] = {
     "moe-token-dispatcher-type", "moe-grouped-gemm", "moe-router-pre-softmax", "moe-router-score-function",
     "moe-router-num-groups", "moe-router-group-topk", "moe-router-topk-scaling-factor", "moe-router-dtype",
     "moe-permute-fusion", "moe-z-loss-coeff", "accumulate-allreduce-grads-in-fp32", "cross-entropy-loss-fusion",
-    "recompute-",   "apply-layernorm-1p", "qk-layernorm", "use-torch-fsdp2", NULL};
+    "recompute-",   "apply-layernorm-1p", "qk-layernorm", "use-torch-fsdp2",
+    /* views into the gradient and parameter buffers (docs/training.md, "Framework buffers") */
+    "ddp-bucket-size", "ddp-num-buckets", "ddp-pad-buckets-for-high-nccl-busbw", "ddp-average-in-collective", NULL};
 
 typedef struct {
   json_object *out;

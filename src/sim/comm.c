@@ -62,6 +62,11 @@ static guint part(SimCommPart *out, RokCollective collective, guint64 bytes, gin
   return 1;
 }
 
+/* What of a collective a GEMM of `hide` ns leaves exposed. */
+static gint64 exposed(gint64 ns, gint64 hide) {
+  return MAX(ns - hide, 0);
+}
+
 /* Megatron's collectives around one op in one direction, into out[0..2).
  * Without sequence parallelism: an all-reduce of a row-parallel output
  * (and of the vocabulary-parallel embedding's) in forward, of a column-
@@ -69,8 +74,15 @@ static guint part(SimCommPart *out, RokCollective collective, guint64 bytes, gin
  * sequence-split input before a column-parallel linear (again in
  * backward, to compute the weight gradient) and a reduce-scatter of its
  * input gradient; a reduce-scatter after a row-parallel linear and an
- * all-gather of its output gradient in backward. */
-static guint tp_parts(const RokModel *m, const RokHw *hw, const RokOp *op, gboolean backward, SimCommPart *out) {
+ * all-gather of its output gradient in backward. Megatron-LM issues a
+ * column-parallel backward's collectives asynchronously (since 2021-09,
+ * LinearWithGradAccumulationAndAsyncCommunication): the all-gather runs
+ * under the input-gradient GEMM, the all-reduce or reduce-scatter under
+ * the weight-gradient GEMM, so each costs only what `hide` (one of the
+ * two GEMMs: half the op's backward compute) leaves; DeepSpeed's are
+ * charged whole. */
+static guint tp_parts(const RokModel *m, const RokHw *hw, const RokOp *op, gboolean backward, gint64 bwd_compute_ns,
+                      SimCommPart *out) {
   guint64 t = m->tensor_parallel;
   gboolean inter = t > hw->interconnect.gpus_per_node, sp = m->sequence_parallel;
   /* The gathered activation: every token of the micro-batch, all of h. */
@@ -84,11 +96,12 @@ static guint tp_parts(const RokModel *m, const RokHw *hw, const RokOp *op, gbool
   case ROLE_HEAD:
     if (!backward)
       return sp ? part(out, ROK_COLLECTIVE_ALL_GATHER, bytes, ns_of(ag), FALSE) : 0;
+    gint64 hide = m->train.framework == ROK_FRAMEWORK_MEGATRON ? bwd_compute_ns / 2 : 0;
     if (!sp)
-      return part(out, ROK_COLLECTIVE_ALL_REDUCE, bytes, ns_of(ar), TRUE);
+      return part(out, ROK_COLLECTIVE_ALL_REDUCE, bytes, exposed(ns_of(ar), hide), TRUE);
     /* The pair rounded as one sum, as the op's time has always been. */
-    part(out, ROK_COLLECTIVE_ALL_GATHER, bytes, ns_of(ag), FALSE);
-    return 1 + part(out + 1, ROK_COLLECTIVE_REDUCE_SCATTER, bytes, ns_of(ag + rs) - ns_of(ag), TRUE);
+    part(out, ROK_COLLECTIVE_ALL_GATHER, bytes, exposed(ns_of(ag), hide), FALSE);
+    return 1 + part(out + 1, ROK_COLLECTIVE_REDUCE_SCATTER, bytes, exposed(ns_of(ag + rs) - ns_of(ag), hide), TRUE);
   case ROLE_ROW:
     if (!backward)
       return part(out, sp ? ROK_COLLECTIVE_REDUCE_SCATTER : ROK_COLLECTIVE_ALL_REDUCE, bytes, ns_of(sp ? rs : ar),
@@ -111,10 +124,14 @@ static gint64 parts_ns(const SimCommPart *parts, guint n) {
   return ns;
 }
 
-static void tp_op(const RokModel *m, const RokHw *hw, const RokOp *op, gint64 *fwd, gint64 *bwd) {
+/* `bwd_compute`: the op's backward before its communication; `hidden`:
+ * what of the backward's collectives it hides. */
+static void tp_op(const RokModel *m, const RokHw *hw, const RokOp *op, gint64 bwd_compute, gint64 *fwd, gint64 *bwd,
+                  gint64 *hidden) {
   SimCommPart parts[2];
-  *fwd = parts_ns(parts, tp_parts(m, hw, op, FALSE, parts));
-  *bwd = parts_ns(parts, tp_parts(m, hw, op, TRUE, parts));
+  *fwd = parts_ns(parts, tp_parts(m, hw, op, FALSE, bwd_compute, parts));
+  *bwd = parts_ns(parts, tp_parts(m, hw, op, TRUE, bwd_compute, parts));
+  *hidden = parts_ns(parts, tp_parts(m, hw, op, TRUE, 0, parts)) - *bwd;
 }
 
 /* ---- ZeRO-3: parameters gathered per layer, prefetched ---- */
@@ -196,7 +213,8 @@ void sim_comm_ops(RokSim *sim) {
     return;
   for (guint o = 0; o < sim->n_ops; o++) {
     if (m->tensor_parallel > 1)
-      tp_op(m, sim->hw, rok_trace_op(sim->trace, o), &sim->comm_fwd_ns[o], &sim->comm_bwd_ns[o]);
+      tp_op(m, sim->hw, rok_trace_op(sim->trace, o), sim->bwd_ns[o], &sim->comm_fwd_ns[o], &sim->comm_bwd_ns[o],
+            &sim->hidden_bwd_ns[o]);
   }
   if (has_zero3(m))
     zero3(sim, m);
@@ -285,7 +303,7 @@ static void op_parts(const RokSim *sim, const Zero3Layer *layers, guint o, gbool
   }
   if (m->tensor_parallel > 1) {
     SimCommPart tp[2];
-    guint n = tp_parts(m, sim->hw, rok_trace_op(sim->trace, o), backward, tp);
+    guint n = tp_parts(m, sim->hw, rok_trace_op(sim->trace, o), backward, sim->bwd_ns[o] - sim->comm_bwd_ns[o], tp);
     for (guint i = 0; i < n; i++)
       add_part(parts, tp[i].collective, tp[i].group, (double)tp[i].bytes, tp[i].ns, tp[i].after);
   }

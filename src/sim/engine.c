@@ -291,12 +291,14 @@ void sim_cpu_legs_change(SimEngine *e, gboolean start) {
 
 /* The share of the running item's time its collectives spend on the PCIe
  * link (all of an op's communication taken as peer-to-peer within the
- * node: tensor parallelism's, and ZeRO-3's exposed gathers). */
+ * node: tensor parallelism's, those its GEMMs hide included, and ZeRO-3's
+ * exposed gathers). */
 static double p2p_share(const SimEngine *e, const ItemView *v) {
   if (e->p2p_link[0] <= 0 || v->op == ROK_NO_ID || v->ns <= 0)
     return 0;
   const RokSim *sim = e->sim;
-  gint64 comm = v->kind == ROK_ACTION_BACKWARD ? sim->comm_bwd_ns[v->op] : sim->comm_fwd_ns[v->op];
+  gint64 comm = v->kind == ROK_ACTION_BACKWARD ? sim->comm_bwd_ns[v->op] + sim->hidden_bwd_ns[v->op]
+                                               : sim->comm_fwd_ns[v->op];
   return MIN(1.0, (double)comm / (double)v->ns);
 }
 

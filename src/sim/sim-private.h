@@ -96,8 +96,9 @@ struct _RokSim {
   /* comm.c: communication on the critical path of each op (included in
    * fwd_ns / bwd_ns), its sum over one micro-batch, ZeRO-3's gathers and
    * reductions in all, and the data-parallel reduction (its exposed part
-   * is in optimizer_ns). */
-  gint64 *comm_fwd_ns, *comm_bwd_ns;
+   * is in optimizer_ns); hidden_bwd_ns: the collectives of each op's
+   * backward that its GEMMs hide (on the link all the same). */
+  gint64 *comm_fwd_ns, *comm_bwd_ns, *hidden_bwd_ns;
   gint64 comm_mb_ns, zero3_ns, zero3_exposed_ns, dp_ns, dp_exposed_ns;
   SimProgram prog;
   SimOrder order;

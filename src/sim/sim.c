@@ -300,6 +300,7 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->op_module = g_new0(guint, sim->n_ops);
   sim->comm_fwd_ns = g_new0(gint64, sim->n_ops);
   sim->comm_bwd_ns = g_new0(gint64, sim->n_ops);
+  sim->hidden_bwd_ns = g_new0(gint64, sim->n_ops);
   compute_ops(sim);
   compute_lists(sim);
   number_modules(sim);
@@ -324,6 +325,7 @@ void rok_sim_free(RokSim *sim) {
   g_free(sim->bwd_ns);
   g_free(sim->comm_fwd_ns);
   g_free(sim->comm_bwd_ns);
+  g_free(sim->hidden_bwd_ns);
   g_free(sim->grad_start_bytes);
   g_free(sim->grad_end_bytes);
   g_free(sim->out_bytes);

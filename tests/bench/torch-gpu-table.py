@@ -71,7 +71,7 @@ def main():
     name = f"llama-style-l{a.layers}-h{a.hidden}-s{a.seq}-b{a.batch}-{where.replace(' ', '_')}"
 
     t0 = time.perf_counter()
-    trace = rok_torch.capture(model, (ids, labels), name=name, warmup=2, precision="pure")
+    trace = rok_torch.capture(model, (ids, labels), name=name, warmup=5, precision="pure")  # clocks up first
     trace["model"] = {
         "name": name,
         "source": f"Captured by tests/bench/torch-gpu-table.py (rok_torch.capture, PyTorch {torch.__version__}, "

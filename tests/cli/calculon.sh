@@ -25,8 +25,12 @@
 # layer has LLaMA-2's GEMM FLOPs and parameters (4h² + 2h·f = h² (Q, O)
 # + 2·h²/8 (K, V) + 3·h·28672: f = 4.375h). rok runs the real LLaMA-2 (GQA,
 # SwiGLU, no dropout) with standard attention (--set attention=standard),
-# as Calculon's explicit softmax is. rok is 3.6% to 4.8% faster; by part
-# (P 4, D 8): compute with recompute 1.96 s against 1.99 s (Calculon's
+# as Calculon's explicit softmax is. rok is 12.8% to 13.6% faster: Megatron
+# (the config's framework) hides a column-parallel backward's collectives
+# under its GEMMs, which Calculon's execution here (no tensor_par_overlap)
+# charges, 0.25 s; charged whole (--set framework=deepspeed) rok is 3.7%
+# to 4.9% faster, by part (P 4, D 8): compute with recompute 1.96 s
+# against 1.99 s (Calculon's
 # attn_only recomputes the whole attention block, 0.143 s, rok's selective
 # only its softmax and score tensors, 0.080 s; Calculon also times dropout,
 # which LLaMA-2 has not), tensor-parallel exposure 0.722 s against 0.716 s

@@ -87,6 +87,13 @@ llama=(--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attentio
 "$rok" import megatron "${llama[@]}" -o "$tmp/m.json" 2>"$tmp/notes"
 expect_in "$(cat "$tmp/notes")" "read past (no effect on memory, or rok decides it): --lr --data-path --recompute-activations"
 [ "$(params "$tmp/m.json")" = $((8030261248 + 2 * 768 * 4096)) ] || { echo "megatron llama: $(params "$tmp/m.json")" >&2; exit 1; }
+# DDP buckets and the overlapped gathers are views into the buffers rok
+# counts (docs/training.md, "Framework buffers"): read past, same config.
+"$rok" import megatron "${llama[@]}" --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather \
+  --ddp-bucket-size 100000000 -o "$tmp/ddp.json" 2>"$tmp/notes"
+expect_in "$(cat "$tmp/notes")" "--overlap-grad-reduce --overlap-param-gather --ddp-bucket-size"
+"$rok" import megatron "${llama[@]}" --use-distributed-optimizer -o "$tmp/dist.json" 2>/dev/null
+cmp -s "$tmp/ddp.json" "$tmp/dist.json" || { echo "megatron: DDP bucket arguments changed the config" >&2; exit 1; }
 "$rok" import megatron "${llama[@]}" --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 4 \
   -o "$tmp/moe.json" 2>/dev/null
 "$python" -c "

@@ -176,7 +176,8 @@ def live_tensor_bytes():
 
 
 def test_bf16_recompute(tmp):
-    """A bf16 LLaMA with GQA, captured (pure precision: bf16 Adam states),
+    """A bf16 LLaMA with GQA, captured (pure precision: bf16 Adam states;
+    the capture leaves no tensor behind),
     under the recompute baseline: rok plans the captured trace (the last
     layer's output is the head's input, kept), replays give the gradients
     of plain PyTorch bitwise, and a runner's steps leave no tensor behind
@@ -186,7 +187,13 @@ def test_bf16_recompute(tmp):
                     num_attention_heads=HEADS, num_key_value_heads=2, max_position_embeddings=SEQ)
     model = LlamaForCausalLM(c).to(torch.bfloat16)
     ids, labels = batches()[0]
-    trace = rok_torch.capture(copy.deepcopy(model), (ids, labels), name="tiny-llama-bf16", precision="pure")
+    captured = copy.deepcopy(model)
+    before = live_tensor_bytes()
+    trace = rok_torch.capture(captured, (ids, labels), name="tiny-llama-bf16", precision="pure")
+    captured.zero_grad(set_to_none=True)
+    left = live_tensor_bytes() - before
+    assert left == 0, f"capture left {left} bytes of tensors (once: every layer's input)"
+    del captured
     n = sum(p.numel() for p in model.parameters())
     assert trace["fixed"]["optimizer_bytes"] == 4 * n, trace["fixed"]  # two bf16 states, no master copy
     path = os.path.join(tmp, "bf16-trace.json")

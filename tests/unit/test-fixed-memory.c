@@ -15,7 +15,10 @@
  *   which for these four is the token embedding in both.
  * - DeepSpeed's ZeRO-2 estimator counts the 16-bit gradients in full (4 +
  *   16/DP), as rok does; DeepSpeed's stage 2 keeps only the partition plus
- *   its reduce buckets persistently, so both are an upper bound there. */
+ *   its reduce buckets persistently, so both are an upper bound there.
+ * - DeepSpeed's estimators count no communication buffer; rok adds the
+ *   reduce buckets and ZeRO-3's prefetch (checked apart, to the byte, from
+ *   DeepSpeed's own rules), so they are taken out before the comparison. */
 #include <math.h>
 #include <string.h>
 
@@ -78,6 +81,37 @@ static double deepspeed_reference(const RokModel *m, guint zero) {
   return 4 * total + floor(16 * total / gpus);
 }
 
+static guint64 term(const RokModel *m, const char *name);
+
+/* DeepSpeed's buffers by its own rules (deepspeed/runtime/zero/config.py
+ * defaults; stage_1_and_2.py setup_buckets; stage3.py and
+ * partitioned_param_coordinator.py), from the config's settings, in its
+ * 16-bit dtype (`bytes`). ZeRO-3: `largest` is the gathered module already
+ * counted. ZeRO-2 keeps a partition of the gradients and the buckets,
+ * counted where they need more than the estimator's full `grads` bytes. */
+typedef struct {
+  guint64 bucket;
+  gboolean overlap;
+  guint64 prefetch, live, largest, bytes, grads, dp;
+} Ds;
+
+static guint64 deepspeed_buffers(guint zero, Ds d) {
+  guint64 buckets = (d.overlap ? 2 : 1) * d.bucket * d.bytes;
+  if (zero == 3)
+    return d.bucket * d.bytes + MIN(d.prefetch, d.live > d.largest ? d.live - d.largest : 0) * d.bytes;
+  if (zero == 2) {
+    guint64 held = (d.grads + d.dp - 1) / d.dp + buckets;
+    return held > d.grads ? held - d.grads : 0;
+  }
+  return buckets;
+}
+
+static guint64 buffer_terms(const RokModel *m) {
+  return term(m, "gradient reduce bucket") + term(m, "gradient reduce buckets (2, overlap_comm)") +
+         term(m, "reduce bucket beyond the full gradients") + term(m, "reduce buckets beyond the full gradients") +
+         term(m, "prefetched weights");
+}
+
 static void check(const char *what, double rok, double reference) {
   double diff = rok / reference - 1;
   g_test_message("%-40s rok %.4g GiB, reference %.4g GiB (%+.2f%%)", what, rok / 1073741824.0,
@@ -112,8 +146,142 @@ static void test_deepspeed(void) {
                             "pipeline_parallel=1", NULL};
       g_autoptr(RokModel) m = test_bundled_model(cases[i].config, sets);
       g_autofree char *what = g_strdup_printf("%s deepspeed ZeRO-%u", cases[i].config, zero);
-      check(what, (double)fixed_bytes(m), deepspeed_reference(m, zero));
+      guint64 buffers = buffer_terms(m);
+      check(what, (double)(fixed_bytes(m) - buffers), deepspeed_reference(m, zero));
+      /* Every largest module here is far under max_live - prefetch: 5e7 ahead. */
+      g_assert_cmpfloat(largest_module(m), <, 1e9 - 5e7);
+      Ds d = {500000000, FALSE, 50000000, 1000000000, 0, 2, 2 * rok_model_params_per_gpu(m), m->data_parallel};
+      g_assert_cmpuint(buffers, ==, deepspeed_buffers(zero, d));
+      if (zero == 2) /* all four are far larger than the buckets */
+        g_assert_cmpuint(buffers, ==, 0);
     }
+}
+
+static guint64 fixed_with(const char *config, const char *const *sets) {
+  g_autoptr(RokModel) m = test_bundled_model(config, sets);
+  return fixed_bytes(m);
+}
+
+/* Each setting moves the fixed memory by exactly its buffer, and nothing
+ * else: with the buffers off, ZeRO-1/2/3 are the estimators' terms alone. */
+static void test_deepspeed_buffers(void) {
+  guint64 mib = 1048576;
+  for (guint zero = 1; zero <= 2; zero++) {
+    g_autofree char *z = g_strdup_printf("zero_stage=%u", zero);
+    const char *plain[] = {z, "framework=deepspeed", NULL};
+    const char *off[] = {z, "framework=deepspeed", "contiguous_gradients=false", NULL};
+    const char *overlap[] = {z, "framework=deepspeed", "overlap_comm=true", NULL};
+    const char *small[] = {z, "framework=deepspeed", "overlap_comm=true", "reduce_bucket_size=100000000", NULL};
+    /* LLaMA-2 7B, and its rank-16 LoRA (40.0 M trained parameters), DP 128. */
+    for (guint lora = 0; lora <= 1; lora++) {
+      const char *const extra[] = {lora ? "lora_rank=16" : NULL, NULL};
+      g_autoptr(RokModel) m = test_bundled_model2("llama2-7b", off, extra);
+      guint64 trained = lora ? G_GUINT64_CONSTANT(16) * 32 * (4 * (4096 + 4096) + 3 * (4096 + 11008))
+                             : rok_model_params_per_gpu(m);
+      g_assert_cmpuint(rok_model_trainable_params_per_gpu(m, 0), ==, trained);
+      guint64 base = fixed_bytes(m);
+      Ds d = {500000000, FALSE, 0, 0, 0, 2, 2 * trained, 128};
+      const char *const *sets[] = {plain, overlap, small};
+      const char *labels[] = {"defaults", "overlap_comm", "overlap_comm, reduce_bucket_size 1e8"};
+      for (guint k = 0; k < 3; k++) {
+        g_autoptr(RokModel) b = test_bundled_model2("llama2-7b", sets[k], extra);
+        d.overlap = k > 0;
+        d.bucket = k == 2 ? 100000000 : 500000000;
+        g_assert_cmpuint(fixed_bytes(b) - base, ==, deepspeed_buffers(zero, d));
+        g_assert_cmpuint(buffer_terms(b), ==, deepspeed_buffers(zero, d));
+        g_test_message("llama2-7b%s ZeRO-%u, %s: %.1f MiB of reduce buckets counted", lora ? " LoRA" : "", zero,
+                       labels[k], (double)deepspeed_buffers(zero, d) / (double)mib);
+      }
+    }
+  }
+  /* Without mixed precision the buckets are fp32. */
+  const char *pure[] = {"zero_stage=1", "framework=deepspeed", "precision=pure", "dtype=fp32", NULL};
+  g_autoptr(RokModel) p = test_bundled_model("llama2-7b", pure);
+  g_assert_cmpuint(buffer_terms(p), ==, deepspeed_buffers(1, (Ds){.bucket = 500000000, .bytes = 4}));
+  /* ZeRO-3: LLaMA-2 7B's largest module is its 32000 × 4096 embedding. */
+  guint64 largest = 32000 * 4096;
+  const char *z3[] = {"zero_stage=3", "framework=deepspeed", NULL};
+  const char *z3_off[] = {"zero_stage=3", "framework=deepspeed", "contiguous_gradients=false",
+                          "stage3_prefetch_bucket_size=0", NULL};
+  const char *z3_cap[] = {"zero_stage=3", "framework=deepspeed", "stage3_max_live_parameters=132000000", NULL};
+  const char *z3_under[] = {"zero_stage=3", "framework=deepspeed", "stage3_max_live_parameters=100000000", NULL};
+  guint64 base3 = fixed_with("llama2-7b", z3_off);
+  Ds d3 = {500000000, FALSE, 50000000, 1000000000, largest, 2, 0, 1};
+  g_assert_cmpuint(fixed_with("llama2-7b", z3) - base3, ==, deepspeed_buffers(3, d3));
+  /* max_live caps the prefetch beside the gathered embedding, counted once. */
+  d3.live = 132000000;
+  g_assert_cmpuint(fixed_with("llama2-7b", z3_cap) - base3, ==, deepspeed_buffers(3, d3));
+  g_assert_cmpuint(deepspeed_buffers(3, d3), ==, 2 * (500000000 + 132000000 - largest));
+  g_assert_cmpuint(fixed_with("llama2-7b", z3_under) - base3, ==, 2 * G_GUINT64_CONSTANT(500000000));
+  /* With the buffers off, ZeRO-3 is the estimator's 18/DP + 4 × largest layer. */
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", z3_off);
+  g_assert_cmpuint(buffer_terms(m), ==, 0);
+  g_assert_cmpuint(term(m, "gathered weights of the largest layer"), ==, 2 * largest);
+  g_assert_cmpuint(term(m, "gathered gradients of the largest layer"), ==, 2 * largest);
+}
+
+/* Megatron-LM allocates no bucket of its own (its buckets are views into
+ * the gradient and parameter buffers): nothing is added, with or without
+ * the distributed optimizer, and DeepSpeed ZeRO-0 has none either. */
+static void test_megatron_no_buffers(void) {
+  for (guint zero = 0; zero <= 1; zero++) {
+    g_autofree char *z = g_strdup_printf("zero_stage=%u", zero);
+    const char *sets[] = {z, NULL};
+    g_autoptr(RokModel) m = test_bundled_model("gpt3-13b", sets);
+    RokFixedTerm terms[ROK_FIXED_MAX_TERMS];
+    guint n = rok_model_fixed_terms(m, 0, terms);
+    for (guint i = 0; i < n; i++)
+      g_assert_true(strstr(terms[i].name, "bucket") == NULL && strstr(terms[i].name, "prefetch") == NULL);
+  }
+  const char *ds0[] = {"zero_stage=0", "framework=deepspeed", NULL};
+  g_autoptr(RokModel) d = test_bundled_model("llama2-7b", ds0);
+  g_assert_cmpuint(buffer_terms(d), ==, 0);
+}
+
+/* The settings belong to DeepSpeed ZeRO and its stages; elsewhere they
+ * are errors at the key, never ignored. */
+static void test_buffer_errors(void) {
+  const struct {
+    const char *keys, *expect;
+  } cases[] = {
+      {"\"zero_stage\": 1,\n \"reduce_bucket_size\": 1000", "b.json:3:24: \"reduce_bucket_size\": is a DeepSpeed ZeRO"},
+      {"\"framework\": \"deepspeed\",\n \"overlap_comm\": true", "b.json:3:18: \"overlap_comm\": is a DeepSpeed ZeRO"},
+      {"\"framework\": \"deepspeed\", \"zero_stage\": 3,\n \"overlap_comm\": false",
+       "b.json:3:18: \"overlap_comm\": false is not modelled under ZeRO-3"},
+      {"\"framework\": \"deepspeed\", \"zero_stage\": 2,\n \"stage3_prefetch_bucket_size\": 5",
+       "b.json:3:33: \"stage3_prefetch_bucket_size\": is DeepSpeed ZeRO-3's"},
+      {"\"framework\": \"deepspeed\", \"zero_stage\": 3,\n \"stage3_max_live_parameters\": -1",
+       "b.json:3:32: \"stage3_max_live_parameters\""},
+      {"\"framework\": \"deepspeed\", \"zero_stage\": 2,\n \"reduce_bucket_size\": 1099511627777",
+       "b.json:3:24: \"reduce_bucket_size\""},
+      {"\"framework\": \"deepspeed\", \"zero_stage\": 2,\n \"contiguous_gradients\": 1",
+       "b.json:3:26: \"contiguous_gradients\""},
+      {"\"framework\": \"deepspeed\", \"zero_stage\": 2,\n \"allgather_bucket_size\": 1", "allgather_bucket_size"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *json = g_strdup_printf("{\"arch\": \"gpt\", \"layers\": 2, \"hidden\": 64, \"heads\": 2,\n"
+                                            " \"seq_len\": 8, \"micro_batch\": 1, %s}", cases[i].keys);
+    GError *error = NULL;
+    g_autoptr(RokModel) m = rok_model_parse("b.json", json, strlen(json), NULL, &error);
+    g_assert_null(m);
+    g_assert_nonnull(error);
+    g_test_message("%s", error->message);
+    g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_INVALID);
+    if (strstr(error->message, cases[i].expect) == NULL)
+      g_error("expected \"%s\" in: %s", cases[i].expect, error->message);
+    g_error_free(error);
+  }
+  /* overlap_comm: true is ZeRO-3's default there, and changes nothing. */
+  const char *z3_overlap[] = {"zero_stage=3", "framework=deepspeed", "overlap_comm=true", NULL};
+  const char *z3_plain[] = {"zero_stage=3", "framework=deepspeed", NULL};
+  g_assert_cmpuint(fixed_with("llama2-7b", z3_overlap), ==, fixed_with("llama2-7b", z3_plain));
+  /* Read back from the config rok writes: only what differs from DeepSpeed's defaults. */
+  const char *sets[] = {"zero_stage=3", "framework=deepspeed", "stage3_prefetch_bucket_size=7", NULL};
+  g_autoptr(RokModel) m = test_bundled_model("llama2-7b", sets);
+  json_object *o = rok_model_to_json(m);
+  g_assert_cmpuint(json_object_get_uint64(json_object_object_get(o, "stage3_prefetch_bucket_size")), ==, 7);
+  g_assert_null(json_object_object_get(o, "reduce_bucket_size"));
+  json_object_put(o);
 }
 
 /* ZeRO-0 has no estimator: every state on every rank, 2 + 2 (16-bit
@@ -293,6 +461,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/fixed-memory/megatron-pipeline", test_megatron_pipeline);
   g_test_add_func("/fixed-memory/deepspeed", test_deepspeed);
   g_test_add_func("/fixed-memory/deepspeed-zero0", test_deepspeed_zero0);
+  g_test_add_func("/fixed-memory/deepspeed-buffers", test_deepspeed_buffers);
+  g_test_add_func("/fixed-memory/megatron-no-buffers", test_megatron_no_buffers);
+  g_test_add_func("/fixed-memory/buffer-errors", test_buffer_errors);
   g_test_add_func("/fixed-memory/grad-dtype", test_grad_dtype);
   g_test_add_func("/fixed-memory/optimizer-states", test_optimizer_states);
   g_test_add_func("/fixed-memory/lora", test_lora);

@@ -220,6 +220,14 @@ typedef struct {
    * held back). When it did not, the run is the same under any larger
    * budget, and with none. */
   gboolean budget_bound;
+  /* More precisely: the run is the same (every figure but budget_bytes and
+   * within_budget) under any memory_budget in [same_budget_lo,
+   * same_budget_hi); hi is G_MAXUINT64 when the budget held nothing back. */
+  guint64 same_budget_lo, same_budget_hi;
+  /* Likewise for prefetch_window (with the same prefetch_unit), in
+   * [same_window_lo, same_window_hi); hi is G_MAXUINT when the window held
+   * nothing back. */
+  guint same_window_lo, same_window_hi;
   /* Where the peak was reached: the compute work running or next to run. */
   RokActionKind peak_kind;
   guint peak_op, peak_micro_batch;

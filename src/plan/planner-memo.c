@@ -11,13 +11,17 @@
  * Its size is bounded; past the bound it stops remembering, which changes
  * how long planning takes, never what it finds.
  *
- * A run the budget did not change (RokSimResult.budget_bound) is the same
- * under any larger budget: the simulator compares live memory with the
- * budget only to hold something back, and a larger budget holds back no
- * more. So besides each run under its own budget, the memo keeps per plan
- * the smallest budget it ran unchanged under, which answers every larger
- * one: the baselines and finalists the final judgement runs at every
- * budget of the curve are simulated once.
+ * A run does not depend on the budget itself but on how each of its
+ * comparisons of live memory with the budget came out (a compute waits,
+ * a read is held back): the simulator says the range of budgets under
+ * which every one comes out the same (RokSimResult.same_budget_lo/hi), and
+ * the run is the same under any budget in it. So the memo keeps per plan
+ * the ranges it has run under, and a budget in one is answered from it:
+ * the baselines and finalists the final judgement runs at every budget of
+ * the curve, the descent's steps held under each budget, are simulated
+ * once where the budget changes nothing. The prefetch window likewise
+ * (RokSimResult.same_window_lo/hi, for the same prefetch unit): a window
+ * that never held a read back answers every larger one.
  *
  * ROK_PLAN_MEMO_CHECK=1 in the environment simulates every answer again
  * and aborts when the two differ (tests/unit/test-planner runs with it). */
@@ -31,22 +35,24 @@
 
 typedef struct {
   gsize n; /* decisions */
-  guint64 memory_budget;
   guint detail;
-  guint8 whole_layers, prefetch;
+  guint8 whole_layers, unit; /* unit: the prefetch unit */
   guint8 decisions[]; /* n_tensors */
 } MemoKey;
 
+/* A run and the budgets and prefetch windows it is the same under:
+ * [lo, hi) of each, or [lo, hi] when hi is the type's largest (nothing
+ * was held back). */
 typedef struct {
-  guint64 from; /* the smallest budget it ran under unchanged */
+  guint64 lo, hi;
+  guint window_lo, window_hi;
   PlanEval eval;
-} MemoFree;
+} MemoRange;
 
 struct _PlanMemo {
   gint refs; /* atomic */
   GMutex lock;
-  GHashTable *table; /* MemoKey* -> PlanEval* */
-  GHashTable *free;  /* MemoKey* with memory_budget 0 -> MemoFree* */
+  GHashTable *table; /* MemoKey* -> GArray* of MemoRange */
   gsize n_tensors, bytes;
   guint64 hits;
 };
@@ -71,8 +77,7 @@ PlanMemo *plan_memo_new(gsize n_tensors) {
   PlanMemo *m = g_new0(PlanMemo, 1);
   m->refs = 1;
   g_mutex_init(&m->lock);
-  m->table = g_hash_table_new_full(key_hash, key_equal, g_free, g_free);
-  m->free = g_hash_table_new_full(key_hash, key_equal, g_free, g_free);
+  m->table = g_hash_table_new_full(key_hash, key_equal, g_free, (GDestroyNotify)g_array_unref);
   m->n_tensors = n_tensors;
   return m;
 }
@@ -86,66 +91,61 @@ void plan_memo_unref(PlanMemo *m) {
   if (m == NULL || !g_atomic_int_dec_and_test(&m->refs))
     return;
   g_hash_table_unref(m->table);
-  g_hash_table_unref(m->free);
   g_mutex_clear(&m->lock);
   g_free(m);
 }
 
-static MemoKey *key_new(const PlanMemo *m, const guint8 *decisions, const RokStepOptions *o, guint prefetch,
-                        guint64 memory_budget) {
+static MemoKey *key_new(const PlanMemo *m, const guint8 *decisions, const RokStepOptions *o) {
   MemoKey *k = g_malloc0(key_size(m->n_tensors)); /* zeroed: padding is hashed */
   k->n = m->n_tensors;
-  k->memory_budget = memory_budget;
   k->detail = o->detail_micro_batches;
   k->whole_layers = (guint8)(o->rebuild_whole_layers != FALSE);
-  k->prefetch = (guint8)prefetch;
+  k->unit = (guint8)o->prefetch_unit;
   memcpy(k->decisions, decisions, m->n_tensors);
   return k;
 }
 
-gboolean plan_memo_lookup(PlanMemo *m, const guint8 *decisions, const RokStepOptions *o, guint prefetch,
-                          PlanEval *out) {
-  g_autofree MemoKey *k = key_new(m, decisions, o, prefetch, o->memory_budget);
-  g_mutex_lock(&m->lock);
-  const PlanEval *e = g_hash_table_lookup(m->table, k);
-  if (e == NULL) { /* the same key with budget 0: the plan under any budget */
-    k->memory_budget = 0;
-    const MemoFree *f = g_hash_table_lookup(m->free, k);
-    if (f != NULL && o->memory_budget >= f->from)
-      e = &f->eval;
+static const MemoRange *range_of(GArray *ranges, guint64 budget, guint window) {
+  for (guint i = 0; ranges != NULL && i < ranges->len; i++) {
+    const MemoRange *r = &g_array_index(ranges, MemoRange, i);
+    if (budget >= r->lo && (budget < r->hi || r->hi == G_MAXUINT64) && window >= r->window_lo &&
+        (window < r->window_hi || r->window_hi == G_MAXUINT))
+      return r;
   }
-  if (e != NULL) {
-    *out = *e;
+  return NULL;
+}
+
+gboolean plan_memo_lookup(PlanMemo *m, const guint8 *decisions, const RokStepOptions *o, guint64 budget,
+                          PlanEval *out) {
+  g_autofree MemoKey *k = key_new(m, decisions, o);
+  g_mutex_lock(&m->lock);
+  const MemoRange *r = range_of(g_hash_table_lookup(m->table, k), budget, o->prefetch_window);
+  if (r != NULL) {
+    *out = r->eval;
     m->hits++;
   }
   g_mutex_unlock(&m->lock);
-  return e != NULL;
+  return r != NULL;
 }
 
-void plan_memo_insert(PlanMemo *m, const guint8 *decisions, const RokStepOptions *o, guint prefetch,
-                      const PlanEval *eval, gboolean budget_bound) {
-  gsize cost = key_size(m->n_tensors) + sizeof(MemoFree);
-  MemoKey *k = key_new(m, decisions, o, prefetch, o->memory_budget);
-  MemoKey *any = budget_bound ? NULL : key_new(m, decisions, o, prefetch, 0);
+void plan_memo_insert(PlanMemo *m, const guint8 *decisions, const RokStepOptions *o, const MemoSame *same,
+                      const PlanEval *eval) {
+  MemoKey *k = key_new(m, decisions, o);
+  MemoRange range = {.lo = same->budget_lo, .hi = same->budget_hi, .window_lo = same->window_lo,
+                     .window_hi = same->window_hi, .eval = *eval};
   g_mutex_lock(&m->lock);
-  if (m->bytes + cost <= MEMO_MAX_BYTES && !g_hash_table_contains(m->table, k)) {
-    g_hash_table_insert(m->table, k, g_memdup2(eval, sizeof *eval));
+  GArray *ranges = g_hash_table_lookup(m->table, k);
+  gsize cost = sizeof range + (ranges == NULL ? key_size(m->n_tensors) : 0);
+  if (m->bytes + cost <= MEMO_MAX_BYTES) { /* inserted after a miss: no range holds this run yet */
+    if (ranges == NULL) {
+      ranges = g_array_new(FALSE, FALSE, sizeof(MemoRange));
+      g_hash_table_insert(m->table, g_steal_pointer(&k), ranges);
+    }
+    g_array_append_val(ranges, range);
     m->bytes += cost;
-    k = NULL;
-  }
-  MemoFree *f = any ? g_hash_table_lookup(m->free, any) : NULL;
-  if (f != NULL) {
-    f->from = MIN(f->from, o->memory_budget);
-  } else if (any != NULL && m->bytes + cost <= MEMO_MAX_BYTES) {
-    f = g_new(MemoFree, 1);
-    *f = (MemoFree){.from = o->memory_budget, .eval = *eval};
-    g_hash_table_insert(m->free, any, f);
-    m->bytes += cost;
-    any = NULL;
   }
   g_mutex_unlock(&m->lock);
   g_free(k);
-  g_free(any);
 }
 
 guint64 plan_memo_hits(PlanMemo *m) {

@@ -157,10 +157,18 @@ RokPlanner *plan_worker_new(const RokPlanner *p);
 PlanMemo *plan_memo_new(gsize n_tensors);
 PlanMemo *plan_memo_ref(PlanMemo *memo);
 void plan_memo_unref(PlanMemo *memo);
-gboolean plan_memo_lookup(PlanMemo *memo, const guint8 *decisions, const RokStepOptions *options, guint prefetch,
+/* The budgets and prefetch windows a run is the same under (as
+ * RokSimResult's same_budget_* and same_window_*). */
+typedef struct {
+  guint64 budget_lo, budget_hi;
+  guint window_lo, window_hi;
+} MemoSame;
+/* `budget`: the budget the simulator runs with (options->memory_budget,
+ * or the GPU's memory for 0). */
+gboolean plan_memo_lookup(PlanMemo *memo, const guint8 *decisions, const RokStepOptions *options, guint64 budget,
                           PlanEval *out);
-void plan_memo_insert(PlanMemo *memo, const guint8 *decisions, const RokStepOptions *options, guint prefetch,
-                      const PlanEval *eval, gboolean budget_bound);
+void plan_memo_insert(PlanMemo *memo, const guint8 *decisions, const RokStepOptions *options, const MemoSame *same,
+                      const PlanEval *eval);
 guint64 plan_memo_hits(PlanMemo *memo);
 
 /* planner-groups.c: groups of tensors deciding alike (the granularity),

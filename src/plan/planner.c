@@ -171,11 +171,14 @@ gboolean plan_eval(RokPlanner *p, const guint8 *decisions, guint64 memory_budget
 }
 
 /* What the simulator says of the plan in p->scratch, without the memo. */
-static gboolean simulate(RokPlanner *p, PlanEval *out, gboolean *budget_bound) {
+static gboolean simulate(RokPlanner *p, guint64 budget, PlanEval *out, MemoSame *same) {
   p->runs++;
   g_autoptr(RokSimResult) r = rok_sim_run(p->sim, p->scratch, NULL);
   *out = (PlanEval){.valid = r != NULL && r->host_peak_bytes <= p->host_limit};
-  *budget_bound = r != NULL && r->budget_bound;
+  /* A plan the simulator refuses: refused under this budget and above, with this window. */
+  guint window = p->scratch->options.prefetch_window;
+  *same = r != NULL ? (MemoSame){r->same_budget_lo, r->same_budget_hi, r->same_window_lo, r->same_window_hi}
+                    : (MemoSame){budget, G_MAXUINT64, window, window + 1};
   if (r != NULL) {
     out->step_ns = r->step_ns;
     out->peak = r->peak_bytes;
@@ -208,19 +211,20 @@ gboolean plan_eval_whole(RokPlanner *p, const guint8 *decisions, guint64 memory_
   plan->options.rebuild_whole_layers = whole_layers;
   plan->options.prefetch_unit = plan_prefetch[p->prefetch].unit;
   plan->options.prefetch_window = plan_prefetch[p->prefetch].window;
-  gboolean bound;
-  if (plan_memo_lookup(p->memo, p->seen, &plan->options, p->prefetch, out)) {
+  MemoSame same;
+  guint64 budget = memory_budget ? memory_budget : p->hw->gpu.memory; /* as the simulator takes it */
+  if (plan_memo_lookup(p->memo, p->seen, &plan->options, budget, out)) {
     static gint check = -1;
     if (g_atomic_int_get(&check) < 0)
       g_atomic_int_set(&check, g_strcmp0(g_getenv("ROK_PLAN_MEMO_CHECK"), "1") == 0);
     PlanEval fresh;
-    if (check && (simulate(p, &fresh, &bound), !same_eval(&fresh, out)))
+    if (check && (simulate(p, budget, &fresh, &same), !same_eval(&fresh, out)))
       g_error("planner memo: a remembered run differs from the simulator's (budget %" G_GUINT64_FORMAT ")",
               memory_budget);
     return out->valid;
   }
-  simulate(p, out, &bound);
-  plan_memo_insert(p->memo, p->seen, &plan->options, p->prefetch, out, bound);
+  simulate(p, budget, out, &same);
+  plan_memo_insert(p->memo, p->seen, &plan->options, &same, out);
   return out->valid;
 }
 

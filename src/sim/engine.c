@@ -76,8 +76,13 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->now = e->end_time = 0;
   e->budget = plan->options.memory_budget ? plan->options.memory_budget : hw->gpu.memory;
   e->budget_bound = FALSE;
+  e->budget_lo = 0;
+  e->budget_hi = G_MAXUINT64;
   e->n_mb = sim_order_detail(sim->trace, plan->options.detail_micro_batches, sim->trace->micro_batches_per_step);
   e->prefetch_window = plan->options.prefetch_window;
+  /* Window 0 holds back every read not needed yet: no other is the same. */
+  e->window_lo = e->prefetch_window == 0 ? 0 : 1;
+  e->window_hi = e->prefetch_window == 0 ? 1 : G_MAXUINT;
   e->gpudirect = hw->nvme.gpudirect;
   e->staging_cap = hw->host.pinned_buffer;
   e->pcie_latency = hw->pcie.latency;
@@ -237,10 +242,9 @@ static gint blocking_cause(SimEngine *e, const ItemView *v) {
   for (guint a = 0; a < v->n_allocs; a++)
     if (!sim_ts(e, e->mb, v->allocs[a])->resident)
       need += rok_trace_tensor(e->sim->trace, v->allocs[a])->bytes;
-  if (e->live + need > e->budget && e->pending_free > 0) {
-    e->budget_bound = TRUE;
+  /* With nothing about to be freed the compute goes ahead, budget or not. */
+  if (e->pending_free > 0 && sim_over_budget(e, e->live + need))
     return ROK_STALL_MEMORY;
-  }
   return -1;
 }
 

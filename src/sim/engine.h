@@ -82,6 +82,12 @@ typedef struct {
   gint64 now;
   guint64 budget, staging_cap;
   gboolean budget_bound; /* the budget made a compute wait or held a read back */
+  /* Every comparison with the budget comes out the same under any budget
+   * in [budget_lo, budget_hi): the most that passed, the least that did
+   * not (sim_over_budget). */
+  guint64 budget_lo, budget_hi;
+  /* The same for prefetch_window (sim_beyond_window): [window_lo, window_hi). */
+  guint window_lo, window_hi;
   guint n_mb, prefetch_window;
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;
@@ -148,7 +154,32 @@ static inline SimJob *sim_job(SimEngine *e, guint id) {
 }
 
 /* engine.c: memory */
+/* Whether a read `ahead` prefetch units past the compute's is beyond the
+ * window (window 0: every read not needed yet is); every such comparison
+ * goes through here, as for the budget. */
+static inline gboolean sim_beyond_window(SimEngine *e, guint ahead) {
+  if (e->prefetch_window == 0)
+    return TRUE;
+  if (ahead > e->prefetch_window) {
+    e->window_hi = MIN(e->window_hi, ahead);
+    return TRUE;
+  }
+  e->window_lo = MAX(e->window_lo, ahead);
+  return FALSE;
+}
 void sim_mem_add(SimEngine *e, guint64 bytes);
+/* Whether live memory at `level` would exceed the budget; every such
+ * comparison goes through here, so that the run knows the budgets under
+ * which it is the same. */
+static inline gboolean sim_over_budget(SimEngine *e, guint64 level) {
+  if (level > e->budget) {
+    e->budget_bound = TRUE;
+    e->budget_hi = MIN(e->budget_hi, level);
+    return TRUE;
+  }
+  e->budget_lo = MAX(e->budget_lo, level);
+  return FALSE;
+}
 void sim_mem_sub(SimEngine *e, guint64 bytes);
 void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
 /* Free a tensor's GPU memory; `cause` is the action after which it goes.

@@ -37,6 +37,7 @@ void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
   prog->work = g_array_new(FALSE, FALSE, sizeof(guint));
   prog->group_ops = g_array_new(FALSE, FALSE, sizeof(guint));
   prog->group_of = g_array_new(FALSE, FALSE, sizeof(Group));
+  prog->layer_t = prog->layer_tensors = prog->layer_o = prog->layer_ops = NULL; /* index_layers */
 }
 
 void sim_program_clear(SimProgram *prog) {
@@ -50,6 +51,47 @@ void sim_program_clear(SimProgram *prog) {
   g_array_unref(prog->work);
   g_array_unref(prog->group_ops);
   g_array_unref(prog->group_of);
+  g_free(prog->layer_t);
+  g_free(prog->layer_tensors);
+  g_free(prog->layer_o);
+  g_free(prog->layer_ops);
+}
+
+/* Bucket ids 0 .. n by their layer (those outside 0 .. layers - 1 left
+ * out), keeping id order: first[l] .. first[l + 1] index into *ids. */
+static void bucket_by_layer(guint n, guint layers, gint (*layer_of)(const RokTrace *, guint), const RokTrace *trace,
+                            guint **first, guint **ids) {
+  *first = g_new0(guint, layers + 2);
+  for (guint i = 0; i < n; i++) {
+    gint l = layer_of(trace, i);
+    if (l >= 0 && (guint)l < layers)
+      (*first)[l + 2]++;
+  }
+  for (guint l = 0; l < layers; l++)
+    (*first)[l + 2] += (*first)[l + 1];
+  *ids = g_new(guint, MAX((*first)[layers + 1], 1));
+  for (guint i = 0; i < n; i++) {
+    gint l = layer_of(trace, i);
+    if (l >= 0 && (guint)l < layers)
+      (*ids)[(*first)[l + 1]++] = i;
+  }
+}
+
+static gint tensor_layer(const RokTrace *trace, guint t) {
+  return rok_trace_tensor(trace, t)->layer;
+}
+
+static gint op_layer(const RokTrace *trace, guint o) {
+  return rok_trace_op(trace, o)->layer;
+}
+
+static void index_layers(RokSim *sim) {
+  SimProgram *prog = &sim->prog;
+  if (prog->layer_t != NULL)
+    return;
+  guint layers = sim->trace->layers;
+  bucket_by_layer(sim->n_tensors, layers, tensor_layer, sim->trace, &prog->layer_t, &prog->layer_tensors);
+  bucket_by_layer(sim->n_ops, layers, op_layer, sim->trace, &prog->layer_o, &prog->layer_ops);
 }
 
 static gboolean available(const SimProgram *prog, guint tensor) {
@@ -167,10 +209,9 @@ static gint compare_guint(gconstpointer a, gconstpointer b) {
 
 /* Megatron's rebuild: everything the layer's ops make. */
 static gboolean want_layer(RokSim *sim, guint8 *in_set, gint layer, GError **error) {
-  for (guint o = 0; o < sim->n_ops; o++) {
-    const RokOp *op = rok_trace_op(sim->trace, o);
-    if (op->layer != layer)
-      continue;
+  const SimProgram *prog = &sim->prog;
+  for (guint k = prog->layer_o[layer]; k < prog->layer_o[layer + 1]; k++) {
+    const RokOp *op = rok_trace_op(sim->trace, prog->layer_ops[k]);
     for (guint i = 0; i < op->outputs->len; i++) {
       guint t = g_array_index(op->outputs, guint, i);
       /* A captured layer's last op can make a tensor saved outside the
@@ -195,10 +236,12 @@ static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, g
   if (g->member != ROK_NO_ID) {
     if (!want(sim, in_set, g->member, layer, error))
       return FALSE;
-  } else {
-    for (guint t = 0; t < sim->n_tensors; t++)
-      if (is_member(sim, g, t) && !want(sim, in_set, t, layer, error))
+  } else { /* the layer's recomputed tensors, in id order */
+    for (guint k = prog->layer_t[layer]; k < prog->layer_t[layer + 1]; k++) {
+      guint t = prog->layer_tensors[k];
+      if (prog->eff[t] == ROK_DECISION_RECOMPUTE && !want(sim, in_set, t, layer, error))
         return FALSE;
+    }
     if (whole_layer && !want_layer(sim, in_set, layer, error))
       return FALSE;
   }
@@ -398,23 +441,34 @@ static void resolve_uses(RokSim *sim, RokPrefetchUnit unit, GArray *releases) {
     }
 }
 
-static gint release_compare(gconstpointer a, gconstpointer b) {
-  const Release *x = a, *y = b;
-  if (x->item != y->item)
-    return x->item < y->item ? -1 : 1;
-  return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
-}
-
-/* Attach the releases to their items, in item order then tensor order. */
+/* Attach the releases to their items, in item order then tensor order:
+ * bucketed by item, each item's few sorted by tensor. */
 static void attach_releases(SimProgram *prog, GArray *releases) {
-  g_array_sort(releases, release_compare);
-  guint r = 0;
-  for (guint i = 0; i < prog->items->len; i++) {
+  guint n_items = prog->items->len;
+  g_autofree guint *start = g_new0(guint, n_items + 1);
+  for (guint r = 0; r < releases->len; r++)
+    start[g_array_index(releases, Release, r).item + 1]++;
+  for (guint i = 0; i < n_items; i++)
+    start[i + 1] += start[i];
+  guint base = prog->ids->len;
+  g_array_set_size(prog->ids, base + releases->len);
+  guint *ids = &g_array_index(prog->ids, guint, base);
+  g_autofree guint *fill = g_memdup2(start, sizeof(guint) * (n_items + 1));
+  for (guint r = 0; r < releases->len; r++) {
+    const Release *rel = &g_array_index(releases, Release, r);
+    ids[fill[rel->item]++] = rel->tensor;
+  }
+  for (guint i = 0; i < n_items; i++) {
     SimItem *item = &g_array_index(prog->items, SimItem, i);
-    item->frees = prog->ids->len;
-    for (; r < releases->len && g_array_index(releases, Release, r).item == i; r++)
-      g_array_append_val(prog->ids, g_array_index(releases, Release, r).tensor);
-    item->n_frees = prog->ids->len - item->frees;
+    item->frees = base + start[i];
+    item->n_frees = start[i + 1] - start[i];
+    guint *t = ids + start[i];
+    for (guint a = 1; a < item->n_frees; a++) /* insertion sort: a handful each */
+      for (guint b = a; b > 0 && t[b - 1] > t[b]; b--) {
+        guint x = t[b];
+        t[b] = t[b - 1];
+        t[b - 1] = x;
+      }
   }
 }
 
@@ -440,6 +494,7 @@ gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error)
   g_array_set_size(prog->ids, 0);
   if (!set_decisions(sim, plan, error))
     return FALSE;
+  index_layers(sim);
   find_groups(sim);
   g_autoptr(GArray) releases = g_array_new(FALSE, FALSE, sizeof(Release));
   if (!emit_items(sim, plan->options.rebuild_whole_layers, releases, error))

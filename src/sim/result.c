@@ -128,6 +128,10 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->fits = e->peak <= sim->hw->gpu.memory;
   r->within_budget = e->peak <= e->budget;
   r->budget_bound = e->budget_bound;
+  r->same_budget_lo = e->budget_lo;
+  r->same_budget_hi = e->budget_hi;
+  r->same_window_lo = e->window_lo;
+  r->same_window_hi = e->window_hi;
   r->peak_kind = e->peak_kind;
   r->peak_op = e->peak_op;
   r->peak_micro_batch = e->peak_mb;

@@ -47,6 +47,10 @@ typedef struct {
   guint8 *op_mark;
   guint *last_use;
   GArray *work, *group_ops, *group_of;
+  /* Per layer l, built once: its tensors layer_tensors[layer_t[l] ..
+   * layer_t[l + 1]) and its ops layer_ops[layer_o[l] .. layer_o[l + 1]),
+   * each in id order, so that a group's closure scans its layer only. */
+  guint *layer_t, *layer_tensors, *layer_o, *layer_ops;
 } SimProgram;
 
 /* One run of a micro-batch's forward or backward through one model chunk

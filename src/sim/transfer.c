@@ -303,8 +303,10 @@ static void stream_try_start(SimEngine *e, RokStream s) {
     start_leg(e, s, id);
     return;
   }
-  g_array_set_size(st->queue, 0);
-  st->head = 0;
+  if (st->head > 0) { /* all taken: start the queue afresh */
+    g_array_set_size(st->queue, 0);
+    st->head = 0;
+  }
 }
 
 void sim_streams_pump(SimEngine *e) {
@@ -532,13 +534,12 @@ void sim_prefetch_pump(SimEngine *e) {
     if (first >= e->end) /* another model chunk's: its own backward block reads it */
       return;
     gboolean demand = first <= e->index;
-    if (!demand && (e->prefetch_window == 0 || sim_item(prog, first)->chunk > chunk + e->prefetch_window))
+    if (!demand && sim_beyond_window(e, sim_item(prog, first)->chunk - chunk))
       return;
     SimTensorState *ts = sim_ts(e, e->mb, tensor);
     guint64 bytes = ts->resident ? 0 : rok_trace_tensor(e->sim->trace, tensor)->bytes;
-    if (!demand && e->live + bytes + reserve_through(e, first, &from, &most) > e->budget) {
+    if (!demand && sim_over_budget(e, e->live + bytes + reserve_through(e, first, &from, &most))) {
       ts->late = 1;
-      e->budget_bound = TRUE;
       return;
     }
     issue(e, e->mb, tensor);

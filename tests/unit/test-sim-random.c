@@ -144,9 +144,60 @@ static void test_prefetch_within_budget(void) {
     rok_hw_free(hws[h]);
 }
 
+static gboolean same_run(const RokSimResult *a, const RokSimResult *b) {
+  return a->step_ns == b->step_ns && a->peak_bytes == b->peak_bytes && a->host_peak_bytes == b->host_peak_bytes &&
+         a->pcie_d2h_bytes == b->pcie_d2h_bytes && a->pcie_h2d_bytes == b->pcie_h2d_bytes &&
+         a->nvme_write_bytes == b->nvme_write_bytes && a->stall_total_ns == b->stall_total_ns &&
+         a->compute_ns == b->compute_ns && a->events == b->events;
+}
+
+/* A run is the same under every budget and window of the ranges it
+ * reports (same_budget_lo/hi, same_window_lo/hi; the planner's memo
+ * answers from them): rerun at their ends. */
+static void test_same_ranges(void) {
+  const char *const gpt[] = {"layers=3", "micro_batch=1", "global_batch=192", "seq_len=512", NULL};
+  const char *const llama[] = {"layers=2", "seq_len=1024", NULL};
+  RokTrace *traces[] = {config_trace("gpt3-1.3b", gpt), config_trace("llama2-7b", llama)};
+  RokHw *hw = config_hw("a100-40g-pcie4-4xp5800x");
+  g_autoptr(GRand) rand = g_rand_new_with_seed(20261125);
+  guint bound = 0, windowed = 0;
+  for (guint round = 0; round < 60; round++)
+    for (guint t = 0; t < G_N_ELEMENTS(traces); t++) {
+      g_autoptr(RokStepPlan) plan = rok_step_plan_new(traces[t]);
+      random_plan(rand, traces[t], plan);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(RokSimResult) r = rok_simulate(traces[t], hw, plan, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(r->same_budget_lo, <=, r->budget_bytes);
+      g_assert_cmpuint(r->budget_bytes, <, MAX(r->same_budget_hi, r->budget_bytes + 1));
+      g_assert_cmpuint(r->same_window_lo, <=, plan->options.prefetch_window);
+      g_assert_cmpuint(plan->options.prefetch_window, <, r->same_window_hi);
+      g_assert_true(r->budget_bound == (r->same_budget_hi != G_MAXUINT64));
+      bound += r->budget_bound;
+      windowed += r->same_window_hi != G_MAXUINT;
+      guint64 budgets[] = {MAX(r->same_budget_lo, 1), r->same_budget_hi == G_MAXUINT64 ? G_MAXUINT64 : r->same_budget_hi - 1};
+      guint windows[] = {r->same_window_lo, MIN(r->same_window_hi - 1, r->same_window_lo + 8)};
+      for (guint i = 0; i < G_N_ELEMENTS(budgets); i++) {
+        g_autoptr(RokStepPlan) other = rok_step_plan_copy(plan);
+        other->options.memory_budget = budgets[i];
+        other->options.prefetch_window = windows[i];
+        g_autoptr(RokSimResult) o = rok_simulate(traces[t], hw, other, &error);
+        g_assert_no_error(error);
+        g_assert_true(same_run(r, o));
+      }
+    }
+  g_test_message("%u of 120 runs held back by the budget, %u by the window", bound, windowed);
+  g_assert_cmpuint(bound, >, 0);
+  g_assert_cmpuint(windowed, >, 0);
+  for (guint t = 0; t < G_N_ELEMENTS(traces); t++)
+    rok_trace_free(traces[t]);
+  rok_hw_free(hw);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/random-plans", test_random_plans);
   g_test_add_func("/sim/prefetch-within-budget", test_prefetch_within_budget);
+  g_test_add_func("/sim/same-ranges", test_same_ranges);
   return g_test_run();
 }

@@ -14,8 +14,10 @@
 # 2. The same points with the global batch held (`rok simulate --set
 #    micro_batch=N`, as `rok plan` does), compute split per token: GEMM-like
 #    ops (linear, attention matmuls, flash attention), measured as the
-#    compute added when gpu.matmul_efficiency is halved (exact while GEMMs
-#    are compute-bound, as every GEMM of these models is at either rate);
+#    compute added when gpu.matmul_efficiency is halved (exact for a GEMM
+#    compute-bound at the bundled rate; one memory-bound there, as GPT-3's
+#    attention-score matmuls are on the H100, adds only what its math at
+#    half the rate takes beyond its memory time, so it is undercounted);
 #    the optimizer step (fixed.optimizer_step_bytes at gpu.hbm_bandwidth,
 #    plus one launch); and the rest (norms, activations, softmax, launches).
 #    The GEMM time per token is where the micro-batch acts.

@@ -36,7 +36,13 @@
 #    models' micro-batch 1-4 GEMMs (M = 2048-16384 tokens, N and K 4096-20480).
 #    No published table of measured TFLOP/s against M at these N and K was
 #    found (NVIDIA's guides plot such sweeps without tabulating them), so the
-#    rise itself is checked against the guide's rule, the level against MAMF.
+#    rise itself is checked against the guide's rule, the level against MAMF,
+#    and on one H100 against cuBLAS (PyTorch 2.11.0+cu130, bf16, random data,
+#    the forward linear GEMMs of one layer at M = tokens, medians of three
+#    interleaved passes, 2026-11-24): GPT-3 13B (TP 2) 497, 445, 448, 435 ns
+#    per token at micro-batch 1, 2, 4, 8 (633-723 TFLOP/s, x1.141), LLaMA-2
+#    7B 598, 598, 596, 599 (676-680 TFLOP/s, x0.999); the H100 profile's
+#    matmul_efficiency 0.73 comes from it.
 # Usage: bench-microbatch.sh BUILD/rok
 set -euo pipefail
 rok="${1:?usage: $0 BUILD/rok}"

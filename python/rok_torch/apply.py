@@ -121,8 +121,8 @@ class Record:
     """One storage saved in the step, and where its bytes are."""
 
     __slots__ = ("name", "layer", "call", "decision", "nbytes", "dtype", "numel", "device", "flat", "host",
-                 "stored", "write", "fetch", "value", "staged", "left", "pack_index", "saves", "unpacked", "refs", "resident",
-                 "__weakref__")
+                 "stored", "write", "fetch", "value", "staged", "left", "pack_index", "saves", "unpacked", "refs",
+                 "resident", "__weakref__")
 
     def __init__(self, name, call, decision, t, pack_index):
         self.name, self.call, self.layer, self.decision = name, call, call.layer, decision

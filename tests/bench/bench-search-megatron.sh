@@ -25,8 +25,9 @@
 # Megatron's best and non-interleaved ones, and the per-GPU FLOP/s in the
 # paper's counting. OFFLOAD=no took 1 min 17 s on two shared cores at load
 # 6 (README, "Tests and benchmarks", which also gives --zero 0 alone);
-# OFFLOAD=both did not finish within 60 minutes there (the planner with
-# host offload at 175B stages that keep cannot fit).
+# OFFLOAD=both once did not finish within 60 minutes there; `--tp 4,8
+# --zero 0 --offload both` alone now takes 10 min 12 s on 2 idle cores
+# (offloading does not change the best layout: README).
 # Usage: [OFFLOAD=no] bench-search-megatron.sh BUILD/rok [THREADS]
 set -euo pipefail
 rok="${1:?usage: $0 BUILD/rok [THREADS]}"

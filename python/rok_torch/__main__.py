@@ -50,7 +50,8 @@ def main(argv=None):
                    help="how the optimizer keeps its states: mixed (fp32 master weights and states; the default "
                         "for bf16) or pure (in the weights' dtype, as torch.optim.Adam on a bf16 model)")
     c.add_argument("--device", default="cpu")
-    c.add_argument("--warmup", type=int, default=2)
+    c.add_argument("--warmup", type=int, default=None,
+                   help="untimed steps first (default 2 on the CPU, 5 on a GPU, whose clocks ramp up)")
     c.add_argument("--name", default=None)
     c.add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
@@ -65,7 +66,8 @@ def main(argv=None):
     labels = torch.randint(0, a.vocab, (a.batch, a.seq), generator=g).to(a.device)
     name = a.name or f"{a.arch}-l{a.layers}-h{a.hidden}-s{a.seq}-{a.device}"
     precision = a.precision or ("mixed" if a.dtype != "fp32" else "pure")
-    trace = capture(model, (ids, labels), name=name, warmup=a.warmup, precision=precision)
+    warmup = a.warmup if a.warmup is not None else (5 if a.device.startswith("cuda") else 2)
+    trace = capture(model, (ids, labels), name=name, warmup=warmup, precision=precision)
     where = torch.cuda.get_device_name() if a.device.startswith("cuda") else f"{platform.processor() or 'CPU'}, " \
         f"{torch.get_num_threads()} threads"
     trace["model"] = {

@@ -57,12 +57,16 @@ attempt() {
   elapsed=$((($(date +%s%N) - start) / 1000000))
   echo "SIGINT during a 1e15-FLOP stand-in GEMM: exit $status after $elapsed ms"
   [ "$status" -eq 1 ] || { echo "expected return 1, got $status" >&2; cat "$tmp/err" >&2; return 1; }
-  expect_in "$(cat "$tmp/err")" "interrupted by signal 2"
-  expect_in "$(cat "$tmp/err")" "the run stopped; its work folders are removed"
+  # Checks that return rather than exit (expect_in exits): a chunk that
+  # outlasts the second on a busy machine ends the run by the deadline,
+  # and the next attempt must still run.
+  grep -qF "interrupted by signal 2" "$tmp/err" || { echo "no 'interrupted by signal 2' in:" >&2; cat "$tmp/err" >&2; return 1; }
   if grep -q "without waiting for the device" "$tmp/err"; then
     echo "the run was ended by the one-second deadline, not between chunks" >&2
     return 1
   fi
+  grep -qF "the run stopped; its work folders are removed" "$tmp/err" ||
+    { echo "no 'the run stopped; its work folders are removed' in:" >&2; cat "$tmp/err" >&2; return 1; }
   [ "$elapsed" -lt 1000 ] || { echo "stopped after $elapsed ms, over a second" >&2; return 1; }
   [ -z "$(ls -A "$disk")" ] || { echo "left in --dir:" >&2; ls -la "$disk" >&2; return 1; }
 }

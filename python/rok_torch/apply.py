@@ -488,17 +488,19 @@ class Runner:
         if start in self.fetched_calls:
             return
         self.fetched_calls.add(start)
+        held = False  # once one host copy is held back, those after it wait too (in order, as simulated)
         for i in range(start, max(start - 1 - self.plan.prefetch_layers, -1), -1):
             if i >= len(self.tracker.calls):
                 continue
             for rec in reversed(self.tracker.calls[i].records):
                 if rec.decision == "offload-nvme" and rec.fetch is None and rec.flat is None:
-                    self._start_fetch(rec)
+                    self._start_fetch(rec)  # into host memory: no device memory to hold back
                 elif (rec.decision == "offload-host" and rec.device.type == "cuda" and rec.flat is None
-                      and rec.value is None and rec.staged is None and rec.host is not None):
-                    if self.cap is not None and self.resident + rec.nbytes > self.cap:
-                        return  # held back, as the simulator holds a read back: fetched when needed
-                    self._stage_h2d(rec)
+                      and rec.value is None and rec.staged is None and rec.host is not None and not held):
+                    # held back, as the simulator holds a read back: copied when needed
+                    held = self.cap is not None and self.resident + rec.nbytes > self.cap
+                    if not held:
+                        self._stage_h2d(rec)
 
     def _replay(self, call):
         """Re-runs CALL's layer until every recomputed tensor is made again."""

@@ -30,13 +30,6 @@ import rok_torch
 from rok_torch.reference import LlamaConfig, LlamaForCausalLM
 
 
-def sh(*cmd, check=True):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
-    return r
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rok", required=True)
@@ -105,7 +98,7 @@ def main():
 
     def plan(tag, *opts):
         d = os.path.join(a.out, tag)
-        r = sh(a.rok, "plan", tpath, "--hw", hw_path, "-o", d, *opts, check=False)
+        r = subprocess.run([a.rok, "plan", tpath, "--hw", hw_path, "-o", d, *opts], capture_output=True, text=True)
         if r.returncode != 0:
             print(f"  {tag}: rok plan {' '.join(opts)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
             return None

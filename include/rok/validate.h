@@ -116,6 +116,12 @@ typedef struct {
    * or more, less with fewer than six steps), and the step-time error's
    * interval; within_noise: the prediction lies inside the interval. */
   double ci_low_s, ci_high_s, ci_coverage;
+  /* Processor time other processes used while a measured step ran, over
+   * the processors (the median over the steps; negative: unknown): how much
+   * longer another's work can have made the step. The error's interval
+   * reaches that much below ci_low_s, so that a busy machine's slowdown
+   * counts as noise rather than as error; on an idle machine it is ~0. */
+  double taken_s;
   double error_ci_low, error_ci_high;
   gboolean within_noise;
   double load_min, load_max; /* 1-minute load average before its runs; negative: unknown */
@@ -140,6 +146,7 @@ typedef struct {
   double max_moved_error;
   double median_noise, max_noise;
   guint rows_within_noise; /* rows whose prediction lies inside their measured interval */
+  double median_taken_share; /* of the rows' taken_s over their measured step; negative: unknown */
   GArray *parts; /* RokValidatePart summed over the rows, in the rows' order */
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
@@ -165,7 +172,7 @@ void rok_validation_summarize(RokValidation *validation);
  * load_average {before, after}, rows [{strategy, budget_bytes,
  * predicted_step_time_s, measured_step_time_s, step_time_error,
  * measured_step_time_min_s, measured_step_time_max_s, noise,
- * step_times_s, ci_low_s, ci_high_s, ci_coverage, error_ci_low,
+ * step_times_s, ci_low_s, ci_high_s, ci_coverage, taken_s, error_ci_low,
  * error_ci_high, within_noise, load_min, load_max,
  * predicted_optimizer_s, predicted_peak_bytes, measured_peak_bytes,
  * peak_error, predicted_activation_peak_bytes,
@@ -174,7 +181,7 @@ void rok_validation_summarize(RokValidation *validation);
  * actions, predicted_s, measured_s}]}], parts (over all rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
  * max_peak_error, max_moved_error, median_noise, max_noise,
- * rows_within_noise, notes}. */
+ * rows_within_noise, median_taken_share, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);
 
 /* The chart: measured against predicted step time, one labelled point per

@@ -169,6 +169,10 @@ static void print_table(const RokValidation *v, const char *dir) {
          "statistics over the row's %u steps); * marks %u of %u rows whose prediction lies inside it, within the "
          "noise of this machine.\n",
          100 * coverage, v->rounds * v->repeat, v->rows_within_noise, v->rows->len);
+  if (v->median_taken_share >= 0)
+    printf("Other processes used %.1f%% of the processors' time while a step ran (median over the rows); each "
+           "interval reaches that much below the measured median, the most their work can have slowed the step.\n",
+           100 * v->median_taken_share);
   print_parts(v);
   for (guint i = 0; i < v->notes->len; i++)
     printf("%s%s\n", i == 0 ? "Notes:\n  - " : "  - ", (const char *)g_ptr_array_index(v->notes, i));

@@ -24,14 +24,21 @@ void rok_validation_summarize(RokValidation *v) {
   guint n = v->rows->len;
   g_autofree double *time = g_new(double, MAX(n, 1)), *peak = g_new(double, MAX(n, 1));
   g_autofree double *moved = g_new(double, MAX(n, 1)), *noise = g_new(double, MAX(n, 1));
+  g_autofree double *taken = g_new(double, MAX(n, 1));
+  guint known = 0;
   for (guint i = 0; i < n; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     time[i] = fabs(row->step_time_error);
     peak[i] = fabs(row->peak_error);
     moved[i] = fabs(row->moved_error);
     noise[i] = row->noise;
+    if (row->taken_s >= 0 && row->measured_step_time_s > 0)
+      taken[known++] = row->taken_s / row->measured_step_time_s;
   }
   double unused = 0;
+  median_max(taken, known, &v->median_taken_share, &unused);
+  if (known == 0)
+    v->median_taken_share = -1;
   median_max(time, n, &v->median_step_time_error, &v->max_step_time_error);
   median_max(peak, n, &v->median_peak_error, &v->max_peak_error);
   median_max(moved, n, &unused, &v->max_moved_error);
@@ -91,6 +98,7 @@ static json_object *row_json(const RokValidateRow *row) {
   add(o, "ci_low_s", rok_json_new_double(row->ci_low_s));
   add(o, "ci_high_s", rok_json_new_double(row->ci_high_s));
   add(o, "ci_coverage", rok_json_new_double(row->ci_coverage));
+  add(o, "taken_s", rok_json_new_double(row->taken_s));
   add(o, "error_ci_low", rok_json_new_double(row->error_ci_low));
   add(o, "error_ci_high", rok_json_new_double(row->error_ci_high));
   add(o, "within_noise", json_object_new_boolean(row->within_noise));
@@ -134,6 +142,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "median_noise", rok_json_new_double(v->median_noise));
   add(o, "max_noise", rok_json_new_double(v->max_noise));
   add(o, "rows_within_noise", json_object_new_uint64(v->rows_within_noise));
+  add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "parts", parts_json(v->parts));
   json_object *notes = json_object_new_array();
   for (guint i = 0; i < v->notes->len; i++)

@@ -1,7 +1,10 @@
 /* Running the rows: each plan's schedule made and run for real, its report
  * turned into a row of measured beside predicted figures. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <gsl/gsl_cdf.h>
 
@@ -51,31 +54,76 @@ void validate_row_fill(RokValidateRow *row, const RokSchedule *schedule) {
   row->moved_error = validate_relative((double)row->measured_moved_bytes, (double)row->predicted_moved_bytes);
 }
 
-typedef struct {
-  const RokValidateOptions *o;
-  guint round, rounds, row, rows;
-  const char *strategy;
-  guint64 budget;
-} Progress;
-
-static void on_step(const RokExecProgress *step, gpointer data) {
-  const Progress *p = data;
-  p->o->progress(p->round, p->rounds, p->row, p->rows, p->strategy, p->budget, step, p->o->progress_data);
+/* Processor seconds other processes have used since boot: the machine's
+ * busy time (/proc/stat: user, nice, system, irq, softirq and steal, the
+ * hypervisor's share) less this process's own. Negative where /proc/stat
+ * cannot be read. A step's difference is what other work took from the
+ * processors while it ran. */
+static double others_cpu_seconds(void) {
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/stat", &text, NULL, NULL))
+    return -1;
+  guint64 v[8] = {0};
+  if (sscanf(text, "cpu %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+                   " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+             &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8)
+    return -1;
+  long hz = sysconf(_SC_CLK_TCK);
+  struct rusage self;
+  if (hz <= 0 || getrusage(RUSAGE_SELF, &self) != 0)
+    return -1;
+  double busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz; /* not idle (3), iowait (4) */
+  double own = (double)self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
+               self.ru_stime.tv_usec / 1e6;
+  return busy - own;
 }
 
-/* A row being measured: its schedule, and the reports of its runs. */
+/* A row being measured: its schedule, the reports of its runs, and for
+ * every measured step the processor time other work took while it ran. */
 typedef struct {
   const RokValidatePlanned *planned;
   RokSchedule *schedule;
   GPtrArray *reports; /* RokExecReport *, one per round */
   double load_min, load_max;
+  GArray *taken_s; /* double per measured step, divided by the processors; empty: unknown */
 } Measuring;
+
+typedef struct {
+  const RokValidateOptions *o;
+  guint round, rounds, row, rows;
+  const char *strategy;
+  guint64 budget;
+  Measuring *m;
+  guint step;         /* the step `others_at_start` belongs to; G_MAXUINT: none yet */
+  double others_at_start;
+  guint cpus;
+} Progress;
+
+/* The executor reports each step soon after it starts and when it ends. */
+static void on_step(const RokExecProgress *step, gpointer data) {
+  Progress *p = data;
+  if (step->step != p->step) {
+    p->step = step->step;
+    p->others_at_start = others_cpu_seconds();
+  } else if (step->done == step->total && step->step > 0 && p->others_at_start >= 0) {
+    double now = others_cpu_seconds();
+    if (now >= 0) {
+      double taken = MAX(now - p->others_at_start, 0) / p->cpus;
+      g_array_append_val(p->m->taken_s, taken);
+    }
+    p->others_at_start = -1; /* once per step */
+  }
+  if (p->o->progress != NULL)
+    p->o->progress(p->round, p->rounds, p->row, p->rows, p->strategy, p->budget, step, p->o->progress_data);
+}
 
 static void measuring_clear(gpointer data) {
   Measuring *m = data;
   rok_schedule_free(m->schedule);
   if (m->reports != NULL)
     g_ptr_array_unref(m->reports);
+  if (m->taken_s != NULL)
+    g_array_unref(m->taken_s);
 }
 
 static double load_now(void) {
@@ -85,8 +133,10 @@ static double load_now(void) {
 
 static RokExecReport *run_once(const RokValidateOptions *o, Measuring *m, Progress *progress, GError **error) {
   RokExecOptions eo = o->exec;
-  eo.progress = o->progress != NULL ? on_step : NULL;
+  eo.progress = on_step;
   eo.progress_data = progress;
+  progress->m = m;
+  progress->step = G_MAXUINT;
   if (o->progress != NULL)
     o->progress(progress->round, progress->rounds, progress->row, progress->rows, progress->strategy,
                 progress->budget, NULL, o->progress_data);
@@ -127,6 +177,15 @@ void validate_median_interval(const double *sorted, guint n, double *low, double
   *high = n > 0 ? sorted[n - j] : 0;
 }
 
+void validate_taken(RokValidateRow *row, double *taken_s, guint n) {
+  qsort(taken_s, n, sizeof *taken_s, compare_double);
+  row->taken_s = n > 0 ? median_of_sorted(taken_s, n) : -1;
+  double low = row->ci_low_s - MAX(row->taken_s, 0);
+  row->error_ci_low = validate_relative(low, row->predicted_step_time_s);
+  row->error_ci_high = validate_relative(row->ci_high_s, row->predicted_step_time_s);
+  row->within_noise = low <= row->predicted_step_time_s && row->predicted_step_time_s <= row->ci_high_s;
+}
+
 /* The row of a measured plan: every step of every round, their median and
  * its interval; the figures of the run nearest the median. */
 static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
@@ -158,9 +217,7 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   row->noise = median > 0 ? (sorted[n - 1] - sorted[0]) / median : 0;
   row->step_time_error = validate_relative(median, row->predicted_step_time_s);
   validate_median_interval(sorted, n, &row->ci_low_s, &row->ci_high_s, &row->ci_coverage);
-  row->error_ci_low = validate_relative(row->ci_low_s, row->predicted_step_time_s);
-  row->error_ci_high = validate_relative(row->ci_high_s, row->predicted_step_time_s);
-  row->within_noise = row->ci_low_s <= row->predicted_step_time_s && row->predicted_step_time_s <= row->ci_high_s;
+  validate_taken(row, (double *)(void *)m->taken_s->data, m->taken_s->len);
   row->load_min = m->load_min;
   row->load_max = m->load_max;
   row->parts = validate_parts_new();
@@ -221,7 +278,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   for (guint i = 0; i < planned->len; i++) {
     const RokValidatePlanned *p = g_ptr_array_index(planned, i);
     Measuring m = {.planned = p, .reports = g_ptr_array_new_with_free_func((GDestroyNotify)rok_exec_report_free),
-                   .load_min = -1, .load_max = -1};
+                   .load_min = -1, .load_max = -1, .taken_s = g_array_new(FALSE, FALSE, sizeof(double))};
     g_array_append_val(rows, m);
     Measuring *added = &g_array_index(rows, Measuring, i);
     added->schedule = rok_sim_schedule_new(trace, hw, p->plan, rok_strategy_name(p->strategy), p->budget, error);
@@ -233,12 +290,15 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     for (guint i = 0; i < rows->len && (round > 0 || i == 0); i++) {
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
-                           .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
+                           .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget,
+                           .cpus = MAX(v->cpus, 1)};
       RokExecReport *report = run_once(options, m, &progress, error);
       if (report == NULL)
         return NULL;
-      if (round == 0) /* the warm-up run: thrown away */
+      if (round == 0) { /* the warm-up run: thrown away */
         rok_exec_report_free(report);
+        g_array_set_size(m->taken_s, 0);
+      }
       else
         g_ptr_array_add(m->reports, report);
     }

@@ -252,6 +252,26 @@ static void test_median_interval(void) {
   g_assert_cmpfloat_with_epsilon(coverage, 1 - 2.0 / 32, 1e-12);
 }
 
+/* What other processes took of the steps widens the interval downwards
+ * only: a busy machine can make a step slower, never faster. */
+static void test_taken(void) {
+  RokValidateRow row = {.predicted_step_time_s = 1.0, .ci_low_s = 1.2, .ci_high_s = 1.5};
+  double none[1] = {0};
+  validate_taken(&row, none, 0); /* unknown: the plain interval */
+  g_assert_cmpfloat(row.taken_s, <, 0);
+  g_assert_false(row.within_noise);
+  g_assert_cmpfloat_with_epsilon(row.error_ci_low, 0.2, 1e-12);
+  double taken[] = {0.3, 0.1, 0.25}; /* median 0.25: the interval reaches 0.95 */
+  validate_taken(&row, taken, 3);
+  g_assert_cmpfloat(row.taken_s, ==, 0.25);
+  g_assert_true(row.within_noise);
+  g_assert_cmpfloat_with_epsilon(row.error_ci_low, -0.05, 1e-12);
+  g_assert_cmpfloat_with_epsilon(row.error_ci_high, 0.5, 1e-12);
+  row.predicted_step_time_s = 1.6; /* above the interval: still outside */
+  validate_taken(&row, taken, 3);
+  g_assert_false(row.within_noise);
+}
+
 /* For real: the baselines that need no disk and the planner at two
  * budgets, one measured step each. Where nothing is copied the peak does
  * not depend on timing, and the ledger's is the simulator's (the same
@@ -313,8 +333,10 @@ static void test_run(void) {
     g_assert_cmpfloat(row->ci_low_s, ==, MIN(a, b));
     g_assert_cmpfloat(row->ci_high_s, ==, MAX(a, b));
     g_assert_cmpfloat_with_epsilon(row->ci_coverage, 0.5, 1e-12);
-    g_assert_true(row->within_noise ==
-                  (row->ci_low_s <= row->predicted_step_time_s && row->predicted_step_time_s <= row->ci_high_s));
+    /* Linux's /proc/stat gives what other work took of each step. */
+    g_assert_cmpfloat(row->taken_s, >=, 0);
+    g_assert_true(row->within_noise == (row->ci_low_s - row->taken_s <= row->predicted_step_time_s &&
+                                        row->predicted_step_time_s <= row->ci_high_s));
     g_assert_cmpfloat(row->error_ci_low, <=, row->error_ci_high);
     if (row->predicted_moved_bytes == 0)
       g_assert_cmpfloat(fabs(row->peak_error), <=, 0.005);
@@ -355,6 +377,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/summary-json", test_summary_json);
   g_test_add_func("/validate/chart", test_chart);
   g_test_add_func("/validate/median-interval", test_median_interval);
+  g_test_add_func("/validate/taken", test_taken);
   g_test_add_func("/validate/run", test_run);
   int status = g_test_run();
   /* Leave no caches for the leak checker of sanitizer builds (as

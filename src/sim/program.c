@@ -32,6 +32,12 @@ static void reserve(gpointer *buf, guint *cap, guint need, gsize size) {
   *buf = g_realloc_n(*buf, *cap, size);
 }
 
+static inline void push_item(SimProgram *prog, const SimItem *item) {
+  if (prog->n_items == prog->items_cap)
+    reserve((gpointer *)&prog->items, &prog->items_cap, prog->n_items + 1, sizeof(SimItem));
+  prog->items[prog->n_items++] = *item;
+}
+
 static inline void push_release(SimProgram *prog, guint item, guint tensor) {
   if (prog->n_rel == prog->rel_cap)
     reserve((gpointer *)&prog->rel, &prog->rel_cap, prog->n_rel + 1, sizeof(Release));
@@ -39,7 +45,8 @@ static inline void push_release(SimProgram *prog, guint item, guint tensor) {
 }
 
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
-  prog->items = g_array_new(FALSE, FALSE, sizeof(SimItem));
+  prog->items = NULL;
+  prog->n_items = prog->items_cap = 0;
   prog->ids = NULL;
   prog->rel = NULL;
   prog->n_ids = prog->ids_cap = prog->n_rel = prog->rel_cap = 0;
@@ -57,7 +64,7 @@ void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
 }
 
 void sim_program_clear(SimProgram *prog) {
-  g_array_unref(prog->items);
+  g_free(prog->items);
   g_free(prog->ids);
   g_free(prog->rel);
   g_free(prog->eff);
@@ -331,8 +338,8 @@ static void emit_rebuild_op(RokSim *sim, const Group *g, guint op_id, const guin
   item.n_allocs = prog->n_ids - item.allocs;
   if (!full) /* only the seed: write the mask */
     item.ns = sim_seed_rebuild_ns(sim, op_id, seed_bytes);
-  guint index = prog->items->len;
-  g_array_append_val(prog->items, item);
+  guint index = prog->n_items;
+  push_item(prog, &item);
   /* Intermediates are freed after the last re-run that reads them, or
    * after their producer's re-run when none does: one candidate release
    * per reader and per allocation, the last one kept (dedupe_releases). */
@@ -404,7 +411,7 @@ static void emit_backward(RokSim *sim, guint op) {
     push_id(prog, sim->bwd_need_ids[i]);
   item.n_needs = prog->n_ids - item.needs;
   item.allocs = item.frees = prog->n_ids;
-  g_array_append_val(prog->items, item);
+  push_item(prog, &item);
 }
 
 static gboolean emit_items(RokSim *sim, gboolean whole_layers, GError **error) {
@@ -440,8 +447,8 @@ static void resolve_uses(RokSim *sim, RokPrefetchUnit unit) {
     prog->first_need[t] = prog->last_use[t] = ROK_NO_ID;
   g_array_set_size(prog->prefetch, 0);
   guint key = 0, chunk = 0;
-  for (guint i = 0; i < prog->items->len; i++) {
-    SimItem *item = &g_array_index(prog->items, SimItem, i);
+  for (guint i = 0; i < prog->n_items; i++) {
+    SimItem *item = &prog->items[i];
     guint item_key = unit_key(sim, unit, item->op);
     if (i > 0 && item_key != key)
       chunk++;
@@ -465,7 +472,7 @@ static void resolve_uses(RokSim *sim, RokPrefetchUnit unit) {
 /* Attach the releases to their items, in item order then tensor order:
  * bucketed by item, each item's few sorted by tensor. */
 static void attach_releases(SimProgram *prog) {
-  guint n_items = prog->items->len, n_rel = prog->n_rel;
+  guint n_items = prog->n_items, n_rel = prog->n_rel;
   g_autofree guint *start = g_new0(guint, n_items + 1);
   for (guint r = 0; r < n_rel; r++)
     start[prog->rel[r].item + 1]++;
@@ -481,7 +488,7 @@ static void attach_releases(SimProgram *prog) {
     ids[fill[rel->item]++] = rel->tensor;
   }
   for (guint i = 0; i < n_items; i++) {
-    SimItem *item = &g_array_index(prog->items, SimItem, i);
+    SimItem *item = &prog->items[i];
     item->frees = base + start[i];
     item->n_frees = start[i + 1] - start[i];
     guint *t = ids + start[i];
@@ -499,8 +506,8 @@ static void attach_releases(SimProgram *prog) {
 static void compute_levels(RokSim *sim) {
   SimProgram *prog = &sim->prog;
   gint64 level = 0;
-  for (guint i = 0; i < prog->items->len; i++) {
-    SimItem *item = &g_array_index(prog->items, SimItem, i);
+  for (guint i = 0; i < prog->n_items; i++) {
+    SimItem *item = &prog->items[i];
     item->start_bytes = item->alloc_bytes + item->work_bytes;
     item->level = level;
     gint64 freed = (gint64)item->done_bytes;
@@ -512,7 +519,7 @@ static void compute_levels(RokSim *sim) {
 
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error) {
   SimProgram *prog = &sim->prog;
-  g_array_set_size(prog->items, 0);
+  prog->n_items = 0;
   prog->n_ids = prog->n_rel = 0;
   if (!set_decisions(sim, plan, error))
     return FALSE;

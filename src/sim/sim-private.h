@@ -44,9 +44,11 @@ typedef struct {
 } SimRelease;
 
 typedef struct {
-  GArray *items; /* SimItem: backward items of one micro-batch, in order */
-  /* The lists of the items, and the releases being gathered: plain
-   * buffers, appended to inline (a run compiles tens of thousands). */
+  /* The backward items of one micro-batch, in order; the lists of the
+   * items; the releases being gathered: plain buffers, appended to inline
+   * (a run compiles tens of thousands). */
+  SimItem *items;
+  guint n_items, items_cap;
   guint *ids;
   guint n_ids, ids_cap;
   SimRelease *rel;
@@ -169,7 +171,7 @@ void sim_program_clear(SimProgram *prog);
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error);
 
 static inline const SimItem *sim_item(const SimProgram *prog, guint index) {
-  return &g_array_index(prog->items, SimItem, index);
+  return &prog->items[index];
 }
 static inline const guint *sim_ids(const SimProgram *prog, guint offset) {
   return prog->ids + offset;

@@ -447,7 +447,8 @@ static void pump(SimEngine *e) {
   sim_streams_pump(e);
   sim_prefetch_pump(e);
   sim_streams_pump(e);
-  compute_try_start(e);
+  if (!e->running) /* checked here: most events come while an item runs */
+    compute_try_start(e);
 }
 
 gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error) {

@@ -61,12 +61,21 @@ static gsize key_size(gsize n) {
   return sizeof(MemoKey) + n;
 }
 
+/* Multiply-xorshift over 8-byte words (a key is some thousand decisions,
+ * hashed at every run), the tail byte by byte. */
 static guint key_hash(gconstpointer data) {
   const guint8 *b = data;
-  guint32 h = 2166136261u; /* FNV-1a */
-  for (gsize i = 0; i < key_size(((const MemoKey *)data)->n); i++)
-    h = (h ^ b[i]) * 16777619u;
-  return h;
+  gsize n = key_size(((const MemoKey *)data)->n), i = 0;
+  guint64 h = 14695981039346656037u;
+  for (; i + 8 <= n; i += 8) {
+    guint64 w;
+    memcpy(&w, b + i, 8);
+    h = (h ^ w) * 0x9e3779b97f4a7c15u;
+    h ^= h >> 29;
+  }
+  for (; i < n; i++)
+    h = (h ^ b[i]) * 0x9e3779b97f4a7c15u;
+  return (guint)(h ^ (h >> 32));
 }
 
 static gboolean key_equal(gconstpointer a, gconstpointer b) {

@@ -12,14 +12,7 @@
 
 #include "rok/core.h"
 
-typedef struct {
-  RokActionKind kind;
-  guint op;
-  gint64 ns;
-  guint64 work, done; /* gradient memory taken at the start, given back at the end */
-  const guint *needs, *allocs, *frees;
-  guint n_needs, n_allocs, n_frees;
-} ItemView;
+typedef SimItemView ItemView;
 
 void sim_engine_init(SimEngine *e, RokSim *sim) {
   memset(e, 0, sizeof *e);
@@ -312,6 +305,7 @@ static void compute_try_start(SimEngine *e) {
   if (cause >= 0)
     return;
   e->running = TRUE;
+  e->running_view = v;
   record_start(e, &v);
   e->stalled_on_memory = FALSE;
   for (guint a = 0; a < v.n_allocs; a++) {
@@ -417,8 +411,7 @@ static void advance(SimEngine *e) {
 }
 
 static void compute_end(SimEngine *e) {
-  ItemView v;
-  view(e, &v);
+  ItemView v = e->running_view; /* the program does not change during a run */
   e->running = FALSE;
   e->compute_event = ROK_NO_ID;
   if (e->cpu_legs > 0)
@@ -454,7 +447,8 @@ static void pump(SimEngine *e) {
   sim_streams_pump(e);
   sim_prefetch_pump(e);
   sim_streams_pump(e);
-  compute_try_start(e);
+  if (!e->running) /* checked here: most events come while an item runs */
+    compute_try_start(e);
 }
 
 gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error) {

@@ -25,6 +25,16 @@ enum {
 };
 enum { R_NONE, R_ISSUED, R_READY, R_FORWARDED };
 
+/* A compute item as the engine plays it (engine.c). */
+typedef struct {
+  RokActionKind kind;
+  guint op;
+  gint64 ns;
+  guint64 work, done; /* gradient memory taken at the start, given back at the end */
+  const guint *needs, *allocs, *frees;
+  guint n_needs, n_allocs, n_frees;
+} SimItemView;
+
 typedef struct {
   guint8 resident;     /* counted in the ledger */
   guint8 fwd_done;     /* forward no longer reads it */
@@ -117,6 +127,7 @@ typedef struct {
   guint mb, phase, index;
   guint block, end;
   gboolean running;
+  SimItemView running_view; /* the item running, as it started */
   gint stall_cause; /* -1: not stalled */
   gboolean stalled_on_memory;
   gint64 stall_since;
@@ -208,10 +219,27 @@ void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause);
 /* The GPU copy of an offloaded tensor may go, if nothing holds it. */
 void sim_offload_maybe_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause);
 
-/* record.c */
-guint sim_record_begin(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op, guint tensor,
-                       guint64 bytes);
-void sim_record_dep(SimEngine *e, guint action, guint dep);
-void sim_record_end(SimEngine *e, guint action);
+/* record.c: what a recording run keeps. The checks are inline: the
+ * planner's runs record nothing and call these at every event. */
+guint sim_record_action(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op, guint tensor,
+                        guint64 bytes);
+void sim_record_dep_of(SimEngine *e, guint action, guint dep);
+void sim_record_end_of(SimEngine *e, guint action);
 void sim_record_gpudirect(SimEngine *e, guint action);
-void sim_record_sample(SimEngine *e);
+void sim_record_memory(SimEngine *e);
+static inline guint sim_record_begin(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op,
+                                     guint tensor, guint64 bytes) {
+  return e->record ? sim_record_action(e, kind, stream, mb, op, tensor, bytes) : ROK_NO_ID;
+}
+static inline void sim_record_dep(SimEngine *e, guint action, guint dep) {
+  if (action != ROK_NO_ID && dep != ROK_NO_ID)
+    sim_record_dep_of(e, action, dep);
+}
+static inline void sim_record_end(SimEngine *e, guint action) {
+  if (action != ROK_NO_ID)
+    sim_record_end_of(e, action);
+}
+static inline void sim_record_sample(SimEngine *e) {
+  if (e->record)
+    sim_record_memory(e);
+}

@@ -103,7 +103,7 @@ void sim_order_block_done(SimOrder *order, const SimBlock *block, gint64 now) {
 void sim_order_items(RokSim *sim) {
   SimOrder *order = &sim->order;
   const SimProgram *prog = &sim->prog;
-  guint n = prog->items->len, v = order->chunks;
+  guint n = prog->n_items, v = order->chunks;
   guint chunk = v - 1;
   order->bwd_lo[0] = 0;
   for (guint c = 1; c <= v; c++)

@@ -22,13 +22,35 @@ typedef struct {
   guint member;  /* the tensor, for layer -1 groups */
 } Group;
 
-typedef struct {
-  guint item, tensor; /* tensor | TEMP_BIT for an intermediate */
-} Release;
+typedef SimRelease Release;
+
+/* Room for `need` elements of `size` bytes in *buf (capacity *cap). */
+static void reserve(gpointer *buf, guint *cap, guint need, gsize size) {
+  if (need <= *cap)
+    return;
+  *cap = MAX(need, MAX(2 * *cap, 256u));
+  *buf = g_realloc_n(*buf, *cap, size);
+}
+
+static inline void push_item(SimProgram *prog, const SimItem *item) {
+  if (prog->n_items == prog->items_cap)
+    reserve((gpointer *)&prog->items, &prog->items_cap, prog->n_items + 1, sizeof(SimItem));
+  prog->items[prog->n_items++] = *item;
+}
+
+static inline void push_release(SimProgram *prog, guint item, guint tensor) {
+  if (prog->n_rel == prog->rel_cap)
+    reserve((gpointer *)&prog->rel, &prog->rel_cap, prog->n_rel + 1, sizeof(Release));
+  prog->rel[prog->n_rel++] = (Release){.item = item, .tensor = tensor};
+}
 
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
-  prog->items = g_array_new(FALSE, FALSE, sizeof(SimItem));
-  prog->ids = g_array_new(FALSE, FALSE, sizeof(guint));
+  prog->items = NULL;
+  prog->n_items = prog->items_cap = 0;
+  prog->ids = NULL;
+  prog->rel = NULL;
+  prog->n_ids = prog->ids_cap = prog->n_rel = prog->rel_cap = 0;
+  reserve((gpointer *)&prog->ids, &prog->ids_cap, 1, sizeof(guint)); /* never NULL: sim_ids adds offsets */
   prog->eff = g_new0(guint8, MAX(n_tensors, 1));
   prog->first_need = g_new(guint, MAX(n_tensors, 1));
   prog->last_use = g_new(guint, MAX(n_tensors, 1));
@@ -38,11 +60,13 @@ void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
   prog->group_ops = g_array_new(FALSE, FALSE, sizeof(guint));
   prog->group_of = g_array_new(FALSE, FALSE, sizeof(Group));
   prog->layer_t = prog->layer_tensors = prog->layer_o = prog->layer_ops = NULL; /* index_layers */
+  prog->trigger = NULL;
 }
 
 void sim_program_clear(SimProgram *prog) {
-  g_array_unref(prog->items);
-  g_array_unref(prog->ids);
+  g_free(prog->items);
+  g_free(prog->ids);
+  g_free(prog->rel);
   g_free(prog->eff);
   g_free(prog->first_need);
   g_free(prog->last_use);
@@ -55,6 +79,7 @@ void sim_program_clear(SimProgram *prog) {
   g_free(prog->layer_tensors);
   g_free(prog->layer_o);
   g_free(prog->layer_ops);
+  g_free(prog->trigger);
 }
 
 /* Bucket ids 0 .. n by their layer (those outside 0 .. layers - 1 left
@@ -85,6 +110,13 @@ static gint op_layer(const RokTrace *trace, guint o) {
   return rok_trace_op(trace, o)->layer;
 }
 
+static guint max_needed_by(const RokTensor *tensor) {
+  guint op = 0;
+  for (guint i = 0; i < tensor->needed_by->len; i++)
+    op = MAX(op, g_array_index(tensor->needed_by, guint, i));
+  return op;
+}
+
 static void index_layers(RokSim *sim) {
   SimProgram *prog = &sim->prog;
   if (prog->layer_t != NULL)
@@ -92,6 +124,9 @@ static void index_layers(RokSim *sim) {
   guint layers = sim->trace->layers;
   bucket_by_layer(sim->n_tensors, layers, tensor_layer, sim->trace, &prog->layer_t, &prog->layer_tensors);
   bucket_by_layer(sim->n_ops, layers, op_layer, sim->trace, &prog->layer_o, &prog->layer_ops);
+  prog->trigger = g_new(guint, MAX(sim->n_tensors, 1));
+  for (guint t = 0; t < sim->n_tensors; t++)
+    prog->trigger[t] = max_needed_by(rok_trace_tensor(sim->trace, t));
 }
 
 static gboolean available(const SimProgram *prog, guint tensor) {
@@ -126,13 +161,6 @@ static gboolean set_decisions(RokSim *sim, const RokStepPlan *plan, GError **err
   return TRUE;
 }
 
-static guint max_needed_by(const RokTensor *tensor) {
-  guint op = 0;
-  for (guint i = 0; i < tensor->needed_by->len; i++)
-    op = MAX(op, g_array_index(tensor->needed_by, guint, i));
-  return op;
-}
-
 static gint group_compare(gconstpointer a, gconstpointer b) {
   const Group *x = a, *y = b;
   if (x->trigger != y->trigger)
@@ -153,7 +181,7 @@ static void find_groups(RokSim *sim) {
     if (prog->eff[t] != ROK_DECISION_RECOMPUTE)
       continue;
     const RokTensor *tensor = rok_trace_tensor(sim->trace, t);
-    guint trigger = max_needed_by(tensor);
+    guint trigger = prog->trigger[t];
     if (tensor->layer >= 0 && (guint)tensor->layer < n_layers) {
       guint *lt = &layer_trigger[tensor->layer];
       *lt = *lt == ROK_NO_ID ? trigger : MAX(*lt, trigger);
@@ -257,13 +285,15 @@ static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, g
   return TRUE;
 }
 
-static void push_id(SimProgram *prog, guint id) {
-  g_array_append_val(prog->ids, id);
+static inline void push_id(SimProgram *prog, guint id) {
+  if (prog->n_ids == prog->ids_cap)
+    reserve((gpointer *)&prog->ids, &prog->ids_cap, prog->n_ids + 1, sizeof(guint));
+  prog->ids[prog->n_ids++] = id;
 }
 
 static gboolean listed(const SimProgram *prog, guint from, guint id) {
-  for (guint i = from; i < prog->ids->len; i++)
-    if (g_array_index(prog->ids, guint, i) == id)
+  for (guint i = from; i < prog->n_ids; i++)
+    if (prog->ids[i] == id)
       return TRUE;
   return FALSE;
 }
@@ -271,7 +301,7 @@ static gboolean listed(const SimProgram *prog, guint from, guint id) {
 /* The inputs one re-run reads: those its wanted outputs are computed from. */
 static void push_reads(RokSim *sim, const RokOp *op, const guint8 *in_set, gboolean sources, SimItem *item) {
   SimProgram *prog = &sim->prog;
-  guint from = prog->ids->len;
+  guint from = prog->n_ids;
   for (guint o = 0; o < op->outputs->len; o++) {
     const RokTensor *out = rok_trace_tensor(sim->trace, g_array_index(op->outputs, guint, o));
     if (!in_set[out->id])
@@ -284,17 +314,17 @@ static void push_reads(RokSim *sim, const RokOp *op, const guint8 *in_set, gbool
   }
   if (sources) {
     item->needs = from;
-    item->n_needs = prog->ids->len - from;
+    item->n_needs = prog->n_ids - from;
   }
 }
 
-static void emit_rebuild_op(RokSim *sim, const Group *g, guint op_id, const guint8 *in_set, GArray *releases) {
+static void emit_rebuild_op(RokSim *sim, const Group *g, guint op_id, const guint8 *in_set) {
   SimProgram *prog = &sim->prog;
   const RokOp *op = rok_trace_op(sim->trace, op_id);
   gboolean full = prog->op_mark[op_id] == MARK_FULL;
   SimItem item = {.kind = ROK_ACTION_RECOMPUTE, .op = op_id, .ns = full ? sim->fwd_ns[op_id] : 0};
   push_reads(sim, op, in_set, TRUE, &item);
-  item.allocs = prog->ids->len;
+  item.allocs = prog->n_ids;
   guint64 seed_bytes = 0;
   for (guint o = 0; o < op->outputs->len; o++) {
     guint out = g_array_index(op->outputs, guint, o);
@@ -305,26 +335,26 @@ static void emit_rebuild_op(RokSim *sim, const Group *g, guint op_id, const guin
     item.alloc_bytes += bytes;
     seed_bytes += bytes;
   }
-  item.n_allocs = prog->ids->len - item.allocs;
+  item.n_allocs = prog->n_ids - item.allocs;
   if (!full) /* only the seed: write the mask */
     item.ns = sim_seed_rebuild_ns(sim, op_id, seed_bytes);
-  guint index = prog->items->len;
-  g_array_append_val(prog->items, item);
+  guint index = prog->n_items;
+  push_item(prog, &item);
   /* Intermediates are freed after the last re-run that reads them, or
    * after their producer's re-run when none does: one candidate release
    * per reader and per allocation, the last one kept (dedupe_releases). */
-  guint from = prog->ids->len;
+  guint from = prog->n_ids;
   push_reads(sim, op, in_set, FALSE, &item);
-  for (guint a = 0; a < item.n_allocs; a++) /* by index: appending may move the array */
-    push_id(prog, g_array_index(prog->ids, guint, item.allocs + a));
-  for (guint i = from; i < prog->ids->len; i++) {
-    guint t = g_array_index(prog->ids, guint, i);
-    if (is_member(sim, g, t))
-      continue;
-    Release r = {.item = index, .tensor = t | TEMP_BIT};
-    g_array_append_val(releases, r);
+  for (guint a = 0; a < item.n_allocs; a++) {
+    guint id = prog->ids[item.allocs + a]; /* read first: appending may move the buffer */
+    push_id(prog, id);
   }
-  g_array_set_size(prog->ids, from);
+  for (guint i = from; i < prog->n_ids; i++) {
+    guint t = prog->ids[i];
+    if (!is_member(sim, g, t))
+      push_release(prog, index, t | TEMP_BIT);
+  }
+  prog->n_ids = from;
 }
 
 static void reset_group(RokSim *sim, guint8 *in_set) {
@@ -337,37 +367,37 @@ static void reset_group(RokSim *sim, guint8 *in_set) {
 
 /* Keep, for every intermediate of one group, only its last release.
  * prog->last_use is scratch here (all ROK_NO_ID between groups). */
-static void dedupe_releases(SimProgram *prog, GArray *releases, guint from) {
-  for (guint i = from; i < releases->len; i++) {
-    const Release *r = &g_array_index(releases, Release, i);
+static void dedupe_releases(SimProgram *prog, guint from) {
+  for (guint i = from; i < prog->n_rel; i++) {
+    const Release *r = &prog->rel[i];
     guint *last = &prog->last_use[r->tensor & ~TEMP_BIT];
     *last = *last == ROK_NO_ID ? r->item : MAX(*last, r->item);
   }
   guint kept = from;
-  for (guint i = from; i < releases->len; i++) {
-    Release r = g_array_index(releases, Release, i);
+  for (guint i = from; i < prog->n_rel; i++) {
+    Release r = prog->rel[i];
     guint *last = &prog->last_use[r.tensor & ~TEMP_BIT];
     if (*last != r.item)
       continue;
     *last = ROK_NO_ID - 1; /* taken: drop duplicates of the same item */
-    g_array_index(releases, Release, kept++) = r;
+    prog->rel[kept++] = r;
   }
   for (guint i = from; i < kept; i++)
-    prog->last_use[g_array_index(releases, Release, i).tensor & ~TEMP_BIT] = ROK_NO_ID;
-  g_array_set_size(releases, kept);
+    prog->last_use[prog->rel[i].tensor & ~TEMP_BIT] = ROK_NO_ID;
+  prog->n_rel = kept;
 }
 
-static gboolean emit_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set, GArray *releases,
+static gboolean emit_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set,
                            GError **error) {
   SimProgram *prog = &sim->prog;
   if (!close_group(sim, g, whole_layer, in_set, error)) {
     reset_group(sim, in_set);
     return FALSE;
   }
-  guint from = releases->len;
+  guint from = prog->n_rel;
   for (guint i = 0; i < prog->group_ops->len; i++)
-    emit_rebuild_op(sim, g, g_array_index(prog->group_ops, guint, i), in_set, releases);
-  dedupe_releases(prog, releases, from);
+    emit_rebuild_op(sim, g, g_array_index(prog->group_ops, guint, i), in_set);
+  dedupe_releases(prog, from);
   reset_group(sim, in_set);
   return TRUE;
 }
@@ -376,22 +406,22 @@ static void emit_backward(RokSim *sim, guint op) {
   SimProgram *prog = &sim->prog;
   SimItem item = {.kind = ROK_ACTION_BACKWARD, .op = op, .ns = sim->bwd_ns[op], .work_bytes = sim->grad_start_bytes[op],
                   .done_bytes = sim->grad_end_bytes[op]};
-  item.needs = prog->ids->len;
+  item.needs = prog->n_ids;
   for (guint i = sim->bwd_need[op]; i < sim->bwd_need[op + 1]; i++)
     push_id(prog, sim->bwd_need_ids[i]);
-  item.n_needs = prog->ids->len - item.needs;
-  item.allocs = item.frees = prog->ids->len;
-  g_array_append_val(prog->items, item);
+  item.n_needs = prog->n_ids - item.needs;
+  item.allocs = item.frees = prog->n_ids;
+  push_item(prog, &item);
 }
 
-static gboolean emit_items(RokSim *sim, gboolean whole_layers, GArray *releases, GError **error) {
+static gboolean emit_items(RokSim *sim, gboolean whole_layers, GError **error) {
   SimProgram *prog = &sim->prog;
   g_autofree guint8 *in_set = g_new0(guint8, MAX(sim->n_tensors, 1));
   const GArray *groups = prog->group_of;
   guint next = 0;
   for (guint op = sim->n_ops; op-- > 0;) {
     for (; next < groups->len && g_array_index(groups, Group, next).trigger == op; next++)
-      if (!emit_group(sim, &g_array_index(groups, Group, next), whole_layers, in_set, releases, error))
+      if (!emit_group(sim, &g_array_index(groups, Group, next), whole_layers, in_set, error))
         return FALSE;
     emit_backward(sim, op);
   }
@@ -411,14 +441,14 @@ static guint unit_key(const RokSim *sim, RokPrefetchUnit unit, guint op) {
   }
 }
 
-static void resolve_uses(RokSim *sim, RokPrefetchUnit unit, GArray *releases) {
+static void resolve_uses(RokSim *sim, RokPrefetchUnit unit) {
   SimProgram *prog = &sim->prog;
   for (guint t = 0; t < sim->n_tensors; t++)
     prog->first_need[t] = prog->last_use[t] = ROK_NO_ID;
   g_array_set_size(prog->prefetch, 0);
   guint key = 0, chunk = 0;
-  for (guint i = 0; i < prog->items->len; i++) {
-    SimItem *item = &g_array_index(prog->items, SimItem, i);
+  for (guint i = 0; i < prog->n_items; i++) {
+    SimItem *item = &prog->items[i];
     guint item_key = unit_key(sim, unit, item->op);
     if (i > 0 && item_key != key)
       chunk++;
@@ -435,31 +465,30 @@ static void resolve_uses(RokSim *sim, RokPrefetchUnit unit, GArray *releases) {
     }
   }
   for (guint t = 0; t < sim->n_tensors; t++)
-    if (prog->last_use[t] != ROK_NO_ID) {
-      Release r = {.item = prog->last_use[t], .tensor = t};
-      g_array_append_val(releases, r);
-    }
+    if (prog->last_use[t] != ROK_NO_ID)
+      push_release(prog, prog->last_use[t], t);
 }
 
 /* Attach the releases to their items, in item order then tensor order:
  * bucketed by item, each item's few sorted by tensor. */
-static void attach_releases(SimProgram *prog, GArray *releases) {
-  guint n_items = prog->items->len;
+static void attach_releases(SimProgram *prog) {
+  guint n_items = prog->n_items, n_rel = prog->n_rel;
   g_autofree guint *start = g_new0(guint, n_items + 1);
-  for (guint r = 0; r < releases->len; r++)
-    start[g_array_index(releases, Release, r).item + 1]++;
+  for (guint r = 0; r < n_rel; r++)
+    start[prog->rel[r].item + 1]++;
   for (guint i = 0; i < n_items; i++)
     start[i + 1] += start[i];
-  guint base = prog->ids->len;
-  g_array_set_size(prog->ids, base + releases->len);
-  guint *ids = &g_array_index(prog->ids, guint, base);
+  guint base = prog->n_ids;
+  reserve((gpointer *)&prog->ids, &prog->ids_cap, base + n_rel, sizeof(guint));
+  prog->n_ids = base + n_rel;
+  guint *ids = prog->ids + base;
   g_autofree guint *fill = g_memdup2(start, sizeof(guint) * (n_items + 1));
-  for (guint r = 0; r < releases->len; r++) {
-    const Release *rel = &g_array_index(releases, Release, r);
+  for (guint r = 0; r < n_rel; r++) {
+    const Release *rel = &prog->rel[r];
     ids[fill[rel->item]++] = rel->tensor;
   }
   for (guint i = 0; i < n_items; i++) {
-    SimItem *item = &g_array_index(prog->items, SimItem, i);
+    SimItem *item = &prog->items[i];
     item->frees = base + start[i];
     item->n_frees = start[i + 1] - start[i];
     guint *t = ids + start[i];
@@ -477,8 +506,8 @@ static void attach_releases(SimProgram *prog, GArray *releases) {
 static void compute_levels(RokSim *sim) {
   SimProgram *prog = &sim->prog;
   gint64 level = 0;
-  for (guint i = 0; i < prog->items->len; i++) {
-    SimItem *item = &g_array_index(prog->items, SimItem, i);
+  for (guint i = 0; i < prog->n_items; i++) {
+    SimItem *item = &prog->items[i];
     item->start_bytes = item->alloc_bytes + item->work_bytes;
     item->level = level;
     gint64 freed = (gint64)item->done_bytes;
@@ -490,17 +519,16 @@ static void compute_levels(RokSim *sim) {
 
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error) {
   SimProgram *prog = &sim->prog;
-  g_array_set_size(prog->items, 0);
-  g_array_set_size(prog->ids, 0);
+  prog->n_items = 0;
+  prog->n_ids = prog->n_rel = 0;
   if (!set_decisions(sim, plan, error))
     return FALSE;
   index_layers(sim);
   find_groups(sim);
-  g_autoptr(GArray) releases = g_array_new(FALSE, FALSE, sizeof(Release));
-  if (!emit_items(sim, plan->options.rebuild_whole_layers, releases, error))
+  if (!emit_items(sim, plan->options.rebuild_whole_layers, error))
     return FALSE;
-  resolve_uses(sim, plan->options.prefetch_unit, releases);
-  attach_releases(prog, releases);
+  resolve_uses(sim, plan->options.prefetch_unit);
+  attach_releases(prog);
   compute_levels(sim);
   return TRUE;
 }

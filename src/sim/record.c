@@ -1,10 +1,8 @@
 /* The action log and the memory samples, kept only when a run records. */
 #include "sim-private.h"
 
-guint sim_record_begin(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op, guint tensor,
-                       guint64 bytes) {
-  if (!e->record)
-    return ROK_NO_ID;
+guint sim_record_action(SimEngine *e, RokActionKind kind, RokStream stream, guint mb, guint op, guint tensor,
+                        guint64 bytes) {
   RokAction action = {.kind = kind, .stream = stream, .micro_batch = mb, .op = op, .tensor = tensor,
                          .bytes = bytes, .start_ns = e->now, .end_ns = e->now, .deps_first = e->deps->len};
   g_array_append_val(e->actions, action);
@@ -12,10 +10,8 @@ guint sim_record_begin(SimEngine *e, RokActionKind kind, RokStream stream, guint
 }
 
 /* Dependencies of an action are added right after it begins, so they are
- * contiguous; duplicates and "none" are skipped. */
-void sim_record_dep(SimEngine *e, guint action, guint dep) {
-  if (action == ROK_NO_ID || dep == ROK_NO_ID)
-    return;
+ * contiguous; duplicates are skipped ("none", inline in engine.h). */
+void sim_record_dep_of(SimEngine *e, guint action, guint dep) {
   RokAction *a = &g_array_index(e->actions, RokAction, action);
   g_assert(a->deps_first + a->deps_count == e->deps->len && dep < action);
   for (guint i = 0; i < a->deps_count; i++)
@@ -25,9 +21,8 @@ void sim_record_dep(SimEngine *e, guint action, guint dep) {
   a->deps_count++;
 }
 
-void sim_record_end(SimEngine *e, guint action) {
-  if (action != ROK_NO_ID)
-    g_array_index(e->actions, RokAction, action).end_ns = e->now;
+void sim_record_end_of(SimEngine *e, guint action) {
+  g_array_index(e->actions, RokAction, action).end_ns = e->now;
 }
 
 void sim_record_gpudirect(SimEngine *e, guint action) {
@@ -36,9 +31,7 @@ void sim_record_gpudirect(SimEngine *e, guint action) {
 }
 
 /* One sample per instant: a later change at the same time overwrites. */
-void sim_record_sample(SimEngine *e) {
-  if (!e->record)
-    return;
+void sim_record_memory(SimEngine *e) {
   RokSimSample sample = {.time_ns = e->now, .gpu_bytes = e->live, .staging_bytes = e->staging_used};
   GArray *samples = e->samples;
   if (samples->len > 0 && g_array_index(samples, RokSimSample, samples->len - 1).time_ns == e->now)

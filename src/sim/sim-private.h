@@ -37,9 +37,22 @@ typedef struct {
   guint frees, n_frees;   /* tensors it releases when it ends */
 } SimItem;
 
+/* A release found while compiling: `tensor` (| SIM_TEMP_BIT for an
+ * intermediate) is freed when `item` ends. */
 typedef struct {
-  GArray *items; /* SimItem: backward items of one micro-batch, in order */
-  GArray *ids;   /* guint: the lists of the items */
+  guint item, tensor;
+} SimRelease;
+
+typedef struct {
+  /* The backward items of one micro-batch, in order; the lists of the
+   * items; the releases being gathered: plain buffers, appended to inline
+   * (a run compiles tens of thousands). */
+  SimItem *items;
+  guint n_items, items_cap;
+  guint *ids;
+  guint n_ids, ids_cap;
+  SimRelease *rel;
+  guint n_rel, rel_cap;
   guint8 *eff;   /* effective decision per tensor */
   guint *first_need; /* per tensor: first backward item that needs it, or ROK_NO_ID */
   GArray *prefetch;  /* guint: offloaded tensors in order of first need */
@@ -51,6 +64,7 @@ typedef struct {
    * layer_t[l + 1]) and its ops layer_ops[layer_o[l] .. layer_o[l + 1]),
    * each in id order, so that a group's closure scans its layer only. */
   guint *layer_t, *layer_tensors, *layer_o, *layer_ops;
+  guint *trigger; /* per tensor, built once: the last op that reads it (0 if none) */
 } SimProgram;
 
 /* One run of a micro-batch's forward or backward through one model chunk
@@ -157,10 +171,10 @@ void sim_program_clear(SimProgram *prog);
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error);
 
 static inline const SimItem *sim_item(const SimProgram *prog, guint index) {
-  return &g_array_index(prog->items, SimItem, index);
+  return &prog->items[index];
 }
 static inline const guint *sim_ids(const SimProgram *prog, guint offset) {
-  return &g_array_index(prog->ids, guint, offset);
+  return prog->ids + offset;
 }
 
 /* result.c: the result of the run the engine has just played. */

@@ -13,15 +13,15 @@
 #                              (0.97 and 1.55 CPUs busy, load average 1.8)
 #   the command (--json):      1 thread 0.195 s, 2 threads 0.169 s: 1.15x
 #                              (start-up, config and JSON output are serial)
-#   with rok (the planner at each of the 64 points, about 2000 simulator
-#   runs each): 41 s of CPU time, 0.64 s per point; on a loaded machine
-#   (0.5 CPUs busy) 81.7 s with 1 thread, 75.2 s with 2.
-#   Stale: re-measured on 2026-11-24 (issue 20) with today's planner, the
-#   whole command with all six strategies (`time rok sweep gpt3-13b --hw
-#   a100-40g-pcie4-4xp5800x --micro-batch 1:64 -j 2 --json`) took 8.9 s of
-#   CPU time (36.5 s of wall time at load average 12), in line with the
-#   6.7 s on 2 threads that README.md gives; rerun this script on an idle
-#   machine before quoting either.
+#   with rok (the planner at each of the 64 points; the last line below,
+#   `rok sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64
+#   -s rok --json`): 13.2 s of CPU against 16.6 s for the previous main,
+#   alternated side by side on 2026-11-24 at load average 3.3-4.7 (14.3 s
+#   against 17.1 s of wall time with -j 2). About 1,200 simulator runs a
+#   point (59 of the 64 points fit nowhere and are planned at their least
+#   budget), two thirds of them the greedy descents of the three planners
+#   (this machine, and without SSDs, and without SSDs or host offload),
+#   about one run per descent step. Issue 12 asks < 3 s.
 # Results are byte-identical on every thread count.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -243,7 +243,15 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
                                             " elements (SSDTrain's floor of 8 Mi is for GPU-sized models)",
                                             o->offload_min_elements));
   double busiest = MAX(v->load_before[0], v->load_after[0]);
-  if (busiest > 0.5 * v->cpus)
+  /* What others took of the processors says it directly; the load average
+   * also counts tasks waiting on a disk (a virtual one's host threads). */
+  if (v->median_taken_share >= 0) {
+    if (v->median_taken_share > ROK_VALIDATE_BUSY_SHARE)
+      g_ptr_array_add(v->notes, g_strdup_printf("the machine was busy: other processes used %.0f%% of the "
+                                                "processors' time while the steps ran (median over the rows), so "
+                                                "measurements are slower and noisier than on an idle machine",
+                                                100 * v->median_taken_share));
+  } else if (busiest > 0.5 * v->cpus)
     g_ptr_array_add(v->notes, g_strdup_printf("the machine was busy (load average %.2f on %u processors): other "
                                               "work competed with the runs, so measurements are slower and noisier "
                                               "than on an idle machine",
@@ -305,7 +313,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   for (guint i = 0; i < rows->len; i++)
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));
   read_load(v->load_after);
-  standing_notes(options, v);
   rok_validation_summarize(v);
+  standing_notes(options, v);
   return g_steal_pointer(&v);
 }

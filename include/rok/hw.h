@@ -148,6 +148,9 @@ typedef struct {
      * SSD stream moves at most one request's bytes (1 MiB, or the whole
      * tensor when smaller) per this time. 0 (absent): no cost. */
     gint64 request_overhead;
+    /* Optional: what an SSD leg pays once before its bytes move, beyond
+     * latency (ns): its first request finds the disk idle. 0: nothing. */
+    gint64 leg_overhead;
   } nvme;
   /* Optional ("interconnect"): how the GPU reaches the others of its job.
    * gpus_per_node 0 (section absent): no figures, so no communication can

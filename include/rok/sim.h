@@ -58,7 +58,8 @@
  * kernel, a backward as two: a GEMM's dX and dW). Its rate is capped accordingly, and recomputed whenever a leg
  * or a compute item starts or ends.
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
- * both for gpudirect, plus host.copy_overhead, the executor's hand-offs)
+ * both for gpudirect, plus host.copy_overhead, the executor's hand-offs,
+ * plus nvme.leg_overhead on the SSD streams)
  * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
  * on a device with copy engines also pays bytes / host.checksum_bandwidth
  * when the profile has that figure: rok's executor checksums every such

@@ -54,8 +54,9 @@ static gboolean check_in_flow(const SimEngine *e, const SimJob *j) {
 }
 
 /* What a leg pays before its bytes move: the links' latencies, the
- * executor's hand-offs (host.copy_overhead) and the check (unless it is in
- * the flow). */
+ * executor's hand-offs (host.copy_overhead), the check (unless it is in
+ * the flow) and, on the SSD streams, nvme.leg_overhead: its first request
+ * finds the disk idle (rok calibrate's bursts). */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   RokStream s = leg_stream(j);
   gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
@@ -66,6 +67,8 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
     base = e->nvme_latency + e->pcie_latency + check;
   else
     base = e->nvme_latency;
+  if (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)
+    base += e->sim->hw->nvme.leg_overhead;
   return base + e->copy_overhead;
 }
 

@@ -47,8 +47,43 @@ static int by_order(gconstpointer a, gconstpointer b) {
   return (x > y) - (x < y);
 }
 
+typedef struct {
+  double from, to;
+} Interval;
+
+static int by_from(gconstpointer a, gconstpointer b) {
+  double x = ((const Interval *)a)->from, y = ((const Interval *)b)->from;
+  return (x > y) - (x < y);
+}
+
+/* Seconds INTERVALS cover, each moment once. */
+static double covered(GArray *intervals) {
+  g_array_sort(intervals, by_from);
+  double total = 0, reached = -G_MAXDOUBLE;
+  for (guint i = 0; i < intervals->len; i++) {
+    const Interval *v = &g_array_index(intervals, Interval, i);
+    total += MAX(v->to - MAX(v->from, reached), 0);
+    reached = MAX(reached, v->to);
+  }
+  return total;
+}
+
+/* An SSD stream's time is the time it had a leg moving bytes: the
+ * executor runs its legs in lanes, several at once, each first waiting
+ * for its staging slots (the simulator starts a leg when they are free),
+ * so the legs' lengths do not add. */
+static int ssd_index(RokStream s) {
+  return s == ROK_STREAM_NVME_WRITE ? 0 : s == ROK_STREAM_NVME_READ ? 1 : -1;
+}
+
 void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule) {
   g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Ordered));
+  GArray *moving[2], *planned[2];
+  guint ssd_part[2] = {G_MAXUINT, G_MAXUINT};
+  for (guint d = 0; d < 2; d++) {
+    moving[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+    planned[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+  }
   for (guint i = 0; i < report->timeline->len; i++) {
     const RokExecSpan *span = &g_array_index(report->timeline, RokExecSpan, i);
     if (span->kind == ROK_ACTION_FREE || span->action >= schedule->actions->len)
@@ -64,8 +99,26 @@ void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSc
     }
     RokValidatePart *p = &g_array_index(found, Ordered, k).part;
     p->actions++;
+    int d = ssd_index(span->stream);
+    if (d >= 0) {
+      Interval m = {MIN(span->start_s + span->wait_s, span->end_s), span->end_s};
+      Interval q = {span->predicted_start_s, span->predicted_end_s};
+      g_array_append_val(moving[d], m);
+      g_array_append_val(planned[d], q);
+      ssd_part[d] = k;
+      continue;
+    }
     p->predicted_s += span->predicted_end_s - span->predicted_start_s;
     p->measured_s += span->end_s - span->start_s;
+  }
+  for (guint d = 0; d < 2; d++) {
+    if (ssd_part[d] != G_MAXUINT) {
+      RokValidatePart *p = &g_array_index(found, Ordered, ssd_part[d]).part;
+      p->measured_s = covered(moving[d]);
+      p->predicted_s = covered(planned[d]);
+    }
+    g_array_unref(moving[d]);
+    g_array_unref(planned[d]);
   }
   g_array_sort(found, by_order); /* stable in glib: ties keep their order */
   for (guint k = 0; k < found->len; k++)

@@ -15,7 +15,6 @@
  * leg costs beyond the streaming rate (measure_bursts). */
 #define _GNU_SOURCE /* posix_fadvise flags, fdatasync */
 #include <errno.h>
-#include <math.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>

@@ -196,6 +196,31 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   check_log(r);
 }
 
+/* nvme.leg_overhead: every SSD leg pays it once before its bytes move,
+ * the write of the test above 100 us later, its read too. */
+static void test_leg_overhead(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "A", -1, 1000000, op0);
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
+  guint b = add_tensor(trace, "B", -1, 1000, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.pcie.latency = 10 * US;
+  hw.nvme.latency = 20 * US;
+  hw.nvme.leg_overhead = 100 * US;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+  g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + 100 * US + 1 * MS);
+  const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
+  g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + 100 * US + 1 * MS);
+  check_log(r);
+}
+
 /* Two copies out at once on the d2h link, one to host memory (1 MB), one
  * gpudirect to the SSD (3 MB, the SSD 10x faster): half the link each
  * until the small one ends at 3 ms, then all of it for the rest. */
@@ -525,6 +550,7 @@ static void test_micro_batches(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/offload-pencil", test_offload_pencil);
+  g_test_add_func("/sim/leg-overhead", test_leg_overhead);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);
   g_test_add_func("/sim/fluid/engine", test_fluid_sharing_in_engine);

@@ -173,7 +173,7 @@ typedef struct {
 void rok_calib_disk_clear(RokCalibDisk *disk);
 /* The simulator's nvme.request_overhead and nvme.leg_overhead that best
  * predict D's bursts: a leg of N requests takes latency + leg + N *
- * max(request, 1 MiB / bandwidth), bandwidth the direction's best grid
+ * (request + 1 MiB / bandwidth), bandwidth the direction's best grid
  * figure; least squares of the relative errors over both directions,
  * request to the microsecond (0 with one burst size). FALSE (both 0)
  * without bursts or grid points. */

@@ -63,10 +63,10 @@
  * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
  * on a device with copy engines also pays bytes / host.checksum_bandwidth
  * when the profile has that figure: rok's executor checksums every such
- * copy on the host, with the link idle. With nvme.request_overhead, an
- * SSD leg moves at most one request (ROK_SIM_NVME_REQUEST_BYTES, or the
- * tensor when smaller) per that time: the host's cost of submitting and
- * reaping a request.
+ * copy on the host, with the link idle. With nvme.request_overhead, each
+ * request of an SSD leg (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when
+ * smaller) costs that time besides its bytes at the array's rate: the leg's
+ * rate is capped at request / (overhead + request / rate).
  *
  * NVMe array. A transfer is striped over all devices in requests of
  * ROK_SIM_NVME_REQUEST_BYTES; a device keeps at most queue_depth requests

@@ -372,9 +372,9 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
 }
 
 /* The simulator's time for a leg of N requests (seconds): LATENCY + LEG +
- * N * max(REQUEST, PER), PER being one request at the streaming rate. */
+ * N * (REQUEST + PER), PER being one request at the streaming rate. */
 static double leg_model(double latency, double leg, double request, double per, guint n) {
-  return latency + leg + n * MAX(request, per);
+  return latency + leg + n * (request + per);
 }
 
 /* For a given request overhead, the leg overhead that fits the bursts of

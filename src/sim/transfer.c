@@ -82,8 +82,9 @@ static double cpu_share(const SimEngine *e) {
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor, and while a compute item runs each
  * ROK_SIM_COPY_COMMAND_BYTES of it waits gpu.copy_wait times the item's
- * kernel time (compute_ns) for a turn between kernels; on the SSD streams, one request (ROK_SIM_NVME_REQUEST_BYTES, or
- * the tensor when smaller) per nvme.request_overhead. */
+ * kernel time (compute_ns) for a turn between kernels; on the SSD streams,
+ * each request (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when smaller)
+ * takes nvme.request_overhead besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
@@ -96,7 +97,8 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   RokStream s = leg_stream(j);
   if (e->request_overhead > 0 && (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)) {
     double request = (double)MIN(j->bytes, (guint64)ROK_SIM_NVME_REQUEST_BYTES);
-    double per = request / ((double)e->request_overhead / 1e9);
+    double disk = s == ROK_STREAM_NVME_WRITE ? e->sim->nvme_write_speed : e->sim->nvme_read_speed;
+    double per = request / ((double)e->request_overhead / 1e9 + (disk > 0 ? request / disk : 0));
     cap = cap > 0 ? MIN(cap, per) : per;
   }
   return cap;

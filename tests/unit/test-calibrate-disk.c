@@ -94,25 +94,25 @@ static void burst_disk(RokCalibDisk *d, double latency, double leg, double reque
   RokCalibDiskPoint p = {.block = MIB, .queue_depth = 32, .write.median = write_bw, .read.median = read_bw};
   g_array_append_val(d->points, p);
   for (guint i = 0; i < 3; i++) {
-    d->burst_write[i].median = latency + leg + d->burst_sizes[i] * MAX(request, MIB / write_bw);
-    d->burst_read[i].median = latency + leg + d->burst_sizes[i] * MAX(request, MIB / read_bw);
+    d->burst_write[i].median = latency + leg + d->burst_sizes[i] * (request + MIB / write_bw);
+    d->burst_read[i].median = latency + leg + d->burst_sizes[i] * (request + MIB / read_bw);
   }
 }
 
 static void test_fit_overheads(void) {
   RokCalibDisk d;
   double request = 0, leg = 0;
-  /* 300 us per request, above both directions' streaming time per MiB. */
-  burst_disk(&d, 40e-6, 120e-6, 300e-6, 4e9, 3.6e9);
+  /* 30 us per request beyond the streaming time, 120 us per leg. */
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 4e9, 3.6e9);
   g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
-  g_assert_cmpfloat_with_epsilon(request, 300e-6, 1.5e-6);
+  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1.5e-6);
   g_assert_cmpfloat_with_epsilon(leg, 120e-6, 3e-6);
   /* One burst size cannot tell a request's cost from a leg's: request 0,
    * the leg overhead takes what the two directions leave. */
   d.n_bursts = 1;
   g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
   g_assert_cmpfloat(request, ==, 0);
-  g_assert_cmpfloat_with_epsilon(leg, 120e-6 + 300e-6 - MIB / 3.6e9 / 2 - MIB / 4e9 / 2, 60e-6);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6 + 30e-6, 1e-9);
   g_array_set_size(d.points, 0);
   g_assert_false(rok_calib_disk_fit_overheads(&d, &request, &leg));
   g_assert_cmpfloat(request, ==, 0);

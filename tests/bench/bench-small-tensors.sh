@@ -21,15 +21,16 @@
 # figures move with it.
 #
 # Measured 2026-11-24 on the development VM (2 cores, virtio disk, 64 huge
-# pages reserved so that fio too uses them), other jobs running (load
-# 2.0-4.8), six alternating one-trial runs per build (ROK=.../rok
-# tests/bench/bench-small-tensors.sh --trials 1 [--calibrate]): fio wrote
-# at 3.3-4.3 GB/s and read at 2.9-3.7; main's build at a median 0.50x and
-# 0.62x of that, with each request submitted on its own (no 4 MiB merges)
-# 0.62x and 0.77x (best 0.98x / 0.90x). The executor's own cost is 10-20
-# us per leg; the rest is the disk serving lone legs, which find it idle.
-# Predicted from a quick calibration: 24-178% above the measured under
-# that load. Earlier, idle: 0.67x both ways (main's build).
+# pages reserved so that fio too uses them), alternating one-trial runs of
+# main's build and this one (ROK=.../rok tests/bench/bench-small-tensors.sh
+# --trials 1 [--calibrate]): at load 1.0-1.8, fio 3.2-4.2 GB/s write and
+# 2.1-3.1 read, main's build at a median 0.51x / 0.65x of that, with each
+# request submitted on its own (no 4 MiB merges) 0.59x / 0.93x; at load
+# 2.0-4.8, 0.50x / 0.62x and 0.62x / 0.77x. The executor's own cost is
+# 10-20 us per leg; the rest is the disk serving lone legs, which find it
+# idle. Predicted from a quick calibration: reads -8% to +25%, writes
+# +32% to +53% (the write legs run slower during a step than the
+# calibration's bursts).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

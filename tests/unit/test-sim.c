@@ -154,13 +154,10 @@ static void test_offload_pencil(void) {
   check_log(r);
 }
 
-/* A is written by 2.03 ms; the read is issued when backward starts (3 ms,
- * window) or when op0's backward is next (3.5 ms, no look-ahead); it takes
- * 30 us of latency + 1 MB at the SSD's 0.5 GB/s. The backward of op0
- * waits for exactly what is missing. */
-static void test_late_prefetch_stalls_exactly(gconstpointer data) {
-  guint window = GPOINTER_TO_UINT(data);
-  g_autoptr(RokTrace) trace = new_trace();
+/* op0 (1 ms each way) makes A (1 MB), op1 (2 ms forward, 0.5 ms
+ * backward) makes B (1 KB): the trace of the SSD tests below; returns A
+ * (op0 is op 0). */
+static guint ssd_trace(RokTrace *trace) {
   guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
   guint a = add_tensor(trace, "A", -1, 1000000, op0);
   guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
@@ -168,6 +165,17 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   rok_trace_need(trace, a, op0);
   rok_trace_need(trace, b, op1);
   finish(trace);
+  return a;
+}
+
+/* A is written by 2.03 ms; the read is issued when backward starts (3 ms,
+ * window) or when op0's backward is next (3.5 ms, no look-ahead); it takes
+ * 30 us of latency + 1 MB at the SSD's 0.5 GB/s. The backward of op0
+ * waits for exactly what is missing. */
+static void test_late_prefetch_stalls_exactly(gconstpointer data) {
+  guint window = GPOINTER_TO_UINT(data);
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = 0, a = ssd_trace(trace);
   RokHw hw = test_hw();
   hw.pcie.latency = 10 * US;
   hw.nvme.latency = 20 * US;
@@ -200,13 +208,7 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
  * the write of the test above 100 us later, its read too. */
 static void test_leg_overhead(void) {
   g_autoptr(RokTrace) trace = new_trace();
-  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
-  guint a = add_tensor(trace, "A", -1, 1000000, op0);
-  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
-  guint b = add_tensor(trace, "B", -1, 1000, op1);
-  rok_trace_need(trace, a, op0);
-  rok_trace_need(trace, b, op1);
-  finish(trace);
+  guint a = ssd_trace(trace);
   RokHw hw = test_hw();
   hw.pcie.latency = 10 * US;
   hw.nvme.latency = 20 * US;

@@ -29,7 +29,7 @@
 # 2.0-4.8, 0.50x / 0.62x and 0.62x / 0.77x. The executor's own cost is
 # 10-20 us per leg; the rest is the disk serving lone legs, which find it
 # idle. Predicted from a quick calibration: reads -8% to +25%, writes
-# +32% to +53% (the write legs run slower during a step than the
+# +26% to +53% (the write legs run slower during a step than the
 # calibration's bursts).
 set -euo pipefail
 

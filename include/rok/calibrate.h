@@ -160,9 +160,24 @@ typedef struct {
   GArray *points;        /* RokCalibDiskPoint, blocks outer, queue depths inner */
   guint best_write, best_read; /* indexes into points: highest median */
   RokCalibStat latency;  /* seconds, QD1 4 KiB random reads */
+  /* Bursts of burst_sizes[i] requests of 1 MiB submitted together after
+   * 20 ms idle, as the executor's SSD legs are (seconds to the last
+   * completion), and what they say a leg costs beyond the streaming rate
+   * (seconds, rok_calib_disk_fit_overheads; 0 when none was timed). */
+  guint n_bursts;
+  guint burst_sizes[3];
+  RokCalibStat burst_write[3], burst_read[3];
+  double request_overhead, leg_overhead;
 } RokCalibDisk;
 
 void rok_calib_disk_clear(RokCalibDisk *disk);
+/* The simulator's nvme.request_overhead and nvme.leg_overhead that best
+ * predict D's bursts: a leg of N requests takes latency + leg + N *
+ * (request + 1 MiB / bandwidth), bandwidth the direction's best grid
+ * figure; least squares of the relative errors over both directions,
+ * request to the microsecond (0 with one burst size). FALSE (both 0)
+ * without bursts or grid points. */
+gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *leg);
 
 typedef struct {
   gboolean quick;

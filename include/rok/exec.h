@@ -147,6 +147,7 @@ typedef struct {
   char *name; /* the op or the tensor */
   guint64 bytes;
   double start_s, end_s;
+  double wait_s; /* of it, waiting for staging slots before any byte moved */
   double predicted_start_s, predicted_end_s;
 } RokExecSpan;
 

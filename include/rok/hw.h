@@ -144,10 +144,14 @@ typedef struct {
     guint64 capacity;       /* bytes per device */
     double endurance_pbw;   /* petabytes written per device over its life; 0: unknown */
     gboolean gpudirect;     /* SSD <-> GPU without the host staging buffer */
-    /* Optional: the host's time to submit and reap one request (ns): an
-     * SSD stream moves at most one request's bytes (1 MiB, or the whole
-     * tensor when smaller) per this time. 0 (absent): no cost. */
+    /* Optional: what one request costs besides its bytes (ns): an SSD leg
+     * moves at most one request (1 MiB, or the whole tensor when smaller)
+     * per this time plus the request at the array's bandwidth. 0 (absent):
+     * no cost. */
     gint64 request_overhead;
+    /* Optional: what an SSD leg pays once before its bytes move, beyond
+     * latency (ns): its first request finds the disk idle. 0: nothing. */
+    gint64 leg_overhead;
   } nvme;
   /* Optional ("interconnect"): how the GPU reaches the others of its job.
    * gpus_per_node 0 (section absent): no figures, so no communication can

@@ -58,14 +58,15 @@
  * kernel, a backward as two: a GEMM's dX and dW). Its rate is capped accordingly, and recomputed whenever a leg
  * or a compute item starts or ends.
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
- * both for gpudirect, plus host.copy_overhead, the executor's hand-offs)
+ * both for gpudirect, plus host.copy_overhead, the executor's hand-offs,
+ * plus nvme.leg_overhead on the SSD streams)
  * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
  * on a device with copy engines also pays bytes / host.checksum_bandwidth
  * when the profile has that figure: rok's executor checksums every such
- * copy on the host, with the link idle. With nvme.request_overhead, an
- * SSD leg moves at most one request (ROK_SIM_NVME_REQUEST_BYTES, or the
- * tensor when smaller) per that time: the host's cost of submitting and
- * reaping a request.
+ * copy on the host, with the link idle. With nvme.request_overhead, each
+ * request of an SSD leg (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when
+ * smaller) costs that time besides its bytes at the array's rate: the leg's
+ * rate is capped at request / (overhead + request / rate).
  *
  * NVMe array. A transfer is striped over all devices in requests of
  * ROK_SIM_NVME_REQUEST_BYTES; a device keeps at most queue_depth requests

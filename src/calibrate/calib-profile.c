@@ -182,6 +182,8 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->nvme.read_bandwidth = MIN(hw->nvme.read_bandwidth, r->read.median);
     hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, w->write.median);
     hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(d->latency.median * 1e9));
+    hw->nvme.request_overhead = MAX(hw->nvme.request_overhead, (gint64)llround(d->request_overhead * 1e9));
+    hw->nvme.leg_overhead = MAX(hw->nvme.leg_overhead, (gint64)llround(d->leg_overhead * 1e9));
     hw->nvme.queue_depth = MAX(hw->nvme.queue_depth, MAX(r->queue_depth, w->queue_depth));
     hw->nvme.capacity = MIN(hw->nvme.capacity, d->capacity);
   }

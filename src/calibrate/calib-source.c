@@ -117,6 +117,9 @@ static void append_disks(GString *s, const RokCalibration *c) {
   append_grid(s, first);
   g_string_append(s, " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise DONTNEED), the "
                      "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads; "
+                     "request_overhead and leg_overhead: fitted to bursts of 1, 4 and 16 requests of 1 MiB "
+                     "submitted together after 20 ms idle (writes from slots filled just before), as the "
+                     "executor's SSD legs are; "
                      "queue_depth: where the best figures were reached; capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
 }

@@ -174,6 +174,7 @@ static void fill_timeline(Runner *r, const RunnerRecord *rec, gint64 origin) {
                         .bytes = a->bytes,
                         .start_s = (double)(rec[id].start_ns - origin) / 1e9,
                         .end_s = (double)(rec[id].end_ns - origin) / 1e9,
+                        .wait_s = (double)rec[id].wait_ns / 1e9,
                         .predicted_start_s = (double)a->start_ns / 1e9,
                         .predicted_end_s = (double)a->end_ns / 1e9};
     g_array_append_val(r->report->timeline, span);

@@ -36,6 +36,7 @@ static const Check checks[] = {
     {"nvme", "capacity", SIZE, 1 << 30, 0, "1.6TB"},
     {"host", "copy_overhead", TIME, 0, 0.1, "50us"},
     {"nvme", "request_overhead", TIME, 0, 0.1, "20us"},
+    {"nvme", "leg_overhead", TIME, 0, 0.1, "100us"},
 };
 
 static double value_of(const RokHw *hw, const Check *c) {
@@ -59,6 +60,7 @@ static double value_of(const RokHw *hw, const Check *c) {
       {"nvme", "capacity", (double)hw->nvme.capacity},
       {"host", "copy_overhead", (double)hw->host.copy_overhead / 1e9},
       {"nvme", "request_overhead", (double)hw->nvme.request_overhead / 1e9},
+      {"nvme", "leg_overhead", (double)hw->nvme.leg_overhead / 1e9},
   };
   for (guint i = 0; i < G_N_ELEMENTS(values); i++)
     if (g_str_equal(values[i].section, c->section) && g_str_equal(values[i].key, c->key))

@@ -54,8 +54,9 @@ static gboolean check_in_flow(const SimEngine *e, const SimJob *j) {
 }
 
 /* What a leg pays before its bytes move: the links' latencies, the
- * executor's hand-offs (host.copy_overhead) and the check (unless it is in
- * the flow). */
+ * executor's hand-offs (host.copy_overhead), the check (unless it is in
+ * the flow) and, on the SSD streams, nvme.leg_overhead: its first request
+ * finds the disk idle (rok calibrate's bursts). */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   RokStream s = leg_stream(j);
   gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
@@ -66,6 +67,8 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
     base = e->nvme_latency + e->pcie_latency + check;
   else
     base = e->nvme_latency;
+  if (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)
+    base += e->sim->hw->nvme.leg_overhead;
   return base + e->copy_overhead;
 }
 
@@ -79,8 +82,9 @@ static double cpu_share(const SimEngine *e) {
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor, and while a compute item runs each
  * ROK_SIM_COPY_COMMAND_BYTES of it waits gpu.copy_wait times the item's
- * kernel time (compute_ns) for a turn between kernels; on the SSD streams, one request (ROK_SIM_NVME_REQUEST_BYTES, or
- * the tensor when smaller) per nvme.request_overhead. */
+ * kernel time (compute_ns) for a turn between kernels; on the SSD streams,
+ * each request (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when smaller)
+ * takes nvme.request_overhead besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
@@ -93,7 +97,8 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   RokStream s = leg_stream(j);
   if (e->request_overhead > 0 && (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)) {
     double request = (double)MIN(j->bytes, (guint64)ROK_SIM_NVME_REQUEST_BYTES);
-    double per = request / ((double)e->request_overhead / 1e9);
+    double disk = s == ROK_STREAM_NVME_WRITE ? e->sim->nvme_write_speed : e->sim->nvme_read_speed;
+    double per = request / ((double)e->request_overhead / 1e9 + (disk > 0 ? request / disk : 0));
     cap = cap > 0 ? MIN(cap, per) : per;
   }
   return cap;

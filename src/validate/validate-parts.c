@@ -47,26 +47,98 @@ static int by_order(gconstpointer a, gconstpointer b) {
   return (x > y) - (x < y);
 }
 
+typedef struct {
+  double from, to;
+} Interval;
+
+static int by_from(gconstpointer a, gconstpointer b) {
+  double x = ((const Interval *)a)->from, y = ((const Interval *)b)->from;
+  return (x > y) - (x < y);
+}
+
+/* Seconds INTERVALS cover, each moment once. */
+static double covered(GArray *intervals) {
+  g_array_sort(intervals, by_from);
+  double total = 0, reached = -G_MAXDOUBLE;
+  for (guint i = 0; i < intervals->len; i++) {
+    const Interval *v = &g_array_index(intervals, Interval, i);
+    total += MAX(v->to - MAX(v->from, reached), 0);
+    reached = MAX(reached, v->to);
+  }
+  return total;
+}
+
+/* An SSD stream's time is the time it had a leg moving bytes: the
+ * executor runs its legs in lanes, several at once, each first waiting
+ * for its staging slots (the simulator starts a leg when they are free),
+ * so the legs' lengths do not add. */
+typedef struct {
+  GArray *moving[2], *planned[2]; /* Interval, nvme-write and nvme-read */
+  guint part[2];                  /* their parts in `found`, G_MAXUINT if none */
+} SsdTime;
+
+static int ssd_index(RokStream s) {
+  return s == ROK_STREAM_NVME_WRITE ? 0 : s == ROK_STREAM_NVME_READ ? 1 : -1;
+}
+
+static void ssd_add(SsdTime *t, int d, guint part, const RokExecSpan *span) {
+  Interval m = {MIN(span->start_s + span->wait_s, span->end_s), span->end_s};
+  Interval q = {span->predicted_start_s, span->predicted_end_s};
+  g_array_append_val(t->moving[d], m);
+  g_array_append_val(t->planned[d], q);
+  t->part[d] = part;
+}
+
+/* Sets the SSD parts' times and frees T's arrays. */
+static void ssd_finish(SsdTime *t, GArray *found) {
+  for (guint d = 0; d < 2; d++) {
+    if (t->part[d] != G_MAXUINT) {
+      RokValidatePart *p = &g_array_index(found, Ordered, t->part[d]).part;
+      p->measured_s = covered(t->moving[d]);
+      p->predicted_s = covered(t->planned[d]);
+    }
+    g_array_unref(t->moving[d]);
+    g_array_unref(t->planned[d]);
+  }
+}
+
+/* The index in FOUND of the part named NAME, appended (taking NAME) if new. */
+static guint found_part(GArray *found, char **name, guint order) {
+  guint k = 0;
+  while (k < found->len && !g_str_equal(g_array_index(found, Ordered, k).part.part, *name))
+    k++;
+  if (k == found->len) {
+    Ordered o = {.order = order, .part = {.part = g_steal_pointer(name)}};
+    g_array_append_val(found, o);
+  }
+  return k;
+}
+
 void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule) {
   g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Ordered));
+  SsdTime ssd = {.part = {G_MAXUINT, G_MAXUINT}};
+  for (guint d = 0; d < 2; d++) {
+    ssd.moving[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+    ssd.planned[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+  }
   for (guint i = 0; i < report->timeline->len; i++) {
     const RokExecSpan *span = &g_array_index(report->timeline, RokExecSpan, i);
     if (span->kind == ROK_ACTION_FREE || span->action >= schedule->actions->len)
       continue;
     guint order = 0;
     g_autofree char *name = part_name(rok_schedule_action(schedule, span->action), schedule->trace, &order);
-    guint k = 0;
-    while (k < found->len && !g_str_equal(g_array_index(found, Ordered, k).part.part, name))
-      k++;
-    if (k == found->len) {
-      Ordered o = {.order = order, .part = {.part = g_steal_pointer(&name)}};
-      g_array_append_val(found, o);
-    }
+    guint k = found_part(found, &name, order);
     RokValidatePart *p = &g_array_index(found, Ordered, k).part;
     p->actions++;
-    p->predicted_s += span->predicted_end_s - span->predicted_start_s;
-    p->measured_s += span->end_s - span->start_s;
+    int d = ssd_index(span->stream);
+    if (d >= 0) {
+      ssd_add(&ssd, d, k, span);
+    } else {
+      p->predicted_s += span->predicted_end_s - span->predicted_start_s;
+      p->measured_s += span->end_s - span->start_s;
+    }
   }
+  ssd_finish(&ssd, found);
   g_array_sort(found, by_order); /* stable in glib: ties keep their order */
   for (guint k = 0; k < found->len; k++)
     g_array_append_val(parts, g_array_index(found, Ordered, k).part);

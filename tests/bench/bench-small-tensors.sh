@@ -3,7 +3,7 @@
 # offload schedule of 0.5-16 MiB tensors beside fio's at the same block
 # size and queue depth, and the simulator's prediction of each stream.
 #
-#   tests/bench/bench-small-tensors.sh [DIR] [--hw HW] [--repeat 2] [--trials 3]
+#   tests/bench/bench-small-tensors.sh [DIR] [--hw HW | --calibrate] [--repeat 2] [--trials 3]
 #
 # The schedule: a 2-layer GPT (validate-gpt with hidden 512, 8 heads, ffn
 # 2048, seq 1024), `rok plan --strategy offload --offload-min-elements
@@ -13,29 +13,37 @@
 # (median step). fio: `--bs=1M --iodepth=QD --direct=1 --ioengine=io_uring
 # --overwrite=1` on a file of the bytes the step writes, huge-page buffers
 # (--mem=shmhuge) when enough are reserved; QD is the profile's
-# nvme.queue_depth. HW defaults to the bundled cpu-2core-virtio profile
-# (calibrate one with `rok calibrate --dir DIR -o hw.json` for predictions
-# worth comparing). DIR defaults to a fresh folder under /var/tmp. The
-# load average is printed: on a shared machine the figures move with it.
+# nvme.queue_depth. HW defaults to the bundled cpu-2core-virtio profile;
+# --calibrate runs `rok calibrate --quick --dir DIR` first and uses that
+# (predictions worth comparing: its nvme.request_overhead and leg_overhead
+# come from bursts shaped like these legs). DIR defaults to a fresh folder
+# under /var/tmp. The load average is printed: on a shared machine the
+# figures move with it.
 #
-# Measured 2026-11-24 on the development VM (2 cores, virtio disk), idle
-# (load 1.0-1.7), 64 huge pages reserved so that fio too uses them: fio
-# write 3.62 GB/s, read 3.15 GB/s; rok execute 2.43 and 2.10 GB/s (0.67x
-# both ways), 0.6 ms per leg beyond fio's rate. Without huge pages fio
-# falls to 1.85 / 1.41 GB/s (4 KiB pages split every request) and rok
-# looks faster than fio. At load 8-13 (other jobs): 0.53x and 0.69x.
+# Measured 2026-11-24 on the development VM (2 cores, virtio disk, 64 huge
+# pages reserved so that fio too uses them), alternating one-trial runs of
+# main's build and this one (ROK=.../rok tests/bench/bench-small-tensors.sh
+# --trials 1 [--calibrate]): at load 1.0-1.8, fio 3.2-4.2 GB/s write and
+# 2.1-3.1 read, main's build at a median 0.51x / 0.65x of that, with each
+# request submitted on its own (no 4 MiB merges) 0.59x / 0.93x; at load
+# 2.0-4.8, 0.50x / 0.62x and 0.62x / 0.77x. The executor's own cost is
+# 10-20 us per leg; the rest is the disk serving lone legs, which find it
+# idle. Predicted from a quick calibration: reads -8% to +25%, writes
+# +26% to +53% (the write legs run slower during a step than the
+# calibration's bursts).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 rok=${ROK:-$root/build/rok}
-dir="" hw=cpu-2core-virtio repeat=2 trials=3
+dir="" hw=cpu-2core-virtio repeat=2 trials=3 calibrate=""
 while [ $# -gt 0 ]; do
   case $1 in
     --hw) hw=$2; shift 2 ;;
+    --calibrate) calibrate=1; shift ;;
     --repeat) repeat=$2; shift 2 ;;
     --trials) trials=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "bench-small-tensors.sh: unknown option $1" >&2; exit 2 ;;
     *) dir=$1; shift ;;
   esac
@@ -50,6 +58,11 @@ bench_folders bench-small
 num() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d' + sys.argv[2]))" "$@"; }
 
 echo "== $(uname -n): $(nproc) processors; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$calibrate" ]; then
+  "$rok" calibrate --quick --dir "$dir" -o "$work/hw.json" > "$work/calibrate.txt"
+  hw=$work/hw.json
+  echo "profile: rok calibrate --quick; $(grep 'fitted to the bursts' "$work/calibrate.txt" | sed 's/^ *//')"
+fi
 "$rok" plan validate-gpt --set layers=2 --set hidden=512 --set heads=8 --set ffn_hidden=2048 --set seq_len=1024 \
   --hw "$hw" --strategy offload --offload-min-elements 65536 -o "$work/plan" > /dev/null
 qd=$(num "$work/plan/schedule.json" "['hw']['nvme']['queue_depth']")
@@ -97,11 +110,13 @@ pw=$(num "$work/report.json" "['predicted']['nvme_write_bandwidth']")
 pr=$(num "$work/report.json" "['predicted']['nvme_read_bandwidth']")
 echo
 echo "median of $trials trials (rok execute: median step of --repeat $repeat each)"
-printf '%-6s %12s %14s %8s %14s\n' "" "fio" "rok execute" "rok/fio" "rok predicted"
-printf '%-6s %12s %14s %8.3f %14s\n' write "$(gbs "$mfw")" "$(gbs "$mrw")" \
-  "$(awk -v a="$mrw" -v b="$mfw" 'BEGIN { print a / b }')" "$(gbs "$pw")"
-printf '%-6s %12s %14s %8.3f %14s\n' read "$(gbs "$mfr")" "$(gbs "$mrr")" \
-  "$(awk -v a="$mrr" -v b="$mfr" 'BEGIN { print a / b }')" "$(gbs "$pr")"
+printf '%-6s %12s %14s %8s %14s %8s\n' "" "fio" "rok execute" "rok/fio" "rok predicted" "error"
+printf '%-6s %12s %14s %8.3f %14s %+7.1f%%\n' write "$(gbs "$mfw")" "$(gbs "$mrw")" \
+  "$(awk -v a="$mrw" -v b="$mfw" 'BEGIN { print a / b }')" "$(gbs "$pw")" \
+  "$(awk -v p="$pw" -v m="$mrw" 'BEGIN { print (p - m) / m * 100 }')"
+printf '%-6s %12s %14s %8.3f %14s %+7.1f%%\n' read "$(gbs "$mfr")" "$(gbs "$mrr")" \
+  "$(awk -v a="$mrr" -v b="$mfr" 'BEGIN { print a / b }')" "$(gbs "$pr")" \
+  "$(awk -v p="$pr" -v m="$mrr" 'BEGIN { print (p - m) / m * 100 }')"
 # What the executor adds to each SSD leg beyond fio's rate (its hand-offs
 # and each request's submission and completion): nvme.request_overhead and
 # host.copy_overhead are where the simulator can be told of it.

@@ -70,9 +70,54 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.latency.median, >, 0);
   g_assert_cmpfloat(disk.latency.median, <, 1.0);
   g_assert_cmpuint(disk.latency.n, >=, 10);
+  /* Bursts of 1 and 4 requests (16 is deeper than --qd 4), 5 each. */
+  g_assert_cmpuint(disk.n_bursts, ==, 2);
+  g_assert_cmpuint(disk.burst_sizes[0], ==, 1);
+  g_assert_cmpuint(disk.burst_sizes[1], ==, 4);
+  for (guint i = 0; i < disk.n_bursts; i++) {
+    g_assert_cmpuint(disk.burst_write[i].n, ==, 5);
+    g_assert_cmpfloat(disk.burst_write[i].median, >, 0);
+    g_assert_cmpfloat(disk.burst_read[i].median, >, 0);
+  }
+  g_assert_cmpfloat(disk.request_overhead, >=, 0);
+  g_assert_cmpfloat(disk.leg_overhead, >=, 0);
   g_assert_cmpuint(count_entries(dir), ==, 0);
   rok_calib_disk_clear(&disk);
   remove_dir(dir);
+}
+
+/* Bursts made by the model itself give its figures back; with one burst
+ * size only the leg overhead is fitted; without grid points nothing. */
+static void burst_disk(RokCalibDisk *d, double latency, double leg, double request, double write_bw, double read_bw) {
+  *d = (RokCalibDisk){.points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint)), .n_bursts = 3,
+                      .burst_sizes = {1, 4, 16}, .latency.median = latency};
+  RokCalibDiskPoint p = {.block = MIB, .queue_depth = 32, .write.median = write_bw, .read.median = read_bw};
+  g_array_append_val(d->points, p);
+  for (guint i = 0; i < 3; i++) {
+    d->burst_write[i].median = latency + leg + d->burst_sizes[i] * (request + MIB / write_bw);
+    d->burst_read[i].median = latency + leg + d->burst_sizes[i] * (request + MIB / read_bw);
+  }
+}
+
+static void test_fit_overheads(void) {
+  RokCalibDisk d;
+  double request = 0, leg = 0;
+  /* 30 us per request beyond the streaming time, 120 us per leg. */
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 4e9, 3.6e9);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
+  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1.5e-6);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6, 3e-6);
+  /* One burst size cannot tell a request's cost from a leg's: request 0,
+   * the leg overhead takes what the two directions leave. */
+  d.n_bursts = 1;
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
+  g_assert_cmpfloat(request, ==, 0);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6 + 30e-6, 1e-9);
+  g_array_set_size(d.points, 0);
+  g_assert_false(rok_calib_disk_fit_overheads(&d, &request, &leg));
+  g_assert_cmpfloat(request, ==, 0);
+  g_assert_cmpfloat(leg, ==, 0);
+  g_array_unref(d.points);
 }
 
 /* Cancelled before it starts (a Ctrl-C that came early): the error says
@@ -147,6 +192,7 @@ static void test_bad_dir(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate-disk/measure", test_measure);
+  g_test_add_func("/calibrate-disk/fit-overheads", test_fit_overheads);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
   g_test_add_func("/calibrate-disk/sweeps-stale", test_sweeps_stale);
   g_test_add_func("/calibrate-disk/bad-dir", test_bad_dir);

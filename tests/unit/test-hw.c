@@ -104,6 +104,39 @@ static void test_latencies(void) {
   }
 }
 
+/* The SSDs' per-request and per-leg costs: read, written back only when
+ * set, range-checked. */
+static void test_nvme_overheads(void) {
+  static const char *const base =
+      "{\"gpu\": {\"memory\": \"40GiB\", \"peak_flops\": 1e12, \"matmul_efficiency\": 0.5, "
+      "\"hbm_bandwidth\": 1e12}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
+      "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
+      "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\"%s}}";
+  GError *error = NULL;
+  g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\"");
+  g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(hw->nvme.request_overhead, ==, 250000);
+  g_assert_cmpint(hw->nvme.leg_overhead, ==, 120000);
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  g_autoptr(RokHw) back = rok_hw_parse("back.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->nvme.leg_overhead, ==, 120000);
+  g_autofree char *none = g_strdup_printf(base, "");
+  g_autoptr(RokHw) plain = rok_hw_parse("plain.json", none, strlen(none), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(plain->nvme.leg_overhead, ==, 0);
+  json_object *p = rok_hw_to_json(plain);
+  g_assert_null(strstr(json_object_to_json_string(p), "leg_overhead"));
+  json_object_put(p);
+  g_autofree char *bad = g_strdup_printf(base, ", \"leg_overhead\": \"2h\"");
+  g_assert_null(rok_hw_parse("bad.json", bad, strlen(bad), &error));
+  g_assert_nonnull(strstr(error->message, "leg_overhead"));
+  g_error_free(error);
+}
+
 #define CURVE_HW(curve, nvme)                                                                                \
   "{\"gpu\": {\"memory\": \"8GiB\", \"peak_flops\": 1e11, \"matmul_efficiency\": 0.8, "                   \
   "\"hbm_bandwidth\": 2e10" curve "}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "            \
@@ -187,6 +220,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hw/round-trip", test_round_trip);
   g_test_add_func("/hw/bad", test_bad);
   g_test_add_func("/hw/latencies", test_latencies);
+  g_test_add_func("/hw/nvme-overheads", test_nvme_overheads);
   g_test_add_func("/hw/curve", test_curve);
   g_test_add_func("/hw/bad-curve", test_bad_curve);
   return g_test_run();

@@ -154,13 +154,10 @@ static void test_offload_pencil(void) {
   check_log(r);
 }
 
-/* A is written by 2.03 ms; the read is issued when backward starts (3 ms,
- * window) or when op0's backward is next (3.5 ms, no look-ahead); it takes
- * 30 us of latency + 1 MB at the SSD's 0.5 GB/s. The backward of op0
- * waits for exactly what is missing. */
-static void test_late_prefetch_stalls_exactly(gconstpointer data) {
-  guint window = GPOINTER_TO_UINT(data);
-  g_autoptr(RokTrace) trace = new_trace();
+/* op0 (1 ms each way) makes A (1 MB), op1 (2 ms forward, 0.5 ms
+ * backward) makes B (1 KB): the trace of the SSD tests below; returns A
+ * (op0 is op 0). */
+static guint ssd_trace(RokTrace *trace) {
   guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
   guint a = add_tensor(trace, "A", -1, 1000000, op0);
   guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
@@ -168,6 +165,17 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   rok_trace_need(trace, a, op0);
   rok_trace_need(trace, b, op1);
   finish(trace);
+  return a;
+}
+
+/* A is written by 2.03 ms; the read is issued when backward starts (3 ms,
+ * window) or when op0's backward is next (3.5 ms, no look-ahead); it takes
+ * 30 us of latency + 1 MB at the SSD's 0.5 GB/s. The backward of op0
+ * waits for exactly what is missing. */
+static void test_late_prefetch_stalls_exactly(gconstpointer data) {
+  guint window = GPOINTER_TO_UINT(data);
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = 0, a = ssd_trace(trace);
   RokHw hw = test_hw();
   hw.pcie.latency = 10 * US;
   hw.nvme.latency = 20 * US;
@@ -193,6 +201,25 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   g_assert_cmpuint(r->nvme_write_bytes, ==, 1000000);
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000); /* gpudirect crosses PCIe too */
   g_assert_cmpuint(r->nvme_read_bytes, ==, 1000000);
+  check_log(r);
+}
+
+/* nvme.leg_overhead: every SSD leg pays it once before its bytes move,
+ * the write of the test above 100 us later, its read too. */
+static void test_leg_overhead(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint a = ssd_trace(trace);
+  RokHw hw = test_hw();
+  hw.pcie.latency = 10 * US;
+  hw.nvme.latency = 20 * US;
+  hw.nvme.leg_overhead = 100 * US;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+  g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + 100 * US + 1 * MS);
+  const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
+  g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + 100 * US + 1 * MS);
   check_log(r);
 }
 
@@ -525,6 +552,7 @@ static void test_micro_batches(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/offload-pencil", test_offload_pencil);
+  g_test_add_func("/sim/leg-overhead", test_leg_overhead);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);
   g_test_add_func("/sim/fluid/engine", test_fluid_sharing_in_engine);

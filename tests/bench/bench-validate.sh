@@ -20,6 +20,16 @@
 # report) in OUT. The load average is printed before and after: the
 # figures are only worth quoting from a machine nothing else is using.
 # Uses build/rok, or $ROK.
+#
+# Measured 2026-11-24 on the development VM (2 cores, PoCL, virtio disk),
+# nothing else running (validate: other processes took 0.0% of the
+# processors during the steps): validate-gpt median step-time error 7.9%
+# and 4.5%, worst 10.3% and 6.3% (calibrate --model 38 s); a LLaMA-shaped
+# model of other widths (--model FILE: 4 layers, hidden 256, 4 heads, 2 KV
+# heads, ffn 688, seq 256) 1.4% and 2.0%, worst 1.9% and 2.6%. Every
+# validate-gpt row ran slower than predicted: the executor leaves a median
+# 58 us between two compute actions (the timelines in --keep's run folders
+# show it), which the model does not charge.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

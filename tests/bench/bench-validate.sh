@@ -27,9 +27,10 @@
 # and 4.5%, worst 10.3% and 6.3% (calibrate --model 38 s); a LLaMA-shaped
 # model of other widths (--model FILE: 4 layers, hidden 256, 4 heads, 2 KV
 # heads, ffn 688, seq 256) 1.4% and 2.0%, worst 1.9% and 2.6%. Every
-# validate-gpt row ran slower than predicted: the executor leaves a median
-# 58 us between two compute actions (the timelines in --keep's run folders
-# show it), which the model does not charge.
+# validate-gpt row ran slower than predicted: the executor's compute thread
+# woke ~30 us late for each action. Since it looks for its next action
+# before sleeping: validate-gpt median 5.3% and 5.8%, worst 11.5% and 13.8%
+# (the rows that offload most: d2h/h2d on the CPU device ~2x predicted).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -82,7 +82,13 @@ stop_rank() { # SIGNAL OUTPUT MPIRUN-OPTIONS...
 "$rok" search "${slow[@]}" --no-prune -o "$tmp/full" > /dev/null
 stop_rank KILL "$tmp/kill" --enable-recovery
 [ $status -eq 0 ] || { cat "$tmp/kill.err" >&2; exit 1; }
-expect_in "$(cat "$tmp/kill.err")" "rok: MPI rank 1 sent nothing while it held a task"
+# On a loaded machine (the sanitizers' suite, two tests at once) rank 1 can
+# take longer than --mpi-timeout to start asking for work; rank 0 then gives
+# it up before it holds a point, which is the same promise (a complete,
+# identical result) by the other path.
+if ! grep -q "rok: MPI rank 1 never asked for work" "$tmp/kill.err"; then
+  expect_in "$(cat "$tmp/kill.err")" "rok: MPI rank 1 sent nothing while it held a task"
+fi
 cmp "$tmp/full/search.csv" "$tmp/kill/search.csv"
 stop_rank KILL "$tmp/abort"
 [ $status -ne 0 ] || { echo "a killed rank went unnoticed" >&2; exit 1; }

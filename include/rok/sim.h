@@ -52,7 +52,8 @@
  * slow too: each runs its copy and its check (host.checksum_bandwidth) in
  * turn at its share of a processor, N / (k + N) while a kernel runs (the
  * kernels keep all N busy), min(1, N / k) while none does; and while a
- * compute item runs each ROK_SIM_COPY_COMMAND_BYTES of the copy also waits
+ * compute item runs each ROK_SIM_COPY_COMMAND_BYTES of the copy (a smaller
+ * copy is one command) also waits
  * gpu.copy_wait times its kernel's time (at full speed) for a turn between
  * kernels (PoCL runs a copy command only there; an item is taken as one
  * kernel, a backward as two: a GEMM's dX and dW). Its rate is capped accordingly, and recomputed whenever a leg

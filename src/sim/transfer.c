@@ -81,7 +81,7 @@ static double cpu_share(const SimEngine *e) {
 
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor, and while a compute item runs each
- * ROK_SIM_COPY_COMMAND_BYTES of it waits gpu.copy_wait times the item's
+ * ROK_SIM_COPY_COMMAND_BYTES of it (a smaller copy: one) waits gpu.copy_wait times the item's
  * kernel time (compute_ns) for a turn between kernels; on the SSD streams,
  * each request (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when smaller)
  * takes nvme.request_overhead besides its bytes at the array's rate. */
@@ -91,8 +91,11 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
     double rate = e->sim->hw->host.checksum_bandwidth;
     double solo = rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
     cap = solo * cpu_share(e);
-    if (e->running && e->copy_wait > 0 && e->compute_ns > 0)
-      cap = 1.0 / (1.0 / cap + e->copy_wait * (double)e->compute_ns / 1e9 / (double)ROK_SIM_COPY_COMMAND_BYTES);
+    if (e->running && e->copy_wait > 0 && e->compute_ns > 0 && j->bytes > 0) {
+      /* A copy smaller than a command is still one command, one wait. */
+      guint64 commands = (j->bytes + ROK_SIM_COPY_COMMAND_BYTES - 1) / ROK_SIM_COPY_COMMAND_BYTES;
+      cap = 1.0 / (1.0 / cap + e->copy_wait * (double)e->compute_ns / 1e9 * (double)commands / (double)j->bytes);
+    }
   }
   RokStream s = leg_stream(j);
   if (e->request_overhead > 0 && (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)) {

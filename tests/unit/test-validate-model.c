@@ -456,6 +456,36 @@ static void test_copy_costs(void) {
   g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1048576);
 }
 
+/* A copy smaller than a command is still one command: a quarter MiB
+ * waits gpu.copy_wait of the kernel once, as a whole MiB does (PoCL runs
+ * it only between kernels, whatever its size). */
+static void test_copy_wait_small(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_wait\": 0.1");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  hw->pcie.latency = 0;
+  hw->host.copy_overhead = 50000;
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 262144, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
+  finish(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  /* 50 us of hand-offs, then 256 KiB at 1.5 ns per byte plus one wait of
+   * 0.1 * 10 ms. */
+  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 50000 + 393216 + 1000000)), <=, 1);
+}
+
 /* ---- the calibration's curves ---- */
 
 static void add_op(RokCalibration *c, RokOpKind kind, RokHwDirection direction, double work, double rate) {
@@ -527,6 +557,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/checksum", test_checksum);
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
+  g_test_add_func("/validate-model/copy-wait-small", test_copy_wait_small);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

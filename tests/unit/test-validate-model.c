@@ -404,6 +404,22 @@ static const RokAction *fwd_of(const RokSimResult *r, guint op) {
   return NULL;
 }
 
+/* op0 (1 ms) makes A of `bytes`, which op1 (one kernel of 10 ms) does not
+ * need: A's copy out runs beside op1. */
+static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
+  RokTrace *trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  *a = add_tensor(trace, "A", ROK_DTYPE_U8, bytes, op0);
+  *op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, *op1);
+  rok_trace_need(trace, *a, op0);
+  rok_trace_need(trace, b, *op1);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, *op1)->fwd_time_s = rok_trace_op(trace, *op1)->bwd_time_s = 10e-3;
+  finish(trace);
+  return trace;
+}
+
 /* The executor's costs: read and written back; the copy of
  * test_shared_cpus pays host.copy_overhead first and, while op1 (one
  * kernel of 10 ms) runs, gpu.copy_wait of that kernel per MiB; op1 slows
@@ -415,16 +431,8 @@ static void test_copy_costs(void) {
   g_autoptr(RokHw) parsed = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat(parsed->gpu.copy_wait, ==, 0.1);
-  g_autoptr(RokTrace) trace = new_trace();
-  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
-  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
-  rok_trace_need(trace, a, op0);
-  rok_trace_need(trace, b, op1);
-  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
-  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
-  finish(trace);
+  guint a = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
   g_autoptr(RokHw) hw = rok_hw_copy(parsed);
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
@@ -466,16 +474,8 @@ static void test_copy_wait_small(void) {
   g_assert_no_error(error);
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
-  g_autoptr(RokTrace) trace = new_trace();
-  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 262144, op0);
-  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
-  rok_trace_need(trace, a, op0);
-  rok_trace_need(trace, b, op1);
-  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
-  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
-  finish(trace);
+  guint a = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copy_beside_kernel(262144, &a, &op1);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);

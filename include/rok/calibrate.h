@@ -44,6 +44,9 @@
 G_BEGIN_DECLS
 
 #define ROK_CALIB_MAX_GRID 8
+/* Other processes' share of the processors above which calibrate warns
+ * that the machine was busy. */
+#define ROK_CALIB_BUSY_SHARE 0.05
 
 /* Called with a short line saying what is being measured now. */
 typedef void (*RokCalibProgressFunc)(const char *what, gpointer user_data);
@@ -184,6 +187,7 @@ typedef struct {
   guint trials;
   char *model_name; /* --model's, whose layer was timed; NULL: the calibration layers */
   double load[2];   /* 1-minute load average before and after (0: not read) */
+  double others_share; /* of the processors, used by other processes during the run; negative: unknown */
   guint cpus;       /* processors online */
   RokCalibHost host;
   RokCalibDevice device;

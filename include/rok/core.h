@@ -3,7 +3,8 @@
  * Sections: error (the ROK_ERROR domain and the exit codes), units (sizes,
  * rates and times as people write them and as rok prints them), dtype (the
  * element types of tensors), json (reading hand-written JSON with located
- * errors, atomic writing, canonical text). */
+ * errors, atomic writing, canonical text), host (what other processes use
+ * of the processors). */
 #pragma once
 
 #include <glib.h>
@@ -334,5 +335,18 @@ void rok_output_dir_discard(RokOutputDir *dir);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokOutputDir, rok_output_dir_discard)
 
 void rok_output_discard_all(void);
+
+/* ==== host ================================================================ */
+
+/* Processor seconds other processes have used since boot: the machine's
+ * busy time in /proc/stat (user, nice, system, irq, softirq, steal) less
+ * this process's own; negative where it cannot be read. The difference
+ * over an interval is what other work took from the processors then. (The
+ * load average is no substitute: it also counts tasks waiting on a disk,
+ * a virtual one's host threads included.) */
+double rok_host_others_cpu_seconds(void);
+/* Their share of the processors since `others_start` (a value of the
+ * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
+double rok_host_others_share(double others_start, double wall_s);
 
 G_END_DECLS

@@ -122,7 +122,12 @@ static void check_speed(RokCalibration *c, const RokCalibDisk *d, const char *wh
 
 void rok_calib_check(RokCalibration *c) {
   double busiest = MAX(c->load[0], c->load[1]);
-  if (c->cpus > 0 && busiest > 0.5 * c->cpus)
+  if (c->others_share > ROK_CALIB_BUSY_SHARE)
+    warn(c, "the machine was busy: other processes used %.0f%% of the processors while it was measured, so the "
+            "timings mix different contention (a large held-out error of the GEMM model says so); calibrate on an "
+            "idle machine",
+         100 * c->others_share);
+  else if (c->others_share < 0 && c->cpus > 0 && busiest > 0.5 * c->cpus) /* no /proc/stat */
     warn(c, "the machine was busy (load average %.2f on %u processors): other work competed with the measurements, "
             "which then mix timings taken under different contention (a large held-out error of the GEMM model "
             "says so); calibrate on an idle machine",

@@ -88,6 +88,7 @@ RokCalibration *rok_calibration_new(void) {
   c->disks = g_array_new(FALSE, TRUE, sizeof(RokCalibDisk));
   g_array_set_clear_func(c->disks, (GDestroyNotify)rok_calib_disk_clear);
   c->warnings = g_ptr_array_new_with_free_func(g_free);
+  c->others_share = -1; /* unknown until a run measures it */
   return c;
 }
 

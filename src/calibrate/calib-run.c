@@ -76,9 +76,12 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   c->model_name = o.model != NULL ? g_strdup(o.model->model_name) : NULL;
   c->cpus = g_get_num_processors();
   c->load[0] = load_now();
+  double others = rok_host_others_cpu_seconds();
+  gint64 start = g_get_monotonic_time();
   gboolean ok = rok_calib_measure_host(&o, &cancel, &c->host, error) &&
                 rok_calib_measure_device(&o, &cancel, &c->device, error) && measure_disks(&o, &cancel, c, error);
   c->load[1] = load_now();
+  c->others_share = rok_host_others_share(others, (double)(g_get_monotonic_time() - start) / 1e6);
   rok_signal_watch_free(watch);
   rok_calib_cancel_clear(&cancel);
   if (!ok)

@@ -1,10 +1,7 @@
 /* Running the rows: each plan's schedule made and run for real, its report
  * turned into a row of measured beside predicted figures. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <gsl/gsl_cdf.h>
 
@@ -54,30 +51,6 @@ void validate_row_fill(RokValidateRow *row, const RokSchedule *schedule) {
   row->moved_error = validate_relative((double)row->measured_moved_bytes, (double)row->predicted_moved_bytes);
 }
 
-/* Processor seconds other processes have used since boot: the machine's
- * busy time (/proc/stat: user, nice, system, irq, softirq and steal, the
- * hypervisor's share) less this process's own. Negative where /proc/stat
- * cannot be read. A step's difference is what other work took from the
- * processors while it ran. */
-static double others_cpu_seconds(void) {
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents("/proc/stat", &text, NULL, NULL))
-    return -1;
-  guint64 v[8] = {0};
-  if (sscanf(text, "cpu %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
-                   " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
-             &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8)
-    return -1;
-  long hz = sysconf(_SC_CLK_TCK);
-  struct rusage self;
-  if (hz <= 0 || getrusage(RUSAGE_SELF, &self) != 0)
-    return -1;
-  double busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz; /* not idle (3), iowait (4) */
-  double own = (double)self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
-               self.ru_stime.tv_usec / 1e6;
-  return busy - own;
-}
-
 /* A row being measured: its schedule, the reports of its runs, and for
  * every measured step the processor time other work took while it ran. */
 typedef struct {
@@ -104,9 +77,9 @@ static void on_step(const RokExecProgress *step, gpointer data) {
   Progress *p = data;
   if (step->step != p->step) {
     p->step = step->step;
-    p->others_at_start = others_cpu_seconds();
+    p->others_at_start = rok_host_others_cpu_seconds();
   } else if (step->done == step->total && step->step > 0 && p->others_at_start >= 0) {
-    double now = others_cpu_seconds();
+    double now = rok_host_others_cpu_seconds();
     if (now >= 0) {
       double taken = MAX(now - p->others_at_start, 0) / p->cpus;
       g_array_append_val(p->m->taken_s, taken);

@@ -309,6 +309,23 @@ static void test_busy(void) {
   rok_calib_check(c);
   g_assert_cmpuint(c->warnings->len, ==, 1);
   g_assert_true(has_warning(c, "the machine was busy (load average 3.50 on 2 processors)"));
+  /* What other processes used of the processors, where measured, decides:
+   * a high load average alone (tasks waiting on a virtual disk) does not. */
+  g_ptr_array_set_size(c->warnings, 0);
+  c->others_share = 0.01;
+  rok_calib_check(c);
+  g_assert_cmpuint(c->warnings->len, ==, 0);
+  c->others_share = 0.4;
+  rok_calib_check(c);
+  g_assert_true(has_warning(c, "the machine was busy: other processes used 40% of the processors"));
+  /* Measured for real: a share, or unknown without /proc/stat. */
+  double start = rok_host_others_cpu_seconds();
+  double share = rok_host_others_share(start, 0.001);
+  if (g_file_test("/proc/stat", G_FILE_TEST_EXISTS)) {
+    g_assert_cmpfloat(start, >=, 0);
+    g_assert_cmpfloat(share, >=, 0);
+    g_assert_cmpfloat(share, <=, 1);
+  }
 }
 
 int main(int argc, char **argv) {

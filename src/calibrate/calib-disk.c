@@ -20,12 +20,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "rok/calibrate.h"
-#include "rok/storage.h"
-#include "rok/storage.h"
-#include "rok/storage.h"
-#include "rok/storage.h"
 #include "rok/core.h"
+#include "rok/storage.h"
 
 #define LATENCY_BLOCK 4096
 #define BURST_BLOCK ((gsize)1 << 20)
@@ -381,34 +381,6 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
   return TRUE;
 }
 
-/* The simulator's time for a leg of N requests (seconds): LATENCY + LEG +
- * N * (REQUEST + PER), PER being one request at the streaming rate. */
-static double leg_model(double latency, double leg, double request, double per, guint n) {
-  return latency + leg + n * (request + per);
-}
-
-/* For a given request overhead, the leg overhead that fits the bursts of
- * both directions best (least squares of relative errors, never below 0),
- * and that fit's error. */
-static double fit_leg(const RokCalibDisk *d, double request, const double per[2], double *leg) {
-  double num = 0, den = 0;
-  for (guint k = 0; k < 2; k++)
-    for (guint i = 0; i < d->n_bursts; i++) {
-      double t = (k == 0 ? d->burst_write : d->burst_read)[i].median, w = 1 / (t * t);
-      num += w * (t - leg_model(d->latency.median, 0, request, per[k], d->burst_sizes[i]));
-      den += w;
-    }
-  *leg = MAX(num / den, 0);
-  double error = 0;
-  for (guint k = 0; k < 2; k++)
-    for (guint i = 0; i < d->n_bursts; i++) {
-      double t = (k == 0 ? d->burst_write : d->burst_read)[i].median;
-      double m = leg_model(d->latency.median, *leg, request, per[k], d->burst_sizes[i]);
-      error += (m - t) * (m - t) / (t * t);
-    }
-  return error;
-}
-
 gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *leg) {
   *request = *leg = 0;
   if (d->n_bursts == 0 || d->points == NULL || d->points->len == 0)
@@ -417,17 +389,32 @@ gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, do
   const RokCalibDiskPoint *r = &g_array_index(d->points, RokCalibDiskPoint, d->best_read);
   if (!(w->write.median > 0 && r->read.median > 0 && d->burst_write[0].median > 0 && d->burst_read[0].median > 0))
     return FALSE;
+  /* A leg of N requests takes latency + leg + N (request + 1 MiB / rate):
+   * what each burst took beyond latency and streaming is leg + N request,
+   * a line in N fitted by weighted least squares, weights 1 / time^2 (the
+   * relative errors). */
   const double per[2] = {BURST_BLOCK / w->write.median, BURST_BLOCK / r->read.median};
-  double least = fit_leg(d, 0, per, leg);
-  /* One size alone cannot tell a request's cost from a leg's. */
-  double top = d->n_bursts < 2 ? 0 : MAX(d->burst_write[0].median, d->burst_read[0].median);
-  for (double s = 1e-6; s <= top; s += 1e-6) {
-    double l, e = fit_leg(d, s, per, &l);
-    if (e < least) {
-      least = e;
-      *request = s;
-      *leg = l;
+  double x[2 * G_N_ELEMENTS(d->burst_sizes)], y[G_N_ELEMENTS(x)], wt[G_N_ELEMENTS(x)];
+  gsize n = 0;
+  for (guint k = 0; k < 2; k++)
+    for (guint i = 0; i < d->n_bursts; i++, n++) {
+      double t = (k == 0 ? d->burst_write : d->burst_read)[i].median;
+      x[n] = d->burst_sizes[i];
+      y[n] = t - d->latency.median - d->burst_sizes[i] * per[k];
+      wt[n] = 1 / (t * t);
     }
+  double c0 = 0, c1 = 0, cov00, cov01, cov11, chisq;
+  /* One size alone cannot tell a request's cost from a leg's: leg only. */
+  if (d->n_bursts > 1)
+    gsl_fit_wlinear(x, 1, wt, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11, &chisq);
+  if (d->n_bursts > 1 && c0 >= 0 && c1 >= 0) {
+    *leg = c0;
+    *request = c1;
+  } else if (d->n_bursts > 1 && c1 > 0) { /* no leg cost: the line through 0 */
+    gsl_fit_wmul(x, 1, wt, 1, y, 1, n, &c1, &cov11, &chisq);
+    *request = MAX(c1, 0);
+  } else { /* no request cost: the weighted mean */
+    *leg = MAX(gsl_stats_wmean(wt, 1, y, 1, n), 0);
   }
   return TRUE;
 }

@@ -105,8 +105,16 @@ static void test_fit_overheads(void) {
   /* 30 us per request beyond the streaming time, 120 us per leg. */
   burst_disk(&d, 40e-6, 120e-6, 30e-6, 4e9, 3.6e9);
   g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
-  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1.5e-6);
-  g_assert_cmpfloat_with_epsilon(leg, 120e-6, 3e-6);
+  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
+  /* No leg cost: the line goes through 0 (never a negative leg). */
+  burst_disk(&d, 40e-6, 0, 30e-6, 4e9, 3.6e9);
+  d.burst_write[0].median -= 5e-6; /* a little noise that would make it negative */
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
+  g_assert_cmpfloat(leg, ==, 0);
+  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1e-6);
+  g_array_unref(d.points);
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 4e9, 3.6e9);
   /* One burst size cannot tell a request's cost from a leg's: request 0,
    * the leg overhead takes what the two directions leave. */
   d.n_bursts = 1;

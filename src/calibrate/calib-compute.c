@@ -20,7 +20,6 @@ gboolean rok_calib_measure_device(const RokCalibOptions *options, RokCalibCancel
 #else
 
 #include "rok/device.h"
-#include "rok/device.h"
 
 typedef gboolean (*RunFunc)(gpointer data, GError **error);
 

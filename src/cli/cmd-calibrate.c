@@ -239,7 +239,8 @@ static void print_disk(const RokCalibDisk *d) {
   g_autofree char *latency = rok_units_format_time(d->latency.median);
   printf("  latency (QD1 4 KiB random reads) %s\n", latency);
   for (guint i = 0; i < d->n_bursts; i++) {
-    g_autofree char *w = rok_units_format_time(d->burst_write[i].median), *r = rok_units_format_time(d->burst_read[i].median);
+    g_autofree char *w = rok_units_format_time(d->burst_write[i].median);
+    g_autofree char *r = rok_units_format_time(d->burst_read[i].median);
     printf("  bursts of %2u x 1 MiB after 20 ms idle: write %-10s read %s\n", d->burst_sizes[i], w, r);
   }
   if (d->n_bursts > 0) {

@@ -8,7 +8,6 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 
-#include "hw-private.h"
 #include "rok/core.h"
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node",

@@ -6,7 +6,6 @@
 #include "config-private.h"
 #include "rok/model.h"
 #include "rok/core.h"
-#include "rok/model.h"
 
 static const char *const arch_names[] = {"gpt", "bert", "t5", "llama", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};

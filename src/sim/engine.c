@@ -12,8 +12,6 @@
 
 #include "rok/core.h"
 
-typedef SimItemView ItemView;
-
 void sim_engine_init(SimEngine *e, RokSim *sim) {
   memset(e, 0, sizeof *e);
   e->sim = sim;
@@ -187,9 +185,9 @@ guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, gu
 
 /* ---- the compute stream ---- */
 
-static void view(const SimEngine *e, ItemView *v) {
+static void view(const SimEngine *e, SimItemView *v) {
   const RokSim *sim = e->sim;
-  *v = (ItemView){0};
+  *v = (SimItemView){0};
   if (e->phase == PHASE_FORWARD) {
     const RokOp *op = rok_trace_op(sim->trace, e->index);
     v->kind = ROK_ACTION_FORWARD;
@@ -202,10 +200,10 @@ static void view(const SimEngine *e, ItemView *v) {
   } else if (e->phase == PHASE_BACKWARD) {
     const SimProgram *prog = &sim->prog;
     const SimItem *item = sim_item(prog, e->index);
-    *v = (ItemView){.kind = item->kind, .op = item->op, .ns = item->ns, .work = item->work_bytes, .done = item->done_bytes,
-                    .needs = sim_ids(prog, item->needs), .n_needs = item->n_needs,
-                    .allocs = sim_ids(prog, item->allocs), .n_allocs = item->n_allocs,
-                    .frees = sim_ids(prog, item->frees), .n_frees = item->n_frees};
+    *v = (SimItemView){.kind = item->kind, .op = item->op, .ns = item->ns, .work = item->work_bytes,
+                       .done = item->done_bytes, .needs = sim_ids(prog, item->needs), .n_needs = item->n_needs,
+                       .allocs = sim_ids(prog, item->allocs), .n_allocs = item->n_allocs,
+                       .frees = sim_ids(prog, item->frees), .n_frees = item->n_frees};
   } else {
     v->kind = ROK_ACTION_OPTIMIZER;
     v->op = ROK_NO_ID;
@@ -227,7 +225,7 @@ static void stall_to(SimEngine *e, gint cause) {
     e->stalled_on_memory = TRUE;
 }
 
-static gint blocking_cause(SimEngine *e, const ItemView *v) {
+static gint blocking_cause(SimEngine *e, const SimItemView *v) {
   for (guint n = 0; n < v->n_needs; n++)
     if (!ready(sim_ts(e, e->mb, v->needs[n])))
       return sim_wait_cause(e, e->mb, v->needs[n]);
@@ -241,7 +239,7 @@ static gint blocking_cause(SimEngine *e, const ItemView *v) {
   return -1;
 }
 
-static void record_start(SimEngine *e, const ItemView *v) {
+static void record_start(SimEngine *e, const SimItemView *v) {
   guint action = sim_record_begin(e, v->kind, ROK_STREAM_COMPUTE, e->mb, v->op, ROK_NO_ID, 0);
   e->compute_action = action;
   if (action == ROK_NO_ID)
@@ -286,7 +284,7 @@ void sim_cpu_legs_change(SimEngine *e, gboolean start) {
  * link (all of an op's communication taken as peer-to-peer within the
  * node: tensor parallelism's, those its GEMMs hide included, and ZeRO-3's
  * exposed gathers). */
-static double p2p_share(const SimEngine *e, const ItemView *v) {
+static double p2p_share(const SimEngine *e, const SimItemView *v) {
   if (e->p2p_link[0] <= 0 || v->op == ROK_NO_ID || v->ns <= 0)
     return 0;
   const RokSim *sim = e->sim;
@@ -298,7 +296,7 @@ static double p2p_share(const SimEngine *e, const ItemView *v) {
 static void compute_try_start(SimEngine *e) {
   if (e->running || e->phase == PHASE_DONE)
     return;
-  ItemView v;
+  SimItemView v;
   view(e, &v);
   gint cause = blocking_cause(e, &v);
   stall_to(e, cause);
@@ -411,7 +409,7 @@ static void advance(SimEngine *e) {
 }
 
 static void compute_end(SimEngine *e) {
-  ItemView v = e->running_view; /* the program does not change during a run */
+  SimItemView v = e->running_view; /* the program does not change during a run */
   e->running = FALSE;
   e->compute_event = ROK_NO_ID;
   if (e->cpu_legs > 0)

@@ -22,8 +22,6 @@ typedef struct {
   guint member;  /* the tensor, for layer -1 groups */
 } Group;
 
-typedef SimRelease Release;
-
 /* Room for `need` elements of `size` bytes in *buf (capacity *cap). */
 static void reserve(gpointer *buf, guint *cap, guint need, gsize size) {
   if (need <= *cap)
@@ -40,8 +38,8 @@ static inline void push_item(SimProgram *prog, const SimItem *item) {
 
 static inline void push_release(SimProgram *prog, guint item, guint tensor) {
   if (prog->n_rel == prog->rel_cap)
-    reserve((gpointer *)&prog->rel, &prog->rel_cap, prog->n_rel + 1, sizeof(Release));
-  prog->rel[prog->n_rel++] = (Release){.item = item, .tensor = tensor};
+    reserve((gpointer *)&prog->rel, &prog->rel_cap, prog->n_rel + 1, sizeof(SimRelease));
+  prog->rel[prog->n_rel++] = (SimRelease){.item = item, .tensor = tensor};
 }
 
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
@@ -369,13 +367,13 @@ static void reset_group(RokSim *sim, guint8 *in_set) {
  * prog->last_use is scratch here (all ROK_NO_ID between groups). */
 static void dedupe_releases(SimProgram *prog, guint from) {
   for (guint i = from; i < prog->n_rel; i++) {
-    const Release *r = &prog->rel[i];
+    const SimRelease *r = &prog->rel[i];
     guint *last = &prog->last_use[r->tensor & ~TEMP_BIT];
     *last = *last == ROK_NO_ID ? r->item : MAX(*last, r->item);
   }
   guint kept = from;
   for (guint i = from; i < prog->n_rel; i++) {
-    Release r = prog->rel[i];
+    SimRelease r = prog->rel[i];
     guint *last = &prog->last_use[r.tensor & ~TEMP_BIT];
     if (*last != r.item)
       continue;
@@ -484,7 +482,7 @@ static void attach_releases(SimProgram *prog) {
   guint *ids = prog->ids + base;
   g_autofree guint *fill = g_memdup2(start, sizeof(guint) * (n_items + 1));
   for (guint r = 0; r < n_rel; r++) {
-    const Release *rel = &prog->rel[r];
+    const SimRelease *rel = &prog->rel[r];
     ids[fill[rel->item]++] = rel->tensor;
   }
   for (guint i = 0; i < n_items; i++) {

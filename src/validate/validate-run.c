@@ -279,9 +279,9 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
       if (round == 0) { /* the warm-up run: thrown away */
         rok_exec_report_free(report);
         g_array_set_size(m->taken_s, 0);
-      }
-      else
+      } else {
         g_ptr_array_add(m->reports, report);
+      }
     }
   for (guint i = 0; i < rows->len; i++)
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));

@@ -163,6 +163,9 @@ typedef struct {
   RokExecFigures measured; /* of the median step; step_time_s is the median */
   RokExecFigures predicted;
   GArray *step_times_s; /* double, the measured steps in order */
+  /* double per measured step: processor seconds other processes used while
+   * it ran (rok_host_others_cpu_seconds); negative: unknown */
+  GArray *others_cpu_s;
   double step_time_min_s, step_time_max_s, warmup_time_s;
   double dispatch_s;             /* compute waits that no transfer or free explains: the runner's own overhead */
   guint64 fixed_device_bytes;    /* allocated when the step started: parameters, gradients */
@@ -199,7 +202,7 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
  * h2d_bandwidth, nvme_write_bandwidth, nvme_read_bandwidth, busy_s {per
  * stream}, compute_s, recompute_s, stall_s, stall_s_by_cause {read, pcie,
  * staging, memory}), step_time_min_s, step_time_max_s, step_times_s,
- * warmup_time_s, dispatch_s, fixed_device_bytes, staging_waits,
+ * others_cpu_s, warmup_time_s, dispatch_s, fixed_device_bytes, staging_waits,
  * staging_wait_s, integrity_failures, tensors_verified, gradient_checksum
  * (16 hex digits, a string: JSON numbers lose 64-bit precision), loss,
  * predicted {the same figures, from the schedule, and fixed_bytes},

@@ -10,6 +10,7 @@ RokExecReport *exec_report_new(void) {
   r->dirs = g_ptr_array_new_with_free_func(g_free);
   r->notes = g_ptr_array_new_with_free_func(g_free);
   r->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  r->others_cpu_s = g_array_new(FALSE, FALSE, sizeof(double));
   r->timeline = g_array_new(FALSE, FALSE, sizeof(RokExecSpan));
   r->loss = NAN;
   return r;
@@ -27,6 +28,7 @@ void rok_exec_report_free(RokExecReport *r) {
   g_ptr_array_unref(r->dirs);
   g_ptr_array_unref(r->notes);
   g_array_unref(r->step_times_s);
+  g_array_unref(r->others_cpu_s);
   for (guint i = 0; i < r->timeline->len; i++)
     g_free(g_array_index(r->timeline, RokExecSpan, i).name);
   g_array_unref(r->timeline);
@@ -180,6 +182,10 @@ json_object *rok_exec_report_to_json(const RokExecReport *r) {
   for (guint i = 0; i < r->step_times_s->len; i++)
     json_object_array_add(steps, rok_json_new_double(g_array_index(r->step_times_s, double, i)));
   add(obj, "step_times_s", steps);
+  json_object *others = json_object_new_array();
+  for (guint i = 0; i < r->others_cpu_s->len; i++)
+    json_object_array_add(others, rok_json_new_double(g_array_index(r->others_cpu_s, double, i)));
+  add(obj, "others_cpu_s", others);
   add(obj, "warmup_time_s", rok_json_new_double(r->warmup_time_s));
   add(obj, "dispatch_s", rok_json_new_double(r->dispatch_s));
   add(obj, "fixed_device_bytes", json_object_new_uint64(r->fixed_device_bytes));

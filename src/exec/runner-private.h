@@ -196,6 +196,7 @@ struct _Runner {
   guint busy[ROK_STREAM_ALL_COUNT];   /* actions issued and not completed */
   guint done, in_flight;
   gint64 step_start_ns;
+  double step_others_cpu_s; /* rok_host_others_cpu_seconds() when the step started */
   guint64 step_fixed;       /* device bytes allocated when the step started */
   GAsyncQueue *completions; /* to the dispatcher */
   GAsyncQueue *work[ROK_STREAM_ALL_COUNT];

@@ -108,6 +108,7 @@ typedef struct {
   guint64 *peaks, *fixed;
   RunnerRecord **recs; /* each step's action times */
   gint64 *origins;  /* each step's start */
+  double *others;   /* processor seconds other processes used in each; negative: unknown */
   guint n;
 } Measured;
 
@@ -189,6 +190,7 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
   for (guint i = 0; i < m->n; i++) {
     double t = m->steps[i].figures.step_time_s;
     g_array_append_val(rep->step_times_s, t);
+    g_array_append_val(rep->others_cpu_s, m->others[i]);
     rep->step_time_min_s = MIN(rep->step_time_min_s, t);
     rep->step_time_max_s = MAX(rep->step_time_max_s, t);
   }
@@ -218,6 +220,7 @@ static gboolean run_steps(Runner *r, GError **error) {
                 .fixed = g_new0(guint64, n),
                 .recs = g_new0(RunnerRecord *, n),
                 .origins = g_new0(gint64, n),
+                .others = g_new0(double, n),
                 .n = n};
   guint64 checksum = 0;
   double warmup = 0;
@@ -225,7 +228,9 @@ static gboolean run_steps(Runner *r, GError **error) {
   for (guint step = 0; ok && step <= n; step++) {
     g_atomic_int_set(&r->verified, 0);
     ok = runner_step(r, step, error);
+    double others = rok_host_others_cpu_seconds();
     if (ok && step > 0) {
+      m.others[step - 1] = others >= 0 && r->step_others_cpu_s >= 0 ? MAX(others - r->step_others_cpu_s, 0) : -1;
       runner_measure_step(r, &m.steps[step - 1]);
       m.peaks[step - 1] = rok_cl_device_peak(r->device);
       m.fixed[step - 1] = r->step_fixed;
@@ -244,6 +249,7 @@ static gboolean run_steps(Runner *r, GError **error) {
     g_free(m.recs[i]);
   g_free(m.recs);
   g_free(m.origins);
+  g_free(m.others);
   g_free(m.steps);
   g_free(m.peaks);
   g_free(m.fixed);

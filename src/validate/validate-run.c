@@ -51,52 +51,31 @@ void validate_row_fill(RokValidateRow *row, const RokSchedule *schedule) {
   row->moved_error = validate_relative((double)row->measured_moved_bytes, (double)row->predicted_moved_bytes);
 }
 
-/* A row being measured: its schedule, the reports of its runs, and for
- * every measured step the processor time other work took while it ran. */
-typedef struct {
-  const RokValidatePlanned *planned;
-  RokSchedule *schedule;
-  GPtrArray *reports; /* RokExecReport *, one per round */
-  double load_min, load_max;
-  GArray *taken_s; /* double per measured step, divided by the processors; empty: unknown */
-} Measuring;
-
 typedef struct {
   const RokValidateOptions *o;
   guint round, rounds, row, rows;
   const char *strategy;
   guint64 budget;
-  Measuring *m;
-  guint step;         /* the step `others_at_start` belongs to; G_MAXUINT: none yet */
-  double others_at_start;
-  guint cpus;
 } Progress;
 
-/* The executor reports each step soon after it starts and when it ends. */
 static void on_step(const RokExecProgress *step, gpointer data) {
-  Progress *p = data;
-  if (step->step != p->step) {
-    p->step = step->step;
-    p->others_at_start = rok_host_others_cpu_seconds();
-  } else if (step->done == step->total && step->step > 0 && p->others_at_start >= 0) {
-    double now = rok_host_others_cpu_seconds();
-    if (now >= 0) {
-      double taken = MAX(now - p->others_at_start, 0) / p->cpus;
-      g_array_append_val(p->m->taken_s, taken);
-    }
-    p->others_at_start = -1; /* once per step */
-  }
-  if (p->o->progress != NULL)
-    p->o->progress(p->round, p->rounds, p->row, p->rows, p->strategy, p->budget, step, p->o->progress_data);
+  const Progress *p = data;
+  p->o->progress(p->round, p->rounds, p->row, p->rows, p->strategy, p->budget, step, p->o->progress_data);
 }
+
+/* A row being measured: its schedule, and the reports of its runs. */
+typedef struct {
+  const RokValidatePlanned *planned;
+  RokSchedule *schedule;
+  GPtrArray *reports; /* RokExecReport *, one per round */
+  double load_min, load_max;
+} Measuring;
 
 static void measuring_clear(gpointer data) {
   Measuring *m = data;
   rok_schedule_free(m->schedule);
   if (m->reports != NULL)
     g_ptr_array_unref(m->reports);
-  if (m->taken_s != NULL)
-    g_array_unref(m->taken_s);
 }
 
 static double load_now(void) {
@@ -106,10 +85,8 @@ static double load_now(void) {
 
 static RokExecReport *run_once(const RokValidateOptions *o, Measuring *m, Progress *progress, GError **error) {
   RokExecOptions eo = o->exec;
-  eo.progress = on_step;
+  eo.progress = o->progress != NULL ? on_step : NULL;
   eo.progress_data = progress;
-  progress->m = m;
-  progress->step = G_MAXUINT;
   if (o->progress != NULL)
     o->progress(progress->round, progress->rounds, progress->row, progress->rows, progress->strategy,
                 progress->budget, NULL, o->progress_data);
@@ -166,9 +143,15 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   row->strategy = g_strdup(rok_strategy_name(m->planned->strategy));
   row->budget_bytes = m->planned->budget;
   row->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) taken = g_array_new(FALSE, FALSE, sizeof(double)); /* known ones, over the processors */
   for (guint r = 0; r < m->reports->len; r++) {
     const RokExecReport *report = g_ptr_array_index(m->reports, r);
     g_array_append_vals(row->step_times_s, report->step_times_s->data, report->step_times_s->len);
+    for (guint s = 0; s < report->others_cpu_s->len; s++) {
+      double t = g_array_index(report->others_cpu_s, double, s) / MAX(v->cpus, 1);
+      if (t >= 0)
+        g_array_append_val(taken, t);
+    }
   }
   guint n = row->step_times_s->len;
   g_autofree double *sorted = g_memdup2(row->step_times_s->data, sizeof(double) * MAX(n, 1));
@@ -190,7 +173,7 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   row->noise = median > 0 ? (sorted[n - 1] - sorted[0]) / median : 0;
   row->step_time_error = validate_relative(median, row->predicted_step_time_s);
   validate_median_interval(sorted, n, &row->ci_low_s, &row->ci_high_s, &row->ci_coverage);
-  validate_taken(row, (double *)(void *)m->taken_s->data, m->taken_s->len);
+  validate_taken(row, (double *)(void *)taken->data, taken->len);
   row->load_min = m->load_min;
   row->load_max = m->load_max;
   row->parts = validate_parts_new();
@@ -259,7 +242,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   for (guint i = 0; i < planned->len; i++) {
     const RokValidatePlanned *p = g_ptr_array_index(planned, i);
     Measuring m = {.planned = p, .reports = g_ptr_array_new_with_free_func((GDestroyNotify)rok_exec_report_free),
-                   .load_min = -1, .load_max = -1, .taken_s = g_array_new(FALSE, FALSE, sizeof(double))};
+                   .load_min = -1, .load_max = -1};
     g_array_append_val(rows, m);
     Measuring *added = &g_array_index(rows, Measuring, i);
     added->schedule = rok_sim_schedule_new(trace, hw, p->plan, rok_strategy_name(p->strategy), p->budget, error);
@@ -271,17 +254,14 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     for (guint i = 0; i < rows->len && (round > 0 || i == 0); i++) {
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
-                           .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget,
-                           .cpus = MAX(v->cpus, 1)};
+                           .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
       RokExecReport *report = run_once(options, m, &progress, error);
       if (report == NULL)
         return NULL;
-      if (round == 0) { /* the warm-up run: thrown away */
+      if (round == 0) /* the warm-up run: thrown away */
         rok_exec_report_free(report);
-        g_array_set_size(m->taken_s, 0);
-      } else {
+      else
         g_ptr_array_add(m->reports, report);
-      }
     }
   for (guint i = 0; i < rows->len; i++)
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));

@@ -150,6 +150,9 @@ static guint64 run_and_check(RokSchedule *s) {
   g_assert_cmpuint(r->predicted.peak_device_bytes, ==, predicted_uint(s, "peak_bytes"));
   g_assert_cmpuint(r->micro_batches, ==, 2);
   g_assert_cmpuint(r->step_times_s->len, ==, 1);
+  g_assert_cmpuint(r->others_cpu_s->len, ==, 1); /* one figure per measured step */
+  if (g_file_test("/proc/stat", G_FILE_TEST_EXISTS))
+    g_assert_cmpfloat(g_array_index(r->others_cpu_s, double, 0), >=, 0);
   g_assert_cmpfloat(r->measured.step_time_s, >, 0);
   g_assert_cmpfloat(r->measured.compute_s, <=, r->measured.step_time_s * 1.0001);
   g_assert_true(isfinite(r->loss) && r->loss > 0);

@@ -141,8 +141,10 @@ typedef struct {
   gboolean contention;
   /* Another device (a GPU): what the executor pays per action beyond the
    * kernel, a tiny kernel launched and waited for plus a hand-off to the
-   * compute thread and back (with nothing competing); 0 when not measured. */
-  double action_overhead; /* seconds */
+   * compute thread and back (which looks for its next action before it
+   * sleeps; nothing competing); per copy leg, the same with a hand-off to a
+   * thread that sleeps between legs. 0 when not measured. */
+  double action_overhead, leg_action_overhead; /* seconds */
 } RokCalibDevice;
 
 typedef struct {
@@ -242,8 +244,10 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *option
 /* On a CPU device, copies and hand-offs beside running kernels
  * (calib-contention.c); nothing on another device. */
 /* A message to another thread and back through a GAsyncQueue, nothing else
- * running (calib-contention.c). */
-gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error);
+ * running; `soon`: the other thread looks for it before it sleeps, as the
+ * executor's compute thread does, else it sleeps, as a leg's thread does
+ * (calib-contention.c). */
+gboolean rok_calib_measure_handoff(RokClDevice *cl, gboolean soon, RokCalibStat *stat, GError **error);
 /* Seconds the executor pays per action beyond the kernel: the measured
  * action overhead where there is one, else the back-to-back launch. */
 double rok_calib_action_seconds(const RokCalibDevice *device);

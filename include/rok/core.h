@@ -4,7 +4,7 @@
  * rates and times as people write them and as rok prints them), dtype (the
  * element types of tensors), json (reading hand-written JSON with located
  * errors, atomic writing, canonical text), host (what other processes use
- * of the processors). */
+ * of the processors), queue (a pop that looks before it sleeps). */
 #pragma once
 
 #include <glib.h>
@@ -348,5 +348,16 @@ double rok_host_others_cpu_seconds(void);
 /* Their share of the processors since `others_start` (a value of the
  * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
 double rok_host_others_share(double others_start, double wall_s);
+
+/* ==== queue =============================================================== */
+
+/* g_async_queue_pop, but looking for a message for `spin_us` microseconds
+ * (yielding the processor in between) before sleeping: for a thread whose
+ * next message usually follows within microseconds, and would otherwise
+ * pay a wake-up for each (tens of microseconds on a virtual machine). */
+gpointer rok_async_queue_pop_soon(GAsyncQueue *queue, gint64 spin_us);
+/* The executor's compute thread looks this long; rok calibrate times the
+ * executor's hand-off to it the same way. */
+#define ROK_COMPUTE_SPIN_US 100
 
 G_END_DECLS

@@ -126,11 +126,15 @@ static gboolean measure_launch(RokClKernels *kernels, const Timer *timer, RokCal
   if (ok)
     d->launch = rok_calib_stat(s, t.trials);
   if (ok && g_strcmp0(d->type, "cpu") != 0) {
-    RokCalibStat handoff;
-    ok = time_runs(&t, run_add_waited, &job, s, error) &&
-         rok_calib_measure_handoff(rok_cl_kernels_device(kernels), &handoff, error);
-    if (ok)
-      d->action_overhead = rok_calib_stat(s, t.trials).median + handoff.median;
+    RokCalibStat compute, leg;
+    RokClDevice *cl = rok_cl_kernels_device(kernels);
+    ok = time_runs(&t, run_add_waited, &job, s, error) && rok_calib_measure_handoff(cl, TRUE, &compute, error) &&
+         rok_calib_measure_handoff(cl, FALSE, &leg, error);
+    if (ok) {
+      double waited = rok_calib_stat(s, t.trials).median;
+      d->action_overhead = waited + compute.median;
+      d->leg_action_overhead = waited + leg.median;
+    }
   }
   job_clear(&job);
   return ok;

@@ -114,43 +114,53 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
   return ok;
 }
 
+typedef struct {
+  GAsyncQueue *in, *out;
+  gboolean soon; /* looks for each message before it sleeps, as the compute thread does */
+} Echo;
+
+/* Every message from `in` back on `out`, until the message 1. */
 static gpointer echo(gpointer data) {
-  GAsyncQueue **q = data;
+  Echo *e = data;
   for (;;) {
-    gpointer m = g_async_queue_pop(q[0]);
-    g_async_queue_push(q[1], m);
+    gpointer m = e->soon ? rok_async_queue_pop_soon(e->in, ROK_COMPUTE_SPIN_US) : g_async_queue_pop(e->in);
+    g_async_queue_push(e->out, m);
     if (GPOINTER_TO_UINT(m) == 1)
       return NULL;
   }
 }
 
 /* A message to another thread and back, through the queues the executor
- * uses, while the kernels run: one leg's hand-offs. */
-static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
-  GAsyncQueue *q[2] = {g_async_queue_new(), g_async_queue_new()};
-  GThread *thread = g_thread_new("rok-calib-echo", echo, q);
+ * uses, while B's kernels run (B may be NULL). SOON: the compute thread's,
+ * whose next action follows at once and which looks for it before it
+ * sleeps; else a copy leg's, whose thread sleeps between legs (100 us
+ * apart here). */
+static gboolean measure_handoff(RokClDevice *cl, Busy *b, gboolean soon, RokCalibStat *stat, GError **error) {
+  Echo e = {.in = g_async_queue_new(), .out = g_async_queue_new(), .soon = soon};
+  GThread *thread = g_thread_new("rok-calib-echo", echo, &e);
   g_autofree double *samples = g_new(double, HANDOFF_SAMPLES);
   gboolean ok = b == NULL || busy_start(b, cl, 4, error);
   for (guint i = 0; ok && i < HANDOFF_SAMPLES; i++) {
     double start = now_s();
-    g_async_queue_push(q[0], GUINT_TO_POINTER(2));
-    g_async_queue_pop(q[1]);
+    g_async_queue_push(e.in, GUINT_TO_POINTER(2));
+    g_async_queue_pop(e.out);
     samples[i] = now_s() - start;
-    g_usleep(100);
+    if (!e.soon)
+      g_usleep(100);
   }
-  g_async_queue_push(q[0], GUINT_TO_POINTER(1));
-  g_async_queue_pop(q[1]);
+  g_async_queue_push(e.in, GUINT_TO_POINTER(1));
+  g_async_queue_pop(e.out);
   g_thread_join(thread);
-  g_async_queue_unref(q[0]);
-  g_async_queue_unref(q[1]);
+  g_async_queue_unref(e.in);
+  g_async_queue_unref(e.out);
   ok = ok && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
   if (ok)
     *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
   return ok;
 }
 
-gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
-  return measure_handoff(cl, NULL, stat, error);
+gboolean rok_calib_measure_handoff(RokClDevice *cl, gboolean soon, RokCalibStat *stat, GError **error) {
+  return measure_handoff(cl, NULL, soon, stat, error);
 }
 
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,
@@ -160,7 +170,7 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
   rok_calib_progress(o, "copies and hand-offs beside kernels");
   Busy b;
   gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_wait, error) &&
-                measure_handoff(cl, &b, &d->handoff, error);
+                measure_handoff(cl, &b, FALSE, &d->handoff, error);
   busy_clear(&b);
   d->contention = ok;
   return ok;

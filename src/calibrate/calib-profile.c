@@ -154,8 +154,8 @@ static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->host.checksum_bandwidth = c->host.checksum.median; /* 0 when not measured: not modelled */
   if (c->device.contention)
     hw->host.copy_overhead = (gint64)llround(c->device.handoff.median * 1e9);
-  else if (c->device.action_overhead > 0) /* a leg, too, is handed over, enqueued and waited for */
-    hw->host.copy_overhead = (gint64)llround(c->device.action_overhead * 1e9);
+  else if (c->device.leg_action_overhead > 0) /* a leg, too, is handed over, enqueued and waited for */
+    hw->host.copy_overhead = (gint64)llround(c->device.leg_action_overhead * 1e9);
   return positive(hw->pcie.h2d_bandwidth, "pcie.h2d_bandwidth", error) &&
          positive(hw->pcie.d2h_bandwidth, "pcie.d2h_bandwidth", error) &&
          positive((double)hw->host.memory, "host.memory", error) &&

@@ -32,7 +32,9 @@ static void append_device(GString *s, const RokCalibration *c) {
   if (d->action_overhead > 0)
     g_string_append(s, "gpu.launch_overhead and host.copy_overhead: what the executor pays per action beyond "
                        "its work, a tiny kernel launched and waited for one at a time plus a message to another "
-                       "thread and back through a GAsyncQueue (its hand-offs); op rates and GEMM ops have it "
+                       "thread and back through a GAsyncQueue (its hand-offs: to a thread that looks for it "
+                       "before it sleeps, as the compute thread does, for gpu.launch_overhead; to one that sleeps, "
+                       "as a leg's thread does, for host.copy_overhead); op rates and GEMM ops have the first "
                        "taken out. ");
   else
     g_string_append(s, "gpu.launch_overhead: a tiny kernel, back to back. ");

@@ -212,8 +212,10 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
   if (d->action_overhead > 0) {
     g_autofree char *action = rok_units_format_time(d->action_overhead);
-    printf("  per action           %s (launched, waited for and handed over, as the executor runs each action)\n",
-           action);
+    g_autofree char *leg = rok_units_format_time(d->leg_action_overhead);
+    printf("  per action           %s (launched, waited for and handed over, as the executor runs each action; "
+           "%s per copy leg)\n",
+           action, leg);
   }
   print_ops(d);
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",

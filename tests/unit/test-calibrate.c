@@ -180,6 +180,15 @@ static void test_profile(void) {
   g_assert_cmpuint(hw->nvme.capacity, ==, 1000 * GIB);
   g_assert_cmpfloat(hw->nvme.endurance_pbw, ==, 0);
   g_assert_false(hw->nvme.gpudirect);
+  /* A GPU's per-action costs measured: an action's hand-off goes to the
+   * compute thread (which looks before it sleeps), a leg's to a sleeping
+   * thread; each becomes its own figure. */
+  c->device.action_overhead = 12e-6;
+  c->device.leg_action_overhead = 30e-6;
+  g_autoptr(RokHw) measured = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(measured->gpu.launch_overhead, ==, 12000);
+  g_assert_cmpint(measured->host.copy_overhead, ==, 30000);
 }
 
 /* What is written reads back equal, without a date, and a model simulates

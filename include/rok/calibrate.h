@@ -44,9 +44,6 @@
 G_BEGIN_DECLS
 
 #define ROK_CALIB_MAX_GRID 8
-/* Other processes' share of the processors above which calibrate warns
- * that the machine was busy. */
-#define ROK_CALIB_BUSY_SHARE 0.05
 
 /* Called with a short line saying what is being measured now. */
 typedef void (*RokCalibProgressFunc)(const char *what, gpointer user_data);

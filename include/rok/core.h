@@ -348,6 +348,9 @@ double rok_host_others_cpu_seconds(void);
 /* Their share of the processors since `others_start` (a value of the
  * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
 double rok_host_others_share(double others_start, double wall_s);
+/* Other processes' share of the processors above which a measuring
+ * command (calibrate, validate) says the machine was busy. */
+#define ROK_HOST_BUSY_SHARE 0.05
 
 /* ==== queue =============================================================== */
 

@@ -66,9 +66,6 @@ G_BEGIN_DECLS
 #define ROK_VALIDATE_DEFAULT_BUDGETS 3
 #define ROK_VALIDATE_DEFAULT_ROUNDS 3
 #define ROK_VALIDATE_DEFAULT_REPEAT 2
-/* Other processes' share of the processors above which a note says the
- * machine was busy. */
-#define ROK_VALIDATE_BUSY_SHARE 0.05
 /* The coverage a row's confidence interval aims at. */
 #define ROK_VALIDATE_CI_LEVEL 0.95
 

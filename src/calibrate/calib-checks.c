@@ -122,7 +122,7 @@ static void check_speed(RokCalibration *c, const RokCalibDisk *d, const char *wh
 
 void rok_calib_check(RokCalibration *c) {
   double busiest = MAX(c->load[0], c->load[1]);
-  if (c->others_share > ROK_CALIB_BUSY_SHARE)
+  if (c->others_share > ROK_HOST_BUSY_SHARE)
     warn(c, "the machine was busy: other processes used %.0f%% of the processors while it was measured, so the "
             "timings mix different contention (a large held-out error of the GEMM model says so); calibrate on an "
             "idle machine",

@@ -202,7 +202,7 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
   /* What others took of the processors says it directly; the load average
    * also counts tasks waiting on a disk (a virtual one's host threads). */
   if (v->median_taken_share >= 0) {
-    if (v->median_taken_share > ROK_VALIDATE_BUSY_SHARE)
+    if (v->median_taken_share > ROK_HOST_BUSY_SHARE)
       g_ptr_array_add(v->notes, g_strdup_printf("the machine was busy: other processes used %.0f%% of the "
                                                 "processors' time while the steps ran (median over the rows), so "
                                                 "measurements are slower and noisier than on an idle machine",

@@ -338,9 +338,11 @@ void rok_output_discard_all(void);
 
 /* ==== host ================================================================ */
 
-/* Processor seconds other processes have used since boot: the machine's
- * busy time in /proc/stat (user, nice, system, irq, softirq, steal) less
- * this process's own; negative where it cannot be read. The difference
+/* Processor seconds other processes have used since boot on the
+ * processors this process may run on (its affinity, as
+ * g_get_num_processors counts them): their busy time in /proc/stat (user,
+ * nice, system, irq, softirq, steal) less this process's own (which ran
+ * only there); negative where it cannot be read. The difference
  * over an interval is what other work took from the processors then. (The
  * load average is no substitute: it also counts tasks waiting on a disk,
  * a virtual one's host threads included.) */

@@ -1,30 +1,51 @@
-/* What other processes use of this machine's processors, for the commands
- * that measure it (calibrate, validate) and must say when it was busy. */
+/* What other processes use of the processors rok may run on, for the
+ * commands that measure (calibrate, validate) and must say when the
+ * machine was busy. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_ISSET */
+#include <sched.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "rok/core.h"
 
+/* Busy ticks of one /proc/stat "cpuN" line: user, nice, system, irq,
+ * softirq and steal (the hypervisor's share); not idle nor iowait. */
+static gboolean busy_ticks(const char *line, guint *cpu, guint64 *ticks) {
+  guint64 v[8];
+  if (sscanf(line, "cpu%u %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+                   " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+             cpu, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 9)
+    return FALSE;
+  *ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  return TRUE;
+}
+
 double rok_host_others_cpu_seconds(void) {
   g_autofree char *text = NULL;
-  if (!g_file_get_contents("/proc/stat", &text, NULL, NULL))
-    return -1;
-  guint64 v[8] = {0};
-  if (sscanf(text, "cpu %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
-                   " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
-             &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8)
-    return -1;
+  cpu_set_t mine;
   long hz = sysconf(_SC_CLK_TCK);
   struct rusage self;
-  if (hz <= 0 || getrusage(RUSAGE_SELF, &self) != 0)
+  if (!g_file_get_contents("/proc/stat", &text, NULL, NULL) || sched_getaffinity(0, sizeof mine, &mine) != 0 ||
+      hz <= 0 || getrusage(RUSAGE_SELF, &self) != 0)
     return -1;
-  /* user, nice, system, irq, softirq and steal (the hypervisor's share);
-   * not idle (3) nor iowait (4). */
-  double busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
+  /* Only the processors this process may run on: in a container or under
+   * taskset the others are someone else's. */
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint64 busy = 0;
+  guint counted = 0, cpu = 0;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    guint64 ticks = 0;
+    if (busy_ticks(lines[i], &cpu, &ticks) && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &mine)) {
+      busy += ticks;
+      counted++;
+    }
+  }
+  if (counted == 0)
+    return -1;
   double own = (double)self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
                self.ru_stime.tv_usec / 1e6;
-  return busy - own;
+  return (double)busy / (double)hz - own;
 }
 
 double rok_host_others_share(double others_start, double wall_s) {

@@ -130,10 +130,10 @@ typedef struct {
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
   RokCalibStat h2d, d2h;    /* bytes/s */
   RokCalibStat copy_latency; /* seconds of a 4 KiB copy */
-  /* A CPU device only (calib-contention.c), while kernels run: a 1 MiB
-   * copy command's wait for the processors, and a hand-off to another thread and
-   * back; contention FALSE when not measured. */
-  RokCalibStat copy_wait; /* per 1 MiB command, over one kernel's time */
+  /* A CPU device only (calib-contention.c), while kernels run: a copy's
+   * wait for the processors, and a hand-off to another thread and back;
+   * contention FALSE when not measured. */
+  RokCalibStat copy_kernel_wait; /* over what was left of the kernel in progress */
   RokCalibStat handoff;   /* seconds */
   gboolean contention;
   /* Another device (a GPU): what the executor pays per action beyond the

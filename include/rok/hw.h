@@ -97,10 +97,11 @@ typedef struct {
      * beside them). 0 (absent): the device has processors and copy
      * engines of its own, as a GPU has. */
     guint64 shared_cpus;
-    /* Optional, with shared_cpus: the share of the kernel in progress that
-     * each 1 MiB command of a copy waits for the device's processors
-     * (PoCL runs a copy command only between kernels). 0: none. */
-    double copy_wait;
+    /* Optional, with shared_cpus: the share of what is left of the kernel
+     * in progress that a copy handed over during it waits before its
+     * commands run (PoCL gives a command a processor only when one is done
+     * with the kernel). 0: none. */
+    double copy_kernel_wait;
     /* Optional, together: streaming multiprocessors and the output tile
      * [rows, cols] a GEMM kernel computes per thread block. With them a
      * GEMM's time counts its tile and wave quantisation

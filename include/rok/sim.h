@@ -51,13 +51,14 @@
  * speed (processor sharing), and its busy time is what it took. The legs
  * slow too: each runs its copy and its check (host.checksum_bandwidth) in
  * turn at its share of a processor, N / (k + N) while a kernel runs (the
- * kernels keep all N busy), min(1, N / k) while none does; and while a
- * compute item runs each ROK_SIM_COPY_COMMAND_BYTES of the copy (a smaller
- * copy is one command) also waits
- * gpu.copy_wait times its kernel's time (at full speed) for a turn between
- * kernels (PoCL runs a copy command only there; an item is taken as one
- * kernel, a backward as two: a GEMM's dX and dW). Its rate is capped accordingly, and recomputed whenever a leg
- * or a compute item starts or ends.
+ * kernels keep all N busy), min(1, N / k) while none does; their rate is
+ * recomputed whenever a leg or a compute item starts or ends. A leg that
+ * starts while a kernel is in progress first waits gpu.copy_kernel_wait
+ * times what is left of that kernel (PoCL gives a copy command a processor
+ * only when one is done with the kernel; an item is taken as one kernel, a
+ * backward as two: a GEMM's dX and dW), not counted as a busy thread; one
+ * that starts as the kernel is launched (an offload at its producer's end)
+ * is queued ahead of it and does not wait.
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
  * both for gpudirect, plus host.copy_overhead, the executor's hand-offs,
  * plus nvme.leg_overhead on the SSD streams)
@@ -193,10 +194,6 @@ G_BEGIN_DECLS
 
 /* NVMe request size for the queue-depth limit (see the model above). */
 #define ROK_SIM_NVME_REQUEST_BYTES ((guint64)1 << 20)
-/* The copy command of a device without a copy engine that waits
- * gpu.copy_wait for a turn between kernels: the executor's default staging
- * slot (`rok execute --slot`). */
-#define ROK_SIM_COPY_COMMAND_BYTES ((guint64)1 << 20)
 
 typedef struct {
   gint64 time_ns;

@@ -1,19 +1,21 @@
 /* The executor's costs around a copy on a device without a copy engine,
  * measured while the device runs kernels back to back (as it does while
- * `rok execute` offloads): how long each 1 MiB command of a copy waits
- * for the processors (PoCL runs it only between kernels), and the time a hand-off
+ * `rok execute` offloads): how much of the kernel in progress a copy
+ * waits for (PoCL gives a command a processor only when one is done with
+ * the kernel), and the time a hand-off
  * between two threads takes there (the executor passes every leg from its
  * dispatcher to the leg's thread and back). A GPU runs copies on its copy
  * engines and its host threads on idle processors: nothing is measured. */
 #ifdef ROK_WITH_OPENCL
 
+#include <math.h>
 #include <string.h>
 
 #include "rok/calibrate.h"
 #include "rok/device.h"
 #include "rok/core.h"
 
-#define WAIT_SAMPLES 8
+#define WAIT_SAMPLES 12
 #define COMMANDS 8
 #define MIB ((guint64)1 << 20)
 #define HANDOFF_SAMPLES 200
@@ -80,9 +82,12 @@ static gboolean copy_s(RokClBuffer *dev, RokClHostBuffer *host, double *seconds,
   return ok;
 }
 
-/* The copies issued at spread points into a run of kernels, less the same
- * copies alone, per command, over one kernel's time: the share of the
- * kernel in progress each command waits for the processors. */
+/* A copy issued at spread points into a run of kernels, less the same
+ * copy alone, over what was left of the kernel in progress when it was
+ * issued (the kernels run back to back from the run's start, one kernel's
+ * time each): the share of that remainder the copy waits. Issues that
+ * fall in a kernel's last quarter are not used: there the remainder is
+ * as small as the timing's own error. */
 static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
   g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, COMMANDS * MIB, 64, error);
   g_autoptr(RokClBuffer) dev =
@@ -97,21 +102,28 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
   kernel = (now_s() - start) / 2;
   GRand *rand = g_rand_new_with_seed(17); /* the same points every run */
   gboolean ok = TRUE;
+  guint n = 0;
   for (guint i = 0; ok && i < WAIT_SAMPLES; i++) {
     double busy = 0;
     /* enough kernels queued to outlast the copies */
-    ok = !rok_calib_check_cancelled(cancel, error) && copy_s(dev, host, &alone, error) &&
-         busy_start(b, cl, COMMANDS + 2, error);
+    ok = !rok_calib_check_cancelled(cancel, error) && copy_s(dev, host, &alone, error);
+    double run = now_s();
+    ok = ok && busy_start(b, cl, COMMANDS + 2, error);
     if (ok) {
       g_usleep((gulong)((0.5 + g_rand_double(rand)) * kernel * 1e6));
+      double left = kernel - fmod(now_s() - run, kernel);
       ok = copy_s(dev, host, &busy, error) && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
-      samples[i] = MAX(busy - alone, 0) / COMMANDS / kernel;
+      if (ok && left >= kernel / 4)
+        samples[n++] = MAX(busy - alone, 0) / left;
     }
   }
   g_rand_free(rand);
-  if (ok)
-    *stat = rok_calib_stat(samples, WAIT_SAMPLES);
-  return ok;
+  if (ok && n == 0)
+    g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
+                "copies beside kernels: every copy was issued in a kernel's last quarter; nothing to measure");
+  if (ok && n > 0)
+    *stat = rok_calib_stat(samples, n);
+  return ok && n > 0;
 }
 
 typedef struct {
@@ -169,7 +181,7 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
     return TRUE;
   rok_calib_progress(o, "copies and hand-offs beside kernels");
   Busy b;
-  gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_wait, error) &&
+  gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_wait, error) &&
                 measure_handoff(cl, &b, FALSE, &d->handoff, error);
   busy_clear(&b);
   d->contention = ok;

@@ -134,7 +134,7 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   /* A CPU device computes on the host's processors, and copies run there. */
   hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
   if (d->contention) /* copies issued at spread points of a kernel: the typical wait */
-    hw->gpu.copy_wait = d->copy_wait.median;
+    hw->gpu.copy_kernel_wait = d->copy_kernel_wait.median;
   fill_op_rates(d, hw);
   fill_shapes(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&

@@ -222,8 +222,9 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency);
   if (d->contention) {
     g_autofree char *handoff = rok_units_format_time(d->handoff.median);
-    printf("  beside kernels       a 1 MiB copy command waits %.3f of a kernel; a thread hand-off %s\n",
-           d->copy_wait.median, handoff);
+    printf("  beside kernels       a copy waits %.2f of what is left of the kernel in progress; a thread hand-off "
+           "%s\n",
+           d->copy_kernel_wait.median, handoff);
   }
 }
 

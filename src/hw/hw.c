@@ -13,7 +13,8 @@
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node",
                                       "calibrated_shapes", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
-                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", "copy_wait",
+                                       "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus", "copy_kernel_wait",
+                                       "copy_wait",
                                        "sm_count", "gemm_tile", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
@@ -231,7 +232,7 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "launch_overhead", &hw->gpu.launch_overhead, error) && read_curve(&o, hw, error) &&
          read_op_rates(&o, hw, error) &&
          rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error) &&
-         rok_json_get_double(&o, "copy_wait", FALSE, 0.0, 100.0, &hw->gpu.copy_wait, error) &&
+         rok_json_get_double(&o, "copy_kernel_wait", FALSE, 0.0, 100.0, &hw->gpu.copy_kernel_wait, error) &&
          hw_read_gemm_tiling(&o, hw, error);
 }
 
@@ -374,8 +375,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(gpu, "op_rates", op_rates_json(hw));
   if (hw->gpu.shared_cpus > 0)
     json_object_object_add(gpu, "shared_cpus", json_object_new_uint64(hw->gpu.shared_cpus));
-  if (hw->gpu.copy_wait > 0)
-    json_object_object_add(gpu, "copy_wait", rok_json_new_double(hw->gpu.copy_wait));
+  if (hw->gpu.copy_kernel_wait > 0)
+    json_object_object_add(gpu, "copy_kernel_wait", rok_json_new_double(hw->gpu.copy_kernel_wait));
   hw_gemm_tiling_to_json(hw, gpu);
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));

@@ -79,7 +79,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->pcie_latency = hw->pcie.latency;
   e->nvme_latency = hw->nvme.latency;
   e->copy_overhead = hw->host.copy_overhead;
-  e->copy_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_wait : 0;
+  e->copy_kernel_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_wait : 0;
   e->p2p_busy = 0;
   gboolean p2p = hw->interconnect.intra_node_pcie && hw->interconnect.gpus_per_node > 0;
   e->p2p_link[0] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.d2h_bandwidth) : 0;
@@ -101,7 +101,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->stall_cause = -1;
   e->compute_action = e->last_compute_action = ROK_NO_ID;
   e->compute_event = ROK_NO_ID;
-  e->compute_left = e->compute_since = e->compute_start = e->compute_ns = 0;
+  e->compute_left = e->compute_since = e->compute_start = e->kernel_ns = 0;
   e->shared_cpus = (guint)MIN(hw->gpu.shared_cpus, G_MAXUINT / 2);
   e->cpu_legs = 0;
   e->next_prefetch = 0;
@@ -265,6 +265,16 @@ static gint64 stretched(const SimEngine *e, gint64 work) {
   return pace == 1.0 ? work : (gint64)ceil((double)work / pace - 1e-6);
 }
 
+gint64 sim_kernel_left(const SimEngine *e) {
+  if (!e->running)
+    return 0;
+  gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
+  gint64 left = MAX(e->compute_left - done, 0);
+  if (left > e->kernel_ns) /* a backward's first kernel: the second is still to come */
+    left -= e->kernel_ns;
+  return stretched(e, left);
+}
+
 void sim_cpu_legs_change(SimEngine *e, gboolean start) {
   if (e->shared_cpus == 0)
     return;
@@ -316,9 +326,9 @@ static void compute_try_start(SimEngine *e) {
   }
   sim_mem_add(e, v.work);
   e->compute_left = v.ns;
-  /* A copy waits for the kernel in progress (gpu.copy_wait): an item is
-   * taken as one kernel, a backward as two (a GEMM's dX and dW). */
-  e->compute_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
+  /* A copy waits for the kernel in progress (gpu.copy_kernel_wait): an
+   * item is taken as one kernel, a backward as two (a GEMM's dX and dW). */
+  e->kernel_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
   e->compute_since = e->compute_start = e->now;
   e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
   if (e->cpu_legs > 0) /* the kernels take the processors back from the copies */

@@ -69,6 +69,7 @@ typedef struct {
   guint head;
   guint job;    /* running, or ROK_NO_ID */
   gboolean flowing, staging_wait;
+  gboolean kernel_wait; /* its leg waits for the kernel in progress (EV_LATENCY ends it) */
   gint64 leg_start, last_update;
   double remaining;
   guint event; /* pending event, or ROK_NO_ID */
@@ -102,7 +103,7 @@ typedef struct {
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;
   gint64 copy_overhead, request_overhead; /* the executor's costs, ns (0: none) */
-  double copy_wait;                       /* gpu.copy_wait, 0 without shared_cpus */
+  double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double d2h_speed, h2d_speed;
   /* Peer-to-peer traffic on the PCIe link (interconnect.intra_node_pcie):
    * the share of each direction one GPU's collectives take at full rate,
@@ -135,7 +136,7 @@ typedef struct {
   /* Its pace where copies share its processors (gpu.shared_cpus): the
    * running item's work left (ns at full speed) as of compute_since, its
    * start and its end event; copy legs now on those processors. */
-  gint64 compute_left, compute_since, compute_start, compute_ns;
+  gint64 compute_left, compute_since, compute_start, kernel_ns;
   guint compute_event;
   guint shared_cpus, cpu_legs;
 
@@ -200,6 +201,9 @@ guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, gu
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
 /* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
 void sim_cpu_legs_change(SimEngine *e, gboolean start);
+/* engine.c: time until the kernel in progress ends at the current pace
+ * (0 while no compute item runs). */
+gint64 sim_kernel_left(const SimEngine *e);
 
 /* transfer.c */
 void sim_offload_start(SimEngine *e, guint mb, guint tensor);

@@ -80,22 +80,15 @@ static double cpu_share(const SimEngine *e) {
 }
 
 /* A leg's own cap (0: none): on the compute processors, its copy and check
- * in turn at its share of a processor, and while a compute item runs each
- * ROK_SIM_COPY_COMMAND_BYTES of it (a smaller copy: one) waits gpu.copy_wait times the item's
- * kernel time (compute_ns) for a turn between kernels; on the SSD streams,
- * each request (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when smaller)
- * takes nvme.request_overhead besides its bytes at the array's rate. */
+ * in turn at its share of a processor; on the SSD streams, each request
+ * (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when smaller) takes
+ * nvme.request_overhead besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
     double rate = e->sim->hw->host.checksum_bandwidth;
     double solo = rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
     cap = solo * cpu_share(e);
-    if (e->running && e->copy_wait > 0 && e->compute_ns > 0 && j->bytes > 0) {
-      /* A copy smaller than a command is still one command, one wait. */
-      guint64 commands = (j->bytes + ROK_SIM_COPY_COMMAND_BYTES - 1) / ROK_SIM_COPY_COMMAND_BYTES;
-      cap = 1.0 / (1.0 / cap + e->copy_wait * (double)e->compute_ns / 1e9 * (double)commands / (double)j->bytes);
-    }
   }
   RokStream s = leg_stream(j);
   if (e->request_overhead > 0 && (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)) {
@@ -257,12 +250,37 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
     e->streams[s].last_action = action;
 }
 
+/* How long a leg on the compute processors waits before its first copy
+ * command runs: PoCL gives a command a processor only when one is done
+ * with the kernel in progress, so a leg handed over in the middle of a
+ * kernel waits gpu.copy_kernel_wait of what is left of it. One handed over
+ * as the kernel is launched (an offload at its producer's end) is queued
+ * ahead of it and does not wait: the kernel waits for it instead, which
+ * the compute pace models. */
+static gint64 kernel_wait(const SimEngine *e, const SimJob *j) {
+  if (e->copy_kernel_wait <= 0 || !check_in_flow(e, j) || !e->running || e->compute_start == e->now)
+    return 0;
+  return (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
+}
+
+/* After a leg's wait for the kernel: its thread on the processors, its
+ * latency, then its bytes. */
+static void leg_go(SimEngine *e, RokStream s) {
+  SimStream *st = &e->streams[s];
+  SimJob *j = sim_job(e, st->job);
+  if (leg_on_cpus(j))
+    sim_cpu_legs_change(e, TRUE);
+  gint64 latency = leg_latency(e, j);
+  if (latency > 0)
+    st->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
+  else
+    begin_flow(e, s);
+}
+
 static void start_leg(SimEngine *e, RokStream s, guint id) {
   SimStream *st = &e->streams[s];
   SimJob *j = sim_job(e, id);
   SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
-  if (leg_on_cpus(j))
-    sim_cpu_legs_change(e, TRUE);
   j->state = JOB_RUNNING;
   st->job = id;
   st->leg_start = e->now;
@@ -282,11 +300,12 @@ static void start_leg(SimEngine *e, RokStream s, guint id) {
   if (!j->is_read && j->leg == 0)
     ts->copy_action = j->action;
   j->waited_staging = FALSE;
-  gint64 latency = leg_latency(e, j);
-  if (latency > 0)
-    st->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
+  gint64 wait = kernel_wait(e, j);
+  st->kernel_wait = wait > 0;
+  if (wait > 0)
+    st->event = sim_evq_push(&e->evq, e->now + wait, EV_LATENCY, s);
   else
-    begin_flow(e, s);
+    leg_go(e, s);
 }
 
 static void stream_try_start(SimEngine *e, RokStream s) {
@@ -402,6 +421,11 @@ static void finish_leg(SimEngine *e, RokStream s) {
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {
   SimStream *st = &e->streams[stream];
   st->event = ROK_NO_ID;
+  if (kind == EV_LATENCY && st->kernel_wait) {
+    st->kernel_wait = FALSE;
+    leg_go(e, stream);
+    return;
+  }
   if (kind == EV_LATENCY) {
     begin_flow(e, stream);
     return;

@@ -404,15 +404,20 @@ static const RokAction *fwd_of(const RokSimResult *r, guint op) {
   return NULL;
 }
 
-/* op0 (1 ms) makes A of `bytes`, which op1 (one kernel of 10 ms) does not
- * need: A's copy out runs beside op1. */
-static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
+/* op0 (1 ms) makes A of `bytes` (and A2 of `second` bytes, unless 0),
+ * which op1 (one kernel of 10 ms) does not need: their copies out run
+ * beside op1. */
+static RokTrace *copies_beside_kernel(guint64 bytes, guint64 second, guint *a, guint *a2, guint *op1) {
   RokTrace *trace = new_trace();
   guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
   *a = add_tensor(trace, "A", ROK_DTYPE_U8, bytes, op0);
+  if (second > 0)
+    *a2 = add_tensor(trace, "A2", ROK_DTYPE_U8, second, op0);
   *op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
   guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, *op1);
   rok_trace_need(trace, *a, op0);
+  if (second > 0)
+    rok_trace_need(trace, *a2, op0);
   rok_trace_need(trace, b, *op1);
   rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
   rok_trace_op(trace, *op1)->fwd_time_s = rok_trace_op(trace, *op1)->bwd_time_s = 10e-3;
@@ -420,17 +425,21 @@ static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
   return trace;
 }
 
+static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
+  return copies_beside_kernel(bytes, 0, a, NULL, op1);
+}
+
 /* The executor's costs: read and written back; the copy of
- * test_shared_cpus pays host.copy_overhead first and, while op1 (one
- * kernel of 10 ms) runs, gpu.copy_wait of that kernel per MiB; op1 slows
+ * test_shared_cpus pays host.copy_overhead first, handed over as op1 (one
+ * kernel of 10 ms) is launched, so it does not wait for op1; op1 slows
  * while the leg runs; a GPU profile (no shared_cpus) ignores
- * copy_wait. */
+ * copy_kernel_wait. */
 static void test_copy_costs(void) {
   GError *error = NULL;
-  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_wait\": 0.1");
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5");
   g_autoptr(RokHw) parsed = parse(text, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(parsed->gpu.copy_wait, ==, 0.1);
+  g_assert_cmpfloat(parsed->gpu.copy_kernel_wait, ==, 0.5);
   guint a = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
   g_autoptr(RokHw) hw = rok_hw_copy(parsed);
@@ -442,7 +451,7 @@ static void test_copy_costs(void) {
   json_object_put(o);
   g_autoptr(RokHw) back = parse(out, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(back->gpu.copy_wait, ==, 0.1);
+  g_assert_cmpfloat(back->gpu.copy_kernel_wait, ==, 0.5);
   g_assert_cmpint(back->host.copy_overhead, ==, 50000);
   g_assert_cmpint(back->nvme.request_overhead, ==, 0); /* no nvme section: not written */
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
@@ -451,11 +460,10 @@ static void test_copy_costs(void) {
   g_assert_no_error(error);
   const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(copy->start_ns, ==, 1000000);
-  /* 50 us of hand-offs (op1 at full speed), then 1 MiB at
-   * 1 / (1.5 ns + 0.1 * 10 ms / 1 MiB) per byte: 1.5 ms + 1 ms. */
-  g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1572864 + 1000000);
+  /* 50 us of hand-offs (op1 at full speed), then 1 MiB at 1.5 ns per byte */
+  g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1572864);
   /* op1 runs at 2/3 while the leg runs (its hand-offs are a thread too) */
-  gint64 done = (gint64)llround((50000 + 2572864) * 2.0 / 3.0);
+  gint64 done = (gint64)llround((50000 + 1572864) * 2.0 / 3.0);
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - (copy->end_ns + 10000000 - done)), <=, 1);
   hw->gpu.shared_cpus = 0;
   g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);
@@ -464,26 +472,44 @@ static void test_copy_costs(void) {
   g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1048576);
 }
 
-/* A copy smaller than a command is still one command: a quarter MiB
- * waits gpu.copy_wait of the kernel once, as a whole MiB does (PoCL runs
- * it only between kernels, whatever its size). */
-static void test_copy_wait_small(void) {
+/* A copy handed over in the middle of a kernel: A2 follows A on the d2h
+ * stream, so it starts while op1 runs, and waits gpu.copy_kernel_wait of
+ * what is left of op1 (PoCL gives it a processor only when one is done
+ * with the kernel) before its hand-off and bytes; op1 runs at full speed
+ * meanwhile (the waiting copy takes no processor). */
+static void test_copy_kernel_wait(void) {
   GError *error = NULL;
-  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_wait\": 0.1");
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5");
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
-  guint a = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copy_beside_kernel(262144, &a, &op1);
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
-  const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
-  /* 50 us of hand-offs, then 256 KiB at 1.5 ns per byte plus one wait of
-   * 0.1 * 10 ms. */
-  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 50000 + 393216 + 1000000)), <=, 1);
+  const RokAction *first = NULL, *second = NULL;
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokAction *x = &g_array_index(r->actions, RokAction, i);
+    if (x->kind == ROK_ACTION_OFFLOAD && x->stream == ROK_STREAM_D2H)
+      *(x->tensor == a ? &first : &second) = x;
+  }
+  g_assert_nonnull(first);
+  g_assert_nonnull(second);
+  /* A as in test_copy_costs: no wait, op1 at 2/3 meanwhile */
+  gint64 t1 = 1000000 + 50000 + 1572864;
+  g_assert_cmpint(first->end_ns, ==, t1);
+  g_assert_cmpint(second->start_ns, ==, t1);
+  gint64 left = 10000000 - (gint64)llround((50000 + 1572864) * 2.0 / 3.0);
+  gint64 wait = (gint64)llround(0.5 * (double)left);
+  /* then 50 us of hand-offs and 256 KiB at 1.5 ns per byte (op1 still runs) */
+  g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 393216)), <=, 2);
+  /* op1: full speed while A2 waits, 2/3 while A2 runs */
+  gint64 slow = 50000 + 393216;
+  gint64 op1_end = second->end_ns + (left - wait) - (gint64)llround(slow * 2.0 / 3.0);
+  g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - op1_end), <=, 2);
 }
 
 /* ---- the calibration's curves ---- */
@@ -557,7 +583,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/checksum", test_checksum);
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
-  g_test_add_func("/validate-model/copy-wait-small", test_copy_wait_small);
+  g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

@@ -30,7 +30,9 @@
 # 10-20 us per leg; the rest is the disk serving lone legs, which find it
 # idle. Predicted from a quick calibration: reads -8% to +25%, writes
 # +26% to +53% (the write legs run slower during a step than the
-# calibration's bursts).
+# calibration's bursts: traced per request, a leg takes what a burst of
+# its size takes except outliers of 3-90 ms while other processes run;
+# the share they took is printed).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -128,6 +130,11 @@ for stream, key, fio in (("nvme-write", "nvme_write", float(sys.argv[3])), ("nvm
     moved = r[key + "_bytes"]
     active = moved / r[key + "_bandwidth"] if r[key + "_bandwidth"] > 0 else 0
     print(f"{stream}: {legs} legs, {(active - moved / fio) / max(legs, 1) * 1e3:.2f} ms per leg beyond fio's rate (last trial)")
+others = [x for x in r.get("others_cpu_s", []) if x >= 0]
+if others:
+    import os
+    share = sum(others) / (sum(r["step_times_s"]) * len(os.sched_getaffinity(0)))
+    print(f"other processes used {share * 100:.0f}% of the processors during the measured steps (last trial)")
 PY
 for s in d2h h2d; do
   echo "$s: measured $(num "$work/report.json" "['${s}_bandwidth']" | awk '{ printf "%.0f MB/s", $1 / 1e6 }')," \

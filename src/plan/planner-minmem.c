@@ -117,11 +117,30 @@ guint64 rok_planner_min_budget(RokPlanner *p, const char **how) {
   return p->min_eval.valid ? p->min_eval.peak : G_MAXUINT64;
 }
 
+/* Run `d` held to the least peak so far; take it if it needs no more and
+ * runs sooner. */
+static void hold_to_least(RokPlanner *p, const guint8 *d, Least *best) {
+  PlanEval e;
+  guint64 least = best->eval.peak;
+  if (best->eval.valid && plan_eval(p, d, least, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e) && e.peak <= least &&
+      (e.peak < least || e.step_ns < best->eval.step_ns)) {
+    best->eval = e;
+    best->budget = least;
+    memmove(best->decisions, d, p->n_tensors);
+  }
+}
+
 RokStepPlan *rok_planner_least_memory(RokPlanner *p, const RokStepPlan *also) {
   g_return_val_if_fail(also == NULL || also->n_tensors == p->n_tensors, NULL);
   g_autofree guint8 *given = also != NULL ? plan_express(p, also) : NULL;
   Least best = {.decisions = g_new0(guint8, MAX(p->n_tensors, 1)), .budget = PLAN_NO_LIMIT};
   consider_recipes(p, given, "the plan given", &best);
+  /* As rok_planner_plan_or_least holds its plan to the least budget: the
+   * winner and the plan given, run under the least peak rather than
+   * squeezed or unbounded, as small a peak sooner. */
+  hold_to_least(p, best.decisions, &best);
+  if (given != NULL)
+    hold_to_least(p, given, &best);
   PlanChoice c = {.decisions = best.decisions, .memory_budget = best.budget};
   RokStepPlan *plan = plan_choice_plan(p, &c);
   plan_choice_clear(&c);

@@ -54,13 +54,15 @@ RokStepPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **resu
 }
 
 RokStepPlan *rok_planner_plan_or_least(RokPlanner *p, guint64 budget, GError **error) {
-  guint64 least = rok_planner_min_budget(p, NULL);
-  if (budget >= least || least == G_MAXUINT64)
-    return rok_planner_plan(p, budget, NULL, error);
-  /* Not the fastest plan at the least budget: a search there, for a point
-   * that does not fit anyway, cost a sweep four fifths of its time. */
-  PlanChoice least_plan = {.decisions = p->min_decisions, .memory_budget = p->min_budget_option};
-  return plan_choice_plan(p, &least_plan);
+  g_autoptr(GError) local = NULL;
+  RokStepPlan *plan = rok_planner_plan(p, budget, NULL, &local);
+  if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
+    g_clear_error(&local);
+    plan = rok_planner_plan(p, rok_planner_min_budget(p, NULL), NULL, &local);
+  }
+  if (plan == NULL)
+    g_propagate_error(error, g_steal_pointer(&local));
+  return plan;
 }
 
 RokStepPlan *rok_planner_baseline(RokPlanner *p, RokStrategy strategy, guint64 budget, RokSimResult **result,

@@ -15,18 +15,19 @@
 #                              (start-up, config and JSON output are serial)
 #   with rok (the planner at each of the 64 points; the last line below,
 #   `rok sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64
-#   -s rok --json`): 2.10 s of CPU against 12.7 s for the previous main,
-#   alternated side by side on 2026-11-24 at load average 0.9-1.1 (issue
+#   -s rok --json`): 2.28 s of CPU against 12.7 s for the previous main,
+#   alternated side by side on 2026-11-24 at load average 2.5-2.7 (issue
 #   12 asks < 3 s). Micro-batches 1-5 fit and are planned as before (about
 #   1,500 simulator runs each, byte for byte the same rows, two thirds of
 #   them the greedy descents of the three planners: this machine, and
 #   without SSDs, and without SSDs or host offload); micro-batch 6 fits
-#   nowhere (its least-memory search, about 400 runs, says so) and reports
-#   its least-memory plan; 7-64 fit nowhere either (activations grow with
-#   the micro-batch) and are not searched: about 12 runs each. Before,
-#   every point that fit nowhere was searched at its least budget (about
-#   1,200 runs). With rok the micro-batches run in order as one task, so
-#   this sweep runs on one thread (2.1 s wall; 6.4 s with 2 threads before).
+#   nowhere and is planned at its least budget as before (about 1,300
+#   runs); 7-64 fit nowhere either (activations grow with the micro-batch)
+#   and are not searched: the least-memory plan among the recipes and
+#   micro-batch 6's plan, about 15 runs each (before, 1,200: a search at
+#   each least budget), the same peaks, step times up to 4.7% longer. With
+#   rok the micro-batches run in order as one task, so this sweep runs on
+#   one thread (2.3 s wall; 6.4 s with 2 threads before).
 # Results are byte-identical on every thread count.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -128,8 +128,9 @@ static const RokStepPlan *chain_plan(const SweepChain *chain, guint stage, const
   return plan->n_tensors == trace->tensors->len ? plan : NULL;
 }
 
-/* One stage's plan under the row's strategy and budget (the planner's
- * least-memory plan when none fits: `*fits_nowhere` says so). */
+/* One stage's plan under the row's strategy and budget (when none fits,
+ * the plan for the least budget, or past the chain's first such point a
+ * least-memory plan: `*fits_nowhere` says so). */
 static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, const RokSweepRow *row,
                                const SweepChain *chain, guint stage, gboolean *fits_nowhere, GError **error) {
   if (row->strategy != ROK_STRATEGY_ROK) {
@@ -162,8 +163,8 @@ static void chain_note(SweepChain *chain, gboolean fits_nowhere, GPtrArray *plan
   chain->least = g_ptr_array_ref(plans);
 }
 
-/* The planner's plan for the budget; when none fits, its least-memory plan,
- * which the row then marks as not fitting. */
+/* The planner's plan for the budget; when none fits, the stage_plan
+ * above, which the row then marks as not fitting. */
 static gboolean run_rok(const RokTrace *trace, const RokHw *hw, SweepChain *chain, RokSweepRow *row,
                         GError **error) {
   gboolean fits_nowhere = FALSE;

@@ -220,8 +220,9 @@ RokStepPlan *rok_planner_plan_or_least(RokPlanner *planner, guint64 budget, GErr
  * rok_planner_min_budget(), keeping everything and `also` (a plan for a
  * trace of the same tensors, NULL: none), the winner and `also` also run
  * under a budget of the least peak found (the smallest peak, then the
- * fastest), without the planner's search: for a point known to fit
- * nowhere (a sweep's micro-batch above one that fits nowhere). */
+ * fastest), the winner then refined under it with a curve point's runs;
+ * without the planner's search: for a point known to fit nowhere (a
+ * sweep's micro-batch above one that fits nowhere). */
 RokStepPlan *rok_planner_least_memory(RokPlanner *planner, const RokStepPlan *also);
 /* A baseline at `budget`: its plan run under the budget. NULL and
  * ROK_ERROR_INPUT when it does not apply (no SSDs). The result says

@@ -15,8 +15,8 @@
 #                              (start-up, config and JSON output are serial)
 #   with rok (the planner at each of the 64 points; the last line below,
 #   `rok sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64
-#   -s rok --json`): 2.28 s of CPU against 12.7 s for the previous main,
-#   alternated side by side on 2026-11-24 at load average 2.5-2.7 (issue
+#   -s rok --json`): 2.77 s of CPU against 12.8 s for the previous main,
+#   alternated side by side on 2026-11-24 at load average 1.0-1.4 (issue
 #   12 asks < 3 s). Micro-batches 1-5 fit and are planned as before (about
 #   1,500 simulator runs each, byte for byte the same rows, two thirds of
 #   them the greedy descents of the three planners: this machine, and
@@ -24,10 +24,11 @@
 #   nowhere and is planned at its least budget as before (about 1,300
 #   runs); 7-64 fit nowhere either (activations grow with the micro-batch)
 #   and are not searched: the least-memory plan among the recipes and
-#   micro-batch 6's plan, about 15 runs each (before, 1,200: a search at
-#   each least budget), the same peaks, step times up to 4.7% longer. With
-#   rok the micro-batches run in order as one task, so this sweep runs on
-#   one thread (2.3 s wall; 6.4 s with 2 threads before).
+#   micro-batch 6's plan, refined briefly under its peak, about 30 runs
+#   each (before, 1,200: a search at each least budget), the same peaks,
+#   step times 1.1% longer. With rok the micro-batches run in order as one
+#   task, so this sweep runs on one thread (2.8 s wall; 6.4 s with 2
+#   threads before).
 # Results are byte-identical on every thread count.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

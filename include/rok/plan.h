@@ -212,10 +212,18 @@ guint64 rok_planner_min_budget(RokPlanner *planner, const char **how);
  * simulator honoured, at most `budget`). ROK_ERROR_NO_FIT when no plan
  * fits, saying the smallest budget that does. */
 RokStepPlan *rok_planner_plan(RokPlanner *planner, guint64 budget, RokSimResult **result, GError **error);
-/* The same, but where no plan fits `budget`, the plan that needs the least
- * memory (a sweep's or a search's point that does not fit is still drawn
- * and reported: its peak says by how much). */
+/* The same, but where no plan fits `budget`, the plan for the least budget
+ * (a sweep's or a search's point that does not fit is still drawn and
+ * reported: its peak says by how much). */
 RokStepPlan *rok_planner_plan_or_least(RokPlanner *planner, guint64 budget, GError **error);
+/* The least-memory plan among the whole-model recipes of
+ * rok_planner_min_budget(), keeping everything and `also` (a plan for a
+ * trace of the same tensors, NULL: none), the winner and `also` also run
+ * under a budget of the least peak found (the smallest peak, then the
+ * fastest), the winner then refined under it with a curve point's runs;
+ * without the planner's search: for a point known to fit nowhere (a
+ * sweep's micro-batch above one that fits nowhere). */
+RokStepPlan *rok_planner_least_memory(RokPlanner *planner, const RokStepPlan *also);
 /* A baseline at `budget`: its plan run under the budget. NULL and
  * ROK_ERROR_INPUT when it does not apply (no SSDs). The result says
  * whether it fits (peak_bytes <= budget). */

@@ -154,7 +154,12 @@ void plan_ascent(RokPlanner *p) {
   if (plan_eval(p, a.decisions, PLAN_NO_LIMIT, p->options.search_detail, &a.eval))
     record(&a, G_MAXUINT, ROK_DECISION_KEEP);
   guint since_refresh = 0, period = MAX(8u, a.moves->len / 2);
-  for (Move *m; a.eval.valid && a.runs_left > 0 && (m = cheapest(&a)) != NULL;) {
+  /* At keep's step time no move can save any (no plan runs faster than
+   * keeping everything): the climb would only measure every move to find
+   * that out. */
+  const PlanBaseline *keep = plan_baseline_of(p, ROK_STRATEGY_KEEP);
+  gint64 floor = keep->decisions != NULL && keep->search.valid ? keep->search.step_ns : -1;
+  for (Move *m; a.eval.valid && a.eval.step_ns > floor && a.runs_left > 0 && (m = cheapest(&a)) != NULL;) {
     if (m->stamp != a.version) {
       measure(&a, m);
       continue;

@@ -57,42 +57,57 @@ static const Recipe recipes[] = {
      {FREE_NVME, FREE_HOST, FREE_RECOMPUTE, FREE_KEEP}},
 };
 
+/* The least-memory plan found so far. */
+typedef struct {
+  guint8 *decisions;
+  PlanEval eval;
+  guint64 budget; /* the memory_budget option that reached it */
+  const char *what;
+} Least;
+
 /* Try `d` squeezed and as it is; keep it if it beats the best so far. */
-static void consider(RokPlanner *p, const guint8 *d, const char *what, guint64 *best_budget) {
+static void consider(RokPlanner *p, const guint8 *d, const char *what, Least *best) {
   const guint64 budgets[] = {1, PLAN_NO_LIMIT};
   for (guint i = 0; i < G_N_ELEMENTS(budgets); i++) {
     PlanEval e;
     if (!plan_eval(p, d, budgets[i], ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e))
       continue;
-    if (p->min_eval.valid && e.peak > p->min_eval.peak)
+    if (best->eval.valid && e.peak > best->eval.peak)
       continue;
-    if (p->min_eval.valid && e.peak == p->min_eval.peak && e.step_ns >= p->min_eval.step_ns)
+    if (best->eval.valid && e.peak == best->eval.peak && e.step_ns >= best->eval.step_ns)
       continue;
-    p->min_eval = e;
-    memcpy(p->min_decisions, d, p->n_tensors);
-    g_free(p->min_what);
-    p->min_what = g_strdup(what);
-    *best_budget = budgets[i];
+    best->eval = e;
+    memcpy(best->decisions, d, p->n_tensors);
+    best->what = what;
+    best->budget = budgets[i];
   }
+}
+
+/* The recipes, `also` (NULL: none) and keeping everything. */
+static void consider_recipes(RokPlanner *p, const guint8 *also, const char *also_what, Least *best) {
+  g_autofree guint8 *d = g_new0(guint8, MAX(p->n_tensors, 1));
+  for (guint r = 0; r < G_N_ELEMENTS(recipes); r++) {
+    fill(p, d, recipes[r].inside, recipes[r].inputs, G_N_ELEMENTS(recipes[r].inside));
+    consider(p, d, recipes[r].what, best);
+  }
+  if (also != NULL)
+    consider(p, also, also_what, best);
+  memset(d, ROK_DECISION_KEEP, p->n_tensors);
+  consider(p, d, "keep everything", best);
 }
 
 void plan_min_memory(RokPlanner *p) {
   if (p->min_done)
     return;
   p->min_done = TRUE;
-  p->min_decisions = g_new0(guint8, MAX(p->n_tensors, 1));
-  p->min_eval = (PlanEval){0};
-  guint64 budget = PLAN_NO_LIMIT;
-  g_autofree guint8 *d = g_new0(guint8, MAX(p->n_tensors, 1));
-  for (guint r = 0; r < G_N_ELEMENTS(recipes); r++) {
-    fill(p, d, recipes[r].inside, recipes[r].inputs, G_N_ELEMENTS(recipes[r].inside));
-    consider(p, d, recipes[r].what, &budget);
-  }
+  Least best = {.decisions = g_new0(guint8, MAX(p->n_tensors, 1)), .budget = PLAN_NO_LIMIT};
   plan_descent(p);
   const PlanStep *last = g_ptr_array_index(p->descent, p->descent->len - 1);
-  consider(p, last->decisions, "the planner's least-memory plan", &budget);
-  consider(p, ((PlanStep *)g_ptr_array_index(p->descent, 0))->decisions, "keep everything", &budget);
-  p->min_budget_option = budget;
+  consider_recipes(p, last->decisions, "the planner's least-memory plan", &best);
+  p->min_decisions = best.decisions;
+  p->min_eval = best.eval;
+  p->min_what = g_strdup(best.what);
+  p->min_budget_option = best.budget;
 }
 
 guint64 rok_planner_min_budget(RokPlanner *p, const char **how) {
@@ -100,4 +115,52 @@ guint64 rok_planner_min_budget(RokPlanner *p, const char **how) {
   if (how != NULL)
     *how = p->min_what;
   return p->min_eval.valid ? p->min_eval.peak : G_MAXUINT64;
+}
+
+/* Run `d` held to the least peak so far; take it if it needs no more and
+ * runs sooner. */
+static void hold_to_least(RokPlanner *p, const guint8 *d, Least *best) {
+  PlanEval e;
+  guint64 least = best->eval.peak;
+  if (best->eval.valid && plan_eval(p, d, least, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e) && e.peak <= least &&
+      (e.peak < least || e.step_ns < best->eval.step_ns)) {
+    best->eval = e;
+    best->budget = least;
+    memmove(best->decisions, d, p->n_tensors);
+  }
+}
+
+/* A short refinement of the winner under the least peak (a curve point's
+ * runs): what the search at the least budget would do first. */
+static void speed_up(RokPlanner *p, Least *best) {
+  guint64 least = best->eval.peak;
+  g_autofree guint8 *d = g_memdup2(best->decisions, MAX(p->n_tensors, 1));
+  PlanEval e, f;
+  if (!best->eval.valid || !plan_eval(p, d, least, p->options.search_detail, &e) || !plan_fits(&e, least))
+    return;
+  plan_polish(p, d, &e, least, least, plan_polish_runs(p, TRUE));
+  if (plan_eval(p, d, least, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &f) && f.peak <= least &&
+      f.step_ns < best->eval.step_ns) {
+    best->eval = f;
+    best->budget = least;
+    memcpy(best->decisions, d, p->n_tensors);
+  }
+}
+
+RokStepPlan *rok_planner_least_memory(RokPlanner *p, const RokStepPlan *also) {
+  g_return_val_if_fail(also == NULL || also->n_tensors == p->n_tensors, NULL);
+  g_autofree guint8 *given = also != NULL ? plan_express(p, also) : NULL;
+  Least best = {.decisions = g_new0(guint8, MAX(p->n_tensors, 1)), .budget = PLAN_NO_LIMIT};
+  consider_recipes(p, given, "the plan given", &best);
+  /* As rok_planner_plan_or_least holds its plan to the least budget: the
+   * winner and the plan given, run under the least peak rather than
+   * squeezed or unbounded, as small a peak sooner. */
+  hold_to_least(p, best.decisions, &best);
+  if (given != NULL)
+    hold_to_least(p, given, &best);
+  speed_up(p, &best);
+  PlanChoice c = {.decisions = best.decisions, .memory_budget = best.budget};
+  RokStepPlan *plan = plan_choice_plan(p, &c);
+  plan_choice_clear(&c);
+  return plan;
 }

@@ -144,6 +144,9 @@ void plan_set_unit(const RokPlanner *p, guint8 *decisions, guint u, guint8 d, gb
  * whole layers), or NULL when the strategy does not apply to this machine
  * or the planner's options. */
 guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layers);
+/* A plan's decisions as the planner's (representatives'), or NULL when
+ * its granularity or tiers cannot express them. */
+guint8 *plan_express(const RokPlanner *p, const RokStepPlan *plan);
 /* The baselines, simulated (once). */
 const PlanBaseline *plan_baselines(RokPlanner *p);
 /* One of them, simulated (once) on its own. */

@@ -208,6 +208,20 @@ static void final_try(Solve *s, PlanChoice *c, guint k, guint64 mb, gboolean *an
   }
 }
 
+/* Try `c` under limit `mb` with each prefetch setting in turn, until one
+ * fits at keep's step time: no plan runs faster than keeping everything
+ * (it computes at least as much and copies besides), so the other windows
+ * could only win a tie (fewer bytes moved, a smaller peak). */
+static void final_windows(Solve *s, PlanChoice *c, guint settings, guint64 mb, gboolean *any) {
+  const PlanBaseline *keep = plan_baseline_of(s->p, ROK_STRATEGY_KEEP);
+  gint64 floor = keep->decisions != NULL && keep->final.valid ? keep->final.step_ns : -1;
+  for (guint k = 0; k < settings; k++) {
+    final_try(s, c, k, mb, any);
+    if (*any && plan_fits(&c->eval, s->budget) && c->eval.step_ns <= floor)
+      return;
+  }
+}
+
 /* A candidate at the default detail, under the budget with every prefetch
  * window (a plan with nothing to read back needs one run); one found under
  * a tighter limit than the budget is also run as it was found. */
@@ -215,11 +229,9 @@ static void final_eval(Solve *s, PlanChoice *c) {
   guint64 own = c->memory_budget;
   gboolean any = FALSE;
   guint settings = has_offloads(s->p, c->decisions) ? PLAN_PREFETCH_SETTINGS : 1;
-  for (guint k = 0; k < settings; k++)
-    final_try(s, c, k, s->budget, &any);
+  final_windows(s, c, settings, s->budget, &any);
   if (own < s->budget && (!any || !plan_fits(&c->eval, s->budget)))
-    for (guint k = 0; k < settings; k++)
-      final_try(s, c, k, own, &any);
+    final_windows(s, c, settings, own, &any);
   if (!any)
     c->eval = (PlanEval){0};
 }

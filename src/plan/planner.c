@@ -258,6 +258,10 @@ guint8 *plan_baseline(RokPlanner *p, RokStrategy strategy, gboolean *whole_layer
   if (plan == NULL)
     return NULL;
   *whole_layers = plan->options.rebuild_whole_layers;
+  return plan_express(p, plan);
+}
+
+guint8 *plan_express(const RokPlanner *p, const RokStepPlan *plan) {
   g_autofree guint8 *full = g_new(guint8, MAX(p->n_tensors, 1));
   for (guint t = 0; t < p->n_tensors; t++)
     full[t] = (guint8)plan->decisions[t];

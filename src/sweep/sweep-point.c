@@ -114,9 +114,25 @@ static gboolean run_baseline(RokSim *sim, const RokTrace *trace, const RokHw *hw
   return TRUE;
 }
 
-/* One stage's plan under the row's strategy and budget (the planner's
- * least-memory plan when none fits). */
-static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, const RokSweepRow *row, GError **error) {
+void sweep_chain_clear(SweepChain *chain) {
+  chain->no_fit = FALSE;
+  g_clear_pointer(&chain->least, g_ptr_array_unref);
+}
+
+/* The plan the chain's last point reported for this stage, if it fits
+ * this trace. */
+static const RokStepPlan *chain_plan(const SweepChain *chain, guint stage, const RokTrace *trace) {
+  if (chain == NULL || chain->least == NULL || stage >= chain->least->len)
+    return NULL;
+  const RokStepPlan *plan = g_ptr_array_index(chain->least, stage);
+  return plan->n_tensors == trace->tensors->len ? plan : NULL;
+}
+
+/* One stage's plan under the row's strategy and budget (when none fits,
+ * the plan for the least budget, or past the chain's first such point a
+ * least-memory plan: `*fits_nowhere` says so). */
+static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, const RokSweepRow *row,
+                               const SweepChain *chain, guint stage, gboolean *fits_nowhere, GError **error) {
   if (row->strategy != ROK_STRATEGY_ROK) {
     RokStepPlan *plan = rok_strategy_plan(row->strategy, trace, hw, NULL, error);
     if (plan != NULL)
@@ -130,27 +146,50 @@ static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, const Rok
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
     return NULL;
+  if (chain != NULL && chain->no_fit) {
+    *fits_nowhere = TRUE;
+    return rok_planner_least_memory(planner, chain_plan(chain, stage, trace));
+  }
+  *fits_nowhere |= row->budget_bytes < rok_planner_min_budget(planner, NULL);
   return rok_planner_plan_or_least(planner, row->budget_bytes, error);
 }
 
-/* The planner's plan for the budget; when none fits, its least-memory plan,
- * which the row then marks as not fitting. */
-static gboolean run_rok(const RokTrace *trace, const RokHw *hw, RokSweepRow *row, GError **error) {
-  g_autoptr(RokStepPlan) plan = stage_plan(trace, hw, row, error);
-  g_autoptr(RokSimResult) r = plan == NULL ? NULL : rok_simulate(trace, hw, plan, error);
+/* A point whose plan fits nowhere: the next in the chain need not search. */
+static void chain_note(SweepChain *chain, gboolean fits_nowhere, GPtrArray *plans) {
+  if (chain == NULL || !fits_nowhere)
+    return;
+  chain->no_fit = TRUE;
+  g_clear_pointer(&chain->least, g_ptr_array_unref);
+  chain->least = g_ptr_array_ref(plans);
+}
+
+/* The planner's plan for the budget; when none fits, the stage_plan
+ * above, which the row then marks as not fitting. */
+static gboolean run_rok(const RokTrace *trace, const RokHw *hw, SweepChain *chain, RokSweepRow *row,
+                        GError **error) {
+  gboolean fits_nowhere = FALSE;
+  RokStepPlan *plan = stage_plan(trace, hw, row, chain, 0, &fits_nowhere, error);
+  if (plan == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  g_ptr_array_add(plans, plan);
+  g_autoptr(RokSimResult) r = rok_simulate(trace, hw, plan, error);
   if (r == NULL)
     return FALSE;
   fill_plan_row(row, trace, hw, plan, r);
+  chain_note(chain, fits_nowhere, plans);
   return TRUE;
 }
 
 /* Every stage planned, the pipeline composed; the row has its step and
  * the figures of the stage with the highest peak. */
-static gboolean run_pipeline(GPtrArray *traces, const RokHw *hw, RokSweepRow *row, GError **error) {
+static gboolean run_pipeline(GPtrArray *traces, const RokHw *hw, SweepChain *chain, RokSweepRow *row,
+                             GError **error) {
   guint n = traces->len;
   g_autoptr(GPtrArray) plans = g_ptr_array_new_with_free_func((GDestroyNotify)rok_step_plan_free);
+  gboolean fits_nowhere = FALSE;
   for (guint s = 0; s < n; s++) {
-    RokStepPlan *plan = stage_plan(g_ptr_array_index(traces, s), hw, row, error);
+    RokStepPlan *plan = stage_plan(g_ptr_array_index(traces, s), hw, row, chain, s, &fits_nowhere, error);
     if (plan == NULL) {
       g_prefix_error(error, "stage %u: ", s);
       return FALSE;
@@ -178,10 +217,13 @@ static gboolean run_pipeline(GPtrArray *traces, const RokHw *hw, RokSweepRow *ro
   }
   for (guint s = 0; s < n; s++)
     rok_sim_result_free(results[s]);
+  if (row->strategy == ROK_STRATEGY_ROK)
+    chain_note(chain, fits_nowhere, plans);
   return TRUE;
 }
 
-static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArray *rows, GError **error) {
+static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, SweepChain *chain, GArray *rows,
+                               GError **error) {
   g_autoptr(GPtrArray) traces = point_traces(spec, at, error);
   if (traces == NULL)
     return FALSE;
@@ -205,8 +247,8 @@ static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArr
                        .seq_len = m->seq_len,
                        .nvme_devices = at[ROK_SWEEP_NVME_DEVICES],
                        .budget_bytes = at[ROK_SWEEP_BUDGET]};
-    gboolean ok = traces->len > 1        ? run_pipeline(traces, hw, &row, error)
-                  : s == ROK_STRATEGY_ROK ? run_rok(trace, hw, &row, error)
+    gboolean ok = traces->len > 1        ? run_pipeline(traces, hw, chain, &row, error)
+                  : s == ROK_STRATEGY_ROK ? run_rok(trace, hw, chain, &row, error)
                                           : run_baseline(sim, trace, hw, &row, error);
     if (!ok) {
       g_prefix_error(error, "%s: ", rok_strategy_name(s));
@@ -219,10 +261,10 @@ static gboolean run_strategies(const RokSweepSpec *spec, const guint64 *at, GArr
   return TRUE;
 }
 
-gboolean sweep_point_run(const RokSweepSpec *spec, guint index, GArray *rows, GError **error) {
+gboolean sweep_point_run(const RokSweepSpec *spec, guint index, SweepChain *chain, GArray *rows, GError **error) {
   guint64 at[ROK_SWEEP_AXIS_COUNT];
   sweep_spec_point(spec, index, at);
-  if (run_strategies(spec, at, rows, error))
+  if (run_strategies(spec, at, chain, rows, error))
     return TRUE;
   g_autofree char *name = point_name(spec, at);
   if (*name != '\0')

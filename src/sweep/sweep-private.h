@@ -23,8 +23,20 @@ struct _RokSweepSpec {
 
 /* The value of each axis at point `index`. */
 void sweep_spec_point(const RokSweepSpec *spec, guint index, guint64 *at);
-/* Simulate every strategy at point `index`, appending a row each. */
-gboolean sweep_point_run(const RokSweepSpec *spec, guint index, GArray *rows, GError **error);
+/* What a point tells the next micro-batch of a chain (the points that
+ * differ only in micro-batch, rising): once the planner fits nowhere, it
+ * fits nowhere at a larger micro-batch either (every activation grows
+ * with it), so those points skip the search and report a least-memory
+ * plan (rok_planner_least_memory), the previous point's among the
+ * candidates. */
+typedef struct {
+  gboolean no_fit;
+  GPtrArray *least; /* RokStepPlan*: the last point's rok plan per stage */
+} SweepChain;
+void sweep_chain_clear(SweepChain *chain);
+/* Simulate every strategy at point `index`, appending a row each; `chain`
+ * (NULL: none) carries what the point before it in its chain found. */
+gboolean sweep_point_run(const RokSweepSpec *spec, guint index, SweepChain *chain, GArray *rows, GError **error);
 
 /* A sweep of these rows (taken), its values and strategies worked out. */
 RokSweep *sweep_new_from_rows(const char *model_name, const char *hw_name, GArray *rows);

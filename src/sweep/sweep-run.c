@@ -1,7 +1,10 @@
 /* Running a sweep's points, serially or on a GLib thread pool. Each point
  * writes only its own slot, so the rows come out in sweep order whatever
  * the threads did; the error reported is that of the first failing point,
- * as a serial run would report it. */
+ * as a serial run would report it. With the planner among the strategies
+ * a task is a chain (the micro-batches at one value of the other axes),
+ * run in order: a point learns from the one before it (SweepChain), the
+ * same on any number of threads. */
 #include "sweep-private.h"
 
 typedef struct {
@@ -10,6 +13,10 @@ typedef struct {
   GError **errors;      /* per point */
   gint first_failed;    /* atomic: the lowest failing index; G_MAXINT while none */
   GAsyncQueue *done;    /* a token per finished point */
+  guint chain_len;      /* points per task */
+  RokSweepProgressFunc serial_progress; /* run_serial's, per point */
+  gpointer user_data;
+  guint total;
 } Job;
 
 /* Points after a failure need not run: only the first failure is reported. */
@@ -19,18 +26,30 @@ static void note_failure(Job *job, guint index) {
     ;
 }
 
-static void run_one(Job *job, guint index) {
+static void run_one(Job *job, guint index, SweepChain *chain) {
   if ((gint)index > g_atomic_int_get(&job->first_failed))
     return;
   job->rows[index] = g_array_new(FALSE, FALSE, sizeof(RokSweepRow));
-  if (!sweep_point_run(job->spec, index, job->rows[index], &job->errors[index]))
+  if (!sweep_point_run(job->spec, index, chain, job->rows[index], &job->errors[index]))
     note_failure(job, index);
+}
+
+/* Task `task`'s points in order; `done` (NULL: none) gets a token each. */
+static void run_task(Job *job, guint task, GAsyncQueue *done) {
+  SweepChain chain = {0};
+  for (guint i = task * job->chain_len; i < (task + 1) * job->chain_len; i++) {
+    run_one(job, i, &chain);
+    if (done != NULL)
+      g_async_queue_push(done, GUINT_TO_POINTER(i + 1));
+    else if (job->serial_progress != NULL)
+      job->serial_progress(i + 1, job->total, job->user_data);
+  }
+  sweep_chain_clear(&chain);
 }
 
 static void worker(gpointer data, gpointer user_data) {
   Job *job = user_data;
-  run_one(job, GPOINTER_TO_UINT(data) - 1);
-  g_async_queue_push(job->done, data);
+  run_task(job, GPOINTER_TO_UINT(data) - 1, job->done);
 }
 
 /* FALSE when the pool's threads could not all be started (RLIMIT_NPROC, or
@@ -46,7 +65,7 @@ static gboolean run_parallel(Job *job, guint total, guint threads, RokSweepProgr
     g_error_free(failure);
     return FALSE;
   }
-  for (guint i = 0; i < total; i++)
+  for (guint i = 0; i < total / job->chain_len; i++)
     g_thread_pool_push(pool, GUINT_TO_POINTER(i + 1), NULL);
   for (guint done = 1; done <= total; done++) {
     g_async_queue_pop(job->done);
@@ -58,11 +77,19 @@ static gboolean run_parallel(Job *job, guint total, guint threads, RokSweepProgr
 }
 
 static void run_serial(Job *job, guint total, RokSweepProgressFunc progress, gpointer user_data) {
-  for (guint i = 0; i < total && g_atomic_int_get(&job->first_failed) == G_MAXINT; i++) {
-    run_one(job, i);
-    if (progress != NULL)
-      progress(i + 1, total, user_data);
-  }
+  job->serial_progress = progress;
+  job->user_data = user_data;
+  job->total = total;
+  for (guint t = 0; t < total / job->chain_len && g_atomic_int_get(&job->first_failed) == G_MAXINT; t++)
+    run_task(job, t, NULL);
+}
+
+/* Points per task: a chain's with the planner, else one. */
+static guint chain_len(const RokSweepSpec *spec) {
+  for (guint i = 0; i < spec->strategies->len; i++)
+    if (g_array_index(spec->strategies, RokStrategy, i) == ROK_STRATEGY_ROK)
+      return spec->values[ROK_SWEEP_MICRO_BATCH]->len;
+  return 1;
 }
 
 static RokSweep *collect(Job *job, guint total, GError **error) {
@@ -80,13 +107,13 @@ static RokSweep *collect(Job *job, guint total, GError **error) {
 RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgressFunc progress, gpointer user_data,
                         GError **error) {
   guint total = rok_sweep_spec_points(spec);
-  Job job = {.spec = spec, .first_failed = G_MAXINT};
+  Job job = {.spec = spec, .first_failed = G_MAXINT, .chain_len = chain_len(spec)};
   job.rows = g_new0(GArray *, total);
   job.errors = g_new0(GError *, total);
   job.done = g_async_queue_new();
   if (threads == 0)
     threads = g_get_num_processors();
-  threads = MIN(threads, total);
+  threads = MIN(threads, total / job.chain_len);
   if (threads <= 1 || !run_parallel(&job, total, threads, progress, user_data))
     run_serial(&job, total, progress, user_data);
   RokSweep *sweep = collect(&job, total, error);
@@ -103,7 +130,7 @@ RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgres
 
 gboolean rok_sweep_run_point(const RokSweepSpec *spec, guint index, GArray *rows, GError **error) {
   g_return_val_if_fail(index < rok_sweep_spec_points(spec), FALSE);
-  return sweep_point_run(spec, index, rows, error);
+  return sweep_point_run(spec, index, NULL, rows, error);
 }
 
 RokSweep *rok_sweep_new_from_rows(const RokSweepSpec *spec, GArray *rows) {

@@ -15,13 +15,20 @@
 #                              (start-up, config and JSON output are serial)
 #   with rok (the planner at each of the 64 points; the last line below,
 #   `rok sweep gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 1:64
-#   -s rok --json`): 13.2 s of CPU against 16.6 s for the previous main,
-#   alternated side by side on 2026-11-24 at load average 3.3-4.7 (14.3 s
-#   against 17.1 s of wall time with -j 2). About 1,200 simulator runs a
-#   point (59 of the 64 points fit nowhere and are planned at their least
-#   budget), two thirds of them the greedy descents of the three planners
-#   (this machine, and without SSDs, and without SSDs or host offload),
-#   about one run per descent step. Issue 12 asks < 3 s.
+#   -s rok --json`): 2.77 s of CPU against 12.8 s for the previous main,
+#   alternated side by side on 2026-11-24 at load average 1.0-1.4 (issue
+#   12 asks < 3 s). Micro-batches 1-5 fit and are planned as before (about
+#   1,500 simulator runs each, byte for byte the same rows, two thirds of
+#   them the greedy descents of the three planners: this machine, and
+#   without SSDs, and without SSDs or host offload); micro-batch 6 fits
+#   nowhere and is planned at its least budget as before (about 1,300
+#   runs); 7-64 fit nowhere either (activations grow with the micro-batch)
+#   and are not searched: the least-memory plan among the recipes and
+#   micro-batch 6's plan, refined briefly under its peak, about 30 runs
+#   each (before, 1,200: a search at each least budget), the same peaks,
+#   step times 1.1% longer. With rok the micro-batches run in order as one
+#   task, so this sweep runs on one thread (2.8 s wall; 6.4 s with 2
+#   threads before).
 # Results are byte-identical on every thread count.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

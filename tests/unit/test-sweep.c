@@ -308,6 +308,43 @@ static void test_ssdtrain_bert(void) {
   g_assert_cmpfloat(rok_best, >, keep_best);
 }
 
+
+/* Past the first micro-batch where the planner fits nowhere a sweep does
+ * not search (activations grow with the micro-batch): every point run on
+ * its own, with the full search, agrees on what fits; the rows that fit
+ * are the same; those that do not are least-memory plans, their peaks
+ * rising with the micro-batch. */
+static void test_rok_chain(void) {
+  g_autoptr(RokSweepSpec) spec = spec_for("ssdtrain-bert", "a100-40g-pcie4-4xp5800x", NULL);
+  set_axis(spec, ROK_SWEEP_MICRO_BATCH, "24:64:8");
+  set_axis(spec, ROK_SWEEP_BUDGET, "24GiB");
+  g_assert_true(rok_sweep_spec_set_strategies(spec, "rok", NULL));
+  g_autoptr(RokSweep) sweep = run(spec, 2);
+  g_assert_cmpuint(sweep->rows->len, ==, 6);
+  guint fits = 0;
+  guint64 last_peak = 0;
+  for (guint i = 0; i < sweep->rows->len; i++) {
+    const RokSweepRow *row = &g_array_index(sweep->rows, RokSweepRow, i);
+    g_autoptr(GArray) alone = g_array_new(FALSE, FALSE, sizeof(RokSweepRow));
+    g_autoptr(GError) error = NULL;
+    g_assert_true(rok_sweep_run_point(spec, i, alone, &error));
+    g_assert_no_error(error);
+    const RokSweepRow *own = &g_array_index(alone, RokSweepRow, 0);
+    g_assert_cmpint(own->fits, ==, row->fits);
+    if (row->fits) {
+      g_assert_cmpfloat(own->step_time_s, ==, row->step_time_s);
+      g_assert_cmpuint(own->peak_bytes, ==, row->peak_bytes);
+      g_assert_cmpuint(own->nvme_write_bytes, ==, row->nvme_write_bytes);
+      fits++;
+      continue;
+    }
+    g_assert_cmpuint(row->peak_bytes, >, last_peak);
+    last_peak = row->peak_bytes;
+  }
+  g_assert_cmpuint(fits, >=, 1);
+  g_assert_cmpuint(fits, <=, 4);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sweep/range/good", test_range_good);
@@ -318,5 +355,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/point-error", test_point_error);
   g_test_add_func("/sweep/progress", test_progress);
   g_test_add_func("/sweep/ssdtrain-bert", test_ssdtrain_bert);
+  g_test_add_func("/sweep/rok-chain", test_rok_chain);
   return g_test_run();
 }

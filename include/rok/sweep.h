@@ -144,10 +144,19 @@ typedef void (*RokSweepProgressFunc)(guint done, guint total, gpointer user_data
 RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgressFunc progress, gpointer user_data,
                         GError **error);
 
-/* For running a sweep's points elsewhere (rok/search.h: across MPI
- * ranks): point `index` (0 .. rok_sweep_spec_points - 1) alone, its rows
- * appended to `rows` (RokSweepRow), failing as rok_sweep_run would there;
- * and the sweep of all points' rows (taken), in sweep order. */
+/* For running a sweep elsewhere (rok/search.h: across MPI ranks), in
+ * tasks that rok_sweep_run runs the same way, so that the rows are the
+ * same bytes: a task is a run of consecutive points taken in order by one
+ * worker (with the planner among the strategies, the micro-batches of one
+ * value of the other axes, each learning from the one before; else one
+ * point). rok_sweep_run_task appends task `task`'s rows (RokSweepRow) to
+ * `rows`, stopping at its first failing point with rok_sweep_run's error
+ * there. rok_sweep_run_point plans point `index` alone, as no sweep does
+ * past a micro-batch that fits nowhere (for comparing with the chain).
+ * rok_sweep_new_from_rows: the sweep of all points' rows (taken), in
+ * sweep order. */
+guint rok_sweep_spec_tasks(const RokSweepSpec *spec);
+gboolean rok_sweep_run_task(const RokSweepSpec *spec, guint task, GArray *rows, GError **error);
 gboolean rok_sweep_run_point(const RokSweepSpec *spec, guint index, GArray *rows, GError **error);
 RokSweep *rok_sweep_new_from_rows(const RokSweepSpec *spec, GArray *rows);
 

@@ -16,7 +16,12 @@
 #include "rok/core.h"
 
 #define WAIT_SAMPLES 12
-#define COMMANDS 8
+#define WAIT_TRIES (3 * WAIT_SAMPLES)
+#define WAIT_KERNELS 6 /* the copy is issued 1.5 to 2.5 kernels in, and outlasted */
+/* One 1 MiB copy command, the executor's staging slot: the size of most
+ * legs of a small model. A leg of several commands can wait more, as a
+ * kernel launched meanwhile can run before the next of them. */
+#define COMMANDS 1
 #define MIB ((guint64)1 << 20)
 #define HANDOFF_SAMPLES 200
 #define GEMM_N 512 /* a kernel of a small transformer layer's size */
@@ -82,11 +87,42 @@ static gboolean copy_s(RokClBuffer *dev, RokClHostBuffer *host, double *seconds,
   return ok;
 }
 
+/* Kernels one after the other, each launched when the one before has
+ * ended, as the executor's compute thread runs them: with many queued at
+ * once PoCL may run several before a copy issued meanwhile. */
+typedef struct {
+  Busy *busy;
+  RokClDevice *cl;
+  double start[WAIT_KERNELS], end[WAIT_KERNELS];
+  gboolean ok;
+  GError *error;
+} Chain;
+
+static gpointer chain_run(gpointer data) {
+  Chain *c = data;
+  c->ok = TRUE;
+  for (guint k = 0; c->ok && k < WAIT_KERNELS; k++) {
+    c->start[k] = now_s();
+    c->ok = rok_cl_gemm(c->busy->kernels, &c->busy->gemm, &c->error) &&
+            rok_cl_device_finish(c->cl, ROK_CL_QUEUE_COMPUTE, &c->error);
+    c->end[k] = now_s();
+  }
+  return NULL;
+}
+
+/* What was left of the kernel in progress at `t` (0: none ran then). */
+static double kernel_left(const Chain *c, double t) {
+  for (guint k = 0; k < WAIT_KERNELS; k++)
+    if (c->start[k] <= t && t < c->end[k])
+      return c->end[k] - t;
+  return 0;
+}
+
 /* A copy issued at spread points into a run of kernels, less the same
  * copy alone, over what was left of the kernel in progress when it was
- * issued (the kernels run back to back from the run's start, one kernel's
- * time each): the share of that remainder the copy waits. Issues that
- * fall in a kernel's last quarter are not used: there the remainder is
+ * issued (from the kernels' thread's own timestamps): the share of that remainder the copy waits (less than 1 where a
+ * processor is done with its last work-groups before the kernel ends).
+ * Issues in a kernel's last quarter are not used: there the remainder is
  * as small as the timing's own error. */
 static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
   g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, COMMANDS * MIB, 64, error);
@@ -103,24 +139,29 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
   GRand *rand = g_rand_new_with_seed(17); /* the same points every run */
   gboolean ok = TRUE;
   guint n = 0;
-  for (guint i = 0; ok && i < WAIT_SAMPLES; i++) {
-    double busy = 0;
-    /* enough kernels queued to outlast the copies */
+  for (guint i = 0; ok && n < WAIT_SAMPLES && i < WAIT_TRIES; i++) {
     ok = !rok_calib_check_cancelled(cancel, error) && copy_s(dev, host, &alone, error);
-    double run = now_s();
-    ok = ok && busy_start(b, cl, COMMANDS + 2, error);
-    if (ok) {
-      g_usleep((gulong)((0.5 + g_rand_double(rand)) * kernel * 1e6));
-      double left = kernel - fmod(now_s() - run, kernel);
-      ok = copy_s(dev, host, &busy, error) && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
-      if (ok && left >= kernel / 4)
-        samples[n++] = MAX(busy - alone, 0) / left;
+    if (!ok)
+      break;
+    Chain chain = {.busy = b, .cl = cl};
+    GThread *thread = g_thread_new("rok-calib-kernels", chain_run, &chain);
+    g_usleep((gulong)((1.5 + g_rand_double(rand)) * kernel * 1e6));
+    double issued = now_s(), busy = 0;
+    ok = copy_s(dev, host, &busy, error);
+    g_thread_join(thread);
+    if (ok && !chain.ok) {
+      g_propagate_error(error, chain.error);
+      ok = FALSE;
     }
+    double left = kernel_left(&chain, issued);
+    if (ok && left >= kernel / 4)
+      samples[n++] = MAX(busy - alone, 0) / left;
   }
   g_rand_free(rand);
   if (ok && n == 0)
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
-                "copies beside kernels: every copy was issued in a kernel's last quarter; nothing to measure");
+                "copies beside kernels: none of %u copies came while a kernel had a quarter of its time left",
+                WAIT_TRIES);
   if (ok && n > 0)
     *stat = rok_calib_stat(samples, n);
   return ok && n > 0;

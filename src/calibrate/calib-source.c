@@ -42,8 +42,9 @@ static void append_device(GString *s, const RokCalibration *c) {
     g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
                        "host's processors and so do copies in and out of it (no copy engine). ");
   if (d->contention)
-    g_string_append(s, "gpu.copy_kernel_wait: the median extra time of 8 copies of 1 MiB enqueued at once at spread "
-                       "points into a run of 512x512x512 GEMMs, over what was left of the GEMM in progress (the "
+    g_string_append(s, "gpu.copy_kernel_wait: the median extra time of a 1 MiB copy issued at spread points while "
+                       "another thread runs 512x512x512 GEMMs one after another, over what was left of the GEMM in "
+                       "progress (the "
                        "device gives a copy a processor only when one is done with the kernel); host.copy_overhead: the "
                        "median time of a message to another thread and back through a GAsyncQueue while those "
                        "GEMMs run (the executor's hand-offs of each leg). ");

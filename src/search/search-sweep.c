@@ -1,4 +1,4 @@
-/* A sweep's points through the farm (threads or MPI ranks): rows by point,
+/* A sweep's tasks through the farm (threads or MPI ranks): rows by task,
  * the first failing point's error, as rok_sweep_run gives them. */
 #include <string.h>
 
@@ -7,14 +7,14 @@
 
 typedef struct {
   const RokSweepSpec *spec;
-  GArray **rows;   /* per point */
-  GError **errors; /* per point */
+  GArray **rows;   /* per task */
+  GError **errors; /* per task */
 } SweepRun;
 
 static GBytes *point_work(guint task, gpointer data, GError **error) {
   const SweepRun *run = data;
   g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(RokSweepRow));
-  if (!rok_sweep_run_point(run->spec, task, rows, error))
+  if (!rok_sweep_run_task(run->spec, task, rows, error))
     return NULL;
   return g_bytes_new(rows->data, rows->len * sizeof(RokSweepRow));
 }
@@ -34,7 +34,7 @@ static void point_done(guint task, GBytes *result, GError *error, gpointer data)
 
 RokSweep *rok_search_sweep_run(const RokSweepSpec *spec, const RokSearchRunner *runner, gboolean *root,
                                GError **error) {
-  guint total = rok_sweep_spec_points(spec);
+  guint total = rok_sweep_spec_tasks(spec);
   SweepRun run = {.spec = spec, .rows = g_new0(GArray *, total), .errors = g_new0(GError *, total)};
   Farm farm = {.phase = "points", .count = total, .work = point_work, .done = point_done, .data = &run};
   RokSweep *sweep = NULL;

@@ -128,6 +128,21 @@ RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgres
   return sweep;
 }
 
+guint rok_sweep_spec_tasks(const RokSweepSpec *spec) {
+  return rok_sweep_spec_points(spec) / chain_len(spec);
+}
+
+gboolean rok_sweep_run_task(const RokSweepSpec *spec, guint task, GArray *rows, GError **error) {
+  g_return_val_if_fail(task < rok_sweep_spec_tasks(spec), FALSE);
+  guint len = chain_len(spec);
+  SweepChain chain = {0};
+  gboolean ok = TRUE;
+  for (guint i = task * len; ok && i < (task + 1) * len; i++)
+    ok = sweep_point_run(spec, i, &chain, rows, error);
+  sweep_chain_clear(&chain);
+  return ok;
+}
+
 gboolean rok_sweep_run_point(const RokSweepSpec *spec, guint index, GArray *rows, GError **error) {
   g_return_val_if_fail(index < rok_sweep_spec_points(spec), FALSE);
   return sweep_point_run(spec, index, NULL, rows, error);

@@ -44,6 +44,13 @@ sweep=(ssdtrain-bert --hw a100-40g-pcie4-4xp5800x --micro-batch 1:32:*2)
 timeout -k 10 300 "${mpi[@]}" -n 4 "$rok" sweep "${sweep[@]}" -o "$tmp/sweep4" > "$tmp/sweep4.txt"
 cmp "$tmp/sweep1.txt" "$tmp/sweep4.txt"
 for f in sweep.csv throughput.png throughput.svg memory.png memory.svg; do cmp "$tmp/sweep1/$f" "$tmp/sweep4/$f"; done
+# With the planner, a sweep's tasks are chains of micro-batches (each point
+# learns from the one before; past one that fits nowhere, none is
+# searched): the ranks run whole chains, so the rows are the same bytes.
+chain=(gpt3-13b --hw a100-40g-pcie4-4xp5800x --micro-batch 4:16:*2 --nvme-devices 0:1 -s rok --json)
+"$rok" sweep "${chain[@]}" --threads 1 > "$tmp/chain1.json"
+timeout -k 10 300 "${mpi[@]}" -n 3 "$rok" sweep "${chain[@]}" > "$tmp/chain3.json"
+cmp "$tmp/chain1.json" "$tmp/chain3.json"
 
 # A bad option under mpirun: every rank stops, rank 0 says why, once.
 status=0

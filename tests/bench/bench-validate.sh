@@ -35,7 +35,8 @@
 # median 2.9% and 5.6%, worst 6.1% and 7.4% (load 1.5-1.8). Since a copy
 # waits for what is left of the kernel in progress (gpu.copy_kernel_wait
 # 0.87-0.99): validate-gpt median 3.2% and 3.1%, worst 7.7% and 11.1% (d2h
-# -11%, h2d +78%, SSD streams +40% over the rows), and 9.7% and 11.3% with
+# -11%, h2d +78%, SSD streams +40% over the rows); 4.3% and 2.0%, worst
+# 11.0% and 10.4% (d2h +65%) with another calibration; 9.7% and 11.3% with
 # a calibration whose GEMMs came out 8% fast; the LLaMA-shaped model median
 # 0.7% and 0.9%, worst 2.1% (others took 0.0-0.1% of the processors).
 set -euo pipefail

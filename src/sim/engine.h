@@ -12,7 +12,9 @@
 
 typedef struct _RokSim RokSim;
 
-enum { EV_COMPUTE, EV_LATENCY, EV_FLOW };
+/* EV_KERNEL_WAIT: a copy leg's wait for the kernel in progress ends;
+ * EV_LATENCY: its latency; EV_FLOW: its bytes have moved. */
+enum { EV_COMPUTE, EV_KERNEL_WAIT, EV_LATENCY, EV_FLOW };
 
 /* Where an offloaded tensor's copy out of the GPU stands. */
 enum {
@@ -69,7 +71,6 @@ typedef struct {
   guint head;
   guint job;    /* running, or ROK_NO_ID */
   gboolean flowing, staging_wait;
-  gboolean kernel_wait; /* its leg waits for the kernel in progress (EV_LATENCY ends it) */
   gint64 leg_start, last_update;
   double remaining;
   guint event; /* pending event, or ROK_NO_ID */

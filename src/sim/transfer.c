@@ -301,9 +301,8 @@ static void start_leg(SimEngine *e, RokStream s, guint id) {
     ts->copy_action = j->action;
   j->waited_staging = FALSE;
   gint64 wait = kernel_wait(e, j);
-  st->kernel_wait = wait > 0;
   if (wait > 0)
-    st->event = sim_evq_push(&e->evq, e->now + wait, EV_LATENCY, s);
+    st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, s);
   else
     leg_go(e, s);
 }
@@ -421,8 +420,7 @@ static void finish_leg(SimEngine *e, RokStream s) {
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {
   SimStream *st = &e->streams[stream];
   st->event = ROK_NO_ID;
-  if (kind == EV_LATENCY && st->kernel_wait) {
-    st->kernel_wait = FALSE;
+  if (kind == EV_KERNEL_WAIT) {
     leg_go(e, stream);
     return;
   }

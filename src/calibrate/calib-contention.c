@@ -18,10 +18,6 @@
 #define WAIT_SAMPLES 12
 #define WAIT_TRIES (3 * WAIT_SAMPLES)
 #define WAIT_KERNELS 6 /* the copy is issued 1.5 to 2.5 kernels in, and outlasted */
-/* One 1 MiB copy command, the executor's staging slot: the size of most
- * legs of a small model. A leg of several commands can wait more, as a
- * kernel launched meanwhile can run before the next of them. */
-#define COMMANDS 1
 #define MIB ((guint64)1 << 20)
 #define HANDOFF_SAMPLES 200
 #define GEMM_N 512 /* a kernel of a small transformer layer's size */
@@ -69,20 +65,13 @@ static double now_s(void) {
   return (double)g_get_monotonic_time() / 1e6;
 }
 
-/* COMMANDS copies of 1 MiB enqueued at once and waited for, as the
- * executor copies a tensor in slot-sized commands. */
+/* One 1 MiB copy command out of the device, waited for: the executor's
+ * staging slot, the size of most legs of a small model. (A leg of several
+ * commands can wait more: a kernel launched meanwhile can run before its
+ * next command.) */
 static gboolean copy_s(RokClBuffer *dev, RokClHostBuffer *host, double *seconds, GError **error) {
-  cl_event events[COMMANDS];
-  guint n = 0;
   double start = now_s();
-  gboolean ok = TRUE;
-  for (; ok && n < COMMANDS; n++)
-    ok = rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, n * MIB, MIB, (guint8 *)host->ptr + n * MIB, FALSE, 0, NULL,
-                            &events[n], error);
-  n -= !ok;
-  ok = rok_cl_events_wait(n, events, ok ? error : NULL) && ok;
-  for (guint i = 0; i < n; i++)
-    clReleaseEvent(events[i]);
+  gboolean ok = rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, 0, MIB, host->ptr, TRUE, 0, NULL, NULL, error);
   *seconds = now_s() - start;
   return ok;
 }
@@ -120,14 +109,14 @@ static double kernel_left(const Chain *c, double t) {
 
 /* A copy issued at spread points into a run of kernels, less the same
  * copy alone, over what was left of the kernel in progress when it was
- * issued (from the kernels' thread's own timestamps): the share of that remainder the copy waits (less than 1 where a
- * processor is done with its last work-groups before the kernel ends).
- * Issues in a kernel's last quarter are not used: there the remainder is
- * as small as the timing's own error. */
+ * issued (from the kernels' thread's own timestamps): the share of that
+ * remainder the copy waits (less than 1 where a processor is done with its
+ * last work-groups before the kernel ends). Issues in a kernel's last
+ * quarter are not used: there the remainder is as small as the timing's
+ * own error. */
 static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
-  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, COMMANDS * MIB, 64, error);
-  g_autoptr(RokClBuffer) dev =
-      host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, COMMANDS * MIB, "calibrate.wait", TRUE, error) : NULL;
+  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, MIB, 64, error);
+  g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, MIB, "calibrate.wait", TRUE, error) : NULL;
   if (dev == NULL)
     return FALSE;
   memset(host->ptr, 0x5a, host->bytes);
@@ -149,10 +138,10 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
     double issued = now_s(), busy = 0;
     ok = copy_s(dev, host, &busy, error);
     g_thread_join(thread);
-    if (ok && !chain.ok) {
-      g_propagate_error(error, chain.error);
-      ok = FALSE;
-    }
+    if (ok && !chain.ok)
+      g_propagate_error(error, g_steal_pointer(&chain.error));
+    ok = ok && chain.ok;
+    g_clear_error(&chain.error); /* the copy failed first: its error is the one reported */
     double left = kernel_left(&chain, issued);
     if (ok && left >= kernel / 4)
       samples[n++] = MAX(busy - alone, 0) / left;

@@ -44,10 +44,9 @@ static void append_device(GString *s, const RokCalibration *c) {
   if (d->contention)
     g_string_append(s, "gpu.copy_kernel_wait: the median extra time of a 1 MiB copy issued at spread points while "
                        "another thread runs 512x512x512 GEMMs one after another, over what was left of the GEMM in "
-                       "progress (the "
-                       "device gives a copy a processor only when one is done with the kernel); host.copy_overhead: the "
-                       "median time of a message to another thread and back through a GAsyncQueue while those "
-                       "GEMMs run (the executor's hand-offs of each leg). ");
+                       "progress (the device gives a copy a processor only when one is done with the kernel); "
+                       "host.copy_overhead: the median time of a message to another thread and back through a "
+                       "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg). ");
   if (d->ops->len > 0 && c->model_name != NULL)
     g_string_append_printf(s, "gpu.op_rates: every op of one layer of %s (with its embedding and head), forward "
                               "and backward, ", c->model_name);

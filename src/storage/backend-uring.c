@@ -104,7 +104,7 @@ static void wake_owner_unlock(RokUring *u) {
 static void uring_issue(RokIoBackend *be, RokIoReq *req) {
   RokUring *u = be->impl;
   if (g_thread_self() == u->owner) {
-    prep(u, be, req); /* submitted at once (a no-op: when the owner next waits) */
+    prep(u, be, req); /* a request goes out at once, a no-op when the owner next waits */
     return;
   }
   g_mutex_lock(&u->lock);

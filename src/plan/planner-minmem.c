@@ -117,17 +117,22 @@ guint64 rok_planner_min_budget(RokPlanner *p, const char **how) {
   return p->min_eval.valid ? p->min_eval.peak : G_MAXUINT64;
 }
 
-/* Run `d` held to the least peak so far; take it if it needs no more and
- * runs sooner. */
+/* `d` (which may be best's own decisions), run as `e` under the least
+ * peak so far, becomes the best if it needs no more and runs sooner. */
+static void take_if_better(RokPlanner *p, const guint8 *d, const PlanEval *e, Least *best) {
+  guint64 least = best->eval.peak;
+  if (e->peak > least || (e->peak == least && e->step_ns >= best->eval.step_ns))
+    return;
+  best->eval = *e;
+  best->budget = least;
+  memmove(best->decisions, d, p->n_tensors);
+}
+
+/* Run `d` held to the least peak so far. */
 static void hold_to_least(RokPlanner *p, const guint8 *d, Least *best) {
   PlanEval e;
-  guint64 least = best->eval.peak;
-  if (best->eval.valid && plan_eval(p, d, least, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e) && e.peak <= least &&
-      (e.peak < least || e.step_ns < best->eval.step_ns)) {
-    best->eval = e;
-    best->budget = least;
-    memmove(best->decisions, d, p->n_tensors);
-  }
+  if (best->eval.valid && plan_eval(p, d, best->eval.peak, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e))
+    take_if_better(p, d, &e, best);
 }
 
 /* A short refinement of the winner under the least peak (a curve point's
@@ -135,16 +140,13 @@ static void hold_to_least(RokPlanner *p, const guint8 *d, Least *best) {
 static void speed_up(RokPlanner *p, Least *best) {
   guint64 least = best->eval.peak;
   g_autofree guint8 *d = g_memdup2(best->decisions, MAX(p->n_tensors, 1));
-  PlanEval e, f;
+  PlanEval e;
   if (!best->eval.valid || !plan_eval(p, d, least, p->options.search_detail, &e) || !plan_fits(&e, least))
     return;
   plan_polish(p, d, &e, least, least, plan_polish_runs(p, TRUE));
-  if (plan_eval(p, d, least, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &f) && f.peak <= least &&
-      f.step_ns < best->eval.step_ns) {
-    best->eval = f;
-    best->budget = least;
-    memcpy(best->decisions, d, p->n_tensors);
-  }
+  /* a speed-up only: a smaller peak at a slower step is not what this looks for */
+  if (plan_eval(p, d, least, ROK_STEP_DEFAULT_DETAIL_MICRO_BATCHES, &e) && e.step_ns < best->eval.step_ns)
+    take_if_better(p, d, &e, best);
 }
 
 RokStepPlan *rok_planner_least_memory(RokPlanner *p, const RokStepPlan *also) {

@@ -13,10 +13,10 @@ typedef struct {
   GError **errors;      /* per point */
   gint first_failed;    /* atomic: the lowest failing index; G_MAXINT while none */
   GAsyncQueue *done;    /* a token per finished point */
+  guint total;          /* points */
   guint chain_len;      /* points per task */
-  RokSweepProgressFunc serial_progress; /* run_serial's, per point */
+  RokSweepProgressFunc progress;
   gpointer user_data;
-  guint total;
 } Job;
 
 /* Points after a failure need not run: only the first failure is reported. */
@@ -34,15 +34,16 @@ static void run_one(Job *job, guint index, SweepChain *chain) {
     note_failure(job, index);
 }
 
-/* Task `task`'s points in order; `done` (NULL: none) gets a token each. */
+/* Task `task`'s points in order; each finished point is a token on
+ * `done` (a pool's worker) or, without one, reported at once. */
 static void run_task(Job *job, guint task, GAsyncQueue *done) {
   SweepChain chain = {0};
   for (guint i = task * job->chain_len; i < (task + 1) * job->chain_len; i++) {
     run_one(job, i, &chain);
     if (done != NULL)
       g_async_queue_push(done, GUINT_TO_POINTER(i + 1));
-    else if (job->serial_progress != NULL)
-      job->serial_progress(i + 1, job->total, job->user_data);
+    else if (job->progress != NULL)
+      job->progress(i + 1, job->total, job->user_data);
   }
   sweep_chain_clear(&chain);
 }
@@ -55,8 +56,7 @@ static void worker(gpointer data, gpointer user_data) {
 /* FALSE when the pool's threads could not all be started (RLIMIT_NPROC, or
  * RLIMIT_AS leaving no room for their stacks): GLib then returns a pool with
  * fewer threads, maybe none, and sets the error; the caller runs serially. */
-static gboolean run_parallel(Job *job, guint total, guint threads, RokSweepProgressFunc progress,
-                             gpointer user_data) {
+static gboolean run_parallel(Job *job, guint threads) {
   GError *failure = NULL;
   GThreadPool *pool = g_thread_pool_new(worker, job, (gint)threads, TRUE, &failure);
   if (failure != NULL) {
@@ -65,22 +65,19 @@ static gboolean run_parallel(Job *job, guint total, guint threads, RokSweepProgr
     g_error_free(failure);
     return FALSE;
   }
-  for (guint i = 0; i < total / job->chain_len; i++)
+  for (guint i = 0; i < job->total / job->chain_len; i++)
     g_thread_pool_push(pool, GUINT_TO_POINTER(i + 1), NULL);
-  for (guint done = 1; done <= total; done++) {
+  for (guint done = 1; done <= job->total; done++) {
     g_async_queue_pop(job->done);
-    if (progress != NULL)
-      progress(done, total, user_data);
+    if (job->progress != NULL)
+      job->progress(done, job->total, job->user_data);
   }
   g_thread_pool_free(pool, FALSE, TRUE);
   return TRUE;
 }
 
-static void run_serial(Job *job, guint total, RokSweepProgressFunc progress, gpointer user_data) {
-  job->serial_progress = progress;
-  job->user_data = user_data;
-  job->total = total;
-  for (guint t = 0; t < total / job->chain_len && g_atomic_int_get(&job->first_failed) == G_MAXINT; t++)
+static void run_serial(Job *job) {
+  for (guint t = 0; t < job->total / job->chain_len && g_atomic_int_get(&job->first_failed) == G_MAXINT; t++)
     run_task(job, t, NULL);
 }
 
@@ -107,15 +104,20 @@ static RokSweep *collect(Job *job, guint total, GError **error) {
 RokSweep *rok_sweep_run(const RokSweepSpec *spec, guint threads, RokSweepProgressFunc progress, gpointer user_data,
                         GError **error) {
   guint total = rok_sweep_spec_points(spec);
-  Job job = {.spec = spec, .first_failed = G_MAXINT, .chain_len = chain_len(spec)};
+  Job job = {.spec = spec,
+             .first_failed = G_MAXINT,
+             .total = total,
+             .chain_len = chain_len(spec),
+             .progress = progress,
+             .user_data = user_data};
   job.rows = g_new0(GArray *, total);
   job.errors = g_new0(GError *, total);
   job.done = g_async_queue_new();
   if (threads == 0)
     threads = g_get_num_processors();
   threads = MIN(threads, total / job.chain_len);
-  if (threads <= 1 || !run_parallel(&job, total, threads, progress, user_data))
-    run_serial(&job, total, progress, user_data);
+  if (threads <= 1 || !run_parallel(&job, threads))
+    run_serial(&job);
   RokSweep *sweep = collect(&job, total, error);
   for (guint i = 0; i < total; i++) {
     if (job.rows[i] != NULL)

@@ -89,12 +89,12 @@ static void test_hw_warnings(void) {
   g_autoptr(GPtrArray) d = warnings_of(decimal);
   g_assert_cmpuint(d->len, ==, 2); /* SSDs are sold in decimal sizes: no warning */
   assert_warned(d, "\"80GB\" is 74.5 GiB (decimal units); GPU memory sold as \"80 GB\" holds 80 GiB");
+  assert_warned(d, "write \"512GiB\" if that is meant");
   /* a calibration of an older rok: it still loads, its copy_wait is named and ignored */
   const char *const retired[] = {"gpu.copy_wait=0.2", NULL};
   g_autoptr(GPtrArray) r = warnings_of(retired);
   g_assert_cmpuint(r->len, ==, 1);
   assert_warned(r, "\"gpu.copy_wait\": is a wait per copy command measured by an older rok and is ignored");
-  assert_warned(d, "write \"512GiB\" if that is meant");
   g_assert_true(rok_hw_is_key("nvme.devices"));
   g_assert_true(rok_hw_is_key("gpu"));
   g_assert_false(rok_hw_is_key("micro_batch"));

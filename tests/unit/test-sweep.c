@@ -308,7 +308,6 @@ static void test_ssdtrain_bert(void) {
   g_assert_cmpfloat(rok_best, >, keep_best);
 }
 
-
 /* Past the first micro-batch where the planner fits nowhere a sweep does
  * not search (activations grow with the micro-batch): every point run on
  * its own, with the full search, agrees on what fits; the rows that fit

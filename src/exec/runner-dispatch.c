@@ -245,8 +245,8 @@ gboolean runner_step(Runner *r, guint step, GError **error) {
     return FALSE;
   rok_cl_device_reset_peak(r->device);
   r->step_fixed = rok_cl_device_allocated(r->device);
+  r->step_others_cpu_s = rok_host_others_cpu_seconds(); /* read before the step's clock starts */
   r->step_start_ns = runner_now_ns();
-  r->step_others_cpu_s = rok_host_others_cpu_seconds();
   for (guint id = 0; id < r->prog.n_actions; id++) /* frees that wait for nothing */
     if (r->rec[id].pending == 0 && runner_action(&r->prog, id)->kind == ROK_ACTION_FREE &&
         r->rec[id].state == RUN_WAITING) {

@@ -228,8 +228,8 @@ static gboolean run_steps(Runner *r, GError **error) {
   for (guint step = 0; ok && step <= n; step++) {
     g_atomic_int_set(&r->verified, 0);
     ok = runner_step(r, step, error);
-    double others = rok_host_others_cpu_seconds();
     if (ok && step > 0) {
+      double others = rok_host_others_cpu_seconds();
       m.others[step - 1] = others >= 0 && r->step_others_cpu_s >= 0 ? MAX(others - r->step_others_cpu_s, 0) : -1;
       runner_measure_step(r, &m.steps[step - 1]);
       m.peaks[step - 1] = rok_cl_device_peak(r->device);

@@ -36,73 +36,172 @@ void plan_grid_free(PlanGrid *g) {
   g_free(g);
 }
 
-/* Grid points shared out among threads, each with its own simulator; a
- * point's plan does not depend on which thread made it. */
+/* The work of one plan or curve, shared out among threads: each planner's
+ * preparation (baselines, descent, least-memory plan, ascent), then its
+ * grid points and its plan at a budget off the grid. Items are taken in
+ * order; a planner's points wait for its preparation, and the grids (their
+ * budgets span the main planner's least memory) are laid out once the main
+ * planner is prepared. What an item finds does not depend on the thread
+ * that ran it: a worker copy plans as its planner would, and the shared
+ * memo answers as the simulator would. */
+typedef enum { WORK_PREPARE, WORK_POINT, WORK_OWN } WorkKind;
+
 typedef struct {
-  RokPlanner *parent;
-  PlanGrid *grid;
-  guint upto, runs, next, done, total;
-  guint64 worker_runs;
+  WorkKind kind;
+  guint planner, point;
+  gboolean taken;
+} WorkItem;
+
+typedef struct Work Work;
+/* Called once the main planner is prepared, under the lock: set each
+ * planner's grid and its points to plan, add the items (work_add). */
+typedef void (*WorkLayout)(Work *w);
+
+struct Work {
+  RokPlanner *top;
+  guint np;
+  PlanGrid **grids;     /* per planner, set by the layout */
+  guint64 own_budget;   /* WORK_OWN items plan this budget */
+  PlanChoice *own;      /* per planner */
+  WorkLayout layout;
+  gpointer layout_data;
+  GArray *items;        /* WorkItem */
+  guint first_open;     /* items before it are all taken */
+  gboolean *prepared;   /* per planner */
+  gboolean laid_out;
+  guint points_done, points_total;
   GMutex lock;
+  GCond changed;
   RokProgressFunc progress;
   gpointer user_data;
-} GridJob;
+};
 
-static gpointer grid_worker(gpointer data) {
-  GridJob *job = data;
-  RokPlanner *w = plan_worker_new(job->parent);
-  for (;;) {
-    g_mutex_lock(&job->lock);
-    while (job->next <= job->upto && job->grid->done[job->next])
-      job->next++;
-    guint i = job->next++;
-    g_mutex_unlock(&job->lock);
-    if (i > job->upto)
-      break;
-    guint64 budget = job->grid->budgets[i];
-    if (budget < rok_planner_min_budget(w, NULL) || !plan_solve(w, budget, job->runs, &job->grid->found[i]))
-      job->grid->found[i].decisions = NULL;
-    g_mutex_lock(&job->lock);
-    job->grid->done[i] = TRUE;
-    job->done++;
-    if (job->progress != NULL)
-      job->progress(job->done, job->total, job->user_data);
-    g_mutex_unlock(&job->lock);
+/* The planners whose plans this one's may take: itself and its reduced
+ * copies. */
+static guint n_planners(const RokPlanner *p) {
+  return 1 + (p->reduced ? p->reduced->len : 0);
+}
+
+static RokPlanner *planner_at(RokPlanner *p, guint i) {
+  return i == 0 ? p : g_ptr_array_index(p->reduced, i - 1);
+}
+
+static void work_add(Work *w, WorkKind kind, guint planner, guint point) {
+  WorkItem it = {.kind = kind, .planner = planner, .point = point};
+  g_array_append_val(w->items, it);
+  w->points_total += kind == WORK_POINT && planner == 0;
+}
+
+/* The first item not taken whose planner is prepared; NULL when none is
+ * ready. */
+static WorkItem *work_next(Work *w) {
+  while (w->first_open < w->items->len && g_array_index(w->items, WorkItem, w->first_open).taken)
+    w->first_open++;
+  for (guint i = w->first_open; i < w->items->len; i++) {
+    WorkItem *it = &g_array_index(w->items, WorkItem, i);
+    if (!it->taken && (it->kind == WORK_PREPARE || w->prepared[it->planner]))
+      return it;
   }
-  g_mutex_lock(&job->lock);
-  job->worker_runs += w->runs; /* a worker's reduced planners are its parent's */
-  g_mutex_unlock(&job->lock);
-  rok_planner_free(w);
   return NULL;
 }
 
-void plan_grid_solve(RokPlanner *p, PlanGrid *g, guint upto, RokProgressFunc progress, gpointer user_data) {
-  guint todo = 0;
-  for (guint i = 0; i <= upto && i < g->n; i++)
-    todo += !g->done[i];
-  if (todo == 0)
+static void work_run(Work *w, WorkItem it, RokPlanner **copies) {
+  RokPlanner *q = planner_at(w->top, it.planner);
+  if (it.kind == WORK_PREPARE) {
+    plan_prepare(q);
     return;
-  plan_prepare(p);
-  GridJob job = {.parent = p, .grid = g, .upto = MIN(upto, g->n - 1), .runs = plan_polish_runs(p, TRUE),
-                 .total = todo, .progress = progress, .user_data = user_data};
+  }
+  if (copies[it.planner] == NULL)
+    copies[it.planner] = plan_worker_new(q);
+  RokPlanner *c = copies[it.planner];
+  if (it.kind == WORK_OWN) {
+    PlanChoice *own = &w->own[it.planner];
+    if (w->own_budget < rok_planner_min_budget(c, NULL) ||
+        !plan_solve(c, w->own_budget, plan_polish_runs(c, FALSE), own))
+      own->decisions = NULL;
+    return;
+  }
+  PlanGrid *g = w->grids[it.planner];
+  guint64 budget = g->budgets[it.point];
+  if (budget < rok_planner_min_budget(c, NULL) || !plan_solve(c, budget, plan_polish_runs(c, TRUE), &g->found[it.point]))
+    g->found[it.point].decisions = NULL;
+}
+
+/* Under the lock: what finishing `it` makes ready. */
+static void work_done(Work *w, WorkItem it) {
+  if (it.kind == WORK_PREPARE) {
+    w->prepared[it.planner] = TRUE;
+    if (it.planner == 0) {
+      w->layout(w);
+      w->laid_out = TRUE;
+    }
+  } else if (it.kind == WORK_POINT) {
+    w->grids[it.planner]->done[it.point] = TRUE;
+    if (it.planner == 0 && w->progress != NULL) /* the budgets: the main planner's points */
+      w->progress(++w->points_done, w->points_total, w->user_data);
+  }
+  g_cond_broadcast(&w->changed);
+}
+
+static gpointer work_thread(gpointer data) {
+  Work *w = data;
+  g_autofree RokPlanner **copies = g_new0(RokPlanner *, w->np);
+  g_mutex_lock(&w->lock);
+  for (;;) {
+    WorkItem *next = work_next(w);
+    if (next == NULL) {
+      if (w->laid_out && w->first_open >= w->items->len)
+        break; /* all taken, and nothing more will come */
+      g_cond_wait(&w->changed, &w->lock);
+      continue;
+    }
+    next->taken = TRUE;
+    WorkItem it = *next; /* the array may grow while it runs */
+    g_mutex_unlock(&w->lock);
+    work_run(w, it, copies);
+    g_mutex_lock(&w->lock);
+    work_done(w, it);
+  }
+  for (guint k = 0; k < w->np; k++)
+    if (copies[k] != NULL) {
+      planner_at(w->top, k)->runs += copies[k]->runs; /* a copy's runs are its planner's */
+      rok_planner_free(copies[k]);
+    }
+  g_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+/* Run the work: every planner's preparation, then what `layout` adds. */
+static void work_solve(RokPlanner *p, WorkLayout layout, gpointer layout_data, PlanGrid **grids, guint64 own_budget,
+                       PlanChoice *own, RokProgressFunc progress, gpointer user_data) {
+  Work w = {.top = p, .np = n_planners(p), .grids = grids, .own_budget = own_budget, .own = own, .layout = layout,
+            .layout_data = layout_data, .items = g_array_new(FALSE, FALSE, sizeof(WorkItem)),
+            .progress = progress, .user_data = user_data};
+  w.prepared = g_new0(gboolean, w.np);
+  /* The planner with the fewest tiers first: it recomputes most, and a
+   * plan that recomputes much costs the simulator most. */
+  for (guint k = w.np; k-- > 0;)
+    work_add(&w, WORK_PREPARE, k, 0);
+  g_mutex_init(&w.lock);
+  g_cond_init(&w.changed);
   guint threads = p->options.threads ? p->options.threads : g_get_num_processors();
-  threads = CLAMP(threads, 1, todo);
-  g_mutex_init(&job.lock);
   g_autoptr(GPtrArray) workers = g_ptr_array_new();
   /* g_thread_try_new: where no more threads can be made (RLIMIT_NPROC)
    * the ones made, or this thread alone, do all the work. */
-  for (guint i = 0; i < threads; i++) {
-    GThread *t = g_thread_try_new("rok-grid", grid_worker, &job, NULL);
+  for (guint i = 0; threads > 1 && i < threads; i++) {
+    GThread *t = g_thread_try_new("rok-plan", work_thread, &w, NULL);
     if (t == NULL)
       break;
     g_ptr_array_add(workers, t);
   }
   if (workers->len == 0)
-    grid_worker(&job);
+    work_thread(&w);
   for (guint i = 0; i < workers->len; i++)
     g_thread_join(g_ptr_array_index(workers, i));
-  g_mutex_clear(&job.lock);
-  p->runs += job.worker_runs;
+  g_cond_clear(&w.changed);
+  g_mutex_clear(&w.lock);
+  g_array_unref(w.items);
+  g_free(w.prepared);
 }
 
 /* Grid points at or below `budget`. */
@@ -135,16 +234,6 @@ const PlanChoice *plan_pick(const RokPlanner *p, GPtrArray *cands, guint64 budge
   return best;
 }
 
-/* The planners whose plans this one's may take: itself and its reduced
- * copies. */
-static guint n_planners(const RokPlanner *p) {
-  return 1 + (p->reduced ? p->reduced->len : 0);
-}
-
-static RokPlanner *planner_at(RokPlanner *p, guint i) {
-  return i == 0 ? p : g_ptr_array_index(p->reduced, i - 1);
-}
-
 /* The main planner's grid: from the least memory any plan needs to the
  * peak of keeping everything; NULL when it plans each budget on its own. */
 static PlanGrid *main_grid(RokPlanner *p) {
@@ -170,25 +259,37 @@ static PlanGrid *grid_of(RokPlanner *q, RokPlanner *p) {
   return q->grid;
 }
 
+/* plan_choose's work: each planner's grid points up to the budget, and
+ * its plan at the budget itself when that is not a grid point. */
+static void choose_layout(Work *w) {
+  for (guint k = 0; k < w->np; k++) {
+    RokPlanner *q = planner_at(w->top, k);
+    PlanGrid *g = w->grids[k] = grid_of(q, w->top);
+    guint n = g ? points_within(g, w->own_budget) : 0;
+    if (n == 0 || g->budgets[n - 1] != w->own_budget)
+      work_add(w, WORK_OWN, k, 0); /* first: the longest items */
+    for (guint i = 0; i < n; i++)
+      if (!g->done[i])
+        work_add(w, WORK_POINT, k, i);
+  }
+}
+
 gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
   /* Said at once: a budget above keep's peak (a sweep's small micro-batches,
    * the GPU's whole memory) costs no search. */
   if (plan_keep_fits(p, budget, out))
     return TRUE;
+  guint np = n_planners(p);
+  g_autofree PlanChoice *own = g_new0(PlanChoice, np);
+  g_autofree PlanGrid **grids = g_new0(PlanGrid *, np);
+  work_solve(p, choose_layout, NULL, grids, budget, own, NULL, NULL);
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
-  g_autofree PlanChoice *own = g_new0(PlanChoice, n_planners(p));
-  for (guint k = 0; k < n_planners(p); k++) {
-    RokPlanner *q = planner_at(p, k);
-    PlanGrid *g = grid_of(q, p);
-    guint n = g ? points_within(g, budget) : 0;
-    if (n > 0) {
-      plan_grid_solve(q, g, n - 1, NULL, NULL);
-      for (guint i = 0; i < n; i++)
-        if (g->found[i].decisions != NULL)
-          g_ptr_array_add(cands, &g->found[i]);
-    }
-    if ((n == 0 || g->budgets[n - 1] != budget) && budget >= rok_planner_min_budget(q, NULL) &&
-        plan_solve(q, budget, plan_polish_runs(q, FALSE), &own[k]))
+  for (guint k = 0; k < np; k++) {
+    guint n = grids[k] ? points_within(grids[k], budget) : 0;
+    for (guint i = 0; i < n; i++)
+      if (grids[k]->found[i].decisions != NULL)
+        g_ptr_array_add(cands, &grids[k]->found[i]);
+    if (own[k].decisions != NULL)
       g_ptr_array_add(cands, &own[k]);
   }
   const PlanChoice *best = plan_pick(p, cands, budget);
@@ -196,9 +297,28 @@ gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
     *out = *best;
     out->decisions = g_memdup2(best->decisions, MAX(p->n_tensors, 1));
   }
-  for (guint k = 0; k < n_planners(p); k++)
+  for (guint k = 0; k < np; k++)
     plan_choice_clear(&own[k]);
   return best != NULL;
+}
+
+typedef struct {
+  guint n;
+  guint64 lo, hi;
+} CurveGrid;
+
+/* plan_grid_curve's work: every point of each planner's grid, the main
+ * one's where the curve's budgets are its own. */
+static void curve_layout(Work *w) {
+  const CurveGrid *c = w->layout_data;
+  PlanGrid *main = main_grid(w->top);
+  gboolean shared = main != NULL && main->n == c->n && main->budgets[0] == c->lo && main->budgets[main->n - 1] == c->hi;
+  for (guint k = 0; k < w->np; k++) {
+    PlanGrid *g = w->grids[k] = shared ? grid_of(planner_at(w->top, k), w->top) : plan_grid_new(c->n, c->lo, c->hi);
+    for (guint i = 0; i < g->n; i++)
+      if (!g->done[i])
+        work_add(w, WORK_POINT, k, i);
+  }
 }
 
 /* The curve on its own grid of `n` budgets: point i is what plan_choose
@@ -207,13 +327,8 @@ guint plan_grid_curve(RokPlanner *p, guint n, guint64 lo, guint64 hi, RokProgres
                       PlanChoice *points, guint64 *budgets) {
   guint np = n_planners(p);
   g_autofree PlanGrid **grids = g_new0(PlanGrid *, np);
-  for (guint k = 0; k < np; k++) {
-    RokPlanner *q = planner_at(p, k);
-    PlanGrid *main = main_grid(p);
-    gboolean shared = main != NULL && main->n == n && main->budgets[0] == lo && main->budgets[main->n - 1] == hi;
-    grids[k] = shared ? grid_of(q, p) : plan_grid_new(n, lo, hi);
-    plan_grid_solve(q, grids[k], grids[k]->n - 1, k == 0 ? progress : NULL, user_data);
-  }
+  CurveGrid layout = {.n = n, .lo = lo, .hi = hi};
+  work_solve(p, curve_layout, &layout, grids, 0, NULL, progress, user_data);
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   for (guint i = 0; i < grids[0]->n; i++) {
     budgets[i] = grids[0]->budgets[i];

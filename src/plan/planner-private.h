@@ -248,8 +248,6 @@ struct _PlanGrid {
 };
 PlanGrid *plan_grid_new(guint n, guint64 lo, guint64 hi);
 void plan_grid_free(PlanGrid *grid);
-/* Plan the grid's points 0 .. upto not planned yet, in threads. */
-void plan_grid_solve(RokPlanner *p, PlanGrid *grid, guint upto, RokProgressFunc progress, gpointer user_data);
 /* Among `cands` (PlanChoice*) that fit: the least SSD writes, then PCIe
  * bytes, then the better, among those within the wear tolerance of
  * the fastest; NULL when none fits. */

@@ -28,8 +28,8 @@ echo "rok planner benchmark ($(nproc) cores, $(uname -m))"
 "$bin" "$here"
 . "$here/tests/bench/cpu-lib.bash"
 # The plan and the 32-budget curve, as README quotes it (issue 12 wants < 1 s).
-printf 'rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json: %s s CPU\n' \
-  "$(cpu_seconds "$build/rok" plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json)"
+printf 'rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json: %s\n' \
+  "$(wall_cpu_seconds "$build/rok" plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json)"
 # The whole command, as a user runs it, files included.
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

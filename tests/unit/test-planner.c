@@ -271,6 +271,34 @@ static void test_curve(void) {
   g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
 }
 
+/* A plan for a budget between the curve's points (each planner's points
+ * below it and its own search at it, shared out among threads): the same
+ * on one thread and on three. */
+static void test_plan_threads(void) {
+  g_autoptr(RokTrace) trace = layered_trace(4);
+  RokHw hw = small_hw();
+  RokStepPlan *plans[2] = {NULL, NULL};
+  guint threads[2] = {1, 3};
+  for (guint i = 0; i < 2; i++) {
+    RokPlannerOptions o;
+    rok_planner_options_init(&o);
+    o.threads = threads[i];
+    g_autoptr(GError) error = NULL;
+    g_autoptr(RokPlanner) planner = rok_planner_new(trace, &hw, &o, &error);
+    g_assert_no_error(error);
+    g_autoptr(RokSimResult) keep = keep_result(planner);
+    guint64 least = rok_planner_min_budget(planner, NULL);
+    guint64 budget = least + (keep->peak_bytes - least) * 37 / 100;
+    plans[i] = rok_planner_plan(planner, budget, NULL, &error);
+    g_assert_no_error(error);
+  }
+  g_assert_cmpmem(plans[0]->decisions, sizeof(RokDecision) * plans[0]->n_tensors, plans[1]->decisions,
+                  sizeof(RokDecision) * plans[1]->n_tensors);
+  g_assert_cmpmem(&plans[0]->options, sizeof plans[0]->options, &plans[1]->options, sizeof plans[1]->options);
+  rok_step_plan_free(plans[0]);
+  rok_step_plan_free(plans[1]);
+}
+
 /* A small real model: the same plan every time. */
 static void test_real_model_deterministic(void) {
   g_autofree char *path = g_build_filename(g_getenv("ROK_SOURCE_DIR"), "configs", "models", "gpt3-1.3b.json", NULL);
@@ -371,6 +399,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/decisions-follow-the-machine", test_decisions_follow_the_machine);
   g_test_add_func("/planner/host-memory", test_host_memory_option);
   g_test_add_func("/planner/curve", test_curve);
+  g_test_add_func("/planner/plan-threads", test_plan_threads);
   g_test_add_func("/planner/real-model-deterministic", test_real_model_deterministic);
   g_test_add_func("/planner/classes", test_classes);
   g_test_add_func("/planner/summary", test_summary);

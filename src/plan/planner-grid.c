@@ -260,8 +260,11 @@ static PlanGrid *grid_of(RokPlanner *q, RokPlanner *p) {
 }
 
 /* plan_choose's work: each planner's grid points up to the budget, and
- * its plan at the budget itself when that is not a grid point. */
+ * its plan at the budget itself when that is not a grid point; nothing
+ * below the main planner's least budget (no plan fits there). */
 static void choose_layout(Work *w) {
+  if (w->own_budget < rok_planner_min_budget(w->top, NULL))
+    return;
   for (guint k = 0; k < w->np; k++) {
     RokPlanner *q = planner_at(w->top, k);
     PlanGrid *g = w->grids[k] = grid_of(q, w->top);
@@ -283,6 +286,8 @@ gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
   g_autofree PlanChoice *own = g_new0(PlanChoice, np);
   g_autofree PlanGrid **grids = g_new0(PlanGrid *, np);
   work_solve(p, choose_layout, NULL, grids, budget, own, NULL, NULL);
+  if (budget < rok_planner_min_budget(p, NULL))
+    return FALSE;
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   for (guint k = 0; k < np; k++) {
     guint n = grids[k] ? points_within(grids[k], budget) : 0;

@@ -252,7 +252,8 @@ void plan_grid_free(PlanGrid *grid);
  * bytes, then the better, among those within the wear tolerance of
  * the fastest; NULL when none fits. */
 const PlanChoice *plan_pick(const RokPlanner *p, GPtrArray *cands, guint64 budget);
-/* The plan for `budget`: see planner-grid.c. */
+/* The plan for `budget` (see planner-grid.c); FALSE where none fits, as
+ * below the least budget. */
 gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out);
 /* The curve's `n` points from `lo` to `hi`, each as plan_choose would
  * return it with that grid; `points` and `budgets` have n entries (1 when

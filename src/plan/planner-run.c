@@ -35,11 +35,7 @@ void plan_no_fit(RokPlanner *p, guint64 budget, GError **error) {
 }
 
 RokStepPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **result, GError **error) {
-  if (budget < rok_planner_min_budget(p, NULL)) {
-    plan_no_fit(p, budget, error);
-    return NULL;
-  }
-  PlanChoice choice;
+  PlanChoice choice; /* none below the least budget: asked after the planners are prepared, in threads */
   if (!plan_choose(p, budget, &choice)) {
     plan_no_fit(p, budget, error);
     return NULL;

@@ -286,12 +286,17 @@ static void compute_bank(SimEngine *e) {
 
 /* The N processors lose cpu_ns of their time to the running item's
  * kernels: its work grows by cpu_ns / N (as a thread beside them would
- * cost it). While nothing runs the processors had it to spare. */
+ * cost it), the kernel in progress with it (sim_kernel_left: the last
+ * kernel's length grows when it is the one running). While nothing runs
+ * the processors had it to spare. */
 void sim_cpu_take(SimEngine *e, gint64 cpu_ns) {
   if (e->shared_cpus == 0 || cpu_ns <= 0 || !e->running)
     return;
   compute_bank(e);
-  e->compute_left += (cpu_ns + e->shared_cpus - 1) / e->shared_cpus;
+  gint64 lost = (cpu_ns + e->shared_cpus - 1) / e->shared_cpus;
+  if (e->compute_left <= e->kernel_ns)
+    e->kernel_ns += lost;
+  e->compute_left += lost;
   sim_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
 }
 

@@ -45,6 +45,10 @@
 # 11.0% and 10.4% (d2h +65%) with another calibration; 9.7% and 11.3% with
 # a calibration whose GEMMs came out 8% fast; the LLaMA-shaped model median
 # 0.7% and 0.9%, worst 2.1% (others took 0.0-0.1% of the processors).
+# --ssd, alternating the build before and after the SSD legs' processor
+# time (nvme.leg_cpu 55-60 us): worst row (rok at 17.9-18.0 MiB, 46-53 MiB
+# to and from the SSD) 13.7%, 9.4%, 7.6%, 5.2% before, 6.0% and 5.2% after
+# (7.2-8.5 points above keep's error, 8.1-10.1 before).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

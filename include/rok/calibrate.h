@@ -170,6 +170,12 @@ typedef struct {
   guint burst_sizes[3];
   RokCalibStat burst_write[3], burst_read[3];
   double request_overhead, leg_overhead;
+  /* The processor time this process spent on each burst (getrusage: the
+   * submitting thread, the backend's thread and the kernel's work on their
+   * behalf), and what it says a leg and a request take (seconds,
+   * rok_calib_disk_fit_cpu). */
+  RokCalibStat burst_write_cpu[3], burst_read_cpu[3];
+  double request_cpu, leg_cpu;
 } RokCalibDisk;
 
 void rok_calib_disk_clear(RokCalibDisk *disk);
@@ -180,6 +186,11 @@ void rok_calib_disk_clear(RokCalibDisk *disk);
  * request to the microsecond (0 with one burst size). FALSE (both 0)
  * without bursts or grid points. */
 gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *leg);
+/* The simulator's nvme.request_cpu and nvme.leg_cpu: the processor time
+ * of a burst of N requests taken as leg + N * request, least squares over
+ * both directions' medians (0 with one burst size). FALSE (both 0) without
+ * bursts. */
+gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *leg);
 
 typedef struct {
   gboolean quick;

@@ -347,6 +347,9 @@ void rok_output_discard_all(void);
  * load average is no substitute: it also counts tasks waiting on a disk,
  * a virtual one's host threads included.) */
 double rok_host_others_cpu_seconds(void);
+/* Processor seconds this process has used (user and system, all its
+ * threads; getrusage), negative where it cannot be read. */
+double rok_host_own_cpu_seconds(void);
 /* Their share of the processors since `others_start` (a value of the
  * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
 double rok_host_others_share(double others_start, double wall_s);

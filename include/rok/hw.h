@@ -153,6 +153,11 @@ typedef struct {
     /* Optional: what an SSD leg pays once before its bytes move, beyond
      * latency (ns): its first request finds the disk idle. 0: nothing. */
     gint64 leg_overhead;
+    /* Optional, with gpu.shared_cpus: the host processor time an SSD leg
+     * takes once and per request (ns: submitting, completing and handing
+     * it back, rok's threads and the kernel's I/O path), which the kernels
+     * on those processors lose. 0 (absent): none. */
+    gint64 leg_cpu, request_cpu;
   } nvme;
   /* Optional ("interconnect"): how the GPU reaches the others of its job.
    * gpus_per_node 0 (section absent): no figures, so no communication can

@@ -58,7 +58,11 @@
  * only when one is done with the kernel; an item is taken as one kernel, a
  * backward as two: a GEMM's dX and dW), not counted as a busy thread; one
  * that starts as the kernel is launched (an offload at its producer's end)
- * is queued ahead of it and does not wait.
+ * is queued ahead of it and does not wait. An SSD leg's host work
+ * (nvme.leg_cpu + requests * nvme.request_cpu of processor time: rok's I/O
+ * thread and the kernel's block I/O) is taken from those processors half
+ * when it starts and half when it ends: the running compute item's work
+ * grows by that time / N (none while no item runs).
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
  * both for gpudirect, plus host.copy_overhead, the executor's hand-offs,
  * plus nvme.leg_overhead on the SSD streams)

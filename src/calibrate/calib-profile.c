@@ -184,6 +184,10 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(d->latency.median * 1e9));
     hw->nvme.request_overhead = MAX(hw->nvme.request_overhead, (gint64)llround(d->request_overhead * 1e9));
     hw->nvme.leg_overhead = MAX(hw->nvme.leg_overhead, (gint64)llround(d->leg_overhead * 1e9));
+    if (hw->gpu.shared_cpus > 0) { /* the SSD legs' processor time is the kernels' loss */
+      hw->nvme.leg_cpu = MAX(hw->nvme.leg_cpu, (gint64)llround(d->leg_cpu * 1e9));
+      hw->nvme.request_cpu = MAX(hw->nvme.request_cpu, (gint64)llround(d->request_cpu * 1e9));
+    }
     hw->nvme.queue_depth = MAX(hw->nvme.queue_depth, MAX(r->queue_depth, w->queue_depth));
     hw->nvme.capacity = MIN(hw->nvme.capacity, d->capacity);
   }

@@ -122,6 +122,9 @@ static void append_disks(GString *s, const RokCalibration *c) {
                      "request_overhead and leg_overhead: fitted to bursts of 1, 4 and 16 requests of 1 MiB "
                      "submitted together after 20 ms idle (writes from slots filled just before), as the "
                      "executor's SSD legs are; "
+                     "with a CPU device, leg_cpu and request_cpu: the processor time rok spent on those "
+                     "bursts (getrusage: its threads and the kernel's work for them), fitted the same "
+                     "way; "
                      "queue_depth: where the best figures were reached; capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
 }

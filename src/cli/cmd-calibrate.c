@@ -249,6 +249,9 @@ static void print_disk(const RokCalibDisk *d) {
   if (d->n_bursts > 0) {
     g_autofree char *q = rok_units_format_time(d->request_overhead), *l = rok_units_format_time(d->leg_overhead);
     printf("  fitted to the bursts: %s per request, %s per leg (nvme.request_overhead, leg_overhead)\n", q, l);
+    g_autofree char *qc = rok_units_format_time(d->request_cpu), *lc = rok_units_format_time(d->leg_cpu);
+    printf("  processor time on the bursts: %s per request, %s per leg (nvme.request_cpu, leg_cpu: with a CPU "
+           "device)\n", qc, lc);
   }
 }
 

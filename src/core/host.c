@@ -21,13 +21,21 @@ static gboolean busy_ticks(const char *line, guint *cpu, guint64 *ticks) {
   return TRUE;
 }
 
+double rok_host_own_cpu_seconds(void) {
+  struct rusage self;
+  if (getrusage(RUSAGE_SELF, &self) != 0)
+    return -1;
+  return (double)self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
+         self.ru_stime.tv_usec / 1e6;
+}
+
 double rok_host_others_cpu_seconds(void) {
   g_autofree char *text = NULL;
   cpu_set_t mine;
   long hz = sysconf(_SC_CLK_TCK);
-  struct rusage self;
+  double own = rok_host_own_cpu_seconds();
   if (!g_file_get_contents("/proc/stat", &text, NULL, NULL) || sched_getaffinity(0, sizeof mine, &mine) != 0 ||
-      hz <= 0 || getrusage(RUSAGE_SELF, &self) != 0)
+      hz <= 0 || own < 0)
     return -1;
   /* Only the processors this process may run on: in a container or under
    * taskset the others are someone else's. */
@@ -43,8 +51,6 @@ double rok_host_others_cpu_seconds(void) {
   }
   if (counted == 0)
     return -1;
-  double own = (double)self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
-               self.ru_stime.tv_usec / 1e6;
   return (double)busy / (double)hz - own;
 }
 

@@ -37,6 +37,8 @@ static const Check checks[] = {
     {"host", "copy_overhead", TIME, 0, 0.1, "50us"},
     {"nvme", "request_overhead", TIME, 0, 0.1, "20us"},
     {"nvme", "leg_overhead", TIME, 0, 0.1, "100us"},
+    {"nvme", "leg_cpu", TIME, 0, 10e-3, "50us"},
+    {"nvme", "request_cpu", TIME, 0, 10e-3, "10us"},
 };
 
 static double value_of(const RokHw *hw, const Check *c) {
@@ -61,6 +63,8 @@ static double value_of(const RokHw *hw, const Check *c) {
       {"host", "copy_overhead", (double)hw->host.copy_overhead / 1e9},
       {"nvme", "request_overhead", (double)hw->nvme.request_overhead / 1e9},
       {"nvme", "leg_overhead", (double)hw->nvme.leg_overhead / 1e9},
+      {"nvme", "leg_cpu", (double)hw->nvme.leg_cpu / 1e9},
+      {"nvme", "request_cpu", (double)hw->nvme.request_cpu / 1e9},
   };
   for (guint i = 0; i < G_N_ELEMENTS(values); i++)
     if (g_str_equal(values[i].section, c->section) && g_str_equal(values[i].key, c->key))

@@ -85,6 +85,8 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->p2p_link[0] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.d2h_bandwidth) : 0;
   e->p2p_link[1] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.h2d_bandwidth) : 0;
   e->request_overhead = hw->nvme.request_overhead;
+  e->leg_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.leg_cpu : 0;
+  e->request_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.request_cpu : 0;
   e->d2h_speed = hw->pcie.d2h_bandwidth;
   e->h2d_speed = hw->pcie.h2d_bandwidth;
   reset_tensors(e);
@@ -275,14 +277,34 @@ gint64 sim_kernel_left(const SimEngine *e) {
   return stretched(e, left);
 }
 
+/* Bring the running item's work left up to now at the current pace. */
+static void compute_bank(SimEngine *e) {
+  gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
+  e->compute_left = MAX(e->compute_left - done, 0);
+  e->compute_since = e->now;
+}
+
+/* The N processors lose cpu_ns of their time to the running item's
+ * kernels: its work grows by cpu_ns / N (as a thread beside them would
+ * cost it), the kernel in progress with it (sim_kernel_left: the last
+ * kernel's length grows when it is the one running). While nothing runs
+ * the processors had it to spare. */
+void sim_cpu_take(SimEngine *e, gint64 cpu_ns) {
+  if (e->shared_cpus == 0 || cpu_ns <= 0 || !e->running)
+    return;
+  compute_bank(e);
+  gint64 lost = (cpu_ns + e->shared_cpus - 1) / e->shared_cpus;
+  if (e->compute_left <= e->kernel_ns)
+    e->kernel_ns += lost;
+  e->compute_left += lost;
+  sim_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
+}
+
 void sim_cpu_legs_change(SimEngine *e, gboolean start) {
   if (e->shared_cpus == 0)
     return;
-  if (e->running) {
-    gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
-    e->compute_left = MAX(e->compute_left - done, 0);
-    e->compute_since = e->now;
-  }
+  if (e->running)
+    compute_bank(e);
   g_assert(start || e->cpu_legs > 0);
   e->cpu_legs = start ? e->cpu_legs + 1 : e->cpu_legs - 1;
   if (e->running)

@@ -104,6 +104,7 @@ typedef struct {
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;
   gint64 copy_overhead, request_overhead; /* the executor's costs, ns (0: none) */
+  gint64 leg_cpu, request_cpu; /* an SSD leg's processor time, ns (0: none or no shared_cpus) */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double d2h_speed, h2d_speed;
   /* Peer-to-peer traffic on the PCIe link (interconnect.intra_node_pcie):
@@ -202,6 +203,9 @@ guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, gu
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
 /* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
 void sim_cpu_legs_change(SimEngine *e, gboolean start);
+/* engine.c: `cpu_ns` of processor time taken by other work on the compute
+ * processors now (gpu.shared_cpus): the running item loses its share. */
+void sim_cpu_take(SimEngine *e, gint64 cpu_ns);
 /* engine.c: time until the kernel in progress ends at the current pace
  * (0 while no compute item runs). */
 gint64 sim_kernel_left(const SimEngine *e);

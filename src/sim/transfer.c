@@ -53,6 +53,22 @@ static gboolean check_in_flow(const SimEngine *e, const SimJob *j) {
   return e->shared_cpus > 0 && leg_on_cpus(j);
 }
 
+static gboolean leg_on_ssd(const SimJob *j) {
+  RokStream s = leg_stream(j);
+  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ;
+}
+
+/* The processor time an SSD leg takes on the host (nvme.leg_cpu and
+ * request_cpu per ROK_SIM_NVME_REQUEST_BYTES; 0 without shared_cpus): half
+ * when it is submitted, half as its completions are taken, both on the
+ * compute processors. */
+static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
+  if (!leg_on_ssd(j) || (e->leg_cpu == 0 && e->request_cpu == 0))
+    return 0;
+  guint64 requests = MAX((j->bytes + ROK_SIM_NVME_REQUEST_BYTES - 1) / ROK_SIM_NVME_REQUEST_BYTES, 1);
+  return (e->leg_cpu + (gint64)requests * e->request_cpu) / 2;
+}
+
 /* What a leg pays before its bytes move: the links' latencies, the
  * executor's hand-offs (host.copy_overhead), the check (unless it is in
  * the flow) and, on the SSD streams, nvme.leg_overhead: its first request
@@ -67,7 +83,7 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
     base = e->nvme_latency + e->pcie_latency + check;
   else
     base = e->nvme_latency;
-  if (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)
+  if (leg_on_ssd(j))
     base += e->sim->hw->nvme.leg_overhead;
   return base + e->copy_overhead;
 }
@@ -91,7 +107,7 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
     cap = solo * cpu_share(e);
   }
   RokStream s = leg_stream(j);
-  if (e->request_overhead > 0 && (s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ)) {
+  if (e->request_overhead > 0 && leg_on_ssd(j)) {
     double request = (double)MIN(j->bytes, (guint64)ROK_SIM_NVME_REQUEST_BYTES);
     double disk = s == ROK_STREAM_NVME_WRITE ? e->sim->nvme_write_speed : e->sim->nvme_read_speed;
     double per = request / ((double)e->request_overhead / 1e9 + (disk > 0 ? request / disk : 0));
@@ -270,6 +286,7 @@ static void leg_go(SimEngine *e, RokStream s) {
   SimJob *j = sim_job(e, st->job);
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, TRUE);
+  sim_cpu_take(e, leg_cpu_half(e, j));
   gint64 latency = leg_latency(e, j);
   if (latency > 0)
     st->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
@@ -408,6 +425,7 @@ static void finish_leg(SimEngine *e, RokStream s) {
   st->job = ROK_NO_ID;
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, FALSE);
+  sim_cpu_take(e, leg_cpu_half(e, j));
   e->counters.busy_ns[s] += e->now - st->leg_start;
   count_bytes(e, s, j);
   sim_record_end(e, j->action);

@@ -5,13 +5,19 @@
 # error figures and how much the two runs differ.
 #
 #   tests/bench/bench-validate.sh [DIR] [--quick] [--rounds 3] [--repeat 2] [--budgets 3] [--runs 2]
-#                                 [--model validate-gpt] [--generic] [--keep OUT]
+#                                 [--model validate-gpt] [--generic] [--ssd] [--keep OUT]
 #
 # The calibration times the validated model's own layer (`rok calibrate
 # --model MODEL`: its GEMM shapes and element-wise sizes, as a user
 # calibrates for the model they plan); --generic calibrates on rok's own
 # calibration layers instead, so that the prediction interpolates across
 # shapes (the larger error, worth knowing).
+#
+# --ssd validates with no host memory to offload to (`--hw-set host.memory`
+# = the profile's pinned buffer), so that the planner's rows offload to the
+# SSD whatever the calibration makes of host offload: the SSD path's
+# prediction, which a calibration that prefers host offload leaves to the
+# offload and tba rows alone.
 #
 # DIR is where the calibration and the offloaded tensors go (default: a
 # fresh folder under /var/tmp, removed afterwards). --quick calibrates in
@@ -39,11 +45,15 @@
 # 11.0% and 10.4% (d2h +65%) with another calibration; 9.7% and 11.3% with
 # a calibration whose GEMMs came out 8% fast; the LLaMA-shaped model median
 # 0.7% and 0.9%, worst 2.1% (others took 0.0-0.1% of the processors).
+# --ssd, alternating the build before and after the SSD legs' processor
+# time (nvme.leg_cpu 55-60 us): worst row (rok at 17.9-18.0 MiB, 46-53 MiB
+# to and from the SSD) 13.7%, 9.4%, 7.6%, 5.2% before, 6.0% and 5.2% after
+# (7.2-8.5 points above keep's error, 8.1-10.1 before).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 rok=${ROK:-$here/../../build/rok}
-dir="" quick="" rounds=3 repeat=2 budgets=3 runs=2 model=validate-gpt keep="" generic=""
+dir="" quick="" rounds=3 repeat=2 budgets=3 runs=2 model=validate-gpt keep="" generic="" ssd=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick; shift ;;
@@ -54,7 +64,8 @@ while [ $# -gt 0 ]; do
     --model) model=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --generic) generic=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --ssd) ssd=1; shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "bench-validate.sh: unknown option $1" >&2; exit 2 ;;
     *) dir=$1; shift ;;
   esac
@@ -80,13 +91,19 @@ echo "== rok calibrate $quick ${calibrate_for[*]} --dir $dir"
 "$rok" calibrate $quick "${calibrate_for[@]}" --dir "$dir" -o "$work/hw.json" >"$work/calibrate.txt"
 grep -E "^Profile|GEMM|element-wise|launch|device ->|-> device" "$work/calibrate.txt" | head -8
 echo "   ($(( $(date +%s) - start )) s)"
+validate_for=()
+if [ -n "$ssd" ]; then
+  pinned=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["host"]["pinned_buffer"])' "$work/hw.json")
+  validate_for=(--hw-set "host.memory=$pinned")
+  echo "   (--ssd: host.memory $pinned, the pinned buffer: nothing left to offload to host memory)"
+fi
 
 for run in $(seq 1 "$runs"); do
   start=$(date +%s)
   echo
-  echo "== run $run: rok validate $model --hw hw.json --dir $dir --rounds $rounds --repeat $repeat --budgets $budgets"
+  echo "== run $run: rok validate $model --hw hw.json --dir $dir --rounds $rounds --repeat $repeat --budgets $budgets ${validate_for[*]}"
   "$rok" validate "$model" --hw "$work/hw.json" --dir "$dir" --rounds "$rounds" --repeat "$repeat" --budgets "$budgets" \
-    -o "$work/run$run" | tee "$work/run$run.txt"
+    "${validate_for[@]}" -o "$work/run$run" | tee "$work/run$run.txt"
   echo "   ($(( $(date +%s) - start )) s; load average now $(cut -d' ' -f1-3 /proc/loadavg))"
 done
 

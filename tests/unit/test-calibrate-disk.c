@@ -81,6 +81,10 @@ static void test_measure(void) {
   }
   g_assert_cmpfloat(disk.request_overhead, >=, 0);
   g_assert_cmpfloat(disk.leg_overhead, >=, 0);
+  /* Some processor time per burst, far below its wall time's worth. */
+  for (guint i = 0; i < disk.n_bursts; i++)
+    g_assert_cmpfloat(disk.burst_write_cpu[i].median + disk.burst_read_cpu[i].median, <, 1.0);
+  g_assert_cmpfloat(disk.leg_cpu + disk.request_cpu, >, 0);
   g_assert_cmpuint(count_entries(dir), ==, 0);
   rok_calib_disk_clear(&disk);
   remove_dir(dir);
@@ -126,6 +130,31 @@ static void test_fit_overheads(void) {
   g_assert_cmpfloat(request, ==, 0);
   g_assert_cmpfloat(leg, ==, 0);
   g_array_unref(d.points);
+}
+
+/* The processor time of bursts of N requests, leg + N * request, gives
+ * both back; without a per-request part (or with one size) the leg takes
+ * it all; a negative intercept is never a negative leg. */
+static void test_fit_cpu(void) {
+  RokCalibDisk d = {.n_bursts = 3, .burst_sizes = {1, 4, 16}};
+  double request = 0, leg = 0;
+  for (guint i = 0; i < 3; i++)
+    d.burst_write_cpu[i].median = d.burst_read_cpu[i].median = 50e-6 + d.burst_sizes[i] * 2e-6;
+  g_assert_true(rok_calib_disk_fit_cpu(&d, &request, &leg));
+  g_assert_cmpfloat_with_epsilon(request, 2e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(leg, 50e-6, 1e-12);
+  for (guint i = 0; i < 3; i++)
+    d.burst_write_cpu[i].median = d.burst_read_cpu[i].median = d.burst_sizes[i] * 8e-6 - 1e-6;
+  g_assert_true(rok_calib_disk_fit_cpu(&d, &request, &leg));
+  g_assert_cmpfloat(leg, ==, 0);
+  g_assert_cmpfloat(request, >, 7e-6);
+  d.n_bursts = 1;
+  g_assert_true(rok_calib_disk_fit_cpu(&d, &request, &leg));
+  g_assert_cmpfloat(request, ==, 0);
+  g_assert_cmpfloat_with_epsilon(leg, 7e-6, 1e-12);
+  d.n_bursts = 0;
+  g_assert_false(rok_calib_disk_fit_cpu(&d, &request, &leg));
+  g_assert_cmpfloat(leg + request, ==, 0);
 }
 
 /* Cancelled before it starts (a Ctrl-C that came early): the error says
@@ -201,6 +230,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate-disk/measure", test_measure);
   g_test_add_func("/calibrate-disk/fit-overheads", test_fit_overheads);
+  g_test_add_func("/calibrate-disk/fit-cpu", test_fit_cpu);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
   g_test_add_func("/calibrate-disk/sweeps-stale", test_sweeps_stale);
   g_test_add_func("/calibrate-disk/bad-dir", test_bad_dir);

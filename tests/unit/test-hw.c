@@ -104,37 +104,58 @@ static void test_latencies(void) {
   }
 }
 
-/* The SSDs' per-request and per-leg costs: read, written back only when
- * set, range-checked. */
+/* The SSDs' per-request and per-leg costs, and their processor time (with
+ * gpu.shared_cpus): read, written back only when set, at most an hour;
+ * a processor time above 10 ms is warned about (a plain number is
+ * seconds). */
 static void test_nvme_overheads(void) {
   static const char *const base =
       "{\"gpu\": {\"memory\": \"40GiB\", \"peak_flops\": 1e12, \"matmul_efficiency\": 0.5, "
-      "\"hbm_bandwidth\": 1e12}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
+      "\"hbm_bandwidth\": 1e12, \"shared_cpus\": 2}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
       "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
       "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\"%s}}";
+  static const char *const keys[] = {"request_overhead", "leg_overhead", "leg_cpu", "request_cpu"};
   GError *error = NULL;
-  g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\"");
+  g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\", "
+                                                "\"leg_cpu\": \"60us\", \"request_cpu\": 2e-6");
   g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
   g_assert_no_error(error);
-  g_assert_cmpint(hw->nvme.request_overhead, ==, 250000);
-  g_assert_cmpint(hw->nvme.leg_overhead, ==, 120000);
   json_object *o = rok_hw_to_json(hw);
   g_autofree char *text = rok_json_to_string(o);
   json_object_put(o);
   g_autoptr(RokHw) back = rok_hw_parse("back.json", text, strlen(text), &error);
   g_assert_no_error(error);
-  g_assert_cmpint(back->nvme.leg_overhead, ==, 120000);
+  for (const RokHw *h = hw; h != NULL; h = h == hw ? back : NULL) {
+    g_assert_cmpint(h->nvme.request_overhead, ==, 250000);
+    g_assert_cmpint(h->nvme.leg_overhead, ==, 120000);
+    g_assert_cmpint(h->nvme.leg_cpu, ==, 60000);
+    g_assert_cmpint(h->nvme.request_cpu, ==, 2000);
+  }
   g_autofree char *none = g_strdup_printf(base, "");
   g_autoptr(RokHw) plain = rok_hw_parse("plain.json", none, strlen(none), &error);
   g_assert_no_error(error);
-  g_assert_cmpint(plain->nvme.leg_overhead, ==, 0);
+  g_assert_cmpint(plain->nvme.leg_overhead + plain->nvme.leg_cpu + plain->nvme.request_cpu, ==, 0);
   json_object *p = rok_hw_to_json(plain);
-  g_assert_null(strstr(json_object_to_json_string(p), "leg_overhead"));
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    g_assert_null(strstr(json_object_to_json_string(p), keys[i]));
   json_object_put(p);
-  g_autofree char *bad = g_strdup_printf(base, ", \"leg_overhead\": \"2h\"");
-  g_assert_null(rok_hw_parse("bad.json", bad, strlen(bad), &error));
-  g_assert_nonnull(strstr(error->message, "leg_overhead"));
-  g_error_free(error);
+  static const char *const bad[] = {"\"leg_overhead\": \"2h\"", "\"leg_cpu\": \"2h\"", "\"request_cpu\": -1e-6",
+                                    "\"request_cpu\": \"5 GB\""};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *member = g_strconcat(", ", bad[i], NULL), *b = g_strdup_printf(base, member);
+    g_assert_null(rok_hw_parse("bad.json", b, strlen(b), &error));
+    g_autofree char *key = g_strndup(bad[i] + 1, strchr(bad[i] + 1, '"') - bad[i] - 1);
+    g_assert_nonnull(strstr(error->message, key));
+    g_clear_error(&error);
+  }
+  g_autofree char *slow = g_strdup_printf(base, ", \"leg_cpu\": 0.05");
+  g_autoptr(RokJsonDoc) doc = rok_json_doc_parse("slow.json", slow, strlen(slow), &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(RokHw) warned = rok_hw_from_doc(doc, NULL, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(warnings->len, ==, 1);
+  g_assert_nonnull(strstr(warnings->pdata[0], "\"nvme.leg_cpu\": 0.05 is 50.0 ms: a plain number is seconds"));
 }
 
 #define CURVE_HW(curve, nvme)                                                                                \

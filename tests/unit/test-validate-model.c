@@ -512,6 +512,56 @@ static void test_copy_kernel_wait(void) {
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - op1_end), <=, 2);
 }
 
+/* An SSD leg's processor time (nvme.leg_cpu, request_cpu) with
+ * gpu.shared_cpus: A's staged write runs beside op1 (10 ms), its SSD leg
+ * of one request taking 100 + 10 us of the two processors, half when it
+ * starts and half when it ends: op1 ends (100 + 10) / 2 us later than
+ * without the figures (each half costs each processor half its time). On a GPU (no shared_cpus) they change nothing. */
+static void test_ssd_cpu(void) {
+  GError *error = NULL;
+  g_autofree char *gpu = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2");
+  gpu[strlen(gpu) - 1] = '\0'; /* the root's closing brace: an nvme section follows */
+  g_autofree char *text = g_strconcat(gpu, ", \"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, "
+                                      "\"capacity\": \"1TB\", \"leg_cpu\": \"100us\", \"request_cpu\": \"10us\"}}", NULL);
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(hw->nvme.leg_cpu, ==, 100000);
+  hw->pcie.latency = 0;
+  guint a = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokHw) none = rok_hw_copy(hw);
+  none->nvme.leg_cpu = none->nvme.request_cpu = 0;
+  g_autoptr(RokSimResult) with = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSimResult) without = rok_simulate_recorded(trace, none, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *ssd = leg(with, ROK_ACTION_OFFLOAD, ROK_STREAM_NVME_WRITE);
+  g_assert_cmpint(ssd->end_ns, <, fwd_of(with, op1)->end_ns); /* both halves while op1 runs */
+  g_assert_cmpint(fwd_of(with, op1)->end_ns - fwd_of(without, op1)->end_ns, ==, 55000);
+  /* A's read comes back during op1's backward: issued as that backward
+   * starts (its submission finds no kernel yet), its completion half taken
+   * from it. */
+  const RokAction *back_with = NULL, *back_without = NULL;
+  for (guint i = 0; i < with->actions->len; i++) {
+    const RokAction *x = &g_array_index(with->actions, RokAction, i), *y = &g_array_index(without->actions, RokAction, i);
+    if (x->kind == ROK_ACTION_BACKWARD && x->op == op1) {
+      back_with = x;
+      back_without = y;
+    }
+  }
+  g_assert_nonnull(back_with);
+  g_assert_cmpint(back_with->end_ns - back_with->start_ns, ==, back_without->end_ns - back_without->start_ns + 27500);
+  hw->gpu.shared_cpus = none->gpu.shared_cpus = 0;
+  g_autoptr(RokSimResult) gpu_with = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSimResult) gpu_without = rok_simulate_recorded(trace, none, plan, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(gpu_with->step_time_s, ==, gpu_without->step_time_s);
+  g_assert_cmpint(fwd_of(gpu_with, op1)->end_ns, ==, fwd_of(gpu_without, op1)->end_ns);
+}
+
 /* ---- the calibration's curves ---- */
 
 static void add_op(RokCalibration *c, RokOpKind kind, RokHwDirection direction, double work, double rate) {
@@ -584,6 +634,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
+  g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

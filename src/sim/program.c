@@ -251,6 +251,31 @@ static gboolean want_layer(RokSim *sim, guint8 *in_set, gint layer, GError **err
   return TRUE;
 }
 
+/* The group's ops in id order. A closure that reaches back over earlier
+ * layers (a plan keeping no layer input rebuilds them all, tens of
+ * thousands of ops a run) fills most of its id range: collected from the
+ * ops' marks in one pass rather than sorted. */
+static void sort_group_ops(SimProgram *prog) {
+  GArray *ops = prog->group_ops;
+  if (ops->len < 2)
+    return;
+  guint lo = G_MAXUINT, hi = 0;
+  for (guint i = 0; i < ops->len; i++) {
+    guint op = g_array_index(ops, guint, i);
+    lo = MIN(lo, op);
+    hi = MAX(hi, op);
+  }
+  if ((guint64)(hi - lo) >= 4ull * ops->len) {
+    g_array_sort(ops, compare_guint);
+    return;
+  }
+  guint n = 0;
+  for (guint op = lo; op <= hi; op++)
+    if (prog->op_mark[op] != MARK_NONE)
+      g_array_index(ops, guint, n++) = op;
+  g_assert(n == ops->len);
+}
+
 /* The closure of a group: every tensor to rebuild (prog->work) and every
  * op to re-run (prog->group_ops, sorted). */
 static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, guint8 *in_set,
@@ -279,7 +304,7 @@ static gboolean close_group(RokSim *sim, const Group *g, gboolean whole_layer, g
         return FALSE;
     }
   }
-  g_array_sort(prog->group_ops, compare_guint);
+  sort_group_ops(prog);
   return TRUE;
 }
 
@@ -301,9 +326,10 @@ static void push_reads(RokSim *sim, const RokOp *op, const guint8 *in_set, gbool
   SimProgram *prog = &sim->prog;
   guint from = prog->n_ids;
   for (guint o = 0; o < op->outputs->len; o++) {
-    const RokTensor *out = rok_trace_tensor(sim->trace, g_array_index(op->outputs, guint, o));
-    if (!in_set[out->id])
+    guint t = g_array_index(op->outputs, guint, o);
+    if (!in_set[t])
       continue;
+    const RokTensor *out = rok_trace_tensor(sim->trace, t);
     for (guint j = 0; j < out->recompute_from->len; j++) {
       guint input = g_array_index(out->recompute_from, guint, j);
       if (available(prog, input) == sources && !listed(prog, from, input))

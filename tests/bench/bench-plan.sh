@@ -3,19 +3,17 @@
 # more models, wall and CPU seconds. Usage: tests/bench/bench-plan.sh [BUILD_DIR]
 #
 # Measured on the development machine (2 cores, x86_64, shared), old and
-# new builds alternated on 2026-11-24 at load average 0.7-1.0:
-#   rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json: 1.89 s of CPU
-#   (2.81 s for the previous main, same bytes out; issue 12 asks < 1 s).
-#   About 3,650 simulator runs (4,750 before): a finalist's final
-#   judgement stops trying prefetch windows once one runs at keep's step
-#   time, which no plan beats (at most budgets of this curve the best
-#   plans hide every copy), and the ascent stops there too. By perf
-#   (--call-graph dwarf) the CPU now goes to the three planners' shared
-#   descents (25%, about 770 runs, one a step), their ascents (23%, the
-#   recompute-only planner's 73 steps), refinement (18%), the final
-#   judgements (14%, 40% before) and the descents under each budget (8%).
-#   In process (the lines below, same day): plan at 19.9 GiB 1.50 s CPU,
-#   curve 1.78 s.
+# new builds alternated on 2026-11-24, nothing else running:
+#   rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json: 0.98-0.99 s
+#   wall, 1.9 s of CPU (1.52 s wall, 1.85 s CPU for the previous main;
+#   same bytes out; issue 12 asks < 1 s). The three planners'
+#   preparations, grid points and off-grid searches share one pool of
+#   threads, the recompute-only planner's preparation first (~0.7 s of CPU
+#   alone: its least-memory plan keeps no layer input, so a run rebuilds
+#   every earlier layer, 9 ms against 0.2-0.4 ms). About 3,660 simulator
+#   runs; by perf (--call-graph dwarf) the shared descents take 24% of the
+#   CPU, the ascents 23%, refinement 18%, the final judgements 14%, the
+#   descents under each budget 8%.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}

@@ -283,6 +283,8 @@ static void test_plan_threads(void) {
     RokPlannerOptions o;
     rok_planner_options_init(&o);
     o.threads = threads[i];
+    o.curve_points = 8; /* fewer points and runs: quick under the sanitizers */
+    o.polish_runs = 60;
     g_autoptr(GError) error = NULL;
     g_autoptr(RokPlanner) planner = rok_planner_new(trace, &hw, &o, &error);
     g_assert_no_error(error);

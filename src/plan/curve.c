@@ -72,14 +72,14 @@ RokCurve *rok_planner_curve(RokPlanner *p, guint points, RokProgressFunc progres
   }
   RokCurve *curve = curve_new(p);
   add_baselines(p, curve);
+  g_autofree guint64 *budgets = g_new(guint64, points);
+  g_autofree PlanChoice *found = g_new0(PlanChoice, points);
+  /* The grid spans these two; the least budget is known once the planners
+   * are prepared, in threads. */
+  guint n = plan_grid_curve(p, points, progress, user_data, found, budgets);
   curve->min_budget = rok_planner_min_budget(p, NULL);
   curve->keep_budget = curve->has_baseline[ROK_STRATEGY_KEEP] ? curve->baselines[ROK_STRATEGY_KEEP].peak_bytes
                                                                : curve->min_budget;
-  if (curve->keep_budget <= curve->min_budget)
-    points = 1;
-  g_autofree guint64 *budgets = g_new(guint64, points);
-  g_autofree PlanChoice *found = g_new0(PlanChoice, points);
-  guint n = plan_grid_curve(p, points, curve->min_budget, curve->keep_budget, progress, user_data, found, budgets);
   for (guint i = 0; i < n; i++) {
     if (found[i].decisions == NULL)
       continue;

@@ -307,19 +307,18 @@ gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
   return best != NULL;
 }
 
-typedef struct {
-  guint n;
-  guint64 lo, hi;
-} CurveGrid;
-
-/* plan_grid_curve's work: every point of each planner's grid, the main
- * one's where the curve's budgets are its own. */
+/* plan_grid_curve's work: every point of each planner's grid, from the
+ * least budget to keep's peak (known once the main planner is prepared),
+ * the main one's where the curve's budgets are its own. */
 static void curve_layout(Work *w) {
-  const CurveGrid *c = w->layout_data;
+  guint n = *(const guint *)w->layout_data;
+  guint64 lo = rok_planner_min_budget(w->top, NULL);
+  const PlanBaseline *keep = plan_baseline_of(w->top, ROK_STRATEGY_KEEP);
+  guint64 hi = keep->decisions != NULL && keep->final.valid ? keep->final.peak : lo;
   PlanGrid *main = main_grid(w->top);
-  gboolean shared = main != NULL && main->n == c->n && main->budgets[0] == c->lo && main->budgets[main->n - 1] == c->hi;
+  gboolean shared = main != NULL && main->n == n && main->budgets[0] == lo && main->budgets[main->n - 1] == hi;
   for (guint k = 0; k < w->np; k++) {
-    PlanGrid *g = w->grids[k] = shared ? grid_of(planner_at(w->top, k), w->top) : plan_grid_new(c->n, c->lo, c->hi);
+    PlanGrid *g = w->grids[k] = shared ? grid_of(planner_at(w->top, k), w->top) : plan_grid_new(n, lo, hi);
     for (guint i = 0; i < g->n; i++)
       if (!g->done[i])
         work_add(w, WORK_POINT, k, i);
@@ -328,12 +327,11 @@ static void curve_layout(Work *w) {
 
 /* The curve on its own grid of `n` budgets: point i is what plan_choose
  * returns at budget i when the planner's grid is this one. */
-guint plan_grid_curve(RokPlanner *p, guint n, guint64 lo, guint64 hi, RokProgressFunc progress, gpointer user_data,
-                      PlanChoice *points, guint64 *budgets) {
+guint plan_grid_curve(RokPlanner *p, guint n, RokProgressFunc progress, gpointer user_data, PlanChoice *points,
+                      guint64 *budgets) {
   guint np = n_planners(p);
   g_autofree PlanGrid **grids = g_new0(PlanGrid *, np);
-  CurveGrid layout = {.n = n, .lo = lo, .hi = hi};
-  work_solve(p, curve_layout, &layout, grids, 0, NULL, progress, user_data);
+  work_solve(p, curve_layout, &n, grids, 0, NULL, progress, user_data);
   g_autoptr(GPtrArray) cands = g_ptr_array_new();
   for (guint i = 0; i < grids[0]->n; i++) {
     budgets[i] = grids[0]->budgets[i];

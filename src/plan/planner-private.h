@@ -255,8 +255,9 @@ const PlanChoice *plan_pick(const RokPlanner *p, GPtrArray *cands, guint64 budge
 /* The plan for `budget` (see planner-grid.c); FALSE where none fits, as
  * below the least budget. */
 gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out);
-/* The curve's `n` points from `lo` to `hi`, each as plan_choose would
- * return it with that grid; `points` and `budgets` have n entries (1 when
- * hi <= lo); a point with NULL decisions has no plan. Returns the count. */
-guint plan_grid_curve(RokPlanner *p, guint n, guint64 lo, guint64 hi, RokProgressFunc progress, gpointer user_data,
-                      PlanChoice *points, guint64 *budgets);
+/* The curve's `n` points from the least budget to keep's peak, each as
+ * plan_choose would return it with that grid; `points` and `budgets` have
+ * n entries (1 used when keep's peak is not above the least budget); a
+ * point with NULL decisions has no plan. Returns the count. */
+guint plan_grid_curve(RokPlanner *p, guint n, RokProgressFunc progress, gpointer user_data, PlanChoice *points,
+                      guint64 *budgets);

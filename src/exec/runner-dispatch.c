@@ -278,13 +278,25 @@ static gboolean stuck(Runner *r, GError **error) {
   return FALSE;
 }
 
-static void report_progress(Runner *r, guint step, gint64 *last) {
+/* `done`: the actions done, read under the tracker's lock (the callback
+ * runs without it: a cancellation from it stops threads that take it). */
+static void report_progress(Runner *r, guint step, gint64 *last, guint done) {
   gint64 now = runner_now_ns();
-  if (r->options.progress == NULL || (now - *last < 100000000 && r->done < r->prog.n_actions))
+  if (r->options.progress == NULL || (now - *last < 100000000 && done < r->prog.n_actions))
     return;
   *last = now;
-  RokExecProgress p = {.step = step, .steps = r->options.repeat + 1, .done = r->done, .total = r->prog.n_actions};
+  RokExecProgress p = {.step = step, .steps = r->options.repeat + 1, .done = done, .total = r->prog.n_actions};
   r->options.progress(&p, r->options.progress_data);
+}
+
+/* Whether the step is over: every action done, or nothing in flight and
+ * nothing to issue (it failed, or it is stuck). *done: the actions done. */
+static gboolean step_over(Runner *r, guint *done) {
+  g_mutex_lock(&r->track_lock);
+  *done = r->done;
+  gboolean over = *done == r->prog.n_actions || (r->in_flight == 0 && (runner_failed(r) || pump(r, NULL) == 0));
+  g_mutex_unlock(&r->track_lock);
+  return over;
 }
 
 gboolean runner_step(Runner *r, guint step, GError **error) {
@@ -304,21 +316,17 @@ gboolean runner_step(Runner *r, guint step, GError **error) {
   gint64 last = 0;
   g_mutex_lock(&r->track_lock);
   pump(r, NULL);
-  while (r->done < r->prog.n_actions) {
-    if (r->in_flight == 0 && (runner_failed(r) || pump(r, NULL) == 0))
-      break;
-    g_mutex_unlock(&r->track_lock);
-    g_async_queue_timeout_pop(r->completions, 100000); /* a wake-up, a cancellation, or time for progress */
-    g_mutex_lock(&r->track_lock);
-    report_progress(r, step, &last);
-  }
-  gboolean over = r->done == r->prog.n_actions;
   g_mutex_unlock(&r->track_lock);
-  if (!over && !runner_failed(r))
+  guint done = 0;
+  while (!step_over(r, &done)) {
+    g_async_queue_timeout_pop(r->completions, 100000); /* a wake-up, a cancellation, or time for progress */
+    report_progress(r, step, &last, done);
+  }
+  if (done < r->prog.n_actions && !runner_failed(r))
     return stuck(r, error);
   if (runner_failed(r))
     return take_error(r, error);
-  report_progress(r, step, &last);
+  report_progress(r, step, &last, r->prog.n_actions);
   return runner_compute_task(r, RUN_TASK_CHECKSUM, error);
 }
 

@@ -2,9 +2,17 @@
  * when every action it depends on has completed, on its stream's thread,
  * in the stream's order, one at a time per stream; an SSD leg may also
  * start while the leg before it on its stream runs (the stream's lanes,
- * RUN_SSD_LANES); a free runs here, at once. Completions come back through one queue, so this thread alone
- * owns the step's bookkeeping. Each stream's thread runs what it is given
- * and times it on the monotonic clock. */
+ * RUN_SSD_LANES); a free runs at once, where the action it waited for
+ * ended. The thread that ends an action (a stream's, or the I/O backend's
+ * for an SSD leg) marks it done and issues what that made ready, under
+ * the tracker's lock; the compute thread runs its own next action at once
+ * when its last one made it ready. A hand-off through another thread
+ * instead cost two wake-ups per kernel, and while copies ran on the 2
+ * processors of the development VM each took 7-11 us rather than 1-3
+ * (dispatch_s 5.6-8.7 ms per step of validate-gpt's rows that offload,
+ * 1.4-2.8 for keep; now 0.6-4.0 and 0.2-0.3). The step's thread
+ * waits for the step to be over. Each stream's thread runs what it is
+ * given and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
 
 #include <time.h>
@@ -68,6 +76,8 @@ gboolean runner_comm_placeholder(Runner *r, guint id, GError **error) {
   return TRUE;
 }
 
+static guint track_done(Runner *r, guint id, gboolean take);
+
 static gboolean exec_action(Runner *r, guint id, gboolean *deferred, GError **error) {
   switch (runner_action(&r->prog, id)->stream) {
   case ROK_STREAM_COMPUTE:
@@ -90,39 +100,55 @@ void runner_leg_done(Runner *r, guint id, GError *error) {
   r->rec[id].end_ns = runner_now_ns();
   if (error != NULL)
     runner_fail(r, error);
-  g_async_queue_push(r->completions, runner_msg(id));
+  track_done(r, id, FALSE);
 }
 
-/* The compute stream's next action usually comes a few microseconds after
- * its thread reported the last one: it looks for it a while before it
- * sleeps (woken, it took ~30 us per action on the development VM). */
+/* The compute stream's next action, when another thread's action made it
+ * ready, usually comes a few microseconds after its thread reported the
+ * last one: it looks for it a while before it sleeps (woken, it took ~30
+ * us per action on the development VM). */
 static gpointer next_work(Runner *r, RokStream stream) {
   return stream == ROK_STREAM_COMPUTE ? rok_async_queue_pop_soon(r->work[stream], ROK_COMPUTE_SPIN_US)
                                       : g_async_queue_pop(r->work[stream]);
 }
 
+/* Run a task between steps; report its end to the step's thread. */
+static void run_task(Runner *r, guint task) {
+  GError *error = NULL;
+  if (!runner_compute_special(r, task, &error))
+    runner_fail(r, error);
+  g_async_queue_push(r->completions, runner_msg(RUN_MSG_TASK));
+}
+
 gpointer runner_worker_thread(gpointer data) {
   RunnerWorker *w = data;
   Runner *r = w->r;
-  for (;;) {
-    guint id = runner_msg_value(next_work(r, w->stream));
+  gboolean compute = w->stream == ROK_STREAM_COMPUTE;
+  for (guint id = RUN_NONE;;) {
+    if (id == RUN_NONE)
+      id = runner_msg_value(next_work(r, w->stream));
     if (id == RUN_TASK_STOP)
       return NULL;
+    if (id >= r->prog.n_actions) {
+      run_task(r, id);
+      id = RUN_NONE;
+      continue;
+    }
     GError *error = NULL;
-    gboolean task = id >= r->prog.n_actions, ok = TRUE, deferred = FALSE;
-    if (task) {
-      ok = runner_compute_special(r, id, &error);
-    } else if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
+    gboolean ok = TRUE, deferred = FALSE;
+    if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
       rec->start_ns = runner_now_ns();
       ok = exec_action(r, id, &deferred, &error);
-      if (deferred) /* its last I/O completion ends it */
+      if (deferred) { /* its last I/O completion ends it */
+        id = RUN_NONE;
         continue;
+      }
       rec->end_ns = runner_now_ns();
     }
     if (!ok)
       runner_fail(r, error);
-    g_async_queue_push(r->completions, runner_msg(task ? RUN_MSG_TASK : id));
+    id = track_done(r, id, compute); /* the compute stream's next action, if that made it ready */
   }
 }
 
@@ -135,12 +161,17 @@ gboolean runner_compute_task(Runner *r, guint task, GError **error) {
 
 /* ---- the tracker ---- */
 
-static void issue(Runner *r, guint id) {
+/* Mark `id` issued; hand it to its stream's thread unless the caller
+ * (the compute thread) takes it: *take gets it. */
+static void issue(Runner *r, guint id, guint *take) {
   RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
   r->busy[s]++;
-  g_async_queue_push(r->work[s], runner_msg(id));
+  if (take != NULL && s == ROK_STREAM_COMPUTE && *take == RUN_NONE)
+    *take = id;
+  else
+    g_async_queue_push(r->work[s], runner_msg(id));
 }
 
 static void run_free(Runner *r, guint id) {
@@ -186,8 +217,9 @@ static gboolean ready(const Runner *r, guint id) {
 }
 
 /* Issue each stream's next actions, in its order, while they are ready and
- * it has a free lane. Returns how many. */
-static guint pump(Runner *r) {
+ * it has a free lane (the compute stream's into *take if not NULL).
+ * Returns how many. */
+static guint pump(Runner *r, guint *take) {
   guint issued = 0;
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     const GArray *order = r->prog.order[s];
@@ -196,11 +228,29 @@ static guint pump(Runner *r) {
       if (!ready(r, id))
         break;
       r->cursor[s]++;
-      issue(r, id);
+      issue(r, id, take);
       issued++;
     }
   }
   return issued;
+}
+
+/* `id` has ended: done, and what that made ready issued; the step's
+ * thread is woken once nothing is in flight (the step is over, failed or
+ * stuck). With `take` (the compute thread), the compute stream's next
+ * action is returned to run at once rather than handed over; RUN_NONE if
+ * none is ready. */
+static guint track_done(Runner *r, guint id, gboolean take) {
+  guint next = RUN_NONE;
+  g_mutex_lock(&r->track_lock);
+  on_completion(r, id);
+  if (!runner_failed(r))
+    pump(r, take ? &next : NULL);
+  gboolean idle = r->in_flight == 0;
+  g_mutex_unlock(&r->track_lock);
+  if (idle)
+    g_async_queue_push(r->completions, runner_msg(RUN_MSG_WAKE));
+  return next;
 }
 
 static void reset(Runner *r) {
@@ -230,13 +280,25 @@ static gboolean stuck(Runner *r, GError **error) {
   return FALSE;
 }
 
-static void report_progress(Runner *r, guint step, gint64 *last) {
+/* `done`: the actions done, read under the tracker's lock (the callback
+ * runs without it: a cancellation from it stops threads that take it). */
+static void report_progress(Runner *r, guint step, gint64 *last, guint done) {
   gint64 now = runner_now_ns();
-  if (r->options.progress == NULL || (now - *last < 100000000 && r->done < r->prog.n_actions))
+  if (r->options.progress == NULL || (now - *last < 100000000 && done < r->prog.n_actions))
     return;
   *last = now;
-  RokExecProgress p = {.step = step, .steps = r->options.repeat + 1, .done = r->done, .total = r->prog.n_actions};
+  RokExecProgress p = {.step = step, .steps = r->options.repeat + 1, .done = done, .total = r->prog.n_actions};
   r->options.progress(&p, r->options.progress_data);
+}
+
+/* Whether the step is over: every action done, or nothing in flight and
+ * nothing to issue (it failed, or it is stuck). *done: the actions done. */
+static gboolean step_over(Runner *r, guint *done) {
+  g_mutex_lock(&r->track_lock);
+  *done = r->done;
+  gboolean over = *done == r->prog.n_actions || (r->in_flight == 0 && (runner_failed(r) || pump(r, NULL) == 0));
+  g_mutex_unlock(&r->track_lock);
+  return over;
 }
 
 gboolean runner_step(Runner *r, guint step, GError **error) {
@@ -254,23 +316,19 @@ gboolean runner_step(Runner *r, guint step, GError **error) {
       complete(r, id);
     }
   gint64 last = 0;
-  pump(r);
-  while (r->done < r->prog.n_actions) {
-    if (runner_failed(r) && r->in_flight == 0)
-      break;
-    if (!runner_failed(r) && r->in_flight == 0 && pump(r) == 0)
-      return stuck(r, error);
-    gpointer msg = g_async_queue_timeout_pop(r->completions, 100000);
-    guint value = msg != NULL ? runner_msg_value(msg) : RUN_NONE;
-    if (value < r->prog.n_actions)
-      on_completion(r, value);
-    if (!runner_failed(r))
-      pump(r);
-    report_progress(r, step, &last);
+  g_mutex_lock(&r->track_lock);
+  pump(r, NULL);
+  g_mutex_unlock(&r->track_lock);
+  guint done = 0;
+  while (!step_over(r, &done)) {
+    g_async_queue_timeout_pop(r->completions, 100000); /* a wake-up, a cancellation, or time for progress */
+    report_progress(r, step, &last, done);
   }
+  if (done < r->prog.n_actions && !runner_failed(r))
+    return stuck(r, error);
   if (runner_failed(r))
     return take_error(r, error);
-  report_progress(r, step, &last);
+  report_progress(r, step, &last, r->prog.n_actions);
   return runner_compute_task(r, RUN_TASK_CHECKSUM, error);
 }
 

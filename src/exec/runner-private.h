@@ -190,7 +190,9 @@ struct _Runner {
   guint64 gate_reserved, gate_limit;
   guint64 *chunk_sums; /* per chunk: its share of the checksum on the way out */
 
-  /* The step. */
+  /* The step: the tracker's state, under track_lock (whichever thread
+   * ends an action updates it and issues what that made ready). */
+  GMutex track_lock;
   RunnerRecord *rec;
   guint cursor[ROK_STREAM_ALL_COUNT]; /* next position in prog.order */
   guint busy[ROK_STREAM_ALL_COUNT];   /* actions issued and not completed */
@@ -198,7 +200,7 @@ struct _Runner {
   gint64 step_start_ns;
   double step_others_cpu_s; /* rok_host_others_cpu_seconds() when the step started */
   guint64 step_fixed;       /* device bytes allocated when the step started */
-  GAsyncQueue *completions; /* to the dispatcher */
+  GAsyncQueue *completions; /* to the step's thread: the step may be over, a task's end, a cancellation */
   GAsyncQueue *work[ROK_STREAM_ALL_COUNT];
   GThread *threads[ROK_STREAM_ALL_COUNT][RUN_SSD_LANES];
   RunnerWorker workers[ROK_STREAM_ALL_COUNT];
@@ -222,7 +224,8 @@ struct _Runner {
   GError *removal_error; /* the work folders could not be removed entirely */
 };
 
-/* Messages to the dispatcher: an action id, or one of these. */
+/* Messages to the step's thread. */
+#define RUN_MSG_WAKE (G_MAXUINT - 6) /* nothing left in flight: the step is over, failed or stuck */
 #define RUN_MSG_CANCEL (G_MAXUINT - 1)
 #define RUN_MSG_TASK (G_MAXUINT - 2) /* a compute-thread task finished */
 /* Tasks for the compute thread beyond the action ids. */
@@ -311,7 +314,7 @@ void runner_gate_wake(Runner *r);
 gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 /* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
- * its failure, taken). */
+ * its failure, taken); the calling thread issues what that made ready. */
 void runner_leg_done(Runner *r, guint id, GError *error);
 
 /* runner-dispatch.c; a comm or p2p action: its modelled duration waited out. */

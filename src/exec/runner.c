@@ -262,6 +262,7 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
   r->trace = schedule->trace;
   r->options = *options;
   g_mutex_init(&r->lock);
+  g_mutex_init(&r->track_lock);
   g_mutex_init(&r->error_lock);
   g_mutex_init(&r->gate_lock);
   g_cond_init(&r->gate_cond);
@@ -284,6 +285,7 @@ static void runner_free(Runner *r) {
   if (r->error != NULL)
     g_error_free(r->error);
   g_mutex_clear(&r->lock);
+  g_mutex_clear(&r->track_lock);
   g_mutex_clear(&r->error_lock);
   g_mutex_clear(&r->gate_lock);
   g_cond_clear(&r->gate_cond);

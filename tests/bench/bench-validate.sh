@@ -49,6 +49,14 @@
 # time (nvme.leg_cpu 55-60 us): worst row (rok at 17.9-18.0 MiB, 46-53 MiB
 # to and from the SSD) 13.7%, 9.4%, 7.6%, 5.2% before, 6.0% and 5.2% after
 # (7.2-8.5 points above keep's error, 8.1-10.1 before).
+# Before and after the compute thread ran its next action itself (not
+# through a dispatcher thread's two wake-ups per kernel), alternating
+# (others took 0.0-0.5% of the processors): median 5.6%, 3.1%, 3.7%, 3.2%
+# before (worst 7.4-10.3%), 3.0%, 4.9%, 2.8%, 2.8% after (worst 4.2-8.8%);
+# --ssd 6.7% and 2.2% (worst 10.6%, 6.8%) before, 6.6% and 2.0% (worst
+# 8.8%, 4.7%; a calibration that came out 5-9% slow) after. Each run
+# calibrates afresh, so the calibrations' spread is in these figures;
+# README has the same comparison on one calibration.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -4,8 +4,8 @@
 #
 # Measured on the development machine (2 cores, x86_64, shared), old and
 # new builds alternated on 2026-11-24, nothing else running:
-#   rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json: 0.98-0.99 s
-#   wall, 1.9 s of CPU (1.52 s wall, 1.85 s CPU for the previous main;
+#   rok plan gpt3-175b --hw a100-40g-pcie4-4xp5800x --json: 0.96 s wall,
+#   1.84 s of CPU (1.52-1.53 s wall, 1.86 s CPU for the previous main;
 #   same bytes out; issue 12 asks < 1 s). The three planners'
 #   preparations, grid points and off-grid searches share one pool of
 #   threads, the recompute-only planner's preparation first (~0.7 s of CPU

@@ -282,6 +282,10 @@ gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
    * the GPU's whole memory) costs no search. */
   if (plan_keep_fits(p, budget, out))
     return TRUE;
+  /* Every plan's peak holds the fixed memory: below it, said without planning. */
+  const RokFixedMemory *f = &p->trace->fixed;
+  if (budget < f->weight_bytes + f->gradient_bytes + f->optimizer_bytes)
+    return FALSE;
   guint np = n_planners(p);
   g_autofree PlanChoice *own = g_new0(PlanChoice, np);
   g_autofree PlanGrid **grids = g_new0(PlanGrid *, np);

@@ -104,8 +104,16 @@ interrupt() { # DELAY SIGNAL COMMAND...
   # The delay counts from when rok holds the signal (blocked for its
   # signalfd, or caught): one before that takes the default action, and how
   # long the loader takes depends on the build (ASan) and the load, not on rok.
-  local bit=$(( 1 << ($(kill -l "$sig") - 1) )) held
+  local bit=$(( 1 << ($(kill -l "$sig") - 1) )) held exe
+  exe=$(readlink -f "$1")
   for _ in $(seq 1000); do
+    # Until the command has replaced the shell that forked it, the masks
+    # are the shell's (it blocks every signal around a fork).
+    if [ "$(readlink /proc/$pid/exe 2>/dev/null)" != "$exe" ]; then
+      kill -0 $pid 2>/dev/null || break
+      sleep 0.01
+      continue
+    fi
     held=$(awk '/^Sig(Blk|Cgt):/ { printf "|0x%s", $2 }' /proc/$pid/status 2>/dev/null) || break
     [ -n "$held" ] || break
     (( (0 $held) & bit )) && break

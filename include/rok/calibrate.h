@@ -252,10 +252,9 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *option
 /* On a CPU device, copies and hand-offs beside running kernels
  * (calib-contention.c); nothing on another device. */
 /* A message to another thread and back through a GAsyncQueue, nothing else
- * running; `soon`: the other thread looks for it before it sleeps, as the
- * executor's compute thread does, else it sleeps, as a leg's thread does
+ * running, the other thread asleep between messages as a leg's thread is
  * (calib-contention.c). */
-gboolean rok_calib_measure_handoff(RokClDevice *cl, gboolean soon, RokCalibStat *stat, GError **error);
+gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error);
 /* Seconds the executor pays per action beyond the kernel: the measured
  * action overhead where there is one, else the back-to-back launch. */
 double rok_calib_action_seconds(const RokCalibDevice *device);

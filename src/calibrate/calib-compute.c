@@ -113,10 +113,12 @@ double rok_calib_action_seconds(const RokCalibDevice *d) {
 }
 
 /* Back to back (what a GEMM timed in a row pays per launch), and on a GPU
- * also one at a time, waited for and handed over as the executor runs an
- * action: there the wait and the hand-offs (tens of microseconds) dwarf
- * the launch. A CPU device's hand-offs are measured beside running
- * kernels instead (calib-contention.c), as host.copy_overhead. */
+ * also one at a time and waited for, as the executor runs an action: there
+ * the wait (tens of microseconds) dwarfs the launch. The compute thread
+ * runs its next action itself; a copy leg is handed to its thread and its
+ * end back, a message there and back on top. A CPU device's hand-offs are
+ * measured beside running kernels instead (calib-contention.c), as
+ * host.copy_overhead. */
 static gboolean measure_launch(RokClKernels *kernels, const Timer *timer, RokCalibDevice *d, GError **error) {
   Job job;
   Timer t = *timer;
@@ -126,14 +128,12 @@ static gboolean measure_launch(RokClKernels *kernels, const Timer *timer, RokCal
   if (ok)
     d->launch = rok_calib_stat(s, t.trials);
   if (ok && g_strcmp0(d->type, "cpu") != 0) {
-    RokCalibStat compute, leg;
-    RokClDevice *cl = rok_cl_kernels_device(kernels);
-    ok = time_runs(&t, run_add_waited, &job, s, error) && rok_calib_measure_handoff(cl, TRUE, &compute, error) &&
-         rok_calib_measure_handoff(cl, FALSE, &leg, error);
+    RokCalibStat leg;
+    ok = time_runs(&t, run_add_waited, &job, s, error) &&
+         rok_calib_measure_handoff(rok_cl_kernels_device(kernels), &leg, error);
     if (ok) {
-      double waited = rok_calib_stat(s, t.trials).median;
-      d->action_overhead = waited + compute.median;
-      d->leg_action_overhead = waited + leg.median;
+      d->action_overhead = rok_calib_stat(s, t.trials).median;
+      d->leg_action_overhead = d->action_overhead + leg.median;
     }
   }
   job_clear(&job);

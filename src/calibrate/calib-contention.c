@@ -3,8 +3,8 @@
  * `rok execute` offloads): how much of the kernel in progress a copy
  * waits for (PoCL gives a command a processor only when one is done with
  * the kernel), and the time a hand-off
- * between two threads takes there (the executor passes every leg from its
- * dispatcher to the leg's thread and back). A GPU runs copies on its copy
+ * between two threads takes there (the executor hands every leg to its
+ * thread, and the leg's end back to the compute thread). A GPU runs copies on its copy
  * engines and its host threads on idle processors: nothing is measured. */
 #ifdef ROK_WITH_OPENCL
 
@@ -158,14 +158,13 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
 
 typedef struct {
   GAsyncQueue *in, *out;
-  gboolean soon; /* looks for each message before it sleeps, as the compute thread does */
 } Echo;
 
 /* Every message from `in` back on `out`, until the message 1. */
 static gpointer echo(gpointer data) {
   Echo *e = data;
   for (;;) {
-    gpointer m = e->soon ? rok_async_queue_pop_soon(e->in, ROK_COMPUTE_SPIN_US) : g_async_queue_pop(e->in);
+    gpointer m = g_async_queue_pop(e->in);
     g_async_queue_push(e->out, m);
     if (GPOINTER_TO_UINT(m) == 1)
       return NULL;
@@ -173,12 +172,10 @@ static gpointer echo(gpointer data) {
 }
 
 /* A message to another thread and back, through the queues the executor
- * uses, while B's kernels run (B may be NULL). SOON: the compute thread's,
- * whose next action follows at once and which looks for it before it
- * sleeps; else a copy leg's, whose thread sleeps between legs (100 us
- * apart here). */
-static gboolean measure_handoff(RokClDevice *cl, Busy *b, gboolean soon, RokCalibStat *stat, GError **error) {
-  Echo e = {.in = g_async_queue_new(), .out = g_async_queue_new(), .soon = soon};
+ * uses, while B's kernels run (B may be NULL): a copy leg's, whose thread
+ * sleeps between legs (100 us apart here). */
+static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
+  Echo e = {.in = g_async_queue_new(), .out = g_async_queue_new()};
   GThread *thread = g_thread_new("rok-calib-echo", echo, &e);
   g_autofree double *samples = g_new(double, HANDOFF_SAMPLES);
   gboolean ok = b == NULL || busy_start(b, cl, 4, error);
@@ -187,8 +184,7 @@ static gboolean measure_handoff(RokClDevice *cl, Busy *b, gboolean soon, RokCali
     g_async_queue_push(e.in, GUINT_TO_POINTER(2));
     g_async_queue_pop(e.out);
     samples[i] = now_s() - start;
-    if (!e.soon)
-      g_usleep(100);
+    g_usleep(100);
   }
   g_async_queue_push(e.in, GUINT_TO_POINTER(1));
   g_async_queue_pop(e.out);
@@ -201,8 +197,8 @@ static gboolean measure_handoff(RokClDevice *cl, Busy *b, gboolean soon, RokCali
   return ok;
 }
 
-gboolean rok_calib_measure_handoff(RokClDevice *cl, gboolean soon, RokCalibStat *stat, GError **error) {
-  return measure_handoff(cl, NULL, soon, stat, error);
+gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
+  return measure_handoff(cl, NULL, stat, error);
 }
 
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,
@@ -212,7 +208,7 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
   rok_calib_progress(o, "copies and hand-offs beside kernels");
   Busy b;
   gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_wait, error) &&
-                measure_handoff(cl, &b, FALSE, &d->handoff, error);
+                measure_handoff(cl, &b, &d->handoff, error);
   busy_clear(&b);
   d->contention = ok;
   return ok;

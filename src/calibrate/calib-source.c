@@ -31,11 +31,10 @@ static void append_device(GString *s, const RokCalibration *c) {
                      "gpu.memory: the device's global memory. ");
   if (d->action_overhead > 0)
     g_string_append(s, "gpu.launch_overhead and host.copy_overhead: what the executor pays per action beyond "
-                       "its work, a tiny kernel launched and waited for one at a time plus a message to another "
-                       "thread and back through a GAsyncQueue (its hand-offs: to a thread that looks for it "
-                       "before it sleeps, as the compute thread does, for gpu.launch_overhead; to one that sleeps, "
-                       "as a leg's thread does, for host.copy_overhead); op rates and GEMM ops have the first "
-                       "taken out. ");
+                       "its work, a tiny kernel launched and waited for one at a time (the compute thread runs its "
+                       "next action itself), and for host.copy_overhead a message to another thread and back "
+                       "through a GAsyncQueue on top (a leg is handed to its thread, which sleeps between legs, "
+                       "and its end back); op rates and GEMM ops have the first taken out. ");
   else
     g_string_append(s, "gpu.launch_overhead: a tiny kernel, back to back. ");
   if (g_strcmp0(d->type, "cpu") == 0)

@@ -213,8 +213,8 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   if (d->action_overhead > 0) {
     g_autofree char *action = rok_units_format_time(d->action_overhead);
     g_autofree char *leg = rok_units_format_time(d->leg_action_overhead);
-    printf("  per action           %s (launched, waited for and handed over, as the executor runs each action; "
-           "%s per copy leg)\n",
+    printf("  per action           %s (launched and waited for, as the executor runs each action; %s per copy "
+           "leg, handed to its thread and back)\n",
            action, leg);
   }
   print_ops(d);

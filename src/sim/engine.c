@@ -267,11 +267,16 @@ static gint64 stretched(const SimEngine *e, gint64 work) {
   return pace == 1.0 ? work : (gint64)ceil((double)work / pace - 1e-6);
 }
 
+/* The running item's work left now (ns at full speed). */
+static gint64 work_left(const SimEngine *e) {
+  gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
+  return MAX(e->compute_left - done, 0);
+}
+
 gint64 sim_kernel_left(const SimEngine *e) {
   if (!e->running)
     return 0;
-  gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
-  gint64 left = MAX(e->compute_left - done, 0);
+  gint64 left = work_left(e);
   if (left > e->kernel_ns) /* a backward's first kernel: the second is still to come */
     left -= e->kernel_ns;
   return stretched(e, left);
@@ -279,8 +284,7 @@ gint64 sim_kernel_left(const SimEngine *e) {
 
 /* Bring the running item's work left up to now at the current pace. */
 static void compute_bank(SimEngine *e) {
-  gint64 done = (gint64)llround((double)(e->now - e->compute_since) * compute_pace(e));
-  e->compute_left = MAX(e->compute_left - done, 0);
+  e->compute_left = work_left(e);
   e->compute_since = e->now;
 }
 

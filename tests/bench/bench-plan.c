@@ -8,8 +8,8 @@
  * per case; exits 1 if a config cannot be loaded or planning fails. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "rok/core.h"
 #include "rok/model.h"
 #include "rok/plan.h"
 
@@ -17,10 +17,6 @@
 
 static double wall(void) {
   return (double)g_get_monotonic_time() / 1e6;
-}
-
-static double cpu(void) {
-  return (double)clock() / CLOCKS_PER_SEC;
 }
 
 static gboolean load(const char *root, const char *model_name, const char *hw_name, RokTrace **trace, RokHw **hw) {
@@ -59,7 +55,7 @@ static gboolean bench(const char *root, const char *model_name, const char *hw_n
     return FALSE;
   g_autoptr(GError) error = NULL;
   /* The plan, from a fresh planner: its share of the common work included. */
-  double w0 = wall(), c0 = cpu();
+  double w0 = wall(), c0 = rok_host_own_cpu_seconds();
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, NULL, &error);
   g_autoptr(RokCurve) probe = planner ? rok_planner_curve(planner, 2, NULL, NULL, &error) : NULL;
   if (probe == NULL) {
@@ -69,12 +65,12 @@ static gboolean bench(const char *root, const char *model_name, const char *hw_n
   guint64 budget = probe->min_budget + (probe->keep_budget - probe->min_budget) / 3;
   g_autoptr(RokSimResult) r = NULL;
   g_autoptr(RokStepPlan) plan = rok_planner_plan(planner, budget, &r, &error);
-  double w1 = wall(), c1 = cpu();
+  double w1 = wall(), c1 = rok_host_own_cpu_seconds();
   guint64 plan_runs = rok_planner_runs(planner);
   /* The full curve, from another fresh planner. */
   g_autoptr(RokPlanner) fresh = rok_planner_new(trace, hw, NULL, &error);
   g_autoptr(RokCurve) curve = rok_planner_curve(fresh, POINTS, NULL, NULL, &error);
-  double w2 = wall(), c2 = cpu();
+  double w2 = wall(), c2 = rok_host_own_cpu_seconds();
   if (plan == NULL || curve == NULL) {
     fprintf(stderr, "bench-plan: %s\n", error->message);
     return FALSE;

@@ -10,21 +10,14 @@
  * config cannot be loaded or two thread counts give different results. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
+#include "rok/core.h"
 #include "rok/sweep.h"
 
 #define MIN_SECONDS 1.0
 
 static double now(void) {
   return (double)g_get_monotonic_time() / 1e6;
-}
-
-static double cpu_seconds(void) {
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 static RokSweepSpec *load(const char *root, const char *strategies, GError **error) {
@@ -44,7 +37,7 @@ static RokSweepSpec *load(const char *root, const char *strategies, GError **err
 
 /* The fastest of repeated runs; the results' CSV in *csv. */
 static double bench(const RokSweepSpec *spec, guint threads, char **csv, double *utilisation) {
-  double best = G_MAXDOUBLE, start = now(), cpu = cpu_seconds();
+  double best = G_MAXDOUBLE, start = now(), cpu = rok_host_own_cpu_seconds();
   do {
     double t = now();
     g_autoptr(RokSweep) sweep = rok_sweep_run(spec, threads, NULL, NULL, NULL);
@@ -53,7 +46,7 @@ static double bench(const RokSweepSpec *spec, guint threads, char **csv, double 
     g_free(*csv);
     *csv = rok_sweep_to_csv(sweep);
   } while (now() - start < MIN_SECONDS);
-  *utilisation = (cpu_seconds() - cpu) / (now() - start);
+  *utilisation = (rok_host_own_cpu_seconds() - cpu) / (now() - start);
   return best;
 }
 

@@ -214,8 +214,9 @@ guint64 rok_planner_min_budget(RokPlanner *planner, const char **how);
 RokStepPlan *rok_planner_plan(RokPlanner *planner, guint64 budget, RokSimResult **result, GError **error);
 /* The same, but where no plan fits `budget`, the plan for the least budget
  * (a sweep's or a search's point that does not fit is still drawn and
- * reported: its peak says by how much). */
-RokStepPlan *rok_planner_plan_or_least(RokPlanner *planner, guint64 budget, GError **error);
+ * reported: its peak says by how much); *fits_nowhere (may be NULL) says
+ * which. */
+RokStepPlan *rok_planner_plan_or_least(RokPlanner *planner, guint64 budget, gboolean *fits_nowhere, GError **error);
 /* The least-memory plan among the whole-model recipes of
  * rok_planner_min_budget(), keeping everything and `also` (a plan for a
  * trace of the same tensors, NULL: none), the winner and `also` also run

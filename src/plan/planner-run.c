@@ -49,10 +49,13 @@ RokStepPlan *rok_planner_plan(RokPlanner *p, guint64 budget, RokSimResult **resu
   return plan;
 }
 
-RokStepPlan *rok_planner_plan_or_least(RokPlanner *p, guint64 budget, GError **error) {
+RokStepPlan *rok_planner_plan_or_least(RokPlanner *p, guint64 budget, gboolean *fits_nowhere, GError **error) {
   g_autoptr(GError) local = NULL;
   RokStepPlan *plan = rok_planner_plan(p, budget, NULL, &local);
-  if (plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT)) {
+  gboolean nowhere = plan == NULL && g_error_matches(local, ROK_ERROR, ROK_ERROR_NO_FIT);
+  if (fits_nowhere != NULL)
+    *fits_nowhere = nowhere;
+  if (nowhere) {
     g_clear_error(&local);
     plan = rok_planner_plan(p, rok_planner_min_budget(p, NULL), NULL, &local);
   }

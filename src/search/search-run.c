@@ -144,7 +144,7 @@ static RokStepPlan *plan_point(const RokTrace *trace, const RokHw *hw, gboolean 
   g_autoptr(RokPlanner) planner = rok_planner_new(trace, hw, &options, error);
   if (planner == NULL)
     return NULL;
-  return rok_planner_plan_or_least(planner, hw->gpu.memory, error);
+  return rok_planner_plan_or_least(planner, hw->gpu.memory, NULL, error);
 }
 
 /* One stage's plan: keep everything when that fits (compute alone:

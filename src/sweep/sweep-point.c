@@ -150,8 +150,10 @@ static RokStepPlan *stage_plan(const RokTrace *trace, const RokHw *hw, const Rok
     *fits_nowhere = TRUE;
     return rok_planner_least_memory(planner, chain_plan(chain, stage, trace));
   }
-  *fits_nowhere |= row->budget_bytes < rok_planner_min_budget(planner, NULL);
-  return rok_planner_plan_or_least(planner, row->budget_bytes, error);
+  gboolean nowhere = FALSE; /* told by the plan: asking first would run the least-memory search on this thread */
+  RokStepPlan *plan = rok_planner_plan_or_least(planner, row->budget_bytes, &nowhere, error);
+  *fits_nowhere |= nowhere;
+  return plan;
 }
 
 /* A point whose plan fits nowhere: the next in the chain need not search. */

@@ -43,15 +43,25 @@ gboolean runner_slot_acquire(Runner *r, RokStaging *pool, RunnerRecord *rec, int
   return TRUE;
 }
 
-/* Slots for every chunk of the copy; a copy bound for the SSDs waits for
- * its reservation first. */
-static gboolean take_slots(Runner *r, guint id, guint copy, GError **error) {
+/* Slots for every chunk of the copy that holds none yet; a copy bound for
+ * the SSDs takes its reservation first. With `wait` FALSE (priming), only
+ * what can be had at once: FALSE, with no error, where it would wait. */
+static gboolean take_slots(Runner *r, guint id, guint copy, gboolean wait, GError **error) {
   const RunnerCopy *c = runner_copy(&r->prog, copy);
-  if (r->prog.actions[id].ticket != RUN_NONE && !runner_gate_reserve(r, id, copy, &r->rec[id], error))
+  RunnerCopyState *st = &r->copies[copy];
+  if (r->prog.actions[id].ticket != RUN_NONE && st->reserved == 0 &&
+      !(wait ? runner_gate_reserve(r, id, copy, &r->rec[id], error) : runner_gate_try_reserve(r, id, copy)))
     return FALSE;
-  for (guint i = 0; i < c->n_chunks; i++)
-    if (!runner_slot_acquire(r, r->copies[copy].pool, &r->rec[id], &r->slots[c->chunk_base + i], error))
+  for (guint i = 0; i < c->n_chunks; i++) {
+    int *slot = &r->slots[c->chunk_base + i];
+    if (*slot >= 0)
+      continue;
+    if (wait ? !runner_slot_acquire(r, st->pool, &r->rec[id], slot, error)
+             : (*slot = rok_staging_acquire(st->pool, 0, NULL)) < 0) {
+      *slot = -1;
       return FALSE;
+    }
+  }
   return TRUE;
 }
 
@@ -67,20 +77,31 @@ static gboolean chunk_copy(Runner *r, RokClBuffer *buffer, guint copy, guint chu
                              error);
 }
 
-/* Every chunk of the copy between the device and its slots, at once. */
-static gboolean copy_all(Runner *r, RokClBuffer *buffer, guint copy, gboolean out, GError **error) {
+/* Every chunk of the copy between the device and its slots enqueued at
+ * once; events[*n] for those that were. */
+static gboolean enqueue_all(Runner *r, RokClBuffer *buffer, guint copy, gboolean out, cl_event *events, guint *n,
+                            GError **error) {
   const RunnerCopy *c = runner_copy(&r->prog, copy);
-  g_autofree cl_event *events = g_new0(cl_event, c->n_chunks);
-  guint n = 0;
-  gboolean ok = TRUE;
-  for (; ok && n < c->n_chunks; n++)
-    ok = chunk_copy(r, buffer, copy, n, out, FALSE, &events[n], error);
-  n -= !ok; /* the failed one made no event */
-  /* Wait for what was enqueued even after a failure: it uses the slots. */
+  for (*n = 0; *n < c->n_chunks; ++*n)
+    if (!chunk_copy(r, buffer, copy, *n, out, FALSE, &events[*n], error))
+      return FALSE;
+  return TRUE;
+}
+
+/* Wait for what was enqueued, even after a failure (`ok` FALSE): the
+ * copies use the slots. */
+static gboolean wait_all(cl_event *events, guint n, gboolean ok, GError **error) {
   ok = rok_cl_events_wait(n, events, ok ? error : NULL) && ok;
   for (guint i = 0; i < n; i++)
     clReleaseEvent(events[i]);
   return ok;
+}
+
+static gboolean copy_all(Runner *r, RokClBuffer *buffer, guint copy, gboolean out, GError **error) {
+  g_autofree cl_event *events = g_new0(cl_event, runner_copy(&r->prog, copy)->n_chunks);
+  guint n;
+  gboolean ok = enqueue_all(r, buffer, copy, out, events, &n, error);
+  return wait_all(events, n, ok, error);
 }
 
 gboolean runner_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, GError **error) {
@@ -128,12 +149,43 @@ void runner_copies_clear(Runner *r) {
   runner_gate_reset(r);
 }
 
+void runner_d2h_prime(Runner *r, guint id) {
+  guint copy = r->prog.actions[id].copy;
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  r->rec[id].start_ns = runner_now_ns();
+  if (runner_failed(r) || !take_slots(r, id, copy, FALSE, NULL))
+    return; /* the d2h thread waits for the rest, or sees the failure */
+  r->d2h_events = g_new0(cl_event, c->n_chunks);
+  enqueue_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, r->d2h_events, &r->d2h_n_events, &r->d2h_error);
+  r->d2h_primed = id;
+}
+
+/* The primed leg's copies waited for (`ok` FALSE: the run failed, they
+ * are only settled); its enqueuing's error, if any, taken. */
+static gboolean d2h_primed_wait(Runner *r, gboolean ok, GError **error) {
+  if (r->d2h_error != NULL) {
+    ok = FALSE;
+    g_propagate_error(error, g_steal_pointer(&r->d2h_error));
+  }
+  ok = wait_all(r->d2h_events, r->d2h_n_events, ok, error);
+  g_clear_pointer(&r->d2h_events, g_free);
+  r->d2h_n_events = 0;
+  r->d2h_primed = RUN_NONE;
+  return ok;
+}
+
+void runner_d2h_settle(Runner *r, guint id) {
+  if (r->d2h_primed == id)
+    d2h_primed_wait(r, FALSE, NULL);
+}
+
 /* Out of the device into slots; the slots stay for the legs that read them. */
 gboolean run_d2h_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
-  RokClBuffer *buffer = runner_buffer_get(r, c->mb, c->tensor);
-  if (!take_slots(r, id, copy, error) || !copy_all(r, buffer, copy, TRUE, error))
+  if (r->d2h_primed == id ? !d2h_primed_wait(r, TRUE, error)
+                          : !take_slots(r, id, copy, TRUE, error) ||
+                                !copy_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, error))
     return FALSE;
   RunnerSum sum;
   runner_sum_init(&sum);
@@ -176,7 +228,7 @@ gboolean run_h2d_leg(Runner *r, guint id, GError **error) {
 
 /* A staged SSD read's slots, reserved in its turn. */
 gboolean runner_read_slots(Runner *r, guint id, guint copy, GError **error) {
-  return take_slots(r, id, copy, error);
+  return take_slots(r, id, copy, TRUE, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -10,7 +10,9 @@
  * instead cost two wake-ups per kernel, and while copies ran on the 2
  * processors of the development VM each took 7-11 us rather than 1-3
  * (dispatch_s 5.6-8.7 ms per step of validate-gpt's rows that offload,
- * 1.4-2.8 for keep; now 0.6-4.0 and 0.2-0.3). The step's thread
+ * 1.4-2.8 for keep; now 0.6-4.0 and 0.2-0.3). A d2h leg its kernel
+ * made ready is enqueued by the compute thread before its next kernel
+ * (runner_d2h_prime), as the simulator queues it. The step's thread
  * waits for the step to be over. Each stream's thread runs what it is
  * given and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
@@ -76,7 +78,13 @@ gboolean runner_comm_placeholder(Runner *r, guint id, GError **error) {
   return TRUE;
 }
 
-static guint track_done(Runner *r, guint id, gboolean take);
+/* What the compute thread takes from the actions its last one made
+ * ready: its own next action, and a d2h leg to prime before it. */
+typedef struct {
+  guint compute, d2h;
+} Taken;
+
+static Taken track_done(Runner *r, guint id, gboolean take);
 
 static gboolean exec_action(Runner *r, guint id, gboolean *deferred, GError **error) {
   switch (runner_action(&r->prog, id)->stream) {
@@ -138,7 +146,8 @@ gpointer runner_worker_thread(gpointer data) {
     gboolean ok = TRUE, deferred = FALSE;
     if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
-      rec->start_ns = runner_now_ns();
+      if (rec->start_ns == 0) /* a primed d2h leg started on the compute thread */
+        rec->start_ns = runner_now_ns();
       ok = exec_action(r, id, &deferred, &error);
       if (deferred) { /* its last I/O completion ends it */
         id = RUN_NONE;
@@ -146,9 +155,16 @@ gpointer runner_worker_thread(gpointer data) {
       }
       rec->end_ns = runner_now_ns();
     }
+    else if (w->stream == ROK_STREAM_D2H)
+      runner_d2h_settle(r, id);
     if (!ok)
       runner_fail(r, error);
-    id = track_done(r, id, compute); /* the compute stream's next action, if that made it ready */
+    Taken next = track_done(r, id, compute);
+    if (next.d2h != RUN_NONE) {
+      runner_d2h_prime(r, next.d2h);
+      g_async_queue_push(r->work[ROK_STREAM_D2H], runner_msg(next.d2h));
+    }
+    id = next.compute; /* run at once, if that made it ready */
   }
 }
 
@@ -162,14 +178,16 @@ gboolean runner_compute_task(Runner *r, guint task, GError **error) {
 /* ---- the tracker ---- */
 
 /* Mark `id` issued; hand it to its stream's thread unless the caller
- * (the compute thread) takes it: *take gets it. */
-static void issue(Runner *r, guint id, guint *take) {
+ * (the compute thread) takes it into *take. */
+static void issue(Runner *r, guint id, Taken *take) {
   RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
   r->busy[s]++;
-  if (take != NULL && s == ROK_STREAM_COMPUTE && *take == RUN_NONE)
-    *take = id;
+  if (take != NULL && s == ROK_STREAM_COMPUTE && take->compute == RUN_NONE)
+    take->compute = id;
+  else if (take != NULL && s == ROK_STREAM_D2H) /* one lane: one at most */
+    take->d2h = id;
   else
     g_async_queue_push(r->work[s], runner_msg(id));
 }
@@ -217,9 +235,9 @@ static gboolean ready(const Runner *r, guint id) {
 }
 
 /* Issue each stream's next actions, in its order, while they are ready and
- * it has a free lane (the compute stream's into *take if not NULL).
- * Returns how many. */
-static guint pump(Runner *r, guint *take) {
+ * it has a free lane (into *take what the compute thread takes, if not
+ * NULL). Returns how many. */
+static guint pump(Runner *r, Taken *take) {
   guint issued = 0;
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     const GArray *order = r->prog.order[s];
@@ -238,10 +256,10 @@ static guint pump(Runner *r, guint *take) {
 /* `id` has ended: done, and what that made ready issued; the step's
  * thread is woken once nothing is in flight (the step is over, failed or
  * stuck). With `take` (the compute thread), the compute stream's next
- * action is returned to run at once rather than handed over; RUN_NONE if
- * none is ready. */
-static guint track_done(Runner *r, guint id, gboolean take) {
-  guint next = RUN_NONE;
+ * action and a d2h leg made ready are returned rather than handed over
+ * (RUN_NONE where none). */
+static Taken track_done(Runner *r, guint id, gboolean take) {
+  Taken next = {RUN_NONE, RUN_NONE};
   g_mutex_lock(&r->track_lock);
   on_completion(r, id);
   if (!runner_failed(r))

@@ -205,6 +205,13 @@ struct _Runner {
   GThread *threads[ROK_STREAM_ALL_COUNT][RUN_SSD_LANES];
   RunnerWorker workers[ROK_STREAM_ALL_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
+  /* The d2h leg primed by the compute thread (RUN_NONE: none), its
+   * copies' events, and the error that stopped its enqueuing. Handed to
+   * the d2h thread with the leg; one at a time, as the stream runs. */
+  guint d2h_primed;
+  cl_event *d2h_events;
+  guint d2h_n_events;
+  GError *d2h_error;
 
   /* Per step, from the compute thread. */
   guint64 gradient_checksum;
@@ -280,6 +287,15 @@ gboolean runner_compute_special(Runner *r, guint task, GError **error);
 
 /* runner-copy.c: the d2h and h2d legs, and the staged copies' slots. */
 gboolean run_d2h_leg(Runner *r, guint id, GError **error);
+/* On the compute thread, where a kernel's end made the d2h leg `id` ready:
+ * its copies enqueued before the thread launches its next kernel, if the
+ * slots can be had without waiting; the d2h thread then waits for them
+ * (run_d2h_leg). Without this the d2h thread, woken a few microseconds
+ * later, enqueued them behind that kernel, and a device whose copies run
+ * on the kernels' processors (PoCL) ran them only once it was done. */
+void runner_d2h_prime(Runner *r, guint id);
+/* After a failure, where `id` is not run: its primed copies settled. */
+void runner_d2h_settle(Runner *r, guint id);
 gboolean run_h2d_leg(Runner *r, guint id, GError **error);
 /* The slot memory of a chunk (which must hold one). */
 guint8 *runner_chunk_data(Runner *r, guint copy, guint chunk);
@@ -301,6 +317,8 @@ void runner_copies_clear(Runner *r);
 /* Wait for the leg's turn and room for `slots`; the wait is a staging
  * wait in rec. Fails once the run has failed. */
 gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec, GError **error);
+/* The reservation if it can be had without waiting; FALSE otherwise. */
+gboolean runner_gate_try_reserve(Runner *r, guint id, guint copy);
 void runner_gate_release(Runner *r, guint copy);
 /* A new step: tickets from the first. */
 void runner_gate_reset(Runner *r);

@@ -278,6 +278,7 @@ static void state_new(Runner *r) {
   const RunnerProgram *p = &r->prog;
   r->buffers = g_new0(RokClBuffer *, MAX((gsize)p->n_mb * p->n_tensors, 1));
   r->view = g_new0(RokClBuffer *, MAX(p->n_tensors, 1));
+  r->d2h_primed = RUN_NONE;
   r->rec = g_new0(RunnerRecord, p->n_actions);
   r->copies = g_new0(RunnerCopyState, MAX(p->copies->len, 1));
   r->slots = g_new(int, MAX(p->n_chunks, 1));

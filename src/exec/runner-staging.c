@@ -13,24 +13,32 @@
 #include "runner-private.h"
 #include "rok/core.h"
 
+/* Whether the leg's turn has come and its slots fit (under gate_lock). */
+static gboolean gate_open(const Runner *r, guint ticket, guint need) {
+  return r->gate_next == ticket && (r->gate_reserved == 0 || r->gate_reserved + need <= r->gate_limit);
+}
+
+/* Take the reservation (under gate_lock, the gate open). */
+static void gate_take(Runner *r, guint copy, guint need) {
+  r->gate_reserved += need;
+  r->gate_next++;
+  r->copies[copy].reserved += need;
+  g_cond_broadcast(&r->gate_cond);
+}
+
 gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec, GError **error) {
   guint ticket = r->prog.actions[id].ticket;
   guint need = runner_copy(&r->prog, copy)->n_chunks;
   gint64 start = 0;
   g_mutex_lock(&r->gate_lock);
-  while (!runner_failed(r) &&
-         (r->gate_next != ticket || (r->gate_reserved > 0 && r->gate_reserved + need > r->gate_limit))) {
+  while (!runner_failed(r) && !gate_open(r, ticket, need)) {
     if (start == 0)
       start = runner_now_ns();
     g_cond_wait(&r->gate_cond, &r->gate_lock);
   }
   gboolean ok = !runner_failed(r);
-  if (ok) {
-    r->gate_reserved += need;
-    r->gate_next++;
-    r->copies[copy].reserved += need;
-    g_cond_broadcast(&r->gate_cond);
-  }
+  if (ok)
+    gate_take(r, copy, need);
   g_mutex_unlock(&r->gate_lock);
   if (start != 0) {
     rec->wait_ns += runner_now_ns() - start;
@@ -38,6 +46,16 @@ gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec,
   }
   if (!ok)
     g_set_error(error, ROK_ERROR, ROK_ERROR_CANCELLED, "stopped while waiting for staging slots");
+  return ok;
+}
+
+gboolean runner_gate_try_reserve(Runner *r, guint id, guint copy) {
+  guint need = runner_copy(&r->prog, copy)->n_chunks;
+  g_mutex_lock(&r->gate_lock);
+  gboolean ok = !runner_failed(r) && gate_open(r, r->prog.actions[id].ticket, need);
+  if (ok)
+    gate_take(r, copy, need);
+  g_mutex_unlock(&r->gate_lock);
   return ok;
 }
 

@@ -105,7 +105,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->compute_event = ROK_NO_ID;
   e->compute_left = e->compute_since = e->compute_start = e->kernel_ns = 0;
   e->shared_cpus = (guint)MIN(hw->gpu.shared_cpus, G_MAXUINT / 2);
-  e->cpu_legs = 0;
+  e->cpu_legs = e->cpu_ahead = 0;
   e->next_prefetch = 0;
   e->last_free_action = e->last_staging_release = ROK_NO_ID;
   e->counters = (SimCounters){0};
@@ -254,12 +254,15 @@ static void record_start(SimEngine *e, const SimItemView *v) {
 }
 
 /* With copies on the compute processors (gpu.shared_cpus = N), the
- * compute stream advances at N / (N + k) of its speed while k copy legs
- * run: N + k busy threads share N processors. */
+ * compute stream advances at (N - a) / (N + k - a) of its speed while k
+ * copy legs run, a of them queued ahead of the kernels: those take a
+ * processor each, and the N kernel threads and the other legs share the
+ * rest. */
 static double compute_pace(const SimEngine *e) {
   if (e->shared_cpus == 0 || e->cpu_legs == 0)
     return 1.0;
-  return (double)e->shared_cpus / (double)(e->shared_cpus + e->cpu_legs);
+  double free = (double)e->shared_cpus - (double)MIN(e->cpu_ahead, e->shared_cpus - 1);
+  return free / ((double)e->shared_cpus + (double)(e->cpu_legs - e->cpu_ahead));
 }
 
 static gint64 stretched(const SimEngine *e, gint64 work) {
@@ -304,13 +307,15 @@ void sim_cpu_take(SimEngine *e, gint64 cpu_ns) {
   sim_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
 }
 
-void sim_cpu_legs_change(SimEngine *e, gboolean start) {
+void sim_cpu_legs_change(SimEngine *e, gboolean start, gboolean ahead) {
   if (e->shared_cpus == 0)
     return;
   if (e->running)
     compute_bank(e);
-  g_assert(start || e->cpu_legs > 0);
+  g_assert(start || (e->cpu_legs > 0 && e->cpu_ahead >= (guint)ahead));
   e->cpu_legs = start ? e->cpu_legs + 1 : e->cpu_legs - 1;
+  if (ahead)
+    e->cpu_ahead = start ? e->cpu_ahead + 1 : e->cpu_ahead - 1;
   if (e->running)
     sim_evq_reschedule(&e->evq, e->compute_event, e->now + stretched(e, e->compute_left));
   sim_cpu_flows_update(e);

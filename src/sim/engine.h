@@ -61,6 +61,7 @@ typedef struct {
   guint tensor, mb;
   guint8 is_read, path, leg, n_legs, state;
   guint8 waited_staging, late;
+  guint8 ahead; /* a d2h leg queued ahead of the kernels (see kernel_wait) */
   guint64 bytes;
   guint action;       /* the current leg's action */
   guint issue_deps[2]; /* reads: what allowed the read to be issued */
@@ -141,6 +142,7 @@ typedef struct {
   gint64 compute_left, compute_since, compute_start, kernel_ns;
   guint compute_event;
   guint shared_cpus, cpu_legs;
+  guint cpu_ahead; /* of them, d2h legs queued ahead of the kernels: a processor each */
 
   /* prefetch of the micro-batch in backward */
   guint next_prefetch;
@@ -201,8 +203,10 @@ void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
 guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause);
 /* Take or give back bytes of the staging buffer. */
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
-/* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
-void sim_cpu_legs_change(SimEngine *e, gboolean start);
+/* engine.c: a copy leg on the compute processors starts (TRUE) or ends;
+ * `ahead`: it was queued ahead of the kernels and has a processor of its
+ * own. */
+void sim_cpu_legs_change(SimEngine *e, gboolean start, gboolean ahead);
 /* engine.c: `cpu_ns` of processor time taken by other work on the compute
  * processors now (gpu.shared_cpus): the running item loses its share. */
 void sim_cpu_take(SimEngine *e, gint64 cpu_ns);

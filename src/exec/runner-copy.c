@@ -6,7 +6,9 @@
  * own queue (d2h or h2d) at once and waits for them from the stream's own
  * thread, so copies overlap with the compute queue, and a device without a
  * copy engine (PoCL: a copy is a memcpy on a thread that also runs kernels)
- * takes the whole leg in one turn rather than one per chunk. */
+ * takes the whole leg in one turn rather than one per chunk. A d2h leg
+ * made ready by a kernel's end is enqueued by the compute thread itself,
+ * before its next kernel (runner_d2h_prime). */
 #ifdef ROK_WITH_OPENCL
 
 #include <errno.h>

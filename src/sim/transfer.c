@@ -70,9 +70,11 @@ static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
 }
 
 /* What a leg pays before its bytes move: the links' latencies, the
- * executor's hand-offs (host.copy_overhead), the check (unless it is in
- * the flow) and, on the SSD streams, nvme.leg_overhead: its first request
- * finds the disk idle (rok calibrate's bursts). */
+ * executor's hand-offs (host.copy_overhead: to the leg's thread and back;
+ * a d2h leg queued ahead of the kernels was enqueued without the first),
+ * the check (unless it is in the flow) and, on the SSD streams,
+ * nvme.leg_overhead: its first request finds the disk idle (rok
+ * calibrate's bursts). */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   RokStream s = leg_stream(j);
   gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
@@ -85,7 +87,7 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
     base = e->nvme_latency;
   if (leg_on_ssd(j))
     base += e->sim->hw->nvme.leg_overhead;
-  return base + e->copy_overhead;
+  return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
 }
 
 /* The share of a processor a leg on the compute processors gets: the

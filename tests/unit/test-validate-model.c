@@ -431,10 +431,11 @@ static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
 }
 
 /* The executor's costs: read and written back; the copy of
- * test_shared_cpus pays host.copy_overhead first, handed over as op1 (one
- * kernel of 10 ms) is launched, so it is queued ahead of op1 and does not
- * wait for it; op1 slows while the leg runs; a GPU profile (no
- * shared_cpus) ignores copy_kernel_wait. */
+ * test_shared_cpus, handed over as op1 (one kernel of 10 ms) is launched,
+ * is queued ahead of op1 and does not wait for it, and pays half of
+ * host.copy_overhead (the compute thread enqueued it: only the hand-off
+ * back); op1 slows while the leg runs; a GPU profile (no shared_cpus)
+ * ignores copy_kernel_wait and pays the whole hand-off. */
 static void test_copy_costs(void) {
   GError *error = NULL;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5");
@@ -461,10 +462,10 @@ static void test_copy_costs(void) {
   g_assert_no_error(error);
   const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(copy->start_ns, ==, 1000000);
-  /* 50 us of hand-offs, then 1 MiB at 1 ns per byte on a processor of its own */
-  g_assert_cmpint(copy->end_ns, ==, 1000000 + 50000 + 1048576);
-  /* op1 runs at 1/2 while the leg runs (its hand-offs are a thread too) */
-  gint64 done = (gint64)llround((50000 + 1048576) * 0.5);
+  /* 25 us of hand-off, then 1 MiB at 1 ns per byte on a processor of its own */
+  g_assert_cmpint(copy->end_ns, ==, 1000000 + 25000 + 1048576);
+  /* op1 runs at 1/2 while the leg runs (its hand-off is a thread too) */
+  gint64 done = (gint64)llround((25000 + 1048576) * 0.5);
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - (copy->end_ns + 10000000 - done)), <=, 1);
   hw->gpu.shared_cpus = 0;
   g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);
@@ -500,10 +501,10 @@ static void test_copy_kernel_wait(void) {
   g_assert_nonnull(first);
   g_assert_nonnull(second);
   /* A as in test_copy_costs: no wait, op1 at 1/2 meanwhile */
-  gint64 t1 = 1000000 + 50000 + 1048576;
+  gint64 t1 = 1000000 + 25000 + 1048576;
   g_assert_cmpint(first->end_ns, ==, t1);
   g_assert_cmpint(second->start_ns, ==, t1);
-  gint64 left = 10000000 - (gint64)llround((50000 + 1048576) * 0.5);
+  gint64 left = 10000000 - (gint64)llround((25000 + 1048576) * 0.5);
   gint64 wait = (gint64)llround(0.5 * (double)left);
   /* then 50 us of hand-offs and 256 KiB at 1.5 ns per byte (op1 still runs) */
   g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 393216)), <=, 2);

@@ -28,35 +28,19 @@
 # Uses build/rok, or $ROK.
 #
 # Measured 2026-11-24 on the development VM (2 cores, PoCL, virtio disk),
-# nothing else running (validate: other processes took 0.0% of the
-# processors during the steps): validate-gpt median step-time error 7.9%
-# and 4.5%, worst 10.3% and 6.3% (calibrate --model 38 s); a LLaMA-shaped
-# model of other widths (--model FILE: 4 layers, hidden 256, 4 heads, 2 KV
-# heads, ffn 688, seq 256) 1.4% and 2.0%, worst 1.9% and 2.6%. Every
-# validate-gpt row ran slower than predicted: the executor's compute thread
-# woke ~30 us late for each action. Since it looks for its next action
-# before sleeping: validate-gpt median 5.3% and 5.8%, worst 11.5% and 13.8%
-# (the rows that offload most: d2h/h2d on the CPU device ~2x predicted);
-# since a copy under 1 MiB waits a whole command's turn between kernels:
-# median 2.9% and 5.6%, worst 6.1% and 7.4% (load 1.5-1.8). Since a copy
-# waits for what is left of the kernel in progress (gpu.copy_kernel_wait
-# 0.87-0.99): validate-gpt median 3.2% and 3.1%, worst 7.7% and 11.1% (d2h
-# -11%, h2d +78%, SSD streams +40% over the rows); 4.3% and 2.0%, worst
-# 11.0% and 10.4% (d2h +65%) with another calibration; 9.7% and 11.3% with
-# a calibration whose GEMMs came out 8% fast; the LLaMA-shaped model median
-# 0.7% and 0.9%, worst 2.1% (others took 0.0-0.1% of the processors).
-# --ssd, alternating the build before and after the SSD legs' processor
-# time (nvme.leg_cpu 55-60 us): worst row (rok at 17.9-18.0 MiB, 46-53 MiB
-# to and from the SSD) 13.7%, 9.4%, 7.6%, 5.2% before, 6.0% and 5.2% after
-# (7.2-8.5 points above keep's error, 8.1-10.1 before).
-# Before and after the compute thread ran its next action itself (not
-# through a dispatcher thread's two wake-ups per kernel), alternating
-# (others took 0.0-0.5% of the processors): median 5.6%, 3.1%, 3.7%, 3.2%
-# before (worst 7.4-10.3%), 3.0%, 4.9%, 2.8%, 2.8% after (worst 4.2-8.8%);
-# --ssd 6.7% and 2.2% (worst 10.6%, 6.8%) before, 6.6% and 2.0% (worst
-# 8.8%, 4.7%; a calibration that came out 5-9% slow) after. Each run
-# calibrates afresh, so the calibrations' spread is in these figures;
-# README has the same comparison on one calibration.
+# nothing else running (validate: other processes took 0.0-0.9% of the
+# processors during the steps), after the compute thread began to enqueue
+# d2h legs before its next kernel: validate-gpt median step-time error 3.4%
+# and 8.2%, worst 5.0% and 10.9% (a calibration whose GEMMs came out 4-5%
+# slow; the second run measured every row 6% faster than the first); the
+# LLaMA-shaped model of other widths (--model FILE: 4 layers, hidden 256,
+# 4 heads, 2 KV heads, ffn 688, seq 256) 1.3% and 2.3%, worst 5.1% and
+# 4.6%, d2h 104 ms predicted against 138-148 measured (380 before), h2d
+# 391 against 429-462. Earlier the same day, before that: validate-gpt
+# 3.0%, 4.9%, 2.8%, 2.8% (worst 4.2-8.8%), --ssd 6.6% and 2.0% (worst
+# 8.8%, 4.7%); at the start of the day 7.9% and 4.5%. Each run calibrates
+# afresh, so the calibrations' spread is in these figures; README has the
+# comparisons of builds on one calibration and the steps between.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -362,6 +362,7 @@ static void compute_try_start(SimEngine *e) {
   e->kernel_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
   e->compute_since = e->compute_start = e->now;
   e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
+  sim_transfer_kernel_launched(e);
   if (e->cpu_legs > 0) /* the kernels take the processors back from the copies */
     sim_cpu_flows_update(e);
   sim_p2p_update(e, p2p_share(e, &v));

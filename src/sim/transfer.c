@@ -296,8 +296,8 @@ static gint64 kernel_wait(const SimEngine *e, const SimJob *j) {
  * of one command: PoCL makes a queue's next command ready when the one
  * before has ended, after the kernel, so a leg of several commands ran
  * mostly after it (16 MiB beside a 97 ms kernel: 145-168 ms, primed or
- * not; the model does not have it wait for that kernel): it shares the
- * processors as any other leg. */
+ * not): it waits for that kernel (sim_transfer_kernel_launched) and
+ * shares the processors as any other leg. */
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
   return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT &&
          j->bytes <= COPY_COMMAND_BYTES && (!e->running || e->compute_start == e->now);
@@ -458,6 +458,29 @@ static void finish_leg(SimEngine *e, RokStream s) {
     read_leg_done(e, id);
   else
     write_leg_done(e, id, s);
+}
+
+void sim_transfer_kernel_launched(SimEngine *e) {
+  if (e->copy_kernel_wait <= 0)
+    return;
+  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
+    SimStream *st = &e->streams[s];
+    if (st->job == ROK_NO_ID || st->leg_start != e->now || st->event == ROK_NO_ID)
+      continue;
+    SimJob *j = sim_job(e, st->job);
+    if (s != ROK_STREAM_D2H || !check_in_flow(e, j) || j->bytes <= COPY_COMMAND_BYTES)
+      continue;
+    /* In its latency or its flow, begun just now: back to waiting. */
+    sim_evq_cancel(&e->evq, st->event);
+    if (st->flowing) {
+      st->flowing = FALSE;
+      e->flows[s].active = FALSE;
+      reshare(e);
+    }
+    sim_cpu_legs_change(e, FALSE, j->ahead);
+    gint64 wait = (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
+    st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, s);
+  }
 }
 
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {

@@ -32,7 +32,13 @@
 # +26% to +53% (the write legs run slower during a step than the
 # calibration's bursts: traced per request, a leg takes what a burst of
 # its size takes except outliers of 3-90 ms while other processes run;
-# the share they took is printed).
+# the share they took is printed). Later that day, idle, --calibrate
+# --trials 2, after the compute thread began to enqueue d2h legs before its
+# next kernel and the model had a d2h leg of several commands wait for the
+# kernel launched after it: write 0.75x and read 0.91x of fio (2.93 / 2.12
+# GB/s); predicted SSD writes +5.2%, reads +9.7%, d2h 122 MB/s against 164
+# measured (397-521 against 162-183 without that wait), h2d 183 against
+# 245, the step +1.4%.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -514,6 +514,32 @@ static void test_copy_kernel_wait(void) {
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - op1_end), <=, 2);
 }
 
+/* A leg of several copy commands handed over as op1 (one kernel of 10 ms)
+ * is launched is not queued ahead of it: PoCL readies its second command
+ * only after the first, behind op1, so it waits copy_kernel_wait of op1
+ * (5 ms) before its hand-offs and bytes; a leg of one command (1 MiB, as
+ * test_copy_costs) does not. */
+static void test_copy_commands(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  hw->pcie.latency = 0;
+  hw->host.copy_overhead = 50000;
+  guint a = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copy_beside_kernel(4 * 1048576, &a, &op1);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(copy->start_ns, ==, 1000000);
+  /* 5 ms of waiting (op1 at full speed), 50 us of hand-offs, then 4 MiB
+   * at 1.5 ns per byte beside op1 (at 2/3 of a processor) */
+  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 5000000 + 50000 + 6291456)), <=, 2);
+  g_assert_cmpint(fwd_of(r, op1)->end_ns, >, 11000000); /* slowed once the copy runs */
+}
+
 /* An SSD leg's processor time (nvme.leg_cpu, request_cpu) with
  * gpu.shared_cpus: A's staged write runs beside op1 (10 ms), its SSD leg
  * of one request taking 100 + 10 us of the two processors, half when it
@@ -636,6 +662,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
+  g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();

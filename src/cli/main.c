@@ -100,9 +100,14 @@ static void stop_now(int signo, gpointer user_data) {
   _exit(ROK_EXIT_FAILURE);
 }
 
+/* The watch of a command that does not handle signals itself. It stays
+ * until rok exits: freeing it restores the signal mask, and a signal that
+ * came between that and the exit took its default action (exit 143 after
+ * the work was done and written). */
+static RokSignalWatch *watch;
+
 static int run(const RokCommand *command, int argc, char **argv) {
   static const char *const own[] = {"execute", "validate", "calibrate", NULL};
-  g_autoptr(RokSignalWatch) watch = NULL;
   if (!g_strv_contains(own, command->name)) {
     g_autoptr(GError) error = NULL;
     /* First, before any thread starts (storage.h). */

@@ -2,10 +2,10 @@
  * measured while the device runs kernels back to back (as it does while
  * `rok execute` offloads): how much of the kernel in progress a copy
  * waits for (PoCL gives a command a processor only when one is done with
- * the kernel), and the time a hand-off
- * between two threads takes there (the executor hands every leg to its
- * thread, and the leg's end back to the compute thread). A GPU runs copies on its copy
- * engines and its host threads on idle processors: nothing is measured. */
+ * the kernel), and the time a hand-off between two threads takes there
+ * (the executor hands every leg to its thread, and the leg's end back to
+ * the compute thread). A GPU runs copies on its copy engines and its host
+ * threads on idle processors: nothing is measured. */
 #ifdef ROK_WITH_OPENCL
 
 #include <math.h>

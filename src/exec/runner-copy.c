@@ -46,8 +46,9 @@ gboolean runner_slot_acquire(Runner *r, RokStaging *pool, RunnerRecord *rec, int
 }
 
 /* Slots for every chunk of the copy that holds none yet; a copy bound for
- * the SSDs takes its reservation first. With `wait` FALSE (priming), only
- * what can be had at once: FALSE, with no error, where it would wait. */
+ * the SSDs takes its reservation first, unless it holds it already (a
+ * prime took it). With `wait` FALSE (priming), only what can be had at
+ * once: FALSE, with no error, where it would wait. */
 static gboolean take_slots(Runner *r, guint id, guint copy, gboolean wait, GError **error) {
   const RunnerCopy *c = runner_copy(&r->prog, copy);
   RunnerCopyState *st = &r->copies[copy];

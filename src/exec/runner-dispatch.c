@@ -154,9 +154,9 @@ gpointer runner_worker_thread(gpointer data) {
         continue;
       }
       rec->end_ns = runner_now_ns();
-    }
-    else if (w->stream == ROK_STREAM_D2H)
+    } else if (w->stream == ROK_STREAM_D2H) {
       runner_d2h_settle(r, id);
+    }
     if (!ok)
       runner_fail(r, error);
     Taken next = track_done(r, id, compute);

@@ -130,7 +130,7 @@ static inline gboolean runner_is_copy(const RokAction *a) {
 /* ---- A run ---------------------------------------------------------------- */
 
 /* One action in the current step; written by the thread that runs it,
- * read by the dispatcher after its completion message. */
+ * read by the tracker (under track_lock) once it has ended. */
 typedef struct {
   gint64 start_ns, end_ns; /* monotonic */
   gint64 wait_ns;          /* waiting for a staging slot */
@@ -327,8 +327,8 @@ void runner_gate_wake(Runner *r);
 
 /* runner-storage.c: the nvme-write and nvme-read legs. A staged leg's
  * chunks are submitted and the call returns with *deferred set: the last
- * completion ends the leg (records its end, reports it to the dispatcher
- * through runner_leg_done), so no thread waits for the disk. */
+ * completion ends the leg (records its end and issues what that made
+ * ready through runner_leg_done), so no thread waits for the disk. */
 gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 /* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or

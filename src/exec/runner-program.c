@@ -224,7 +224,7 @@ static gboolean depends(const RunnerProgram *p, guint id, guint on) {
 }
 
 /* Each SSD leg's dependency on the leg before it on its stream, which the
- * dispatcher lets it overlap. */
+ * tracker lets it overlap. */
 static void mark_after(RunnerProgram *p) {
   for (guint id = 0; id < p->n_actions; id++)
     p->actions[id].after = RUN_NONE;

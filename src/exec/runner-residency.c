@@ -2,7 +2,7 @@
  * action makes a tensor or a read brings it back, freed by the schedule's
  * frees. The ledger of the device counts them (the measured peak). The
  * table is shared by the compute thread, the transfer threads and the
- * dispatcher; the schedule's dependencies keep them off each other's
+ * frees run by the tracker; the schedule's dependencies keep them off each other's
  * entries, the lock keeps the table itself consistent. */
 #ifdef ROK_WITH_OPENCL
 

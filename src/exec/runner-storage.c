@@ -1,10 +1,11 @@
 /* The nvme-write and nvme-read legs: a copy's chunks between staging slots
  * and the tensor store, every chunk in flight at once (the store keeps the
  * queue depth per disk); a staged leg ends with its last completion, on
- * the store's backend thread, so no thread of the executor wakes for it
- * until the dispatcher hears of it. A gpudirect leg cannot be done here: it is
- * run as the d2h (h2d) copy of each chunk through a staging slot plus the
- * SSD leg, pipelined chunk by chunk. */
+ * the store's backend thread, which marks it done and issues what that
+ * made ready, so no thread of the executor waits for the disk. A
+ * gpudirect leg cannot be done here: it is run as the d2h (h2d) copy of
+ * each chunk through a staging slot plus the SSD leg, pipelined chunk by
+ * chunk. */
 #ifdef ROK_WITH_OPENCL
 
 #include <errno.h>

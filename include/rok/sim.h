@@ -70,12 +70,12 @@
  * on a device with copy engines also pays bytes / host.checksum_bandwidth
  * when the profile has that figure: rok's executor checksums every such
  * copy on the host, with the link idle. With nvme.request_overhead, each
- * request of an SSD leg (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when
+ * request of an SSD leg (ROK_SIM_CHUNK_BYTES, or the tensor when
  * smaller) costs that time besides its bytes at the array's rate: the leg's
  * rate is capped at request / (overhead + request / rate).
  *
  * NVMe array. A transfer is striped over all devices in requests of
- * ROK_SIM_NVME_REQUEST_BYTES; a device keeps at most queue_depth requests
+ * ROK_SIM_CHUNK_BYTES; a device keeps at most queue_depth requests
  * in flight, so by Little's law it moves at most
  * min(bandwidth, queue_depth · request / latency). Reads and writes share
  * each device's time: a read at rate r and a write at rate w use
@@ -196,8 +196,9 @@
 
 G_BEGIN_DECLS
 
-/* NVMe request size for the queue-depth limit (see the model above). */
-#define ROK_SIM_NVME_REQUEST_BYTES ((guint64)1 << 20)
+/* The executor's chunk, its default staging slot: one copy command on
+ * PCIe and one NVMe request (the queue-depth limit; see the model above). */
+#define ROK_SIM_CHUNK_BYTES ((guint64)1 << 20)
 
 typedef struct {
   gint64 time_ns;

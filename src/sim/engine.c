@@ -261,8 +261,7 @@ static void record_start(SimEngine *e, const SimItemView *v) {
 static double compute_pace(const SimEngine *e) {
   if (e->shared_cpus == 0 || e->cpu_legs == 0)
     return 1.0;
-  double free = (double)e->shared_cpus - (double)MIN(e->cpu_ahead, e->shared_cpus - 1);
-  return free / ((double)e->shared_cpus + (double)(e->cpu_legs - e->cpu_ahead));
+  return (double)sim_cpus_beside_ahead(e) / (double)(e->shared_cpus + e->cpu_legs - e->cpu_ahead);
 }
 
 static gint64 stretched(const SimEngine *e, gint64 work) {

@@ -61,7 +61,7 @@ typedef struct {
   guint tensor, mb;
   guint8 is_read, path, leg, n_legs, state;
   guint8 waited_staging, late;
-  guint8 ahead; /* a d2h leg queued ahead of the kernels (see kernel_wait) */
+  guint8 ahead; /* a d2h leg queued ahead of the kernels (transfer.c: queued_ahead) */
   guint64 bytes;
   guint action;       /* the current leg's action */
   guint issue_deps[2]; /* reads: what allowed the read to be issued */
@@ -207,6 +207,12 @@ void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
  * `ahead`: it was queued ahead of the kernels and has a processor of its
  * own. */
 void sim_cpu_legs_change(SimEngine *e, gboolean start, gboolean ahead);
+/* The processors the kernels and the other legs share beside the legs
+ * queued ahead of the kernels, which take one each (the kernels keep one
+ * at least). */
+static inline guint sim_cpus_beside_ahead(const SimEngine *e) {
+  return e->shared_cpus - MIN(e->cpu_ahead, e->shared_cpus - 1);
+}
 /* transfer.c: a kernel was launched; a d2h leg of several copy commands
  * on the compute processors that began at this moment waits for it too
  * (gpu.copy_kernel_wait: PoCL makes a queue's next command ready only when

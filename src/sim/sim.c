@@ -157,7 +157,7 @@ static double array_speed(const RokHw *hw, double device_bandwidth) {
     return 0;
   double per_device = device_bandwidth;
   if (hw->nvme.latency > 0)
-    per_device = MIN(per_device, (double)hw->nvme.queue_depth * (double)ROK_SIM_NVME_REQUEST_BYTES /
+    per_device = MIN(per_device, (double)hw->nvme.queue_depth * (double)ROK_SIM_CHUNK_BYTES /
                                      ((double)hw->nvme.latency / 1e9));
   return per_device * (double)hw->nvme.devices;
 }

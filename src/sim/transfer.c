@@ -59,13 +59,13 @@ static gboolean leg_on_ssd(const SimJob *j) {
 }
 
 /* The processor time an SSD leg takes on the host (nvme.leg_cpu and
- * request_cpu per ROK_SIM_NVME_REQUEST_BYTES; 0 without shared_cpus): half
+ * request_cpu per ROK_SIM_CHUNK_BYTES; 0 without shared_cpus): half
  * when it is submitted, half as its completions are taken, both on the
  * compute processors. */
 static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
   if (!leg_on_ssd(j) || (e->leg_cpu == 0 && e->request_cpu == 0))
     return 0;
-  guint64 requests = MAX((j->bytes + ROK_SIM_NVME_REQUEST_BYTES - 1) / ROK_SIM_NVME_REQUEST_BYTES, 1);
+  guint64 requests = MAX((j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES, 1);
   return (e->leg_cpu + (gint64)requests * e->request_cpu) / 2;
 }
 
@@ -97,14 +97,14 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
 static double cpu_share(const SimEngine *e, const SimJob *j) {
   if (j->ahead)
     return 1.0;
-  guint ahead = MIN(e->cpu_ahead, e->shared_cpus - 1);
+  guint left = sim_cpus_beside_ahead(e);
   guint threads = e->cpu_legs - e->cpu_ahead + (e->running ? e->shared_cpus : 0);
-  return threads <= e->shared_cpus - ahead ? 1.0 : (double)(e->shared_cpus - ahead) / (double)threads;
+  return threads <= left ? 1.0 : (double)left / (double)threads;
 }
 
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor; on the SSD streams, each request
- * (ROK_SIM_NVME_REQUEST_BYTES, or the tensor when smaller) takes
+ * (ROK_SIM_CHUNK_BYTES, or the tensor when smaller) takes
  * nvme.request_overhead besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
@@ -115,7 +115,7 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   }
   RokStream s = leg_stream(j);
   if (e->request_overhead > 0 && leg_on_ssd(j)) {
-    double request = (double)MIN(j->bytes, (guint64)ROK_SIM_NVME_REQUEST_BYTES);
+    double request = (double)MIN(j->bytes, (guint64)ROK_SIM_CHUNK_BYTES);
     double disk = s == ROK_STREAM_NVME_WRITE ? e->sim->nvme_write_speed : e->sim->nvme_read_speed;
     double per = request / ((double)e->request_overhead / 1e9 + (disk > 0 ? request / disk : 0));
     cap = cap > 0 ? MIN(cap, per) : per;
@@ -273,9 +273,6 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
     e->streams[s].last_action = action;
 }
 
-/* The executor's copy command: one staging slot (its default size). */
-#define COPY_COMMAND_BYTES ((guint64)1 << 20)
-
 /* How long a leg on the compute processors waits before its first copy
  * command runs: PoCL gives a command a processor only when one is done
  * with the kernel in progress, so a leg handed over in the middle of a
@@ -300,7 +297,7 @@ static gint64 kernel_wait(const SimEngine *e, const SimJob *j) {
  * shares the processors as any other leg. */
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
   return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT &&
-         j->bytes <= COPY_COMMAND_BYTES && (!e->running || e->compute_start == e->now);
+         j->bytes <= ROK_SIM_CHUNK_BYTES && (!e->running || e->compute_start == e->now);
 }
 
 /* After a leg's wait for the kernel: its thread on the processors, its
@@ -461,26 +458,22 @@ static void finish_leg(SimEngine *e, RokStream s) {
 }
 
 void sim_transfer_kernel_launched(SimEngine *e) {
-  if (e->copy_kernel_wait <= 0)
+  SimStream *st = &e->streams[ROK_STREAM_D2H];
+  if (e->copy_kernel_wait <= 0 || st->job == ROK_NO_ID || st->leg_start != e->now || st->event == ROK_NO_ID)
     return;
-  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
-    SimStream *st = &e->streams[s];
-    if (st->job == ROK_NO_ID || st->leg_start != e->now || st->event == ROK_NO_ID)
-      continue;
-    SimJob *j = sim_job(e, st->job);
-    if (s != ROK_STREAM_D2H || !check_in_flow(e, j) || j->bytes <= COPY_COMMAND_BYTES)
-      continue;
-    /* In its latency or its flow, begun just now: back to waiting. */
-    sim_evq_cancel(&e->evq, st->event);
-    if (st->flowing) {
-      st->flowing = FALSE;
-      e->flows[s].active = FALSE;
-      reshare(e);
-    }
-    sim_cpu_legs_change(e, FALSE, j->ahead);
-    gint64 wait = (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
-    st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, s);
+  SimJob *j = sim_job(e, st->job);
+  if (!check_in_flow(e, j) || j->bytes <= ROK_SIM_CHUNK_BYTES)
+    return;
+  /* In its latency or its flow, begun just now: back to waiting. */
+  sim_evq_cancel(&e->evq, st->event);
+  if (st->flowing) {
+    st->flowing = FALSE;
+    e->flows[ROK_STREAM_D2H].active = FALSE;
+    reshare(e);
   }
+  sim_cpu_legs_change(e, FALSE, j->ahead);
+  gint64 wait = (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
+  st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, ROK_STREAM_D2H);
 }
 
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {

@@ -94,6 +94,11 @@ typedef struct {
   guint64 optimizer_step_flops; /* its GEMM work (APOLLO's projections); 0: element-wise */
 } RokFixedMemory;
 
+/* What every plan's peak holds: weights, gradients and optimizer states. */
+static inline guint64 rok_fixed_memory_bytes(const RokFixedMemory *f) {
+  return f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+}
+
 typedef struct {
   char *model_name;
   RokModel *model;                /* the config it came from; NULL for imported traces */

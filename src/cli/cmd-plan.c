@@ -402,7 +402,7 @@ static char *fixed_text(const RokTrace *trace) {
   const RokFixedMemory *f = &trace->fixed;
   g_autofree char *w = rok_units_format_size(f->weight_bytes), *g = rok_units_format_size(f->gradient_bytes);
   g_autofree char *o = rok_units_format_size(f->optimizer_bytes);
-  g_autofree char *sum = rok_units_format_size(f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
+  g_autofree char *sum = rok_units_format_size(rok_fixed_memory_bytes(f));
   g_autofree char *params = rok_units_format_count((double)f->params_per_gpu);
   const RokModel *m = trace->model;
   /* The config's own words for its optimizer and precision. */
@@ -425,7 +425,7 @@ static void explain_no_fit(const Outcome *out, GError **error) {
   if (error == NULL || *error == NULL || !g_error_matches(*error, ROK_ERROR, ROK_ERROR_NO_FIT))
     return;
   const RokFixedMemory *f = &out->trace->fixed;
-  guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  guint64 fixed = rok_fixed_memory_bytes(f);
   g_autofree char *parts = fixed_text(out->trace);
   const char *how = NULL;
   g_autofree char *least = rok_units_format_size(rok_planner_min_budget(out->planner, &how));
@@ -697,7 +697,7 @@ static void print_summary(const Outcome *out, const char *dir) {
   const RokTrace *trace = out->trace;
   g_autofree char *budget = rok_units_format_size(out->budget), *gpu = rok_units_format_size(out->hw->gpu.memory);
   const RokFixedMemory *f = &trace->fixed;
-  g_autofree char *fixed = rok_units_format_size(f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
+  g_autofree char *fixed = rok_units_format_size(rok_fixed_memory_bytes(f));
   g_autofree char *batch = cli_batch_text(trace);
   printf("%s on %s, budget %s (the GPU has %s; fixed memory %s)%s\n%s.\n\n%s\n", trace->model_name, out->hw->name,
          budget, gpu, fixed, out->budget > out->hw->gpu.memory ? ": the budget exceeds the GPU's memory" : "", batch,

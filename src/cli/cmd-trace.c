@@ -113,7 +113,7 @@ static void print_fixed_terms(const RokModel *m, guint stage) {
 
 static void print_summary(const RokTrace *trace, const RokHw *hw) {
   const RokFixedMemory *f = &trace->fixed;
-  guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  guint64 fixed = rok_fixed_memory_bytes(f);
   guint64 saved = rok_trace_total_saved_bytes(trace);
   g_autofree char *params = rok_units_format_count((double)f->params_total);
   g_autofree char *params_gpu = rok_units_format_count((double)f->params_per_gpu);

@@ -106,7 +106,7 @@ static gboolean check_estimate(Runner *r, RokDtype act, GError **error) {
   const RokClDeviceInfo *info = rok_cl_device_info(r->device);
   const RokFixedMemory *f = &r->trace->fixed;
   guint64 params = MAX(f->params_per_gpu * (rok_dtype_bytes(act) + 4),
-                       f->weight_bytes + f->gradient_bytes + f->optimizer_bytes);
+                       rok_fixed_memory_bytes(f));
   guint64 acts = predicted_activations(r);
   if (params + acts <= info->global_memory)
     return TRUE;
@@ -124,7 +124,7 @@ static gboolean check_estimate(Runner *r, RokDtype act, GError **error) {
  * and a schedule that would not fit with its optimizer does not fit here. */
 static gboolean reserve_optimizer(Runner *r, GError **error) {
   const RokFixedMemory *f = &r->trace->fixed;
-  guint64 want = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  guint64 want = rok_fixed_memory_bytes(f);
   guint64 have = rok_exec_model_param_bytes(r->model);
   if (want <= have)
     return TRUE;

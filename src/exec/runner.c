@@ -206,7 +206,7 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
   fill_timeline(r, m->recs[k], m->origins[k]);
   runner_measure_predicted(&r->prog, &rep->predicted);
   const RokFixedMemory *fixed = &r->trace->fixed;
-  rep->predicted_fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
+  rep->predicted_fixed_bytes = rok_fixed_memory_bytes(fixed);
   rep->gradient_checksum = r->gradient_checksum;
   rep->loss = r->loss_count > 0 ? r->loss_sum / r->loss_count : NAN;
   rep->tensors_verified = (guint64)g_atomic_int_get(&r->verified);

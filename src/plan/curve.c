@@ -22,7 +22,7 @@ void rok_curve_free(RokCurve *curve) {
 
 static void point_from(const RokPlanner *p, const guint8 *d, const PlanEval *e, RokCurvePoint *pt) {
   const RokTrace *trace = p->trace;
-  guint64 fixed = trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes;
+  guint64 fixed = rok_fixed_memory_bytes(&trace->fixed);
   pt->step_time_s = (double)e->step_ns / 1e9;
   pt->tokens_per_s = e->step_ns > 0 ? (double)trace->tokens_per_micro_batch *
                                           (double)MAX(trace->micro_batches_per_step, 1) / pt->step_time_s
@@ -55,7 +55,7 @@ static RokCurve *curve_new(RokPlanner *p) {
   const RokFixedMemory *f = &p->trace->fixed;
   curve->model_name = g_strdup(p->trace->model_name);
   curve->hw_name = g_strdup(p->hw->name);
-  curve->fixed_bytes = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  curve->fixed_bytes = rok_fixed_memory_bytes(f);
   curve->gpu_memory_bytes = p->hw->gpu.memory;
   curve->replica_gpus = rok_trace_replica_gpus(p->trace);
   curve->model_flops_per_step = rok_trace_model_flops(p->trace) * (double)MAX(p->trace->micro_batches_per_step, 1);

@@ -283,8 +283,7 @@ gboolean plan_choose(RokPlanner *p, guint64 budget, PlanChoice *out) {
   if (plan_keep_fits(p, budget, out))
     return TRUE;
   /* Every plan's peak holds the fixed memory: below it, said without planning. */
-  const RokFixedMemory *f = &p->trace->fixed;
-  if (budget < f->weight_bytes + f->gradient_bytes + f->optimizer_bytes)
+  if (budget < rok_fixed_memory_bytes(&p->trace->fixed))
     return FALSE;
   guint np = n_planners(p);
   g_autofree PlanChoice *own = g_new0(PlanChoice, np);

@@ -91,7 +91,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->h2d_speed = hw->pcie.h2d_bandwidth;
   reset_tensors(e);
   reset_streams(e);
-  e->live = e->peak = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
+  e->live = e->peak = rok_fixed_memory_bytes(fixed);
   e->pending_free = e->staging_used = e->staging_peak = e->host_used = e->host_peak = 0;
   e->peak_time = 0;
   e->peak_kind = ROK_ACTION_FORWARD;
@@ -516,7 +516,7 @@ gboolean sim_engine_run(SimEngine *e, const RokStepPlan *plan, GError **error) {
   /* Only a bug can fail these: every wait has something in flight, and
    * every tensor is released once it is no longer needed. */
   const RokFixedMemory *fixed = &e->sim->trace->fixed;
-  guint64 fixed_bytes = fixed->weight_bytes + fixed->gradient_bytes + fixed->optimizer_bytes;
+  guint64 fixed_bytes = rok_fixed_memory_bytes(fixed);
   if (e->phase != PHASE_DONE) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
                 "internal error: simulation stopped with work left (micro-batch %u, %s item %u)", e->mb,

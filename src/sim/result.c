@@ -120,7 +120,7 @@ RokSimResult *sim_result_new(RokSim *sim) {
   r->model_flops_per_gpu_s =
       r->step_ns > 0 ? rok_trace_model_flops(trace) * (double)r->micro_batches / r->step_time_s : 0;
   r->mfu = sim->hw->gpu.peak_flops > 0 ? r->model_flops_per_gpu_s / sim->hw->gpu.peak_flops : 0;
-  r->fixed_bytes = trace->fixed.weight_bytes + trace->fixed.gradient_bytes + trace->fixed.optimizer_bytes;
+  r->fixed_bytes = rok_fixed_memory_bytes(&trace->fixed);
   r->budget_bytes = e->budget;
   r->gpu_memory_bytes = sim->hw->gpu.memory;
   r->peak_bytes = e->peak;

@@ -213,7 +213,7 @@ static gboolean read_fixed(RokTrace *trace, const RokJsonObj *root, GError **err
   if (!rok_json_child(root, "fixed", TRUE, &o, error) || !rok_json_only_keys(&o, fixed_keys, error) ||
       !read_fixed_members(&o, f, max, error))
     return FALSE;
-  if (f->weight_bytes + f->gradient_bytes + f->optimizer_bytes > max) { /* three terms below 2^62 each */
+  if (rok_fixed_memory_bytes(f) > max) { /* three terms below 2^62 each */
     rok_json_error(error, o.doc, o.path, "weight_bytes + gradient_bytes + optimizer_bytes must be at most 2^62 "
                    "(%" G_GUINT64_FORMAT "): the sizes are absurd", max);
     return FALSE;

@@ -1,8 +1,9 @@
 /* Op rates: every op of small transformers (a GPT layer with standard
  * attention and dropout, a LLaMA layer with flash attention), forward and
  * backward, run by the executor's op interpreter (src/ops) as `rok
- * execute` runs a step: one op at a time on a launching thread of its own,
- * handed over and waited for, on the same kernels. Each op's time gives a
+ * execute` runs a step: one op at a time, launched and waited for on the
+ * same thread, as the executor's compute thread runs its next action
+ * itself, on the same kernels. Each op's time gives a
  * knot of its kind's rate curve (the work the trace counts for it,
  * rok_op_work, per second). Passes are cheap next to the disks: at
  * least five are timed, whatever the trials, for steadier medians.
@@ -44,57 +45,35 @@ typedef struct {
   RokClBuffer **tensors;
   RokCalibCancel *cancel;
   double *seconds; /* [trial][op][direction] */
-  /* The thread that launches, as the executor's compute thread does: asked
-   * by message, it answers by message when the op's kernels are done. */
-  GThread *thread;
-  GAsyncQueue *todo, *done;
-  GError *error; /* the worker's first error */
 } Pass;
-
-#define STOP (G_MAXUINT - 1)
 
 static double now(void) {
   return (double)g_get_monotonic_time() / 1e6;
 }
 
-/* A request is D·op + direction, plus one; answers are 1 (done) or 2
- * (failed). */
 #define D ROK_HW_DIRECTIONS
 
-static gboolean run_direction(Pass *p, guint op, guint direction) {
+static gboolean run_direction(Pass *p, guint op, guint direction, GError **error) {
   switch (direction) {
   case ROK_HW_FORWARD:
-    return rok_exec_model_forward(p->model, op, 0, p->tensors, &p->error);
+    return rok_exec_model_forward(p->model, op, 0, p->tensors, error);
   case ROK_HW_BACKWARD:
-    return rok_exec_model_backward(p->model, op, 0, p->tensors, &p->error);
+    return rok_exec_model_backward(p->model, op, 0, p->tensors, error);
   default:
-    return rok_exec_model_rebuild_mask(p->model, op, 0, p->tensors, &p->error);
+    return rok_exec_model_rebuild_mask(p->model, op, 0, p->tensors, error);
   }
 }
 
-static gpointer worker(gpointer data) {
-  Pass *p = data;
-  for (;;) {
-    guint request = GPOINTER_TO_UINT(g_async_queue_pop(p->todo)) - 1;
-    if (request == STOP)
-      return NULL;
-    gboolean ok = run_direction(p, request / D, request % D) &&
-                  rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, &p->error);
-    g_async_queue_push(p->done, GUINT_TO_POINTER(ok ? 1 : 2));
-  }
-}
-
-/* One op in one direction, timed as the executor's dispatcher sees an
- * action: handed to the launching thread, run, waited for, handed back. */
+/* One op in one direction, timed as the executor's compute thread runs
+ * an action: launched and waited for. (Through a thread hand-off there and
+ * back, as a dispatcher once ran every action, each op took a wake-up
+ * more than the executor now pays.) */
 static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GError **error) {
   if (rok_calib_check_cancelled(p->cancel, error))
     return FALSE;
   double start = now();
-  g_async_queue_push(p->todo, GUINT_TO_POINTER(D * op + direction + 1));
-  gboolean ok = GPOINTER_TO_UINT(g_async_queue_pop(p->done)) == 1;
+  gboolean ok = run_direction(p, op, direction, error) && rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, error);
   *seconds = now() - start;
-  if (!ok)
-    g_propagate_error(error, g_steal_pointer(&p->error));
   return ok;
 }
 
@@ -119,13 +98,6 @@ static gboolean run_pass(Pass *p, double *seconds, GError **error) {
 }
 
 static void pass_clear(Pass *p) {
-  if (p->thread != NULL) {
-    g_async_queue_push(p->todo, GUINT_TO_POINTER(STOP + 1));
-    g_thread_join(p->thread);
-  }
-  g_clear_pointer(&p->todo, g_async_queue_unref);
-  g_clear_pointer(&p->done, g_async_queue_unref);
-  g_clear_error(&p->error);
   for (guint t = 0; p->tensors != NULL && t < p->trace->tensors->len; t++)
     rok_cl_buffer_free(p->tensors[t]);
   g_free(p->tensors);
@@ -189,10 +161,6 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guin
   for (guint t = 0; ok && t < trace->tensors->len; t++)
     ok = (p.tensors[t] = rok_exec_model_alloc_tensor(p.model, t, error)) != NULL;
   p.seconds = g_new0(double, (gsize)trials * n * D);
-  p.todo = g_async_queue_new();
-  p.done = g_async_queue_new();
-  if (ok)
-    ok = (p.thread = g_thread_try_new("rok-calibrate-ops", worker, &p, error)) != NULL;
   ok = ok && run_pass(&p, NULL, error);
   g_autofree double *totals = g_new0(double, trials);
   for (guint t = 0; ok && t < trials; t++) {

@@ -150,6 +150,20 @@ typedef struct {
   RokCalibStat write, read; /* bytes/s */
 } RokCalibDiskPoint;
 
+/* REQUESTS requests of REQUEST_BYTES submitted together after GAP_S with
+ * the disk idle, as the executor submits a leg's: seconds to the last
+ * completion, and the processor time this process spent on it (getrusage:
+ * the submitting thread, the backend's thread and the kernel's work on
+ * their behalf); medians over the repetitions. */
+typedef struct {
+  guint requests;
+  guint64 request_bytes;
+  double gap_s;
+  RokCalibStat write, read;
+  RokCalibStat write_cpu, read_cpu;
+} RokCalibBurst;
+#define ROK_CALIB_MAX_BURSTS 8
+
 typedef struct {
   char *dir;
   guint64 st_dev;        /* the file system's device number */
@@ -162,34 +176,37 @@ typedef struct {
   GArray *points;        /* RokCalibDiskPoint, blocks outer, queue depths inner */
   guint best_write, best_read; /* indexes into points: highest median */
   RokCalibStat latency;  /* seconds, QD1 4 KiB random reads */
-  /* Bursts of burst_sizes[i] requests of 1 MiB submitted together after
-   * 20 ms idle, as the executor's SSD legs are (seconds to the last
-   * completion), and what they say a leg costs beyond the streaming rate
-   * (seconds, rok_calib_disk_fit_overheads; 0 when none was timed). */
+  /* Bursts shaped like the executor's SSD legs, and what they say a leg
+   * costs beyond the streaming rate (seconds; 0 when none was timed):
+   * rok_calib_disk_fit_overheads, rok_calib_disk_fit_wake. */
   guint n_bursts;
-  guint burst_sizes[3];
-  RokCalibStat burst_write[3], burst_read[3];
-  double request_overhead, leg_overhead;
-  /* The processor time this process spent on each burst (getrusage: the
-   * submitting thread, the backend's thread and the kernel's work on their
-   * behalf), and what it says a leg and a request take (seconds,
-   * rok_calib_disk_fit_cpu). */
-  RokCalibStat burst_write_cpu[3], burst_read_cpu[3];
+  RokCalibBurst bursts[ROK_CALIB_MAX_BURSTS];
+  double request_overhead, request_overhead_per_mib, leg_overhead;
+  double wake_write, wake_read, wake_after;
+  /* What the processor time of the bursts says a leg and a request take
+   * (seconds, rok_calib_disk_fit_cpu). */
   double request_cpu, leg_cpu;
 } RokCalibDisk;
 
 void rok_calib_disk_clear(RokCalibDisk *disk);
-/* The simulator's nvme.request_overhead and nvme.leg_overhead that best
- * predict D's bursts: a leg of N requests takes latency + leg + N *
- * (request + 1 MiB / bandwidth), bandwidth the direction's best grid
- * figure; least squares of the relative errors over both directions,
- * request to the microsecond (0 with one burst size). FALSE (both 0)
- * without bursts or grid points. */
-gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *leg);
+/* The simulator's nvme.request_overhead, request_overhead_per_mib and
+ * leg_overhead that best predict D's bursts after the shortest gap: a leg
+ * of N requests of B bytes takes latency + leg + N * (request + B / MiB *
+ * per_mib + B / bandwidth), bandwidth the direction's best grid figure;
+ * weighted least squares of the relative errors over both directions,
+ * every figure at least 0 (a figure the bursts cannot tell apart, such as
+ * per_mib with one request size, is 0). FALSE (all 0) without bursts or
+ * grid points. */
+gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg);
+/* nvme.wake_write and wake_read: what a lone request took more after the
+ * longest gap than after the shortest, the median over request sizes (at
+ * least 0); wake_after: the two gaps' geometric mean. FALSE (all 0)
+ * without bursts after two gaps. */
+gboolean rok_calib_disk_fit_wake(const RokCalibDisk *d, double *write, double *read, double *after);
 /* The simulator's nvme.request_cpu and nvme.leg_cpu: the processor time
- * of a burst of N requests taken as leg + N * request, least squares over
- * both directions' medians (0 with one burst size). FALSE (both 0) without
- * bursts. */
+ * of a burst of N requests (after the shortest gap) taken as leg + N *
+ * request, least squares over both directions' medians (0 with one burst
+ * size). FALSE (both 0) without bursts. */
 gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *leg);
 
 typedef struct {

@@ -150,9 +150,18 @@ typedef struct {
      * per this time plus the request at the array's bandwidth. 0 (absent):
      * no cost. */
     gint64 request_overhead;
+    /* Optional: what each request costs per MiB of it besides its bytes
+     * at the array's bandwidth (ns per MiB): a request the disk serves
+     * more slowly than the array's best figure (a lone request, one of
+     * the executor's 1 MiB requests). 0 (absent): nothing. */
+    gint64 request_overhead_per_mib;
     /* Optional: what an SSD leg pays once before its bytes move, beyond
-     * latency (ns): its first request finds the disk idle. 0: nothing. */
+     * latency (ns). 0: nothing. */
     gint64 leg_overhead;
+    /* Optional: what an SSD leg pays more, writing or reading (ns), when
+     * the disk has had no request for wake_after or longer (a virtual
+     * disk's host thread asleep, an SSD in a power-saving state). 0: none. */
+    gint64 wake_write, wake_read, wake_after;
     /* Optional, with gpu.shared_cpus: the host processor time an SSD leg
      * takes once and per request (ns: submitting, completing and handing
      * it back, rok's threads and the kernel's I/O path), which the kernels

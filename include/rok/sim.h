@@ -65,14 +65,17 @@
  * grows by that time / N (none while no item runs).
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
  * both for gpudirect, plus host.copy_overhead, the executor's hand-offs,
- * plus nvme.leg_overhead on the SSD streams)
+ * plus nvme.leg_overhead on the SSD streams, and nvme.wake_write or
+ * wake_read for an SSD leg that finds the disk idle for nvme.wake_after)
  * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
  * on a device with copy engines also pays bytes / host.checksum_bandwidth
  * when the profile has that figure: rok's executor checksums every such
- * copy on the host, with the link idle. With nvme.request_overhead, each
- * request of an SSD leg (ROK_SIM_CHUNK_BYTES, or the tensor when
- * smaller) costs that time besides its bytes at the array's rate: the leg's
- * rate is capped at request / (overhead + request / rate).
+ * copy on the host, with the link idle. With nvme.request_overhead and
+ * request_overhead_per_mib, each request of an SSD leg
+ * (ROK_SIM_CHUNK_BYTES, or the tensor when smaller) costs that time, and
+ * that much per MiB of it, besides its bytes at the array's rate: the
+ * leg's rate is capped at request / (overhead + request / MiB * per_mib +
+ * request / rate).
  *
  * NVMe array. A transfer is striped over all devices in requests of
  * ROK_SIM_CHUNK_BYTES; a device keeps at most queue_depth requests

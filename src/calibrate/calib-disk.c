@@ -20,7 +20,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include <gsl/gsl_fit.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
 #include "rok/calibrate.h"
@@ -28,12 +32,16 @@
 #include "rok/storage.h"
 
 #define LATENCY_BLOCK 4096
-#define BURST_BLOCK ((gsize)1 << 20)
-/* Idle time before each burst: on the development VM's virtio disk a lone
- * 1 MiB write took 0.30 ms 1 ms after the last one, 0.59 ms 20 ms after
- * (the host's side goes idle); the executor's legs come tens of
- * milliseconds apart, between the kernels that make their tensors. */
-#define BURST_GAP_US 20000
+#define MIB ((guint64)1 << 20)
+/* Idle time before each burst. The executor's legs come from under a
+ * millisecond to tens of milliseconds apart, between the kernels that make
+ * their tensors, and a disk left idle may answer late: on the development
+ * VM's virtio disk (fio, QD1, O_DIRECT) a lone 256 KiB write took 165 us
+ * 1 ms after the last request and 297 us 20 ms after; 1 MiB, 635 and 725
+ * us. The bursts that fit the costs come after the short gap, lone ones
+ * after the long gap too, for the wake. */
+#define BURST_GAP_SHORT_S 1e-3
+#define BURST_GAP_LONG_S 20e-3
 #define POOL_BYTES ((guint64)256 << 20)
 #define MIN_POOL_BYTES ((guint64)8 << 20)
 
@@ -259,7 +267,7 @@ static gboolean run_open(Run *run, const char *dir, const RokCalibOptions *o, Ro
   }
   if (!rok_io_file_reserve(&run->file, run->path, o->file_bytes, error))
     return FALSE;
-  guint64 slot = MAX(largest_block(o), BURST_BLOCK);
+  guint64 slot = MAX(largest_block(o), MIB);
   guint qd = deepest_queue(o);
   /* At least a few huge pages' worth: the pool is only backed by
    * (transparent) 2 MiB pages when it spans whole ones, and a request in
@@ -352,21 +360,22 @@ static gboolean measure_latency(Run *run, const RokCalibOptions *o, RokCalibCanc
   return TRUE;
 }
 
-/* Bursts like the executor's SSD legs: N requests of BURST_BLOCK (its
- * default staging slot, the simulator's request) submitted together after
- * BURST_GAP_US idle, timed to the last completion, at successive places
+/* Bursts like the executor's SSD legs: B->requests of B->request_bytes
+ * (at most its staging slot, the simulator's request) submitted together
+ * after B->gap_s idle, timed to the last completion, at successive places
  * in the file as successive tensors are; the median of REPS. A write's
  * slots are filled anew just before it, as the executor's d2h copy fills
  * them: on the development VM, 1 MiB from slots written just before took
  * 0.53 ms against 0.33 ms from slots written long before. */
-static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoOp op, guint n, guint64 *offset,
-                            guint64 file_bytes, RokCalibStat *stat, RokCalibStat *cpu, GError **error) {
+static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoOp op, RokCalibBurst *b,
+                            guint64 *offset, guint64 file_bytes, GError **error) {
   g_autofree double *s = g_new(double, reps), *c = g_new(double, reps);
-  guint64 span = (guint64)n * BURST_BLOCK;
+  guint n = b->requests;
+  guint64 span = (guint64)n * b->request_bytes;
   for (guint i = 0; i < reps; i++) {
     if (*offset + span > file_bytes)
       *offset = 0;
-    g_usleep(BURST_GAP_US);
+    g_usleep((gulong)llround(b->gap_s * 1e6));
     for (guint k = 0; op == ROK_IO_WRITE && k < n; k++) {
       guint64 state = (guint64)i << 32 | k;
       fill_slot(run->pool, (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool)), &state);
@@ -374,14 +383,14 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
     if (rok_calib_check_cancelled(cancel, error))
       return FALSE;
     double cpu0 = rok_host_own_cpu_seconds();
-    if (!run_io(run, op, BURST_BLOCK, n, *offset, *offset + span, -1, error))
+    if (!run_io(run, op, b->request_bytes, n, *offset, *offset + span, -1, error))
       return FALSE;
     c[i] = MAX(rok_host_own_cpu_seconds() - cpu0, 0);
     s[i] = (double)MAX(run->pass.last_us - run->pass.start_us, 1) / 1e6;
     *offset += span;
   }
-  *stat = rok_calib_stat(s, reps);
-  *cpu = rok_calib_stat(c, reps);
+  *(op == ROK_IO_WRITE ? &b->write : &b->read) = rok_calib_stat(s, reps);
+  *(op == ROK_IO_WRITE ? &b->write_cpu : &b->read_cpu) = rok_calib_stat(c, reps);
   return TRUE;
 }
 
@@ -406,29 +415,116 @@ static void fit_nonnegative(const double *x, const double *wt, const double *y, 
   *c0 = MAX(gsl_stats_wmean(wt, 1, y, 1, n), 0);
 }
 
-gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *leg) {
-  *request = *leg = 0;
+static gboolean short_gap(const RokCalibDisk *d, const RokCalibBurst *b) {
+  for (guint i = 0; i < d->n_bursts; i++)
+    if (d->bursts[i].gap_s < b->gap_s)
+      return FALSE;
+  return TRUE;
+}
+
+/* Weighted least squares of Y on the columns of X (N rows, P at most 3)
+ * that KEEP selects; FALSE when a coefficient comes out negative or the
+ * columns cannot be told apart. */
+static gboolean fit_columns(const double *x, const double *y, const double *wt, gsize n, guint keep, double *c,
+                            double *chisq) {
+  guint p = 0, cols[3];
+  for (guint k = 0; k < 3; k++)
+    if (keep & (1u << k))
+      cols[p++] = k;
+  if (p == 0 || n < p)
+    return FALSE;
+  gsl_matrix *m = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
+  gsl_vector *vy = gsl_vector_alloc(n), *vw = gsl_vector_alloc(n), *vc = gsl_vector_alloc(p);
+  gsl_multifit_linear_workspace *work = gsl_multifit_linear_alloc(n, p);
+  for (gsize i = 0; i < n; i++) {
+    for (guint k = 0; k < p; k++)
+      gsl_matrix_set(m, i, k, x[3 * i + cols[k]]);
+    gsl_vector_set(vy, i, y[i]);
+    gsl_vector_set(vw, i, wt[i]);
+  }
+  size_t rank = 0;
+  gboolean ok = gsl_multifit_wlinear_tsvd(m, vw, vy, 1e-9, vc, cov, chisq, &rank, work) == 0 && rank == p;
+  for (guint k = 0; k < 3; k++)
+    c[k] = 0;
+  for (guint k = 0; ok && k < p; k++)
+    ok = (c[cols[k]] = gsl_vector_get(vc, k)) >= 0;
+  gsl_multifit_linear_free(work);
+  gsl_vector_free(vc);
+  gsl_vector_free(vw);
+  gsl_vector_free(vy);
+  gsl_matrix_free(cov);
+  gsl_matrix_free(m);
+  return ok;
+}
+
+gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg) {
+  *request = *per_mib = *leg = 0;
   if (d->n_bursts == 0 || d->points == NULL || d->points->len == 0)
     return FALSE;
   const RokCalibDiskPoint *w = &g_array_index(d->points, RokCalibDiskPoint, d->best_write);
   const RokCalibDiskPoint *r = &g_array_index(d->points, RokCalibDiskPoint, d->best_read);
-  if (!(w->write.median > 0 && r->read.median > 0 && d->burst_write[0].median > 0 && d->burst_read[0].median > 0))
+  if (!(w->write.median > 0 && r->read.median > 0))
     return FALSE;
-  /* A leg of N requests takes latency + leg + N (request + 1 MiB / rate):
-   * what each burst took beyond latency and streaming is leg + N request,
-   * a line in N fitted by weighted least squares, weights 1 / time^2 (the
-   * relative errors). */
-  const double per[2] = {BURST_BLOCK / w->write.median, BURST_BLOCK / r->read.median};
-  double x[2 * G_N_ELEMENTS(d->burst_sizes)], y[G_N_ELEMENTS(x)], wt[G_N_ELEMENTS(x)];
+  /* What each burst took beyond latency and streaming is leg + N request
+   * + N B per_mib: weighted least squares, weights 1 / time^2 (the
+   * relative errors), over every subset of the three figures that leaves
+   * none negative; the subset nearest the points wins. */
+  const double rate[2] = {w->write.median, r->read.median};
+  double x[3 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
   gsize n = 0;
   for (guint k = 0; k < 2; k++)
-    for (guint i = 0; i < d->n_bursts; i++, n++) {
-      double t = (k == 0 ? d->burst_write : d->burst_read)[i].median;
-      x[n] = d->burst_sizes[i];
-      y[n] = t - d->latency.median - d->burst_sizes[i] * per[k];
-      wt[n] = 1 / (t * t);
+    for (guint i = 0; i < d->n_bursts; i++) {
+      const RokCalibBurst *b = &d->bursts[i];
+      double t = (k == 0 ? b->write : b->read).median;
+      if (!short_gap(d, b) || !(t > 0))
+        continue;
+      double bytes = (double)b->requests * (double)b->request_bytes;
+      x[3 * n] = 1;
+      x[3 * n + 1] = b->requests;
+      x[3 * n + 2] = bytes / MIB;
+      y[n] = t - d->latency.median - bytes / rate[k];
+      wt[n++] = 1 / (t * t);
     }
-  fit_nonnegative(x, wt, y, n, d->n_bursts < 2, leg, request);
+  if (n == 0)
+    return FALSE;
+  double best = INFINITY, c[3], chisq = 0;
+  for (guint keep = 1; keep < 8; keep++)
+    if (fit_columns(x, y, wt, n, keep, c, &chisq) && chisq < best * (1 - 1e-9) - 1e-18) {
+      best = chisq;
+      *leg = c[0], *request = c[1], *per_mib = c[2];
+    }
+  return TRUE;
+}
+
+gboolean rok_calib_disk_fit_wake(const RokCalibDisk *d, double *write, double *read, double *after) {
+  *write = *read = *after = 0;
+  double shortest = INFINITY, longest = 0;
+  for (guint i = 0; i < d->n_bursts; i++) {
+    shortest = MIN(shortest, d->bursts[i].gap_s);
+    longest = MAX(longest, d->bursts[i].gap_s);
+  }
+  if (!(longest > shortest))
+    return FALSE;
+  /* A lone request after each gap, size by size. */
+  double more[2][ROK_CALIB_MAX_BURSTS];
+  gsize n = 0;
+  for (guint i = 0; i < d->n_bursts; i++) {
+    const RokCalibBurst *a = &d->bursts[i];
+    for (guint j = 0; a->requests == 1 && a->gap_s == shortest && j < d->n_bursts; j++) {
+      const RokCalibBurst *b = &d->bursts[j];
+      if (b->requests == 1 && b->gap_s == longest && b->request_bytes == a->request_bytes) {
+        more[0][n] = b->write.median - a->write.median;
+        more[1][n++] = b->read.median - a->read.median;
+      }
+    }
+  }
+  if (n == 0)
+    return FALSE;
+  gsl_sort(more[0], 1, n);
+  gsl_sort(more[1], 1, n);
+  *write = MAX(gsl_stats_median_from_sorted_data(more[0], 1, n), 0);
+  *read = MAX(gsl_stats_median_from_sorted_data(more[1], 1, n), 0);
+  *after = sqrt(shortest * longest);
   return TRUE;
 }
 
@@ -438,39 +534,56 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
     return FALSE;
   /* Plain least squares: the processor time is a small sum of thread
    * wake-ups and system calls, as noisy for one request as for sixteen. */
-  double x[2 * G_N_ELEMENTS(d->burst_sizes)], y[G_N_ELEMENTS(x)], wt[G_N_ELEMENTS(x)];
+  double x[2 * ROK_CALIB_MAX_BURSTS], y[G_N_ELEMENTS(x)], wt[G_N_ELEMENTS(x)];
   gsize n = 0;
+  gboolean one_x = TRUE;
   for (guint k = 0; k < 2; k++)
-    for (guint i = 0; i < d->n_bursts; i++, n++) {
-      x[n] = d->burst_sizes[i];
-      y[n] = (k == 0 ? d->burst_write_cpu : d->burst_read_cpu)[i].median;
+    for (guint i = 0; i < d->n_bursts; i++) {
+      const RokCalibBurst *b = &d->bursts[i];
+      if (!short_gap(d, b))
+        continue;
+      x[n] = b->requests;
+      y[n] = (k == 0 ? b->write_cpu : b->read_cpu).median;
       wt[n] = 1;
+      one_x = one_x && x[n] == x[0];
+      n++;
     }
-  fit_nonnegative(x, wt, y, n, d->n_bursts < 2, leg, request);
+  fit_nonnegative(x, wt, y, n, one_x, leg, request);
   return TRUE;
 }
 
-/* Bursts of 1, 4 and 16 requests (those the queue depth and the file
- * allow), writes then reads; then the fit. REPS follows --pass-time (10 for
- * --quick, 40 for a full run): about 2 and 8 seconds of idle gaps. */
+/* Bursts after the short gap of 1, 4 and 16 requests of 1 MiB and of 1
+ * and 4 of 256 KiB (those the queue depth and the file allow), and lone
+ * requests of both sizes after the long gap; writes then reads; then the
+ * fits. REPS follows --pass-time (10 for --quick, 40 for a full run):
+ * about 0.5 and 2 seconds of idle gaps. */
 static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                GError **error) {
-  static const guint sizes[] = {1, 4, 16};
+  static const struct {
+    guint requests;
+    guint64 request_bytes;
+    double gap_s;
+  } shapes[] = {{1, MIB, BURST_GAP_SHORT_S},      {4, MIB, BURST_GAP_SHORT_S},
+                {16, MIB, BURST_GAP_SHORT_S},     {1, MIB / 4, BURST_GAP_SHORT_S},
+                {4, MIB / 4, BURST_GAP_SHORT_S},  {1, MIB, BURST_GAP_LONG_S},
+                {1, MIB / 4, BURST_GAP_LONG_S}};
+  G_STATIC_ASSERT(G_N_ELEMENTS(shapes) <= ROK_CALIB_MAX_BURSTS);
   guint reps = (guint)CLAMP(o->pass_seconds * 50, 5, 40);
-  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
-    if (sizes[i] <= deepest_queue(o) && sizes[i] * BURST_BLOCK <= o->file_bytes)
-      disk->burst_sizes[disk->n_bursts++] = sizes[i];
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
+    if (shapes[i].requests <= deepest_queue(o) && shapes[i].requests * shapes[i].request_bytes <= o->file_bytes)
+      disk->bursts[disk->n_bursts++] = (RokCalibBurst){.requests = shapes[i].requests,
+                                                       .request_bytes = shapes[i].request_bytes,
+                                                       .gap_s = shapes[i].gap_s};
   for (guint d = 0; d < 2; d++) {
     RokIoOp op = d == 0 ? ROK_IO_WRITE : ROK_IO_READ;
     guint64 offset = 0;
     drop_cache(run);
     for (guint i = 0; i < disk->n_bursts; i++)
-      if (!time_bursts(run, reps, cancel, op, disk->burst_sizes[i], &offset, o->file_bytes,
-                       op == ROK_IO_WRITE ? &disk->burst_write[i] : &disk->burst_read[i],
-                       op == ROK_IO_WRITE ? &disk->burst_write_cpu[i] : &disk->burst_read_cpu[i], error))
+      if (!time_bursts(run, reps, cancel, op, &disk->bursts[i], &offset, o->file_bytes, error))
         return FALSE;
   }
-  rok_calib_disk_fit_overheads(disk, &disk->request_overhead, &disk->leg_overhead);
+  rok_calib_disk_fit_overheads(disk, &disk->request_overhead, &disk->request_overhead_per_mib, &disk->leg_overhead);
+  rok_calib_disk_fit_wake(disk, &disk->wake_write, &disk->wake_read, &disk->wake_after);
   rok_calib_disk_fit_cpu(disk, &disk->request_cpu, &disk->leg_cpu);
   return TRUE;
 }

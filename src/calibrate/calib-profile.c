@@ -183,7 +183,12 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, w->write.median);
     hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(d->latency.median * 1e9));
     hw->nvme.request_overhead = MAX(hw->nvme.request_overhead, (gint64)llround(d->request_overhead * 1e9));
+    hw->nvme.request_overhead_per_mib =
+        MAX(hw->nvme.request_overhead_per_mib, (gint64)llround(d->request_overhead_per_mib * 1e9));
     hw->nvme.leg_overhead = MAX(hw->nvme.leg_overhead, (gint64)llround(d->leg_overhead * 1e9));
+    hw->nvme.wake_write = MAX(hw->nvme.wake_write, (gint64)llround(d->wake_write * 1e9));
+    hw->nvme.wake_read = MAX(hw->nvme.wake_read, (gint64)llround(d->wake_read * 1e9));
+    hw->nvme.wake_after = MAX(hw->nvme.wake_after, (gint64)llround(d->wake_after * 1e9));
     if (hw->gpu.shared_cpus > 0) { /* the SSD legs' processor time is the kernels' loss */
       hw->nvme.leg_cpu = MAX(hw->nvme.leg_cpu, (gint64)llround(d->leg_cpu * 1e9));
       hw->nvme.request_cpu = MAX(hw->nvme.request_cpu, (gint64)llround(d->request_cpu * 1e9));

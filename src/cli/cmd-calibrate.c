@@ -242,13 +242,20 @@ static void print_disk(const RokCalibDisk *d) {
   g_autofree char *latency = rok_units_format_time(d->latency.median);
   printf("  latency (QD1 4 KiB random reads) %s\n", latency);
   for (guint i = 0; i < d->n_bursts; i++) {
-    g_autofree char *w = rok_units_format_time(d->burst_write[i].median);
-    g_autofree char *r = rok_units_format_time(d->burst_read[i].median);
-    printf("  bursts of %2u x 1 MiB after 20 ms idle: write %-10s read %s\n", d->burst_sizes[i], w, r);
+    const RokCalibBurst *b = &d->bursts[i];
+    g_autofree char *size = rok_units_format_size(b->request_bytes), *gap = rok_units_format_time(b->gap_s);
+    g_autofree char *w = rok_units_format_time(b->write.median), *r = rok_units_format_time(b->read.median);
+    printf("  bursts of %2u x %-8s after %5s idle: write %-10s read %s\n", b->requests, size, gap, w, r);
   }
   if (d->n_bursts > 0) {
     g_autofree char *q = rok_units_format_time(d->request_overhead), *l = rok_units_format_time(d->leg_overhead);
-    printf("  fitted to the bursts: %s per request, %s per leg (nvme.request_overhead, leg_overhead)\n", q, l);
+    g_autofree char *m = rok_units_format_time(d->request_overhead_per_mib);
+    printf("  fitted to the bursts: %s per request and %s per MiB of it, %s per leg (nvme.request_overhead, "
+           "request_overhead_per_mib, leg_overhead)\n", q, m, l);
+    g_autofree char *ww = rok_units_format_time(d->wake_write), *wr = rok_units_format_time(d->wake_read);
+    g_autofree char *wa = rok_units_format_time(d->wake_after);
+    printf("  a leg after %s idle or more: write %s, read %s more (nvme.wake_after, wake_write, wake_read)\n", wa,
+           ww, wr);
     g_autofree char *qc = rok_units_format_time(d->request_cpu), *lc = rok_units_format_time(d->leg_cpu);
     printf("  processor time on the bursts: %s per request, %s per leg (nvme.request_cpu, leg_cpu: with a CPU "
            "device)\n", qc, lc);

@@ -36,7 +36,11 @@ static const Check checks[] = {
     {"nvme", "capacity", SIZE, 1 << 30, 0, "1.6TB"},
     {"host", "copy_overhead", TIME, 0, 0.1, "50us"},
     {"nvme", "request_overhead", TIME, 0, 0.1, "20us"},
+    {"nvme", "request_overhead_per_mib", TIME, 0, 0.1, "200us"},
     {"nvme", "leg_overhead", TIME, 0, 0.1, "100us"},
+    {"nvme", "wake_write", TIME, 0, 0.1, "100us"},
+    {"nvme", "wake_read", TIME, 0, 0.1, "100us"},
+    {"nvme", "wake_after", TIME, 0, 10, "5ms"},
     {"nvme", "leg_cpu", TIME, 0, 10e-3, "50us"},
     {"nvme", "request_cpu", TIME, 0, 10e-3, "10us"},
 };
@@ -62,7 +66,11 @@ static double value_of(const RokHw *hw, const Check *c) {
       {"nvme", "capacity", (double)hw->nvme.capacity},
       {"host", "copy_overhead", (double)hw->host.copy_overhead / 1e9},
       {"nvme", "request_overhead", (double)hw->nvme.request_overhead / 1e9},
+      {"nvme", "request_overhead_per_mib", (double)hw->nvme.request_overhead_per_mib / 1e9},
       {"nvme", "leg_overhead", (double)hw->nvme.leg_overhead / 1e9},
+      {"nvme", "wake_write", (double)hw->nvme.wake_write / 1e9},
+      {"nvme", "wake_read", (double)hw->nvme.wake_read / 1e9},
+      {"nvme", "wake_after", (double)hw->nvme.wake_after / 1e9},
       {"nvme", "leg_cpu", (double)hw->nvme.leg_cpu / 1e9},
       {"nvme", "request_cpu", (double)hw->nvme.request_cpu / 1e9},
   };

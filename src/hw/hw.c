@@ -22,7 +22,8 @@ static const char *const host_keys[] = {"memory",          "pinned_buffer", "mem
                                         "checksum_bandwidth", "copy_overhead", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect",
-                                        "request_overhead", "leg_overhead", "leg_cpu", "request_cpu", NULL};
+                                        "request_overhead", "request_overhead_per_mib", "leg_overhead",
+                                        "wake_write", "wake_read", "wake_after", "leg_cpu", "request_cpu", NULL};
 
 static void op_rates_free(RokHwOpRates *rates, guint n) {
   for (guint i = 0; i < n; i++) {
@@ -273,7 +274,11 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_double(&o, "endurance_pbw", FALSE, 0.0, 1e9, &hw->nvme.endurance_pbw, error) &&
          rok_json_get_bool(&o, "gpudirect", FALSE, &hw->nvme.gpudirect, error) &&
          read_latency(&o, "request_overhead", &hw->nvme.request_overhead, error) &&
+         read_latency(&o, "request_overhead_per_mib", &hw->nvme.request_overhead_per_mib, error) &&
          read_latency(&o, "leg_overhead", &hw->nvme.leg_overhead, error) &&
+         read_latency(&o, "wake_write", &hw->nvme.wake_write, error) &&
+         read_latency(&o, "wake_read", &hw->nvme.wake_read, error) &&
+         read_latency(&o, "wake_after", &hw->nvme.wake_after, error) &&
          read_latency(&o, "leg_cpu", &hw->nvme.leg_cpu, error) &&
          read_latency(&o, "request_cpu", &hw->nvme.request_cpu, error);
 }
@@ -406,8 +411,15 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(nvme, "gpudirect", json_object_new_boolean(hw->nvme.gpudirect));
     if (hw->nvme.request_overhead > 0)
       json_object_object_add(nvme, "request_overhead", seconds(hw->nvme.request_overhead));
+    if (hw->nvme.request_overhead_per_mib > 0)
+      json_object_object_add(nvme, "request_overhead_per_mib", seconds(hw->nvme.request_overhead_per_mib));
     if (hw->nvme.leg_overhead > 0)
       json_object_object_add(nvme, "leg_overhead", seconds(hw->nvme.leg_overhead));
+    if (hw->nvme.wake_write > 0 || hw->nvme.wake_read > 0) {
+      json_object_object_add(nvme, "wake_write", seconds(hw->nvme.wake_write));
+      json_object_object_add(nvme, "wake_read", seconds(hw->nvme.wake_read));
+      json_object_object_add(nvme, "wake_after", seconds(hw->nvme.wake_after));
+    }
     if (hw->nvme.leg_cpu > 0)
       json_object_object_add(nvme, "leg_cpu", seconds(hw->nvme.leg_cpu));
     if (hw->nvme.request_cpu > 0)

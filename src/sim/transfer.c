@@ -69,12 +69,28 @@ static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
   return (e->leg_cpu + (gint64)requests * e->request_cpu) / 2;
 }
 
+/* nvme.wake_write or wake_read when the leg finds the disk without a
+ * request for nvme.wake_after or longer: no SSD leg in progress on either
+ * stream, the last one ended that long ago. */
+static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
+  const RokHw *hw = e->sim->hw;
+  gint64 wake = leg_stream(j) == ROK_STREAM_NVME_WRITE ? hw->nvme.wake_write : hw->nvme.wake_read;
+  if (wake <= 0 || e->now - e->ssd_last_end < hw->nvme.wake_after)
+    return 0;
+  for (RokStream s = ROK_STREAM_NVME_WRITE; s <= ROK_STREAM_NVME_READ; s++) {
+    guint id = e->streams[s].job;
+    const SimJob *other = id == ROK_NO_ID ? NULL : &g_array_index(e->jobs, SimJob, id);
+    if (other != NULL && other != j && leg_on_ssd(other))
+      return 0;
+  }
+  return wake;
+}
+
 /* What a leg pays before its bytes move: the links' latencies, the
  * executor's hand-offs (host.copy_overhead: to the leg's thread and back;
  * a d2h leg queued ahead of the kernels was enqueued without the first),
  * the check (unless it is in the flow) and, on the SSD streams,
- * nvme.leg_overhead: its first request finds the disk idle (rok
- * calibrate's bursts). */
+ * nvme.leg_overhead and the disk's wake (rok calibrate's bursts). */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   RokStream s = leg_stream(j);
   gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
@@ -86,7 +102,7 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   else
     base = e->nvme_latency;
   if (leg_on_ssd(j))
-    base += e->sim->hw->nvme.leg_overhead;
+    base += e->sim->hw->nvme.leg_overhead + leg_wake(e, j);
   return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
 }
 
@@ -105,7 +121,8 @@ static double cpu_share(const SimEngine *e, const SimJob *j) {
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor; on the SSD streams, each request
  * (ROK_SIM_CHUNK_BYTES, or the tensor when smaller) takes
- * nvme.request_overhead besides its bytes at the array's rate. */
+ * nvme.request_overhead, and request_overhead_per_mib per MiB of it,
+ * besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
@@ -114,10 +131,12 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
     cap = solo * cpu_share(e, j);
   }
   RokStream s = leg_stream(j);
-  if (e->request_overhead > 0 && leg_on_ssd(j)) {
+  gint64 per_mib = e->sim->hw->nvme.request_overhead_per_mib;
+  if ((e->request_overhead > 0 || per_mib > 0) && leg_on_ssd(j)) {
     double request = (double)MIN(j->bytes, (guint64)ROK_SIM_CHUNK_BYTES);
     double disk = s == ROK_STREAM_NVME_WRITE ? e->sim->nvme_write_speed : e->sim->nvme_read_speed;
-    double per = request / ((double)e->request_overhead / 1e9 + (disk > 0 ? request / disk : 0));
+    double own = ((double)e->request_overhead + (double)per_mib * request / (1 << 20)) / 1e9;
+    double per = request / (own + (disk > 0 ? request / disk : 0));
     cap = cap > 0 ? MIN(cap, per) : per;
   }
   return cap;
@@ -448,6 +467,8 @@ static void finish_leg(SimEngine *e, RokStream s) {
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, FALSE, j->ahead);
   sim_cpu_take(e, leg_cpu_half(e, j));
+  if (leg_on_ssd(j))
+    e->ssd_last_end = e->now;
   e->counters.busy_ns[s] += e->now - st->leg_start;
   count_bytes(e, s, j);
   sim_record_end(e, j->action);

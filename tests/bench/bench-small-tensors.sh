@@ -15,8 +15,9 @@
 # (--mem=shmhuge) when enough are reserved; QD is the profile's
 # nvme.queue_depth. HW defaults to the bundled cpu-2core-virtio profile;
 # --calibrate runs `rok calibrate --quick --dir DIR` first and uses that
-# (predictions worth comparing: its nvme.request_overhead and leg_overhead
-# come from bursts shaped like these legs). DIR defaults to a fresh folder
+# (predictions worth comparing: its nvme.request_overhead,
+# request_overhead_per_mib, leg_overhead and wake come from bursts shaped
+# like these legs). DIR defaults to a fresh folder
 # under /var/tmp. The load average is printed: on a shared machine the
 # figures move with it.
 #
@@ -69,7 +70,7 @@ echo "== $(uname -n): $(nproc) processors; load average before: $(cut -d' ' -f1-
 if [ -n "$calibrate" ]; then
   "$rok" calibrate --quick --dir "$dir" -o "$work/hw.json" > "$work/calibrate.txt"
   hw=$work/hw.json
-  echo "profile: rok calibrate --quick; $(grep 'fitted to the bursts' "$work/calibrate.txt" | sed 's/^ *//')"
+  echo "profile: rok calibrate --quick; $(grep -E "fitted to the bursts|idle or more" "$work/calibrate.txt" | sed "s/^ *//" | paste -sd";")"
 fi
 "$rok" plan validate-gpt --set layers=2 --set hidden=512 --set heads=8 --set ffn_hidden=2048 --set seq_len=1024 \
   --hw "$hw" --strategy offload --offload-min-elements 65536 -o "$work/plan" > /dev/null
@@ -126,8 +127,9 @@ printf '%-6s %12s %14s %8.3f %14s %+7.1f%%\n' read "$(gbs "$mfr")" "$(gbs "$mrr"
   "$(awk -v a="$mrr" -v b="$mfr" 'BEGIN { print a / b }')" "$(gbs "$pr")" \
   "$(awk -v p="$pr" -v m="$mrr" 'BEGIN { print (p - m) / m * 100 }')"
 # What the executor adds to each SSD leg beyond fio's rate (its hand-offs
-# and each request's submission and completion): nvme.request_overhead and
-# host.copy_overhead are where the simulator can be told of it.
+# and each request's submission and completion): nvme.request_overhead,
+# request_overhead_per_mib and host.copy_overhead are where the simulator
+# can be told of it.
 python3 - "$work/report.json" "$work/plan/schedule.json" "$mfw" "$mfr" <<'PY'
 import json, sys
 r, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))

@@ -2,6 +2,7 @@
  * that are positive, and nothing left behind, on success, on cancellation
  * and with a stale folder of a killed run to sweep. */
 #include <glib/gstdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -70,65 +71,120 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.latency.median, >, 0);
   g_assert_cmpfloat(disk.latency.median, <, 1.0);
   g_assert_cmpuint(disk.latency.n, >=, 10);
-  /* Bursts of 1 and 4 requests (16 is deeper than --qd 4), 5 each. */
-  g_assert_cmpuint(disk.n_bursts, ==, 2);
-  g_assert_cmpuint(disk.burst_sizes[0], ==, 1);
-  g_assert_cmpuint(disk.burst_sizes[1], ==, 4);
+  /* Bursts of 1 and 4 requests of 1 MiB and 256 KiB after 1 ms (16 is
+   * deeper than --qd 4) and lone ones of both sizes after 20 ms, 5 each. */
+  g_assert_cmpuint(disk.n_bursts, ==, 6);
+  g_assert_cmpuint(disk.bursts[1].requests, ==, 4);
+  g_assert_cmpuint(disk.bursts[3].request_bytes, ==, MIB / 4);
+  g_assert_cmpfloat(disk.bursts[5].gap_s, >, disk.bursts[0].gap_s);
   for (guint i = 0; i < disk.n_bursts; i++) {
-    g_assert_cmpuint(disk.burst_write[i].n, ==, 5);
-    g_assert_cmpfloat(disk.burst_write[i].median, >, 0);
-    g_assert_cmpfloat(disk.burst_read[i].median, >, 0);
+    g_assert_cmpuint(disk.bursts[i].write.n, ==, 5);
+    g_assert_cmpfloat(disk.bursts[i].write.median, >, 0);
+    g_assert_cmpfloat(disk.bursts[i].read.median, >, 0);
   }
   g_assert_cmpfloat(disk.request_overhead, >=, 0);
+  g_assert_cmpfloat(disk.request_overhead_per_mib, >=, 0);
   g_assert_cmpfloat(disk.leg_overhead, >=, 0);
+  g_assert_cmpfloat(disk.wake_write, >=, 0);
+  g_assert_cmpfloat(disk.wake_read, >=, 0);
+  g_assert_cmpfloat(disk.wake_after, >, 1e-3);
+  g_assert_cmpfloat(disk.wake_after, <, 20e-3);
   /* Some processor time per burst, far below its wall time's worth. */
   for (guint i = 0; i < disk.n_bursts; i++)
-    g_assert_cmpfloat(disk.burst_write_cpu[i].median + disk.burst_read_cpu[i].median, <, 1.0);
+    g_assert_cmpfloat(disk.bursts[i].write_cpu.median + disk.bursts[i].read_cpu.median, <, 1.0);
   g_assert_cmpfloat(disk.leg_cpu + disk.request_cpu, >, 0);
   g_assert_cmpuint(count_entries(dir), ==, 0);
   rok_calib_disk_clear(&disk);
   remove_dir(dir);
 }
 
-/* Bursts made by the model itself give its figures back; with one burst
- * size only the leg overhead is fitted; without grid points nothing. */
-static void burst_disk(RokCalibDisk *d, double latency, double leg, double request, double write_bw, double read_bw) {
-  *d = (RokCalibDisk){.points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint)), .n_bursts = 3,
-                      .burst_sizes = {1, 4, 16}, .latency.median = latency};
+/* Bursts made by the model itself give its figures back: a leg of N
+ * requests of B bytes after the short gap takes latency + leg + N (request
+ * + B / MiB per_mib + B / bandwidth); after the long gap, WAKE more. */
+static const struct {
+  guint requests;
+  guint64 request_bytes;
+  double gap_s;
+} shapes[] = {{1, MIB, 1e-3}, {4, MIB, 1e-3}, {16, MIB, 1e-3}, {1, MIB / 4, 1e-3},
+              {4, MIB / 4, 1e-3}, {1, MIB, 20e-3}, {1, MIB / 4, 20e-3}};
+
+static void burst_disk(RokCalibDisk *d, double latency, double leg, double request, double per_mib, double wake,
+                       double write_bw, double read_bw) {
+  *d = (RokCalibDisk){.points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint)), .latency.median = latency};
   RokCalibDiskPoint p = {.block = MIB, .queue_depth = 32, .write.median = write_bw, .read.median = read_bw};
   g_array_append_val(d->points, p);
-  for (guint i = 0; i < 3; i++) {
-    d->burst_write[i].median = latency + leg + d->burst_sizes[i] * (request + MIB / write_bw);
-    d->burst_read[i].median = latency + leg + d->burst_sizes[i] * (request + MIB / read_bw);
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    RokCalibBurst *b = &d->bursts[d->n_bursts++];
+    *b = (RokCalibBurst){.requests = shapes[i].requests, .request_bytes = shapes[i].request_bytes,
+                         .gap_s = shapes[i].gap_s};
+    double mib = (double)b->request_bytes / MIB, more = b->gap_s > 1e-3 ? wake : 0;
+    b->write.median = latency + leg + more + b->requests * (request + mib * per_mib + b->request_bytes / write_bw);
+    b->read.median = latency + leg + more + b->requests * (request + mib * per_mib + b->request_bytes / read_bw);
   }
 }
 
 static void test_fit_overheads(void) {
   RokCalibDisk d;
-  double request = 0, leg = 0;
-  /* 30 us per request beyond the streaming time, 120 us per leg. */
-  burst_disk(&d, 40e-6, 120e-6, 30e-6, 4e9, 3.6e9);
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
+  double request = 0, per_mib = 0, leg = 0;
+  /* 30 us per request and 100 us per MiB of it beyond the streaming
+   * time, 120 us per leg. */
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 0, 4e9, 3.6e9);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
   g_assert_cmpfloat_with_epsilon(request, 30e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(per_mib, 100e-6, 1e-9);
   g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
-  /* No leg cost: the line goes through 0 (never a negative leg). */
-  burst_disk(&d, 40e-6, 0, 30e-6, 4e9, 3.6e9);
-  d.burst_write[0].median -= 5e-6; /* a little noise that would make it negative */
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
-  g_assert_cmpfloat(leg, ==, 0);
-  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1e-6);
+  /* The bursts after the long gap, slower, are not fitted. */
   g_array_unref(d.points);
-  burst_disk(&d, 40e-6, 120e-6, 30e-6, 4e9, 3.6e9);
-  /* One burst size cannot tell a request's cost from a leg's: request 0,
-   * the leg overhead takes what the two directions leave. */
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 500e-6, 4e9, 3.6e9);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
+  g_array_unref(d.points);
+  /* No leg cost and no per-request cost: never negative, however the
+   * noise leans. */
+  burst_disk(&d, 40e-6, 0, 0, 100e-6, 0, 4e9, 3.6e9);
+  d.bursts[0].write.median -= 5e-6;
+  d.bursts[3].read.median -= 5e-6;
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_cmpfloat(leg, >=, 0);
+  g_assert_cmpfloat(request, >=, 0);
+  g_assert_cmpfloat(leg + request, <, 2e-6);
+  g_assert_cmpfloat_with_epsilon(per_mib, 100e-6, 3e-6);
+  g_array_unref(d.points);
+  /* One request size cannot tell a request's cost from its bytes': the
+   * per-MiB part is 0 and the request takes it all. */
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 0, 4e9, 3.6e9);
+  d.n_bursts = 3;
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_cmpfloat(per_mib, ==, 0);
+  g_assert_cmpfloat_with_epsilon(request, 130e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
+  /* One burst alone: the leg overhead takes what the two directions leave. */
   d.n_bursts = 1;
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &leg));
-  g_assert_cmpfloat(request, ==, 0);
-  g_assert_cmpfloat_with_epsilon(leg, 120e-6 + 30e-6, 1e-9);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_cmpfloat(request + per_mib, ==, 0);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6 + 30e-6 + 100e-6, 1e-9);
   g_array_set_size(d.points, 0);
-  g_assert_false(rok_calib_disk_fit_overheads(&d, &request, &leg));
-  g_assert_cmpfloat(request, ==, 0);
-  g_assert_cmpfloat(leg, ==, 0);
+  g_assert_false(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_cmpfloat(request + per_mib + leg, ==, 0);
+  g_array_unref(d.points);
+}
+
+/* The wake: what lone requests took more after the long gap; the gaps'
+ * geometric mean; nothing without two gaps, never negative. */
+static void test_fit_wake(void) {
+  RokCalibDisk d;
+  double write = 0, read = 0, after = 0;
+  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 150e-6, 4e9, 3.6e9);
+  g_assert_true(rok_calib_disk_fit_wake(&d, &write, &read, &after));
+  g_assert_cmpfloat_with_epsilon(write, 150e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(read, 150e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(after, sqrt(1e-3 * 20e-3), 1e-12);
+  d.bursts[5].write.median = d.bursts[6].write.median = 0; /* faster after the long gap */
+  g_assert_true(rok_calib_disk_fit_wake(&d, &write, &read, &after));
+  g_assert_cmpfloat(write, ==, 0);
+  d.n_bursts = 5;
+  g_assert_false(rok_calib_disk_fit_wake(&d, &write, &read, &after));
+  g_assert_cmpfloat(write + read + after, ==, 0);
   g_array_unref(d.points);
 }
 
@@ -136,15 +192,18 @@ static void test_fit_overheads(void) {
  * both back; without a per-request part (or with one size) the leg takes
  * it all; a negative intercept is never a negative leg. */
 static void test_fit_cpu(void) {
-  RokCalibDisk d = {.n_bursts = 3, .burst_sizes = {1, 4, 16}};
+  RokCalibDisk d = {.n_bursts = 3};
+  static const guint sizes[] = {1, 4, 16};
   double request = 0, leg = 0;
-  for (guint i = 0; i < 3; i++)
-    d.burst_write_cpu[i].median = d.burst_read_cpu[i].median = 50e-6 + d.burst_sizes[i] * 2e-6;
+  for (guint i = 0; i < 3; i++) {
+    d.bursts[i] = (RokCalibBurst){.requests = sizes[i], .request_bytes = MIB, .gap_s = 1e-3};
+    d.bursts[i].write_cpu.median = d.bursts[i].read_cpu.median = 50e-6 + sizes[i] * 2e-6;
+  }
   g_assert_true(rok_calib_disk_fit_cpu(&d, &request, &leg));
   g_assert_cmpfloat_with_epsilon(request, 2e-6, 1e-12);
   g_assert_cmpfloat_with_epsilon(leg, 50e-6, 1e-12);
   for (guint i = 0; i < 3; i++)
-    d.burst_write_cpu[i].median = d.burst_read_cpu[i].median = d.burst_sizes[i] * 8e-6 - 1e-6;
+    d.bursts[i].write_cpu.median = d.bursts[i].read_cpu.median = sizes[i] * 8e-6 - 1e-6;
   g_assert_true(rok_calib_disk_fit_cpu(&d, &request, &leg));
   g_assert_cmpfloat(leg, ==, 0);
   g_assert_cmpfloat(request, >, 7e-6);
@@ -230,6 +289,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate-disk/measure", test_measure);
   g_test_add_func("/calibrate-disk/fit-overheads", test_fit_overheads);
+  g_test_add_func("/calibrate-disk/fit-wake", test_fit_wake);
   g_test_add_func("/calibrate-disk/fit-cpu", test_fit_cpu);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
   g_test_add_func("/calibrate-disk/sweeps-stale", test_sweeps_stale);

@@ -114,10 +114,12 @@ static void test_nvme_overheads(void) {
       "\"hbm_bandwidth\": 1e12, \"shared_cpus\": 2}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
       "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
       "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\"%s}}";
-  static const char *const keys[] = {"request_overhead", "leg_overhead", "leg_cpu", "request_cpu"};
+  static const char *const keys[] = {"request_overhead", "leg_overhead", "leg_cpu", "request_cpu", "wake"};
   GError *error = NULL;
   g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\", "
-                                                "\"leg_cpu\": \"60us\", \"request_cpu\": 2e-6");
+                                                "\"leg_cpu\": \"60us\", \"request_cpu\": 2e-6, "
+                                                "\"request_overhead_per_mib\": \"35us\", \"wake_write\": \"90us\", "
+                                                "\"wake_read\": \"30us\", \"wake_after\": \"4.5ms\"");
   g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
   g_assert_no_error(error);
   json_object *o = rok_hw_to_json(hw);
@@ -130,6 +132,10 @@ static void test_nvme_overheads(void) {
     g_assert_cmpint(h->nvme.leg_overhead, ==, 120000);
     g_assert_cmpint(h->nvme.leg_cpu, ==, 60000);
     g_assert_cmpint(h->nvme.request_cpu, ==, 2000);
+    g_assert_cmpint(h->nvme.request_overhead_per_mib, ==, 35000);
+    g_assert_cmpint(h->nvme.wake_write, ==, 90000);
+    g_assert_cmpint(h->nvme.wake_read, ==, 30000);
+    g_assert_cmpint(h->nvme.wake_after, ==, 4500000);
   }
   g_autofree char *none = g_strdup_printf(base, "");
   g_autoptr(RokHw) plain = rok_hw_parse("plain.json", none, strlen(none), &error);

@@ -3,6 +3,7 @@
  * Tensors are u8 (no backward working memory) and ops carry measured
  * times, so every figure below is exact to the nanosecond and the byte. */
 #include <glib.h>
+#include <math.h>
 
 #include "rok/core.h"
 #include "rok/sim.h"
@@ -221,6 +222,53 @@ static void test_leg_overhead(void) {
   const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
   g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + 100 * US + 1 * MS);
   check_log(r);
+}
+
+/* nvme.request_overhead_per_mib: each request of a leg (1 MiB, or the
+ * tensor when smaller) pays that much per MiB of it besides its bytes: the
+ * 1 MB write of the tests above takes 1 MB / MiB * 200 us more; without a
+ * staged leg before it (gpudirect), its latency stays 30 us. */
+static void test_request_overhead_per_mib(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint a = ssd_trace(trace);
+  RokHw hw = test_hw();
+  hw.pcie.latency = 10 * US;
+  hw.nvme.latency = 20 * US;
+  hw.nvme.request_overhead_per_mib = 200 * US;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+  gint64 more = (gint64)llround(200e3 * 1e6 / (1 << 20));
+  g_assert_cmpint(write->end_ns - write->start_ns, >=, 30 * US + 1 * MS + more - 1);
+  g_assert_cmpint(write->end_ns - write->start_ns, <=, 30 * US + 1 * MS + more + 1);
+  check_log(r);
+}
+
+/* nvme.wake_write and wake_read: a leg that finds the disk idle for
+ * wake_after or longer pays them. The write comes first in the step: it
+ * does; the read comes 0.97 ms after the write ended: with wake_after 5
+ * ms it does not, with 0.5 ms it does. */
+static void test_wake(void) {
+  for (guint long_idle = 0; long_idle < 2; long_idle++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint a = ssd_trace(trace);
+    RokHw hw = test_hw();
+    hw.pcie.latency = 10 * US;
+    hw.nvme.latency = 20 * US;
+    hw.nvme.wake_write = 100 * US;
+    hw.nvme.wake_read = 40 * US;
+    hw.nvme.wake_after = long_idle ? 500 * US : 5 * MS;
+    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+    plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
+    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+    g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + 100 * US + 1 * MS);
+    const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
+    g_assert_cmpint(read->start_ns - write->end_ns, >, 500 * US);
+    g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + (long_idle ? 40 * US : 0) + 1 * MS);
+    check_log(r);
+  }
 }
 
 /* Two copies out at once on the d2h link, one to host memory (1 MB), one
@@ -553,6 +601,8 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/offload-pencil", test_offload_pencil);
   g_test_add_func("/sim/leg-overhead", test_leg_overhead);
+  g_test_add_func("/sim/request-overhead-per-mib", test_request_overhead_per_mib);
+  g_test_add_func("/sim/wake", test_wake);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);
   g_test_add_func("/sim/fluid/engine", test_fluid_sharing_in_engine);

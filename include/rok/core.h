@@ -350,6 +350,10 @@ double rok_host_others_cpu_seconds(void);
 /* Processor seconds this process has used (user and system, all its
  * threads; getrusage), negative where it cannot be read. */
 double rok_host_own_cpu_seconds(void);
+/* Asks the kernel for a short scheduling slice for the calling thread (a
+ * thread that sleeps on I/O or hand-offs and must run soon when it wakes,
+ * beside threads that compute); FALSE where the kernel refuses. */
+gboolean rok_host_thread_short_slice(void);
 /* Their share of the processors since `others_start` (a value of the
  * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
 double rok_host_others_share(double others_start, double wall_s);

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rok/core.h"
@@ -60,4 +61,24 @@ double rok_host_others_share(double others_start, double wall_s) {
   if (others_start < 0 || now < 0 || !(wall_s > 0) || cpus == 0)
     return -1;
   return CLAMP((now - others_start) / (wall_s * cpus), 0, 1);
+}
+
+/* Linux 6.12 and later take a fair-class thread's sched_runtime as the
+ * slice it asks for (sched_setattr(2)): a short one gives the thread an
+ * early deadline, so that when it wakes it preempts a thread that has
+ * been computing rather than waiting out that thread's slice. Unprivileged;
+ * older kernels refuse it (EINVAL) or ignore it. */
+gboolean rok_host_thread_short_slice(void) {
+#ifdef SYS_sched_setattr
+  struct { /* the kernel's struct sched_attr, whose header clashes with sched.h */
+    guint32 size, sched_policy;
+    guint64 sched_flags;
+    gint32 sched_nice;
+    guint32 sched_priority;
+    guint64 sched_runtime, sched_deadline, sched_period;
+  } attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER, .sched_runtime = 100 * 1000};
+  return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+#else
+  return FALSE;
+#endif
 }

@@ -132,6 +132,11 @@ gpointer runner_worker_thread(gpointer data) {
   RunnerWorker *w = data;
   Runner *r = w->r;
   gboolean compute = w->stream == ROK_STREAM_COMPUTE;
+  /* An SSD leg's thread only submits its requests: on a CPU device it must
+   * not wait out a kernel's slice to do so. (The copy threads checksum on
+   * the processors, as the kernels' equals.) */
+  if (w->stream == ROK_STREAM_NVME_WRITE || w->stream == ROK_STREAM_NVME_READ)
+    rok_host_thread_short_slice();
   for (guint id = RUN_NONE;;) {
     if (id == RUN_NONE)
       id = runner_msg_value(next_work(r, w->stream));

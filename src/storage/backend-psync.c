@@ -17,6 +17,11 @@ typedef struct {
 static void run_attempt(gpointer data, gpointer user_data) {
   RokIoReq *req = data;
   RokIoBackend *be = user_data;
+  static _Thread_local gboolean asked;
+  if (!asked) { /* completions wait for these threads, beside the kernels of a CPU device */
+    asked = TRUE;
+    rok_host_thread_short_slice();
+  }
   int res = 0;
   if (req->a_len > 0) {
     int fd = be->fds[req->file];

@@ -130,6 +130,7 @@ typedef struct {
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
   RokCalibStat h2d, d2h;    /* bytes/s */
   RokCalibStat copy_latency; /* seconds of a 4 KiB copy */
+  double copy_cpu;           /* this process's processor seconds per 4 KiB copy (getrusage); 0: unknown */
   /* A CPU device only (calib-contention.c), while kernels run: a copy's
    * wait for the processors, and a hand-off to another thread and back;
    * contention FALSE when not measured. */

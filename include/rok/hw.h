@@ -102,6 +102,12 @@ typedef struct {
      * commands run (PoCL gives a command a processor only when one is done
      * with the kernel). 0: none. */
     double copy_kernel_wait;
+    /* Optional, with shared_cpus: the processor time a d2h or h2d leg
+     * takes besides moving and checking its bytes (ns: enqueueing its
+     * commands, the device's scheduling and completing them, the waiting
+     * threads' wake-ups), which the kernels on those processors lose. 0
+     * (absent): none. */
+    gint64 copy_leg_cpu;
     /* Optional, together: streaming multiprocessors and the output tile
      * [rows, cols] a GEMM kernel computes per thread block. With them a
      * GEMM's time counts its tile and wave quantisation

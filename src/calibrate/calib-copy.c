@@ -45,16 +45,22 @@ static gboolean bandwidth(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d,
 }
 
 /* A small copy's time, each direction in turn: what every transfer pays
- * before its bytes move. */
-static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, GError **error) {
-  double samples[LATENCY_SAMPLES];
+ * before its bytes move; and the processor time this process spent on
+ * them (getrusage, every thread: enqueueing, the device's threads running
+ * and completing the command, the wait's wake-up), per copy. */
+static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, double *cpu, GError **error) {
+  double samples[LATENCY_SAMPLES], cpu0 = 0;
   for (guint i = 0; i < LATENCY_SAMPLES + 2; i++) {
     double s = 0;
+    if (i == 2)
+      cpu0 = rok_host_own_cpu_seconds();
     if (!copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
       return FALSE;
     if (i >= 2) /* the first of each direction warms up */
       samples[i - 2] = s;
   }
+  double cpu1 = rok_host_own_cpu_seconds();
+  *cpu = cpu0 >= 0 && cpu1 >= cpu0 ? (cpu1 - cpu0) / LATENCY_SAMPLES : 0;
   *stat = rok_calib_stat(samples, LATENCY_SAMPLES);
   return TRUE;
 }
@@ -76,7 +82,7 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *o, Rok
   d->pinned = host->pinned;
   return bandwidth(dev, host, TRUE, o->trials, cancel, &d->h2d, error) &&
          bandwidth(dev, host, FALSE, o->trials, cancel, &d->d2h, error) &&
-         latency(dev, host, &d->copy_latency, error);
+         latency(dev, host, &d->copy_latency, &d->copy_cpu, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -135,6 +135,8 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
   if (d->contention) /* copies issued at spread points of a kernel: the typical wait */
     hw->gpu.copy_kernel_wait = d->copy_kernel_wait.median;
+  if (hw->gpu.shared_cpus > 0) /* a copy's own processor time is the kernels' loss */
+    hw->gpu.copy_leg_cpu = (gint64)llround(d->copy_cpu * 1e9);
   fill_op_rates(d, hw);
   fill_shapes(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&

@@ -39,7 +39,9 @@ static void append_device(GString *s, const RokCalibration *c) {
     g_string_append(s, "gpu.launch_overhead: a tiny kernel, back to back. ");
   if (g_strcmp0(d->type, "cpu") == 0)
     g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
-                       "host's processors and so do copies in and out of it (no copy engine). ");
+                       "host's processors and so do copies in and out of it (no copy engine); gpu.copy_leg_cpu: "
+                       "the processor time this process spent per 4 KiB copy of pcie.latency's (getrusage, all "
+                       "its threads). ");
   if (d->contention)
     g_string_append(s, "gpu.copy_kernel_wait: the median extra time of a 1 MiB copy issued at spread points while "
                        "another thread runs 512x512x512 GEMMs one after another, over what was left of the GEMM in "

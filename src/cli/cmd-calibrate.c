@@ -218,8 +218,10 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
            action, leg);
   }
   print_ops(d);
-  printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s\n",
-         h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency);
+  g_autofree char *copy_cpu = rok_units_format_time(d->copy_cpu);
+  printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s (%s of "
+         "processor time)\n",
+         h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency, copy_cpu);
   if (d->contention) {
     g_autofree char *handoff = rok_units_format_time(d->handoff.median);
     printf("  beside kernels       a copy waits %.2f of what is left of the kernel in progress; a thread hand-off "

@@ -88,6 +88,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->ssd_last_end = G_MININT64 / 4; /* long idle: the step's first leg finds the disk asleep */
   e->leg_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.leg_cpu : 0;
   e->request_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.request_cpu : 0;
+  e->copy_leg_cpu = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_leg_cpu : 0;
   e->d2h_speed = hw->pcie.d2h_bandwidth;
   e->h2d_speed = hw->pcie.h2d_bandwidth;
   reset_tensors(e);

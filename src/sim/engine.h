@@ -106,6 +106,7 @@ typedef struct {
   gint64 pcie_latency, nvme_latency;
   gint64 copy_overhead, request_overhead; /* the executor's costs, ns (0: none) */
   gint64 leg_cpu, request_cpu;            /* an SSD leg's processor time, ns (0: none or no shared_cpus) */
+  gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double d2h_speed, h2d_speed;

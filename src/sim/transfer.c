@@ -58,11 +58,15 @@ static gboolean leg_on_ssd(const SimJob *j) {
   return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ;
 }
 
-/* The processor time an SSD leg takes on the host (nvme.leg_cpu and
- * request_cpu per ROK_SIM_CHUNK_BYTES; 0 without shared_cpus): half
- * when it is submitted, half as its completions are taken, both on the
- * compute processors. */
+/* The processor time a leg takes on the host besides moving and checking
+ * its bytes, half when it is issued and half as it ends, both on the
+ * compute processors (0 without shared_cpus): a d2h or h2d leg's
+ * gpu.copy_leg_cpu; an SSD leg's nvme.leg_cpu and request_cpu per
+ * ROK_SIM_CHUNK_BYTES. */
 static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
+  RokStream s = leg_stream(j);
+  if (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D)
+    return e->copy_leg_cpu / 2;
   if (!leg_on_ssd(j) || (e->leg_cpu == 0 && e->request_cpu == 0))
     return 0;
   guint64 requests = MAX((j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES, 1);

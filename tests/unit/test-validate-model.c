@@ -595,6 +595,44 @@ static void test_ssd_cpu(void) {
   g_assert_cmpint(fwd_of(gpu_with, op1)->end_ns, ==, fwd_of(gpu_without, op1)->end_ns);
 }
 
+/* A copy leg's own processor time (gpu.copy_leg_cpu) with shared_cpus:
+ * A's copy to host memory takes 100 us of the two processors, half when
+ * it starts and half when it ends. It starts as op1 is launched, before
+ * op1 runs (nothing is taken from a kernel then, as for an SSD leg), and
+ * ends during op1 (10 ms): op1 ends 50 / 2 us later than without it. On a
+ * GPU it changes nothing. */
+static void test_copy_leg_cpu(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_leg_cpu\": \"100us\"");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(hw->gpu.copy_leg_cpu, ==, 100000);
+  json_object *o = rok_hw_to_json(hw);
+  g_assert_nonnull(strstr(json_object_to_json_string(o), "copy_leg_cpu"));
+  json_object_put(o);
+  hw->pcie.latency = 0;
+  guint a = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokHw) none = rok_hw_copy(hw);
+  none->gpu.copy_leg_cpu = 0;
+  g_autoptr(RokSimResult) with = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSimResult) without = rok_simulate_recorded(trace, none, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *out = leg(with, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(out->start_ns, ==, fwd_of(with, op1)->start_ns);
+  g_assert_cmpint(out->end_ns, <, fwd_of(with, op1)->end_ns);
+  g_assert_cmpint(fwd_of(with, op1)->end_ns - fwd_of(without, op1)->end_ns, ==, 25000);
+  hw->gpu.shared_cpus = none->gpu.shared_cpus = 0;
+  g_autoptr(RokSimResult) gpu_with = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSimResult) gpu_without = rok_simulate_recorded(trace, none, plan, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(gpu_with->step_time_s, ==, gpu_without->step_time_s);
+}
+
 /* ---- the calibration's curves ---- */
 
 static void add_op(RokCalibration *c, RokOpKind kind, RokHwDirection direction, double work, double rate) {
@@ -669,6 +707,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
+  g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

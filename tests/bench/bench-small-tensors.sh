@@ -39,7 +39,11 @@
 # kernel launched after it: write 0.75x and read 0.91x of fio (2.93 / 2.12
 # GB/s); predicted SSD writes +5.2%, reads +9.7%, d2h 122 MB/s against 164
 # measured (397-521 against 162-183 without that wait), h2d 183 against
-# 245, the step +1.4%.
+# 245, the step +1.4%. Later, with the size-aware request cost, the
+# disk's wake and the I/O threads' short slice, six runs: write 0.62-0.78x,
+# read 0.88-0.95x of fio; predicted writes -2% to +38%, reads +9% to +35%,
+# following each quick calibration's bursts (1 MiB after 1 ms idle:
+# 426-668 us in calibrations minutes apart).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

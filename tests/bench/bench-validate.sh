@@ -29,18 +29,20 @@
 #
 # Measured 2026-11-24 on the development VM (2 cores, PoCL, virtio disk),
 # nothing else running (validate: other processes took 0.0-0.9% of the
-# processors during the steps), after the compute thread began to enqueue
-# d2h legs before its next kernel: validate-gpt median step-time error 3.4%
-# and 8.2%, worst 5.0% and 10.9% (a calibration whose GEMMs came out 4-5%
-# slow; the second run measured every row 6% faster than the first); the
-# LLaMA-shaped model of other widths (--model FILE: 4 layers, hidden 256,
-# 4 heads, 2 KV heads, ffn 688, seq 256) 1.3% and 2.3%, worst 5.1% and
-# 4.6%, d2h 104 ms predicted against 138-148 measured (380 before), h2d
-# 391 against 429-462. Earlier the same day, before that: validate-gpt
-# 3.0%, 4.9%, 2.8%, 2.8% (worst 4.2-8.8%), --ssd 6.6% and 2.0% (worst
-# 8.8%, 4.7%); at the start of the day 7.9% and 4.5%. Each run calibrates
-# afresh, so the calibrations' spread is in these figures; README has the
-# comparisons of builds on one calibration and the steps between.
+# processors during the steps), with the size-aware SSD request cost, the
+# disk's wake, the I/O threads' short slice and gpu.copy_leg_cpu:
+# validate-gpt median step-time error 3.2% and 5.5%, worst 4.8% and 10.1%
+# (the second run measured every row 2-7% slower), nvme-write 20.5 ms
+# predicted against 19.3-21.8 measured, nvme-read 21.2 against 20.9-22.6
+# (+62% and +96% before those steps), d2h 85 against 66-70, h2d 147
+# against 124-130; the LLaMA-shaped model of other widths (--model FILE: 4
+# layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 3.3% and
+# 1.2%, worst 4.9% and 1.9%, d2h 104 against 123-135, h2d 331 against
+# 366-417. Under two busy loops (load 2.3-3.7; --runs 1, calibrated under
+# them) the LLaMA-shaped model 2.8%, worst 11.8%, every row within its
+# interval. Each run calibrates afresh, so the calibrations' spread is in
+# these figures; README has the comparisons of builds on one calibration
+# and the steps between.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

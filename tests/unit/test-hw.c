@@ -111,10 +111,11 @@ static void test_latencies(void) {
 static void test_nvme_overheads(void) {
   static const char *const base =
       "{\"gpu\": {\"memory\": \"40GiB\", \"peak_flops\": 1e12, \"matmul_efficiency\": 0.5, "
-      "\"hbm_bandwidth\": 1e12, \"shared_cpus\": 2}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
+      "\"hbm_bandwidth\": 1e12, \"shared_cpus\": 2, \"copy_leg_cpu\": \"25us\"}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
       "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
       "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\"%s}}";
-  static const char *const keys[] = {"request_overhead", "leg_overhead", "leg_cpu", "request_cpu", "wake"};
+  static const char *const keys[] = {"\"request_overhead", "\"leg_overhead\"", "\"leg_cpu\"", "\"request_cpu\"",
+                                     "\"wake"};
   GError *error = NULL;
   g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\", "
                                                 "\"leg_cpu\": \"60us\", \"request_cpu\": 2e-6, "
@@ -136,6 +137,7 @@ static void test_nvme_overheads(void) {
     g_assert_cmpint(h->nvme.wake_write, ==, 90000);
     g_assert_cmpint(h->nvme.wake_read, ==, 30000);
     g_assert_cmpint(h->nvme.wake_after, ==, 4500000);
+    g_assert_cmpint(h->gpu.copy_leg_cpu, ==, 25000);
   }
   g_autofree char *none = g_strdup_printf(base, "");
   g_autoptr(RokHw) plain = rok_hw_parse("plain.json", none, strlen(none), &error);

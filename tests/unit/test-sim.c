@@ -205,44 +205,48 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   check_log(r);
 }
 
-/* nvme.leg_overhead: every SSD leg pays it once before its bytes move,
- * the write of the test above 100 us later, its read too. */
-static void test_leg_overhead(void) {
-  g_autoptr(RokTrace) trace = new_trace();
-  guint a = ssd_trace(trace);
+/* The profile of the SSD tests below: 10 us over PCIe, 20 us to the SSD
+ * (30 us of latency per gpudirect leg). */
+static RokHw ssd_hw(void) {
   RokHw hw = test_hw();
   hw.pcie.latency = 10 * US;
   hw.nvme.latency = 20 * US;
-  hw.nvme.leg_overhead = 100 * US;
-  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
-  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
-  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
-  g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + 100 * US + 1 * MS);
-  const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
-  g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + 100 * US + 1 * MS);
-  check_log(r);
+  return hw;
 }
 
-/* nvme.request_overhead_per_mib: each request of a leg (1 MiB, or the
- * tensor when smaller) pays that much per MiB of it besides its bytes: the
- * 1 MB write of the tests above takes 1 MB / MiB * 200 us more; without a
- * staged leg before it (gpudirect), its latency stays 30 us. */
-static void test_request_overhead_per_mib(void) {
-  g_autoptr(RokTrace) trace = new_trace();
-  guint a = ssd_trace(trace);
-  RokHw hw = test_hw();
-  hw.pcie.latency = 10 * US;
-  hw.nvme.latency = 20 * US;
-  hw.nvme.request_overhead_per_mib = 200 * US;
+/* The step with tensor A offloaded to the SSDs. */
+static RokSimResult *run_to_ssd(RokTrace *trace, const RokHw *hw, guint a) {
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
-  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
-  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
-  gint64 more = (gint64)llround(200e3 * 1e6 / (1 << 20));
-  g_assert_cmpint(write->end_ns - write->start_ns, >=, 30 * US + 1 * MS + more - 1);
-  g_assert_cmpint(write->end_ns - write->start_ns, <=, 30 * US + 1 * MS + more + 1);
-  check_log(r);
+  return run(trace, hw, plan);
+}
+
+/* nvme.leg_overhead: every SSD leg pays it once before its bytes move;
+ * nvme.request_overhead_per_mib: each request of a leg (1 MiB, or the
+ * tensor when smaller) pays that much per MiB of it besides its bytes.
+ * The 1 MB write of the test above and its read, 100 us later with the
+ * first, 1 MB / MiB * 200 us with the second. */
+static void test_leg_overhead(void) {
+  const gint64 per_mib_more = (gint64)llround(200e3 * 1e6 / (1 << 20));
+  const struct {
+    gint64 leg, per_mib, more;
+  } cases[] = {{100 * US, 0, 100 * US}, {0, 200 * US, per_mib_more}};
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint a = ssd_trace(trace);
+    RokHw hw = ssd_hw();
+    hw.nvme.leg_overhead = cases[c].leg;
+    hw.nvme.request_overhead_per_mib = cases[c].per_mib;
+    g_autoptr(RokSimResult) r = run_to_ssd(trace, &hw, a);
+    const RokAction *legs[] = {find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE),
+                               find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ)};
+    for (guint i = 0; i < G_N_ELEMENTS(legs); i++) {
+      gint64 took = legs[i]->end_ns - legs[i]->start_ns;
+      g_assert_cmpint(took, >=, 30 * US + 1 * MS + cases[c].more - 1);
+      g_assert_cmpint(took, <=, 30 * US + 1 * MS + cases[c].more + 1);
+    }
+    check_log(r);
+  }
 }
 
 /* nvme.wake_write and wake_read: a leg that finds the disk idle for
@@ -253,15 +257,11 @@ static void test_wake(void) {
   for (guint long_idle = 0; long_idle < 2; long_idle++) {
     g_autoptr(RokTrace) trace = new_trace();
     guint a = ssd_trace(trace);
-    RokHw hw = test_hw();
-    hw.pcie.latency = 10 * US;
-    hw.nvme.latency = 20 * US;
+    RokHw hw = ssd_hw();
     hw.nvme.wake_write = 100 * US;
     hw.nvme.wake_read = 40 * US;
     hw.nvme.wake_after = long_idle ? 500 * US : 5 * MS;
-    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-    plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
-    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    g_autoptr(RokSimResult) r = run_to_ssd(trace, &hw, a);
     const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
     g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + 100 * US + 1 * MS);
     const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
@@ -601,7 +601,6 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/offload-pencil", test_offload_pencil);
   g_test_add_func("/sim/leg-overhead", test_leg_overhead);
-  g_test_add_func("/sim/request-overhead-per-mib", test_request_overhead_per_mib);
   g_test_add_func("/sim/wake", test_wake);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);

@@ -545,6 +545,44 @@ static void test_copy_commands(void) {
   g_assert_cmpint(fwd_of(r, op1)->end_ns, >, 11000000); /* slowed once the copy runs */
 }
 
+/* A (1 MiB) offloaded by DECISION beside op1 (copy_beside_kernel), the
+ * step simulated with HW and with NONE (HW without the figure a test is
+ * about). */
+typedef struct {
+  RokTrace *trace;
+  RokStepPlan *plan;
+  RokSimResult *with, *without;
+  guint a, op1;
+} Beside;
+
+static void beside_run(Beside *b, const RokHw *hw, const RokHw *none, RokDecision decision) {
+  GError *error = NULL;
+  b->trace = copy_beside_kernel(1048576, &b->a, &b->op1);
+  b->plan = rok_step_plan_new(b->trace);
+  b->plan->decisions[b->a] = decision;
+  b->with = rok_simulate_recorded(b->trace, hw, b->plan, &error);
+  g_assert_no_error(error);
+  b->without = rok_simulate_recorded(b->trace, none, b->plan, &error);
+  g_assert_no_error(error);
+}
+
+static void beside_clear(Beside *b) {
+  rok_sim_result_free(b->with);
+  rok_sim_result_free(b->without);
+  rok_step_plan_free(b->plan);
+  rok_trace_free(b->trace);
+}
+
+/* On a GPU (no shared_cpus) that figure changes nothing. */
+static void assert_no_change_on_gpu(RokHw *hw, RokHw *none, RokDecision decision) {
+  hw->gpu.shared_cpus = none->gpu.shared_cpus = 0;
+  Beside b;
+  beside_run(&b, hw, none, decision);
+  g_assert_cmpfloat(b.with->step_time_s, ==, b.without->step_time_s);
+  g_assert_cmpint(fwd_of(b.with, b.op1)->end_ns, ==, fwd_of(b.without, b.op1)->end_ns);
+  beside_clear(&b);
+}
+
 /* An SSD leg's processor time (nvme.leg_cpu, request_cpu) with
  * gpu.shared_cpus: A's staged write runs beside op1 (10 ms), its SSD leg
  * of one request taking 100 + 10 us of the two processors, half when it
@@ -560,16 +598,12 @@ static void test_ssd_cpu(void) {
   g_assert_no_error(error);
   g_assert_cmpint(hw->nvme.leg_cpu, ==, 100000);
   hw->pcie.latency = 0;
-  guint a = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
-  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = ROK_DECISION_OFFLOAD_NVME;
   g_autoptr(RokHw) none = rok_hw_copy(hw);
   none->nvme.leg_cpu = none->nvme.request_cpu = 0;
-  g_autoptr(RokSimResult) with = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
-  g_autoptr(RokSimResult) without = rok_simulate_recorded(trace, none, plan, &error);
-  g_assert_no_error(error);
+  Beside b;
+  beside_run(&b, hw, none, ROK_DECISION_OFFLOAD_NVME);
+  const RokSimResult *with = b.with, *without = b.without;
+  guint op1 = b.op1;
   const RokAction *ssd = leg(with, ROK_ACTION_OFFLOAD, ROK_STREAM_NVME_WRITE);
   g_assert_cmpint(ssd->end_ns, <, fwd_of(with, op1)->end_ns); /* both halves while op1 runs */
   g_assert_cmpint(fwd_of(with, op1)->end_ns - fwd_of(without, op1)->end_ns, ==, 55000);
@@ -586,13 +620,8 @@ static void test_ssd_cpu(void) {
   }
   g_assert_nonnull(back_with);
   g_assert_cmpint(back_with->end_ns - back_with->start_ns, ==, back_without->end_ns - back_without->start_ns + 27500);
-  hw->gpu.shared_cpus = none->gpu.shared_cpus = 0;
-  g_autoptr(RokSimResult) gpu_with = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
-  g_autoptr(RokSimResult) gpu_without = rok_simulate_recorded(trace, none, plan, &error);
-  g_assert_no_error(error);
-  g_assert_cmpfloat(gpu_with->step_time_s, ==, gpu_without->step_time_s);
-  g_assert_cmpint(fwd_of(gpu_with, op1)->end_ns, ==, fwd_of(gpu_without, op1)->end_ns);
+  beside_clear(&b);
+  assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_NVME);
 }
 
 /* A copy leg's own processor time (gpu.copy_leg_cpu) with shared_cpus:
@@ -607,30 +636,17 @@ static void test_copy_leg_cpu(void) {
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpint(hw->gpu.copy_leg_cpu, ==, 100000);
-  json_object *o = rok_hw_to_json(hw);
-  g_assert_nonnull(strstr(json_object_to_json_string(o), "copy_leg_cpu"));
-  json_object_put(o);
   hw->pcie.latency = 0;
-  guint a = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
-  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokHw) none = rok_hw_copy(hw);
   none->gpu.copy_leg_cpu = 0;
-  g_autoptr(RokSimResult) with = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
-  g_autoptr(RokSimResult) without = rok_simulate_recorded(trace, none, plan, &error);
-  g_assert_no_error(error);
-  const RokAction *out = leg(with, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
-  g_assert_cmpint(out->start_ns, ==, fwd_of(with, op1)->start_ns);
-  g_assert_cmpint(out->end_ns, <, fwd_of(with, op1)->end_ns);
-  g_assert_cmpint(fwd_of(with, op1)->end_ns - fwd_of(without, op1)->end_ns, ==, 25000);
-  hw->gpu.shared_cpus = none->gpu.shared_cpus = 0;
-  g_autoptr(RokSimResult) gpu_with = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
-  g_autoptr(RokSimResult) gpu_without = rok_simulate_recorded(trace, none, plan, &error);
-  g_assert_no_error(error);
-  g_assert_cmpfloat(gpu_with->step_time_s, ==, gpu_without->step_time_s);
+  Beside b;
+  beside_run(&b, hw, none, ROK_DECISION_OFFLOAD_HOST);
+  const RokAction *out = leg(b.with, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(out->start_ns, ==, fwd_of(b.with, b.op1)->start_ns);
+  g_assert_cmpint(out->end_ns, <, fwd_of(b.with, b.op1)->end_ns);
+  g_assert_cmpint(fwd_of(b.with, b.op1)->end_ns - fwd_of(b.without, b.op1)->end_ns, ==, 25000);
+  beside_clear(&b);
+  assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_HOST);
 }
 
 /* ---- the calibration's curves ---- */

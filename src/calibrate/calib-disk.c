@@ -556,7 +556,7 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
  * and 4 of 256 KiB (those the queue depth and the file allow), and lone
  * requests of both sizes after the long gap; writes then reads; then the
  * fits. REPS follows --pass-time (10 for --quick, 40 for a full run):
- * about 0.5 and 2 seconds of idle gaps. */
+ * about 0.9 and 3.6 seconds of idle gaps. */
 static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                GError **error) {
   static const struct {

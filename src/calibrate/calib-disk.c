@@ -16,13 +16,12 @@
 #define _GNU_SOURCE /* posix_fadvise flags, fdatasync */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <math.h>
-
-#include <gsl/gsl_fit.h>
 #include <gsl/gsl_multifit.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -394,27 +393,6 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
   return TRUE;
 }
 
-/* The line c0 + c1 x nearest the points (weights wt), both coefficients
- * at least 0: without a fixed part, the line through 0; without a slope,
- * the weighted mean. One x alone cannot tell them apart: c0 only. */
-static void fit_nonnegative(const double *x, const double *wt, const double *y, gsize n, gboolean one_x,
-                            double *c0, double *c1) {
-  double cov00, cov01, cov11, chisq;
-  *c0 = *c1 = 0;
-  if (!one_x)
-    gsl_fit_wlinear(x, 1, wt, 1, y, 1, n, c0, c1, &cov00, &cov01, &cov11, &chisq);
-  if (!one_x && *c0 >= 0 && *c1 >= 0)
-    return;
-  if (!one_x && *c1 > 0) {
-    *c0 = 0;
-    gsl_fit_wmul(x, 1, wt, 1, y, 1, n, c1, &cov11, &chisq);
-    *c1 = MAX(*c1, 0);
-    return;
-  }
-  *c1 = 0;
-  *c0 = MAX(gsl_stats_wmean(wt, 1, y, 1, n), 0);
-}
-
 static gboolean short_gap(const RokCalibDisk *d, const RokCalibBurst *b) {
   for (guint i = 0; i < d->n_bursts; i++)
     if (d->bursts[i].gap_s < b->gap_s)
@@ -422,32 +400,34 @@ static gboolean short_gap(const RokCalibDisk *d, const RokCalibBurst *b) {
   return TRUE;
 }
 
-/* Weighted least squares of Y on the columns of X (N rows, P at most 3)
- * that KEEP selects; FALSE when a coefficient comes out negative or the
- * columns cannot be told apart. */
-static gboolean fit_columns(const double *x, const double *y, const double *wt, gsize n, guint keep, double *c,
-                            double *chisq) {
-  guint p = 0, cols[3];
-  for (guint k = 0; k < 3; k++)
-    if (keep & (1u << k))
-      cols[p++] = k;
-  if (p == 0 || n < p)
+#define FIT_MAX_COLUMNS 3
+
+/* Weighted least squares of Y on the columns of X (N rows of P) that KEEP
+ * selects; FALSE when a coefficient comes out negative or the columns
+ * cannot be told apart. C gets P coefficients, 0 for those left out. */
+static gboolean fit_subset(const double *x, guint p, const double *y, const double *wt, gsize n, guint keep,
+                           double *c, double *chisq) {
+  guint k = 0, cols[FIT_MAX_COLUMNS];
+  for (guint j = 0; j < p; j++)
+    if (keep & (1u << j))
+      cols[k++] = j;
+  if (k == 0 || n < k)
     return FALSE;
-  gsl_matrix *m = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
-  gsl_vector *vy = gsl_vector_alloc(n), *vw = gsl_vector_alloc(n), *vc = gsl_vector_alloc(p);
-  gsl_multifit_linear_workspace *work = gsl_multifit_linear_alloc(n, p);
+  gsl_matrix *m = gsl_matrix_alloc(n, k), *cov = gsl_matrix_alloc(k, k);
+  gsl_vector *vy = gsl_vector_alloc(n), *vw = gsl_vector_alloc(n), *vc = gsl_vector_alloc(k);
+  gsl_multifit_linear_workspace *work = gsl_multifit_linear_alloc(n, k);
   for (gsize i = 0; i < n; i++) {
-    for (guint k = 0; k < p; k++)
-      gsl_matrix_set(m, i, k, x[3 * i + cols[k]]);
+    for (guint j = 0; j < k; j++)
+      gsl_matrix_set(m, i, j, x[p * i + cols[j]]);
     gsl_vector_set(vy, i, y[i]);
     gsl_vector_set(vw, i, wt[i]);
   }
   size_t rank = 0;
-  gboolean ok = gsl_multifit_wlinear_tsvd(m, vw, vy, 1e-9, vc, cov, chisq, &rank, work) == 0 && rank == p;
-  for (guint k = 0; k < 3; k++)
-    c[k] = 0;
-  for (guint k = 0; ok && k < p; k++)
-    ok = (c[cols[k]] = gsl_vector_get(vc, k)) >= 0;
+  gboolean ok = gsl_multifit_wlinear_tsvd(m, vw, vy, 1e-9, vc, cov, chisq, &rank, work) == 0 && rank == k;
+  for (guint j = 0; j < p; j++)
+    c[j] = 0;
+  for (guint j = 0; ok && j < k; j++)
+    ok = (c[cols[j]] = gsl_vector_get(vc, j)) >= 0;
   gsl_multifit_linear_free(work);
   gsl_vector_free(vc);
   gsl_vector_free(vw);
@@ -455,6 +435,22 @@ static gboolean fit_columns(const double *x, const double *y, const double *wt, 
   gsl_matrix_free(cov);
   gsl_matrix_free(m);
   return ok;
+}
+
+/* Weighted least squares with every coefficient at least 0: of the
+ * subsets of the P columns that fit with none negative, the one nearest
+ * the points, the first of equals (fewer and earlier columns). C gets P
+ * coefficients; all 0 where no subset fits. */
+static void fit_nonnegative(const double *x, guint p, const double *y, const double *wt, gsize n, double *c) {
+  g_assert(p <= FIT_MAX_COLUMNS);
+  double best = INFINITY, trial[FIT_MAX_COLUMNS], chisq = 0;
+  for (guint j = 0; j < p; j++)
+    c[j] = 0;
+  for (guint keep = 1; keep < (1u << p); keep++)
+    if (fit_subset(x, p, y, wt, n, keep, trial, &chisq) && chisq < best * (1 - 1e-9) - 1e-18) {
+      best = chisq;
+      memcpy(c, trial, p * sizeof *c);
+    }
 }
 
 gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg) {
@@ -467,8 +463,7 @@ gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, do
     return FALSE;
   /* What each burst took beyond latency and streaming is leg + N request
    * + N B per_mib: weighted least squares, weights 1 / time^2 (the
-   * relative errors), over every subset of the three figures that leaves
-   * none negative; the subset nearest the points wins. */
+   * relative errors), none negative. */
   const double rate[2] = {w->write.median, r->read.median};
   double x[3 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
   gsize n = 0;
@@ -487,12 +482,9 @@ gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, do
     }
   if (n == 0)
     return FALSE;
-  double best = INFINITY, c[3], chisq = 0;
-  for (guint keep = 1; keep < 8; keep++)
-    if (fit_columns(x, y, wt, n, keep, c, &chisq) && chisq < best * (1 - 1e-9) - 1e-18) {
-      best = chisq;
-      *leg = c[0], *request = c[1], *per_mib = c[2];
-    }
+  double c[3];
+  fit_nonnegative(x, 3, y, wt, n, c);
+  *leg = c[0], *request = c[1], *per_mib = c[2];
   return TRUE;
 }
 
@@ -534,21 +526,21 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
     return FALSE;
   /* Plain least squares: the processor time is a small sum of thread
    * wake-ups and system calls, as noisy for one request as for sixteen. */
-  double x[2 * ROK_CALIB_MAX_BURSTS], y[G_N_ELEMENTS(x)], wt[G_N_ELEMENTS(x)];
+  double x[2 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
   gsize n = 0;
-  gboolean one_x = TRUE;
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < d->n_bursts; i++) {
       const RokCalibBurst *b = &d->bursts[i];
       if (!short_gap(d, b))
         continue;
-      x[n] = b->requests;
+      x[2 * n] = 1;
+      x[2 * n + 1] = b->requests;
       y[n] = (k == 0 ? b->write_cpu : b->read_cpu).median;
-      wt[n] = 1;
-      one_x = one_x && x[n] == x[0];
-      n++;
+      wt[n++] = 1;
     }
-  fit_nonnegative(x, wt, y, n, one_x, leg, request);
+  double c[2];
+  fit_nonnegative(x, 2, y, wt, n, c);
+  *leg = c[0], *request = c[1];
   return TRUE;
 }
 

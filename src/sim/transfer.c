@@ -81,13 +81,8 @@ static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
   gint64 wake = leg_stream(j) == ROK_STREAM_NVME_WRITE ? hw->nvme.wake_write : hw->nvme.wake_read;
   if (wake <= 0 || e->now - e->ssd_last_end < hw->nvme.wake_after)
     return 0;
-  for (RokStream s = ROK_STREAM_NVME_WRITE; s <= ROK_STREAM_NVME_READ; s++) {
-    guint id = e->streams[s].job;
-    const SimJob *other = id == ROK_NO_ID ? NULL : &g_array_index(e->jobs, SimJob, id);
-    if (other != NULL && other != j && leg_on_ssd(other))
-      return 0;
-  }
-  return wake;
+  RokStream other = leg_stream(j) == ROK_STREAM_NVME_WRITE ? ROK_STREAM_NVME_READ : ROK_STREAM_NVME_WRITE;
+  return e->streams[other].job == ROK_NO_ID ? wake : 0;
 }
 
 /* What a leg pays before its bytes move: the links' latencies, the

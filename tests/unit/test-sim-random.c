@@ -18,8 +18,7 @@ static void random_plan(GRand *rand, const RokTrace *trace, RokStepPlan *plan) {
   plan->options.prefetch_window = g_rand_int_range(rand, 0, 4);
   plan->options.detail_micro_batches = g_rand_int_range(rand, 1, 4);
   plan->options.rebuild_whole_layers = g_rand_boolean(rand);
-  const RokFixedMemory *f = &trace->fixed;
-  guint64 fixed = f->weight_bytes + f->gradient_bytes + f->optimizer_bytes;
+  guint64 fixed = rok_fixed_memory_bytes(&trace->fixed);
   /* From very tight (memory waits everywhere) to roomy. */
   plan->options.memory_budget = fixed + (guint64)(g_rand_double(rand) * 2.0 * (double)rok_trace_total_saved_bytes(trace));
 }

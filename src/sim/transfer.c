@@ -291,13 +291,21 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
     e->streams[s].last_action = action;
 }
 
+/* A d2h leg of several copy commands started as a kernel is launched
+ * runs mostly after that kernel (queued_ahead below says why). */
+static gboolean waits_for_launched(const SimJob *j) {
+  return leg_stream(j) == ROK_STREAM_D2H && j->bytes > ROK_SIM_CHUNK_BYTES;
+}
+
 /* How long a leg on the compute processors waits before its first copy
  * command runs: PoCL gives a command a processor only when one is done
  * with the kernel in progress, so a leg handed over in the middle of a
  * kernel waits gpu.copy_kernel_wait of what is left of it. One handed over
- * as the kernel is launched, or between kernels, does not wait. */
+ * as the kernel is launched, or between kernels, does not wait, but for a
+ * d2h leg of several commands. */
 static gint64 kernel_wait(const SimEngine *e, const SimJob *j) {
-  if (e->copy_kernel_wait <= 0 || !check_in_flow(e, j) || !e->running || e->compute_start == e->now)
+  if (e->copy_kernel_wait <= 0 || !check_in_flow(e, j) || !e->running ||
+      (e->compute_start == e->now && !waits_for_launched(j)))
     return 0;
   return (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
 }
@@ -311,11 +319,12 @@ static gint64 kernel_wait(const SimEngine *e, const SimJob *j) {
  * of one command: PoCL makes a queue's next command ready when the one
  * before has ended, after the kernel, so a leg of several commands ran
  * mostly after it (16 MiB beside a 97 ms kernel: 145-168 ms, primed or
- * not): it waits for that kernel (sim_transfer_kernel_launched) and
- * shares the processors as any other leg. */
+ * not): it waits for that kernel (kernel_wait, or
+ * sim_transfer_kernel_launched where it began at the launch's instant
+ * but before it) and shares the processors as any other leg. */
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
-  return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT &&
-         j->bytes <= ROK_SIM_CHUNK_BYTES && (!e->running || e->compute_start == e->now);
+  return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT && !waits_for_launched(j) &&
+         (!e->running || e->compute_start == e->now);
 }
 
 /* After a leg's wait for the kernel: its thread on the processors, its
@@ -482,9 +491,10 @@ void sim_transfer_kernel_launched(SimEngine *e) {
   if (e->copy_kernel_wait <= 0 || st->job == ROK_NO_ID || st->leg_start != e->now || st->event == ROK_NO_ID)
     return;
   SimJob *j = sim_job(e, st->job);
-  if (!check_in_flow(e, j) || j->bytes <= ROK_SIM_CHUNK_BYTES)
+  if (!check_in_flow(e, j) || !waits_for_launched(j))
     return;
-  /* In its latency or its flow, begun just now: back to waiting. */
+  /* Begun just before the launch, at this instant, so not yet waiting
+   * (kernel_wait): in its latency or its flow, back to waiting. */
   sim_evq_cancel(&e->evq, st->event);
   if (st->flowing) {
     st->flowing = FALSE;

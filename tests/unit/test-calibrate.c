@@ -1,6 +1,10 @@
 /* Calibration without measuring: statistics, options, the profile built
  * from hand-made measurements, its source text, and the sanity checks. */
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "rok/calibrate.h"
 #include "rok/core.h"
@@ -337,6 +341,40 @@ static void test_busy(void) {
   }
 }
 
+/* The short slice the I/O threads ask for: on Linux 6.12 and later the
+ * kernel takes it (sched_getattr reads it back as the thread's
+ * sched_runtime, 100 us), which a wrong layout of sched_attr would not
+ * survive; on an older kernel the call may fail, and only that is said. */
+static gpointer short_slice_thread(gpointer data) {
+  (void)data;
+  return GINT_TO_POINTER(rok_host_thread_short_slice());
+}
+
+static void test_short_slice(void) {
+  struct utsname u;
+  guint major = 0, minor = 0;
+  gboolean recent = uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+                    (major > 6 || (major == 6 && minor >= 12));
+  GThread *t = g_thread_new("short-slice", short_slice_thread, NULL);
+  gboolean ok = GPOINTER_TO_INT(g_thread_join(t));
+  if (!recent) {
+    g_test_message("kernel %s: short slice %s", u.release, ok ? "taken" : "refused");
+    return;
+  }
+  g_assert_true(ok);
+  g_assert_true(rok_host_thread_short_slice()); /* this thread, to read back */
+  struct {
+    guint32 size, sched_policy;
+    guint64 sched_flags;
+    gint32 sched_nice;
+    guint32 sched_priority;
+    guint64 sched_runtime, sched_deadline, sched_period;
+    guint32 util_min, util_max;
+  } attr = {0};
+  g_assert_cmpint(syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0), ==, 0);
+  g_assert_cmpuint(attr.sched_runtime, ==, 100000);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate/stat", test_stat);
@@ -349,5 +387,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/source", test_source);
   g_test_add_func("/calibrate/checks", test_checks);
   g_test_add_func("/calibrate/busy", test_busy);
+  g_test_add_func("/calibrate/short-slice", test_short_slice);
   return g_test_run();
 }

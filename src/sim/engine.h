@@ -104,7 +104,7 @@ typedef struct {
   guint n_mb, prefetch_window;
   gboolean record, gpudirect;
   gint64 pcie_latency, nvme_latency;
-  gint64 copy_overhead, request_overhead; /* the executor's costs, ns (0: none) */
+  gint64 copy_overhead;                   /* the executor's hand-offs of a leg, ns (0: none) */
   gint64 leg_cpu, request_cpu;            /* an SSD leg's processor time, ns (0: none or no shared_cpus) */
   gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */

@@ -130,11 +130,11 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
     cap = solo * cpu_share(e, j);
   }
   RokStream s = leg_stream(j);
-  gint64 per_mib = e->sim->hw->nvme.request_overhead_per_mib;
-  if ((e->request_overhead > 0 || per_mib > 0) && leg_on_ssd(j)) {
+  gint64 fixed = e->sim->hw->nvme.request_overhead, per_mib = e->sim->hw->nvme.request_overhead_per_mib;
+  if ((fixed > 0 || per_mib > 0) && leg_on_ssd(j)) {
     double request = (double)MIN(j->bytes, (guint64)ROK_SIM_CHUNK_BYTES);
     double disk = s == ROK_STREAM_NVME_WRITE ? e->sim->nvme_write_speed : e->sim->nvme_read_speed;
-    double own = ((double)e->request_overhead + (double)per_mib * request / (1 << 20)) / 1e9;
+    double own = ((double)fixed + (double)per_mib * request / (1 << 20)) / 1e9;
     double per = request / (own + (disk > 0 ? request / disk : 0));
     cap = cap > 0 ? MIN(cap, per) : per;
   }

@@ -44,6 +44,14 @@
 # read 0.88-0.95x of fio; predicted writes -2% to +38%, reads +9% to +35%,
 # following each quick calibration's bursts (1 MiB after 1 ms idle:
 # 426-668 us in calibrations minutes apart).
+# 2026-11-25, idle, six runs: write 0.64-0.83x, read 0.92-0.98x of fio
+# at QD 32. The table of legs at their own depth (added then) showed where
+# the writes fall short: legs of several requests 0.81-0.87x of fio back to
+# back at their depth (an upper bound), one-request legs 0.52-1.0x. A lone
+# 1 MiB write after 59 ms idle took 0.95 ms in the step against fio's 0.60
+# (fio beside two busy loops: 0.56), so for those legs the step, not the
+# disk, costs the time; which part of it (the I/O threads' wake-ups beside
+# PoCL's workers, the d2h copy filling the slots) is not measured yet.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -110,7 +118,7 @@ for t in $(seq 1 "$trials"); do
   fr+=("$(fio_bw read)")
   rm -f "$fio_file"
   settle
-  "$rok" execute "$work/plan/schedule.json" --dir "$dir" --repeat "$repeat" --json > "$work/report.json"
+  "$rok" execute "$work/plan/schedule.json" --dir "$dir" --repeat "$repeat" --json -t "$work/timeline.json" > "$work/report.json"
   rw+=("$(num "$work/report.json" "['nvme_write_bandwidth']")")
   rr+=("$(num "$work/report.json" "['nvme_read_bandwidth']")")
   [ "$(num "$work/report.json" "['integrity_failures']")" = 0 ] || echo "note: integrity failures in trial $t"
@@ -154,4 +162,70 @@ for s in d2h h2d; do
 done
 echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" \
   "$(num "$work/report.json" "['predicted']['step_time_s']") s (last trial)"
+# The same queue depth: each write leg of the last trial's median step
+# that found the disk to itself, beside fio at the leg's own depth (reads
+# are left out: they are within 10% of QD 32 above, and a read leg's time
+# holds its wait for staging slots). A leg of one request is fio at QD 1
+# after the idle the leg found (--thinktime, a sleep: tens of microseconds
+# longer; --thinktime_spin hung fio 3.33 in 10 of 30 runs here). A leg of n
+# requests is fio at QD n back to back, the disk's best at that depth: fio's
+# own bursts of 16 after 50 ms idle took about 8 ms here, where this leg
+# takes 5-7.
+fio_file=$fio_file python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" <<'PY'
+import json, math, os, statistics, subprocess, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+hw = json.load(open(sys.argv[2]))["hw"]["nvme"]
+fio_file, mem = os.environ["fio_file"], sys.argv[3]
+wake_after = hw.get("wake_after", 4.47e-3) * 1e6  # us
+names = {e["tid"]: e["args"]["name"] for e in ev if e.get("pid") == 1 and e.get("name") == "thread_name"}
+legs = sorted((e for e in ev if e.get("pid") == 1 and e.get("ph") == "X" and names.get(e["tid"]) == "nvme-write"),
+              key=lambda e: e["ts"])
+classes, last_end = {}, None
+for e in legs:
+    idle = e["ts"] - last_end if last_end is not None else math.inf
+    last_end = max(last_end or 0, e["ts"] + e["dur"])
+    if idle < 0:
+        continue  # queued behind another leg
+    b = e["args"]["bytes"]
+    key = (names[e["tid"]], b, idle >= wake_after)
+    classes.setdefault(key, []).append((e["dur"], idle))
+MiB = 1 << 20
+subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=64M", "--bs=1M", "--direct=1",
+                "--rw=write", "--minimal"], check=True, capture_output=True)
+
+def fio_leg_us(stream, b, idle_us):
+    n = max(1, -(-b // MiB))
+    rw = "write" if stream == "nvme-write" else "read"
+    args = ["fio", "--name=leg", f"--filename={fio_file}", "--size=64M", "--direct=1", "--ioengine=io_uring",
+            mem, f"--rw={rw}", "--output-format=json"]
+    if n == 1:
+        t = int(min(idle_us, 50000))
+        args += [f"--bs={b}", "--iodepth=1", "--number_ios=15", f"--thinktime={t}"]
+    else:
+        args += ["--bs=1M", f"--iodepth={n}", f"--number_ios={max(16 * n, 64)}"]
+    try:
+        out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=120).stdout
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        print(f"fio: {e}")
+        return math.nan
+    j = json.loads(out)["jobs"][0][rw]
+    return j["clat_ns"]["percentile"]["50.000000"] / 1e3 if n == 1 else b / (j["bw_bytes"] / 1e6)
+
+print("\nwrite legs at their own queue depth (last trial's median step; fio: same size and depth, after the same idle"
+      " for one-request legs, back to back for the others)")
+print(f"{'size':>8} {'QD':>3} {'idle':>9} {'legs':>5} {'rok/leg':>9} {'fio/leg':>9} {'fio/rok':>8}")
+sums = {}
+for (stream, b, long_idle), v in sorted(classes.items()):
+    rok = statistics.median(d for d, _ in v)
+    idle = statistics.median(i for _, i in v)
+    n = max(1, -(-b // MiB))
+    fio = fio_leg_us(stream, b, idle)
+    s = sums.setdefault(n == 1, [0.0, 0.0])
+    s[0] += sum(d for d, _ in v); s[1] += fio * len(v)
+    shown = f"{idle / 1e3:6.1f} ms" if math.isfinite(idle) else "    first"
+    print(f"{b / MiB:>4.1f} MiB {n:>3} {shown:>9} {len(v):>5} {rok:>6.0f} us {fio:>6.0f} us {fio / rok:>8.2f}")
+for one, (rok, fio) in sorted(sums.items(), reverse=True):
+    print(f"{'one-request' if one else 'several-request'} legs that found the disk to themselves: rok {rok / 1e3:.1f} ms,"
+          f" fio {fio / 1e3:.1f} ms at the same depth ({fio / rok:.2f}x)")
+PY
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -68,6 +68,11 @@ typedef struct {
   const RokTrace *model;
   RokCalibProgressFunc progress;
   gpointer progress_data;
+  /* The process's signal watch, sent to the calibration's cancellation
+   * while it measures and given back after (rok_signal_watch_retarget).
+   * NULL: rok_calibrate() makes a watch of its own for that while, which
+   * must then be before any other thread starts. Borrowed. */
+  RokSignalWatch *signals;
 } RokCalibOptions;
 
 /* Defaults (see above), nothing measured yet. */

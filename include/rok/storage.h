@@ -540,6 +540,16 @@ RokSignalWatch *rok_signal_watch_new(RokSignalFunc func, gpointer user_data, GEr
 void rok_signal_watch_free(RokSignalWatch *watch);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSignalWatch, rok_signal_watch_free)
 
+/* Sends the signals to FUNC(signo, USER_DATA) from now on; the function
+ * and data it replaces come back through OLD_FUNC and OLD_DATA (either may
+ * be NULL), for the caller to put back when its work is over. A process
+ * keeps one watch until it exits (freeing it lets a late signal take its
+ * default action, after the work was written, or while it is): code that
+ * handles signals for a while retargets that watch rather than making its
+ * own. Once this returns, the replaced function is not running. */
+void rok_signal_watch_retarget(RokSignalWatch *watch, RokSignalFunc func, gpointer user_data, RokSignalFunc *old_func,
+                               gpointer *old_data);
+
 /* The first signal received, 0 if none. */
 int rok_signal_watch_received(RokSignalWatch *watch);
 

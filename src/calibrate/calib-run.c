@@ -64,9 +64,14 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
     return NULL;
   RokCalibCancel cancel;
   rok_calib_cancel_init(&cancel);
-  /* First, before the OpenCL runtime and the I/O backend start threads. */
-  RokSignalWatch *watch = rok_signal_watch_new(on_signal, &cancel, error);
-  if (watch == NULL) {
+  /* The process's watch, or one of our own made first, before the OpenCL
+   * runtime and the I/O backend start threads. */
+  RokSignalWatch *watch = o.signals;
+  RokSignalFunc was_func = NULL;
+  gpointer was_data = NULL;
+  if (watch != NULL)
+    rok_signal_watch_retarget(watch, on_signal, &cancel, &was_func, &was_data);
+  else if ((watch = rok_signal_watch_new(on_signal, &cancel, error)) == NULL) {
     rok_calib_cancel_clear(&cancel);
     return NULL;
   }
@@ -82,7 +87,10 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
                 rok_calib_measure_device(&o, &cancel, &c->device, error) && measure_disks(&o, &cancel, c, error);
   c->load[1] = load_now();
   c->others_share = rok_host_others_share(others, (double)(g_get_monotonic_time() - start) / 1e6);
-  rok_signal_watch_free(watch);
+  if (o.signals != NULL)
+    rok_signal_watch_retarget(watch, was_func, was_data, NULL, NULL);
+  else
+    rok_signal_watch_free(watch);
   rok_calib_cancel_clear(&cancel);
   if (!ok)
     return NULL;

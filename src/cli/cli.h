@@ -12,6 +12,7 @@
 
 #include "rok/hw.h"
 #include "rok/sim.h"
+#include "rok/storage.h"
 #include "rok/trace.h"
 
 typedef struct {
@@ -133,6 +134,14 @@ gboolean cli_print_json(json_object *value, GError **error);
 /* VALUE of --OPTION within [MIN, MAX] (CLI_UNSET passes): else
  * ROK_ERROR_USAGE naming it and the range. */
 gboolean cli_check_range(const char *option, gint64 value, gint64 min, gint64 max, GError **error);
+
+/* The run's signal watch (storage.h), made in main before any thread. */
+RokSignalWatch *cli_signal_watch(void);
+/* SIGINT, SIGTERM and SIGHUP go to FUNC(signo, USER_DATA) from now on, for
+ * work that stops in order; FUNC NULL: back to stopping at once, with the
+ * temporary outputs removed (exit 1). A command sends them back before it
+ * writes its outputs. */
+void cli_signals_to(RokSignalFunc func, gpointer user_data);
 
 /* After a signal asked a run to stop in order: if it has not exited within
  * a second (a device kernel cannot be interrupted), remove its work folders

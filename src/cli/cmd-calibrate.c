@@ -324,6 +324,7 @@ static gboolean run(const Options *o, GError **error) {
   if (!load_model(o, &model, error))
     return FALSE;
   co.model = model;
+  co.signals = cli_signal_watch();
   gboolean progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
   if (progress)
     co.progress = show_progress;

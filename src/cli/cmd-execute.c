@@ -172,7 +172,9 @@ static RokExecReport *execute(const Options *o, const char *path, RokExecCancel 
   if (schedule == NULL)
     return NULL;
   eo.cancel = cancel;
+  cli_signals_to(on_signal, cancel);
   RokExecReport *report = rok_exec_run(schedule, &eo, error);
+  cli_signals_to(NULL, NULL); /* from here a signal discards the outputs */
   if (report != NULL && ((o->output != NULL && !rok_exec_report_save(report, o->output, error)) ||
                          (o->timeline != NULL && !rok_exec_report_timeline_save(report, o->timeline, error))))
     g_clear_pointer(&report, rok_exec_report_free);
@@ -218,11 +220,7 @@ int cli_cmd_execute(int argc, char **argv) {
                                                                     "--list-devices takes no SCHEDULE"));
   if (!cli_positionals(argc, argv, 1, "SCHEDULE", &error))
     return cli_fail(self->name, error);
-  /* First, before the device or the store start threads (signals.h). */
   g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
-  g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(on_signal, cancel, &error);
-  if (watch == NULL)
-    return cli_fail(self->name, error);
   g_autoptr(RokExecReport) report = execute(&o, argv[1], cancel, &error);
   if (isatty(STDOUT_FILENO)) /* the progress line goes */
     printf("\r\033[K");

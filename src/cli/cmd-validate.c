@@ -245,7 +245,9 @@ static RokValidation *run(const Options *o, const char *model, const RokCliCommo
   vo.exec.cancel = cancel;
   if (isatty(STDOUT_FILENO))
     vo.progress = progress;
+  cli_signals_to(on_signal, cancel);
   RokValidation *v = rok_validate(trace, hw, &vo, error);
+  cli_signals_to(NULL, NULL); /* from here a signal discards the outputs */
   if (isatty(STDOUT_FILENO)) /* the progress line goes */
     printf("\r\033[K");
   if (v != NULL && o->output != NULL && !write_files(v, o->output, error))
@@ -289,10 +291,8 @@ int cli_cmd_validate(int argc, char **argv) {
     cli_common_clear(&common);
     return cli_fail(self->name, error);
   }
-  /* First, before the device or the store start threads (signals.h). */
   g_autoptr(RokExecCancel) cancel = rok_exec_cancel_new();
-  g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(on_signal, cancel, &error);
-  g_autoptr(RokValidation) v = watch ? run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, &common, cancel, &error) : NULL;
+  g_autoptr(RokValidation) v = run(&o, argc > 1 ? argv[1] : DEFAULT_MODEL, &common, cancel, &error);
   cli_common_clear(&common);
   if (v == NULL)
     return cli_fail(self->name, error);

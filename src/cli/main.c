@@ -90,9 +90,9 @@ static int check_stdout(int code) {
   return code == ROK_EXIT_OK ? ROK_EXIT_FAILURE : code;
 }
 
-/* Commands that do not handle signals themselves (execute, validate and
- * calibrate stop their work in order) stop at once on SIGINT/SIGTERM/SIGHUP,
- * leaving no temporary output file or folder and nothing half written. */
+/* Signals stop rok at once, leaving no temporary output file or folder and
+ * nothing half written, unless a command's work stops in order for the
+ * while it runs (execute, validate, calibrate: cli_signals_to). */
 static void stop_now(int signo, gpointer user_data) {
   rok_output_discard_all();
   fprintf(stderr, "rok %s: interrupted by signal %d (%s)\n", (const char *)user_data, signo,
@@ -100,22 +100,31 @@ static void stop_now(int signo, gpointer user_data) {
   _exit(ROK_EXIT_FAILURE);
 }
 
-/* The watch of a command that does not handle signals itself. It stays
- * until rok exits: freeing it restores the signal mask, and a signal that
- * came between that and the exit took its default action (exit 143 after
- * the work was done and written). */
+/* One watch for the whole run, made before any thread starts (storage.h)
+ * and kept until rok exits: freeing it would restore the signal mask, and a
+ * signal between that and the exit would take its default action (exit
+ * 143, after or while the outputs were written). */
 static RokSignalWatch *watch;
+static const char *running;
+
+RokSignalWatch *cli_signal_watch(void) {
+  return watch;
+}
+
+void cli_signals_to(RokSignalFunc func, gpointer user_data) {
+  if (func == NULL)
+    rok_signal_watch_retarget(watch, stop_now, (gpointer)running, NULL, NULL);
+  else
+    rok_signal_watch_retarget(watch, func, user_data, NULL, NULL);
+}
 
 static int run(const RokCommand *command, int argc, char **argv) {
-  static const char *const own[] = {"execute", "validate", "calibrate", NULL};
-  if (!g_strv_contains(own, command->name)) {
-    g_autoptr(GError) error = NULL;
-    /* First, before any thread starts (storage.h). */
-    watch = rok_signal_watch_new(stop_now, (gpointer)command->name, &error);
-    if (watch == NULL) {
-      fprintf(stderr, "rok %s: %s\n", command->name, error->message);
-      return ROK_EXIT_FAILURE;
-    }
+  g_autoptr(GError) error = NULL;
+  running = command->name;
+  watch = rok_signal_watch_new(stop_now, (gpointer)command->name, &error);
+  if (watch == NULL) {
+    fprintf(stderr, "rok %s: %s\n", command->name, error->message);
+    return ROK_EXIT_FAILURE;
   }
   return command->run(argc, argv);
 }

@@ -13,6 +13,7 @@
 #include "rok/core.h"
 
 struct _RokSignalWatch {
+  GMutex lock;     /* guards func and user_data */
   RokSignalFunc func;
   gpointer user_data;
   sigset_t set, old_mask;
@@ -51,12 +52,17 @@ static gpointer watch(gpointer data) {
     int signo = (int)info.ssi_signo;
     if (!g_atomic_int_compare_and_exchange(&w->received, 0, signo))
       die_by(signo);
+    /* Called under the lock: once rok_signal_watch_retarget() has
+     * returned, the function it replaced is not running and will not run. */
+    g_mutex_lock(&w->lock);
     w->func(signo, w->user_data);
+    g_mutex_unlock(&w->lock);
   }
 }
 
 RokSignalWatch *rok_signal_watch_new(RokSignalFunc func, gpointer user_data, GError **error) {
   RokSignalWatch *w = g_new0(RokSignalWatch, 1);
+  g_mutex_init(&w->lock);
   w->func = func;
   w->user_data = user_data;
   sigemptyset(&w->set);
@@ -98,7 +104,20 @@ void rok_signal_watch_free(RokSignalWatch *w) {
   if (w->stopfd >= 0)
     close(w->stopfd);
   pthread_sigmask(SIG_SETMASK, &w->old_mask, NULL);
+  g_mutex_clear(&w->lock);
   g_free(w);
+}
+
+void rok_signal_watch_retarget(RokSignalWatch *w, RokSignalFunc func, gpointer user_data, RokSignalFunc *old_func,
+                               gpointer *old_data) {
+  g_mutex_lock(&w->lock);
+  if (old_func != NULL)
+    *old_func = w->func;
+  if (old_data != NULL)
+    *old_data = w->user_data;
+  w->func = func;
+  w->user_data = user_data;
+  g_mutex_unlock(&w->lock);
 }
 
 int rok_signal_watch_received(RokSignalWatch *w) {

@@ -18,8 +18,6 @@
 #include <unistd.h>
 
 #include "rok/storage.h"
-#include "rok/storage.h"
-#include "rok/storage.h"
 #include "rok/core.h"
 
 #define SLOT (64 * 1024)
@@ -396,6 +394,46 @@ static void empty_swept(void) {
   g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
+/* ---- a watch retargeted ------------------------------------------------- */
+
+static void note_signal(int signo, gpointer data) {
+  g_atomic_int_set((gint *)data, signo);
+}
+
+/* Waits up to 5 s for *FLAG to be set. */
+static gboolean noted(gint *flag) {
+  for (int i = 0; i < 500 && g_atomic_int_get(flag) == 0; i++)
+    g_usleep(10000);
+  return g_atomic_int_get(flag) != 0;
+}
+
+/* A signal goes to the function the watch was last pointed at, and only
+ * to it; the one replaced comes back for the caller to put back. In a
+ * subprocess: the watch must come before any thread. */
+static void retargeted(void) {
+  if (g_test_subprocess()) {
+    gint first = 0, second = 0;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(RokSignalWatch) watch = rok_signal_watch_new(note_signal, &first, &error);
+    g_assert_no_error(error);
+    RokSignalFunc was = NULL;
+    gpointer was_data = NULL;
+    rok_signal_watch_retarget(watch, note_signal, &second, &was, &was_data);
+    g_assert_true(was == note_signal && was_data == &first);
+    gboolean back = g_str_equal(g_test_get_path(), "/io/signals/retarget-back");
+    if (back)
+      rok_signal_watch_retarget(watch, was, was_data, NULL, NULL);
+    g_assert_cmpint(kill(getpid(), SIGHUP), ==, 0);
+    g_assert_true(noted(back ? &first : &second));
+    g_assert_cmpint(g_atomic_int_get(back ? &first : &second), ==, SIGHUP);
+    g_assert_cmpint(g_atomic_int_get(back ? &second : &first), ==, 0);
+    g_assert_cmpint(rok_signal_watch_received(watch), ==, SIGHUP);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 10 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && g_str_equal(argv[1], "--child"))
     return child_main(argv[2]);
@@ -407,5 +445,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/io/workdir/lookalike-untouched", lookalike_untouched);
   g_test_add_func("/io/workdir/renamed-away", renamed_away);
   g_test_add_func("/io/workdir/empty-swept", empty_swept);
+  g_test_add_func("/io/signals/retarget", retargeted);
+  g_test_add_func("/io/signals/retarget-back", retargeted);
   return g_test_run();
 }

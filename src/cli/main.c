@@ -112,6 +112,8 @@ RokSignalWatch *cli_signal_watch(void) {
 }
 
 void cli_signals_to(RokSignalFunc func, gpointer user_data) {
+  if (watch == NULL) /* `rok help COMMAND` runs a command's option parsing only */
+    return;
   if (func == NULL)
     rok_signal_watch_retarget(watch, stop_now, (gpointer)running, NULL, NULL);
   else

@@ -45,13 +45,14 @@
 # following each quick calibration's bursts (1 MiB after 1 ms idle:
 # 426-668 us in calibrations minutes apart).
 # 2026-11-25, idle, six runs: write 0.64-0.83x, read 0.92-0.98x of fio
-# at QD 32. The table of legs at their own depth (added then) showed where
-# the writes fall short: legs of several requests 0.81-0.87x of fio back to
-# back at their depth (an upper bound), one-request legs 0.52-1.0x. A lone
-# 1 MiB write after 59 ms idle took 0.95 ms in the step against fio's 0.60
-# (fio beside two busy loops: 0.56), so for those legs the step, not the
-# disk, costs the time; which part of it (the I/O threads' wake-ups beside
-# PoCL's workers, the d2h copy filling the slots) is not measured yet.
+# at QD 32. The table of legs at their own depth (added then): 0.72-0.87x
+# over five runs; the sixth split them, several requests 0.81x, one 0.52x.
+# A lone 1 MiB write after 59 ms idle took 0.95 ms in the step against
+# fio's 0.60 (fio beside two busy loops: 0.56). In two more runs' timelines
+# a 1 MiB leg with only kernels beside it took 0.54-0.67 ms (0.69-1.10
+# after 4.5 ms idle or more), and a leg another write joined before it
+# ended finished with it, 2.1-7.2 ms later: this virtio disk ends writes
+# queued close together at one moment, which fio at QD 1 never meets.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -50,9 +50,11 @@
 # A lone 1 MiB write after 59 ms idle took 0.95 ms in the step against
 # fio's 0.60 (fio beside two busy loops: 0.56). In two more runs' timelines
 # a 1 MiB leg with only kernels beside it took 0.54-0.67 ms (0.69-1.10
-# after 4.5 ms idle or more), and a leg another write joined before it
-# ended finished with it, 2.1-7.2 ms later: this virtio disk ends writes
-# queued close together at one moment, which fio at QD 1 never meets.
+# after 4.5 ms idle or more), a leg another write joined before it ended
+# finished with it, 1.0-7.2 ms after it began (this virtio disk ends
+# writes queued close together at one moment, which fio at QD 1 never
+# meets), and two lone legs beside a d2h copy of 3-4 MiB took 2.1 and 3.9
+# ms, not explained yet.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -46,7 +46,7 @@
 # 426-668 us in calibrations minutes apart).
 # 2026-11-25, idle, six runs: write 0.64-0.83x, read 0.92-0.98x of fio
 # at QD 32. The table of legs at their own depth (added then): 0.72-0.87x
-# over five runs; the sixth split them, several requests 0.81x, one 0.52x.
+# over four runs; a fifth split them, several requests 0.81x, one 0.52x.
 # A lone 1 MiB write after 59 ms idle took 0.95 ms in the step against
 # fio's 0.60 (fio beside two busy loops: 0.56). In two more runs' timelines
 # a 1 MiB leg with only kernels beside it took 0.54-0.67 ms (0.69-1.10

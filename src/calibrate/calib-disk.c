@@ -393,11 +393,13 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
   return TRUE;
 }
 
-static gboolean short_gap(const RokCalibDisk *d, const RokCalibBurst *b) {
-  for (guint i = 0; i < d->n_bursts; i++)
-    if (d->bursts[i].gap_s < b->gap_s)
-      return FALSE;
-  return TRUE;
+/* The shortest and longest idle gap D's bursts came after. */
+static void gap_range(const RokCalibDisk *d, double *shortest, double *longest) {
+  *shortest = INFINITY, *longest = 0;
+  for (guint i = 0; i < d->n_bursts; i++) {
+    *shortest = MIN(*shortest, d->bursts[i].gap_s);
+    *longest = MAX(*longest, d->bursts[i].gap_s);
+  }
 }
 
 #define FIT_MAX_COLUMNS 3
@@ -465,13 +467,14 @@ gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, do
    * + N B per_mib: weighted least squares, weights 1 / time^2 (the
    * relative errors), none negative. */
   const double rate[2] = {w->write.median, r->read.median};
-  double x[3 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
+  double x[3 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)], shortest, longest;
+  gap_range(d, &shortest, &longest);
   gsize n = 0;
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < d->n_bursts; i++) {
       const RokCalibBurst *b = &d->bursts[i];
       double t = (k == 0 ? b->write : b->read).median;
-      if (!short_gap(d, b) || !(t > 0))
+      if (b->gap_s != shortest || !(t > 0))
         continue;
       double bytes = (double)b->requests * (double)b->request_bytes;
       x[3 * n] = 1;
@@ -490,11 +493,8 @@ gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, do
 
 gboolean rok_calib_disk_fit_wake(const RokCalibDisk *d, double *write, double *read, double *after) {
   *write = *read = *after = 0;
-  double shortest = INFINITY, longest = 0;
-  for (guint i = 0; i < d->n_bursts; i++) {
-    shortest = MIN(shortest, d->bursts[i].gap_s);
-    longest = MAX(longest, d->bursts[i].gap_s);
-  }
+  double shortest, longest;
+  gap_range(d, &shortest, &longest);
   if (!(longest > shortest))
     return FALSE;
   /* A lone request after each gap, size by size. */
@@ -502,7 +502,9 @@ gboolean rok_calib_disk_fit_wake(const RokCalibDisk *d, double *write, double *r
   gsize n = 0;
   for (guint i = 0; i < d->n_bursts; i++) {
     const RokCalibBurst *a = &d->bursts[i];
-    for (guint j = 0; a->requests == 1 && a->gap_s == shortest && j < d->n_bursts; j++) {
+    if (a->requests != 1 || a->gap_s != shortest)
+      continue;
+    for (guint j = 0; j < d->n_bursts; j++) {
       const RokCalibBurst *b = &d->bursts[j];
       if (b->requests == 1 && b->gap_s == longest && b->request_bytes == a->request_bytes) {
         more[0][n] = b->write.median - a->write.median;
@@ -526,12 +528,13 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
     return FALSE;
   /* Plain least squares: the processor time is a small sum of thread
    * wake-ups and system calls, as noisy for one request as for sixteen. */
-  double x[2 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
+  double x[2 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)], shortest, longest;
+  gap_range(d, &shortest, &longest);
   gsize n = 0;
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < d->n_bursts; i++) {
       const RokCalibBurst *b = &d->bursts[i];
-      if (!short_gap(d, b))
+      if (b->gap_s != shortest)
         continue;
       x[2 * n] = 1;
       x[2 * n + 1] = b->requests;

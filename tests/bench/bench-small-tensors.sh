@@ -174,33 +174,30 @@ echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" 
 # requests is fio at QD n back to back, the disk's best at that depth: fio's
 # own bursts of 16 after 50 ms idle took about 8 ms here, where this leg
 # takes 5-7.
-fio_file=$fio_file python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" <<'PY'
+fio_file=$fio_file bench=$here PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" <<'PY'
 import json, math, os, statistics, subprocess, sys
+sys.path.insert(0, os.environ["bench"])
+from legs_by_size import spans
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 hw = json.load(open(sys.argv[2]))["hw"]["nvme"]
 fio_file, mem = os.environ["fio_file"], sys.argv[3]
+# Idle is the disk's (since any SSD leg ended), split at the profile's
+# wake_after (without one, 4.47 ms: between calibrate's 1 and 20 ms gaps).
 wake_after = hw.get("wake_after", 4.47e-3) * 1e6  # us
-names = {e["tid"]: e["args"]["name"] for e in ev if e.get("pid") == 1 and e.get("name") == "thread_name"}
-legs = sorted((e for e in ev if e.get("pid") == 1 and e.get("ph") == "X" and names.get(e["tid"]) == "nvme-write"),
-              key=lambda e: e["ts"])
-classes, last_end = {}, None
-for e in legs:
-    idle = e["ts"] - last_end if last_end is not None else math.inf
-    last_end = max(last_end or 0, e["ts"] + e["dur"])
-    if idle < 0:
-        continue  # queued behind another leg
-    b = e["args"]["bytes"]
-    key = (names[e["tid"]], b, idle >= wake_after)
-    classes.setdefault(key, []).append((e["dur"], idle))
+classes = {}
+for stream, b, idle, dur in spans(ev, 1):
+    if stream != "nvme-write" or (idle is not None and idle < 0):
+        continue  # a read, or queued behind another SSD leg
+    idle = math.inf if idle is None else idle
+    classes.setdefault((b, idle >= wake_after), []).append((dur, idle))
 MiB = 1 << 20
 subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=64M", "--bs=1M", "--direct=1",
                 "--rw=write", "--minimal"], check=True, capture_output=True)
 
-def fio_leg_us(stream, b, idle_us):
+def fio_leg_us(b, idle_us):
     n = max(1, -(-b // MiB))
-    rw = "write" if stream == "nvme-write" else "read"
     args = ["fio", "--name=leg", f"--filename={fio_file}", "--size=64M", "--direct=1", "--ioengine=io_uring",
-            mem, f"--rw={rw}", "--output-format=json"]
+            mem, "--rw=write", "--output-format=json"]
     if n == 1:
         t = int(min(idle_us, 50000))
         args += [f"--bs={b}", "--iodepth=1", "--number_ios=15", f"--thinktime={t}"]
@@ -211,18 +208,18 @@ def fio_leg_us(stream, b, idle_us):
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         print(f"fio: {e}")
         return math.nan
-    j = json.loads(out)["jobs"][0][rw]
+    j = json.loads(out)["jobs"][0]["write"]
     return j["clat_ns"]["percentile"]["50.000000"] / 1e3 if n == 1 else b / (j["bw_bytes"] / 1e6)
 
 print("\nwrite legs at their own queue depth (last trial's median step; fio: same size and depth, after the same idle"
       " for one-request legs, back to back for the others)")
 print(f"{'size':>8} {'QD':>3} {'idle':>9} {'legs':>5} {'rok/leg':>9} {'fio/leg':>9} {'fio/rok':>8}")
 sums = {}
-for (stream, b, long_idle), v in sorted(classes.items()):
+for (b, long_idle), v in sorted(classes.items()):
     rok = statistics.median(d for d, _ in v)
     idle = statistics.median(i for _, i in v)
     n = max(1, -(-b // MiB))
-    fio = fio_leg_us(stream, b, idle)
+    fio = fio_leg_us(b, idle)
     s = sums.setdefault(n == 1, [0.0, 0.0])
     s[0] += sum(d for d, _ in v); s[1] += fio * len(v)
     shown = f"{idle / 1e3:6.1f} ms" if math.isfinite(idle) else "    first"

@@ -3,14 +3,15 @@
 predicted, from the timelines `rok execute -t` and `rok validate -o` write
 (measured steps in process 1, the prediction in process 2).
 
-    tests/bench/legs-by-size.py TIMELINE.json [TIMELINE.json ...] [--stream nvme-write]
+    tests/bench/legs_by_size.py TIMELINE.json [TIMELINE.json ...] [--stream nvme-write]
 
 Where a stream's total is off in validate's breakdown, this says which legs
 make it: small ones (the leg's fixed part) or large ones (its rate), lone
 ones or those that found another leg of the disk running ("queued"). Idle
 is the time since the last leg of the same kind (SSD legs: either SSD
 stream; copies: either copy stream) ended, in the classes < 4.5 ms, < 45 ms
-and longer (a disk's wake, nvme.wake_after).
+and longer (a disk's wake, nvme.wake_after). bench-small-tensors.sh takes
+its legs from `spans` below.
 
 Measured 2026-11-25 on the development VM (`tests/bench/bench-validate.sh
 --runs 1 --ssd --keep OUT`, then this on OUT/run1/timeline-06-rok.json):
@@ -21,6 +22,25 @@ import json
 import statistics
 import sys
 
+STREAMS = ("d2h", "h2d", "nvme-write", "nvme-read")
+
+
+def spans(events, pid):
+    """Each copy and SSD leg of process PID in start order, as (stream,
+    bytes, idle us, duration us). Idle: since the last leg of the same
+    kind ended; None for the first, negative when one was still running."""
+    names = {e["tid"]: e["args"]["name"].split(",")[0] for e in events
+             if e.get("pid") == pid and e.get("name") == "thread_name"}
+    legs = sorted((e for e in events if e.get("pid") == pid and e.get("ph") == "X"
+                   and names.get(e["tid"]) in STREAMS), key=lambda e: e["ts"])
+    last_end = {}
+    for e in legs:
+        stream = names[e["tid"]]
+        kind = "ssd" if stream.startswith("nvme") else "copy"
+        idle = e["ts"] - last_end[kind] if kind in last_end else None
+        last_end[kind] = max(last_end.get(kind, 0), e["ts"] + e["dur"])
+        yield stream, e["args"].get("bytes", 0), idle, e["dur"]
+
 
 def idle_class(idle_us):
     if idle_us is None:
@@ -30,35 +50,27 @@ def idle_class(idle_us):
     return "< 4.5 ms" if idle_us < 4470 else "< 45 ms" if idle_us < 44700 else ">= 45 ms"
 
 
-def legs(events, pid):
-    """{(stream, KiB, idle class): [duration us]} of one process."""
-    names = {e["tid"]: e["args"]["name"].split(",")[0] for e in events
-             if e.get("pid") == pid and e.get("name") == "thread_name"}
-    spans = sorted((e for e in events if e.get("pid") == pid and e.get("ph") == "X"
-                    and names.get(e["tid"]) in ("d2h", "h2d", "nvme-write", "nvme-read")), key=lambda e: e["ts"])
-    last_end, out = {}, {}
-    for e in spans:
-        stream = names[e["tid"]]
-        kind = "ssd" if stream.startswith("nvme") else "copy"
-        idle = e["ts"] - last_end[kind] if kind in last_end else None
-        last_end[kind] = max(last_end.get(kind, 0), e["ts"] + e["dur"])
-        key = (stream, e["args"].get("bytes", 0) // 1024, idle_class(idle))
-        out.setdefault(key, []).append(e["dur"])
+def by_class(events, pid):
+    """{(stream, KiB, idle class): [duration us]} of process PID."""
+    out = {}
+    for stream, size, idle, dur in spans(events, pid):
+        out.setdefault((stream, size // 1024, idle_class(idle)), []).append(dur)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("timelines", nargs="+")
-    ap.add_argument("--stream", help="only this stream (d2h, h2d, nvme-write, nvme-read)")
+    ap.add_argument("--stream", choices=STREAMS, help="only this stream")
     a = ap.parse_args()
     for path in a.timelines:
         try:
-            events = json.load(open(path))["traceEvents"]
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
         except (OSError, ValueError, KeyError) as err:
-            print(f"legs-by-size.py: {path}: {err}", file=sys.stderr)
+            print(f"legs_by_size.py: {path}: {err}", file=sys.stderr)
             return 2
-        measured, predicted = legs(events, 1), legs(events, 2)
+        measured, predicted = by_class(events, 1), by_class(events, 2)
         print(f"== {path}")
         print(f"{'stream':<11} {'size':>9} {'idle':>9} {'legs':>5} {'measured':>10} {'predicted':>10} {'ratio':>6}")
         for key in sorted(set(measured) | set(predicted)):

@@ -54,7 +54,9 @@
 # finished with it, 1.0-7.2 ms after it began (this virtio disk ends
 # writes queued close together at one moment, which fio at QD 1 never
 # meets), and two lone legs beside a d2h copy of 3-4 MiB took 2.1 and 3.9
-# ms, not explained yet.
+# ms, not explained yet. Since a leg's idle counts read legs too (the
+# disk's idle, as legs_by_size.py has it), one run: several-request legs
+# 0.93x, one-request legs 0.74x.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

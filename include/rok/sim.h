@@ -56,9 +56,13 @@
  * starts while a kernel is in progress first waits gpu.copy_kernel_wait
  * times what is left of that kernel (PoCL gives a copy command a processor
  * only when one is done with the kernel; an item is taken as one kernel, a
- * backward as two: a GEMM's dX and dW), not counted as a busy thread; one
- * that starts as the kernel is launched (an offload at its producer's end)
- * is queued ahead of it and does not wait. An SSD leg's host work
+ * backward as two: a GEMM's dX and dW), not counted as a busy thread;
+ * the legs that come while it waits or after it, in the same kernel, go
+ * when it goes (the thread that ran out of the kernel's work takes them).
+ * One that starts as the kernel is launched (an offload at its producer's
+ * end) is queued ahead of it and does not wait, but for one that reaches
+ * the device after the launch (a d2h leg of several commands; an h2d leg,
+ * checked on the host before it is enqueued). An SSD leg's host work
  * (nvme.leg_cpu + requests * nvme.request_cpu of processor time: rok's I/O
  * thread and the kernel's block I/O) is taken from those processors half
  * when it starts and half when it ends: the running compute item's work

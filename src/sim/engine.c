@@ -105,6 +105,9 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->compute_action = e->last_compute_action = ROK_NO_ID;
   e->compute_event = ROK_NO_ID;
   e->compute_left = e->compute_since = e->compute_start = e->kernel_ns = 0;
+  e->items_started = 0;
+  e->free_kernel = G_MAXUINT64;
+  e->free_at = 0;
   e->shared_cpus = (guint)MIN(hw->gpu.shared_cpus, G_MAXUINT / 2);
   e->cpu_legs = e->cpu_ahead = 0;
   e->next_prefetch = 0;
@@ -285,6 +288,10 @@ gint64 sim_kernel_left(const SimEngine *e) {
   return stretched(e, left);
 }
 
+guint64 sim_kernel_id(const SimEngine *e) {
+  return 2 * e->items_started + (work_left(e) <= e->kernel_ns);
+}
+
 /* Bring the running item's work left up to now at the current pace. */
 static void compute_bank(SimEngine *e) {
   e->compute_left = work_left(e);
@@ -361,6 +368,7 @@ static void compute_try_start(SimEngine *e) {
    * item is taken as one kernel, a backward as two (a GEMM's dX and dW). */
   e->kernel_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
   e->compute_since = e->compute_start = e->now;
+  e->items_started++;
   e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
   sim_transfer_kernel_launched(e);
   if (e->cpu_legs > 0) /* the kernels take the processors back from the copies */

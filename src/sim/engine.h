@@ -143,6 +143,12 @@ typedef struct {
    * start and its end event; copy legs now on those processors. */
   gint64 compute_left, compute_since, compute_start, kernel_ns;
   guint compute_event;
+  guint64 items_started;
+  /* The kernel (sim_kernel_id) whose copies pass from free_at on: PoCL's
+   * worker that runs out of a kernel's chunks takes every copy queued
+   * until the kernel ends, so the first copy's wait ends the others'. */
+  guint64 free_kernel;
+  gint64 free_at;
   guint shared_cpus, cpu_legs;
   guint cpu_ahead; /* of them, d2h legs queued ahead of the kernels: a processor each */
 
@@ -215,13 +221,12 @@ void sim_cpu_legs_change(SimEngine *e, gboolean start, gboolean ahead);
 static inline guint sim_cpus_beside_ahead(const SimEngine *e) {
   return e->shared_cpus - MIN(e->cpu_ahead, e->shared_cpus - 1);
 }
-/* transfer.c: a kernel was launched; a d2h leg of several copy commands
- * on the compute processors that began at this moment waits for it too
- * (gpu.copy_kernel_wait: PoCL makes a queue's next command ready only when
- * the one before has ended, and the kernel is ahead of it by then). An
- * h2d leg is checked on the host before its commands are enqueued, and
- * the model without this wait matched its measured rate (bench
- * -small-tensors: 190 MB/s predicted, 203 measured). */
+/* transfer.c: a kernel was launched; a copy leg on the compute
+ * processors that began at this moment but reaches the device after the
+ * launch (a d2h leg of several copy commands: PoCL makes a queue's next
+ * command ready only when the one before has ended; an h2d leg: checked
+ * on the host before its commands are enqueued) waits for it too
+ * (gpu.copy_kernel_wait). */
 void sim_transfer_kernel_launched(SimEngine *e);
 /* engine.c: `cpu_ns` of processor time taken by other work on the compute
  * processors now (gpu.shared_cpus): the running item loses its share. */
@@ -229,6 +234,9 @@ void sim_cpu_take(SimEngine *e, gint64 cpu_ns);
 /* engine.c: time until the kernel in progress ends at the current pace
  * (0 while no compute item runs). */
 gint64 sim_kernel_left(const SimEngine *e);
+/* engine.c: the kernel in progress, unique over the run (an item's one
+ * kernel, or a backward's first or second); meaningless while none runs. */
+guint64 sim_kernel_id(const SimEngine *e);
 
 /* transfer.c */
 void sim_offload_start(SimEngine *e, guint mb, guint tensor);

@@ -291,23 +291,43 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
     e->streams[s].last_action = action;
 }
 
-/* A d2h leg of several copy commands started as a kernel is launched
- * runs mostly after that kernel (queued_ahead below says why). */
+/* A leg that starts as a kernel is launched but reaches the device after
+ * it: a d2h leg of several copy commands runs mostly after that kernel
+ * (queued_ahead below says why), and an h2d leg is checked on the host
+ * before its commands are enqueued, by when the kernel holds the
+ * processors (validate-gpt's rok rows, 2026-11-25: 64 KiB legs begun as a
+ * GEMM's backward was launched took 0.7-2.1 ms, half its kernel or more). */
 static gboolean waits_for_launched(const SimJob *j) {
-  return leg_stream(j) == ROK_STREAM_D2H && j->bytes > ROK_SIM_CHUNK_BYTES;
+  return (leg_stream(j) == ROK_STREAM_D2H && j->bytes > ROK_SIM_CHUNK_BYTES) || leg_stream(j) == ROK_STREAM_H2D;
+}
+
+/* The wait of a copy handed over in the middle of the kernel in progress:
+ * PoCL gives a command a processor only when one is done with the kernel,
+ * gpu.copy_kernel_wait of what is left of it. The worker that ran out of
+ * the kernel's chunks then takes every copy that comes until the kernel
+ * ends, so a leg that comes while the first one waits, or after it, goes
+ * when the first one goes (validate-gpt's offload row: the first of six
+ * h2d legs in a 3.2-3.9 ms backward waited 0.4-1.7 ms, the next ones
+ * took 164-280 us, their copy alone). */
+static gint64 wait_in_kernel(SimEngine *e) {
+  guint64 kernel = sim_kernel_id(e);
+  if (kernel == e->free_kernel)
+    return MAX(e->free_at - e->now, 0);
+  gint64 wait = (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
+  e->free_kernel = kernel;
+  e->free_at = e->now + wait;
+  return wait;
 }
 
 /* How long a leg on the compute processors waits before its first copy
- * command runs: PoCL gives a command a processor only when one is done
- * with the kernel in progress, so a leg handed over in the middle of a
- * kernel waits gpu.copy_kernel_wait of what is left of it. One handed over
- * as the kernel is launched, or between kernels, does not wait, but for a
- * d2h leg of several commands. */
-static gint64 kernel_wait(const SimEngine *e, const SimJob *j) {
+ * command runs (wait_in_kernel). One handed over as the kernel is
+ * launched, or between kernels, does not wait, but for one that reaches
+ * the device after the launch (waits_for_launched). */
+static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
   if (e->copy_kernel_wait <= 0 || !check_in_flow(e, j) || !e->running ||
       (e->compute_start == e->now && !waits_for_launched(j)))
     return 0;
-  return (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
+  return wait_in_kernel(e);
 }
 
 /* A d2h leg that starts as its producer ends is enqueued by the compute
@@ -487,23 +507,28 @@ static void finish_leg(SimEngine *e, RokStream s) {
 }
 
 void sim_transfer_kernel_launched(SimEngine *e) {
-  SimStream *st = &e->streams[ROK_STREAM_D2H];
-  if (e->copy_kernel_wait <= 0 || st->job == ROK_NO_ID || st->leg_start != e->now || st->event == ROK_NO_ID)
+  if (e->copy_kernel_wait <= 0)
     return;
-  SimJob *j = sim_job(e, st->job);
-  if (!check_in_flow(e, j) || !waits_for_launched(j))
-    return;
-  /* Begun just before the launch, at this instant, so not yet waiting
-   * (kernel_wait): in its latency or its flow, back to waiting. */
-  sim_evq_cancel(&e->evq, st->event);
-  if (st->flowing) {
-    st->flowing = FALSE;
-    e->flows[ROK_STREAM_D2H].active = FALSE;
-    reshare(e);
+  static const RokStream copies[] = {ROK_STREAM_D2H, ROK_STREAM_H2D};
+  for (guint i = 0; i < G_N_ELEMENTS(copies); i++) {
+    RokStream s = copies[i];
+    SimStream *st = &e->streams[s];
+    if (st->job == ROK_NO_ID || st->leg_start != e->now || st->event == ROK_NO_ID)
+      continue;
+    SimJob *j = sim_job(e, st->job);
+    if (!check_in_flow(e, j) || !waits_for_launched(j))
+      continue;
+    /* Begun just before the launch, at this instant, so not yet waiting
+     * (kernel_wait): in its latency or its flow, back to waiting. */
+    sim_evq_cancel(&e->evq, st->event);
+    if (st->flowing) {
+      st->flowing = FALSE;
+      e->flows[s].active = FALSE;
+      reshare(e);
+    }
+    sim_cpu_legs_change(e, FALSE, j->ahead);
+    st->event = sim_evq_push(&e->evq, e->now + wait_in_kernel(e), EV_KERNEL_WAIT, s);
   }
-  sim_cpu_legs_change(e, FALSE, j->ahead);
-  gint64 wait = (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
-  st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, ROK_STREAM_D2H);
 }
 
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {

@@ -545,6 +545,72 @@ static void test_copy_commands(void) {
   g_assert_cmpint(fwd_of(r, op1)->end_ns, >, 11000000); /* slowed once the copy runs */
 }
 
+/* Once a copy's wait for a kernel has ended, the others in that kernel
+ * pass (PoCL's worker that ran out of the kernel's chunks takes them):
+ * A3 follows A2 on the d2h stream, starts when A2 ends, still in op1,
+ * and takes only its hand-offs and bytes (256 KiB at 1.5 ns per byte
+ * beside op1), where A2 waited half of what was left of op1. */
+static void test_copy_kernel_free(void) {
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = copy_wait_hw();
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
+  guint a2 = add_tensor(trace, "A2", ROK_DTYPE_U8, 262144, op0);
+  guint a3 = add_tensor(trace, "A3", ROK_DTYPE_U8, 262144, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, a2, op0);
+  rok_trace_need(trace, a3, op0);
+  rok_trace_need(trace, b, op1);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
+  finish(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[a2] = plan->decisions[a3] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *out[3] = {NULL, NULL, NULL};
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokAction *x = &g_array_index(r->actions, RokAction, i);
+    if (x->kind == ROK_ACTION_OFFLOAD && x->stream == ROK_STREAM_D2H)
+      out[x->tensor == a ? 0 : x->tensor == a2 ? 1 : 2] = x;
+  }
+  g_assert_true(out[0] && out[1] && out[2]);
+  g_assert_cmpint(out[1]->end_ns - out[1]->start_ns, >, 4000000); /* waited for op1 */
+  g_assert_cmpint(out[2]->start_ns, ==, out[1]->end_ns);
+  g_assert_cmpint(out[2]->end_ns, <, fwd_of(r, op1)->end_ns);
+  g_assert_cmpint(llabs(out[2]->end_ns - out[2]->start_ns - (50000 + 393216)), <=, 2);
+}
+
+/* An h2d leg is checked on the host before its command is enqueued, so
+ * one that starts as a kernel is launched reaches the device after it and
+ * waits copy_kernel_wait of that kernel: A's read back from host memory
+ * starts as op1's backward (two kernels of 5 ms) is launched and waits
+ * 2.5 ms before its hand-offs and bytes. */
+static void test_h2d_at_launch(void) {
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = copy_wait_hw();
+  guint a = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *back = NULL;
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokAction *x = &g_array_index(r->actions, RokAction, i);
+    if (x->kind == ROK_ACTION_BACKWARD && x->op == op1)
+      back = x;
+  }
+  const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
+  g_assert_nonnull(back);
+  g_assert_cmpint(h2d->start_ns, ==, back->start_ns);
+  /* 2.5 ms of waiting, 50 us of hand-offs, 1 MiB at 1.5 ns per byte beside op1 */
+  g_assert_cmpint(llabs(h2d->end_ns - (h2d->start_ns + 2500000 + 50000 + 1572864)), <=, 2);
+}
+
 /* A (1 MiB) offloaded by DECISION beside op1 (copy_beside_kernel), the
  * step simulated with HW and with NONE (HW without the figure a test is
  * about). */
@@ -722,6 +788,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
+  g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);
+  g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);

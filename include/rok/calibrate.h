@@ -182,12 +182,13 @@ typedef struct {
   GArray *points;        /* RokCalibDiskPoint, blocks outer, queue depths inner */
   guint best_write, best_read; /* indexes into points: highest median */
   RokCalibStat latency;  /* seconds, QD1 4 KiB random reads */
+  RokCalibStat write_latency; /* seconds, QD1 4 KiB random writes */
   /* Bursts shaped like the executor's SSD legs, and what they say a leg
    * costs beyond the streaming rate (seconds; 0 when none was timed):
    * rok_calib_disk_fit_overheads, rok_calib_disk_fit_wake. */
   guint n_bursts;
   RokCalibBurst bursts[ROK_CALIB_MAX_BURSTS];
-  double request_overhead, request_overhead_per_mib, leg_overhead;
+  double request_overhead, request_overhead_per_mib, leg_overhead, write_leg_overhead;
   double wake_write, wake_read, wake_after;
   /* What the processor time of the bursts says a leg and a request take
    * (seconds, rok_calib_disk_fit_cpu). */
@@ -195,15 +196,18 @@ typedef struct {
 } RokCalibDisk;
 
 void rok_calib_disk_clear(RokCalibDisk *disk);
-/* The simulator's nvme.request_overhead, request_overhead_per_mib and
- * leg_overhead that best predict D's bursts after the shortest gap: a leg
- * of N requests of B bytes takes latency + leg + N * (request + B / MiB *
- * per_mib + B / bandwidth), bandwidth the direction's best grid figure;
- * weighted least squares of the relative errors over both directions,
- * every figure at least 0 (a figure the bursts cannot tell apart, such as
- * per_mib with one request size, is 0). FALSE (all 0) without bursts or
- * grid points. */
-gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg);
+/* The simulator's nvme.request_overhead, request_overhead_per_mib,
+ * leg_overhead and write_leg_overhead that best predict D's bursts after
+ * the shortest gap: a leg of N requests of B bytes takes latency + leg +
+ * N * (request + B / MiB * per_mib + B / bandwidth), latency, leg and
+ * bandwidth the direction's (a read's latency and leg_overhead, a write's
+ * write_latency, or latency where none was timed, and write_leg;
+ * bandwidth its best grid figure); weighted least squares of the relative
+ * errors over both directions, every figure at least 0 (a figure the
+ * bursts cannot tell apart, such as per_mib with one request size, is 0).
+ * FALSE (all 0) without bursts or grid points. */
+gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg,
+                                      double *write_leg);
 /* nvme.wake_write and wake_read: what a lone request took more after the
  * longest gap than after the shortest, the median over request sizes (at
  * least 0); wake_after: the two gaps' geometric mean. FALSE (all 0)

@@ -164,6 +164,12 @@ typedef struct {
     /* Optional: what an SSD leg pays once before its bytes move, beyond
      * latency (ns). 0: nothing. */
     gint64 leg_overhead;
+    /* Optional: a write's latency and leg overhead where they differ from
+     * a read's (a disk or its host's cache that takes a write sooner than
+     * it answers a read), given when write_fixed is TRUE; otherwise a
+     * write pays latency and leg_overhead as a read does. */
+    gboolean write_fixed;
+    gint64 write_latency, write_leg_overhead;
     /* Optional: what an SSD leg pays more, writing or reading (ns), when
      * the disk has had no request for wake_after or longer (a virtual
      * disk's host thread asleep, an SSD in a power-saving state). 0: none. */

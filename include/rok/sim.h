@@ -69,7 +69,8 @@
  * grows by that time / N (none while no item runs).
  * Every transfer leg first pays its latency (PCIe latency, NVMe latency,
  * both for gpudirect, plus host.copy_overhead, the executor's hand-offs,
- * plus nvme.leg_overhead on the SSD streams, and nvme.wake_write or
+ * plus nvme.leg_overhead on the SSD streams (a write's own
+ * nvme.write_latency and write_leg_overhead where given), and nvme.wake_write or
  * wake_read for an SSD leg that finds the disk idle for nvme.wake_after)
  * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
  * on a device with copy engines also pays bytes / host.checksum_bandwidth

@@ -188,6 +188,11 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->nvme.request_overhead_per_mib =
         MAX(hw->nvme.request_overhead_per_mib, (gint64)llround(d->request_overhead_per_mib * 1e9));
     hw->nvme.leg_overhead = MAX(hw->nvme.leg_overhead, (gint64)llround(d->leg_overhead * 1e9));
+    if (d->write_latency.n > 0) {
+      hw->nvme.write_fixed = TRUE;
+      hw->nvme.write_latency = MAX(hw->nvme.write_latency, (gint64)llround(d->write_latency.median * 1e9));
+      hw->nvme.write_leg_overhead = MAX(hw->nvme.write_leg_overhead, (gint64)llround(d->write_leg_overhead * 1e9));
+    }
     hw->nvme.wake_write = MAX(hw->nvme.wake_write, (gint64)llround(d->wake_write * 1e9));
     hw->nvme.wake_read = MAX(hw->nvme.wake_read, (gint64)llround(d->wake_read * 1e9));
     hw->nvme.wake_after = MAX(hw->nvme.wake_after, (gint64)llround(d->wake_after * 1e9));

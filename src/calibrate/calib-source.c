@@ -119,10 +119,11 @@ static void append_disks(GString *s, const RokCalibration *c) {
                          first->direct ? "O_DIRECT" : "buffered", first->backend ? first->backend : "?", file);
   append_grid(s, first);
   g_string_append(s, " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise DONTNEED), the "
-                     "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads; "
-                     "request_overhead, request_overhead_per_mib and leg_overhead: fitted to bursts of 1, 4 "
-                     "and 16 requests of 1 MiB and 1 and 4 of 256 KiB submitted together after 1 ms idle "
-                     "(writes from slots filled just before), as the executor's SSD legs are; wake_write and "
+                     "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads, "
+                     "write_latency: writes; request_overhead, request_overhead_per_mib, leg_overhead (reads) and "
+                     "write_leg_overhead: fitted to bursts of 1, 4 and 16 requests of 1 MiB, 1 and 4 of 256 KiB "
+                     "and 1 of 64 KiB submitted together after 1 ms idle (writes from slots filled just before), "
+                     "as the executor's SSD legs are; wake_write and "
                      "wake_read: what a lone request of either size took more after 20 ms idle, wake_after "
                      "between the two gaps (their geometric mean); "
                      "with a CPU device, leg_cpu and request_cpu: the processor time rok spent on those "

@@ -242,7 +242,8 @@ static void print_disk(const RokCalibDisk *d) {
     printf("  %8s %4u  %-32s %-32s\n", b, p->queue_depth, w, r);
   }
   g_autofree char *latency = rok_units_format_time(d->latency.median);
-  printf("  latency (QD1 4 KiB random reads) %s\n", latency);
+  g_autofree char *write_latency = rok_units_format_time(d->write_latency.median);
+  printf("  latency (QD1 4 KiB random requests): read %s, write %s\n", latency, write_latency);
   for (guint i = 0; i < d->n_bursts; i++) {
     const RokCalibBurst *b = &d->bursts[i];
     g_autofree char *size = rok_units_format_size(b->request_bytes), *gap = rok_units_format_time(b->gap_s);
@@ -252,8 +253,9 @@ static void print_disk(const RokCalibDisk *d) {
   if (d->n_bursts > 0) {
     g_autofree char *q = rok_units_format_time(d->request_overhead), *l = rok_units_format_time(d->leg_overhead);
     g_autofree char *m = rok_units_format_time(d->request_overhead_per_mib);
-    printf("  fitted to the bursts: %s per request and %s per MiB of it, %s per leg (nvme.request_overhead, "
-           "request_overhead_per_mib, leg_overhead)\n", q, m, l);
+    g_autofree char *wl = rok_units_format_time(d->write_leg_overhead);
+    printf("  fitted to the bursts: %s per request and %s per MiB of it, %s per read leg, %s per write leg "
+           "(nvme.request_overhead, request_overhead_per_mib, leg_overhead, write_leg_overhead)\n", q, m, l, wl);
     g_autofree char *ww = rok_units_format_time(d->wake_write), *wr = rok_units_format_time(d->wake_read);
     g_autofree char *wa = rok_units_format_time(d->wake_after);
     printf("  a leg after %s idle or more: write %s, read %s more (nvme.wake_after, wake_write, wake_read)\n", wa,

@@ -23,6 +23,7 @@ static const char *const host_keys[] = {"memory",          "pinned_buffer", "mem
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect",
                                         "request_overhead", "request_overhead_per_mib", "leg_overhead",
+                                        "write_latency", "write_leg_overhead",
                                         "wake_write", "wake_read", "wake_after", "leg_cpu", "request_cpu", NULL};
 
 static void op_rates_free(RokHwOpRates *rates, guint n) {
@@ -257,6 +258,17 @@ static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
 }
 
 /* The SSD section may be left out (a machine without SSDs: devices 0). */
+/* nvme.write_latency and write_leg_overhead: either given makes both the
+ * writes' own, the other as the reads' (after latency and leg_overhead). */
+static gboolean read_write_fixed(const RokJsonObj *o, RokHw *hw, GError **error) {
+  hw->nvme.write_fixed = o->obj != NULL && (json_object_object_get_ex(o->obj, "write_latency", NULL) ||
+                                            json_object_object_get_ex(o->obj, "write_leg_overhead", NULL));
+  hw->nvme.write_latency = hw->nvme.latency;
+  hw->nvme.write_leg_overhead = hw->nvme.leg_overhead;
+  return read_latency(o, "write_latency", &hw->nvme.write_latency, error) &&
+         read_latency(o, "write_leg_overhead", &hw->nvme.write_leg_overhead, error);
+}
+
 static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
   g_auto(RokJsonObj) o = {0};
   if (!rok_json_child(root, "nvme", FALSE, &o, error))
@@ -276,7 +288,7 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_bool(&o, "gpudirect", FALSE, &hw->nvme.gpudirect, error) &&
          read_latency(&o, "request_overhead", &hw->nvme.request_overhead, error) &&
          read_latency(&o, "request_overhead_per_mib", &hw->nvme.request_overhead_per_mib, error) &&
-         read_latency(&o, "leg_overhead", &hw->nvme.leg_overhead, error) &&
+         read_latency(&o, "leg_overhead", &hw->nvme.leg_overhead, error) && read_write_fixed(&o, hw, error) &&
          read_latency(&o, "wake_write", &hw->nvme.wake_write, error) &&
          read_latency(&o, "wake_read", &hw->nvme.wake_read, error) &&
          read_latency(&o, "wake_after", &hw->nvme.wake_after, error) &&
@@ -418,6 +430,10 @@ json_object *rok_hw_to_json(const RokHw *hw) {
       json_object_object_add(nvme, "request_overhead_per_mib", seconds(hw->nvme.request_overhead_per_mib));
     if (hw->nvme.leg_overhead > 0)
       json_object_object_add(nvme, "leg_overhead", seconds(hw->nvme.leg_overhead));
+    if (hw->nvme.write_fixed) {
+      json_object_object_add(nvme, "write_latency", seconds(hw->nvme.write_latency));
+      json_object_object_add(nvme, "write_leg_overhead", seconds(hw->nvme.write_leg_overhead));
+    }
     if (hw->nvme.wake_write > 0 || hw->nvme.wake_read > 0) {
       json_object_object_add(nvme, "wake_write", seconds(hw->nvme.wake_write));
       json_object_object_add(nvme, "wake_read", seconds(hw->nvme.wake_read));

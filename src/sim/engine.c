@@ -77,7 +77,6 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->gpudirect = hw->nvme.gpudirect;
   e->staging_cap = hw->host.pinned_buffer;
   e->pcie_latency = hw->pcie.latency;
-  e->nvme_latency = hw->nvme.latency;
   e->copy_overhead = hw->host.copy_overhead;
   e->copy_kernel_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_wait : 0;
   e->p2p_busy = 0;

@@ -103,7 +103,7 @@ typedef struct {
   guint window_lo, window_hi;
   guint n_mb, prefetch_window;
   gboolean record, gpudirect;
-  gint64 pcie_latency, nvme_latency;
+  gint64 pcie_latency;
   gint64 copy_overhead;                   /* the executor's hand-offs of a leg, ns (0: none) */
   gint64 leg_cpu, request_cpu;            /* an SSD leg's processor time, ns (0: none or no shared_cpus) */
   gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */

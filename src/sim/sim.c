@@ -152,13 +152,13 @@ static gboolean check_hw(const RokHw *hw, GError **error) {
 
 /* The array's rate in one direction: every device, each limited by its
  * bandwidth and by Little's law on its queue. */
-static double array_speed(const RokHw *hw, double device_bandwidth) {
+static double array_speed(const RokHw *hw, double device_bandwidth, gint64 latency) {
   if (hw->nvme.devices == 0)
     return 0;
   double per_device = device_bandwidth;
-  if (hw->nvme.latency > 0)
-    per_device = MIN(per_device, (double)hw->nvme.queue_depth * (double)ROK_SIM_CHUNK_BYTES /
-                                     ((double)hw->nvme.latency / 1e9));
+  if (latency > 0)
+    per_device =
+        MIN(per_device, (double)hw->nvme.queue_depth * (double)ROK_SIM_CHUNK_BYTES / ((double)latency / 1e9));
   return per_device * (double)hw->nvme.devices;
 }
 
@@ -307,8 +307,9 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->optimizer_ns = optimizer_ns(trace, hw);
   sim_comm_ops(sim);
   sim_comm_dp(sim);
-  sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth);
-  sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth);
+  sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth, hw->nvme.latency);
+  sim->nvme_write_speed =
+      array_speed(hw, hw->nvme.write_bandwidth, hw->nvme.write_fixed ? hw->nvme.write_latency : hw->nvme.latency);
   sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);
   sim_order_ranges(sim);
   sim_engine_init(&sim->engine, sim);

@@ -88,20 +88,24 @@ static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
 /* What a leg pays before its bytes move: the links' latencies, the
  * executor's hand-offs (host.copy_overhead: to the leg's thread and back;
  * a d2h leg queued ahead of the kernels was enqueued without the first),
- * the check (unless it is in the flow) and, on the SSD streams,
- * nvme.leg_overhead and the disk's wake (rok calibrate's bursts). */
+ * the check (unless it is in the flow) and, on the SSD streams, the
+ * disk's latency, nvme.leg_overhead and the disk's wake (rok calibrate's
+ * bursts), a write's own latency and leg overhead where the profile has
+ * them. */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
+  const RokHw *hw = e->sim->hw;
   RokStream s = leg_stream(j);
   gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
-  gint64 base;
-  if (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D)
+  gint64 base = 0;
+  if (s != ROK_STREAM_NVME_WRITE && s != ROK_STREAM_NVME_READ)
     base = e->pcie_latency + check;
-  else if (j->path == PATH_DIRECT)
-    base = e->nvme_latency + e->pcie_latency + check;
-  else
-    base = e->nvme_latency;
-  if (leg_on_ssd(j))
-    base += e->sim->hw->nvme.leg_overhead + leg_wake(e, j);
+  else {
+    gboolean own = s == ROK_STREAM_NVME_WRITE && hw->nvme.write_fixed;
+    base = (own ? hw->nvme.write_latency : hw->nvme.latency) + (own ? hw->nvme.write_leg_overhead : hw->nvme.leg_overhead) +
+           leg_wake(e, j);
+    if (j->path == PATH_DIRECT)
+      base += e->pcie_latency + check;
+  }
   return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
 }
 

@@ -20,7 +20,7 @@ cat "$tmp/out" "$tmp/err"
 # Only the profile is left in the directory: the work folder is gone.
 [ "$(ls -A "$disk")" = "hw.json" ] || { echo "left behind in $disk: $(ls -A "$disk")" >&2; exit 1; }
 expect_in "$(cat "$tmp/out")" "Profile \"hw\" written to $disk/hw.json"
-expect_in "$(cat "$tmp/out")" "latency (QD1 4 KiB random reads)"
+expect_in "$(cat "$tmp/out")" "latency (QD1 4 KiB random requests): read"
 
 # The figures: positive, and within what any machine could measure.
 field() { # NAME: the first number after "NAME":
@@ -43,6 +43,8 @@ within memcpy_bandwidth 1e8 1e12
 within read_bandwidth 1e6 1e12
 within write_bandwidth 1e6 1e12
 within latency 1e-7 1
+within write_latency 1e-7 1
+grep -q "\"write_leg_overhead\": " "$disk/hw.json"
 within devices 1 1
 # The GEMM model fitted to the GEMMs timed, and their shapes recorded.
 within sm_count 1 4096

@@ -71,12 +71,16 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.latency.median, >, 0);
   g_assert_cmpfloat(disk.latency.median, <, 1.0);
   g_assert_cmpuint(disk.latency.n, >=, 10);
-  /* Bursts of 1 and 4 requests of 1 MiB and 256 KiB after 1 ms (16 is
-   * deeper than --qd 4) and lone ones of both sizes after 20 ms, 5 each. */
-  g_assert_cmpuint(disk.n_bursts, ==, 6);
+  g_assert_cmpfloat(disk.write_latency.median, >, 0);
+  g_assert_cmpuint(disk.write_latency.n, >=, 10);
+  /* Bursts of 1 and 4 requests of 1 MiB and 256 KiB and one of 64 KiB
+   * after 1 ms (16 is deeper than --qd 4) and lone ones of 1 MiB and 256
+   * KiB after 20 ms, 5 each. */
+  g_assert_cmpuint(disk.n_bursts, ==, 7);
   g_assert_cmpuint(disk.bursts[1].requests, ==, 4);
   g_assert_cmpuint(disk.bursts[3].request_bytes, ==, MIB / 4);
-  g_assert_cmpfloat(disk.bursts[5].gap_s, >, disk.bursts[0].gap_s);
+  g_assert_cmpuint(disk.bursts[4].request_bytes, ==, MIB / 16);
+  g_assert_cmpfloat(disk.bursts[6].gap_s, >, disk.bursts[0].gap_s);
   for (guint i = 0; i < disk.n_bursts; i++) {
     g_assert_cmpuint(disk.bursts[i].write.n, ==, 5);
     g_assert_cmpfloat(disk.bursts[i].write.median, >, 0);
@@ -85,6 +89,7 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.request_overhead, >=, 0);
   g_assert_cmpfloat(disk.request_overhead_per_mib, >=, 0);
   g_assert_cmpfloat(disk.leg_overhead, >=, 0);
+  g_assert_cmpfloat(disk.write_leg_overhead, >=, 0);
   g_assert_cmpfloat(disk.wake_write, >=, 0);
   g_assert_cmpfloat(disk.wake_read, >=, 0);
   g_assert_cmpfloat(disk.wake_after, >, 1e-3);
@@ -100,72 +105,104 @@ static void test_measure(void) {
 
 /* Bursts made by the model itself give its figures back: a leg of N
  * requests of B bytes after the short gap takes latency + leg + N (request
- * + B / MiB per_mib + B / bandwidth); after the long gap, WAKE more. */
+ * + B / MiB per_mib + B / bandwidth), latency and leg the direction's;
+ * after the long gap, WAKE more. */
 static const struct {
   guint requests;
   guint64 request_bytes;
   double gap_s;
-} shapes[] = {{1, MIB, 1e-3}, {4, MIB, 1e-3}, {16, MIB, 1e-3}, {1, MIB / 4, 1e-3},
-              {4, MIB / 4, 1e-3}, {1, MIB, 20e-3}, {1, MIB / 4, 20e-3}};
+} shapes[] = {{1, MIB, 1e-3},     {4, MIB, 1e-3},       {16, MIB, 1e-3},     {1, MIB / 4, 1e-3},
+              {4, MIB / 4, 1e-3}, {1, MIB / 16, 1e-3}, {1, MIB, 20e-3},     {1, MIB / 4, 20e-3}};
 
-static void burst_disk(RokCalibDisk *d, double latency, double leg, double request, double per_mib, double wake,
-                       double write_bw, double read_bw) {
-  *d = (RokCalibDisk){.points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint)), .latency.median = latency};
-  RokCalibDiskPoint p = {.block = MIB, .queue_depth = 32, .write.median = write_bw, .read.median = read_bw};
+typedef struct {
+  double latency, write_latency, leg, write_leg, request, per_mib, wake, write_bw, read_bw;
+} DiskModel;
+
+static void burst_disk(RokCalibDisk *d, const DiskModel *m) {
+  *d = (RokCalibDisk){.points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint)),
+                      .latency = {.median = m->latency, .n = 1},
+                      .write_latency = {.median = m->write_latency, .n = 1}};
+  RokCalibDiskPoint p = {.block = MIB, .queue_depth = 32, .write.median = m->write_bw, .read.median = m->read_bw};
   g_array_append_val(d->points, p);
   for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
     RokCalibBurst *b = &d->bursts[d->n_bursts++];
     *b = (RokCalibBurst){.requests = shapes[i].requests, .request_bytes = shapes[i].request_bytes,
                          .gap_s = shapes[i].gap_s};
-    double mib = (double)b->request_bytes / MIB, more = b->gap_s > 1e-3 ? wake : 0;
-    b->write.median = latency + leg + more + b->requests * (request + mib * per_mib + b->request_bytes / write_bw);
-    b->read.median = latency + leg + more + b->requests * (request + mib * per_mib + b->request_bytes / read_bw);
+    double mib = (double)b->request_bytes / MIB, more = b->gap_s > 1e-3 ? m->wake : 0;
+    double own = m->request + mib * m->per_mib;
+    b->write.median = m->write_latency + m->write_leg + more + b->requests * (own + b->request_bytes / m->write_bw);
+    b->read.median = m->latency + m->leg + more + b->requests * (own + b->request_bytes / m->read_bw);
   }
 }
 
+/* 30 us per request and 100 us per MiB of it beyond the streaming time,
+ * 120 us per leg, both directions alike. */
+static const DiskModel alike = {40e-6, 40e-6, 120e-6, 120e-6, 30e-6, 100e-6, 0, 4e9, 3.6e9};
+
 static void test_fit_overheads(void) {
   RokCalibDisk d;
-  double request = 0, per_mib = 0, leg = 0;
-  /* 30 us per request and 100 us per MiB of it beyond the streaming
-   * time, 120 us per leg. */
-  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 0, 4e9, 3.6e9);
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  double request = 0, per_mib = 0, leg = 0, write_leg = 0;
+  burst_disk(&d, &alike);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
   g_assert_cmpfloat_with_epsilon(request, 30e-6, 1e-9);
   g_assert_cmpfloat_with_epsilon(per_mib, 100e-6, 1e-9);
   g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
-  /* The bursts after the long gap, slower, are not fitted. */
+  g_assert_cmpfloat_with_epsilon(write_leg, 120e-6, 1e-9);
   g_array_unref(d.points);
-  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 500e-6, 4e9, 3.6e9);
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  /* A disk that takes a write sooner than it answers a read: each
+   * direction's latency is taken out and its leg cost fitted apart. */
+  DiskModel cached = alike;
+  cached.write_latency = 20e-6, cached.write_leg = 50e-6;
+  burst_disk(&d, &cached);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
+  g_assert_cmpfloat_with_epsilon(request, 30e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(per_mib, 100e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(write_leg, 50e-6, 1e-9);
+  /* Without a write latency timed, a write's latency is a read's: the
+   * write leg takes the difference. */
+  d.write_latency.n = 0;
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
+  g_assert_cmpfloat_with_epsilon(write_leg, 30e-6, 1e-9);
+  g_array_unref(d.points);
+  /* The bursts after the long gap, slower, are not fitted. */
+  DiskModel waking = alike;
+  waking.wake = 500e-6;
+  burst_disk(&d, &waking);
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
   g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
   g_array_unref(d.points);
   /* No leg cost and no per-request cost: never negative, however the
    * noise leans. */
-  burst_disk(&d, 40e-6, 0, 0, 100e-6, 0, 4e9, 3.6e9);
+  DiskModel bare = alike;
+  bare.leg = bare.write_leg = bare.request = 0;
+  burst_disk(&d, &bare);
   d.bursts[0].write.median -= 5e-6;
   d.bursts[3].read.median -= 5e-6;
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
   g_assert_cmpfloat(leg, >=, 0);
+  g_assert_cmpfloat(write_leg, >=, 0);
   g_assert_cmpfloat(request, >=, 0);
-  g_assert_cmpfloat(leg + request, <, 2e-6);
+  g_assert_cmpfloat(leg + write_leg + request, <, 3e-6);
   g_assert_cmpfloat_with_epsilon(per_mib, 100e-6, 3e-6);
   g_array_unref(d.points);
   /* One request size cannot tell a request's cost from its bytes': the
    * per-MiB part is 0 and the request takes it all. */
-  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 0, 4e9, 3.6e9);
+  burst_disk(&d, &alike);
   d.n_bursts = 3;
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
   g_assert_cmpfloat(per_mib, ==, 0);
   g_assert_cmpfloat_with_epsilon(request, 130e-6, 1e-9);
   g_assert_cmpfloat_with_epsilon(leg, 120e-6, 1e-9);
-  /* One burst alone: the leg overhead takes what the two directions leave. */
+  /* One burst alone: each direction's leg overhead takes what it leaves. */
   d.n_bursts = 1;
-  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
+  g_assert_true(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
   g_assert_cmpfloat(request + per_mib, ==, 0);
   g_assert_cmpfloat_with_epsilon(leg, 120e-6 + 30e-6 + 100e-6, 1e-9);
+  g_assert_cmpfloat_with_epsilon(write_leg, 120e-6 + 30e-6 + 100e-6, 1e-9);
   g_array_set_size(d.points, 0);
-  g_assert_false(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg));
-  g_assert_cmpfloat(request + per_mib + leg, ==, 0);
+  g_assert_false(rok_calib_disk_fit_overheads(&d, &request, &per_mib, &leg, &write_leg));
+  g_assert_cmpfloat(request + per_mib + leg + write_leg, ==, 0);
   g_array_unref(d.points);
 }
 
@@ -174,15 +211,17 @@ static void test_fit_overheads(void) {
 static void test_fit_wake(void) {
   RokCalibDisk d;
   double write = 0, read = 0, after = 0;
-  burst_disk(&d, 40e-6, 120e-6, 30e-6, 100e-6, 150e-6, 4e9, 3.6e9);
+  DiskModel waking = alike;
+  waking.wake = 150e-6;
+  burst_disk(&d, &waking);
   g_assert_true(rok_calib_disk_fit_wake(&d, &write, &read, &after));
   g_assert_cmpfloat_with_epsilon(write, 150e-6, 1e-12);
   g_assert_cmpfloat_with_epsilon(read, 150e-6, 1e-12);
   g_assert_cmpfloat_with_epsilon(after, sqrt(1e-3 * 20e-3), 1e-12);
-  d.bursts[5].write.median = d.bursts[6].write.median = 0; /* faster after the long gap */
+  d.bursts[6].write.median = d.bursts[7].write.median = 0; /* faster after the long gap */
   g_assert_true(rok_calib_disk_fit_wake(&d, &write, &read, &after));
   g_assert_cmpfloat(write, ==, 0);
-  d.n_bursts = 5;
+  d.n_bursts = 6;
   g_assert_false(rok_calib_disk_fit_wake(&d, &write, &read, &after));
   g_assert_cmpfloat(write + read + after, ==, 0);
   g_array_unref(d.points);

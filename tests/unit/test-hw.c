@@ -166,6 +166,47 @@ static void test_nvme_overheads(void) {
   g_assert_nonnull(strstr(warnings->pdata[0], "\"nvme.leg_cpu\": 0.05 is 50.0 ms: a plain number is seconds"));
 }
 
+/* nvme.write_latency and write_leg_overhead: either one makes both a
+ * write's own, the other taken from the read's figure; read back as
+ * written; absent, a write pays the read's and neither is written. */
+static void test_nvme_write_fixed(void) {
+  static const char *const base =
+      "{\"gpu\": {\"memory\": \"40GiB\", \"peak_flops\": 1e12, \"matmul_efficiency\": 0.5, \"hbm_bandwidth\": 1e12}, "
+      "\"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
+      "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
+      "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\", \"latency\": \"90us\", "
+      "\"leg_overhead\": \"70us\"%s}}";
+  static const struct {
+    const char *members;
+    gboolean own;
+    gint64 latency, leg;
+  } cases[] = {{"", FALSE, 90000, 70000},
+               {", \"write_latency\": \"40us\"", TRUE, 40000, 70000},
+               {", \"write_leg_overhead\": 0", TRUE, 90000, 0},
+               {", \"write_latency\": \"40us\", \"write_leg_overhead\": \"5us\"", TRUE, 40000, 5000}};
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    GError *error = NULL;
+    g_autofree char *json = g_strdup_printf(base, cases[c].members);
+    g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
+    g_assert_no_error(error);
+    json_object *o = rok_hw_to_json(hw);
+    g_autofree char *text = rok_json_to_string(o);
+    json_object_put(o);
+    g_assert_true((strstr(text, "write_latency") != NULL) == cases[c].own);
+    g_autoptr(RokHw) back = rok_hw_parse("back.json", text, strlen(text), &error);
+    g_assert_no_error(error);
+    for (const RokHw *h = hw; h != NULL; h = h == hw ? back : NULL) {
+      g_assert_cmpint(h->nvme.write_fixed, ==, cases[c].own);
+      if (h->nvme.write_fixed) {
+        g_assert_cmpint(h->nvme.write_latency, ==, cases[c].latency);
+        g_assert_cmpint(h->nvme.write_leg_overhead, ==, cases[c].leg);
+      }
+      g_assert_cmpint(h->nvme.latency, ==, 90000);
+      g_assert_cmpint(h->nvme.leg_overhead, ==, 70000);
+    }
+  }
+}
+
 #define CURVE_HW(curve, nvme)                                                                                \
   "{\"gpu\": {\"memory\": \"8GiB\", \"peak_flops\": 1e11, \"matmul_efficiency\": 0.8, "                   \
   "\"hbm_bandwidth\": 2e10" curve "}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "            \
@@ -250,6 +291,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hw/bad", test_bad);
   g_test_add_func("/hw/latencies", test_latencies);
   g_test_add_func("/hw/nvme-overheads", test_nvme_overheads);
+  g_test_add_func("/hw/nvme-write-fixed", test_nvme_write_fixed);
   g_test_add_func("/hw/curve", test_curve);
   g_test_add_func("/hw/bad-curve", test_bad_curve);
   return g_test_run();

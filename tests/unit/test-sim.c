@@ -249,6 +249,27 @@ static void test_leg_overhead(void) {
   }
 }
 
+/* nvme.write_latency and write_leg_overhead (write_fixed): the write pays
+ * them instead of the read's latency and leg_overhead; the read still
+ * pays those. The 1 MB write and read of the test above: the write 5 +
+ * 10 us (PCIe, gpudirect) + 10 us before its bytes, the read 20 + 10 +
+ * 100 us. */
+static void test_write_fixed(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint a = ssd_trace(trace);
+  RokHw hw = ssd_hw();
+  hw.nvme.leg_overhead = 100 * US;
+  hw.nvme.write_fixed = TRUE;
+  hw.nvme.write_latency = 5 * US;
+  hw.nvme.write_leg_overhead = 10 * US;
+  g_autoptr(RokSimResult) r = run_to_ssd(trace, &hw, a);
+  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+  const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
+  g_assert_cmpint(write->end_ns - write->start_ns, ==, 25 * US + 1 * MS);
+  g_assert_cmpint(read->end_ns - read->start_ns, ==, 130 * US + 1 * MS);
+  check_log(r);
+}
+
 /* nvme.wake_write and wake_read: a leg that finds the disk idle for
  * wake_after or longer pays them. The write comes first in the step: it
  * does; the read comes 0.97 ms after the write ended: with wake_after 5
@@ -601,6 +622,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/offload-pencil", test_offload_pencil);
   g_test_add_func("/sim/leg-overhead", test_leg_overhead);
+  g_test_add_func("/sim/write-fixed", test_write_fixed);
   g_test_add_func("/sim/wake", test_wake);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);

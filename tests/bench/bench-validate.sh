@@ -42,7 +42,11 @@
 # them) the LLaMA-shaped model 2.8%, worst 11.8%, every row within its
 # interval. Each run calibrates afresh, so the calibrations' spread is in
 # these figures; README has the comparisons of builds on one calibration
-# and the steps between.
+# and the steps between. 2026-11-25, on a fresh VM whose steps spread
+# 14-31% within a row: --runs 1 median 11.2% and 5.9% (worst 17.0%,
+# 16.0%); with --ssd after the copy-wait and write-latency changes, 7.9%
+# and 3.7% (worst 14.6%, 22.4%): that machine's noise, not the 5%/10% of
+# the day before.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -313,5 +313,11 @@ guint64 rok_hw_node_weakest_gpu(const RokHw *hw);
 /* Derived rates of the whole array (all devices striped). */
 double rok_hw_nvme_read_bandwidth(const RokHw *hw);
 double rok_hw_nvme_write_bandwidth(const RokHw *hw);
+/* What one SSD request waits in each direction (ns): a write's own
+ * nvme.write_latency where the profile has one (write_fixed), else
+ * nvme.latency; and what a leg pays once beyond it, leg_overhead or
+ * write_leg_overhead alike. */
+gint64 rok_hw_nvme_latency(const RokHw *hw, gboolean write);
+gint64 rok_hw_nvme_leg_overhead(const RokHw *hw, gboolean write);
 
 G_END_DECLS

@@ -337,14 +337,14 @@ static gboolean measure_grid(Run *run, const char *dir, const RokCalibOptions *o
   return TRUE;
 }
 
-/* QD1 4 KiB reads at random places in the file: what one small request
- * costs, end to end (the sequential passes hide it behind the queue). */
-/* QD1 4 KiB requests at random places, reads then writes (a disk, or the
- * host's cache behind a virtual one, may take a write sooner than it
- * answers a read: the development VM's virtio disk 45 against 42 us for
- * 4 KiB, 62 against 87 for 64 KiB, at fio's QD1), each timed to its
- * completion as an SSD leg's requests are: a write without the
- * fdatasync that a pass's rate includes (4 KiB: 200 us with it here). */
+/* QD1 4 KiB requests at random places in the file: what one small
+ * request costs, end to end (the sequential passes hide it behind the
+ * queue). Reads then writes (a disk, or the host's cache behind a virtual
+ * one, may take a write sooner than it answers a read: the development
+ * VM's virtio disk 45 against 42 us for 4 KiB, 62 against 87 for 64 KiB,
+ * at fio's QD1), each timed to its completion as an SSD leg's requests
+ * are: a write without the fdatasync that a pass's rate includes (4 KiB:
+ * 200 us with it here). */
 static gboolean measure_latency(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                 GError **error) {
   guint max = o->quick ? 200 : 1000;

@@ -257,7 +257,6 @@ static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "copy_overhead", &hw->host.copy_overhead, error);
 }
 
-/* The SSD section may be left out (a machine without SSDs: devices 0). */
 /* nvme.write_latency and write_leg_overhead: either given makes both the
  * writes' own, the other as the reads' (after latency and leg_overhead). */
 static gboolean read_write_fixed(const RokJsonObj *o, RokHw *hw, GError **error) {
@@ -269,6 +268,7 @@ static gboolean read_write_fixed(const RokJsonObj *o, RokHw *hw, GError **error)
          read_latency(o, "write_leg_overhead", &hw->nvme.write_leg_overhead, error);
 }
 
+/* The SSD section may be left out (a machine without SSDs: devices 0). */
 static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
   g_auto(RokJsonObj) o = {0};
   if (!rok_json_child(root, "nvme", FALSE, &o, error))
@@ -464,6 +464,14 @@ double rok_hw_nvme_read_bandwidth(const RokHw *hw) {
 
 double rok_hw_nvme_write_bandwidth(const RokHw *hw) {
   return (double)hw->nvme.devices * hw->nvme.write_bandwidth;
+}
+
+gint64 rok_hw_nvme_latency(const RokHw *hw, gboolean write) {
+  return write && hw->nvme.write_fixed ? hw->nvme.write_latency : hw->nvme.latency;
+}
+
+gint64 rok_hw_nvme_leg_overhead(const RokHw *hw, gboolean write) {
+  return write && hw->nvme.write_fixed ? hw->nvme.write_leg_overhead : hw->nvme.leg_overhead;
 }
 
 /* Y at X on knots (x, y) pairs sorted by x, interpolated in log(x) and

@@ -307,9 +307,8 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->optimizer_ns = optimizer_ns(trace, hw);
   sim_comm_ops(sim);
   sim_comm_dp(sim);
-  sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth, hw->nvme.latency);
-  sim->nvme_write_speed =
-      array_speed(hw, hw->nvme.write_bandwidth, hw->nvme.write_fixed ? hw->nvme.write_latency : hw->nvme.latency);
+  sim->nvme_read_speed = array_speed(hw, hw->nvme.read_bandwidth, rok_hw_nvme_latency(hw, FALSE));
+  sim->nvme_write_speed = array_speed(hw, hw->nvme.write_bandwidth, rok_hw_nvme_latency(hw, TRUE));
   sim_program_init(&sim->prog, sim->n_ops, sim->n_tensors);
   sim_order_ranges(sim);
   sim_engine_init(&sim->engine, sim);

@@ -94,17 +94,12 @@ static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
  * them. */
 static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
-  RokStream s = leg_stream(j);
-  gint64 check = check_in_flow(e, j) ? 0 : leg_check(e, j);
   gint64 base = 0;
-  if (s != ROK_STREAM_NVME_WRITE && s != ROK_STREAM_NVME_READ)
-    base = e->pcie_latency + check;
-  else {
-    gboolean own = s == ROK_STREAM_NVME_WRITE && hw->nvme.write_fixed;
-    base = (own ? hw->nvme.write_latency : hw->nvme.latency) + (own ? hw->nvme.write_leg_overhead : hw->nvme.leg_overhead) +
-           leg_wake(e, j);
-    if (j->path == PATH_DIRECT)
-      base += e->pcie_latency + check;
+  if (!leg_on_ssd(j) || j->path == PATH_DIRECT) /* crosses PCIe */
+    base = e->pcie_latency + (check_in_flow(e, j) ? 0 : leg_check(e, j));
+  if (leg_on_ssd(j)) {
+    gboolean write = leg_stream(j) == ROK_STREAM_NVME_WRITE;
+    base += rok_hw_nvme_latency(hw, write) + rok_hw_nvme_leg_overhead(hw, write) + leg_wake(e, j);
   }
   return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
 }

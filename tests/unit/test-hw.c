@@ -203,6 +203,11 @@ static void test_nvme_write_fixed(void) {
       }
       g_assert_cmpint(h->nvme.latency, ==, 90000);
       g_assert_cmpint(h->nvme.leg_overhead, ==, 70000);
+      /* what each direction pays */
+      g_assert_cmpint(rok_hw_nvme_latency(h, TRUE), ==, cases[c].latency);
+      g_assert_cmpint(rok_hw_nvme_leg_overhead(h, TRUE), ==, cases[c].leg);
+      g_assert_cmpint(rok_hw_nvme_latency(h, FALSE), ==, 90000);
+      g_assert_cmpint(rok_hw_nvme_leg_overhead(h, FALSE), ==, 70000);
     }
   }
 }

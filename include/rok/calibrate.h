@@ -139,7 +139,7 @@ typedef struct {
   /* A CPU device only (calib-contention.c), while kernels run: a copy's
    * wait for the processors, and a hand-off to another thread and back;
    * contention FALSE when not measured. */
-  RokCalibStat copy_kernel_wait; /* over what was left of the kernel in progress */
+  RokCalibStat copy_kernel_free_at; /* when a copy's wait ended, over the kernel's length */
   RokCalibStat handoff;   /* seconds */
   gboolean contention;
   /* Another device (a GPU): what the executor pays per action beyond the

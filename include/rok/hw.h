@@ -102,6 +102,13 @@ typedef struct {
      * commands run (PoCL gives a command a processor only when one is done
      * with the kernel). 0: none. */
     double copy_kernel_wait;
+    /* Optional, with shared_cpus, and in its place where above 0: the
+     * share of a kernel's own length (its time alone, from its start)
+     * after which one of the processors that run it is done with its
+     * work-groups and takes copies; a copy handed over before then waits
+     * until then, one after it does not wait (measured: the point hardly
+     * moves with when the copy comes). */
+    double copy_kernel_free_at;
     /* Optional, with shared_cpus: the processor time a d2h or h2d leg
      * takes besides moving and checking its bytes (ns: enqueueing its
      * commands, the device's scheduling and completing them, the waiting

@@ -53,9 +53,10 @@
  * turn at its share of a processor, N / (k + N) while a kernel runs (the
  * kernels keep all N busy), min(1, N / k) while none does; their rate is
  * recomputed whenever a leg or a compute item starts or ends. A leg that
- * starts while a kernel is in progress first waits gpu.copy_kernel_wait
- * times what is left of that kernel (PoCL gives a copy command a processor
- * only when one is done with the kernel; an item is taken as one kernel, a
+ * starts while a kernel is in progress first waits until
+ * gpu.copy_kernel_free_at of that kernel is done (older profiles:
+ * copy_kernel_wait times what is left of it; PoCL gives a copy command a
+ * processor only when one is done with the kernel; an item is taken as one kernel, a
  * backward as two: a GEMM's dX and dW), not counted as a busy thread;
  * the legs that come while it waits or after it, in the same kernel, go
  * when it goes (the thread that ran out of the kernel's work takes them).

@@ -1,7 +1,7 @@
 /* The executor's costs around a copy on a device without a copy engine,
  * measured while the device runs kernels back to back (as it does while
- * `rok execute` offloads): how much of the kernel in progress a copy
- * waits for (PoCL gives a command a processor only when one is done with
+ * `rok execute` offloads): how far into the kernel in progress a copy
+ * waits (PoCL gives a command a processor only when one is done with
  * the kernel), and the time a hand-off between two threads takes there
  * (the executor hands every leg to its thread, and the leg's end back to
  * the compute thread). A GPU runs copies on its copy engines and its host
@@ -17,7 +17,7 @@
 
 #define WAIT_SAMPLES 12
 #define WAIT_TRIES (3 * WAIT_SAMPLES)
-#define WAIT_KERNELS 6 /* the copy is issued 1.5 to 2.5 kernels in, and outlasted */
+#define WAIT_KERNELS 6 /* the copy is issued 2 to 2.5 kernels in, and outlasted */
 #define MIB ((guint64)1 << 20)
 #define HANDOFF_SAMPLES 200
 #define GEMM_N 512 /* a kernel of a small transformer layer's size */
@@ -99,21 +99,24 @@ static gpointer chain_run(gpointer data) {
   return NULL;
 }
 
-/* What was left of the kernel in progress at `t` (0: none ran then). */
-static double kernel_left(const Chain *c, double t) {
+/* The kernel in progress at `t`, or -1 (none ran then). */
+static gint kernel_at(const Chain *c, double t) {
   for (guint k = 0; k < WAIT_KERNELS; k++)
     if (c->start[k] <= t && t < c->end[k])
-      return c->end[k] - t;
-  return 0;
+      return (gint)k;
+  return -1;
 }
 
-/* A copy issued at spread points into a run of kernels, less the same
- * copy alone, over what was left of the kernel in progress when it was
- * issued (from the kernels' thread's own timestamps): the share of that
- * remainder the copy waits (less than 1 where a processor is done with its
- * last work-groups before the kernel ends). Issues in a kernel's last
- * quarter are not used: there the remainder is as small as the timing's
- * own error. */
+/* A copy issued at spread points into the first half of a kernel in a
+ * run of them: when its wait (its time less the same copy's alone) ended,
+ * as a share of that kernel's length, from the kernels' thread's own
+ * timestamps. That is when a processor is done with its last work-groups,
+ * a little before the kernel ends; it hardly moves with when the copy
+ * came (PoCL traces of validate-gpt's backward: a worker free at 0.45-1.0
+ * of a GEMM, whenever the copy came before then), where the share of the
+ * remainder waited falls the later the copy comes (0.87, 0.82, 0.72 over
+ * a GEMM's first three quarters, the same trace). A copy issued in the
+ * second half may come after that point and say nothing of it. */
 static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
   g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, MIB, 64, error);
   g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, MIB, "calibrate.wait", TRUE, error) : NULL;
@@ -134,7 +137,7 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
       break;
     Chain chain = {.busy = b, .cl = cl};
     GThread *thread = g_thread_new("rok-calib-kernels", chain_run, &chain);
-    g_usleep((gulong)((1.5 + g_rand_double(rand)) * kernel * 1e6));
+    g_usleep((gulong)((2 + 0.5 * g_rand_double(rand)) * kernel * 1e6));
     double issued = now_s(), busy = 0;
     ok = copy_s(dev, host, &busy, error);
     g_thread_join(thread);
@@ -142,14 +145,15 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
       g_propagate_error(error, g_steal_pointer(&chain.error));
     ok = ok && chain.ok;
     g_clear_error(&chain.error); /* the copy failed first: its error is the one reported */
-    double left = kernel_left(&chain, issued);
-    if (ok && left >= kernel / 4)
-      samples[n++] = MAX(busy - alone, 0) / left;
+    gint k = kernel_at(&chain, issued);
+    double length = k >= 0 ? chain.end[k] - chain.start[k] : 0, into = k >= 0 ? issued - chain.start[k] : 0;
+    if (ok && k >= 0 && into < length / 2) /* past the kernel's end: free at its end */
+      samples[n++] = MIN((into + MAX(busy - alone, 0)) / length, 1.0);
   }
   g_rand_free(rand);
   if (ok && n == 0)
     g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE,
-                "copies beside kernels: none of %u copies came while a kernel had a quarter of its time left",
+                "copies beside kernels: none of %u copies came in the first half of a kernel",
                 WAIT_TRIES);
   if (ok && n > 0)
     *stat = rok_calib_stat(samples, n);
@@ -207,7 +211,7 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
     return TRUE;
   rok_calib_progress(o, "copies and hand-offs beside kernels");
   Busy b;
-  gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_wait, error) &&
+  gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_free_at, error) &&
                 measure_handoff(cl, &b, &d->handoff, error);
   busy_clear(&b);
   d->contention = ok;

@@ -133,8 +133,8 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
     return FALSE;
   /* A CPU device computes on the host's processors, and copies run there. */
   hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
-  if (d->contention) /* copies issued at spread points of a kernel: the typical wait */
-    hw->gpu.copy_kernel_wait = d->copy_kernel_wait.median;
+  if (d->contention) /* copies issued at spread points of a kernel: when they typically went */
+    hw->gpu.copy_kernel_free_at = d->copy_kernel_free_at.median;
   if (hw->gpu.shared_cpus > 0) /* a copy's own processor time is the kernels' loss */
     hw->gpu.copy_leg_cpu = (gint64)llround(d->copy_cpu * 1e9);
   fill_op_rates(d, hw);

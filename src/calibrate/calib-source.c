@@ -43,9 +43,10 @@ static void append_device(GString *s, const RokCalibration *c) {
                        "the processor time this process spent per 4 KiB copy of pcie.latency's (getrusage, all "
                        "its threads). ");
   if (d->contention)
-    g_string_append(s, "gpu.copy_kernel_wait: the median extra time of a 1 MiB copy issued at spread points while "
-                       "another thread runs 512x512x512 GEMMs one after another, over what was left of the GEMM in "
-                       "progress (the device gives a copy a processor only when one is done with the kernel); "
+    g_string_append(s, "gpu.copy_kernel_free_at: when the wait of a 1 MiB copy issued at spread points of a "
+                       "GEMM's first half ended (its time less the same copy's alone), over the GEMM's length, "
+                       "median, while another thread runs 512x512x512 GEMMs one after another (the device gives a "
+                       "copy a processor only when one is done with the kernel); "
                        "host.copy_overhead: the median time of a message to another thread and back through a "
                        "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg). ");
   if (d->ops->len > 0 && c->model_name != NULL)

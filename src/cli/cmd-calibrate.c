@@ -224,9 +224,9 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency, copy_cpu);
   if (d->contention) {
     g_autofree char *handoff = rok_units_format_time(d->handoff.median);
-    printf("  beside kernels       a copy waits %.2f of what is left of the kernel in progress; a thread hand-off "
+    printf("  beside kernels       a copy waits until %.2f of the kernel in progress is done; a thread hand-off "
            "%s\n",
-           d->copy_kernel_wait.median, handoff);
+           d->copy_kernel_free_at.median, handoff);
   }
 }
 

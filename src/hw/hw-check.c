@@ -162,16 +162,21 @@ static void check_decimal(const RokJsonDoc *doc, const char *section, guint64 by
 
 /* gpu.copy_wait: a wait per 1 MiB copy command that rok calibrated until
  * the simulator took a copy's wait for the kernel in progress instead
- * (gpu.copy_kernel_wait); read, so that older calibrations still load. */
-static void check_retired(const RokJsonDoc *doc, GPtrArray *warnings) {
+ * (gpu.copy_kernel_wait, now gpu.copy_kernel_free_at); read, so that
+ * older calibrations still load. copy_kernel_wait is still used, but not
+ * beside copy_kernel_free_at. */
+static void check_retired(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *warnings) {
   if (member(doc, "gpu", "copy_wait") != NULL)
     warn(warnings, doc, "gpu", "copy_wait",
          "is a wait per copy command measured by an older rok and is ignored: the simulator now takes "
-         "gpu.copy_kernel_wait, the share of the kernel in progress a copy waits for; run `rok calibrate` again");
+         "gpu.copy_kernel_free_at, the share of a kernel after which a copy passes; run `rok calibrate` again");
+  if (hw->gpu.copy_kernel_free_at > 0 && member(doc, "gpu", "copy_kernel_wait") != NULL)
+    warn(warnings, doc, "gpu", "copy_kernel_wait",
+         "is ignored: gpu.copy_kernel_free_at, given too, says when a copy handed over during a kernel goes");
 }
 
 void hw_check_plausible(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *warnings) {
-  check_retired(doc, warnings);
+  check_retired(hw, doc, warnings);
   for (guint i = 0; i < G_N_ELEMENTS(checks); i++)
     check_range(hw, doc, &checks[i], warnings);
   check_decimal(doc, "gpu", hw->gpu.memory, warnings);

@@ -79,6 +79,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->pcie_latency = hw->pcie.latency;
   e->copy_overhead = hw->host.copy_overhead;
   e->copy_kernel_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_wait : 0;
+  e->copy_kernel_free_at = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_free_at : 0;
   e->p2p_busy = 0;
   gboolean p2p = hw->interconnect.intra_node_pcie && hw->interconnect.gpus_per_node > 0;
   e->p2p_link[0] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.d2h_bandwidth) : 0;
@@ -104,6 +105,8 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->compute_action = e->last_compute_action = ROK_NO_ID;
   e->compute_event = ROK_NO_ID;
   e->compute_left = e->compute_since = e->compute_start = e->kernel_ns = 0;
+  e->first_base_ns = e->last_base_ns = 0;
+  e->last_kernel_start = -1;
   e->items_started = 0;
   e->free_kernel = G_MAXUINT64;
   e->free_at = 0;
@@ -287,12 +290,38 @@ gint64 sim_kernel_left(const SimEngine *e) {
   return stretched(e, left);
 }
 
+/* When the running item's last kernel began: -1 while its first runs.
+ * The pace has not changed since compute_since (every change banks), so
+ * a crossing since then is where the work left met the last kernel's. */
+static gint64 last_kernel_began(const SimEngine *e) {
+  if (e->last_kernel_start >= 0 || work_left(e) > e->kernel_ns)
+    return e->last_kernel_start;
+  return e->compute_since + (gint64)ceil((double)(e->compute_left - e->kernel_ns) / compute_pace(e));
+}
+
+/* The kernels' own lengths, not as the copies beside them and the host's
+ * threads stretched them: those take from one processor at a time, and
+ * the one they took least from is done when the kernel alone would be
+ * (PoCL traces of validate-gpt's offload row: a GEMM's first copy went at
+ * 0.98 of the GEMM's shortest run over the steps, 0.78 of its run then). */
+gint64 sim_kernel_until(const SimEngine *e, double share) {
+  if (!e->running)
+    return 0;
+  gint64 start = last_kernel_began(e), length = e->last_base_ns;
+  if (start < 0) {
+    start = e->compute_start;
+    length = e->first_base_ns;
+  }
+  return MAX(start + (gint64)llround(share * (double)length) - e->now, 0);
+}
+
 guint64 sim_kernel_id(const SimEngine *e) {
   return 2 * e->items_started + (work_left(e) <= e->kernel_ns);
 }
 
 /* Bring the running item's work left up to now at the current pace. */
 static void compute_bank(SimEngine *e) {
+  e->last_kernel_start = last_kernel_began(e);
   e->compute_left = work_left(e);
   e->compute_since = e->now;
 }
@@ -363,10 +392,13 @@ static void compute_try_start(SimEngine *e) {
   }
   sim_mem_add(e, v.work);
   e->compute_left = v.ns;
-  /* A copy waits for the kernel in progress (gpu.copy_kernel_wait): an
-   * item is taken as one kernel, a backward as two (a GEMM's dX and dW). */
-  e->kernel_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
+  /* A copy waits for the kernel in progress (gpu.copy_kernel_free_at or
+   * copy_kernel_wait): an item is taken as one kernel, a backward as two
+   * (a GEMM's dX and dW). */
+  e->kernel_ns = e->last_base_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
+  e->first_base_ns = v.ns - e->kernel_ns;
   e->compute_since = e->compute_start = e->now;
+  e->last_kernel_start = e->first_base_ns > 0 ? -1 : e->now;
   e->items_started++;
   e->compute_event = sim_evq_push(&e->evq, e->now + stretched(e, v.ns), EV_COMPUTE, 0);
   sim_transfer_kernel_launched(e);

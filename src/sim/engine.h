@@ -109,6 +109,7 @@ typedef struct {
   gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
+  double copy_kernel_free_at;             /* gpu.copy_kernel_free_at, 0 without shared_cpus */
   double d2h_speed, h2d_speed;
   /* Peer-to-peer traffic on the PCIe link (interconnect.intra_node_pcie):
    * the share of each direction one GPU's collectives take at full rate,
@@ -142,6 +143,10 @@ typedef struct {
    * running item's work left (ns at full speed) as of compute_since, its
    * start and its end event; copy legs now on those processors. */
   gint64 compute_left, compute_since, compute_start, kernel_ns;
+  /* The running item's kernels' own lengths (work at full speed: the
+   * first is 0 for an item of one kernel) and when its last kernel began
+   * (-1 until then): gpu.copy_kernel_free_at counts from a kernel's start. */
+  gint64 first_base_ns, last_base_ns, last_kernel_start;
   guint compute_event;
   guint64 items_started;
   /* The kernel (sim_kernel_id) whose copies pass from free_at on: PoCL's
@@ -226,7 +231,7 @@ static inline guint sim_cpus_beside_ahead(const SimEngine *e) {
  * launch (a d2h leg of several copy commands: PoCL makes a queue's next
  * command ready only when the one before has ended; an h2d leg: checked
  * on the host before its commands are enqueued) waits for it too
- * (gpu.copy_kernel_wait). */
+ * (gpu.copy_kernel_free_at or copy_kernel_wait). */
 void sim_transfer_kernel_launched(SimEngine *e);
 /* engine.c: `cpu_ns` of processor time taken by other work on the compute
  * processors now (gpu.shared_cpus): the running item loses its share. */
@@ -234,6 +239,10 @@ void sim_cpu_take(SimEngine *e, gint64 cpu_ns);
 /* engine.c: time until the kernel in progress ends at the current pace
  * (0 while no compute item runs). */
 gint64 sim_kernel_left(const SimEngine *e);
+/* engine.c: time until `share` of the kernel in progress's own length has
+ * passed since it began (0 once it has, or while no compute item runs):
+ * when the processor that was slowed least is done with it. */
+gint64 sim_kernel_until(const SimEngine *e, double share);
 /* engine.c: the kernel in progress, unique over the run (an item's one
  * kernel, or a backward's first or second); meaningless while none runs. */
 guint64 sim_kernel_id(const SimEngine *e);

@@ -300,9 +300,17 @@ static gboolean waits_for_launched(const SimJob *j) {
   return (leg_stream(j) == ROK_STREAM_D2H && j->bytes > ROK_SIM_CHUNK_BYTES) || leg_stream(j) == ROK_STREAM_H2D;
 }
 
+/* Whether copies wait for the kernel in progress (a CPU device's
+ * profile says how: gpu.copy_kernel_free_at or copy_kernel_wait). */
+static gboolean copies_wait_for_kernels(const SimEngine *e) {
+  return e->copy_kernel_free_at > 0 || e->copy_kernel_wait > 0;
+}
+
 /* The wait of a copy handed over in the middle of the kernel in progress:
  * PoCL gives a command a processor only when one is done with the kernel,
- * gpu.copy_kernel_wait of what is left of it. The worker that ran out of
+ * once gpu.copy_kernel_free_at of its own length has passed since it began
+ * (sim_kernel_until; in older profiles, copy_kernel_wait of what is left
+ * of it). The worker that ran out of
  * the kernel's chunks then takes every copy that comes until the kernel
  * ends, so a leg that comes while the first one waits, or after it, goes
  * when the first one goes (validate-gpt's offload row: the first of six
@@ -312,7 +320,8 @@ static gint64 wait_in_kernel(SimEngine *e) {
   guint64 kernel = sim_kernel_id(e);
   if (kernel == e->free_kernel)
     return MAX(e->free_at - e->now, 0);
-  gint64 wait = (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
+  gint64 wait = e->copy_kernel_free_at > 0 ? sim_kernel_until(e, e->copy_kernel_free_at)
+                                           : (gint64)llround(e->copy_kernel_wait * (double)sim_kernel_left(e));
   e->free_kernel = kernel;
   e->free_at = e->now + wait;
   return wait;
@@ -323,7 +332,7 @@ static gint64 wait_in_kernel(SimEngine *e) {
  * launched, or between kernels, does not wait, but for one that reaches
  * the device after the launch (waits_for_launched). */
 static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
-  if (e->copy_kernel_wait <= 0 || !check_in_flow(e, j) || !e->running ||
+  if (!copies_wait_for_kernels(e) || !check_in_flow(e, j) || !e->running ||
       (e->compute_start == e->now && !waits_for_launched(j)))
     return 0;
   return wait_in_kernel(e);
@@ -506,7 +515,7 @@ static void finish_leg(SimEngine *e, RokStream s) {
 }
 
 void sim_transfer_kernel_launched(SimEngine *e) {
-  if (e->copy_kernel_wait <= 0)
+  if (!copies_wait_for_kernels(e))
     return;
   static const RokStream copies[] = {ROK_STREAM_D2H, ROK_STREAM_H2D};
   for (guint i = 0; i < G_N_ELEMENTS(copies); i++) {

@@ -584,9 +584,52 @@ static void test_copy_kernel_free(void) {
   g_assert_cmpint(llabs(out[2]->end_ns - out[2]->start_ns - (50000 + 393216)), <=, 2);
 }
 
+/* gpu.copy_kernel_free_at in copy_kernel_wait's place: A2 (test_copy_kernel_wait)
+ * starts in op1 and waits until op1 has run half of its own 10 ms (from
+ * its start: A, running beside it, slowed op1 but not the processor that
+ * is done first), then its hand-offs and bytes; with op1 free from 5% on,
+ * A2 comes after that and does not wait. Read and written back; beside
+ * it copy_kernel_wait is ignored. */
+static void test_copy_kernel_free_at(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(
+      PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, \"copy_kernel_free_at\": 0.5");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(hw->gpu.copy_kernel_free_at, ==, 0.5);
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_autoptr(RokHw) back = parse(out, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(back->gpu.copy_kernel_free_at, ==, 0.5);
+  hw->pcie.latency = 0;
+  hw->host.copy_overhead = 50000;
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
+  gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
+  for (guint k = 0; k < 2; k++) {
+    hw->gpu.copy_kernel_free_at = k == 0 ? 0.5 : 0.05;
+    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+    g_assert_no_error(error);
+    const RokAction *second = NULL;
+    for (guint i = 0; i < r->actions->len; i++) {
+      const RokAction *x = &g_array_index(r->actions, RokAction, i);
+      if (x->kind == ROK_ACTION_OFFLOAD && x->stream == ROK_STREAM_D2H && x->tensor == a2)
+        second = x;
+    }
+    g_assert_nonnull(second);
+    g_assert_cmpint(second->start_ns, ==, t1);
+    gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
+    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 393216)), <=, 2);
+  }
+}
+
 /* An h2d leg is checked on the host before its command is enqueued, so
  * one that starts as a kernel is launched reaches the device after it and
- * waits copy_kernel_wait of that kernel: A's read back from host memory
+ * waits for that kernel: A's read back from host memory
  * starts as op1's backward (two kernels of 5 ms) is launched and waits
  * 2.5 ms before its hand-offs and bytes. */
 static void test_h2d_at_launch(void) {
@@ -596,19 +639,24 @@ static void test_h2d_at_launch(void) {
   g_autoptr(RokTrace) trace = copy_beside_kernel(1048576, &a, &op1);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
-  g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
-  const RokAction *back = NULL;
-  for (guint i = 0; i < r->actions->len; i++) {
-    const RokAction *x = &g_array_index(r->actions, RokAction, i);
-    if (x->kind == ROK_ACTION_BACKWARD && x->op == op1)
-      back = x;
+  /* copy_kernel_wait 0.5 of what is left, then copy_kernel_free_at 0.5 of
+   * the first kernel: the same wait at its launch */
+  for (guint k = 0; k < 2; k++) {
+    hw->gpu.copy_kernel_free_at = k == 0 ? 0 : 0.5;
+    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+    g_assert_no_error(error);
+    const RokAction *back = NULL;
+    for (guint i = 0; i < r->actions->len; i++) {
+      const RokAction *x = &g_array_index(r->actions, RokAction, i);
+      if (x->kind == ROK_ACTION_BACKWARD && x->op == op1)
+        back = x;
+    }
+    const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
+    g_assert_nonnull(back);
+    g_assert_cmpint(h2d->start_ns, ==, back->start_ns);
+    /* 2.5 ms of waiting, 50 us of hand-offs, 1 MiB at 1.5 ns per byte beside op1 */
+    g_assert_cmpint(llabs(h2d->end_ns - (h2d->start_ns + 2500000 + 50000 + 1572864)), <=, 2);
   }
-  const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
-  g_assert_nonnull(back);
-  g_assert_cmpint(h2d->start_ns, ==, back->start_ns);
-  /* 2.5 ms of waiting, 50 us of hand-offs, 1 MiB at 1.5 ns per byte beside op1 */
-  g_assert_cmpint(llabs(h2d->end_ns - (h2d->start_ns + 2500000 + 50000 + 1572864)), <=, 2);
 }
 
 /* A (1 MiB) offloaded by DECISION beside op1 (copy_beside_kernel), the
@@ -787,6 +835,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/shared-cpus", test_shared_cpus);
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
+  g_test_add_func("/validate-model/copy-kernel-free-at", test_copy_kernel_free_at);
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);

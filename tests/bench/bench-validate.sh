@@ -46,7 +46,12 @@
 # 14-31% within a row: --runs 1 median 11.2% and 5.9% (worst 17.0%,
 # 16.0%); with --ssd after the copy-wait and write-latency changes, 7.9%
 # and 3.7% (worst 14.6%, 22.4%): that machine's noise, not the 5%/10% of
-# the day before.
+# the day before. Later that day (another VM of the kind), with the
+# copies' free point (gpu.copy_kernel_free_at): --runs 1 median 11.1%,
+# worst 14.6%, every row measured 7-15% slower than predicted, keep
+# included (the calibration ran fast); h2d 47 against 31 (offload), 44
+# against 28 (tba); before the free point, on another calibration that
+# validated at 2-5%, h2d 50 against 20-34 and 48 against 23-29.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

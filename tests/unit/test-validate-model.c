@@ -25,6 +25,23 @@ static RokHw *parse(const char *text, GError **error) {
   return rok_hw_parse("hw.json", text, strlen(text), error);
 }
 
+/* HW as rok writes it. */
+static char *hw_text(const RokHw *hw) {
+  json_object *o = rok_hw_to_json(hw);
+  char *out = rok_json_to_string(o);
+  json_object_put(o);
+  return out;
+}
+
+/* HW written and read back. */
+static RokHw *round_trip(const RokHw *hw) {
+  GError *error = NULL;
+  g_autofree char *out = hw_text(hw);
+  RokHw *back = parse(out, &error);
+  g_assert_no_error(error);
+  return back;
+}
+
 /* Read, looked up, interpolated, written back and copied. */
 static void test_rates_read(void) {
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), rates_text);
@@ -53,11 +70,7 @@ static void test_rates_read(void) {
   /* Two knots: linear in log(work). */
   g_assert_cmpfloat_with_epsilon(rok_hw_op_rate(softmax, TRUE, 2000), 7.5e8, 1);
 
-  json_object *o = rok_hw_to_json(hw);
-  g_autofree char *out = rok_json_to_string(o);
-  json_object_put(o);
-  g_autoptr(RokHw) back = parse(out, &error);
-  g_assert_no_error(error);
+  g_autoptr(RokHw) back = round_trip(hw);
   g_assert_cmpuint(back->gpu.op_rates_len, ==, 3);
   g_assert_cmpuint(back->gpu.op_rates[2].len[ROK_HW_REBUILD], ==, 1);
   g_assert_cmpstr(back->gpu.op_rates[0].kind, ==, "linear");
@@ -297,13 +310,9 @@ static void test_checksum(void) {
   g_autoptr(RokHw) hw = parse(checked, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat(hw->host.checksum_bandwidth, ==, 2e9);
-  json_object *o = rok_hw_to_json(hw);
-  g_autofree char *out = rok_json_to_string(o);
-  json_object_put(o);
+  g_autofree char *out = hw_text(hw);
   g_assert_nonnull(strstr(out, "\"checksum_bandwidth\": 2000000000"));
-  json_object *p = rok_hw_to_json(plain);
-  g_autofree char *plain_out = rok_json_to_string(p);
-  json_object_put(p);
+  g_autofree char *plain_out = hw_text(plain);
   g_assert_null(strstr(plain_out, "checksum_bandwidth"));
 
   g_autoptr(RokTrace) trace = new_trace();
@@ -350,9 +359,7 @@ static void test_shared_cpus(void) {
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(hw->gpu.shared_cpus, ==, 2);
-  json_object *o = rok_hw_to_json(hw);
-  g_autofree char *out = rok_json_to_string(o);
-  json_object_put(o);
+  g_autofree char *out = hw_text(hw);
   g_assert_nonnull(strstr(out, "\"shared_cpus\": 2"));
   g_autofree char *bad_text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": -1");
   g_autoptr(RokHw) bad = parse(bad_text, &error);
@@ -396,13 +403,18 @@ static void test_shared_cpus(void) {
   g_assert_cmpint(own->step_ns, <, r->step_ns);
 }
 
-static const RokAction *fwd_of(const RokSimResult *r, guint op) {
+/* The first action of KIND of OP and of TENSOR (ROK_NO_ID: any; NULL: none). */
+static const RokAction *first_action(const RokSimResult *r, RokActionKind kind, guint op, guint tensor) {
   for (guint i = 0; i < r->actions->len; i++) {
     const RokAction *x = &g_array_index(r->actions, RokAction, i);
-    if (x->kind == ROK_ACTION_FORWARD && x->op == op)
+    if (x->kind == kind && (op == ROK_NO_ID || x->op == op) && (tensor == ROK_NO_ID || x->tensor == tensor))
       return x;
   }
   return NULL;
+}
+
+static const RokAction *fwd_of(const RokSimResult *r, guint op) {
+  return first_action(r, ROK_ACTION_FORWARD, op, ROK_NO_ID);
 }
 
 /* op0 (1 ms) makes A of `bytes` (and A2 of `second` bytes, unless 0),
@@ -448,11 +460,7 @@ static void test_copy_costs(void) {
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
   hw->nvme.request_overhead = 20000;
-  json_object *o = rok_hw_to_json(hw);
-  g_autofree char *out = rok_json_to_string(o);
-  json_object_put(o);
-  g_autoptr(RokHw) back = parse(out, &error);
-  g_assert_no_error(error);
+  g_autoptr(RokHw) back = round_trip(hw);
   g_assert_cmpfloat(back->gpu.copy_kernel_wait, ==, 0.5);
   g_assert_cmpint(back->host.copy_overhead, ==, 50000);
   g_assert_cmpint(back->nvme.request_overhead, ==, 0); /* no nvme section: not written */
@@ -597,11 +605,7 @@ static void test_copy_kernel_free_at(void) {
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat(hw->gpu.copy_kernel_free_at, ==, 0.5);
-  json_object *o = rok_hw_to_json(hw);
-  g_autofree char *out = rok_json_to_string(o);
-  json_object_put(o);
-  g_autoptr(RokHw) back = parse(out, &error);
-  g_assert_no_error(error);
+  g_autoptr(RokHw) back = round_trip(hw);
   g_assert_cmpfloat(back->gpu.copy_kernel_free_at, ==, 0.5);
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
@@ -614,12 +618,7 @@ static void test_copy_kernel_free_at(void) {
     hw->gpu.copy_kernel_free_at = k == 0 ? 0.5 : 0.05;
     g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
     g_assert_no_error(error);
-    const RokAction *second = NULL;
-    for (guint i = 0; i < r->actions->len; i++) {
-      const RokAction *x = &g_array_index(r->actions, RokAction, i);
-      if (x->kind == ROK_ACTION_OFFLOAD && x->stream == ROK_STREAM_D2H && x->tensor == a2)
-        second = x;
-    }
+    const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
     g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
     gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
@@ -645,12 +644,7 @@ static void test_h2d_at_launch(void) {
     hw->gpu.copy_kernel_free_at = k == 0 ? 0 : 0.5;
     g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
     g_assert_no_error(error);
-    const RokAction *back = NULL;
-    for (guint i = 0; i < r->actions->len; i++) {
-      const RokAction *x = &g_array_index(r->actions, RokAction, i);
-      if (x->kind == ROK_ACTION_BACKWARD && x->op == op1)
-        back = x;
-    }
+    const RokAction *back = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
     const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
     g_assert_nonnull(back);
     g_assert_cmpint(h2d->start_ns, ==, back->start_ns);

@@ -46,13 +46,13 @@
  * and the forward no longer reads the tensor. Reads mirror the writes.
  * Copies on the compute processors. With gpu.shared_cpus = N (a CPU
  * device: no copy engine), every running d2h or h2d leg (and gpudirect
- * leg) is one more busy thread on the N processors that run the kernels:
- * while k such legs run, the compute stream advances at N / (N + k) of its
- * speed (processor sharing), and its busy time is what it took. The legs
- * slow too: each runs its copy and its check (host.checksum_bandwidth) in
- * turn at its share of a processor, N / (k + N) while a kernel runs (the
- * kernels keep all N busy), min(1, N / k) while none does; their rate is
- * recomputed whenever a leg or a compute item starts or ends. A leg that
+ * leg) takes a processor from the N that run the kernels, which keep one:
+ * while k such legs run they have min(k, N - 1) processors (N while no
+ * kernel runs; with N = 1 they share it, k / (k + 1)), each runs its copy
+ * and its check (host.checksum_bandwidth) in turn at its share of those,
+ * and the compute stream advances at what is left, its busy time what it
+ * took; rates are recomputed whenever a leg or a compute item starts or
+ * ends. A leg that
  * starts while a kernel is in progress first waits until
  * gpu.copy_kernel_free_at of that kernel is done (older profiles:
  * copy_kernel_wait times what is left of it; PoCL gives a copy command a

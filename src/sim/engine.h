@@ -155,7 +155,6 @@ typedef struct {
   guint64 free_kernel;
   gint64 free_at;
   guint shared_cpus, cpu_legs;
-  guint cpu_ahead; /* of them, d2h legs queued ahead of the kernels: a processor each */
 
   /* prefetch of the micro-batch in backward */
   guint next_prefetch;
@@ -216,16 +215,11 @@ void sim_tensor_alloc(SimEngine *e, guint mb, guint tensor);
 guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, guint cause);
 /* Take or give back bytes of the staging buffer. */
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
-/* engine.c: a copy leg on the compute processors starts (TRUE) or ends;
- * `ahead`: it was queued ahead of the kernels and has a processor of its
- * own. */
-void sim_cpu_legs_change(SimEngine *e, gboolean start, gboolean ahead);
-/* The processors the kernels and the other legs share beside the legs
- * queued ahead of the kernels, which take one each (the kernels keep one
- * at least). */
-static inline guint sim_cpus_beside_ahead(const SimEngine *e) {
-  return e->shared_cpus - MIN(e->cpu_ahead, e->shared_cpus - 1);
-}
+/* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
+void sim_cpu_legs_change(SimEngine *e, gboolean start);
+/* engine.c: the processors the copy legs on the compute processors have
+ * in all now (gpu.shared_cpus): the kernels run on the rest. */
+double sim_legs_cpus(const SimEngine *e);
 /* transfer.c: a kernel was launched; a copy leg on the compute
  * processors that began at this moment but reaches the device after the
  * launch (a d2h leg of several copy commands: PoCL makes a queue's next

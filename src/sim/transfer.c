@@ -105,15 +105,9 @@ static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
 }
 
 /* The share of a processor a leg on the compute processors gets: the
- * kernels keep all N busy, each copy leg is one more thread; a d2h leg
- * queued ahead of the kernels has one of its own (the kernel waits for
- * it), and the rest share what is left. */
-static double cpu_share(const SimEngine *e, const SimJob *j) {
-  if (j->ahead)
-    return 1.0;
-  guint left = sim_cpus_beside_ahead(e);
-  guint threads = e->cpu_legs - e->cpu_ahead + (e->running ? e->shared_cpus : 0);
-  return threads <= left ? 1.0 : (double)left / (double)threads;
+ * legs' processors (sim_legs_cpus) over the legs. */
+static double cpu_share(const SimEngine *e) {
+  return e->cpu_legs == 0 ? 1.0 : sim_legs_cpus(e) / (double)e->cpu_legs;
 }
 
 /* A leg's own cap (0: none): on the compute processors, its copy and check
@@ -126,7 +120,7 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   if (check_in_flow(e, j)) {
     double rate = e->sim->hw->host.checksum_bandwidth;
     double solo = rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
-    cap = solo * cpu_share(e, j);
+    cap = solo * cpu_share(e);
   }
   RokStream s = leg_stream(j);
   gint64 fixed = e->sim->hw->nvme.request_overhead, per_mib = e->sim->hw->nvme.request_overhead_per_mib;
@@ -361,7 +355,7 @@ static void leg_go(SimEngine *e, RokStream s) {
   SimStream *st = &e->streams[s];
   SimJob *j = sim_job(e, st->job);
   if (leg_on_cpus(j))
-    sim_cpu_legs_change(e, TRUE, j->ahead);
+    sim_cpu_legs_change(e, TRUE);
   sim_cpu_take(e, leg_cpu_half(e, j));
   gint64 latency = leg_latency(e, j);
   if (latency > 0)
@@ -501,7 +495,7 @@ static void finish_leg(SimEngine *e, RokStream s) {
   SimJob *j = sim_job(e, id);
   st->job = ROK_NO_ID;
   if (leg_on_cpus(j))
-    sim_cpu_legs_change(e, FALSE, j->ahead);
+    sim_cpu_legs_change(e, FALSE);
   sim_cpu_take(e, leg_cpu_half(e, j));
   if (leg_on_ssd(j))
     e->ssd_last_end = e->now;
@@ -534,7 +528,7 @@ void sim_transfer_kernel_launched(SimEngine *e) {
       e->flows[s].active = FALSE;
       reshare(e);
     }
-    sim_cpu_legs_change(e, FALSE, j->ahead);
+    sim_cpu_legs_change(e, FALSE);
     st->event = sim_evq_push(&e->evq, e->now + wait_in_kernel(e), EV_KERNEL_WAIT, s);
   }
 }

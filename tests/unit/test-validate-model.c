@@ -393,7 +393,7 @@ static void test_shared_cpus(void) {
   }
   g_assert_cmpint(fwd1->start_ns, ==, 1000000);
   g_assert_cmpint(fwd1->end_ns, ==, 11500000);
-  /* Busy time is what the compute took: 1 + 10.33 forward, 10 + 1 backward
+  /* Busy time is what the compute took: 1 + 10.5 forward, 10 + 1 backward
    * (the read back overlaps op1's backward, slowing it as well). */
   g_assert_cmpint(r->compute_ns, >, 22000000);
   hw->gpu.shared_cpus = 0;
@@ -446,8 +446,9 @@ static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
  * test_shared_cpus, handed over as op1 (one kernel of 10 ms) is launched,
  * is queued ahead of op1 and does not wait for it, and pays half of
  * host.copy_overhead (the compute thread enqueued it: only the hand-off
- * back); op1 slows while the leg runs; a GPU profile (no shared_cpus)
- * ignores copy_kernel_wait and pays the whole hand-off. */
+ * back); op1 slows while the leg runs (with one processor they share it);
+ * a GPU profile (no shared_cpus) ignores copy_kernel_wait and pays the
+ * whole hand-off. */
 static void test_copy_costs(void) {
   GError *error = NULL;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5");
@@ -475,6 +476,14 @@ static void test_copy_costs(void) {
   /* op1 runs at 1/2 while the leg runs (its hand-off is a thread too) */
   gint64 done = (gint64)llround((25000 + 1048576) * 0.5);
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - (copy->end_ns + 10000000 - done)), <=, 1);
+  /* one processor: the leg and op1 share it, half each */
+  hw->gpu.shared_cpus = 1;
+  g_autoptr(RokSimResult) one = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  copy = leg(one, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 25000 + 2 * 1048576)), <=, 1);
+  done = (gint64)llround((25000 + 2 * 1048576) * 0.5);
+  g_assert_cmpint(llabs(fwd_of(one, op1)->end_ns - (copy->end_ns + 10000000 - done)), <=, 1);
   hw->gpu.shared_cpus = 0;
   g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);
   g_assert_no_error(error);
@@ -523,11 +532,12 @@ static void test_copy_kernel_wait(void) {
   g_assert_cmpint(second->start_ns, ==, t1);
   gint64 left = 10000000 - (gint64)llround((25000 + 1048576) * 0.5);
   gint64 wait = (gint64)llround(0.5 * (double)left);
-  /* then 50 us of hand-offs and 256 KiB at 1.5 ns per byte (op1 still runs) */
-  g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 393216)), <=, 2);
-  /* op1: full speed while A2 waits, 2/3 while A2 runs */
-  gint64 slow = 50000 + 393216;
-  gint64 op1_end = second->end_ns + (left - wait) - (gint64)llround(slow * 2.0 / 3.0);
+  /* then 50 us of hand-offs and 256 KiB at 1 ns per byte, on a processor
+   * taken from op1 (op1 still runs) */
+  g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 262144)), <=, 2);
+  /* op1: full speed while A2 waits, on one processor of two while A2 runs */
+  gint64 slow = 50000 + 262144;
+  gint64 op1_end = second->end_ns + (left - wait) - (gint64)llround(slow * 0.5);
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - op1_end), <=, 2);
 }
 
@@ -547,16 +557,16 @@ static void test_copy_commands(void) {
   g_assert_no_error(error);
   const RokAction *copy = leg(r, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   /* handed over at op1's launch, 1 ms in; then 5 ms of waiting (op1 at
-   * full speed), 50 us of hand-offs, 4 MiB at 1.5 ns per byte beside op1
-   * (at 2/3 of a processor) */
-  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 5000000 + 50000 + 6291456)), <=, 2);
+   * full speed), 50 us of hand-offs, 4 MiB at 1 ns per byte on a
+   * processor taken from op1 */
+  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 5000000 + 50000 + 4194304)), <=, 2);
   g_assert_cmpint(fwd_of(r, op1)->end_ns, >, 11000000); /* slowed once the copy runs */
 }
 
 /* Once a copy's wait for a kernel has ended, the others in that kernel
  * pass (PoCL's worker that ran out of the kernel's chunks takes them):
  * A3 follows A2 on the d2h stream, starts when A2 ends, still in op1,
- * and takes only its hand-offs and bytes (256 KiB at 1.5 ns per byte
+ * and takes only its hand-offs and bytes (256 KiB at 1 ns per byte
  * beside op1), where A2 waited half of what was left of op1. */
 static void test_copy_kernel_free(void) {
   GError *error = NULL;
@@ -589,7 +599,7 @@ static void test_copy_kernel_free(void) {
   g_assert_cmpint(out[1]->end_ns - out[1]->start_ns, >, 4000000); /* waited for op1 */
   g_assert_cmpint(out[2]->start_ns, ==, out[1]->end_ns);
   g_assert_cmpint(out[2]->end_ns, <, fwd_of(r, op1)->end_ns);
-  g_assert_cmpint(llabs(out[2]->end_ns - out[2]->start_ns - (50000 + 393216)), <=, 2);
+  g_assert_cmpint(llabs(out[2]->end_ns - out[2]->start_ns - (50000 + 262144)), <=, 2);
 }
 
 /* gpu.copy_kernel_free_at in copy_kernel_wait's place: A2 (test_copy_kernel_wait)
@@ -622,7 +632,7 @@ static void test_copy_kernel_free_at(void) {
     g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
     gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
-    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 393216)), <=, 2);
+    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 262144)), <=, 2);
   }
 }
 
@@ -648,8 +658,8 @@ static void test_h2d_at_launch(void) {
     const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
     g_assert_nonnull(back);
     g_assert_cmpint(h2d->start_ns, ==, back->start_ns);
-    /* 2.5 ms of waiting, 50 us of hand-offs, 1 MiB at 1.5 ns per byte beside op1 */
-    g_assert_cmpint(llabs(h2d->end_ns - (h2d->start_ns + 2500000 + 50000 + 1572864)), <=, 2);
+    /* 2.5 ms of waiting, 50 us of hand-offs, 1 MiB at 1 ns per byte on a processor taken from op1 */
+    g_assert_cmpint(llabs(h2d->end_ns - (h2d->start_ns + 2500000 + 50000 + 1048576)), <=, 2);
   }
 }
 

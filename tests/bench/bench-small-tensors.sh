@@ -56,7 +56,14 @@
 # meets), and two lone legs beside a d2h copy of 3-4 MiB took 2.1 and 3.9
 # ms, not explained yet. Since a leg's idle counts read legs too (the
 # disk's idle, as legs_by_size.py has it), one run: several-request legs
-# 0.93x, one-request legs 0.74x.
+# 0.93x, one-request legs 0.74x. Later (a leg takes a processor from the
+# kernels rather than sharing them fairly), on one quick profile
+# (--hw FILE), two runs of each build alternated: h2d predicted 434 MB/s
+# against 297-323 measured (259 against 362-481 before), d2h 164 against
+# 153-244 (160 against 223-277), the step 6.45 s predicted by both against
+# 5.17-5.40 (the quick profile's generic-layer op rates); --calibrate
+# once: d2h 195 against 223, h2d 289 against 278, writes 0.65x and reads
+# 0.98x of fio at QD 32.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -52,12 +52,12 @@
  * and its check (host.checksum_bandwidth) in turn at its share of those,
  * and the compute stream advances at what is left, its busy time what it
  * took; rates are recomputed whenever a leg or a compute item starts or
- * ends. A leg that
- * starts while a kernel is in progress first waits until
- * gpu.copy_kernel_free_at of that kernel is done (older profiles:
- * copy_kernel_wait times what is left of it; PoCL gives a copy command a
- * processor only when one is done with the kernel; an item is taken as one kernel, a
- * backward as two: a GEMM's dX and dW), not counted as a busy thread;
+ * ends. A leg that starts while a kernel is in progress first waits until
+ * gpu.copy_kernel_free_at of that kernel's own length has passed since it
+ * began (older profiles: copy_kernel_wait times what is left of it; PoCL
+ * gives a copy command a processor only when one is done with the kernel;
+ * an item is taken as one kernel, a backward as two: a GEMM's dX and dW),
+ * not counted as a busy thread;
  * the legs that come while it waits or after it, in the same kernel, go
  * when it goes (the thread that ran out of the kernel's work takes them).
  * One that starts as the kernel is launched (an offload at its producer's

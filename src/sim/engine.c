@@ -268,11 +268,14 @@ static void record_start(SimEngine *e, const SimItemView *v) {
  * with the kernels' threads had them at 282; the GEMMs beside them ran
  * 1.2-2x their time alone). With one processor the legs and the kernels
  * share it. */
-double sim_legs_cpus(const SimEngine *e) {
-  double n = e->shared_cpus, k = e->cpu_legs;
-  if (!e->running)
+double sim_cpus_of_legs(double n, double k, gboolean kernels) {
+  if (!kernels)
     return MIN(k, n);
   return n >= 2 ? MIN(k, n - 1) : k / (k + 1);
+}
+
+double sim_legs_cpus(const SimEngine *e) {
+  return sim_cpus_of_legs(e->shared_cpus, e->cpu_legs, e->running);
 }
 
 /* The compute stream's speed: the processors the legs leave it. */

@@ -217,8 +217,10 @@ guint sim_tensor_free(SimEngine *e, guint mb, guint tensor, RokStream stream, gu
 void sim_staging_change(SimEngine *e, guint64 bytes, gboolean take);
 /* engine.c: a copy leg on the compute processors starts (TRUE) or ends. */
 void sim_cpu_legs_change(SimEngine *e, gboolean start);
-/* engine.c: the processors the copy legs on the compute processors have
- * in all now (gpu.shared_cpus): the kernels run on the rest. */
+/* engine.c: the processors K copy legs have of N compute processors
+ * (gpu.shared_cpus) while KERNELS run or not: the kernels run on the rest. */
+double sim_cpus_of_legs(double n, double k, gboolean kernels);
+/* engine.c: sim_cpus_of_legs for the legs running now. */
 double sim_legs_cpus(const SimEngine *e);
 /* transfer.c: a kernel was launched; a copy leg on the compute
  * processors that began at this moment but reaches the device after the

@@ -93,9 +93,10 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
   if (hw->host.checksum_bandwidth > 0) /* every copy checked both ways */
     seconds += 2 * bytes / hw->host.checksum_bandwidth;
   seconds += rebuild_seconds(trace, hw);
-  if (hw->gpu.shared_cpus > 0) /* copies on all four streams taking processors from the compute */
-    seconds *= (double)hw->gpu.shared_cpus /
-               (double)MAX(hw->gpu.shared_cpus - MIN(hw->gpu.shared_cpus, (guint64)ROK_STREAM_COUNT - 1), 1);
+  if (hw->gpu.shared_cpus > 0) { /* copies on all four streams taking processors from the compute */
+    double n = (double)hw->gpu.shared_cpus;
+    seconds *= n / (n - sim_cpus_of_legs(n, ROK_STREAM_COUNT - 1, TRUE));
+  }
   seconds *= (double)MAX(trace->micro_batches_per_step, 1);
   if (seconds < 1e9)
     return TRUE;

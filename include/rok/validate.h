@@ -124,6 +124,13 @@ typedef struct {
   double taken_s;
   double error_ci_low, error_ci_high;
   gboolean within_noise;
+  /* The step-time error with the keep row's taken out: (measured /
+   * predicted) / (keep's measured / predicted) - 1. The keep row runs the
+   * kernels alone, so its error is the machine's speed now against its
+   * calibration (and the compute model every row shares); what is left is
+   * the error in what the row adds: recomputation, copies, their waits.
+   * NaN for the keep row itself and where there is none. */
+  double error_against_keep;
   double load_min, load_max; /* 1-minute load average before its runs; negative: unknown */
   double predicted_optimizer_s;    /* left out of the prediction (no kernel here) */
   guint64 predicted_peak_bytes, measured_peak_bytes;
@@ -145,6 +152,9 @@ typedef struct {
   double median_peak_error, max_peak_error;
   double max_moved_error;
   double median_noise, max_noise;
+  /* Over the rows but keep, absolute values of error_against_keep (NaN:
+   * no keep row). */
+  double median_error_against_keep, max_error_against_keep;
   guint rows_within_noise; /* rows whose prediction lies inside their measured interval */
   double median_taken_share; /* of the rows' taken_s over their measured step; negative: unknown */
   GArray *parts; /* RokValidatePart summed over the rows, in the rows' order */
@@ -173,7 +183,8 @@ void rok_validation_summarize(RokValidation *validation);
  * predicted_step_time_s, measured_step_time_s, step_time_error,
  * measured_step_time_min_s, measured_step_time_max_s, noise,
  * step_times_s, ci_low_s, ci_high_s, ci_coverage, taken_s, error_ci_low,
- * error_ci_high, within_noise, load_min, load_max,
+ * error_ci_high, within_noise, error_against_keep (null for keep, or
+ * without a keep row), load_min, load_max,
  * predicted_optimizer_s, predicted_peak_bytes, measured_peak_bytes,
  * peak_error, predicted_activation_peak_bytes,
  * measured_activation_peak_bytes, predicted_moved_bytes,
@@ -181,7 +192,8 @@ void rok_validation_summarize(RokValidation *validation);
  * actions, predicted_s, measured_s}]}], parts (over all rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
  * max_peak_error, max_moved_error, median_noise, max_noise,
- * rows_within_noise, median_taken_share, notes}. */
+ * median_error_against_keep, max_error_against_keep (null without a keep
+ * row), rows_within_noise, median_taken_share, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);
 
 /* The chart: measured against predicted step time, one labelled point per

@@ -112,14 +112,37 @@ static void print_load(const RokValidation *v) {
   printf("Load average %.2f before, %.2f after, on %u processors.\n", v->load_before[0], v->load_after[0], v->cpus);
 }
 
-static const RokValidateRow *worst_row(const RokValidation *v) {
+/* The row whose step-time error (AGAINST_KEEP: with keep's taken out)
+ * is furthest from 0; NULL where none has one. */
+static const RokValidateRow *worst_row(const RokValidation *v, gboolean against_keep) {
   const RokValidateRow *worst = NULL;
+  double furthest = -1;
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    if (worst == NULL || fabs(row->step_time_error) > fabs(worst->step_time_error))
+    double e = fabs(against_keep ? row->error_against_keep : row->step_time_error);
+    if (!isnan(e) && e > furthest) {
       worst = row;
+      furthest = e;
+    }
   }
   return worst;
+}
+
+/* Where a row stands: "offload at 5.03 GiB" ("-" for none). */
+static char *row_place(const RokValidateRow *row) {
+  if (row == NULL)
+    return g_strdup("-");
+  g_autofree char *budget = rok_units_format_size(row->budget_bytes);
+  return g_strdup_printf("%s at %s", row->strategy, budget);
+}
+
+static const RokValidateRow *keep_row(const RokValidation *v) {
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    if (g_str_equal(row->strategy, "keep"))
+      return row;
+  }
+  return NULL;
 }
 
 static int by_gap(gconstpointer a, gconstpointer b) {
@@ -154,12 +177,20 @@ static void print_table(const RokValidation *v, const char *dir) {
          "measured", "error", "interval", "peak pred.", "measured", "error", "moved", "error");
   for (guint i = 0; i < v->rows->len; i++)
     print_row(g_ptr_array_index(v->rows, i));
-  const RokValidateRow *worst = worst_row(v);
-  g_autofree char *where = worst ? rok_units_format_size(worst->budget_bytes) : g_strdup("");
-  printf("\nStep time error: median %.1f%%, worst %.1f%% (%s at %s). Peak memory error: median %.2f%%, worst "
+  g_autofree char *where = row_place(worst_row(v, FALSE));
+  printf("\nStep time error: median %.1f%%, worst %.1f%% (%s). Peak memory error: median %.2f%%, worst "
          "%.2f%%.\n",
-         100 * v->median_step_time_error, 100 * v->max_step_time_error, worst ? worst->strategy : "-", where,
-         100 * v->median_peak_error, 100 * v->max_peak_error);
+         100 * v->median_step_time_error, 100 * v->max_step_time_error, where, 100 * v->median_peak_error,
+         100 * v->max_peak_error);
+  const RokValidateRow *keep = keep_row(v);
+  if (keep != NULL && !isnan(v->median_error_against_keep)) {
+    g_autofree char *against = row_place(worst_row(v, TRUE));
+    printf("Against keep (keep's error, %+.1f%%, taken out of each row: how fast the machine runs its kernels now "
+           "against its calibration, with keep's own noise): median %.1f%%, worst %.1f%% (%s), the error in what "
+           "the rows add to keep.\n",
+           100 * keep->step_time_error, 100 * v->median_error_against_keep, 100 * v->max_error_against_keep,
+           against);
+  }
   printf("Bytes moved: %s. Noise (spread of a row's measured steps, (max - min) / median): median %.1f%%, largest "
          "%.1f%%.\n",
          v->max_moved_error == 0 ? "as planned in every row" : "NOT as planned", 100 * v->median_noise,

@@ -20,6 +20,35 @@ static void median_max(double *values, guint n, double *median, double *max) {
   *max = values[n - 1];
 }
 
+/* The keep row's measured over predicted step (0: no keep row). */
+static double keep_ratio(const RokValidation *v) {
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    if (g_str_equal(row->strategy, "keep") && row->predicted_step_time_s > 0 && row->measured_step_time_s > 0)
+      return row->measured_step_time_s / row->predicted_step_time_s;
+  }
+  return 0;
+}
+
+/* Each row's error_against_keep, and their median and largest over the
+ * rows but keep. */
+static void against_keep(RokValidation *v) {
+  double keep = keep_ratio(v);
+  g_autofree double *errors = g_new(double, MAX(v->rows->len, 1));
+  guint n = 0;
+  for (guint i = 0; i < v->rows->len; i++) {
+    RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    row->error_against_keep = NAN;
+    if (keep > 0 && !g_str_equal(row->strategy, "keep") && row->predicted_step_time_s > 0) {
+      row->error_against_keep = row->measured_step_time_s / row->predicted_step_time_s / keep - 1;
+      errors[n++] = fabs(row->error_against_keep);
+    }
+  }
+  median_max(errors, n, &v->median_error_against_keep, &v->max_error_against_keep);
+  if (n == 0)
+    v->median_error_against_keep = v->max_error_against_keep = NAN;
+}
+
 void rok_validation_summarize(RokValidation *v) {
   guint n = v->rows->len;
   g_autofree double *time = g_new(double, MAX(n, 1)), *peak = g_new(double, MAX(n, 1));
@@ -43,6 +72,7 @@ void rok_validation_summarize(RokValidation *v) {
   median_max(peak, n, &v->median_peak_error, &v->max_peak_error);
   median_max(moved, n, &unused, &v->max_moved_error);
   median_max(noise, n, &v->median_noise, &v->max_noise);
+  against_keep(v);
   v->rows_within_noise = 0;
   for (guint i = 0; i < n; i++)
     v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;
@@ -102,6 +132,7 @@ static json_object *row_json(const RokValidateRow *row) {
   add(o, "error_ci_low", rok_json_new_double(row->error_ci_low));
   add(o, "error_ci_high", rok_json_new_double(row->error_ci_high));
   add(o, "within_noise", json_object_new_boolean(row->within_noise));
+  add(o, "error_against_keep", isnan(row->error_against_keep) ? NULL : rok_json_new_double(row->error_against_keep));
   add(o, "load_min", rok_json_new_double(row->load_min));
   add(o, "load_max", rok_json_new_double(row->load_max));
   add(o, "predicted_optimizer_s", rok_json_new_double(row->predicted_optimizer_s));
@@ -141,6 +172,10 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_moved_error", rok_json_new_double(v->max_moved_error));
   add(o, "median_noise", rok_json_new_double(v->median_noise));
   add(o, "max_noise", rok_json_new_double(v->max_noise));
+  add(o, "median_error_against_keep",
+      isnan(v->median_error_against_keep) ? NULL : rok_json_new_double(v->median_error_against_keep));
+  add(o, "max_error_against_keep",
+      isnan(v->max_error_against_keep) ? NULL : rok_json_new_double(v->max_error_against_keep));
   add(o, "rows_within_noise", json_object_new_uint64(v->rows_within_noise));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "parts", parts_json(v->parts));

@@ -79,6 +79,15 @@ median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
 assert math.isclose(v["median_step_time_error"], median, rel_tol=1e-12)
 assert math.isclose(v["max_peak_error"], max(abs(r["peak_error"]) for r in rows), rel_tol=1e-12)
 assert v["max_noise"] >= v["median_noise"] >= 0
+# Against keep: each row's measured over predicted, over keep's.
+keep = rows[0]["measured_step_time_s"] / rows[0]["predicted_step_time_s"]
+assert rows[0]["error_against_keep"] is None
+against = []
+for r in rows[1:]:
+    e = r["measured_step_time_s"] / r["predicted_step_time_s"] / keep - 1
+    assert math.isclose(r["error_against_keep"], e, rel_tol=1e-9, abs_tol=1e-12), r["strategy"]
+    against.append(abs(e))
+assert math.isclose(v["max_error_against_keep"], max(against), rel_tol=1e-9)
 # The offloading rows moved data; keep moved none.
 assert rows[0]["measured_moved_bytes"] == 0
 assert rows[3]["measured_moved_bytes"] > 0 and rows[4]["predicted_moved_bytes"] >= 0
@@ -102,4 +111,5 @@ expect_in "$out" "Step time error: median"
 expect_in "$out" "Peak memory error"
 expect_in "$out" "Noise"
 expect_in "$out" "Furthest off"
+case $out in *"Against keep"*) echo "no keep row, yet a line against keep" >&2; exit 1 ;; esac
 [ -z "$(ls -A "$disk")" ]

@@ -182,6 +182,13 @@ static void test_summary_json(void) {
   g_assert_cmpfloat_with_epsilon(v->median_peak_error, 0.0025, 1e-12);
   g_assert_cmpfloat_with_epsilon(v->median_noise, 0.025, 1e-12);
   g_assert_cmpfloat_with_epsilon(v->max_noise, 0.04, 1e-12);
+  /* Against keep (measured 1.05 of predicted): recompute 0.9 / 1.05 - 1,
+   * offload 1.02 / 1.05 - 1, rok 1.1 / 1.05 - 1; keep itself has none. */
+  const RokValidateRow *keep = g_ptr_array_index(v->rows, 0), *recompute = g_ptr_array_index(v->rows, 1);
+  g_assert_true(isnan(keep->error_against_keep));
+  g_assert_cmpfloat_with_epsilon(recompute->error_against_keep, 0.9 / 1.05 - 1, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->median_error_against_keep, 1.1 / 1.05 - 1, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->max_error_against_keep, 1 - 0.9 / 1.05, 1e-12);
 
   json_object *o = rok_validation_to_json(v);
   g_autofree char *text = rok_json_to_string(o);
@@ -205,11 +212,33 @@ static void test_summary_json(void) {
   }
   g_assert_cmpfloat(json_object_get_double(json_object_object_get(doc, "max_step_time_error")), ==,
                     v->max_step_time_error);
+  json_object *keep_error = NULL;
+  g_assert_true(json_object_object_get_ex(json_object_array_get_idx(rows, 0), "error_against_keep", &keep_error));
+  g_assert_null(keep_error); /* keep itself: null */
+  g_assert_cmpfloat(json_object_get_double(json_object_object_get(doc, "max_error_against_keep")), ==,
+                    v->max_error_against_keep);
   g_assert_true(json_object_object_get_ex(doc, "median_step_time_error", NULL));
   g_assert_true(json_object_object_get_ex(doc, "max_peak_error", NULL));
   g_assert_cmpuint(json_object_array_length(json_object_object_get(doc, "notes")), ==, 1);
   g_assert_true(json_object_is_type(json_object_object_get(doc, "parts"), json_type_array));
   json_object_put(doc);
+}
+
+/* Without a keep row there is nothing to take out: NaN, null in the
+ * document. */
+static void test_no_keep(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
+  g_autoptr(RokValidation) v = validate_new(trace, hw);
+  add_row(v, "offload", 1 << 30, 1.0, 1.02, 0.01, 700, 0.0);
+  rok_validation_summarize(v);
+  g_assert_true(isnan(v->median_error_against_keep) && isnan(v->max_error_against_keep));
+  g_assert_true(isnan(((const RokValidateRow *)g_ptr_array_index(v->rows, 0))->error_against_keep));
+  json_object *o = rok_validation_to_json(v);
+  json_object *max = NULL;
+  g_assert_true(json_object_object_get_ex(o, "max_error_against_keep", &max));
+  g_assert_null(max);
+  json_object_put(o);
 }
 
 static void test_chart(void) {
@@ -375,6 +404,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/plan-rows", test_plan_rows);
   g_test_add_func("/validate/row-fill", test_row_fill);
   g_test_add_func("/validate/summary-json", test_summary_json);
+  g_test_add_func("/validate/no-keep", test_no_keep);
   g_test_add_func("/validate/chart", test_chart);
   g_test_add_func("/validate/median-interval", test_median_interval);
   g_test_add_func("/validate/taken", test_taken);

@@ -174,6 +174,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokValidation, rok_validation_free)
 RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
                             GError **error);
 
+/* The first keep row (the kernels alone, the rows' reference for
+ * error_against_keep); NULL where there is none. */
+const RokValidateRow *rok_validation_keep_row(const RokValidation *validation);
+
 /* The summary of `rows` (fills the medians and maxima and the parts summed
  * over the rows): for callers that build rows themselves, e.g. tests. */
 void rok_validation_summarize(RokValidation *validation);

@@ -136,15 +136,6 @@ static char *row_place(const RokValidateRow *row) {
   return g_strdup_printf("%s at %s", row->strategy, budget);
 }
 
-static const RokValidateRow *keep_row(const RokValidation *v) {
-  for (guint i = 0; i < v->rows->len; i++) {
-    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    if (g_str_equal(row->strategy, "keep"))
-      return row;
-  }
-  return NULL;
-}
-
 static int by_gap(gconstpointer a, gconstpointer b) {
   const RokValidatePart *x = *(RokValidatePart *const *)a, *y = *(RokValidatePart *const *)b;
   double gx = fabs(x->measured_s - x->predicted_s), gy = fabs(y->measured_s - y->predicted_s);
@@ -182,7 +173,7 @@ static void print_table(const RokValidation *v, const char *dir) {
          "%.2f%%.\n",
          100 * v->median_step_time_error, 100 * v->max_step_time_error, where, 100 * v->median_peak_error,
          100 * v->max_peak_error);
-  const RokValidateRow *keep = keep_row(v);
+  const RokValidateRow *keep = rok_validation_keep_row(v);
   if (keep != NULL && !isnan(v->median_error_against_keep)) {
     g_autofree char *against = row_place(worst_row(v, TRUE));
     printf("Against keep (keep's error, %+.1f%%, taken out of each row: how fast the machine runs its kernels now "

@@ -20,26 +20,26 @@ static void median_max(double *values, guint n, double *median, double *max) {
   *max = values[n - 1];
 }
 
-/* The keep row's measured over predicted step (0: no keep row). */
-static double keep_ratio(const RokValidation *v) {
+const RokValidateRow *rok_validation_keep_row(const RokValidation *v) {
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    if (g_str_equal(row->strategy, "keep") && row->predicted_step_time_s > 0 && row->measured_step_time_s > 0)
-      return row->measured_step_time_s / row->predicted_step_time_s;
+    if (g_str_equal(row->strategy, "keep"))
+      return row;
   }
-  return 0;
+  return NULL;
 }
 
 /* Each row's error_against_keep, and their median and largest over the
  * rows but keep. */
 static void against_keep(RokValidation *v) {
-  double keep = keep_ratio(v);
+  const RokValidateRow *k = rok_validation_keep_row(v);
+  double keep = k != NULL && k->predicted_step_time_s > 0 ? k->measured_step_time_s / k->predicted_step_time_s : 0;
   g_autofree double *errors = g_new(double, MAX(v->rows->len, 1));
   guint n = 0;
   for (guint i = 0; i < v->rows->len; i++) {
     RokValidateRow *row = g_ptr_array_index(v->rows, i);
     row->error_against_keep = NAN;
-    if (keep > 0 && !g_str_equal(row->strategy, "keep") && row->predicted_step_time_s > 0) {
+    if (keep > 0 && row != k && row->predicted_step_time_s > 0) {
       row->error_against_keep = row->measured_step_time_s / row->predicted_step_time_s / keep - 1;
       errors[n++] = fabs(row->error_against_keep);
     }
@@ -132,7 +132,7 @@ static json_object *row_json(const RokValidateRow *row) {
   add(o, "error_ci_low", rok_json_new_double(row->error_ci_low));
   add(o, "error_ci_high", rok_json_new_double(row->error_ci_high));
   add(o, "within_noise", json_object_new_boolean(row->within_noise));
-  add(o, "error_against_keep", isnan(row->error_against_keep) ? NULL : rok_json_new_double(row->error_against_keep));
+  add(o, "error_against_keep", rok_json_new_double(row->error_against_keep)); /* NaN: null */
   add(o, "load_min", rok_json_new_double(row->load_min));
   add(o, "load_max", rok_json_new_double(row->load_max));
   add(o, "predicted_optimizer_s", rok_json_new_double(row->predicted_optimizer_s));
@@ -172,10 +172,8 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_moved_error", rok_json_new_double(v->max_moved_error));
   add(o, "median_noise", rok_json_new_double(v->median_noise));
   add(o, "max_noise", rok_json_new_double(v->max_noise));
-  add(o, "median_error_against_keep",
-      isnan(v->median_error_against_keep) ? NULL : rok_json_new_double(v->median_error_against_keep));
-  add(o, "max_error_against_keep",
-      isnan(v->max_error_against_keep) ? NULL : rok_json_new_double(v->max_error_against_keep));
+  add(o, "median_error_against_keep", rok_json_new_double(v->median_error_against_keep));
+  add(o, "max_error_against_keep", rok_json_new_double(v->max_error_against_keep));
   add(o, "rows_within_noise", json_object_new_uint64(v->rows_within_noise));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "parts", parts_json(v->parts));

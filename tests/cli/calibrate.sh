@@ -44,6 +44,12 @@ within read_bandwidth 1e6 1e12
 within write_bandwidth 1e6 1e12
 within latency 1e-7 1
 within write_latency 1e-7 1
+# A CPU device (PoCL) shares its processors with the copies: where a
+# copy beside a kernel goes, a share of the kernel's length.
+if grep -q '"shared_cpus"' "$disk/hw.json"; then
+  within copy_kernel_free_at 0.01 1
+  expect_in "$(cat "$tmp/out")" "a copy waits until"
+fi
 grep -q "\"write_leg_overhead\": " "$disk/hw.json"
 within devices 1 1
 # The GEMM model fitted to the GEMMs timed, and their shapes recorded.

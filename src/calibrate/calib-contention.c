@@ -112,11 +112,12 @@ static gint kernel_at(const Chain *c, double t) {
  * as a share of that kernel's length, from the kernels' thread's own
  * timestamps. That is when a processor is done with its last work-groups,
  * a little before the kernel ends; it hardly moves with when the copy
- * came (PoCL traces of validate-gpt's backward: a worker free at 0.45-1.0
- * of a GEMM, whenever the copy came before then), where the share of the
- * remainder waited falls the later the copy comes (0.87, 0.82, 0.72 over
- * a GEMM's first three quarters, the same trace). A copy issued in the
- * second half may come after that point and say nothing of it. */
+ * came (PoCL's trace of validate-gpt's offload row: a worker free at
+ * 0.98 of a GEMM's shortest run, whenever the copy came before then),
+ * where the share of the remainder waited falls the later the copy comes
+ * (0.77 in a GEMM's first quarter, 0.39 in its second, the same trace).
+ * A copy issued in the second half may come after that point and say
+ * nothing of it. */
 static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
   g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, MIB, 64, error);
   g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, MIB, "calibrate.wait", TRUE, error) : NULL;

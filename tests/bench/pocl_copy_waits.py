@@ -16,15 +16,18 @@ the same kernel's shortest run over the steps ("base": the run that lost
 least to the host's other threads), and the share of what was left that
 it waited, by when it came. Then the copies' measured wait beside what
 each model form gives: free at --free-at of the kernel (a copy after
-that point does not wait), or --wait of what is left (older profiles);
-both let later copies in the kernel go when the first does.
+that point does not wait; counted on the kernel's base, as the simulator
+counts it on the kernel's own length), or --wait of what is left (older
+profiles); both let later copies in the kernel go when the first does.
 
 Measured 2026-11-25 on the development VM (validate-gpt's offload row,
-`rok execute --repeat 2`): first copies free at 0.72 of their kernel
-(median; 0.45-1.0), 0.88 of its base; by when they came, the share of
-what was left waited 0.68 (first quarter) falling to 0.36; summed waits
-80 ms measured, 129 from the remainder form at 0.94, 108 from the
-free-point form at 0.88, 75 at 0.72."""
+`rok execute --repeat 2`): first copies free at 0.78 of their kernel
+(median; 0.45-1.01), 0.98 of its base; by when they came, the share of
+what was left waited 0.77 (first quarter), 0.39 (second); summed waits
+79.6 ms measured, 128.6 from the remainder form at 0.94, 86.2 from the
+free-point form at the calibration's 0.95. The rok row at its smallest
+budget: free at 0.87 of the kernel, 0.94 of its base; waits 133.8 ms
+measured, 166.8 and 149.9 from the two forms."""
 import argparse
 import bisect
 import collections
@@ -100,7 +103,7 @@ def main():
                 end = into + wait
                 first_free.append((end / length, end / base.get(id(k), length)))
             by_quarter[min(int(4 * into / length), 3)].append(wait / (length - into))
-        free_form += max(a.free_at * length - into, 0)
+        free_form += max(a.free_at * base.get(id(k), length) - into, 0)  # as the simulator: on the base
     print(f"{count} copies came during kernels of {a.min_kernel:.0f} us or more "
           f"({len(copies)} copies, {len(kernels)} kernels{f', steps of {period} kernels' if period else ''})")
     if first_free:

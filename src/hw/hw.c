@@ -14,8 +14,8 @@ static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "
                                       "calibrated_shapes", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
-                                       "copy_kernel_wait", "copy_kernel_free_at", "copy_leg_cpu", "copy_wait" /* retired: hw-check.c warns */,
-                                       "sm_count", "gemm_tile", NULL};
+                                       "copy_kernel_wait", "copy_kernel_free_at", "copy_leg_cpu",
+                                       "copy_wait" /* retired: hw-check.c warns */, "sm_count", "gemm_tile", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory",          "pinned_buffer", "memcpy_bandwidth",

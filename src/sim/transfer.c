@@ -304,12 +304,14 @@ static gboolean copies_wait_for_kernels(const SimEngine *e) {
  * PoCL gives a command a processor only when one is done with the kernel,
  * once gpu.copy_kernel_free_at of its own length has passed since it began
  * (sim_kernel_until; in older profiles, copy_kernel_wait of what is left
- * of it). The worker that ran out of
- * the kernel's chunks then takes every copy that comes until the kernel
- * ends, so a leg that comes while the first one waits, or after it, goes
- * when the first one goes (validate-gpt's offload row: the first of six
- * h2d legs in a 3.2-3.9 ms backward waited 0.4-1.7 ms, the next ones
- * took 164-280 us, their copy alone). */
+ * of it). The worker that ran out of the kernel's chunks then takes every
+ * copy that comes until the kernel ends, so a leg that comes while the
+ * first one waits, or after it, goes when the first one goes
+ * (validate-gpt's offload row: the first of six h2d legs in a 3.2-3.9 ms
+ * backward waited 0.4-1.7 ms, the next ones took 164-280 us, their copy
+ * alone). The free point is the same for every copy of a kernel; the
+ * first copy's end of wait is kept for copy_kernel_wait, whose wait
+ * depends on when the copy came. */
 static gint64 wait_in_kernel(SimEngine *e) {
   guint64 kernel = sim_kernel_id(e);
   if (kernel == e->free_kernel)
@@ -334,8 +336,9 @@ static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
 
 /* A d2h leg that starts as its producer ends is enqueued by the compute
  * thread before it launches the next kernel (the executor's
- * runner_d2h_prime), so PoCL runs it first, on a processor of its own:
- * the kernel waits for it. Measured on the development VM, such legs
+ * runner_d2h_prime), so PoCL runs it first, on a processor of its own
+ * (as every leg on the processors has, sim_legs_cpus), and it pays only
+ * the hand-off back of host.copy_overhead. Measured on the development VM, such legs
  * copied and checked at the rate of an idle processor (validate-gpt's
  * offload row: 99-171 us for 192 KiB, 127-202 us for 256 KiB). Only a leg
  * of one command: PoCL makes a queue's next command ready when the one
@@ -343,7 +346,7 @@ static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
  * mostly after it (16 MiB beside a 97 ms kernel: 145-168 ms, primed or
  * not): it waits for that kernel (kernel_wait, or
  * sim_transfer_kernel_launched where it began at the launch's instant
- * but before it) and shares the processors as any other leg. */
+ * but before it) and pays the whole hand-off. */
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
   return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT && !waits_for_launched(j) &&
          (!e->running || e->compute_start == e->now);

@@ -128,6 +128,9 @@ typedef struct {
   guint64 d2h_bytes, h2d_bytes, nvme_write_bytes, nvme_read_bytes;
   double d2h_bandwidth, h2d_bandwidth, nvme_write_bandwidth, nvme_read_bandwidth;
   double busy_s[ROK_STREAM_COUNT];
+  /* Of the busy time, what was not a wait for staging slots (the
+   * bandwidths' denominators; the SSD streams' lanes each moment once). */
+  double active_s[ROK_STREAM_COUNT];
   double compute_s, recompute_s;
   double stall_s;
   double stall_s_by_cause[ROK_STALL_COUNT];
@@ -166,6 +169,7 @@ typedef struct {
   /* double per measured step: processor seconds other processes used while
    * it ran (rok_host_others_cpu_seconds); negative: unknown */
   GArray *others_cpu_s;
+  GArray *step_figures; /* RokExecFigures of each measured step, in order */
   double step_time_min_s, step_time_max_s, warmup_time_s;
   double dispatch_s;             /* compute waits that no transfer or free explains: the runner's own overhead */
   guint64 fixed_device_bytes;    /* allocated when the step started: parameters, gradients */

@@ -95,13 +95,26 @@ void rok_validate_options_init(RokValidateOptions *options);
 /* Where the time of a step goes, predicted and measured, in the median
  * measured step: compute by op kind and action ("linear backward",
  * "dropout recompute"), transfer legs by stream ("d2h", "nvme-write");
- * seconds summed over the actions. It tells which part of the model of
- * the machine is off when a step time is. */
+ * seconds summed over the actions (an SSD stream's: the time it had a leg
+ * moving bytes, each moment once). It tells which part of the model of
+ * the machine is off when a step time is. A transfer stream's time moves
+ * from step to step more than the step does (its legs wait for kernels
+ * whose timing is a race on a CPU device), so a row's stream parts carry
+ * the stream's median time over the row's measured steps, as the step
+ * time is taken, the confidence interval of that median and whether the
+ * prediction lies inside it; NaN and FALSE for compute parts and the sums
+ * over the rows. */
 typedef struct {
   char *part;
   guint actions;
   double predicted_s, measured_s;
+  double median_s, ci_low_s, ci_high_s;
+  gboolean within_noise;
 } RokValidatePart;
+
+/* (measured - predicted) / predicted of a part, measured as its median
+ * over the steps where it has one, as a row's step-time error is taken. */
+double rok_validate_part_error(const RokValidatePart *part);
 
 typedef struct {
   char *strategy;        /* "keep", ..., or "rok" */
@@ -158,6 +171,11 @@ typedef struct {
   guint rows_within_noise; /* rows whose prediction lies inside their measured interval */
   double median_taken_share; /* of the rows' taken_s over their measured step; negative: unknown */
   GArray *parts; /* RokValidatePart summed over the rows, in the rows' order */
+  /* The rows' transfer streams: how many, how many whose prediction lies
+   * inside their interval, and their errors' median and largest
+   * (absolute; NaN without any). */
+  guint streams, streams_within_noise;
+  double median_stream_error, max_stream_error;
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
   GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */
@@ -193,11 +211,14 @@ void rok_validation_summarize(RokValidation *validation);
  * peak_error, predicted_activation_peak_bytes,
  * measured_activation_peak_bytes, predicted_moved_bytes,
  * measured_moved_bytes, moved_error, integrity_failures, parts [{part,
- * actions, predicted_s, measured_s}]}], parts (over all rows),
+ * actions, predicted_s, measured_s, and for a transfer stream median_s,
+ * ci_low_s, ci_high_s, within_noise}]}], parts (over all rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
  * max_peak_error, max_moved_error, median_noise, max_noise,
  * median_error_against_keep, max_error_against_keep (null without a keep
- * row), rows_within_noise, median_taken_share, notes}. */
+ * row), rows_within_noise, streams, streams_within_noise,
+ * median_stream_error, max_stream_error (null without streams),
+ * median_taken_share, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);
 
 /* The chart: measured against predicted step time, one labelled point per

@@ -160,6 +160,49 @@ static void print_parts(const RokValidation *v) {
   }
 }
 
+/* Each row's transfer streams (the parts with an interval), the worst
+ * first named in the summary line. */
+static void print_streams(const RokValidation *v) {
+  if (v->streams == 0)
+    return;
+  const RokValidateRow *worst_row = NULL;
+  const RokValidatePart *worst = NULL;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    for (guint k = 0; k < row->parts->len; k++) {
+      const RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, k);
+      if (isnan(p->ci_low_s))
+        continue;
+      if (worst == NULL || fabs(rok_validate_part_error(p)) > fabs(rok_validate_part_error(worst))) {
+        worst = p;
+        worst_row = row;
+      }
+    }
+  }
+  g_autofree char *where = row_place(worst_row);
+  printf("Transfer streams, the time each had a leg running (predicted, the median over the row's steps, error, "
+         "the median's interval): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions inside "
+         "their interval.\n",
+         100 * v->median_stream_error, 100 * v->max_stream_error, worst->part, where, v->streams_within_noise,
+         v->streams);
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    g_autofree char *budget = rok_units_format_size(row->budget_bytes);
+    gboolean first = TRUE;
+    for (guint k = 0; k < row->parts->len; k++) {
+      const RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, k);
+      if (isnan(p->ci_low_s))
+        continue;
+      g_autofree char *pt = rok_units_format_time(p->predicted_s), *mt = rok_units_format_time(p->median_s);
+      g_autofree char *lo = rok_units_format_time(p->ci_low_s), *hi = rok_units_format_time(p->ci_high_s);
+      g_autofree char *e = percent(rok_validate_part_error(p));
+      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s\n", first ? row->strategy : "", first ? budget : "", p->part,
+             pt, mt, e, lo, hi, p->within_noise ? " *" : "");
+      first = FALSE;
+    }
+  }
+}
+
 static void print_table(const RokValidation *v, const char *dir) {
   printf("%s on %s (%s): %u rows in %u interleaved rounds, each run a warm-up step and %u measured ones.\n",
          v->model, v->hw, v->device ? v->device : "?", v->rows->len, v->rounds, v->repeat);
@@ -195,6 +238,7 @@ static void print_table(const RokValidation *v, const char *dir) {
     printf("Other processes used %.1f%% of the processors' time while a step ran (median over the rows); each "
            "interval reaches that much below the measured median, the most their work can have slowed the step.\n",
            100 * v->median_taken_share);
+  print_streams(v);
   print_parts(v);
   for (guint i = 0; i < v->notes->len; i++)
     printf("%s%s\n", i == 0 ? "Notes:\n  - " : "  - ", (const char *)g_ptr_array_index(v->notes, i));

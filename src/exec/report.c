@@ -11,6 +11,7 @@ RokExecReport *exec_report_new(void) {
   r->notes = g_ptr_array_new_with_free_func(g_free);
   r->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
   r->others_cpu_s = g_array_new(FALSE, FALSE, sizeof(double));
+  r->step_figures = g_array_new(FALSE, FALSE, sizeof(RokExecFigures));
   r->timeline = g_array_new(FALSE, FALSE, sizeof(RokExecSpan));
   r->loss = NAN;
   return r;
@@ -29,6 +30,7 @@ void rok_exec_report_free(RokExecReport *r) {
   g_ptr_array_unref(r->notes);
   g_array_unref(r->step_times_s);
   g_array_unref(r->others_cpu_s);
+  g_array_unref(r->step_figures);
   for (guint i = 0; i < r->timeline->len; i++)
     g_free(g_array_index(r->timeline, RokExecSpan, i).name);
   g_array_unref(r->timeline);

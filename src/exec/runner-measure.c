@@ -164,8 +164,10 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
     active[s] = union_ns(p, span, s, TRUE);
   }
   f->step_time_s = ((double)end - (double)origin) / 1e9;
-  for (guint s = 0; s < ROK_STREAM_COUNT; s++)
+  for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     f->busy_s[s] = busy[s] / 1e9;
+    f->active_s[s] = active[s] / 1e9;
+  }
   f->compute_s = f->busy_s[ROK_STREAM_COMPUTE];
   f->recompute_s = recompute / 1e9;
   f->comm_s = busy[ROK_STREAM_COMM] / 1e9;

@@ -191,6 +191,7 @@ static void fill_report(Runner *r, const Measured *m, double warmup) {
     double t = m->steps[i].figures.step_time_s;
     g_array_append_val(rep->step_times_s, t);
     g_array_append_val(rep->others_cpu_s, m->others[i]);
+    g_array_append_val(rep->step_figures, m->steps[i].figures);
     rep->step_time_min_s = MIN(rep->step_time_min_s, t);
     rep->step_time_max_s = MAX(rep->step_time_max_s, t);
   }

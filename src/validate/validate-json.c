@@ -1,21 +1,17 @@
 /* The summary over the rows and the rok-validation/1 document. */
 #include <math.h>
-#include <stdlib.h>
+
+#include <gsl/gsl_sort.h>
 
 #include "validate-private.h"
 #include "rok/core.h"
-
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Median and largest of N values (reordered); 0 for none. */
 static void median_max(double *values, guint n, double *median, double *max) {
   *median = *max = 0;
   if (n == 0)
     return;
-  qsort(values, n, sizeof *values, compare_double);
+  gsl_sort(values, 1, n);
   *median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
   *max = values[n - 1];
 }
@@ -49,6 +45,27 @@ static void against_keep(RokValidation *v) {
     v->median_error_against_keep = v->max_error_against_keep = NAN;
 }
 
+/* Over the rows' transfer streams (the parts with an interval). */
+static void streams(RokValidation *v) {
+  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
+  v->streams_within_noise = 0;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const GArray *parts = ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->parts;
+    for (guint k = 0; parts != NULL && k < parts->len; k++) {
+      const RokValidatePart *p = &g_array_index(parts, RokValidatePart, k);
+      if (isnan(p->ci_low_s))
+        continue;
+      double e = fabs(rok_validate_part_error(p));
+      g_array_append_val(errors, e);
+      v->streams_within_noise += p->within_noise;
+    }
+  }
+  v->streams = errors->len;
+  median_max((double *)(void *)errors->data, errors->len, &v->median_stream_error, &v->max_stream_error);
+  if (errors->len == 0)
+    v->median_stream_error = v->max_stream_error = NAN;
+}
+
 void rok_validation_summarize(RokValidation *v) {
   guint n = v->rows->len;
   g_autofree double *time = g_new(double, MAX(n, 1)), *peak = g_new(double, MAX(n, 1));
@@ -73,6 +90,7 @@ void rok_validation_summarize(RokValidation *v) {
   median_max(moved, n, &unused, &v->max_moved_error);
   median_max(noise, n, &v->median_noise, &v->max_noise);
   against_keep(v);
+  streams(v);
   v->rows_within_noise = 0;
   for (guint i = 0; i < n; i++)
     v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;
@@ -93,6 +111,12 @@ static json_object *parts_json(const GArray *parts) {
     json_object_object_add(o, "actions", json_object_new_uint64(p->actions));
     json_object_object_add(o, "predicted_s", rok_json_new_double(p->predicted_s));
     json_object_object_add(o, "measured_s", rok_json_new_double(p->measured_s));
+    if (!isnan(p->ci_low_s)) { /* a row's transfer stream */
+      json_object_object_add(o, "median_s", rok_json_new_double(p->median_s));
+      json_object_object_add(o, "ci_low_s", rok_json_new_double(p->ci_low_s));
+      json_object_object_add(o, "ci_high_s", rok_json_new_double(p->ci_high_s));
+      json_object_object_add(o, "within_noise", json_object_new_boolean(p->within_noise));
+    }
     json_object_array_add(a, o);
   }
   return a;
@@ -175,6 +199,10 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "median_error_against_keep", rok_json_new_double(v->median_error_against_keep));
   add(o, "max_error_against_keep", rok_json_new_double(v->max_error_against_keep));
   add(o, "rows_within_noise", json_object_new_uint64(v->rows_within_noise));
+  add(o, "streams", json_object_new_uint64(v->streams));
+  add(o, "streams_within_noise", json_object_new_uint64(v->streams_within_noise));
+  add(o, "median_stream_error", rok_json_new_double(v->median_stream_error));
+  add(o, "max_stream_error", rok_json_new_double(v->max_stream_error));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "parts", parts_json(v->parts));
   json_object *notes = json_object_new_array();

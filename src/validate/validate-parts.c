@@ -1,5 +1,10 @@
 /* Where the time of a step goes: the median step's actions (the report's
  * timeline) summed by part, predicted beside measured. */
+#include <math.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "validate-private.h"
 
 static void part_clear(gpointer data) {
@@ -12,11 +17,16 @@ GArray *validate_parts_new(void) {
   return parts;
 }
 
+/* A part of NAME (taken), nothing counted yet, with no interval. */
+static RokValidatePart part_new(char *name) {
+  return (RokValidatePart){.part = name, .median_s = NAN, .ci_low_s = NAN, .ci_high_s = NAN};
+}
+
 static RokValidatePart *part(GArray *parts, const char *name) {
   for (guint i = 0; i < parts->len; i++)
     if (g_str_equal(g_array_index(parts, RokValidatePart, i).part, name))
       return &g_array_index(parts, RokValidatePart, i);
-  RokValidatePart p = {.part = g_strdup(name)};
+  RokValidatePart p = part_new(g_strdup(name));
   g_array_append_val(parts, p);
   return &g_array_index(parts, RokValidatePart, parts->len - 1);
 }
@@ -108,7 +118,7 @@ static guint found_part(GArray *found, char **name, guint order) {
   while (k < found->len && !g_str_equal(g_array_index(found, Ordered, k).part.part, *name))
     k++;
   if (k == found->len) {
-    Ordered o = {.order = order, .part = {.part = g_steal_pointer(name)}};
+    Ordered o = {.order = order, .part = part_new(g_steal_pointer(name))};
     g_array_append_val(found, o);
   }
   return k;
@@ -142,6 +152,44 @@ void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSc
   g_array_sort(found, by_order); /* stable in glib: ties keep their order */
   for (guint k = 0; k < found->len; k++)
     g_array_append_val(parts, g_array_index(found, Ordered, k).part);
+}
+
+double rok_validate_part_error(const RokValidatePart *part) {
+  return validate_relative(isnan(part->median_s) ? part->measured_s : part->median_s, part->predicted_s);
+}
+
+/* A transfer stream's time in one step, as its part counts it: an SSD
+ * stream's past its legs' waits for staging slots, each moment once; a
+ * copy stream's legs' lengths. */
+static double stream_time(const RokExecFigures *f, RokStream s) {
+  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? f->active_s[s] : f->busy_s[s];
+}
+
+void validate_parts_spread(GArray *parts, const GPtrArray *reports) {
+  g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint k = 0; k < parts->len; k++) {
+    RokValidatePart *p = &g_array_index(parts, RokValidatePart, k);
+    RokStream s = ROK_STREAM_D2H;
+    while (s < ROK_STREAM_COUNT && !g_str_equal(p->part, rok_stream_name(s)))
+      s++;
+    if (s == ROK_STREAM_COUNT)
+      continue; /* compute, or communication placeholders */
+    g_array_set_size(times, 0);
+    for (guint r = 0; r < reports->len; r++) {
+      const GArray *steps = ((const RokExecReport *)g_ptr_array_index(reports, r))->step_figures;
+      for (guint i = 0; i < steps->len; i++) {
+        double t = stream_time(&g_array_index(steps, RokExecFigures, i), s);
+        g_array_append_val(times, t);
+      }
+    }
+    if (times->len == 0)
+      continue;
+    double *sorted = (double *)(void *)times->data, coverage = 0;
+    gsl_sort(sorted, 1, times->len);
+    p->median_s = gsl_stats_median_from_sorted_data(sorted, 1, times->len);
+    validate_median_interval(sorted, times->len, &p->ci_low_s, &p->ci_high_s, &coverage);
+    p->within_noise = p->ci_low_s <= p->predicted_s && p->predicted_s <= p->ci_high_s;
+  }
 }
 
 void validate_parts_add(GArray *into, const GArray *from) {

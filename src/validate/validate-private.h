@@ -37,5 +37,8 @@ void validate_taken(RokValidateRow *row, double *taken_s, guint n);
 GArray *validate_parts_new(void);
 /* The parts of a row's median step, from its report's timeline. */
 void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule);
+/* Each transfer stream part's interval over every measured step of REPORTS
+ * (RokExecReport *, the row's runs) and its within_noise. */
+void validate_parts_spread(GArray *parts, const GPtrArray *reports);
 /* Add `from` into `into`, part by part (new parts at the end). */
 void validate_parts_add(GArray *into, const GArray *from);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
 
 #include "validate-private.h"
 #include "rok/core.h"
@@ -103,11 +104,6 @@ static RokExecReport *run_once(const RokValidateOptions *o, Measuring *m, Progre
   return report;
 }
 
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median_of_sorted(const double *v, guint n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
@@ -128,7 +124,7 @@ void validate_median_interval(const double *sorted, guint n, double *low, double
 }
 
 void validate_taken(RokValidateRow *row, double *taken_s, guint n) {
-  qsort(taken_s, n, sizeof *taken_s, compare_double);
+  gsl_sort(taken_s, 1, n);
   row->taken_s = n > 0 ? median_of_sorted(taken_s, n) : -1;
   double low = row->ci_low_s - MAX(row->taken_s, 0);
   row->error_ci_low = validate_relative(low, row->predicted_step_time_s);
@@ -155,7 +151,7 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   }
   guint n = row->step_times_s->len;
   g_autofree double *sorted = g_memdup2(row->step_times_s->data, sizeof(double) * MAX(n, 1));
-  qsort(sorted, n, sizeof *sorted, compare_double);
+  gsl_sort(sorted, 1, n);
   double median = median_of_sorted(sorted, n);
   guint nearest = 0;
   for (guint r = 1; r < m->reports->len; r++) {
@@ -163,6 +159,10 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
     if (fabs(a->measured.step_time_s - median) < fabs(b->measured.step_time_s - median))
       nearest = r;
   }
+  /* The parts of the median step, each stream's interval over every step. */
+  row->parts = validate_parts_new();
+  validate_parts_fill(row->parts, g_ptr_array_index(m->reports, nearest), m->schedule);
+  validate_parts_spread(row->parts, m->reports);
   row->report = g_ptr_array_steal_index(m->reports, nearest);
   row->schedule = rok_schedule_to_string(m->schedule);
   validate_row_fill(row, m->schedule);
@@ -176,8 +176,6 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   validate_taken(row, (double *)(void *)taken->data, taken->len);
   row->load_min = m->load_min;
   row->load_max = m->load_max;
-  row->parts = validate_parts_new();
-  validate_parts_fill(row->parts, row->report, m->schedule);
   if (v->device == NULL)
     v->device = g_strdup(row->report->device);
   return row;

@@ -132,6 +132,10 @@ for i, d in enumerate(docs, 1):
         print(f"       against keep (keep {100 * keep['step_time_error']:+.1f}%, the machine against its "
               f"calibration): median {100 * d['median_error_against_keep']:.1f}%, "
               f"worst {100 * d['max_error_against_keep']:.1f}%")
+    if d.get("streams"):
+        print(f"       transfer streams (the median over a row's steps): error median "
+              f"{100 * d['median_stream_error']:.1f}%, worst {100 * d['max_stream_error']:.1f}%; "
+              f"{d['streams_within_noise']} of {d['streams']} predictions inside their median's interval")
 if runs > 1:
     a, b = docs[0]["rows"], docs[1]["rows"]
     same = all(x["predicted_step_time_s"] == y["predicted_step_time_s"] and

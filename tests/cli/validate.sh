@@ -103,6 +103,22 @@ for r in rows:
 for p in v["parts"]:
     assert math.isclose(p["measured_s"], total[p["part"]], rel_tol=1e-9), p
 assert any(p["part"] == "linear backward" for p in v["parts"])
+# The transfer streams of each row: their median over the 6 steps and its
+# interval (the 1st and 6th, as the step time's), the errors from those.
+stream_errors, within = [], 0
+for r in rows:
+    for p in r["parts"]:
+        stream = p["part"] in ("d2h", "h2d", "nvme-write", "nvme-read")
+        assert stream == ("median_s" in p), p
+        if stream:
+            assert p["ci_low_s"] <= p["median_s"] <= p["ci_high_s"], p
+            assert p["within_noise"] == (p["ci_low_s"] <= p["predicted_s"] <= p["ci_high_s"]), p
+            within += p["within_noise"]
+            stream_errors.append(abs(p["median_s"] - p["predicted_s"]) / p["predicted_s"])
+assert any(p["part"] == "d2h" for p in rows[3]["parts"])  # offload copies out
+assert v["streams"] == len(stream_errors) and v["streams_within_noise"] == within
+assert math.isclose(v["max_stream_error"], max(stream_errors), rel_tol=1e-9)
+assert all("median_s" not in p for p in v["parts"])
 EOF
 
 # The table.
@@ -111,5 +127,6 @@ expect_in "$out" "Step time error: median"
 expect_in "$out" "Peak memory error"
 expect_in "$out" "Noise"
 expect_in "$out" "Furthest off"
+expect_in "$out" "Transfer streams, the time each had a leg running"
 case $out in *"Against keep"*) echo "no keep row, yet a line against keep" >&2; exit 1 ;; esac
 [ -z "$(ls -A "$disk")" ]

@@ -156,6 +156,19 @@ static void add_row(RokValidation *v, const char *strategy, guint64 budget, doub
   g_ptr_array_add(v->rows, row);
 }
 
+/* A part of ROW: a compute part (no interval) where median_s is NaN, a
+ * transfer stream's otherwise. */
+static void add_part(RokValidateRow *row, const char *name, double predicted, double measured, double median,
+                     double low, double high) {
+  if (row->parts == NULL)
+    row->parts = validate_parts_new();
+  gboolean stream = !isnan(median);
+  RokValidatePart p = {.part = g_strdup(name), .actions = 1, .predicted_s = predicted, .measured_s = measured,
+                       .median_s = median, .ci_low_s = stream ? low : NAN, .ci_high_s = stream ? high : NAN,
+                       .within_noise = stream && low <= predicted && predicted <= high};
+  g_array_append_val(row->parts, p);
+}
+
 static RokValidation *made_up(void) {
   g_autoptr(RokTrace) trace = tiny_trace();
   g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
@@ -166,6 +179,10 @@ static RokValidation *made_up(void) {
   add_row(v, "recompute", 1 << 30, 1.3, 1.17, 0.04, 800, -0.01);
   add_row(v, "offload", 1 << 30, 1.0, 1.02, 0.01, 700, 0.0);
   add_row(v, "rok", 900, 1.1, 1.21, 0.03, 900, 0.005);
+  RokValidateRow *offload = g_ptr_array_index(v->rows, 2);
+  add_part(offload, "linear forward", 0.5, 0.6, NAN, 0, 0);
+  add_part(offload, "d2h", 0.10, 0.125, 0.12, 0.11, 0.13);  /* +20%, the interval above the prediction */
+  add_part(offload, "h2d", 0.20, 0.185, 0.19, 0.15, 0.25); /* -5%, inside */
   g_ptr_array_add(v->notes, g_strdup("a note"));
   rok_validation_summarize(v);
   return v;
@@ -189,6 +206,14 @@ static void test_summary_json(void) {
   g_assert_cmpfloat_with_epsilon(recompute->error_against_keep, 0.9 / 1.05 - 1, 1e-12);
   g_assert_cmpfloat_with_epsilon(v->median_error_against_keep, 1.1 / 1.05 - 1, 1e-12);
   g_assert_cmpfloat_with_epsilon(v->max_error_against_keep, 1 - 0.9 / 1.05, 1e-12);
+  /* The streams: errors from their medians over the steps, not the median
+   * step's; the compute part is not one of them. */
+  g_assert_cmpuint(v->streams, ==, 2);
+  g_assert_cmpuint(v->streams_within_noise, ==, 1);
+  g_assert_cmpfloat_with_epsilon(v->median_stream_error, (0.2 + 0.05) / 2, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->max_stream_error, 0.2, 1e-12);
+  const GArray *parts = ((const RokValidateRow *)g_ptr_array_index(v->rows, 2))->parts;
+  g_assert_cmpfloat_with_epsilon(rok_validate_part_error(&g_array_index(parts, RokValidatePart, 0)), 0.2, 1e-12);
 
   json_object *o = rok_validation_to_json(v);
   g_autofree char *text = rok_json_to_string(o);
@@ -221,6 +246,21 @@ static void test_summary_json(void) {
   g_assert_true(json_object_object_get_ex(doc, "max_peak_error", NULL));
   g_assert_cmpuint(json_object_array_length(json_object_object_get(doc, "notes")), ==, 1);
   g_assert_true(json_object_is_type(json_object_object_get(doc, "parts"), json_type_array));
+  g_assert_cmpuint(json_object_get_uint64(json_object_object_get(doc, "streams")), ==, 2);
+  g_assert_cmpuint(json_object_get_uint64(json_object_object_get(doc, "streams_within_noise")), ==, 1);
+  g_assert_cmpfloat(json_object_get_double(json_object_object_get(doc, "max_stream_error")), ==, v->max_stream_error);
+  /* A stream part has its median and interval, a compute part none; the
+   * sums over the rows none either. */
+  json_object *row_parts = json_object_object_get(json_object_array_get_idx(rows, 2), "parts");
+  g_assert_false(json_object_object_get_ex(json_object_array_get_idx(row_parts, 0), "median_s", NULL));
+  json_object *d2h = json_object_array_get_idx(row_parts, 1);
+  g_assert_cmpfloat(json_object_get_double(json_object_object_get(d2h, "median_s")), ==, 0.12);
+  g_assert_cmpfloat(json_object_get_double(json_object_object_get(d2h, "ci_low_s")), ==, 0.11);
+  g_assert_cmpfloat(json_object_get_double(json_object_object_get(d2h, "ci_high_s")), ==, 0.13);
+  g_assert_false(json_object_get_boolean(json_object_object_get(d2h, "within_noise")));
+  json_object *sums = json_object_object_get(doc, "parts");
+  for (gsize i = 0; i < json_object_array_length(sums); i++)
+    g_assert_false(json_object_object_get_ex(json_object_array_get_idx(sums, i), "ci_low_s", NULL));
   json_object_put(doc);
 }
 
@@ -237,6 +277,10 @@ static void test_no_keep(void) {
   json_object *o = rok_validation_to_json(v);
   json_object *max = NULL;
   g_assert_true(json_object_object_get_ex(o, "max_error_against_keep", &max));
+  g_assert_null(max);
+  g_assert_cmpuint(v->streams, ==, 0); /* no transfer stream either: NaN, null */
+  g_assert_true(isnan(v->median_stream_error));
+  g_assert_true(json_object_object_get_ex(o, "median_stream_error", &max));
   g_assert_null(max);
   json_object_put(o);
 }
@@ -378,6 +422,19 @@ static void test_run(void) {
     for (guint k = 0; k < row->parts->len; k++) {
       const RokValidatePart *part = &g_array_index(row->parts, RokValidatePart, k);
       g_assert_cmpuint(part->actions, >, 0);
+      /* A transfer stream: its median over the two steps, between them,
+       * the median step's time one of them. */
+      gboolean stream = g_str_equal(part->part, "d2h") || g_str_equal(part->part, "h2d") ||
+                        g_str_has_prefix(part->part, "nvme-");
+      g_assert_true(stream == !isnan(part->median_s));
+      if (stream) {
+        g_assert_cmpfloat(part->ci_low_s, <=, part->median_s);
+        g_assert_cmpfloat(part->median_s, <=, part->ci_high_s);
+        g_assert_cmpfloat(part->ci_low_s, <=, part->measured_s + 1e-6);
+        g_assert_cmpfloat(part->measured_s, <=, part->ci_high_s + 1e-6);
+        g_assert_true(part->within_noise ==
+                      (part->ci_low_s <= part->predicted_s && part->predicted_s <= part->ci_high_s));
+      }
       if (strchr(part->part, ' ') != NULL || g_str_equal(part->part, "optimizer")) {
         predicted += part->predicted_s;
         measured += part->measured_s;

@@ -130,6 +130,10 @@ typedef struct {
   guint64 elementwise_bytes; /* moved per add launch (2 read + 1 written) */
   RokCalibStat elementwise; /* bytes/s */
   RokCalibStat launch;      /* seconds per tiny kernel, back to back */
+  /* The device's checksum of a tensor as the executor takes it after a
+   * forward (two kernels, the value read back): seconds per tensor
+   * besides its bytes, and bytes/s; 0 when not measured. */
+  double checksum_overhead, checksum_bandwidth;
   GArray *ops;              /* RokCalibOp, in the order measured */
   guint64 copy_bytes;
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */

@@ -115,6 +115,13 @@ typedef struct {
      * threads' wake-ups), which the kernels on those processors lose. 0
      * (absent): none. */
     gint64 copy_leg_cpu;
+    /* Optional: the device's own checksum of a tensor bound for host
+     * memory or the SSDs, which rok's executor takes in its producer's
+     * forward, after the op's kernels (two kernels and a read of the
+     * result): bytes/s, and ns per tensor besides its bytes. 0 (absent):
+     * not modelled. */
+    double checksum_bandwidth;
+    gint64 checksum_overhead;
     /* Optional, together: streaming multiprocessors and the output tile
      * [rows, cols] a GEMM kernel computes per thread block. With them a
      * GEMM's time counts its tile and wave quantisation

@@ -160,6 +160,59 @@ static gboolean measure_elementwise(RokClKernels *kernels, const Timer *t, const
   return TRUE;
 }
 
+/* ---- The device's checksum of a tensor ---------------------------------- */
+
+typedef struct {
+  Job op; /* a tiny add: the forward the checksum follows */
+  RokClBuffer *data, *sum;
+  guint64 bytes; /* 0: the forward alone */
+} Sum;
+
+/* An action as the executor runs a forward that makes a tensor bound for
+ * host memory or the SSDs: its kernel, the checksum's two kernels behind
+ * it, the wait for them all, the value read back (runner-compute.c). */
+static gboolean run_sum(gpointer data, GError **error) {
+  Sum *s = data;
+  guint64 value = 0;
+  return run_add(&s->op, error) &&
+         (s->bytes == 0 || rok_cl_checksum_enqueue(s->op.kernels, s->data, 0, s->bytes, s->sum, 0, error)) &&
+         rok_cl_device_finish(rok_cl_kernels_device(s->op.kernels), ROK_CL_QUEUE_COMPUTE, error) &&
+         (s->bytes == 0 ||
+          rok_cl_buffer_read(s->sum, ROK_CL_QUEUE_COMPUTE, 0, sizeof value, &value, TRUE, 0, NULL, NULL, error));
+}
+
+/* What the checksum adds to such an action, of a small tensor and of a
+ * large one: the cost per tensor and the rate are the line through the
+ * two. */
+static gboolean measure_checksum(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o, RokCalibDevice *d,
+                                 GError **error) {
+  const guint64 sizes[3] = {0, (guint64)64 << 10, (guint64)(o->quick ? 4 : 16) << 20};
+  RokClDevice *cl = rok_cl_kernels_device(kernels);
+  Sum s = {0};
+  gboolean ok = add_job(kernels, (guint64)1 << 18, &s.op, error);
+  s.data = ok ? rok_cl_buffer_new(cl, ROK_DTYPE_BF16, sizes[2] / 2, "calibrate.checksum", TRUE, error) : NULL;
+  s.sum = s.data != NULL ? rok_cl_buffer_new(cl, ROK_DTYPE_I64, 1, "calibrate.sum", TRUE, error) : NULL;
+  ok = s.sum != NULL && rok_cl_buffer_zero(s.data, error);
+  double median[3] = {0};
+  g_autofree double *per_run = g_new(double, t->trials);
+  for (guint i = 0; ok && i < G_N_ELEMENTS(sizes); i++) {
+    s.bytes = sizes[i];
+    ok = time_runs(t, run_sum, &s, per_run, error);
+    median[i] = ok ? rok_calib_stat(per_run, t->trials).median : 0;
+  }
+  job_clear(&s.op);
+  rok_cl_buffer_free(s.data);
+  rok_cl_buffer_free(s.sum);
+  if (!ok)
+    return FALSE;
+  double per_byte = (median[2] - median[1]) / (double)(sizes[2] - sizes[1]);
+  if (!(per_byte > 0)) /* the large one no slower: its rate alone */
+    per_byte = (median[2] - median[0]) / (double)sizes[2];
+  d->checksum_bandwidth = per_byte > 0 ? 1 / per_byte : 0;
+  d->checksum_overhead = MAX(median[1] - median[0] - (double)sizes[1] * per_byte, 0);
+  return TRUE;
+}
+
 /* ---- GEMMs -------------------------------------------------------------- */
 
 static gboolean run_gemm(gpointer data, GError **error) {
@@ -277,7 +330,10 @@ gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, Ro
   if (!measure_launch(kernels, &t, d, error))
     return FALSE;
   rok_calib_progress(o, "device element-wise bandwidth");
-  return measure_elementwise(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
+  if (!measure_elementwise(kernels, &t, o, d, error))
+    return FALSE;
+  rok_calib_progress(o, "device checksum");
+  return measure_checksum(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
          measure_shapes(kernels, &t, o, d, error) && measure_probes(kernels, &t, o, d, error) &&
          rok_calib_measure_ops(kernels, o, cancel, d, error);
 }

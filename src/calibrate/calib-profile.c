@@ -137,6 +137,8 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->gpu.copy_kernel_free_at = d->copy_kernel_free_at.median;
   if (hw->gpu.shared_cpus > 0) /* a copy's own processor time is the kernels' loss */
     hw->gpu.copy_leg_cpu = (gint64)llround(d->copy_cpu * 1e9);
+  hw->gpu.checksum_bandwidth = d->checksum_bandwidth; /* 0 when not measured: not modelled */
+  hw->gpu.checksum_overhead = (gint64)llround(d->checksum_overhead * 1e9);
   fill_op_rates(d, hw);
   fill_shapes(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&

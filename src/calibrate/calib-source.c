@@ -28,7 +28,9 @@ static void append_device(GString *s, const RokCalibration *c) {
                      "layers' linear and attention ops in both directions, launch overhead taken out; "
                      "calibrated_shapes: those GEMMs' shapes and the element-wise ops' smallest and largest bytes; "
                      "gpu.hbm_bandwidth: the element-wise add kernel over large buffers (2 reads, 1 write); "
-                     "gpu.memory: the device's global memory. ");
+                     "gpu.memory: the device's global memory; gpu.checksum_bandwidth and checksum_overhead: the "
+                     "executor's checksum of a tensor on the device (its two kernels, the value read back), of 64 "
+                     "KiB and of a few MiB, the line through their times. ");
   if (d->action_overhead > 0)
     g_string_append(s, "gpu.launch_overhead and host.copy_overhead: what the executor pays per action beyond "
                        "its work, a tiny kernel launched and waited for one at a time (the compute thread runs its "

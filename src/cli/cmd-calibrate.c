@@ -210,6 +210,13 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   g_autofree char *latency = rok_units_format_time(d->copy_latency.median);
   print_fit(d, hw, fit_rows);
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
+  if (d->checksum_bandwidth > 0) {
+    g_autofree char *rate = rok_units_format_rate(d->checksum_bandwidth);
+    g_autofree char *per = rok_units_format_time(d->checksum_overhead);
+    printf("  device checksum      %s and %s per tensor (of a tensor bound for host memory or the SSDs, in its "
+           "producer's forward)\n",
+           rate, per);
+  }
   if (d->action_overhead > 0) {
     g_autofree char *action = rok_units_format_time(d->action_overhead);
     g_autofree char *leg = rok_units_format_time(d->leg_action_overhead);

@@ -15,6 +15,7 @@ static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
                                        "copy_kernel_wait", "copy_kernel_free_at", "copy_leg_cpu",
+                                       "checksum_bandwidth", "checksum_overhead",
                                        "copy_wait" /* retired: hw-check.c warns */, "sm_count", "gemm_tile", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
@@ -237,6 +238,8 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_double(&o, "copy_kernel_wait", FALSE, 0.0, 100.0, &hw->gpu.copy_kernel_wait, error) &&
          rok_json_get_double(&o, "copy_kernel_free_at", FALSE, 0.0, 1.0, &hw->gpu.copy_kernel_free_at, error) &&
          read_latency(&o, "copy_leg_cpu", &hw->gpu.copy_leg_cpu, error) &&
+         rok_json_get_rate(&o, "checksum_bandwidth", FALSE, &hw->gpu.checksum_bandwidth, error) &&
+         read_latency(&o, "checksum_overhead", &hw->gpu.checksum_overhead, error) &&
          hw_read_gemm_tiling(&o, hw, error);
 }
 
@@ -402,6 +405,10 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(gpu, "copy_kernel_free_at", rok_json_new_double(hw->gpu.copy_kernel_free_at));
   if (hw->gpu.copy_leg_cpu > 0)
     json_object_object_add(gpu, "copy_leg_cpu", seconds(hw->gpu.copy_leg_cpu));
+  if (hw->gpu.checksum_bandwidth > 0)
+    json_object_object_add(gpu, "checksum_bandwidth", rok_json_new_double(hw->gpu.checksum_bandwidth));
+  if (hw->gpu.checksum_overhead > 0)
+    json_object_object_add(gpu, "checksum_overhead", seconds(hw->gpu.checksum_overhead));
   hw_gemm_tiling_to_json(hw, gpu);
   json_object_object_add(o, "gpu", gpu);
   json_object_object_add(pcie, "h2d_bandwidth", rok_json_new_double(hw->pcie.h2d_bandwidth));

@@ -200,7 +200,7 @@ static void view(const SimEngine *e, SimItemView *v) {
     const RokOp *op = rok_trace_op(sim->trace, e->index);
     v->kind = ROK_ACTION_FORWARD;
     v->op = e->index;
-    v->ns = sim->fwd_ns[e->index];
+    v->ns = sim->fwd_ns[e->index] + sim->prog.fwd_check_ns[e->index];
     v->allocs = (const guint *)op->outputs->data;
     v->n_allocs = op->outputs->len;
     v->frees = sim->fwd_rel_ids + sim->fwd_rel[e->index];

@@ -9,6 +9,7 @@
 #include "sim-private.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "rok/core.h"
 
@@ -50,6 +51,7 @@ void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
   prog->n_ids = prog->ids_cap = prog->n_rel = prog->rel_cap = 0;
   reserve((gpointer *)&prog->ids, &prog->ids_cap, 1, sizeof(guint)); /* never NULL: sim_ids adds offsets */
   prog->eff = g_new0(guint8, MAX(n_tensors, 1));
+  prog->fwd_check_ns = g_new0(gint64, MAX(n_ops, 1));
   prog->first_need = g_new(guint, MAX(n_tensors, 1));
   prog->last_use = g_new(guint, MAX(n_tensors, 1));
   prog->prefetch = g_array_new(FALSE, FALSE, sizeof(guint));
@@ -66,6 +68,7 @@ void sim_program_clear(SimProgram *prog) {
   g_free(prog->ids);
   g_free(prog->rel);
   g_free(prog->eff);
+  g_free(prog->fwd_check_ns);
   g_free(prog->first_need);
   g_free(prog->last_use);
   g_array_unref(prog->prefetch);
@@ -132,8 +135,16 @@ static gboolean available(const SimProgram *prog, guint tensor) {
   return e == ROK_DECISION_KEEP || e == ROK_DECISION_OFFLOAD_NVME || e == ROK_DECISION_OFFLOAD_HOST;
 }
 
+/* The device's checksum of a tensor of BYTES that leaves it (rok's
+ * executor checks the copy against it). */
+static gint64 device_check_ns(const RokHw *hw, guint64 bytes) {
+  double rate = hw->gpu.checksum_bandwidth;
+  return hw->gpu.checksum_overhead + (rate > 0 ? (gint64)llround((double)bytes * 1e9 / rate) : 0);
+}
+
 static gboolean set_decisions(RokSim *sim, const RokStepPlan *plan, GError **error) {
   SimProgram *prog = &sim->prog;
+  memset(prog->fwd_check_ns, 0, sizeof(gint64) * sim->n_ops);
   for (guint t = 0; t < sim->n_tensors; t++) {
     const RokTensor *tensor = rok_trace_tensor(sim->trace, t);
     RokDecision d = plan->decisions[t];
@@ -154,6 +165,8 @@ static gboolean set_decisions(RokSim *sim, const RokStepPlan *plan, GError **err
                   tensor->name, sim->hw->name ? sim->hw->name : "(unnamed)");
       return FALSE;
     }
+    if (prog->eff[t] == ROK_DECISION_OFFLOAD_NVME || prog->eff[t] == ROK_DECISION_OFFLOAD_HOST)
+      prog->fwd_check_ns[tensor->producer] += device_check_ns(sim->hw, tensor->bytes);
     prog->last_use[t] = ROK_NO_ID;
   }
   return TRUE;

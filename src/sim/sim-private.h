@@ -54,6 +54,10 @@ typedef struct {
   SimRelease *rel;
   guint n_rel, rel_cap;
   guint8 *eff;   /* effective decision per tensor */
+  /* Per op: the device's checksum of its outputs bound for host memory or
+   * the SSDs (gpu.checksum_bandwidth, checksum_overhead), which rok's
+   * executor takes in the op's forward, after its kernels. */
+  gint64 *fwd_check_ns;
   guint *first_need; /* per tensor: first backward item that needs it, or ROK_NO_ID */
   GArray *prefetch;  /* guint: offloaded tensors in order of first need */
   /* scratch for building recompute groups */

@@ -92,6 +92,9 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
              (double)trace->fixed.optimizer_step_flops / (hw->gpu.peak_flops * hw->gpu.matmul_efficiency);
   if (hw->host.checksum_bandwidth > 0) /* every copy checked both ways */
     seconds += 2 * bytes / hw->host.checksum_bandwidth;
+  if (hw->gpu.checksum_bandwidth > 0) /* and on the device as it leaves */
+    seconds += bytes / hw->gpu.checksum_bandwidth;
+  seconds += 1e-9 * (double)hw->gpu.checksum_overhead * (double)trace->tensors->len;
   seconds += rebuild_seconds(trace, hw);
   if (hw->gpu.shared_cpus > 0) { /* copies on all four streams taking processors from the compute */
     double n = (double)hw->gpu.shared_cpus;

@@ -51,6 +51,9 @@ if grep -q '"shared_cpus"' "$disk/hw.json"; then
   expect_in "$(cat "$tmp/out")" "a copy waits until"
 fi
 grep -q "\"write_leg_overhead\": " "$disk/hw.json"
+# The device's checksum of a tensor that leaves it (gpu, before host's).
+within checksum_bandwidth 1e7 1e13
+expect_in "$(cat "$tmp/out")" "device checksum "
 within devices 1 1
 # The GEMM model fitted to the GEMMs timed, and their shapes recorded.
 within sm_count 1 4096

@@ -767,6 +767,45 @@ static void test_copy_leg_cpu(void) {
   assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_HOST);
 }
 
+/* The device's checksum of a tensor bound for host memory or the SSDs
+ * (gpu.checksum_bandwidth, checksum_overhead): rok's executor takes it in
+ * the producer's forward after the op's kernels, so op0's forward lasts
+ * 20 us + 1 MiB at 1 GB/s longer and A's copy out starts after it; a
+ * tensor kept pays nothing; the same on a GPU, whose executor takes it
+ * too. Read and written back. */
+static void test_device_checksum(void) {
+  GError *error = NULL;
+  g_autofree char *text =
+      g_strdup_printf(PROFILE("%s"), ", \"checksum_bandwidth\": \"1GB/s\", \"checksum_overhead\": \"20us\"");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(hw->gpu.checksum_bandwidth, ==, 1e9);
+  g_assert_cmpint(hw->gpu.checksum_overhead, ==, 20000);
+  g_autoptr(RokHw) back = round_trip(hw);
+  g_assert_cmpfloat(back->gpu.checksum_bandwidth, ==, 1e9);
+  g_assert_cmpint(back->gpu.checksum_overhead, ==, 20000);
+  g_autoptr(RokHw) none = rok_hw_copy(hw);
+  none->gpu.checksum_bandwidth = 0;
+  none->gpu.checksum_overhead = 0;
+  g_autofree char *none_text = hw_text(none);
+  g_assert_null(strstr(none_text, "checksum_overhead"));
+  static const RokDecision decisions[] = {ROK_DECISION_OFFLOAD_HOST, ROK_DECISION_OFFLOAD_NVME, ROK_DECISION_KEEP};
+  hw->nvme.devices = none->nvme.devices = 1;
+  hw->nvme.read_bandwidth = hw->nvme.write_bandwidth = none->nvme.read_bandwidth = none->nvme.write_bandwidth = 1e9;
+  hw->nvme.queue_depth = none->nvme.queue_depth = 32;
+  hw->nvme.capacity = none->nvme.capacity = (guint64)1 << 40;
+  for (guint i = 0; i < G_N_ELEMENTS(decisions); i++) {
+    Beside b;
+    beside_run(&b, hw, none, decisions[i]);
+    const RokAction *with = fwd_of(b.with, 0), *without = fwd_of(b.without, 0);
+    gint64 extra = decisions[i] == ROK_DECISION_KEEP ? 0 : 20000 + 1048576;
+    g_assert_cmpint(with->end_ns - with->start_ns, ==, without->end_ns - without->start_ns + extra);
+    if (decisions[i] != ROK_DECISION_KEEP)
+      g_assert_cmpint(leg(b.with, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H)->start_ns, >=, with->end_ns);
+    beside_clear(&b);
+  }
+}
+
 /* ---- the calibration's curves ---- */
 
 static void add_op(RokCalibration *c, RokOpKind kind, RokHwDirection direction, double work, double rate) {
@@ -845,6 +884,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
+  g_test_add_func("/validate-model/device-checksum", test_device_checksum);
   g_test_add_func("/validate-model/calibrated-curves", test_calibrated_curves);
   return g_test_run();
 }

@@ -353,8 +353,11 @@ RokHw rok_calib_gemm_fit_hw(const RokCalibGemmFit *fit, double hbm_bandwidth);
 void rok_calib_gemm_errors(const RokHw *hw, const RokCalibGemmObs *obs, guint n, double *median, double *worst);
 /* The op kinds whose kernels are rok's GEMM, which the fitted model times
  * (linear, attn_scores, attn_context): a calibrated profile carries no
- * measured rates for them. */
+ * measured rates for them, but their times by shape. */
 gboolean rok_calib_kind_fitted(RokOpKind kind);
+/* Whether a timed op is one of those GEMM ops, with a shape and a time in
+ * a forward or backward (what the fit and calibrated_shapes.gemm_ops take). */
+gboolean rok_calib_op_fitted(const RokCalibOp *op);
 /* A calibration's observations: the GEMMs timed alone first (*n_gemms of
  * them), then the fitted kinds' ops in each direction (those with a shape:
  * no dimension 0); when there are both,

@@ -60,6 +60,16 @@ typedef struct {
   guint64 dims[4];
 } RokHwGemmDims;
 
+/* One GEMM op `rok calibrate` timed as the executor runs it: its kind as
+ * the trace names it ("linear"), its [batch, m, n, k], and its time per
+ * direction (forward, backward), launch overhead taken out; -1: not
+ * timed in that direction. */
+typedef struct {
+  char *kind;
+  guint64 dims[4];
+  gint64 ns[2];
+} RokHwGemmOp;
+
 /* Shapes a calibrated profile may record, and how far outside their range
  * (a factor, per dimension) a GEMM is "far" from them. */
 #define ROK_HW_MAX_SHAPES 4096
@@ -137,6 +147,9 @@ typedef struct {
     RokHwGemmDims *gemms;
     guint gemms_len;
     guint64 elementwise_bytes[2];
+    /* The GEMM ops timed, one per kind and shape; gemm_ops_len 0: none. */
+    RokHwGemmOp *gemm_ops;
+    guint gemm_ops_len;
   } calibrated;
   struct {
     double h2d_bandwidth, d2h_bandwidth; /* bytes/s, each direction */
@@ -286,6 +299,10 @@ double rok_hw_gemm_op_seconds(const RokHw *hw, RokHwGemmShape shape, const guint
  * below the smallest or above the largest recorded. FALSE when the profile
  * records none. */
 gboolean rok_hw_gemm_far(const RokHw *hw, const guint64 dims[4]);
+/* The time the profile measured for a GEMM op of this kind and dims in
+ * one direction (calibrated_shapes.gemm_ops), launch overhead aside, in
+ * ns; -1 when it has none. */
+gint64 rok_hw_gemm_op_measured(const RokHw *hw, const char *kind, const guint64 dims[4], gboolean backward);
 /* "m 64-4096, n 64-4096, k 64-1024": the recorded GEMMs' ranges; NULL
  * when none are recorded. */
 char *rok_hw_gemm_range_text(const RokHw *hw);

@@ -135,6 +135,11 @@ gboolean rok_calib_kind_fitted(RokOpKind kind) {
   return kind == ROK_OP_LINEAR || kind == ROK_OP_ATTN_SCORES || kind == ROK_OP_ATTN_CONTEXT;
 }
 
+gboolean rok_calib_op_fitted(const RokCalibOp *op) {
+  gboolean shaped = op->dims[0] > 0 && op->dims[1] > 0 && op->dims[2] > 0 && op->dims[3] > 0;
+  return rok_calib_kind_fitted(op->kind) && op->direction != ROK_HW_REBUILD && op->rate.median > 0 && shaped;
+}
+
 RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, guint *n_gemms) {
   RokCalibGemmObs *obs = g_new0(RokCalibGemmObs, d->gemms->len + d->ops->len + 1);
   guint k = 0;
@@ -152,8 +157,7 @@ RokCalibGemmObs *rok_calib_gemm_observations(const RokCalibDevice *d, guint *n, 
   *n_gemms = k;
   for (guint i = 0; i < d->ops->len; i++) {
     const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
-    gboolean shaped = op->dims[0] > 0 && op->dims[1] > 0 && op->dims[2] > 0 && op->dims[3] > 0;
-    if (!rok_calib_kind_fitted(op->kind) || op->direction == ROK_HW_REBUILD || !(op->rate.median > 0) || !shaped)
+    if (!rok_calib_op_fitted(op))
       continue;
     obs[k++] = (RokCalibGemmObs){.shape = ROK_HW_GEMM_PLAIN,
                                  .dims = {op->dims[0], op->dims[1], op->dims[2], op->dims[3]},

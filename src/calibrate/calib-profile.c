@@ -124,6 +124,40 @@ static void fill_shapes(const RokCalibDevice *d, RokHw *hw) {
   }
 }
 
+/* calibrated_shapes.gemm_ops: every op of a kind the GEMM model times,
+ * one per kind and shape (alike ops of a layer at their mean time), each
+ * direction's time as its rate gives it (launch overhead out). */
+static void fill_gemm_ops(const RokCalibDevice *d, RokHw *hw) {
+  RokHwGemmOp *out = g_new0(RokHwGemmOp, MAX(d->ops->len, 1));
+  g_autofree guint *count = g_new0(guint, 2 * MAX(d->ops->len, 1));
+  g_autofree double *sum = g_new0(double, 2 * MAX(d->ops->len, 1));
+  guint n = 0;
+  for (guint i = 0; i < d->ops->len; i++) {
+    const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
+    if (!rok_calib_op_fitted(op))
+      continue;
+    const char *kind = rok_op_kind_name(op->kind);
+    guint j = 0;
+    while (j < n && !(g_str_equal(out[j].kind, kind) && memcmp(out[j].dims, op->dims, sizeof op->dims) == 0))
+      j++;
+    if (j == n) {
+      if (n == ROK_HW_MAX_SHAPES)
+        continue;
+      out[n].kind = g_strdup(kind);
+      memcpy(out[n].dims, op->dims, sizeof op->dims);
+      n++;
+    }
+    guint dir = op->direction == ROK_HW_BACKWARD ? 1 : 0;
+    sum[2 * j + dir] += op->work / op->rate.median;
+    count[2 * j + dir]++;
+  }
+  for (guint j = 0; j < n; j++)
+    for (guint dir = 0; dir < 2; dir++)
+      out[j].ns[dir] = count[2 * j + dir] > 0 ? (gint64)llround(sum[2 * j + dir] / count[2 * j + dir] * 1e9) : -1;
+  hw->calibrated.gemm_ops = n > 0 ? out : (g_free(out), NULL);
+  hw->calibrated.gemm_ops_len = n;
+}
+
 static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   const RokCalibDevice *d = &c->device;
   hw->gpu.memory = d->memory;
@@ -141,6 +175,7 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->gpu.checksum_overhead = (gint64)llround(d->checksum_overhead * 1e9);
   fill_op_rates(d, hw);
   fill_shapes(d, hw);
+  fill_gemm_ops(d, hw);
   return positive(hw->gpu.peak_flops, "gpu.peak_flops", error) &&
          positive((double)hw->gpu.memory, "gpu.memory", error);
 }

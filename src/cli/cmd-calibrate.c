@@ -187,6 +187,10 @@ static void print_fit(const RokCalibDevice *d, const RokHw *hw, gboolean rows) {
            "x%" G_GUINT64_FORMAT "), it predicts the %u GEMM ops within median %.1f%%, worst %.1f%%\n",
            r.n_gemms, r.kernel_fit.sm_count, r.kernel_fit.tile[0], r.kernel_fit.tile[1], r.n_ops,
            100 * r.held_out_median, 100 * r.held_out_worst);
+  if (hw->calibrated.gemm_ops_len > 0)
+    printf("  GEMM ops by shape    %u timed (kind and shape): a model's op of one of them takes its measured time, "
+           "the model times the rest\n",
+           hw->calibrated.gemm_ops_len);
 }
 
 static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_rows) {

@@ -44,6 +44,9 @@ void rok_hw_free(RokHw *hw) {
   g_free(hw->gpu.gemm_curve);
   op_rates_free(hw->gpu.op_rates, hw->gpu.op_rates_len);
   g_free(hw->calibrated.gemms);
+  for (guint i = 0; i < hw->calibrated.gemm_ops_len; i++)
+    g_free(hw->calibrated.gemm_ops[i].kind);
+  g_free(hw->calibrated.gemm_ops);
   g_free(hw);
 }
 
@@ -72,6 +75,11 @@ RokHw *rok_hw_copy(const RokHw *hw) {
   copy->calibrated.gemms = hw->calibrated.gemms_len > 0
                                ? g_memdup2(hw->calibrated.gemms, hw->calibrated.gemms_len * sizeof(RokHwGemmDims))
                                : NULL;
+  copy->calibrated.gemm_ops =
+      hw->calibrated.gemm_ops_len > 0 ? g_memdup2(hw->calibrated.gemm_ops, hw->calibrated.gemm_ops_len * sizeof(RokHwGemmOp))
+                                      : NULL;
+  for (guint i = 0; i < hw->calibrated.gemm_ops_len; i++)
+    copy->calibrated.gemm_ops[i].kind = g_strdup(hw->calibrated.gemm_ops[i].kind);
   return copy;
 }
 

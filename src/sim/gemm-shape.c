@@ -10,9 +10,10 @@ double sim_gemm_seconds(const RokHw *hw, const RokOp *op, gboolean backward, dou
 }
 
 /* GEMM ops whose times the simulator takes from the GEMM model (no
- * measured time, no measured rate for the kind). */
+ * measured time, no measured rate for the kind, its shape not timed). */
 static gboolean modelled_gemm(const RokHw *hw, const RokOp *op) {
-  if (!rok_op_kind_is_gemm(op->kind) || op->fwd_time_s >= 0)
+  if (!rok_op_kind_is_gemm(op->kind) || op->fwd_time_s >= 0 ||
+      rok_hw_gemm_op_measured(hw, rok_op_kind_name(op->kind), op->dims, FALSE) >= 0)
     return FALSE;
   const RokHwOpRates *rates = rok_hw_op_rates(hw, rok_op_kind_name(op->kind));
   return rates == NULL || rates->len[ROK_HW_FORWARD] == 0;

@@ -12,7 +12,8 @@ static gboolean is_float(RokDtype dtype) {
 }
 
 /* An op's time in seconds, launch overhead aside: measured, at the
- * profile's measured rate for its kind, or the roofline. */
+ * profile's measured rate for its kind, as the profile timed its kind and
+ * shape, by the GEMM model, or the roofline. */
 static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
   double measured = backward ? op->bwd_time_s : op->fwd_time_s;
   if (measured >= 0)
@@ -24,6 +25,13 @@ static double op_seconds(const RokHw *hw, const RokOp *op, gboolean backward) {
                                         backward ? ROK_HW_BACKWARD : ROK_HW_FORWARD, work);
   if (measured_rate > 0)
     return work / measured_rate;
+  /* A GEMM op of a kind and shape the calibration timed: that time, which
+   * the GEMM model only approximates (its fit is 15-25% off per shape). */
+  gint64 timed = rok_op_kind_is_gemm(op->kind)
+                     ? rok_hw_gemm_op_measured(hw, rok_op_kind_name(op->kind), op->dims, backward)
+                     : -1;
+  if (timed >= 0)
+    return (double)timed / 1e9;
   double flops = (double)(backward ? op->bwd_flops : op->fwd_flops);
   double bytes = (double)(backward ? op->bwd_bytes : op->fwd_bytes);
   /* Without a curve, the GEMM model: the tile and wave quantisation of the

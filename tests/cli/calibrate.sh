@@ -60,6 +60,8 @@ within sm_count 1 4096
 grep -q '"gemm_tile": \[' "$disk/hw.json"
 grep -q '"calibrated_shapes": {' "$disk/hw.json"
 expect_in "$(cat "$tmp/out")" "GEMM model "
+grep -q '"gemm_ops": \[' "$disk/hw.json"
+expect_in "$(cat "$tmp/out")" "GEMM ops by shape "
 grep -q '"gpudirect": false' "$disk/hw.json"
 if grep -q '"endurance_pbw"' "$disk/hw.json"; then
   echo "endurance is unknown and must be left out" >&2

@@ -169,6 +169,16 @@ static void test_profile(void) {
   g_assert_cmpstr(text, ==, text2);
   g_autofree char *range = rok_hw_gemm_range_text(back);
   g_assert_cmpstr(range, ==, "m 32-819, n 64-768, k 256-256");
+  /* The linear op's own time, forward only (its backward was not timed). */
+  g_assert_cmpuint(back->calibrated.gemm_ops_len, ==, 1);
+  const RokCalibOp *linear = &g_array_index(c->device.ops, RokCalibOp, 0);
+  g_assert_cmpint(rok_hw_gemm_op_measured(back, "linear", linear->dims, FALSE), ==,
+                  (gint64)llround(linear->work / linear->rate.median * 1e9));
+  g_assert_cmpint(rok_hw_gemm_op_measured(back, "linear", linear->dims, TRUE), ==, -1);
+  g_assert_cmpint(rok_hw_gemm_op_measured(back, "attn_scores", linear->dims, FALSE), ==, -1);
+  g_autoptr(RokHw) copy = rok_hw_copy(back);
+  g_assert_cmpstr(copy->calibrated.gemm_ops[0].kind, ==, "linear");
+  g_assert_true(copy->calibrated.gemm_ops != back->calibrated.gemm_ops);
 }
 
 /* A trace of one linear op of the given shape. */
@@ -176,6 +186,43 @@ static RokTrace *one_linear(guint64 m, guint64 n, guint64 k) {
   RokTrace *trace = rok_trace_new("one-linear");
   rok_trace_add_op(trace, "layer0.fc", 0, ROK_OP_LINEAR, 1, m, n, k);
   return trace;
+}
+
+/* A GEMM op of a kind and shape the profile timed takes that time (plus
+ * the launch), in the direction timed; another shape or direction, the
+ * GEMM model; a timed shape is never warned of as far. */
+static void test_gemm_ops(void) {
+  RokHw hw = truth(6, 64, 64, 4e11, 2e11);
+  g_autoptr(RokCalibration) c = made_by_model(&hw);
+  GError *error = NULL;
+  g_autoptr(RokHw) p = rok_calib_profile(c, "fitted", &error);
+  g_assert_no_error(error);
+  p->calibrated.gemm_ops[0].ns[0] = 7000000; /* far from what the model gives */
+  p->calibrated.gemm_ops[0].dims[3] = 4096; /* 512x768x4096: outside the shapes' k */
+  g_autoptr(RokTrace) timed = one_linear(512, 768, 4096), other = one_linear(512, 768, 2048);
+  RokTrace *both[2] = {timed, other};
+  for (guint i = 0; i < 2; i++) { /* the FLOPs the GEMM model needs */
+    RokOp *op = rok_trace_op(both[i], 0);
+    op->fwd_flops = 2 * op->dims[1] * op->dims[2] * op->dims[3];
+    op->bwd_flops = 2 * op->fwd_flops;
+  }
+  rok_trace_finish(timed, &error);
+  g_assert_no_error(error);
+  rok_trace_finish(other, &error);
+  g_assert_no_error(error);
+  g_autoptr(RokSim) sim = rok_sim_new(timed, p, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rok_sim_op_ns(sim, 0, FALSE), ==, 7000000 + p->gpu.launch_overhead);
+  g_autoptr(RokSim) model = rok_sim_new(other, p, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rok_sim_op_ns(model, 0, FALSE), >, 0);
+  g_assert_cmpint(rok_sim_op_ns(model, 0, FALSE), !=, 7000000 + p->gpu.launch_overhead);
+  g_assert_cmpint(rok_sim_op_ns(sim, 0, TRUE), >, 0); /* the backward: the model */
+  g_assert_null(rok_sim_far_shapes(timed, p));
+  p->calibrated.gemm_ops_len = 0; /* untimed: extrapolated, and said so */
+  g_autofree char *warning = rok_sim_far_shapes(timed, p);
+  g_assert_nonnull(warning);
+  p->calibrated.gemm_ops_len = 1;
 }
 
 static void test_far(void) {
@@ -207,6 +254,17 @@ static void test_bad_section(void) {
       {"{\"gemm\": []}", "1 to 4096 shapes"},
       {"{\"elementwise_bytes\": [9, 3]}", "smallest <= largest"},
       {"{\"gemms\": []}", "gemms"},
+      {"{\"gemm_ops\": [{\"kind\": \"linear\", \"forward\": 1e-3}]}", "must have a \"shape\""},
+      {"{\"gemm_ops\": [{\"kind\": \"linear\", \"shape\": [1, 2, 3, 4]}]}", "\"forward\" or \"backward\""},
+      {"{\"gemm_ops\": [{\"shape\": [1, 2, 3, 4], \"forward\": 1}]}", "member \"kind\" is missing"},
+      {"{\"gemm_ops\": [{\"kind\": \"linear\", \"shape\": [1, 2, 3], \"forward\": 1}]}", "gemm_ops[0].shape"},
+      {"{\"gemm_ops\": [{\"kind\": \"linear\", \"shape\": [1, 2, 3, 4], \"backward\": -1}]}", "backward"},
+      {"{\"gemm_ops\": [{\"kind\": \"linear\", \"shape\": [1, 2, 3, 4], \"forward\": 1, \"sideways\": 1}]}",
+       "unknown key"},
+      {"{\"gemm_ops\": [{\"kind\": \"linear\", \"shape\": [1, 2, 3, 4], \"forward\": 1}, "
+       "{\"kind\": \"linear\", \"shape\": [1, 2, 3, 4], \"backward\": 1}]}",
+       "the same kind and shape as gemm_ops[0]"},
+      {"{\"gemm_ops\": []}", "1 to 4096 ops"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strdup_printf(
@@ -233,6 +291,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate-fit/unusable", test_unusable);
   g_test_add_func("/calibrate-fit/profile", test_profile);
   g_test_add_func("/calibrate-fit/far", test_far);
+  g_test_add_func("/calibrate-fit/gemm-ops", test_gemm_ops);
   g_test_add_func("/calibrate-fit/bad-section", test_bad_section);
   return g_test_run();
 }

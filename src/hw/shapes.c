@@ -35,16 +35,26 @@ static gboolean read_shape(const RokJsonObj *o, json_object *pair, guint i, guin
   return read_dims(o, pair, at, shape, error);
 }
 
-static gboolean read_gemms(const RokJsonObj *o, RokHw *hw, GError **error) {
-  json_object *array = NULL;
-  if (!rok_json_get_array(o, "gemm", FALSE, &array, error))
+/* The optional array KEY of 1 to ROK_HW_MAX_SHAPES WHAT: *array (NULL
+ * when absent) and its length. */
+static gboolean read_list(const RokJsonObj *o, const char *key, const char *what, json_object **array, gsize *n,
+                          GError **error) {
+  if (!rok_json_get_array(o, key, FALSE, array, error))
     return FALSE;
-  gsize n = array != NULL ? json_object_array_length(array) : 0;
-  if (array != NULL && (n == 0 || n > ROK_HW_MAX_SHAPES)) {
-    g_autofree char *at = g_strdup_printf("%s.gemm", o->path);
-    rok_json_error(error, o->doc, at, "must hold 1 to %d shapes", ROK_HW_MAX_SHAPES);
+  *n = *array != NULL ? json_object_array_length(*array) : 0;
+  if (*array != NULL && (*n == 0 || *n > ROK_HW_MAX_SHAPES)) {
+    g_autofree char *at = g_strdup_printf("%s.%s", o->path, key);
+    rok_json_error(error, o->doc, at, "must hold 1 to %d %s", ROK_HW_MAX_SHAPES, what);
     return FALSE;
   }
+  return TRUE;
+}
+
+static gboolean read_gemms(const RokJsonObj *o, RokHw *hw, GError **error) {
+  json_object *array = NULL;
+  gsize n = 0;
+  if (!read_list(o, "gemm", "shapes", &array, &n, error))
+    return FALSE;
   g_autofree RokHwGemmDims *shapes = g_new0(RokHwGemmDims, MAX(n, 1));
   for (gsize i = 0; i < n; i++)
     if (!read_shape(o, json_object_array_get_idx(array, i), (guint)i, shapes[i].dims, error))
@@ -95,14 +105,9 @@ static gboolean read_gemm_op(const RokJsonObj *o, json_object *array, gsize i, R
 
 static gboolean read_gemm_ops(const RokJsonObj *o, RokHw *hw, GError **error) {
   json_object *array = NULL;
-  if (!rok_json_get_array(o, "gemm_ops", FALSE, &array, error))
+  gsize n = 0;
+  if (!read_list(o, "gemm_ops", "ops", &array, &n, error))
     return FALSE;
-  gsize n = array != NULL ? json_object_array_length(array) : 0;
-  if (array != NULL && (n == 0 || n > ROK_HW_MAX_SHAPES)) {
-    g_autofree char *at = g_strdup_printf("%s.gemm_ops", o->path);
-    rok_json_error(error, o->doc, at, "must hold 1 to %d ops", ROK_HW_MAX_SHAPES);
-    return FALSE;
-  }
   RokHwGemmOp *ops = g_new0(RokHwGemmOp, MAX(n, 1));
   gsize i = 0;
   gboolean ok = TRUE;

@@ -56,6 +56,12 @@
 # printed since then): that run 1.7% median, worst 5.0% (keep +12.7%); the
 # run at the start of the day 4.0%, worst 10.3% (keep -10.0%); --ssd after
 # the copy legs took a processor each, 3.4%, worst 5.7% (keep +7.7%).
+# 2026-12-01, with the GEMM ops' own times by shape (calibrated_shapes.
+# gemm_ops) and the device checksum: validate-gpt 3.6% (worst 6.6%, every
+# GEMM kind within 3%) and, seconds later, 24.5% (every row 17-35% slower,
+# keep +17%); the LLaMA-shaped model 12.6% (keep +14.5%) and 3.4% (worst
+# 9.8%); --ssd 4.6% (worst 9.3%). Other processes 0.0-0.2%, steal nil:
+# the VM's own speed moves between runs.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

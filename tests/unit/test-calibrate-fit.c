@@ -129,12 +129,21 @@ static RokCalibration *made_by_model(const RokHw *hw) {
   return c;
 }
 
-static void test_profile(void) {
+/* The profile made from made_by_model's calibration (in *C) of 6 SMs,
+ * 64x64 tiles. */
+static RokHw *fitted_profile(RokCalibration **c) {
   RokHw hw = truth(6, 64, 64, 4e11, 2e11);
-  g_autoptr(RokCalibration) c = made_by_model(&hw);
+  *c = made_by_model(&hw);
   GError *error = NULL;
-  g_autoptr(RokHw) p = rok_calib_profile(c, "fitted", &error);
+  RokHw *p = rok_calib_profile(*c, "fitted", &error);
   g_assert_no_error(error);
+  return p;
+}
+
+static void test_profile(void) {
+  g_autoptr(RokCalibration) c = NULL;
+  g_autoptr(RokHw) p = fitted_profile(&c);
+  GError *error = NULL;
   g_assert_cmpuint(p->gpu.sm_count, ==, 6);
   g_assert_cmpuint(p->gpu.gemm_tile[0], ==, 64);
   g_assert_cmpuint(p->gpu.gemm_tile[1], ==, 64);
@@ -192,11 +201,9 @@ static RokTrace *one_linear(guint64 m, guint64 n, guint64 k) {
  * the launch), in the direction timed; another shape or direction, the
  * GEMM model; a timed shape is never warned of as far. */
 static void test_gemm_ops(void) {
-  RokHw hw = truth(6, 64, 64, 4e11, 2e11);
-  g_autoptr(RokCalibration) c = made_by_model(&hw);
+  g_autoptr(RokCalibration) c = NULL;
+  g_autoptr(RokHw) p = fitted_profile(&c);
   GError *error = NULL;
-  g_autoptr(RokHw) p = rok_calib_profile(c, "fitted", &error);
-  g_assert_no_error(error);
   p->calibrated.gemm_ops[0].ns[0] = 7000000; /* far from what the model gives */
   p->calibrated.gemm_ops[0].dims[3] = 4096; /* 512x768x4096: outside the shapes' k */
   g_autoptr(RokTrace) timed = one_linear(512, 768, 4096), other = one_linear(512, 768, 2048);
@@ -226,11 +233,8 @@ static void test_gemm_ops(void) {
 }
 
 static void test_far(void) {
-  RokHw hw = truth(6, 64, 64, 4e11, 2e11);
-  g_autoptr(RokCalibration) c = made_by_model(&hw);
-  GError *error = NULL;
-  g_autoptr(RokHw) p = rok_calib_profile(c, "fitted", &error);
-  g_assert_no_error(error);
+  g_autoptr(RokCalibration) c = NULL;
+  g_autoptr(RokHw) p = fitted_profile(&c);
   guint64 near[4] = {1, 1024, 1024, 256}, far_k[4] = {1, 512, 512, 4096}, far_m[4] = {1, 4, 512, 256};
   g_assert_false(rok_hw_gemm_far(p, near));
   g_assert_true(rok_hw_gemm_far(p, far_k));

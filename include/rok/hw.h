@@ -299,6 +299,9 @@ double rok_hw_gemm_op_seconds(const RokHw *hw, RokHwGemmShape shape, const guint
  * below the smallest or above the largest recorded. FALSE when the profile
  * records none. */
 gboolean rok_hw_gemm_far(const RokHw *hw, const guint64 dims[4]);
+/* The GEMM op of this kind and dims among the first N of OPS; NULL when
+ * none. */
+const RokHwGemmOp *rok_hw_gemm_op_find(const RokHwGemmOp *ops, guint n, const char *kind, const guint64 dims[4]);
 /* The time the profile measured for a GEMM op of this kind and dims in
  * one direction (calibrated_shapes.gemm_ops), launch overhead aside, in
  * ns; -1 when it has none. */

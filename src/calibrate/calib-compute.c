@@ -208,6 +208,7 @@ static gboolean measure_checksum(RokClKernels *kernels, const Timer *t, const Ro
   double per_byte = (median[2] - median[1]) / (double)(sizes[2] - sizes[1]);
   if (!(per_byte > 0)) /* the large one no slower: its rate alone */
     per_byte = (median[2] - median[0]) / (double)sizes[2];
+  per_byte = MAX(per_byte, 0); /* no rate measured: the small one's extra is all overhead */
   d->checksum_bandwidth = per_byte > 0 ? 1 / per_byte : 0;
   d->checksum_overhead = MAX(median[1] - median[0] - (double)sizes[1] * per_byte, 0);
   return TRUE;

@@ -129,31 +129,28 @@ static void fill_shapes(const RokCalibDevice *d, RokHw *hw) {
  * direction's time as its rate gives it (launch overhead out). */
 static void fill_gemm_ops(const RokCalibDevice *d, RokHw *hw) {
   RokHwGemmOp *out = g_new0(RokHwGemmOp, MAX(d->ops->len, 1));
+  g_autofree double *seconds = g_new0(double, 2 * MAX(d->ops->len, 1)); /* per op and direction */
   g_autofree guint *count = g_new0(guint, 2 * MAX(d->ops->len, 1));
-  g_autofree double *sum = g_new0(double, 2 * MAX(d->ops->len, 1));
   guint n = 0;
   for (guint i = 0; i < d->ops->len; i++) {
     const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
+    const char *kind = rok_op_kind_name(op->kind);
     if (!rok_calib_op_fitted(op))
       continue;
-    const char *kind = rok_op_kind_name(op->kind);
-    guint j = 0;
-    while (j < n && !(g_str_equal(out[j].kind, kind) && memcmp(out[j].dims, op->dims, sizeof op->dims) == 0))
-      j++;
-    if (j == n) {
-      if (n == ROK_HW_MAX_SHAPES)
-        continue;
-      out[n].kind = g_strdup(kind);
-      memcpy(out[n].dims, op->dims, sizeof op->dims);
-      n++;
+    const RokHwGemmOp *seen = rok_hw_gemm_op_find(out, n, kind, op->dims);
+    if (seen == NULL && n == ROK_HW_MAX_SHAPES)
+      continue;
+    gsize j = seen != NULL ? (gsize)(seen - out) : n++;
+    if (seen == NULL) {
+      out[j].kind = g_strdup(kind);
+      memcpy(out[j].dims, op->dims, sizeof op->dims);
     }
     guint dir = op->direction == ROK_HW_BACKWARD ? 1 : 0;
-    sum[2 * j + dir] += op->work / op->rate.median;
+    seconds[2 * j + dir] += op->work / op->rate.median;
     count[2 * j + dir]++;
   }
-  for (guint j = 0; j < n; j++)
-    for (guint dir = 0; dir < 2; dir++)
-      out[j].ns[dir] = count[2 * j + dir] > 0 ? (gint64)llround(sum[2 * j + dir] / count[2 * j + dir] * 1e9) : -1;
+  for (guint j = 0; j < 2 * n; j++)
+    out[j / 2].ns[j % 2] = count[j] > 0 ? (gint64)llround(seconds[j] / count[j] * 1e9) : -1;
   hw->calibrated.gemm_ops = n > 0 ? out : (g_free(out), NULL);
   hw->calibrated.gemm_ops_len = n;
 }

@@ -113,12 +113,12 @@ static gboolean read_gemm_ops(const RokJsonObj *o, RokHw *hw, GError **error) {
   gboolean ok = TRUE;
   for (; ok && i < n; i++) {
     ok = read_gemm_op(o, array, i, &ops[i], error);
-    for (gsize j = 0; ok && j < i; j++)
-      if (g_str_equal(ops[j].kind, ops[i].kind) && memcmp(ops[j].dims, ops[i].dims, sizeof ops[i].dims) == 0) {
-        g_autofree char *at = g_strdup_printf("%s.gemm_ops[%" G_GSIZE_FORMAT "]", o->path, i);
-        rok_json_error(error, o->doc, at, "the same kind and shape as gemm_ops[%" G_GSIZE_FORMAT "]", j);
-        ok = FALSE;
-      }
+    const RokHwGemmOp *same = ok ? rok_hw_gemm_op_find(ops, (guint)i, ops[i].kind, ops[i].dims) : NULL;
+    if (same != NULL) {
+      g_autofree char *at = g_strdup_printf("%s.gemm_ops[%" G_GSIZE_FORMAT "]", o->path, i);
+      rok_json_error(error, o->doc, at, "the same kind and shape as gemm_ops[%td]", same - ops);
+      ok = FALSE;
+    }
   }
   if (!ok) {
     for (gsize j = 0; j < i; j++)
@@ -179,13 +179,16 @@ void hw_shapes_to_json(const RokHw *hw, json_object *root) {
   json_object_object_add(root, "calibrated_shapes", o);
 }
 
+const RokHwGemmOp *rok_hw_gemm_op_find(const RokHwGemmOp *ops, guint n, const char *kind, const guint64 dims[4]) {
+  for (guint i = 0; i < n; i++)
+    if (g_str_equal(ops[i].kind, kind) && memcmp(ops[i].dims, dims, sizeof ops[i].dims) == 0)
+      return &ops[i];
+  return NULL;
+}
+
 gint64 rok_hw_gemm_op_measured(const RokHw *hw, const char *kind, const guint64 dims[4], gboolean backward) {
-  for (guint i = 0; i < hw->calibrated.gemm_ops_len; i++) {
-    const RokHwGemmOp *op = &hw->calibrated.gemm_ops[i];
-    if (g_str_equal(op->kind, kind) && memcmp(op->dims, dims, sizeof op->dims) == 0)
-      return op->ns[backward ? 1 : 0];
-  }
-  return -1;
+  const RokHwGemmOp *op = rok_hw_gemm_op_find(hw->calibrated.gemm_ops, hw->calibrated.gemm_ops_len, kind, dims);
+  return op != NULL ? op->ns[backward ? 1 : 0] : -1;
 }
 
 /* The measured range of dimension d (0 batch … 3 k; 4: the FLOPs). */

@@ -118,20 +118,37 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
   return FALSE;
 }
 
-/* Measured op rates must name kinds the trace knows: a misspelt kind would
- * silently fall back to the roofline. */
-static gboolean check_op_kinds(const RokHw *hw, GError **error) {
+/* Whether KIND names an op kind (a GEMM's, with GEMM). */
+static gboolean known_kind(const char *kind, gboolean gemm) {
   const char *const *names = rok_op_kind_names();
-  for (guint i = 0; i < hw->gpu.op_rates_len; i++) {
-    const char *kind = hw->gpu.op_rates[i].kind;
-    if (!g_strv_contains(names, kind)) {
-      g_autofree char *known = g_strjoinv(", ", (char **)names);
-      g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT,
-                  "hardware profile %s: gpu.op_rates: \"%s\" is not an op kind (known: %s)",
-                  hw->name ? hw->name : "(unnamed)", kind, known);
-      return FALSE;
-    }
-  }
+  for (guint k = 0; names[k] != NULL; k++)
+    if (g_str_equal(names[k], kind))
+      return !gemm || rok_op_kind_is_gemm((RokOpKind)k);
+  return FALSE;
+}
+
+static gboolean bad_kind(const RokHw *hw, const char *where, const char *kind, gboolean gemm, GError **error) {
+  const char *const *names = rok_op_kind_names();
+  g_autoptr(GStrvBuilder) known = g_strv_builder_new();
+  for (guint k = 0; names[k] != NULL; k++)
+    if (!gemm || rok_op_kind_is_gemm((RokOpKind)k))
+      g_strv_builder_add(known, names[k]);
+  g_auto(GStrv) list = g_strv_builder_end(known);
+  g_autofree char *text = g_strjoinv(", ", list);
+  g_set_error(error, ROK_ERROR, ROK_ERROR_INPUT, "hardware profile %s: %s: \"%s\" is not %s (known: %s)",
+              hw->name ? hw->name : "(unnamed)", where, kind, gemm ? "a GEMM op kind" : "an op kind", text);
+  return FALSE;
+}
+
+/* Measured op rates and GEMM op times must name kinds the trace knows: a
+ * misspelt kind would silently fall back to the roofline or the model. */
+static gboolean check_op_kinds(const RokHw *hw, GError **error) {
+  for (guint i = 0; i < hw->gpu.op_rates_len; i++)
+    if (!known_kind(hw->gpu.op_rates[i].kind, FALSE))
+      return bad_kind(hw, "gpu.op_rates", hw->gpu.op_rates[i].kind, FALSE, error);
+  for (guint i = 0; i < hw->calibrated.gemm_ops_len; i++)
+    if (!known_kind(hw->calibrated.gemm_ops[i].kind, TRUE))
+      return bad_kind(hw, "calibrated_shapes.gemm_ops", hw->calibrated.gemm_ops[i].kind, TRUE, error);
   return TRUE;
 }
 

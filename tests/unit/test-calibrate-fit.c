@@ -220,16 +220,36 @@ static void test_gemm_ops(void) {
   g_autoptr(RokSim) sim = rok_sim_new(timed, p, &error);
   g_assert_no_error(error);
   g_assert_cmpint(rok_sim_op_ns(sim, 0, FALSE), ==, 7000000 + p->gpu.launch_overhead);
-  g_autoptr(RokSim) model = rok_sim_new(other, p, &error);
+  /* The same profile without the op's time: what the GEMM model gives. */
+  g_autoptr(RokHw) untimed = rok_hw_copy(p);
+  untimed->calibrated.gemm_ops_len = 0;
+  g_autoptr(RokSim) model = rok_sim_new(timed, untimed, &error);
   g_assert_no_error(error);
   g_assert_cmpint(rok_sim_op_ns(model, 0, FALSE), >, 0);
   g_assert_cmpint(rok_sim_op_ns(model, 0, FALSE), !=, 7000000 + p->gpu.launch_overhead);
-  g_assert_cmpint(rok_sim_op_ns(sim, 0, TRUE), >, 0); /* the backward: the model */
+  g_assert_cmpint(rok_sim_op_ns(sim, 0, TRUE), ==, rok_sim_op_ns(model, 0, TRUE)); /* backward not timed */
+  g_autoptr(RokSim) other_timed = rok_sim_new(other, p, &error), other_model = rok_sim_new(other, untimed, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rok_sim_op_ns(other_timed, 0, FALSE), ==, rok_sim_op_ns(other_model, 0, FALSE));
   g_assert_null(rok_sim_far_shapes(timed, p));
-  p->calibrated.gemm_ops_len = 0; /* untimed: extrapolated, and said so */
-  g_autofree char *warning = rok_sim_far_shapes(timed, p);
+  g_autofree char *warning = rok_sim_far_shapes(timed, untimed); /* untimed: extrapolated, and said so */
   g_assert_nonnull(warning);
-  p->calibrated.gemm_ops_len = 1;
+  /* A kind the trace does not know, or one that is not a GEMM's: refused,
+   * not silently left to the model. */
+  static const char *const bad[][2] = {{"lineer", "\"lineer\" is not a GEMM op kind"},
+                                       {"softmax", "\"softmax\" is not a GEMM op kind (known: linear, "}};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(RokHw) misnamed = rok_hw_copy(p);
+    g_free(misnamed->calibrated.gemm_ops[0].kind);
+    misnamed->calibrated.gemm_ops[0].kind = g_strdup(bad[i][0]);
+    g_autoptr(RokSim) refused = rok_sim_new(timed, misnamed, &error);
+    g_assert_null(refused);
+    g_assert_nonnull(error);
+    g_test_message("%s", error->message);
+    g_assert_nonnull(strstr(error->message, bad[i][1]));
+    g_assert_nonnull(strstr(error->message, "calibrated_shapes.gemm_ops"));
+    g_clear_error(&error);
+  }
 }
 
 static void test_far(void) {

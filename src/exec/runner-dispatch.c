@@ -3,8 +3,9 @@
  * in the stream's order, one at a time per stream; an SSD leg may also
  * start while the leg before it on its stream runs (the stream's lanes,
  * RUN_SSD_LANES); a free runs at once, where the action it waited for
- * ended. The thread that ends an action (a stream's, or the I/O backend's
- * for an SSD leg) marks it done and issues what that made ready, under
+ * ended; a staged SSD write begins on the I/O backend's thread, which
+ * submits its requests without a hand-off. The thread that ends an action
+ * (a stream's, or the I/O backend's for an SSD leg) marks it done and issues what that made ready, under
  * the tracker's lock; the compute thread runs its own next action at once
  * when its last one made it ready. A hand-off through another thread
  * instead cost two wake-ups per kernel, and while copies ran on the 2
@@ -193,6 +194,8 @@ static void issue(Runner *r, guint id, Taken *take) {
     take->compute = id;
   else if (take != NULL && s == ROK_STREAM_D2H) /* one lane: one at most */
     take->d2h = id;
+  else if (s == ROK_STREAM_NVME_WRITE && runner_nvme_write_on_store(r, id))
+    ;
   else
     g_async_queue_push(r->work[s], runner_msg(id));
 }

@@ -17,6 +17,9 @@ typedef struct {
    * no-op whose completion only carries req->forced back). Called from any
    * thread, including the backend's own; must not block on I/O. */
   void (*issue)(RokIoBackend *backend, RokIoReq *req);
+  /* Queues FN(DATA) to run on the thread that submits every request; NULL
+   * where there is no such thread. */
+  void (*call)(RokIoBackend *backend, RokIoCallFunc fn, gpointer data);
   /* Stops threads and frees the backend proper; called once nothing is in
    * flight. Must not free the RokIoBackend itself (backend.c does). */
   void (*shutdown)(RokIoBackend *backend);

@@ -53,6 +53,7 @@ static void psync_shutdown(RokIoBackend *be) {
 static const RokIoBackendOps psync_ops = {
   .name = "psync",
   .issue = psync_issue,
+  .call = NULL, /* any of its threads submits: nothing is saved by running there */
   .shutdown = psync_shutdown,
 };
 

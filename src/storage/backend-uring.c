@@ -10,7 +10,10 @@
  * batch naturally. Other threads hand requests over through a queue and an
  * eventfd the owner keeps a read posted on; requests the owner issues itself
  * (resubmissions, the next pending request of a file, submissions from
- * completion callbacks) go straight into its submission queue.
+ * completion callbacks and from calls run on it) go straight into its
+ * submission queue. A call (rok_io_backend_call) is work handed over the
+ * same way, so that a whole leg's requests leave with one hand-off, made
+ * where its thread would otherwise have made one per request.
  *
  * The ring has an entry for every request the queue depth allows plus the
  * eventfd read, so an SQE is always free and the CQ cannot overflow. */
@@ -28,6 +31,11 @@
 static const char wake_tag;
 
 typedef struct {
+  RokIoCallFunc fn;
+  gpointer data;
+} UringCall;
+
+typedef struct {
   struct io_uring ring;
   GThread *owner;        /* set by the owner itself */
   gboolean fixed_files;
@@ -41,6 +49,7 @@ typedef struct {
   char *init_note;
   const RokIoBackendConfig *config; /* during set-up only */
   GQueue incoming;       /* requests from other threads */
+  GQueue calls;          /* UringCall: work to run on the owner */
   gboolean woken;        /* wake_fd written since the owner last looked */
   gboolean stopping;
 } RokUring;
@@ -112,17 +121,39 @@ static void uring_issue(RokIoBackend *be, RokIoReq *req) {
   wake_owner_unlock(u);
 }
 
-/* The eventfd fired: take what other threads queued. FALSE when stopping. */
+/* Work for the owner, from any thread (the owner's own calls, from a
+ * completion callback, wait for its next turn: the eventfd read completes
+ * at once then, without a wake-up). */
+static void uring_call(RokIoBackend *be, RokIoCallFunc fn, gpointer data) {
+  RokUring *u = be->impl;
+  UringCall *call = g_new(UringCall, 1);
+  *call = (UringCall){fn, data};
+  g_mutex_lock(&u->lock);
+  g_queue_push_tail(&u->calls, call);
+  wake_owner_unlock(u);
+}
+
+/* The eventfd fired: take what other threads queued. FALSE when stopping
+ * (nothing is in flight then, and no call is queued: its caller waits for
+ * it). */
 static gboolean take_incoming(RokUring *u, RokIoBackend *be) {
   g_mutex_lock(&u->lock);
-  GQueue batch = u->incoming;
+  GQueue batch = u->incoming, calls = u->calls;
   g_queue_init(&u->incoming);
+  g_queue_init(&u->calls);
+  g_queue_init(&u->calls);
   u->woken = FALSE;
   gboolean stopping = u->stopping;
   g_mutex_unlock(&u->lock);
   for (GList *l = batch.head; l != NULL; l = l->next)
     prep(u, be, l->data);
   g_list_free(batch.head);
+  for (GList *l = calls.head; l != NULL; l = l->next) {
+    UringCall *call = l->data;
+    call->fn(call->data);
+    g_free(call);
+  }
+  g_list_free(calls.head);
   if (!stopping)
     arm_wake(u);
   return !stopping;
@@ -233,6 +264,7 @@ static void uring_shutdown(RokIoBackend *be) {
 static const RokIoBackendOps uring_ops = {
   .name = "io_uring",
   .issue = uring_issue,
+  .call = uring_call,
   .shutdown = uring_shutdown,
 };
 

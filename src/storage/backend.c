@@ -170,6 +170,14 @@ void rok_io_backend_stats(RokIoBackend *be, RokIoBackendStats *stats) {
   g_mutex_unlock(&be->lock);
 }
 
+gboolean rok_io_backend_call(RokIoBackend *be, RokIoCallFunc fn, gpointer data) {
+  g_return_val_if_fail(fn != NULL, FALSE);
+  if (be->ops->call == NULL)
+    return FALSE;
+  be->ops->call(be, fn, data);
+  return TRUE;
+}
+
 const char *rok_io_backend_name(const RokIoBackend *be) {
   return be->ops->name;
 }

@@ -194,6 +194,7 @@ void rok_store_set_error(const RokStoreTensor *t, guint chunk, int res, GError *
 
 void rok_store_cancel(RokStore *s) { rok_io_backend_cancel(s->backend); }
 void rok_store_drain(RokStore *s) { rok_io_backend_drain(s->backend); }
+gboolean rok_store_call(RokStore *s, RokIoCallFunc fn, gpointer data) { return rok_io_backend_call(s->backend, fn, data); }
 
 gboolean rok_store_sync(RokStore *s, GError **error) {
   for (guint d = 0; d < s->n_dirs; d++) {

@@ -74,6 +74,19 @@ done
 [ "$(num "$tmp/rok-ssd.json" nvme_write_bytes)" -gt 0 ]
 [ "$(num "$tmp/rok-ssd.json" nvme_read_bytes)" -gt 0 ]
 
+# Both I/O backends: io_uring begins a write leg on its own thread, psync
+# on the stream's lane; the same bytes and gradients either way.
+for io in io_uring psync; do
+  "$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$disk" --io "$io" --json > "$tmp/io-$io.json"
+  [ "$(str "$tmp/io-$io.json" backend)" = "$io" ]
+  [ "$(num "$tmp/io-$io.json" nvme_write_bytes)" = "$(num "$tmp/rok-ssd.json" nvme_write_bytes)" ]
+  [ "$(str "$tmp/io-$io.json" gradient_checksum)" = "$sum" ]
+  expect_empty "$disk"
+done
+expect_fail 1 "No space left on device" \
+  env ROK_FAULT=enospc@write:2 "$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$disk" --io psync
+expect_empty "$disk"
+
 # The table: measured beside predicted; the timeline likewise.
 out=$("$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$disk" --repeat 1 --timeline "$tmp/timeline.json")
 expect_in "$out" "measured"

@@ -2,7 +2,8 @@
  * (the io_uring runs are skipped where the kernel refuses it): the queue
  * depth keeps submission order per file, many threads and completion
  * callbacks may submit, errors from the kernel arrive as -errno, short
- * transfers are finished, cancelled requests complete without I/O. */
+ * transfers are finished, cancelled requests complete without I/O, work
+ * handed to io_uring's thread runs there and submits from there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -35,6 +36,7 @@ typedef struct {
   guint outstanding;
   GArray *order[2]; /* completed request numbers, per file */
   GArray *results;  /* res per request number */
+  GThread *done_on; /* the thread of the last completion */
 } Fixture;
 
 typedef struct {
@@ -120,6 +122,7 @@ static void on_done(RokIoReq *io, int res) {
   if (f->results->len <= r->number)
     g_array_set_size(f->results, r->number + 1);
   g_array_index(f->results, int, r->number) = res;
+  f->done_on = g_thread_self();
   g_mutex_unlock(&f->lock);
   if (r->chain > 0) {
     /* From the backend's own thread: the next link of the chain. */
@@ -415,6 +418,69 @@ static void refused_falls_back(void) {
   close(fd);
 }
 
+/* Work handed to the backend: each call submits its requests, then makes
+ * the next call from the backend's own thread (it waits for that thread's
+ * next turn). */
+typedef struct {
+  Fixture *f;
+  Req *reqs;
+  guint first, n, calls_left;
+  GThread *ran_on;
+} Call;
+
+static void call_submits(gpointer data) {
+  Call *c = data;
+  Fixture *f = c->f;
+  for (guint i = c->first; i < c->first + c->n; i++) {
+    prepare(f, &c->reqs[i], i, i % 2, ROK_IO_WRITE);
+    submit(f, &c->reqs[i]);
+  }
+  g_mutex_lock(&f->lock);
+  c->ran_on = g_thread_self();
+  gboolean again = --c->calls_left > 0;
+  if (!again)
+    f->outstanding--; /* the calls' own count, held since the first */
+  g_cond_signal(&f->cond);
+  g_mutex_unlock(&f->lock);
+  if (again) {
+    c->first += c->n;
+    g_assert_true(rok_io_backend_call(f->be, call_submits, c));
+  }
+}
+
+/* io_uring runs a call on the thread that takes its completions, never on
+ * the caller's, and what it submits moves; psync has no such thread and
+ * runs nothing. */
+static void call_on_backend(gconstpointer data) {
+  RokIoBackendKind kind = GPOINTER_TO_INT(data);
+  if (uring_missing(kind))
+    return;
+  Fixture f;
+  setup(&f, kind, 4, NULL);
+  fill(&f, 11);
+  Req reqs[N_BUFS];
+  Call c = { .f = &f, .reqs = reqs, .first = 0, .n = N_BUFS / 4, .calls_left = 4 };
+  g_mutex_lock(&f.lock);
+  f.outstanding++;
+  g_mutex_unlock(&f.lock);
+  gboolean taken = rok_io_backend_call(f.be, call_submits, &c);
+  g_assert_true(taken == (kind == ROK_IO_BACKEND_URING));
+  if (!taken) {
+    g_assert_null(c.ran_on);
+    f.outstanding--;
+    teardown(&f);
+    return;
+  }
+  wait_all(&f);
+  g_assert_cmpuint(c.calls_left, ==, 0);
+  g_assert_true(c.ran_on != g_thread_self());
+  g_assert_true(c.ran_on == f.done_on);
+  for (guint n = 0; n < N_BUFS; n++)
+    g_assert_cmpint(g_array_index(f.results, int, n), ==, 0);
+  read_all_and_check(&f, reqs, 2, 11);
+  teardown(&f);
+}
+
 static void add(const char *name, GTestDataFunc func) {
   static const struct {
     const char *name;
@@ -434,6 +500,7 @@ int main(int argc, char **argv) {
   add("kernel-errors", kernel_errors);
   add("short-transfers", short_transfers);
   add("cancel-queued", cancel_queued);
+  add("call-on-backend", call_on_backend);
   g_test_add_func("/io/backend/refused-falls-back", refused_falls_back);
   return g_test_run();
 }

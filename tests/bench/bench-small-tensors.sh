@@ -64,6 +64,18 @@
 # 5.17-5.40 (the quick profile's generic-layer op rates); --calibrate
 # once: d2h 195 against 223, h2d 289 against 278, writes 0.65x and reads
 # 0.98x of fio at QD 32.
+# 2026-12-02, idle, --calibrate --trials 3, after a staged write leg began
+# on io_uring's own thread (no hand-off of its requests) and with fio's
+# one-request figure its whole latency (until then its completion alone,
+# clat, which left out the 50-330 us its submitting call takes on this
+# disk, and so had fio look 0.5x faster than a leg that pays both): legs
+# at their own depth after the same idle, one request 0.95x and 1.14x,
+# several 0.81x (one 4 MiB leg of 5.3 ms, queued behind a read; per size
+# 0.92-1.05x) and 0.98x; against fio's back-to-back QD n, the disk's best
+# that a leg after an idle disk cannot reach, 0.72x and 0.79x; at QD 32,
+# writes 0.63x and 0.73x, reads 1.01x and 0.91x (fio 4.2-5.2 GB/s write,
+# 2.0-2.1 read). Predicted SSD writes -5% and +24%, reads -2% and +13%,
+# following each quick calibration.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -179,10 +191,11 @@ echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" 
 # are left out: they are within 10% of QD 32 above, and a read leg's time
 # holds its wait for staging slots). A leg of one request is fio at QD 1
 # after the idle the leg found (--thinktime, a sleep: tens of microseconds
-# longer; --thinktime_spin hung fio 3.33 in 10 of 30 runs here). A leg of n
-# requests is fio at QD n back to back, the disk's best at that depth: fio's
-# own bursts of 16 after 50 ms idle took about 8 ms here, where this leg
-# takes 5-7.
+# longer; --thinktime_spin hung fio 3.33 in 10 of 30 runs here), its whole
+# latency (submission and completion, as the leg's time has both). A leg
+# of n requests is fio at QD n back to back, the disk's best at that depth,
+# which a leg after an idle disk cannot reach (the disk's wake: 130-280 us
+# in quick calibrations here), and fio's bursts of n after the same idle.
 fio_file=$fio_file bench=$here PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" <<'PY'
 import json, math, os, statistics, subprocess, sys
 sys.path.insert(0, os.environ["bench"])
@@ -203,38 +216,71 @@ MiB = 1 << 20
 subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=64M", "--bs=1M", "--direct=1",
                 "--rw=write", "--minimal"], check=True, capture_output=True)
 
-def fio_leg_us(b, idle_us):
-    n = max(1, -(-b // MiB))
-    args = ["fio", "--name=leg", f"--filename={fio_file}", "--size=64M", "--direct=1", "--ioengine=io_uring",
-            mem, "--rw=write", "--output-format=json"]
-    if n == 1:
-        t = int(min(idle_us, 50000))
-        args += [f"--bs={b}", "--iodepth=1", "--number_ios=15", f"--thinktime={t}"]
-    else:
-        args += ["--bs=1M", f"--iodepth={n}", f"--number_ios={max(16 * n, 64)}"]
+def run_fio(args):
     try:
-        out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=120).stdout
+        return subprocess.run(args, check=True, capture_output=True, text=True, timeout=120).stdout
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         print(f"fio: {e}")
-        return math.nan
-    j = json.loads(out)["jobs"][0]["write"]
-    return j["clat_ns"]["percentile"]["50.000000"] / 1e3 if n == 1 else b / (j["bw_bytes"] / 1e6)
+        return None
 
-print("\nwrite legs at their own queue depth (last trial's median step; fio: same size and depth, after the same idle"
-      " for one-request legs, back to back for the others)")
-print(f"{'size':>8} {'QD':>3} {'idle':>9} {'legs':>5} {'rok/leg':>9} {'fio/leg':>9} {'fio/rok':>8}")
+def fio_leg_us(b, idle_us):
+    """fio's time for a leg of B bytes at its own depth: back to back (the
+    disk's best at that depth) and after the leg's idle (None for one
+    request: back to back is not its shape)."""
+    n = max(1, -(-b // MiB))
+    args = ["fio", "--name=leg", f"--filename={fio_file}", "--size=64M", "--direct=1", "--ioengine=io_uring",
+            mem, "--rw=write"]
+    t = int(min(idle_us, 50000))
+    if n == 1:
+        # A lone request's whole latency, submission included as in the leg:
+        # on this virtio disk the submitting call often does the write itself
+        # (fio's slat 50-330 us, clat 100-410, their sum steady).
+        out = run_fio(args + [f"--bs={b}", "--iodepth=1", "--number_ios=15", f"--thinktime={t}",
+                              "--lat_percentiles=1", "--output-format=json"])
+        return (math.nan if out is None else json.loads(out)["jobs"][0]["write"]["lat_ns"]["percentile"]["50.000000"] / 1e3,
+                None)
+    out = run_fio(args + ["--bs=1M", f"--iodepth={n}", f"--number_ios={max(16 * n, 64)}", "--output-format=json"])
+    best = math.nan if out is None else b / (json.loads(out)["jobs"][0]["write"]["bw_bytes"] / 1e6)
+    # Bursts of n requests after the leg's idle, each request submitted on
+    # its own as the executor does (one call each would be merged into
+    # 4 MiB requests, slower on this disk); a burst's time is its longest
+    # latency (its first request's issue to its last completion, less the
+    # few microseconds between issues: kind to fio).
+    log = os.path.join(os.path.dirname(fio_file), "fio-burst")
+    out = run_fio(args + ["--bs=1M", f"--iodepth={n}", "--iodepth_batch_submit=1", f"--iodepth_batch_complete_min={n}",
+                          f"--thinktime={t}", f"--thinktime_blocks={n}", f"--number_ios={8 * n}",
+                          f"--write_lat_log={log}", "--log_offset=1", "--output-format=json"])
+    idle, lat = math.nan, []
+    if out is not None:
+        lat = [int(line.split(",")[1]) for line in open(f"{log}_lat.1.log")]
+    for kind in ("lat", "clat", "slat"):
+        if os.path.exists(f"{log}_{kind}.1.log"):
+            os.remove(f"{log}_{kind}.1.log")
+    if lat:
+        idle = statistics.median(max(lat[i:i + n]) for i in range(0, len(lat) - n + 1, n)) / 1e3
+    return best, idle
+
+print("\nwrite legs at their own queue depth (last trial's median step; fio at the same size and depth: one request"
+      " after the same idle; several back to back, the disk's best, and in bursts after the same idle)")
+print(f"{'size':>8} {'QD':>3} {'idle':>9} {'legs':>5} {'rok/leg':>9} {'fio/leg':>9} {'fio/rok':>8} {'fio idle':>9} {'/rok':>6}")
 sums = {}
 for (b, long_idle), v in sorted(classes.items()):
     rok = statistics.median(d for d, _ in v)
     idle = statistics.median(i for _, i in v)
     n = max(1, -(-b // MiB))
-    fio = fio_leg_us(b, idle)
-    s = sums.setdefault(n == 1, [0.0, 0.0])
-    s[0] += sum(d for d, _ in v); s[1] += fio * len(v)
+    fio, after_idle = fio_leg_us(b, idle)
+    s = sums.setdefault(n == 1, [0.0, 0.0, 0.0])
+    s[0] += sum(d for d, _ in v); s[1] += fio * len(v); s[2] += (fio if after_idle is None else after_idle) * len(v)
     shown = f"{idle / 1e3:6.1f} ms" if math.isfinite(idle) else "    first"
-    print(f"{b / MiB:>4.1f} MiB {n:>3} {shown:>9} {len(v):>5} {rok:>6.0f} us {fio:>6.0f} us {fio / rok:>8.2f}")
-for one, (rok, fio) in sorted(sums.items(), reverse=True):
-    print(f"{'one-request' if one else 'several-request'} legs that found the disk to themselves: rok {rok / 1e3:.1f} ms,"
-          f" fio {fio / 1e3:.1f} ms at the same depth ({fio / rok:.2f}x)")
+    tail = "" if after_idle is None else f" {after_idle:>6.0f} us {after_idle / rok:>6.2f}"
+    print(f"{b / MiB:>4.1f} MiB {n:>3} {shown:>9} {len(v):>5} {rok:>6.0f} us {fio:>6.0f} us {fio / rok:>8.2f}{tail}")
+for one, (rok, fio, after_idle) in sorted(sums.items(), reverse=True):
+    if one:
+        print(f"one-request legs that found the disk to themselves: rok {rok / 1e3:.1f} ms,"
+              f" fio {fio / 1e3:.1f} ms at the same depth after the same idle ({fio / rok:.2f}x)")
+    else:
+        print(f"several-request legs that found the disk to themselves: rok {rok / 1e3:.1f} ms,"
+              f" fio {fio / 1e3:.1f} ms back to back ({fio / rok:.2f}x),"
+              f" {after_idle / 1e3:.1f} ms after the same idle ({after_idle / rok:.2f}x)")
 PY
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

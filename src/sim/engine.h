@@ -61,7 +61,8 @@ typedef struct {
   guint tensor, mb;
   guint8 is_read, path, leg, n_legs, state;
   guint8 waited_staging, late;
-  guint8 ahead; /* a d2h leg queued ahead of the kernels (transfer.c: queued_ahead) */
+  guint8 ahead;   /* a d2h leg queued ahead of the kernels (transfer.c: queued_ahead) */
+  guint8 checked; /* an h2d leg that waited for a kernel launched during its check (transfer.c) */
   guint64 bytes;
   guint action;       /* the current leg's action */
   guint issue_deps[2]; /* reads: what allowed the read to be issued */

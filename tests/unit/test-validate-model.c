@@ -663,6 +663,51 @@ static void test_h2d_at_launch(void) {
   }
 }
 
+/* The kernel an h2d leg waits for is the one in progress when its host
+ * check ends and its command is enqueued: A's read back starts as op2's
+ * short backward (20 us) is launched, and op1's (two kernels of 5 ms) is
+ * launched while A is still checked (1 MiB at 1 GB/s), so A waits for
+ * op1's free point (half its first kernel), then its hand-offs and its
+ * copy alone (checked meanwhile). Without a host check A waits only for
+ * op2, then its hand-offs and bytes. */
+static void test_h2d_check_then_launch(void) {
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = copy_wait_hw();
+  hw->gpu.copy_kernel_free_at = 0.5;
+  hw->gpu.launch_overhead = 0;
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
+  guint op2 = rok_trace_add_op(trace, "op2", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint c = add_tensor(trace, "C", ROK_DTYPE_U8, 10, op2);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  rok_trace_need(trace, c, op2);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
+  rok_trace_op(trace, op2)->fwd_time_s = rok_trace_op(trace, op2)->bwd_time_s = 20e-6;
+  finish(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
+  for (guint k = 0; k < 2; k++) {
+    hw->host.checksum_bandwidth = k == 0 ? 1e9 : 0;
+    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+    g_assert_no_error(error);
+    const RokAction *back2 = first_action(r, ROK_ACTION_BACKWARD, op2, ROK_NO_ID);
+    const RokAction *back1 = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
+    const RokAction *h2d = leg(r, ROK_ACTION_PREFETCH, ROK_STREAM_H2D);
+    g_assert_true(back2 != NULL && back1 != NULL && h2d != NULL);
+    g_assert_cmpint(h2d->start_ns, ==, back2->start_ns);
+    g_assert_cmpint(back1->start_ns, <, h2d->start_ns + 1048576);
+    if (k == 0)
+      g_assert_cmpint(llabs(h2d->end_ns - (back1->start_ns + 2500000 + 50000 + 1048576)), <=, 2);
+    else /* op2's first kernel is 10 us: free after 5 */
+      g_assert_cmpint(llabs(h2d->end_ns - (h2d->start_ns + 5000 + 50000 + 1048576)), <=, 2);
+  }
+}
+
 /* A (1 MiB) offloaded by DECISION beside op1 (copy_beside_kernel), the
  * step simulated with HW and with NONE (HW without the figure a test is
  * about). */
@@ -882,6 +927,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);
+  g_test_add_func("/validate-model/h2d-check-then-launch", test_h2d_check_then_launch);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
   g_test_add_func("/validate-model/device-checksum", test_device_checksum);

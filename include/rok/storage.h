@@ -216,7 +216,9 @@ typedef void (*RokIoCallFunc)(gpointer data);
  * wake-up: a median 30-130 us beside a CPU device's kernels on the
  * development VM, a third of a lone 1 MiB write). Returns FALSE, without
  * running FN, for a backend without such a thread (psync). FN runs like a
- * completion callback: it must not block or wait for I/O. */
+ * completion callback, and completions wait while it runs: it must not
+ * wait for I/O or for another thread (a short system call, as a data
+ * file's growth, is all right). */
 gboolean rok_io_backend_call(RokIoBackend *backend, RokIoCallFunc fn, gpointer data);
 
 /* ==== file ================================================================ */

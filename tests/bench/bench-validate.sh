@@ -62,6 +62,13 @@
 # keep +17%); the LLaMA-shaped model 12.6% (keep +14.5%) and 3.4% (worst
 # 9.8%); --ssd 4.6% (worst 9.3%). Other processes 0.0-0.2%, steal nil:
 # the VM's own speed moves between runs.
+# 2026-12-02, with SSD writes begun on io_uring's thread and an h2d leg
+# waiting for a kernel launched during its host check: validate-gpt 20.0%
+# (every row ~20% faster than calibrated, keep -19.6%; against keep 3.3%)
+# and 2.9% (worst 6.4%); the LLaMA-shaped model 11.1% (keep +13.3%,
+# against keep 2.0%) and 4.8% (worst 12.3%), its h2d streams within 9% in
+# every row of the second run, d2h still 42-110% under; --ssd 5.4% (worst
+# 15.8%). Other processes 0.6-1.5% of the processors.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -232,12 +232,16 @@ typedef struct {
   guint first, count;
 } Submitter;
 
-static gpointer submitter(gpointer data) {
-  Submitter *s = data;
+/* Writes of requests first .. first + count - 1 (request n: block n of file n % 2). */
+static void submit_range(const Submitter *s) {
   for (guint n = s->first; n < s->first + s->count; n++) {
     prepare(s->f, &s->reqs[n], n, n % 2, ROK_IO_WRITE);
     submit(s->f, &s->reqs[n]);
   }
+}
+
+static gpointer submitter(gpointer data) {
+  submit_range(data);
   return NULL;
 }
 
@@ -422,19 +426,15 @@ static void refused_falls_back(void) {
  * the next call from the backend's own thread (it waits for that thread's
  * next turn). */
 typedef struct {
-  Fixture *f;
-  Req *reqs;
-  guint first, n, calls_left;
+  Submitter range; /* the next call's requests */
+  guint calls_left;
   GThread *ran_on;
 } Call;
 
 static void call_submits(gpointer data) {
   Call *c = data;
-  Fixture *f = c->f;
-  for (guint i = c->first; i < c->first + c->n; i++) {
-    prepare(f, &c->reqs[i], i, i % 2, ROK_IO_WRITE);
-    submit(f, &c->reqs[i]);
-  }
+  Fixture *f = c->range.f;
+  submit_range(&c->range);
   g_mutex_lock(&f->lock);
   c->ran_on = g_thread_self();
   gboolean again = --c->calls_left > 0;
@@ -443,7 +443,7 @@ static void call_submits(gpointer data) {
   g_cond_signal(&f->cond);
   g_mutex_unlock(&f->lock);
   if (again) {
-    c->first += c->n;
+    c->range.first += c->range.count;
     g_assert_true(rok_io_backend_call(f->be, call_submits, c));
   }
 }
@@ -459,7 +459,7 @@ static void call_on_backend(gconstpointer data) {
   setup(&f, kind, 4, NULL);
   fill(&f, 11);
   Req reqs[N_BUFS];
-  Call c = { .f = &f, .reqs = reqs, .first = 0, .n = N_BUFS / 4, .calls_left = 4 };
+  Call c = { .range = { &f, reqs, 0, N_BUFS / 4 }, .calls_left = 4 };
   g_mutex_lock(&f.lock);
   f.outstanding++;
   g_mutex_unlock(&f.lock);

@@ -5,9 +5,10 @@
  * RUN_SSD_LANES); a free runs at once, where the action it waited for
  * ended; a staged SSD write begins on the I/O backend's thread, which
  * submits its requests without a hand-off. The thread that ends an action
- * (a stream's, or the I/O backend's for an SSD leg) marks it done and issues what that made ready, under
- * the tracker's lock; the compute thread runs its own next action at once
- * when its last one made it ready. A hand-off through another thread
+ * (a stream's, or the I/O backend's for an SSD leg) marks it done and
+ * issues what that made ready, under the tracker's lock; the compute
+ * thread runs its own next action at once when its last one made it
+ * ready. A hand-off through another thread
  * instead cost two wake-ups per kernel, and while copies ran on the 2
  * processors of the development VM each took 7-11 us rather than 1-3
  * (dispatch_s 5.6-8.7 ms per step of validate-gpt's rows that offload,

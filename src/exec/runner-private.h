@@ -91,6 +91,7 @@ typedef struct {
   guint64 disk_peak;      /* on the SSDs at once, in schedule order */
   guint64 staging_peak;   /* held in staging at once, on the predicted timeline */
   guint n_tickets;
+  guint *ticket_needs;    /* [ticket]: the slots its leg reserves */
   guint64 largest_tensor;
   guint gpudirect_legs;
   guint comm_actions; /* communication placeholders (comm and p2p streams) */
@@ -182,11 +183,12 @@ struct _Runner {
   /* Copies. */
   RunnerCopyState *copies;
   int *slots; /* per chunk: its slot, or -1 */
-  /* Reservations of staging slots, granted in ticket order (see
-   * runner-staging.c). */
+  /* Reservations of staging slots, granted in ticket order or out of it
+   * where room is left for every turn before (see runner-staging.c). */
   GMutex gate_lock;
   GCond gate_cond;
-  guint gate_next;
+  guint gate_next;     /* the first ticket not yet granted */
+  guint8 *gate_taken;  /* [ticket]: granted this step */
   guint64 gate_reserved, gate_limit;
   guint64 *chunk_sums; /* per chunk: its share of the checksum on the way out */
 

@@ -266,15 +266,19 @@ static gboolean check_leg_deps(const RunnerProgram *p, GError **error) {
  * of a tensor bound for the SSDs (held until its write and any read back
  * from staging are done) and a staged SSD read (held until its h2d). */
 static void number_tickets(RunnerProgram *p) {
+  g_autoptr(GArray) needs = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint id = 0; id < p->n_actions; id++) {
     p->actions[id].ticket = RUN_NONE;
     guint c = p->actions[id].copy;
     if (c == RUN_NONE || runner_copy(p, c)->host)
       continue;
     const RunnerCopy *copy = runner_copy(p, c);
-    if (id == copy->d2h || (id == copy->nvme_read && !copy->gd_read))
+    if (id == copy->d2h || (id == copy->nvme_read && !copy->gd_read)) {
       p->actions[id].ticket = p->n_tickets++;
+      g_array_append_val(needs, copy->n_chunks);
+    }
   }
+  p->ticket_needs = (guint *)g_array_free(g_steal_pointer(&needs), FALSE);
 }
 
 typedef struct {
@@ -372,6 +376,7 @@ gboolean runner_program_build(RunnerProgram *p, const RokSchedule *schedule, gui
 void runner_program_clear(RunnerProgram *p) {
   g_free(p->actions);
   g_free(p->copy_of);
+  g_free(p->ticket_needs);
   if (p->ids != NULL)
     g_array_unref(p->ids);
   if (p->copies != NULL)

@@ -283,6 +283,7 @@ static void state_new(Runner *r) {
   r->copies = g_new0(RunnerCopyState, MAX(p->copies->len, 1));
   r->slots = g_new(int, MAX(p->n_chunks, 1));
   r->chunk_sums = g_new0(guint64, MAX(p->n_chunks, 1));
+  r->gate_taken = g_new0(guint8, MAX(p->n_tickets, 1));
   for (guint i = 0; i < p->n_chunks; i++)
     r->slots[i] = -1;
   for (guint i = 0; i < p->copies->len; i++)
@@ -350,6 +351,7 @@ void runner_teardown(Runner *r) {
   g_clear_pointer(&r->copies, g_free);
   g_clear_pointer(&r->slots, g_free);
   g_clear_pointer(&r->chunk_sums, g_free);
+  g_clear_pointer(&r->gate_taken, g_free);
 }
 
 #endif /* ROK_WITH_OPENCL */

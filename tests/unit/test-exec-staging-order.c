@@ -6,7 +6,8 @@
  * behind the copy that needs leg 0 does). Leg 1's stream runs ahead and
  * asks first, while the pool is empty. Granted by room alone, leg 1 takes
  * 2 slots, leg 0 never fits, and the run hangs; granted in schedule order,
- * leg 1 waits for leg 0's turn and both get through.
+ * leg 1 waits for leg 0's turn and both get through. In a pool of 5, both
+ * fit at once: leg 1 goes out of turn, leg 0 keeps its room.
  *
  * The end-to-end runs of test-exec-runner cannot show this reliably: which
  * stream reaches the gate first is up to thread timing. Here the order of
@@ -30,6 +31,8 @@ enum { POOL_SLOTS = 4, FIRST_NEEDS = 3, SECOND_NEEDS = 2 };
 typedef struct {
   Runner r;
   RunnerAction actions[2];
+  guint needs[2];
+  guint8 taken[2];
   RunnerCopyState copies[2];
   RunnerRecord rec[2];
   GError *errors[2];
@@ -37,7 +40,7 @@ typedef struct {
   gint first_done; /* leg 0 has run and given its slots back (atomic) */
 } Gate;
 
-static void gate_init(Gate *g) {
+static void gate_init(Gate *g, guint pool_slots) {
   memset(g, 0, sizeof *g);
   Runner *r = &g->r;
   r->prog.copies = g_array_new(FALSE, TRUE, sizeof(RunnerCopy));
@@ -47,12 +50,15 @@ static void gate_init(Gate *g) {
                  .nvme_read = RUN_NONE, .h2d = RUN_NONE};
     g_array_append_val(r->prog.copies, c);
     g->actions[i] = (RunnerAction){.copy = i, .ticket = i};
+    g->needs[i] = needs[i];
   }
+  r->prog.ticket_needs = g->needs;
+  r->gate_taken = g->taken;
   r->prog.actions = g->actions;
   r->prog.n_actions = 2;
   r->prog.n_tickets = 2;
   r->copies = g->copies;
-  r->gate_limit = POOL_SLOTS;
+  r->gate_limit = pool_slots;
   g_mutex_init(&r->gate_lock);
   g_cond_init(&r->gate_cond);
 }
@@ -82,7 +88,7 @@ static gpointer first_leg(gpointer data) {
   Gate *g = data;
   g->granted[0] = runner_gate_reserve(&g->r, 0, 0, &g->rec[0], &g->errors[0]);
   if (g->granted[0]) {
-    g_assert_cmpuint(g->r.gate_reserved, <=, POOL_SLOTS);
+    g_assert_cmpuint(g->r.gate_reserved, <=, g->r.gate_limit);
     runner_gate_release(&g->r, 0);
   }
   g_atomic_int_set(&g->first_done, 1);
@@ -97,7 +103,7 @@ static void stop_gate(Gate *g) {
 
 static void test_later_leg_waits(void) {
   Gate g;
-  gate_init(&g);
+  gate_init(&g, POOL_SLOTS);
   GThread *second = g_thread_new("leg-1", second_leg, &g);
   g_usleep(100 * 1000); /* leg 1's stream runs ahead: it is at the gate first */
   GThread *first = g_thread_new("leg-0", first_leg, &g);
@@ -126,9 +132,33 @@ static void test_later_leg_waits(void) {
   gate_clear(&g);
 }
 
+/* Room for both: leg 1 takes its slots out of turn at once, and leg 0,
+ * whose room was left, then takes its own without waiting either. */
+static void test_out_of_turn(void) {
+  Gate g;
+  gate_init(&g, FIRST_NEEDS + SECOND_NEEDS);
+  g_assert_true(runner_gate_try_reserve(&g.r, 1, 1));
+  g_assert_cmpuint(g.r.gate_next, ==, 0);
+  g_assert_cmpuint(g.r.gate_reserved, ==, SECOND_NEEDS);
+  g_assert_true(runner_gate_reserve(&g.r, 0, 0, &g.rec[0], &g.errors[0]));
+  g_assert_cmpuint(g.rec[0].waits, ==, 0);
+  g_assert_cmpuint(g.r.gate_next, ==, 2);
+  g_assert_cmpuint(g.r.gate_reserved, ==, FIRST_NEEDS + SECOND_NEEDS);
+  runner_gate_release(&g.r, 0);
+  runner_gate_release(&g.r, 1);
+  g_assert_cmpuint(g.r.gate_reserved, ==, 0);
+  /* One slot fewer: leg 1 alone would fit, but not beside leg 0's room. */
+  runner_gate_reset(&g.r);
+  g.r.gate_limit = FIRST_NEEDS + SECOND_NEEDS - 1;
+  g_assert_false(runner_gate_try_reserve(&g.r, 1, 1));
+  g_assert_cmpuint(g.r.gate_reserved, ==, 0);
+  gate_clear(&g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/exec-staging-order/later-leg-waits", test_later_leg_waits);
+  g_test_add_func("/exec-staging-order/out-of-turn", test_out_of_turn);
   return g_test_run();
 }
 

@@ -68,7 +68,10 @@
 # and 2.9% (worst 6.4%); the LLaMA-shaped model 11.1% (keep +13.3%,
 # against keep 2.0%) and 4.8% (worst 12.3%), its h2d streams within 9% in
 # every row of the second run, d2h still 42-110% under; --ssd 5.4% (worst
-# 15.8%). Other processes 0.6-1.5% of the processors.
+# 15.8%). Other processes 0.6-1.5% of the processors. After the staging
+# gate's out-of-turn grants: validate-gpt 2.3% (worst 4.6%, streams within
+# 19%); the LLaMA-shaped model 4.7% (worst 10.6%) and 13.2% (its rows'
+# steps spread 37%), h2d within 20% in every row.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -134,7 +134,7 @@ static gboolean pass_error(const Run *run, GError **error) {
 }
 
 /* Issues the pass's first requests, up to its queue depth, and starts its
- * clock: on the backend's own thread for writes (start_on_backend). */
+ * clock; run_io runs it on the backend's own thread for writes. */
 static void start_pass(gpointer data) {
   Run *run = data;
   Pass *p = &run->pass;

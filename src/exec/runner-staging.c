@@ -16,7 +16,7 @@
  * order the LLaMA-shaped model's tba row (2026-12-02, a CPU device) waited
  * 0-8 times a step, a d2h leg that then missed being enqueued ahead of
  * its producer's next kernel and waited that kernel out (9.8 ms once);
- * out of turn, no wait in eight runs. */
+ * out of turn, no wait in eleven runs. */
 #ifdef ROK_WITH_OPENCL
 
 #include <string.h>
@@ -30,7 +30,8 @@
  * Granted so, the reservations and the earlier turns' needs never exceed
  * the pool, and the first in line still fits once the legs before it are
  * done. */
-static gboolean gate_open(const Runner *r, guint ticket, guint need) {
+static gboolean gate_open(const Runner *r, guint ticket) {
+  guint need = r->prog.ticket_needs[ticket];
   if (ticket == r->gate_next)
     return r->gate_reserved == 0 || r->gate_reserved + need <= r->gate_limit;
   guint64 ahead = 0;
@@ -40,7 +41,8 @@ static gboolean gate_open(const Runner *r, guint ticket, guint need) {
 }
 
 /* Take the reservation (under gate_lock, the gate open). */
-static void gate_take(Runner *r, guint ticket, guint copy, guint need) {
+static void gate_take(Runner *r, guint ticket, guint copy) {
+  guint need = r->prog.ticket_needs[ticket];
   r->gate_reserved += need;
   r->gate_taken[ticket] = 1;
   while (r->gate_next < r->prog.n_tickets && r->gate_taken[r->gate_next])
@@ -51,17 +53,16 @@ static void gate_take(Runner *r, guint ticket, guint copy, guint need) {
 
 gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec, GError **error) {
   guint ticket = r->prog.actions[id].ticket;
-  guint need = runner_copy(&r->prog, copy)->n_chunks;
   gint64 start = 0;
   g_mutex_lock(&r->gate_lock);
-  while (!runner_failed(r) && !gate_open(r, ticket, need)) {
+  while (!runner_failed(r) && !gate_open(r, ticket)) {
     if (start == 0)
       start = runner_now_ns();
     g_cond_wait(&r->gate_cond, &r->gate_lock);
   }
   gboolean ok = !runner_failed(r);
   if (ok)
-    gate_take(r, ticket, copy, need);
+    gate_take(r, ticket, copy);
   g_mutex_unlock(&r->gate_lock);
   if (start != 0) {
     rec->wait_ns += runner_now_ns() - start;
@@ -74,11 +75,10 @@ gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec,
 
 gboolean runner_gate_try_reserve(Runner *r, guint id, guint copy) {
   guint ticket = r->prog.actions[id].ticket;
-  guint need = runner_copy(&r->prog, copy)->n_chunks;
   g_mutex_lock(&r->gate_lock);
-  gboolean ok = !runner_failed(r) && gate_open(r, ticket, need);
+  gboolean ok = !runner_failed(r) && gate_open(r, ticket);
   if (ok)
-    gate_take(r, ticket, copy, need);
+    gate_take(r, ticket, copy);
   g_mutex_unlock(&r->gate_lock);
   return ok;
 }
@@ -96,8 +96,7 @@ void runner_gate_reset(Runner *r) {
   g_mutex_lock(&r->gate_lock);
   r->gate_next = 0;
   r->gate_reserved = 0;
-  if (r->prog.n_tickets > 0)
-    memset(r->gate_taken, 0, r->prog.n_tickets);
+  memset(r->gate_taken, 0, r->prog.n_tickets);
   g_mutex_unlock(&r->gate_lock);
 }
 

@@ -141,7 +141,6 @@ static gboolean take_incoming(RokUring *u, RokIoBackend *be) {
   GQueue batch = u->incoming, calls = u->calls;
   g_queue_init(&u->incoming);
   g_queue_init(&u->calls);
-  g_queue_init(&u->calls);
   u->woken = FALSE;
   gboolean stopping = u->stopping;
   g_mutex_unlock(&u->lock);
@@ -273,6 +272,7 @@ int storage_io_uring_init(RokIoBackend *be, const RokIoBackendConfig *config, ch
   g_mutex_init(&u->lock);
   g_cond_init(&u->ready);
   g_queue_init(&u->incoming);
+  g_queue_init(&u->calls);
   u->config = config;
   u->wake_fd = eventfd(0, EFD_CLOEXEC);
   if (u->wake_fd < 0) {

@@ -165,9 +165,11 @@ typedef struct {
   GAsyncQueue *in, *out;
 } Echo;
 
-/* Every message from `in` back on `out`, until the message 1. */
+/* Every message from `in` back on `out`, until the message 1; on a short
+ * slice, as the executor's stream threads are. */
 static gpointer echo(gpointer data) {
   Echo *e = data;
+  rok_host_thread_short_slice();
   for (;;) {
     gpointer m = g_async_queue_pop(e->in);
     g_async_queue_push(e->out, m);

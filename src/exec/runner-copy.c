@@ -6,9 +6,9 @@
  * own queue (d2h or h2d) at once and waits for them from the stream's own
  * thread, so copies overlap with the compute queue, and a device without a
  * copy engine (PoCL: a copy is a memcpy on a thread that also runs kernels)
- * takes the whole leg in one turn rather than one per chunk. A d2h leg
- * made ready by a kernel's end is enqueued by the compute thread itself,
- * before its next kernel (runner_d2h_prime). */
+ * takes the whole leg in one turn rather than one per chunk. A d2h leg's
+ * copies are enqueued as it is issued (runner_d2h_prime): by the compute
+ * thread before its next kernel, where a kernel's end made it ready. */
 #ifdef ROK_WITH_OPENCL
 
 #include <errno.h>
@@ -155,40 +155,54 @@ void runner_copies_clear(Runner *r) {
 void runner_d2h_prime(Runner *r, guint id) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
+  st->primed = FALSE;
+  if (runner_failed(r) || g_atomic_int_get(&r->d2h_slotless) > 0 || !take_slots(r, id, copy, FALSE, NULL)) {
+    g_atomic_int_inc(&r->d2h_slotless); /* the d2h thread waits for the rest, or sees the failure */
+    return;
+  }
   r->rec[id].start_ns = runner_now_ns();
-  if (runner_failed(r) || !take_slots(r, id, copy, FALSE, NULL))
-    return; /* the d2h thread waits for the rest, or sees the failure */
-  r->d2h_events = g_new0(cl_event, c->n_chunks);
-  enqueue_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, r->d2h_events, &r->d2h_n_events, &r->d2h_error);
-  r->d2h_primed = id;
+  st->events = g_new0(cl_event, c->n_chunks);
+  enqueue_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, st->events, &st->n_events, &st->prime_error);
+  st->primed = TRUE;
 }
 
 /* The primed leg's copies waited for (`ok` FALSE: the run failed, they
  * are only settled); its enqueuing's error, if any, taken. */
-static gboolean d2h_primed_wait(Runner *r, gboolean ok, GError **error) {
-  if (r->d2h_error != NULL) {
+static gboolean d2h_primed_wait(Runner *r, guint copy, gboolean ok, GError **error) {
+  RunnerCopyState *st = &r->copies[copy];
+  if (st->prime_error != NULL) {
     ok = FALSE;
-    g_propagate_error(error, g_steal_pointer(&r->d2h_error));
+    g_propagate_error(error, g_steal_pointer(&st->prime_error));
   }
-  ok = wait_all(r->d2h_events, r->d2h_n_events, ok, error);
-  g_clear_pointer(&r->d2h_events, g_free);
-  r->d2h_n_events = 0;
-  r->d2h_primed = RUN_NONE;
+  ok = wait_all(st->events, st->n_events, ok, error);
+  g_clear_pointer(&st->events, g_free);
+  st->n_events = 0;
+  st->primed = FALSE;
   return ok;
 }
 
 void runner_d2h_settle(Runner *r, guint id) {
-  if (r->d2h_primed == id)
-    d2h_primed_wait(r, FALSE, NULL);
+  guint copy = r->prog.actions[id].copy;
+  if (r->copies[copy].primed)
+    d2h_primed_wait(r, copy, FALSE, NULL);
+}
+
+/* Its slots taken now, where its priming could not: legs after it may be
+ * primed again. */
+static gboolean d2h_take_slots(Runner *r, guint id, guint copy, GError **error) {
+  gboolean ok = take_slots(r, id, copy, TRUE, error);
+  g_atomic_int_dec_and_test(&r->d2h_slotless);
+  return ok;
 }
 
 /* Out of the device into slots; the slots stay for the legs that read them. */
 gboolean run_d2h_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
-  if (r->d2h_primed == id ? !d2h_primed_wait(r, TRUE, error)
-                          : !take_slots(r, id, copy, TRUE, error) ||
-                                !copy_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, error))
+  if (r->copies[copy].primed ? !d2h_primed_wait(r, copy, TRUE, error)
+                             : !d2h_take_slots(r, id, copy, error) ||
+                                   !copy_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, error))
     return FALSE;
   RunnerSum sum;
   runner_sum_init(&sum);

@@ -12,9 +12,11 @@
  * instead cost two wake-ups per kernel, and while copies ran on the 2
  * processors of the development VM each took 7-11 us rather than 1-3
  * (dispatch_s 5.6-8.7 ms per step of validate-gpt's rows that offload,
- * 1.4-2.8 for keep; now 0.6-4.0 and 0.2-0.3). A d2h leg its kernel
- * made ready is enqueued by the compute thread before its next kernel
- * (runner_d2h_prime), as the simulator queues it. The step's thread
+ * 1.4-2.8 for keep; now 0.6-4.0 and 0.2-0.3). A d2h leg's copies are
+ * enqueued as it is issued (runner_d2h_prime): by the compute thread
+ * before its next kernel, where a kernel's end made it ready, as the
+ * simulator queues it; every d2h leg made ready is issued, though the
+ * stream's one thread waits for them and checks them in turn. The step's thread
  * waits for the step to be over. Each stream's thread runs what it is
  * given and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
@@ -80,13 +82,7 @@ gboolean runner_comm_placeholder(Runner *r, guint id, GError **error) {
   return TRUE;
 }
 
-/* What the compute thread takes from the actions its last one made
- * ready: its own next action, and a d2h leg to prime before it. */
-typedef struct {
-  guint compute, d2h;
-} Taken;
-
-static Taken track_done(Runner *r, guint id, gboolean take);
+static guint track_done(Runner *r, guint id, gboolean take);
 
 static gboolean exec_action(Runner *r, guint id, gboolean *deferred, GError **error) {
   switch (runner_action(&r->prog, id)->stream) {
@@ -134,10 +130,14 @@ gpointer runner_worker_thread(gpointer data) {
   RunnerWorker *w = data;
   Runner *r = w->r;
   gboolean compute = w->stream == ROK_STREAM_COMPUTE;
-  /* An SSD leg's thread only submits its requests: on a CPU device it must
-   * not wait out a kernel's slice to do so. (The copy threads checksum on
-   * the processors, as the kernels' equals.) */
-  if (w->stream == ROK_STREAM_NVME_WRITE || w->stream == ROK_STREAM_NVME_READ)
+  /* On a CPU device a stream's thread woken beside the kernels must not
+   * wait out a kernel thread's slice: an SSD leg's thread only submits its
+   * requests, and the d2h thread, woken for a leg primed a few
+   * microseconds before, took 1.2-4.4 ms to run on the development VM
+   * (2026-12-02; 16-57 us on a short slice). The slice is not a weight:
+   * the copy threads still checksum on the processors as the kernels'
+   * equals. */
+  if (w->stream != ROK_STREAM_COMPUTE)
     rok_host_thread_short_slice();
   for (guint id = RUN_NONE;;) {
     if (id == RUN_NONE)
@@ -166,12 +166,7 @@ gpointer runner_worker_thread(gpointer data) {
     }
     if (!ok)
       runner_fail(r, error);
-    Taken next = track_done(r, id, compute);
-    if (next.d2h != RUN_NONE) {
-      runner_d2h_prime(r, next.d2h);
-      g_async_queue_push(r->work[ROK_STREAM_D2H], runner_msg(next.d2h));
-    }
-    id = next.compute; /* run at once, if that made it ready */
+    id = track_done(r, id, compute); /* the compute stream's next, run at once if that made it ready */
   }
 }
 
@@ -185,16 +180,16 @@ gboolean runner_compute_task(Runner *r, guint task, GError **error) {
 /* ---- the tracker ---- */
 
 /* Mark `id` issued; hand it to its stream's thread unless the caller
- * (the compute thread) takes it into *take. */
-static void issue(Runner *r, guint id, Taken *take) {
+ * (the compute thread) takes it into *take. A d2h leg is primed first. */
+static void issue(Runner *r, guint id, guint *take) {
   RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
   r->in_flight++;
   r->busy[s]++;
-  if (take != NULL && s == ROK_STREAM_COMPUTE && take->compute == RUN_NONE)
-    take->compute = id;
-  else if (take != NULL && s == ROK_STREAM_D2H) /* one lane: one at most */
-    take->d2h = id;
+  if (s == ROK_STREAM_D2H)
+    runner_d2h_prime(r, id);
+  if (take != NULL && s == ROK_STREAM_COMPUTE && *take == RUN_NONE)
+    *take = id;
   else if (s == ROK_STREAM_NVME_WRITE && runner_nvme_write_on_store(r, id))
     ;
   else
@@ -246,7 +241,7 @@ static gboolean ready(const Runner *r, guint id) {
 /* Issue each stream's next actions, in its order, while they are ready and
  * it has a free lane (into *take what the compute thread takes, if not
  * NULL). Returns how many. */
-static guint pump(Runner *r, Taken *take) {
+static guint pump(Runner *r, guint *take) {
   guint issued = 0;
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     const GArray *order = r->prog.order[s];
@@ -265,10 +260,10 @@ static guint pump(Runner *r, Taken *take) {
 /* `id` has ended: done, and what that made ready issued; the step's
  * thread is woken once nothing is in flight (the step is over, failed or
  * stuck). With `take` (the compute thread), the compute stream's next
- * action and a d2h leg made ready are returned rather than handed over
- * (RUN_NONE where none). */
-static Taken track_done(Runner *r, guint id, gboolean take) {
-  Taken next = {RUN_NONE, RUN_NONE};
+ * action made ready is returned rather than handed over (RUN_NONE where
+ * none). */
+static guint track_done(Runner *r, guint id, gboolean take) {
+  guint next = RUN_NONE;
   g_mutex_lock(&r->track_lock);
   on_completion(r, id);
   if (!runner_failed(r))
@@ -288,6 +283,7 @@ static void reset(Runner *r) {
     r->busy[s] = 0;
   }
   r->done = r->in_flight = 0;
+  g_atomic_int_set(&r->d2h_slotless, 0);
 }
 
 static gboolean stuck(Runner *r, GError **error) {

@@ -108,8 +108,9 @@ static gint compare_start(gconstpointer a, gconstpointer b) {
 }
 
 /* The time a stream had at least one action running (`active`: running
- * past its wait for staging slots, which comes first): its lanes' actions
- * may overlap (the SSD streams), each moment counts once. */
+ * past its wait for staging slots, which comes first): its actions may
+ * overlap (the SSD streams' lanes; a d2h leg primed while the one before
+ * is checked), each moment counts once. */
 static double union_ns(const RunnerProgram *p, const Span *span, RokStream s, gboolean active) {
   const GArray *order = p->order[s];
   g_autofree Span *sorted = g_new(Span, MAX(order->len, 1));
@@ -159,9 +160,10 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
   double active[ROK_STREAM_COUNT] = {0};
   for (RokStream s = 0; s < ROK_STREAM_COUNT; s++)
     active[s] = busy[s] - waits[s];
-  for (RokStream s = ROK_STREAM_NVME_WRITE; s <= ROK_STREAM_NVME_READ; s++) {
-    busy[s] = union_ns(p, span, s, FALSE);
-    active[s] = union_ns(p, span, s, TRUE);
+  static const RokStream overlapping[] = {ROK_STREAM_D2H, ROK_STREAM_NVME_WRITE, ROK_STREAM_NVME_READ};
+  for (guint k = 0; k < G_N_ELEMENTS(overlapping); k++) {
+    busy[overlapping[k]] = union_ns(p, span, overlapping[k], FALSE);
+    active[overlapping[k]] = union_ns(p, span, overlapping[k], TRUE);
   }
   f->step_time_s = ((double)end - (double)origin) / 1e9;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {

@@ -61,16 +61,25 @@ typedef struct {
   gboolean ends_mb;               /* the last compute action of its micro-batch */
   gboolean seed_only;             /* a recompute of dropout masks alone, from the seed */
   guint ticket;                   /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
-  guint after;                    /* an SSD leg: the leg before it on its stream when it depends on it, else RUN_NONE */
+  guint after;                    /* an SSD or d2h leg: the leg before it on its stream when it depends on it, else RUN_NONE */
 } RunnerAction;
 
 /* Threads per SSD stream: legs of one SSD stream run up to this many at
  * once (each leg's chunks are in flight together), so that small tensors
- * keep the disks' queues full; every other stream runs one at a time. */
+ * keep the disks' queues full; every other stream has one thread. */
 #define RUN_SSD_LANES 8
 
-static inline guint runner_lanes(RokStream s) {
+static inline guint runner_threads(RokStream s) {
   return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? RUN_SSD_LANES : 1;
+}
+
+/* Legs of a stream issued at once. The d2h stream's are primed as they
+ * are issued (runner_d2h_prime) and waited for and checked one after the
+ * other by its one thread: every leg made ready is issued, so that its
+ * copies are enqueued before the compute thread's next kernel even while
+ * the leg before is still being checked. */
+static inline guint runner_lanes(RokStream s) {
+  return s == ROK_STREAM_D2H ? G_MAXUINT : runner_threads(s);
 }
 
 typedef struct {
@@ -151,6 +160,12 @@ typedef struct {
   RokStoreTensor *stored; /* on the SSDs */
   guint64 device_sum;     /* from the device, after the producer ran */
   guint64 host_sum;       /* of the staged copy on its way out */
+  /* Its d2h leg primed (runner_d2h_prime): its copies' events, and the
+   * error that stopped their enqueuing. */
+  gboolean primed;
+  cl_event *events;
+  guint n_events;
+  GError *prime_error;
 } RunnerCopyState;
 
 typedef struct _Runner Runner;
@@ -207,13 +222,10 @@ struct _Runner {
   GThread *threads[ROK_STREAM_ALL_COUNT][RUN_SSD_LANES];
   RunnerWorker workers[ROK_STREAM_ALL_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
-  /* The d2h leg primed by the compute thread (RUN_NONE: none), its
-   * copies' events, and the error that stopped its enqueuing. Handed to
-   * the d2h thread with the leg; one at a time, as the stream runs. */
-  guint d2h_primed;
-  cl_event *d2h_events;
-  guint d2h_n_events;
-  GError *d2h_error;
+  /* d2h legs issued without their slots, not yet taken by the d2h
+   * thread (atomic): while there are, no leg is primed, so that slots go
+   * in the stream's order. */
+  gint d2h_slotless;
 
   /* Per step, from the compute thread. */
   guint64 gradient_checksum;
@@ -289,12 +301,15 @@ gboolean runner_compute_special(Runner *r, guint task, GError **error);
 
 /* runner-copy.c: the d2h and h2d legs, and the staged copies' slots. */
 gboolean run_d2h_leg(Runner *r, guint id, GError **error);
-/* On the compute thread, where a kernel's end made the d2h leg `id` ready:
- * its copies enqueued before the thread launches its next kernel, if the
- * slots can be had without waiting; the d2h thread then waits for them
- * (run_d2h_leg). Without this the d2h thread, woken a few microseconds
- * later, enqueued them behind that kernel, and a device whose copies run
- * on the kernels' processors (PoCL) ran them only once it was done. */
+/* As the d2h leg `id` is issued (under the tracker's lock, so in the
+ * stream's order): its copies enqueued, if the slots can be had without
+ * waiting and no leg before it waits for its own; the d2h thread then
+ * waits for them (run_d2h_leg). Issued by a kernel's end, they are
+ * enqueued before the compute thread launches its next kernel. Without
+ * this the d2h thread, woken a few microseconds later or still checking
+ * the leg before, enqueued them behind that kernel, and a device whose
+ * copies run on the kernels' processors (PoCL) ran them only once it was
+ * done. */
 void runner_d2h_prime(Runner *r, guint id);
 /* After a failure, where `id` is not run: its primed copies settled. */
 void runner_d2h_settle(Runner *r, guint id);

@@ -223,12 +223,15 @@ static gboolean depends(const RunnerProgram *p, guint id, guint on) {
   return FALSE;
 }
 
-/* Each SSD leg's dependency on the leg before it on its stream, which the
- * tracker lets it overlap. */
+/* Each SSD or d2h leg's dependency on the leg before it on its stream,
+ * which the tracker lets it overlap (an SSD stream's lanes; the d2h
+ * stream's primed copies). */
 static void mark_after(RunnerProgram *p) {
+  static const RokStream overlapping[] = {ROK_STREAM_D2H, ROK_STREAM_NVME_WRITE, ROK_STREAM_NVME_READ};
   for (guint id = 0; id < p->n_actions; id++)
     p->actions[id].after = RUN_NONE;
-  for (RokStream s = ROK_STREAM_NVME_WRITE; s <= ROK_STREAM_NVME_READ; s++) {
+  for (guint k = 0; k < G_N_ELEMENTS(overlapping); k++) {
+    RokStream s = overlapping[k];
     const GArray *order = p->order[s];
     for (guint i = 1; i < order->len; i++) {
       guint id = g_array_index(order, guint, i), prev = g_array_index(order, guint, i - 1);

@@ -264,7 +264,7 @@ static gboolean start_threads(Runner *r, GError **error) {
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
     r->work[s] = g_async_queue_new();
     r->workers[s] = (RunnerWorker){.r = r, .stream = s};
-    for (guint l = 0; l < runner_lanes(s); l++) {
+    for (guint l = 0; l < runner_threads(s); l++) {
       g_autofree char *name = g_strdup_printf("rok-%s", rok_stream_name(s));
       r->threads[s][l] = g_thread_try_new(name, runner_worker_thread, &r->workers[s], error);
       if (r->threads[s][l] == NULL)
@@ -278,7 +278,6 @@ static void state_new(Runner *r) {
   const RunnerProgram *p = &r->prog;
   r->buffers = g_new0(RokClBuffer *, MAX((gsize)p->n_mb * p->n_tensors, 1));
   r->view = g_new0(RokClBuffer *, MAX(p->n_tensors, 1));
-  r->d2h_primed = RUN_NONE;
   r->rec = g_new0(RunnerRecord, p->n_actions);
   r->copies = g_new0(RunnerCopyState, MAX(p->copies->len, 1));
   r->slots = g_new(int, MAX(p->n_chunks, 1));
@@ -299,11 +298,11 @@ gboolean runner_setup(Runner *r, GError **error) {
 
 static void stop_threads(Runner *r) {
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
-    for (guint l = 0; l < runner_lanes(s); l++)
+    for (guint l = 0; l < runner_threads(s); l++)
       if (r->threads[s][l] != NULL)
         g_async_queue_push(r->work[s], runner_msg(RUN_TASK_STOP));
   for (guint s = 0; s < ROK_STREAM_ALL_COUNT; s++)
-    for (guint l = 0; l < runner_lanes(s); l++)
+    for (guint l = 0; l < runner_threads(s); l++)
       if (r->threads[s][l] != NULL) {
         g_thread_join(r->threads[s][l]);
         r->threads[s][l] = NULL;

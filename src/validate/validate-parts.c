@@ -78,30 +78,34 @@ static double covered(GArray *intervals) {
   return total;
 }
 
-/* An SSD stream's time is the time it had a leg moving bytes: the
- * executor runs its legs in lanes, several at once, each first waiting
- * for its staging slots (the simulator starts a leg when they are free),
- * so the legs' lengths do not add. */
+/* The time of a stream whose legs overlap is the time it had a leg
+ * running: the executor runs an SSD stream's legs in lanes, several at
+ * once, each first waiting for its staging slots (the simulator starts a
+ * leg when they are free), and primes a d2h leg while the one before is
+ * still checked, so the legs' lengths do not add. An SSD leg counts from
+ * its slots on; a d2h leg from its start, as the step's figures count
+ * them (busy_s and active_s). */
 typedef struct {
-  GArray *moving[2], *planned[2]; /* Interval, nvme-write and nvme-read */
-  guint part[2];                  /* their parts in `found`, G_MAXUINT if none */
-} SsdTime;
+  GArray *moving[3], *planned[3]; /* Interval: d2h, nvme-write and nvme-read */
+  guint part[3];                  /* their parts in `found`, G_MAXUINT if none */
+} OverlapTime;
 
-static int ssd_index(RokStream s) {
-  return s == ROK_STREAM_NVME_WRITE ? 0 : s == ROK_STREAM_NVME_READ ? 1 : -1;
+static int overlap_index(RokStream s) {
+  return s == ROK_STREAM_D2H ? 0 : s == ROK_STREAM_NVME_WRITE ? 1 : s == ROK_STREAM_NVME_READ ? 2 : -1;
 }
 
-static void ssd_add(SsdTime *t, int d, guint part, const RokExecSpan *span) {
-  Interval m = {MIN(span->start_s + span->wait_s, span->end_s), span->end_s};
+static void overlap_add(OverlapTime *t, int d, guint part, const RokExecSpan *span) {
+  double wait = d == 0 ? 0 : span->wait_s;
+  Interval m = {MIN(span->start_s + wait, span->end_s), span->end_s};
   Interval q = {span->predicted_start_s, span->predicted_end_s};
   g_array_append_val(t->moving[d], m);
   g_array_append_val(t->planned[d], q);
   t->part[d] = part;
 }
 
-/* Sets the SSD parts' times and frees T's arrays. */
-static void ssd_finish(SsdTime *t, GArray *found) {
-  for (guint d = 0; d < 2; d++) {
+/* Sets the overlapping streams' parts' times and frees T's arrays. */
+static void overlap_finish(OverlapTime *t, GArray *found) {
+  for (guint d = 0; d < G_N_ELEMENTS(t->part); d++) {
     if (t->part[d] != G_MAXUINT) {
       RokValidatePart *p = &g_array_index(found, Ordered, t->part[d]).part;
       p->measured_s = covered(t->moving[d]);
@@ -126,10 +130,10 @@ static guint found_part(GArray *found, char **name, guint order) {
 
 void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule) {
   g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Ordered));
-  SsdTime ssd = {.part = {G_MAXUINT, G_MAXUINT}};
-  for (guint d = 0; d < 2; d++) {
-    ssd.moving[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
-    ssd.planned[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+  OverlapTime lapped = {.part = {G_MAXUINT, G_MAXUINT, G_MAXUINT}};
+  for (guint d = 0; d < G_N_ELEMENTS(lapped.part); d++) {
+    lapped.moving[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+    lapped.planned[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
   }
   for (guint i = 0; i < report->timeline->len; i++) {
     const RokExecSpan *span = &g_array_index(report->timeline, RokExecSpan, i);
@@ -140,15 +144,15 @@ void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSc
     guint k = found_part(found, &name, order);
     RokValidatePart *p = &g_array_index(found, Ordered, k).part;
     p->actions++;
-    int d = ssd_index(span->stream);
+    int d = overlap_index(span->stream);
     if (d >= 0) {
-      ssd_add(&ssd, d, k, span);
+      overlap_add(&lapped, d, k, span);
     } else {
       p->predicted_s += span->predicted_end_s - span->predicted_start_s;
       p->measured_s += span->end_s - span->start_s;
     }
   }
-  ssd_finish(&ssd, found);
+  overlap_finish(&lapped, found);
   g_array_sort(found, by_order); /* stable in glib: ties keep their order */
   for (guint k = 0; k < found->len; k++)
     g_array_append_val(parts, g_array_index(found, Ordered, k).part);
@@ -160,7 +164,7 @@ double rok_validate_part_error(const RokValidatePart *part) {
 
 /* A transfer stream's time in one step, as its part counts it: an SSD
  * stream's past its legs' waits for staging slots, each moment once; a
- * copy stream's legs' lengths. */
+ * copy stream's legs' time, each moment once (busy_s). */
 static double stream_time(const RokExecFigures *f, RokStream s) {
   return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? f->active_s[s] : f->busy_s[s];
 }

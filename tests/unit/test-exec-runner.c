@@ -466,6 +466,50 @@ static void test_predicted(void) {
   }
 }
 
+/* Every d2h leg is primed as its producer ends, before the compute thread
+ * launches its next kernel, the leg before it still copied or checked or
+ * not (runner_d2h_prime): the host plan's legs (no staging, so none waits
+ * for slots) start in the median step before any compute action that
+ * starts after their producer ended. Before, one leg in flight kept the
+ * next from being issued: it began on the d2h thread, behind that kernel. */
+static void test_d2h_primed(void) {
+  RokSchedule *s = schedule_of(fx.trace, fx.hw, offload_to(fx.trace, fx.hw, ROK_DECISION_OFFLOAD_HOST), "host");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(RokExecReport) r = run(s, NULL, NULL, NULL, &error);
+  g_assert_no_error(error);
+  g_autofree const RokExecSpan **by_action = g_new0(const RokExecSpan *, s->actions->len);
+  for (guint i = 0; i < r->timeline->len; i++) {
+    const RokExecSpan *span = &g_array_index(r->timeline, RokExecSpan, i);
+    by_action[span->action] = span;
+  }
+  guint legs = 0, behind = 0;
+  for (guint i = 0; i < r->timeline->len; i++) {
+    const RokExecSpan *leg = &g_array_index(r->timeline, RokExecSpan, i);
+    if (leg->stream != ROK_STREAM_D2H || leg->kind != ROK_ACTION_OFFLOAD)
+      continue;
+    const RokAction *a = rok_schedule_action(s, leg->action);
+    const RokExecSpan *producer = NULL;
+    for (guint k = 0; k < a->deps_count; k++) {
+      guint dep = g_array_index(s->deps, guint, a->deps_first + k);
+      if (by_action[dep] != NULL && by_action[dep]->stream == ROK_STREAM_COMPUTE)
+        producer = by_action[dep];
+    }
+    g_assert_nonnull(producer);
+    double next = G_MAXDOUBLE; /* the first kernel after the producer */
+    for (guint k = 0; k < r->timeline->len; k++) {
+      const RokExecSpan *c = &g_array_index(r->timeline, RokExecSpan, k);
+      if (c->stream == ROK_STREAM_COMPUTE && c->kind != ROK_ACTION_FREE && c->start_s >= producer->end_s &&
+          c->action != producer->action)
+        next = MIN(next, c->start_s);
+    }
+    legs++;
+    behind += leg->start_s > next;
+  }
+  g_assert_cmpuint(legs, >, 1);
+  g_assert_cmpuint(behind, ==, 0);
+  rok_schedule_free(s);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_autoptr(GError) error = NULL;
@@ -482,6 +526,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/exec-runner/moe-plans/mixtral", TINY_MIXTRAL, test_moe_plans);
   g_test_add_data_func("/exec-runner/moe-plans/qwen-moe", TINY_QWEN_MOE, test_moe_plans);
   g_test_add_func("/exec-runner/predicted", test_predicted);
+  g_test_add_func("/exec-runner/d2h-primed", test_d2h_primed);
   g_test_add_func("/exec-runner/gpudirect", test_gpudirect);
   g_test_add_func("/exec-runner/corrupt", test_corrupt);
   g_test_add_func("/exec-runner/disk-errors", test_disk_errors);

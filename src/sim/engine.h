@@ -63,6 +63,9 @@ typedef struct {
   guint8 waited_staging, late;
   guint8 ahead;   /* a d2h leg queued ahead of the kernels (transfer.c: queued_ahead) */
   guint8 checked; /* an h2d leg that waited for a kernel launched during its check (transfer.c) */
+  guint8 primed;  /* a d2h leg whose copy was enqueued ahead of the kernels as it was made (transfer.c: primed) */
+  guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
+  gint64 made;    /* when it was queued */
   guint64 bytes;
   guint action;       /* the current leg's action */
   guint issue_deps[2]; /* reads: what allowed the read to be issued */

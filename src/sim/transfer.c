@@ -112,7 +112,7 @@ static double cpu_share(const SimEngine *e) {
 
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor (its copy alone where its check was
- * done while it waited); on the SSD streams, each request
+ * done while it waited, its check alone where its copy was); on the SSD streams, each request
  * (ROK_SIM_CHUNK_BYTES, or the tensor when smaller) takes
  * nvme.request_overhead, and request_overhead_per_mib per MiB of it,
  * besides its bytes at the array's rate. */
@@ -120,7 +120,7 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
     double rate = j->checked ? 0 : e->sim->hw->host.checksum_bandwidth;
-    double solo = rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
+    double solo = j->copied ? rate : rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
     cap = solo * cpu_share(e);
   }
   RokStream s = leg_stream(j);
@@ -161,6 +161,8 @@ static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
   for (gint r = 0; r < ROK_LINK_COUNT; r++)
     if (flow->speed[r] > 0 && (r == ROK_LINK_D2H || r == ROK_LINK_H2D))
       link = flow->speed[r];
+  if (j->copied) /* only its check is left, on the host */
+    flow->speed[ROK_LINK_D2H] = 0;
   flow->cap = leg_cap(e, j, link);
 }
 
@@ -327,9 +329,10 @@ static gint64 wait_in_kernel(SimEngine *e) {
 /* How long a leg on the compute processors waits before its first copy
  * command runs (wait_in_kernel). One handed over as the kernel is
  * launched, or between kernels, does not wait, but for one that reaches
- * the device after the launch (waits_for_launched). */
+ * the device after the launch (waits_for_launched); nor does a primed leg
+ * (its copy went ahead of the kernels as it was made). */
 static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
-  if (!copies_wait_for_kernels(e) || !check_in_flow(e, j) || !e->running ||
+  if (!copies_wait_for_kernels(e) || !check_in_flow(e, j) || !e->running || j->primed ||
       (e->compute_start == e->now && !waits_for_launched(j)))
     return 0;
   return wait_in_kernel(e);
@@ -351,6 +354,32 @@ static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
   return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT && !waits_for_launched(j) &&
          (!e->running || e->compute_start == e->now);
+}
+
+/* The executor primes every d2h leg as it is issued, the one before it on
+ * the stream still running or not (runner_d2h_prime): one queued ahead
+ * of the kernels as its producer ends goes ahead of the next kernel even
+ * when it starts later, once the leg before is checked, unless a leg
+ * before it waits for its slots or its own would have to wait. Its copy
+ * ran meanwhile (on the development VM, 2026-12-02: a primed leg's copies
+ * had ended 1-3 us after its stream's thread took it, 1-4 ms after it was
+ * primed; the thread was checking the leg before, or waking), so a leg
+ * that waited for its stream as long as its copy takes has only its check
+ * left. */
+static gboolean primed(const SimEngine *e, const SimJob *j) {
+  if (!queued_ahead(e, j))
+    return FALSE;
+  const SimStream *st = &e->streams[ROK_STREAM_D2H];
+  guint64 staged = leg_takes_staging(j) ? j->bytes : 0;
+  for (guint i = st->head; i < st->queue->len; i++) {
+    const SimJob *q = &g_array_index(e->jobs, SimJob, g_array_index(st->queue, guint, i));
+    if (q->state != JOB_QUEUED)
+      continue;
+    if (!q->primed)
+      return FALSE;
+    staged += leg_takes_staging(q) ? q->bytes : 0;
+  }
+  return staged == 0 || e->staging_used + staged <= e->staging_cap;
 }
 
 /* After a leg's wait for the kernel: its thread on the processors, its
@@ -391,8 +420,9 @@ static void start_leg(SimEngine *e, RokStream s, guint id) {
   if (!j->is_read && j->leg == 0)
     ts->copy_action = j->action;
   j->waited_staging = FALSE;
-  j->ahead = queued_ahead(e, j);
+  j->ahead = queued_ahead(e, j) || j->primed;
   j->checked = FALSE;
+  j->copied = j->primed && e->d2h_speed > 0 && e->now - j->made >= flow_ns((double)j->bytes, e->d2h_speed);
   gint64 wait = kernel_wait(e, j);
   if (wait > 0)
     st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, s);
@@ -587,6 +617,9 @@ void sim_offload_start(SimEngine *e, guint mb, guint tensor) {
   guint id = new_job(e, mb, tensor, FALSE, path);
   ts->write = W_QUEUED;
   ts->write_job = id;
+  SimJob *j = sim_job(e, id);
+  j->made = e->now;
+  j->primed = primed(e, j);
   enqueue(e, id);
 }
 

@@ -504,7 +504,8 @@ static RokHw *copy_wait_hw(void) {
   return hw;
 }
 
-/* A copy handed over in the middle of a kernel: A2 follows A on the d2h
+/* A copy handed over in the middle of a kernel: A2, of two copy commands
+ * (so not primed ahead of op1: test_d2h_primed), follows A on the d2h
  * stream, so it starts while op1 runs, and waits gpu.copy_kernel_wait of
  * what is left of op1 (PoCL gives it a processor only when one is done
  * with the kernel) before its hand-off and bytes; op1 runs at full speed
@@ -513,7 +514,7 @@ static void test_copy_kernel_wait(void) {
   GError *error = NULL;
   g_autoptr(RokHw) hw = copy_wait_hw();
   guint a = 0, a2 = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
   g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
@@ -532,11 +533,11 @@ static void test_copy_kernel_wait(void) {
   g_assert_cmpint(second->start_ns, ==, t1);
   gint64 left = 10000000 - (gint64)llround((25000 + 1048576) * 0.5);
   gint64 wait = (gint64)llround(0.5 * (double)left);
-  /* then 50 us of hand-offs and 256 KiB at 1 ns per byte, on a processor
+  /* then 50 us of hand-offs and 2 MiB at 1 ns per byte, on a processor
    * taken from op1 (op1 still runs) */
-  g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 262144)), <=, 2);
+  g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
   /* op1: full speed while A2 waits, on one processor of two while A2 runs */
-  gint64 slow = 50000 + 262144;
+  gint64 slow = 50000 + 2097152;
   gint64 op1_end = second->end_ns + (left - wait) - (gint64)llround(slow * 0.5);
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - op1_end), <=, 2);
 }
@@ -566,16 +567,17 @@ static void test_copy_commands(void) {
 /* Once a copy's wait for a kernel has ended, the others in that kernel
  * pass (PoCL's worker that ran out of the kernel's chunks takes them):
  * A3 follows A2 on the d2h stream, starts when A2 ends, still in op1,
- * and takes only its hand-offs and bytes (256 KiB at 1 ns per byte
- * beside op1), where A2 waited half of what was left of op1. */
+ * and takes only its hand-offs and bytes (2 MiB at 1 ns per byte beside
+ * op1), where A2 waited half of what was left of op1 (both of two copy
+ * commands: not primed). */
 static void test_copy_kernel_free(void) {
   GError *error = NULL;
   g_autoptr(RokHw) hw = copy_wait_hw();
   g_autoptr(RokTrace) trace = new_trace();
   guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
   guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
-  guint a2 = add_tensor(trace, "A2", ROK_DTYPE_U8, 262144, op0);
-  guint a3 = add_tensor(trace, "A3", ROK_DTYPE_U8, 262144, op0);
+  guint a2 = add_tensor(trace, "A2", ROK_DTYPE_U8, 2097152, op0);
+  guint a3 = add_tensor(trace, "A3", ROK_DTYPE_U8, 2097152, op0);
   guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
   guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
   rok_trace_need(trace, a, op0);
@@ -599,7 +601,7 @@ static void test_copy_kernel_free(void) {
   g_assert_cmpint(out[1]->end_ns - out[1]->start_ns, >, 4000000); /* waited for op1 */
   g_assert_cmpint(out[2]->start_ns, ==, out[1]->end_ns);
   g_assert_cmpint(out[2]->end_ns, <, fwd_of(r, op1)->end_ns);
-  g_assert_cmpint(llabs(out[2]->end_ns - out[2]->start_ns - (50000 + 262144)), <=, 2);
+  g_assert_cmpint(llabs(out[2]->end_ns - out[2]->start_ns - (50000 + 2097152)), <=, 2);
 }
 
 /* gpu.copy_kernel_free_at in copy_kernel_wait's place: A2 (test_copy_kernel_wait)
@@ -620,7 +622,7 @@ static void test_copy_kernel_free_at(void) {
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
   guint a = 0, a2 = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
   gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
@@ -632,8 +634,44 @@ static void test_copy_kernel_free_at(void) {
     g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
     gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
-    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 262144)), <=, 2);
+    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
   }
+}
+
+/* A d2h leg of one copy command made as its producer ends is primed (the
+ * executor enqueues its copy ahead of the next kernel, the leg before it
+ * still running): A2 (256 KiB) starts when A ends, in op1, without
+ * waiting for op1, pays the hand-off back alone, and its copy ran while it
+ * waited for A, so only its check is left (256 KiB at 1 GB/s on a
+ * processor of its own; nothing without a check). A2 of two commands is
+ * not primed and waits for op1 (test_copy_kernel_wait); nor is A2 on a GPU
+ * (no shared_cpus), which pays its whole hand-off and bytes. */
+static void test_d2h_primed(void) {
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = copy_wait_hw();
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
+  gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
+  for (guint k = 0; k < 2; k++) {
+    hw->host.checksum_bandwidth = k == 0 ? 1e9 : 0;
+    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
+    g_assert_no_error(error);
+    const RokAction *first = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a);
+    const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+    g_assert_nonnull(second);
+    gint64 t = k == 0 ? 1000000 + 25000 + 2 * 1048576 : t1; /* A checked too, in its flow */
+    g_assert_cmpint(first->end_ns, ==, t);
+    g_assert_cmpint(second->start_ns, ==, t);
+    g_assert_cmpint(llabs(second->end_ns - (t + 25000 + (k == 0 ? 262144 : 0))), <=, 2);
+  }
+  hw->gpu.shared_cpus = 0;
+  hw->host.checksum_bandwidth = 0;
+  g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *second = first_action(gpu, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+  g_assert_cmpint(second->end_ns - second->start_ns, ==, 50000 + 262144);
 }
 
 /* An h2d leg is checked on the host before its command is enqueued, so
@@ -924,6 +962,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
   g_test_add_func("/validate-model/copy-kernel-free-at", test_copy_kernel_free_at);
+  g_test_add_func("/validate-model/d2h-primed", test_d2h_primed);
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);

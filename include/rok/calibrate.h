@@ -125,6 +125,7 @@ typedef struct {
   char *type; /* "gpu", "cpu", ... */
   guint index;
   guint compute_units;
+  gboolean out_of_order; /* its copy queues run out of order (RokClDeviceInfo) */
   guint64 memory;           /* global memory, bytes */
   GArray *gemms;            /* RokCalibGemm, in the order measured */
   guint64 elementwise_bytes; /* moved per add launch (2 read + 1 written) */

@@ -55,6 +55,9 @@ typedef struct {
   guint compute_units;
   gsize max_work_group;
   gboolean little_endian;
+  /* CL_DEVICE_QUEUE_PROPERTIES allows out-of-order queues: the copy queues
+   * (d2h, h2d) are opened so, every enqueued copy ready at once. */
+  gboolean out_of_order;
 } RokClDeviceInfo;
 
 void rok_cl_device_info_free(RokClDeviceInfo *info);

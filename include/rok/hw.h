@@ -119,6 +119,13 @@ typedef struct {
      * until then, one after it does not wait (measured: the point hardly
      * moves with when the copy comes). */
     double copy_kernel_free_at;
+    /* Optional, with shared_cpus: the device's copy queues run in order
+     * (it cannot run them out of order, as rok's executor opens them where
+     * it can): a copy command enqueued behind another is ready only once
+     * that one has ended, so a d2h leg of several commands, or one queued
+     * behind another leg, waits for the kernel launched meanwhile. FALSE
+     * (absent): every copy enqueued is ready at once. */
+    gboolean copy_queues_in_order;
     /* Optional, with shared_cpus: the processor time a d2h or h2d leg
      * takes besides moving and checking its bytes (ns: enqueueing its
      * commands, the device's scheduling and completing them, the waiting

@@ -350,6 +350,7 @@ gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *canc
   d->type = g_strdup(info->type);
   d->index = info->index;
   d->compute_units = info->compute_units;
+  d->out_of_order = info->out_of_order;
   d->memory = info->global_memory;
   return rok_calib_measure_compute(cl, o, cancel, d, error) && rok_calib_measure_copies(cl, o, cancel, d, error) &&
          rok_calib_measure_contention(cl, o, cancel, d, error);

@@ -44,13 +44,17 @@ static void append_device(GString *s, const RokCalibration *c) {
                        "host's processors and so do copies in and out of it (no copy engine); gpu.copy_leg_cpu: "
                        "the processor time this process spent per 4 KiB copy of pcie.latency's (getrusage, all "
                        "its threads). ");
+  if (g_strcmp0(d->type, "cpu") == 0 && !d->out_of_order)
+    g_string_append(s, "gpu.copy_queues_in_order: the device cannot run a command queue out of order "
+                       "(CL_DEVICE_QUEUE_PROPERTIES), so the executor's copy queues run in order. ");
   if (d->contention)
     g_string_append(s, "gpu.copy_kernel_free_at: when the wait of a 1 MiB copy issued at spread points of a "
                        "GEMM's first half ended (its time less the same copy's alone), over the GEMM's length, "
                        "median, while another thread runs 512x512x512 GEMMs one after another (the device gives a "
                        "copy a processor only when one is done with the kernel); "
                        "host.copy_overhead: the median time of a message to another thread and back through a "
-                       "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg). ");
+                       "GAsyncQueue while those GEMMs run, to a thread on a short scheduling slice (the "
+                       "executor's hand-offs of each leg to its stream's thread). ");
   if (d->ops->len > 0 && c->model_name != NULL)
     g_string_append_printf(s, "gpu.op_rates: every op of one layer of %s (with its embedding and head), forward "
                               "and backward, ", c->model_name);

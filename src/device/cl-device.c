@@ -84,6 +84,9 @@ static RokClDeviceInfo *describe(guint index, cl_platform_id platform, cl_device
   cl_bool little = CL_FALSE;
   clGetDeviceInfo(device, CL_DEVICE_ENDIAN_LITTLE, sizeof little, &little, NULL);
   info->little_endian = little == CL_TRUE;
+  cl_command_queue_properties queues = 0;
+  if (clGetDeviceInfo(device, CL_DEVICE_QUEUE_PROPERTIES, sizeof queues, &queues, NULL) == CL_SUCCESS)
+    info->out_of_order = (queues & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
   return info;
 }
 
@@ -300,10 +303,22 @@ static gboolean choose_index(gint asked, guint *index, GError **error) {
   return TRUE;
 }
 
+/* The compute queue runs its kernels in order. The copy queues run out of
+ * order where the device allows: their commands depend on nothing queued
+ * with them (the tracker waits for what a copy needs), and a copy that
+ * waits for the one before it can miss the moment the device is free. On
+ * PoCL's CPU device a d2h leg enqueued behind another before a kernel's
+ * launch became ready only once that one had ended, by when the kernel
+ * held the processors: validate-gpt's offload row (2026-12-02), the 256 KiB
+ * dropout outputs primed beside their masks ended 1.3-1.4 ms after them,
+ * a 1.5 ms kernel later; out of order, 128-408 us. */
 static gboolean create_queues(RokClDevice *device, GError **error) {
   for (int q = 0; q < ROK_CL_QUEUE_COUNT; q++) {
     cl_int status = CL_SUCCESS;
-    device->queues[q] = clCreateCommandQueue(device->context, device->id, CL_QUEUE_PROFILING_ENABLE, &status);
+    cl_command_queue_properties props = CL_QUEUE_PROFILING_ENABLE;
+    if (q != ROK_CL_QUEUE_COMPUTE && device->info->out_of_order)
+      props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+    device->queues[q] = clCreateCommandQueue(device->context, device->id, props, &status);
     if (status != CL_SUCCESS)
       return rok_cl_fail(error, status, "creating the %s command queue on %s", rok_cl_queue_name(q),
                          device->info->name);

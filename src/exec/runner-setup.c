@@ -150,6 +150,10 @@ static gboolean open_compute(Runner *r, GError **error) {
     note(r, g_strdup_printf("%s is a CPU device: its memory is host memory and a copy is a memcpy on the threads "
                             "that run kernels (no copy engine), so copies wait for kernels and slow them down",
                             info->name));
+  if (g_str_equal(info->type, "cpu") && !info->out_of_order)
+    note(r, g_strdup("the device cannot run command queues out of order, so its copy queues run in order: a copy "
+                     "enqueued behind another waits for the kernel launched meanwhile (a profile says so with "
+                     "gpu.copy_queues_in_order, which `rok calibrate` sets on this device)"));
   RokDtype act = activation_dtype(r->trace);
   if (!check_estimate(r, act, error))
     return FALSE;

@@ -80,6 +80,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->copy_overhead = hw->host.copy_overhead;
   e->copy_kernel_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_wait : 0;
   e->copy_kernel_free_at = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_free_at : 0;
+  e->copies_in_order = hw->gpu.shared_cpus > 0 && hw->gpu.copy_queues_in_order;
   e->p2p_busy = 0;
   gboolean p2p = hw->interconnect.intra_node_pcie && hw->interconnect.gpus_per_node > 0;
   e->p2p_link[0] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.d2h_bandwidth) : 0;

@@ -114,6 +114,7 @@ typedef struct {
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double copy_kernel_free_at;             /* gpu.copy_kernel_free_at, 0 without shared_cpus */
+  gboolean copies_in_order;               /* gpu.copy_queues_in_order, FALSE without shared_cpus */
   double d2h_speed, h2d_speed;
   /* Peer-to-peer traffic on the PCIe link (interconnect.intra_node_pcie):
    * the share of each direction one GPU's collectives take at full rate,

@@ -288,13 +288,15 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
 }
 
 /* A leg that starts as a kernel is launched but reaches the device after
- * it: a d2h leg of several copy commands runs mostly after that kernel
- * (queued_ahead below says why), and an h2d leg is checked on the host
- * before its commands are enqueued, by when the kernel holds the
- * processors (validate-gpt's rok rows, 2026-11-25: 64 KiB legs begun as a
- * GEMM's backward was launched took 0.7-2.1 ms, half its kernel or more). */
-static gboolean waits_for_launched(const SimJob *j) {
-  return (leg_stream(j) == ROK_STREAM_D2H && j->bytes > ROK_SIM_CHUNK_BYTES) || leg_stream(j) == ROK_STREAM_H2D;
+ * it: an h2d leg is checked on the host before its commands are enqueued,
+ * by when the kernel holds the processors (validate-gpt's rok rows,
+ * 2026-11-25: 64 KiB legs begun as a GEMM's backward was launched took
+ * 0.7-2.1 ms, half its kernel or more), and on copy queues that run in
+ * order (gpu.copy_queues_in_order) a d2h leg of several copy commands
+ * runs mostly after that kernel (queued_ahead below says why). */
+static gboolean waits_for_launched(const SimEngine *e, const SimJob *j) {
+  return (leg_stream(j) == ROK_STREAM_D2H && e->copies_in_order && j->bytes > ROK_SIM_CHUNK_BYTES) ||
+         leg_stream(j) == ROK_STREAM_H2D;
 }
 
 /* Whether copies wait for the kernel in progress (a CPU device's
@@ -333,7 +335,7 @@ static gint64 wait_in_kernel(SimEngine *e) {
  * (its copy went ahead of the kernels as it was made). */
 static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
   if (!copies_wait_for_kernels(e) || !check_in_flow(e, j) || !e->running || j->primed ||
-      (e->compute_start == e->now && !waits_for_launched(j)))
+      (e->compute_start == e->now && !waits_for_launched(e, j)))
     return 0;
   return wait_in_kernel(e);
 }
@@ -344,16 +346,19 @@ static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
  * (as every leg on the processors has, sim_legs_cpus), and it pays only
  * the hand-off back of host.copy_overhead. Measured on the development VM, such legs
  * copied and checked at the rate of an idle processor (validate-gpt's
- * offload row: 99-171 us for 192 KiB, 127-202 us for 256 KiB). Only a leg
- * of one command: PoCL makes a queue's next command ready when the one
- * before has ended, after the kernel, so a leg of several commands ran
- * mostly after it (16 MiB beside a 97 ms kernel: 145-168 ms, primed or
- * not): it waits for that kernel (kernel_wait, or
- * sim_transfer_kernel_launched where it began at the launch's instant
- * but before it) and pays the whole hand-off. */
+ * offload row: 99-171 us for 192 KiB, 127-202 us for 256 KiB). The
+ * executor's copy queues run out of order, so every command of the leg is
+ * ready at once and goes first (the 2-layer GPT of bench-small-tensors,
+ * 2026-12-02: 3-16 MiB legs took 2.3-20 ms; on in-order queues 9-126 ms,
+ * the 16 MiB ones beside 97 ms kernels). On in-order queues
+ * (gpu.copy_queues_in_order) only a leg of one command: PoCL makes a
+ * queue's next command ready when the one before has ended, after the
+ * kernel, so a leg of several commands runs mostly after it: it waits for
+ * that kernel (kernel_wait, or sim_transfer_kernel_launched where it began
+ * at the launch's instant but before it) and pays the whole hand-off. */
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
-  return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT && !waits_for_launched(j) &&
-         (!e->running || e->compute_start == e->now);
+  return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT &&
+         !waits_for_launched(e, j) && (!e->running || e->compute_start == e->now);
 }
 
 /* The executor primes every d2h leg as it is issued, the one before it on
@@ -365,11 +370,16 @@ static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
  * had ended 1-3 us after its stream's thread took it, 1-4 ms after it was
  * primed; the thread was checking the leg before, or waking), so a leg
  * that waited for its stream as long as its copy takes has only its check
- * left. */
+ * left. On in-order copy queues a leg behind another is ready only once
+ * that one has ended, after the kernel: not primed (validate-gpt's offload
+ * row, 2026-12-02: 256 KiB dropout outputs primed behind their masks ended
+ * 1.3-1.4 ms after them, a 1.5 ms kernel later). */
 static gboolean primed(const SimEngine *e, const SimJob *j) {
   if (!queued_ahead(e, j))
     return FALSE;
   const SimStream *st = &e->streams[ROK_STREAM_D2H];
+  if (e->copies_in_order && (st->job != ROK_NO_ID || st->head < st->queue->len))
+    return FALSE;
   guint64 staged = leg_takes_staging(j) ? j->bytes : 0;
   for (guint i = st->head; i < st->queue->len; i++) {
     const SimJob *q = &g_array_index(e->jobs, SimJob, g_array_index(st->queue, guint, i));
@@ -567,7 +577,7 @@ void sim_transfer_kernel_launched(SimEngine *e) {
     if (st->job == ROK_NO_ID || st->event == ROK_NO_ID)
       continue;
     SimJob *j = sim_job(e, st->job);
-    if (!check_in_flow(e, j) || !waits_for_launched(j))
+    if (!check_in_flow(e, j) || !waits_for_launched(e, j))
       continue;
     gboolean at_launch = st->leg_start == e->now, in_check = !at_launch && checking(e, st, j);
     if (!at_launch && !in_check)

@@ -493,12 +493,18 @@ static void test_copy_costs(void) {
 
 /* A CPU device's profile for the copy-wait tests: 2 processors shared
  * with copies, a copy waiting half of what is left of the kernel, 50 us of
- * hand-offs per leg, no PCIe latency. */
+ * hand-offs per leg, no PCIe latency, copy queues that run in order (so
+ * that d2h legs of several commands, or queued behind another, are not
+ * primed ahead of the kernels and wait for them: test_d2h_primed). */
 static RokHw *copy_wait_hw(void) {
   GError *error = NULL;
-  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5");
+  g_autofree char *text =
+      g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.5, \"copy_queues_in_order\": true");
   RokHw *hw = parse(text, &error);
   g_assert_no_error(error);
+  g_assert_true(hw->gpu.copy_queues_in_order);
+  g_autoptr(RokHw) back = round_trip(hw);
+  g_assert_true(back->gpu.copy_queues_in_order);
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
   return hw;
@@ -542,11 +548,13 @@ static void test_copy_kernel_wait(void) {
   g_assert_cmpint(llabs(fwd_of(r, op1)->end_ns - op1_end), <=, 2);
 }
 
-/* A leg of several copy commands handed over as op1 (one kernel of 10 ms)
- * is launched is not queued ahead of it: PoCL readies its second command
- * only after the first, behind op1, so it waits copy_kernel_wait of op1
- * (5 ms) before its hand-offs and bytes; a leg of one command (1 MiB, as
- * test_copy_costs) does not. */
+/* On copy queues that run in order, a leg of several copy commands
+ * handed over as op1 (one kernel of 10 ms) is launched is not queued
+ * ahead of it: PoCL readies its second command only after the first,
+ * behind op1, so it waits copy_kernel_wait of op1 (5 ms) before its
+ * hand-offs and bytes; a leg of one command (1 MiB, as test_copy_costs)
+ * does not, nor does this one where the queues run out of order (every
+ * command ready at once: ahead, half the hand-offs). */
 static void test_copy_commands(void) {
   GError *error = NULL;
   g_autoptr(RokHw) hw = copy_wait_hw();
@@ -562,6 +570,11 @@ static void test_copy_commands(void) {
    * processor taken from op1 */
   g_assert_cmpint(llabs(copy->end_ns - (1000000 + 5000000 + 50000 + 4194304)), <=, 2);
   g_assert_cmpint(fwd_of(r, op1)->end_ns, >, 11000000); /* slowed once the copy runs */
+  hw->gpu.copy_queues_in_order = FALSE;
+  g_autoptr(RokSimResult) ooo = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  copy = leg(ooo, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
+  g_assert_cmpint(llabs(copy->end_ns - (1000000 + 25000 + 4194304)), <=, 2);
 }
 
 /* Once a copy's wait for a kernel has ended, the others in that kernel
@@ -612,8 +625,8 @@ static void test_copy_kernel_free(void) {
  * it copy_kernel_wait is ignored. */
 static void test_copy_kernel_free_at(void) {
   GError *error = NULL;
-  g_autofree char *text = g_strdup_printf(
-      PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, \"copy_kernel_free_at\": 0.5");
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, "
+                                                         "\"copy_kernel_free_at\": 0.5, \"copy_queues_in_order\": true");
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat(hw->gpu.copy_kernel_free_at, ==, 0.5);
@@ -638,17 +651,19 @@ static void test_copy_kernel_free_at(void) {
   }
 }
 
-/* A d2h leg of one copy command made as its producer ends is primed (the
- * executor enqueues its copy ahead of the next kernel, the leg before it
- * still running): A2 (256 KiB) starts when A ends, in op1, without
- * waiting for op1, pays the hand-off back alone, and its copy ran while it
- * waited for A, so only its check is left (256 KiB at 1 GB/s on a
- * processor of its own; nothing without a check). A2 of two commands is
- * not primed and waits for op1 (test_copy_kernel_wait); nor is A2 on a GPU
- * (no shared_cpus), which pays its whole hand-off and bytes. */
+/* A d2h leg made as its producer ends is primed (the executor enqueues
+ * its copy ahead of the next kernel, the leg before it still running, on
+ * copy queues that run out of order): A2 (256 KiB) starts when A ends, in
+ * op1, without waiting for op1, pays the hand-off back alone, and its copy
+ * ran while it waited for A, so only its check is left (256 KiB at 1 GB/s
+ * on a processor of its own; nothing without a check). On in-order copy
+ * queues A2 is ready only once A has ended, after op1's launch: it waits
+ * for op1 (as in test_copy_kernel_wait); on a GPU (no shared_cpus) it pays
+ * its whole hand-off and bytes. */
 static void test_d2h_primed(void) {
   GError *error = NULL;
   g_autoptr(RokHw) hw = copy_wait_hw();
+  hw->gpu.copy_queues_in_order = FALSE;
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
@@ -666,6 +681,11 @@ static void test_d2h_primed(void) {
     g_assert_cmpint(second->start_ns, ==, t);
     g_assert_cmpint(llabs(second->end_ns - (t + 25000 + (k == 0 ? 262144 : 0))), <=, 2);
   }
+  hw->gpu.copy_queues_in_order = TRUE;
+  g_autoptr(RokSimResult) in_order = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  const RokAction *waited = first_action(in_order, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+  g_assert_cmpint(waited->end_ns - waited->start_ns, >, 4000000); /* half of what was left of op1 */
   hw->gpu.shared_cpus = 0;
   hw->host.checksum_bandwidth = 0;
   g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);

@@ -76,6 +76,14 @@
 # writes 0.63x and 0.73x, reads 1.01x and 0.91x (fio 4.2-5.2 GB/s write,
 # 2.0-2.1 read). Predicted SSD writes -5% and +24%, reads -2% and +13%,
 # following each quick calibration.
+# Later that day, once every d2h leg was primed as it was issued and the
+# copy queues ran out of order (--calibrate --trials 3, once): at QD 32
+# writes 0.84x and reads 1.08x of fio (5.1 / 2.3 GB/s); legs at their own
+# depth after the same idle, one request 0.98x, several 0.94x (1.05x of
+# fio's bursts after the same idle); predicted writes +14%, reads +4%;
+# d2h 869 MB/s measured against 1815 predicted, h2d 174 against 342 (the
+# 3-16 MiB legs' host checks beside the kernels: the model gives a leg a
+# processor of its own), the step +7%.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

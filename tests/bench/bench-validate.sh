@@ -72,6 +72,12 @@
 # gate's out-of-turn grants: validate-gpt 2.3% (worst 4.6%, streams within
 # 19%); the LLaMA-shaped model 4.7% (worst 10.6%) and 13.2% (its rows'
 # steps spread 37%), h2d within 20% in every row.
+# Later, with every d2h leg primed as it is issued, the stream threads on
+# a short slice and the copy queues out of order: validate-gpt 25.2% and
+# 24.2% (every row 22-24% faster than calibrated; against keep 3.0% and
+# 3.8%), d2h within 20% in 9 of 10 row runs; the LLaMA-shaped model, the
+# next run, 34.1% and 34.5% (every row 34-38% slower; against keep 2.3%
+# and 4.5%). The VM's speed, not the model, sets these.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

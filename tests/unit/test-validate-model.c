@@ -442,6 +442,20 @@ static RokTrace *copy_beside_kernel(guint64 bytes, guint *a, guint *op1) {
   return copies_beside_kernel(bytes, 0, a, NULL, op1);
 }
 
+/* A plan that copies A and A2 out to host memory and back. */
+static RokStepPlan *both_to_host(const RokTrace *trace, guint a, guint a2) {
+  RokStepPlan *plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
+  return plan;
+}
+
+static RokSimResult *simulate(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan) {
+  GError *error = NULL;
+  RokSimResult *r = rok_simulate_recorded(trace, hw, plan, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
 /* The executor's costs: read and written back; the copy of
  * test_shared_cpus, handed over as op1 (one kernel of 10 ms) is launched,
  * is queued ahead of op1 and does not wait for it, and pays half of
@@ -636,15 +650,12 @@ static void test_copy_kernel_free_at(void) {
   hw->host.copy_overhead = 50000;
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
-  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
+  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
   gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
   for (guint k = 0; k < 2; k++) {
     hw->gpu.copy_kernel_free_at = k == 0 ? 0.5 : 0.05;
-    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
-    g_assert_no_error(error);
+    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
-    g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
     gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
     g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
@@ -661,35 +672,29 @@ static void test_copy_kernel_free_at(void) {
  * for op1 (as in test_copy_kernel_wait); on a GPU (no shared_cpus) it pays
  * its whole hand-off and bytes. */
 static void test_d2h_primed(void) {
-  GError *error = NULL;
   g_autoptr(RokHw) hw = copy_wait_hw();
   hw->gpu.copy_queues_in_order = FALSE;
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
-  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_HOST;
-  gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
+  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
   for (guint k = 0; k < 2; k++) {
     hw->host.checksum_bandwidth = k == 0 ? 1e9 : 0;
-    g_autoptr(RokSimResult) r = rok_simulate_recorded(trace, hw, plan, &error);
-    g_assert_no_error(error);
+    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
     const RokAction *first = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
-    g_assert_nonnull(second);
-    gint64 t = k == 0 ? 1000000 + 25000 + 2 * 1048576 : t1; /* A checked too, in its flow */
+    /* A's end, as in test_copy_kernel_wait; checked too, in its flow */
+    gint64 t = 1000000 + 25000 + (k == 0 ? 2 : 1) * 1048576;
     g_assert_cmpint(first->end_ns, ==, t);
     g_assert_cmpint(second->start_ns, ==, t);
     g_assert_cmpint(llabs(second->end_ns - (t + 25000 + (k == 0 ? 262144 : 0))), <=, 2);
   }
   hw->gpu.copy_queues_in_order = TRUE;
-  g_autoptr(RokSimResult) in_order = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
+  g_autoptr(RokSimResult) in_order = simulate(trace, hw, plan);
   const RokAction *waited = first_action(in_order, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
   g_assert_cmpint(waited->end_ns - waited->start_ns, >, 4000000); /* half of what was left of op1 */
   hw->gpu.shared_cpus = 0;
   hw->host.checksum_bandwidth = 0;
-  g_autoptr(RokSimResult) gpu = rok_simulate_recorded(trace, hw, plan, &error);
-  g_assert_no_error(error);
+  g_autoptr(RokSimResult) gpu = simulate(trace, hw, plan);
   const RokAction *second = first_action(gpu, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
   g_assert_cmpint(second->end_ns - second->start_ns, ==, 50000 + 262144);
 }

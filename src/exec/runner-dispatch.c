@@ -153,7 +153,7 @@ gpointer runner_worker_thread(gpointer data) {
     gboolean ok = TRUE, deferred = FALSE;
     if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
-      if (rec->start_ns == 0) /* a primed d2h leg started on the compute thread */
+      if (rec->start_ns == 0) /* a primed d2h leg started where it was issued */
         rec->start_ns = runner_now_ns();
       ok = exec_action(r, id, &deferred, &error);
       if (deferred) { /* its last I/O completion ends it */

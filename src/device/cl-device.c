@@ -263,6 +263,7 @@ json_object *rok_cl_device_list_to_json(const GPtrArray *infos) {
     json_object_object_add(o, "version", json_object_new_string(info->version));
     json_object_object_add(o, "opencl_c_version", json_object_new_string(info->c_version));
     json_object_object_add(o, "driver", json_object_new_string(info->driver));
+    json_object_object_add(o, "out_of_order", json_object_new_boolean(info->out_of_order));
     json_object_object_add(o, "default", json_object_new_boolean((gint)i == chosen));
     json_object_array_add(array, o);
   }

@@ -193,6 +193,21 @@ static void test_profile(void) {
   g_assert_no_error(error);
   g_assert_cmpint(measured->gpu.launch_overhead, ==, 12000);
   g_assert_cmpint(measured->host.copy_overhead, ==, 30000);
+  /* The copy queues: only a CPU device that cannot run queues out of
+   * order has them in order (a GPU's copies do not wait for kernels). */
+  g_assert_false(measured->gpu.copy_queues_in_order);
+  g_free(c->device.type);
+  c->device.type = g_strdup("cpu");
+  c->device.out_of_order = TRUE;
+  g_autoptr(RokHw) cpu = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(cpu->gpu.shared_cpus, ==, 108);
+  g_assert_false(cpu->gpu.copy_queues_in_order);
+  c->device.out_of_order = FALSE;
+  g_autoptr(RokHw) in_order = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_true(in_order->gpu.copy_queues_in_order);
+  g_assert_nonnull(strstr(in_order->source, "gpu.copy_queues_in_order"));
 }
 
 /* What is written reads back equal, without a date, and a model simulates

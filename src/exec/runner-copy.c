@@ -156,7 +156,6 @@ void runner_d2h_prime(Runner *r, guint id) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
   RunnerCopyState *st = &r->copies[copy];
-  st->primed = FALSE;
   if (runner_failed(r) || g_atomic_int_get(&r->d2h_slotless) > 0 || !take_slots(r, id, copy, FALSE, NULL)) {
     g_atomic_int_inc(&r->d2h_slotless); /* the d2h thread waits for the rest, or sees the failure */
     return;
@@ -192,7 +191,7 @@ void runner_d2h_settle(Runner *r, guint id) {
  * primed again. */
 static gboolean d2h_take_slots(Runner *r, guint id, guint copy, GError **error) {
   gboolean ok = take_slots(r, id, copy, TRUE, error);
-  g_atomic_int_dec_and_test(&r->d2h_slotless);
+  g_atomic_int_add(&r->d2h_slotless, -1);
   return ok;
 }
 

@@ -16,8 +16,8 @@
  * enqueued as it is issued (runner_d2h_prime): by the compute thread
  * before its next kernel, where a kernel's end made it ready, as the
  * simulator queues it; every d2h leg made ready is issued, though the
- * stream's one thread waits for them and checks them in turn. The step's thread
- * waits for the step to be over. Each stream's thread runs what it is
+ * stream's one thread waits for them and checks them in turn. The step's
+ * thread waits for the step to be over. Each stream's thread runs what it is
  * given and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
 

@@ -160,10 +160,9 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
   double active[ROK_STREAM_COUNT] = {0};
   for (RokStream s = 0; s < ROK_STREAM_COUNT; s++)
     active[s] = busy[s] - waits[s];
-  static const RokStream overlapping[] = {ROK_STREAM_D2H, ROK_STREAM_NVME_WRITE, ROK_STREAM_NVME_READ};
-  for (guint k = 0; k < G_N_ELEMENTS(overlapping); k++) {
-    busy[overlapping[k]] = union_ns(p, span, overlapping[k], FALSE);
-    active[overlapping[k]] = union_ns(p, span, overlapping[k], TRUE);
+  for (RokStream s = ROK_STREAM_D2H; s < ROK_STREAM_COUNT; s++) { /* the transfer streams */
+    busy[s] = union_ns(p, span, s, FALSE);
+    active[s] = union_ns(p, span, s, TRUE);
   }
   f->step_time_s = ((double)end - (double)origin) / 1e9;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {

@@ -223,15 +223,15 @@ static gboolean depends(const RunnerProgram *p, guint id, guint on) {
   return FALSE;
 }
 
-/* Each SSD or d2h leg's dependency on the leg before it on its stream,
- * which the tracker lets it overlap (an SSD stream's lanes; the d2h
- * stream's primed copies). */
+/* Each leg's dependency on the leg before it on its stream, where the
+ * stream issues several at once (runner_lanes: an SSD stream's lanes, the
+ * d2h stream's primed copies), which the tracker lets it overlap. */
 static void mark_after(RunnerProgram *p) {
-  static const RokStream overlapping[] = {ROK_STREAM_D2H, ROK_STREAM_NVME_WRITE, ROK_STREAM_NVME_READ};
   for (guint id = 0; id < p->n_actions; id++)
     p->actions[id].after = RUN_NONE;
-  for (guint k = 0; k < G_N_ELEMENTS(overlapping); k++) {
-    RokStream s = overlapping[k];
+  for (RokStream s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
+    if (runner_lanes(s) == 1)
+      continue;
     const GArray *order = p->order[s];
     for (guint i = 1; i < order->len; i++) {
       guint id = g_array_index(order, guint, i), prev = g_array_index(order, guint, i - 1);

@@ -113,9 +113,9 @@ static double cpu_share(const SimEngine *e) {
 /* A leg's own cap (0: none): on the compute processors, its copy and check
  * in turn at its share of a processor (its copy alone where its check was
  * done while it waited, its check alone where its copy was done); on the
- * SSD streams, each request (ROK_SIM_CHUNK_BYTES, or the tensor when smaller) takes
- * nvme.request_overhead, and request_overhead_per_mib per MiB of it,
- * besides its bytes at the array's rate. */
+ * SSD streams, each request (ROK_SIM_CHUNK_BYTES, or the tensor when
+ * smaller) takes nvme.request_overhead, and request_overhead_per_mib per
+ * MiB of it, besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {

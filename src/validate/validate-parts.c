@@ -78,41 +78,40 @@ static double covered(GArray *intervals) {
   return total;
 }
 
-/* The time of a stream whose legs overlap is the time it had a leg
- * running: the executor runs an SSD stream's legs in lanes, several at
- * once, each first waiting for its staging slots (the simulator starts a
- * leg when they are free), and primes a d2h leg while the one before is
- * still checked, so the legs' lengths do not add. An SSD leg counts from
- * its slots on; a d2h leg from its start, as the step's figures count
- * them (busy_s and active_s). */
-typedef struct {
-  GArray *moving[3], *planned[3]; /* Interval: d2h, nvme-write and nvme-read */
-  guint part[3];                  /* their parts in `found`, G_MAXUINT if none */
-} OverlapTime;
-
-static int overlap_index(RokStream s) {
-  return s == ROK_STREAM_D2H ? 0 : s == ROK_STREAM_NVME_WRITE ? 1 : s == ROK_STREAM_NVME_READ ? 2 : -1;
+/* A stream's legs may overlap: the executor runs an SSD stream's legs in
+ * lanes, several at once, and primes a d2h leg while the one before is
+ * still checked, so a transfer stream's time is the time it had a leg
+ * running, each moment once, as the step's figures count it
+ * (stream_time). An SSD leg counts from its staging slots on (the
+ * simulator starts a leg when they are free); a copy leg from its start. */
+static gboolean counts_past_slots(RokStream s) {
+  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ;
 }
 
-static void overlap_add(OverlapTime *t, int d, guint part, const RokExecSpan *span) {
-  double wait = d == 0 ? 0 : span->wait_s;
+typedef struct {
+  GArray *moving[ROK_STREAM_COUNT], *planned[ROK_STREAM_COUNT]; /* Interval, per transfer stream */
+  guint part[ROK_STREAM_COUNT];                                 /* their parts in `found`, G_MAXUINT if none */
+} StreamTime;
+
+static void stream_add(StreamTime *t, RokStream s, guint part, const RokExecSpan *span) {
+  double wait = counts_past_slots(s) ? span->wait_s : 0;
   Interval m = {MIN(span->start_s + wait, span->end_s), span->end_s};
   Interval q = {span->predicted_start_s, span->predicted_end_s};
-  g_array_append_val(t->moving[d], m);
-  g_array_append_val(t->planned[d], q);
-  t->part[d] = part;
+  g_array_append_val(t->moving[s], m);
+  g_array_append_val(t->planned[s], q);
+  t->part[s] = part;
 }
 
-/* Sets the overlapping streams' parts' times and frees T's arrays. */
-static void overlap_finish(OverlapTime *t, GArray *found) {
-  for (guint d = 0; d < G_N_ELEMENTS(t->part); d++) {
-    if (t->part[d] != G_MAXUINT) {
-      RokValidatePart *p = &g_array_index(found, Ordered, t->part[d]).part;
-      p->measured_s = covered(t->moving[d]);
-      p->predicted_s = covered(t->planned[d]);
+/* Sets the transfer streams' parts' times and frees T's arrays. */
+static void stream_finish(StreamTime *t, GArray *found) {
+  for (RokStream s = ROK_STREAM_D2H; s < ROK_STREAM_COUNT; s++) {
+    if (t->part[s] != G_MAXUINT) {
+      RokValidatePart *p = &g_array_index(found, Ordered, t->part[s]).part;
+      p->measured_s = covered(t->moving[s]);
+      p->predicted_s = covered(t->planned[s]);
     }
-    g_array_unref(t->moving[d]);
-    g_array_unref(t->planned[d]);
+    g_array_unref(t->moving[s]);
+    g_array_unref(t->planned[s]);
   }
 }
 
@@ -130,10 +129,11 @@ static guint found_part(GArray *found, char **name, guint order) {
 
 void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule) {
   g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(Ordered));
-  OverlapTime lapped = {.part = {G_MAXUINT, G_MAXUINT, G_MAXUINT}};
-  for (guint d = 0; d < G_N_ELEMENTS(lapped.part); d++) {
-    lapped.moving[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
-    lapped.planned[d] = g_array_new(FALSE, FALSE, sizeof(Interval));
+  StreamTime streams = {0};
+  for (RokStream s = ROK_STREAM_D2H; s < ROK_STREAM_COUNT; s++) {
+    streams.part[s] = G_MAXUINT;
+    streams.moving[s] = g_array_new(FALSE, FALSE, sizeof(Interval));
+    streams.planned[s] = g_array_new(FALSE, FALSE, sizeof(Interval));
   }
   for (guint i = 0; i < report->timeline->len; i++) {
     const RokExecSpan *span = &g_array_index(report->timeline, RokExecSpan, i);
@@ -144,15 +144,14 @@ void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSc
     guint k = found_part(found, &name, order);
     RokValidatePart *p = &g_array_index(found, Ordered, k).part;
     p->actions++;
-    int d = overlap_index(span->stream);
-    if (d >= 0) {
-      overlap_add(&lapped, d, k, span);
+    if (span->stream != ROK_STREAM_COMPUTE && span->stream < ROK_STREAM_COUNT) {
+      stream_add(&streams, span->stream, k, span);
     } else {
       p->predicted_s += span->predicted_end_s - span->predicted_start_s;
       p->measured_s += span->end_s - span->start_s;
     }
   }
-  overlap_finish(&lapped, found);
+  stream_finish(&streams, found);
   g_array_sort(found, by_order); /* stable in glib: ties keep their order */
   for (guint k = 0; k < found->len; k++)
     g_array_append_val(parts, g_array_index(found, Ordered, k).part);
@@ -162,11 +161,11 @@ double rok_validate_part_error(const RokValidatePart *part) {
   return validate_relative(isnan(part->median_s) ? part->measured_s : part->median_s, part->predicted_s);
 }
 
-/* A transfer stream's time in one step, as its part counts it: an SSD
- * stream's past its legs' waits for staging slots, each moment once; a
- * copy stream's legs' time, each moment once (busy_s). */
+/* A transfer stream's time in one step, as its part counts it, each
+ * moment once: an SSD stream's past its legs' waits for staging slots
+ * (active_s), a copy stream's from its legs' starts (busy_s). */
 static double stream_time(const RokExecFigures *f, RokStream s) {
-  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? f->active_s[s] : f->busy_s[s];
+  return counts_past_slots(s) ? f->active_s[s] : f->busy_s[s];
 }
 
 void validate_parts_spread(GArray *parts, const GPtrArray *reports) {

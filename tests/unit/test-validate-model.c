@@ -656,6 +656,7 @@ static void test_copy_kernel_free_at(void) {
     hw->gpu.copy_kernel_free_at = k == 0 ? 0.5 : 0.05;
     g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+    g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
     gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
     g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
@@ -682,6 +683,8 @@ static void test_d2h_primed(void) {
     g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
     const RokAction *first = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+    g_assert_nonnull(first);
+    g_assert_nonnull(second);
     /* A's end, as in test_copy_kernel_wait; checked too, in its flow */
     gint64 t = 1000000 + 25000 + (k == 0 ? 2 : 1) * 1048576;
     g_assert_cmpint(first->end_ns, ==, t);
@@ -691,11 +694,13 @@ static void test_d2h_primed(void) {
   hw->gpu.copy_queues_in_order = TRUE;
   g_autoptr(RokSimResult) in_order = simulate(trace, hw, plan);
   const RokAction *waited = first_action(in_order, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+  g_assert_nonnull(waited);
   g_assert_cmpint(waited->end_ns - waited->start_ns, >, 4000000); /* half of what was left of op1 */
   hw->gpu.shared_cpus = 0;
   hw->host.checksum_bandwidth = 0;
   g_autoptr(RokSimResult) gpu = simulate(trace, hw, plan);
   const RokAction *second = first_action(gpu, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+  g_assert_nonnull(second);
   g_assert_cmpint(second->end_ns - second->start_ns, ==, 50000 + 262144);
 }
 

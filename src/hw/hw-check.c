@@ -179,8 +179,23 @@ static void check_retired(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *war
          "is ignored: gpu.copy_kernel_free_at, given too, says when a copy handed over during a kernel goes");
 }
 
+/* The figures of a device whose copies run on its kernels' processors mean
+ * nothing without gpu.shared_cpus: the simulator ignores them. */
+static void check_cpu_device(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *warnings) {
+  static const char *const keys[] = {"copy_kernel_wait", "copy_kernel_free_at", "copy_queues_in_order",
+                                     "copy_leg_cpu"};
+  if (hw->gpu.shared_cpus > 0)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    if (member(doc, "gpu", keys[i]) != NULL)
+      warn(warnings, doc, "gpu", keys[i],
+           "is ignored without gpu.shared_cpus: it describes a device whose copies run on the processors of "
+           "its kernels (a CPU device)");
+}
+
 void hw_check_plausible(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *warnings) {
   check_retired(hw, doc, warnings);
+  check_cpu_device(hw, doc, warnings);
   for (guint i = 0; i < G_N_ELEMENTS(checks); i++)
     check_range(hw, doc, &checks[i], warnings);
   check_decimal(doc, "gpu", hw->gpu.memory, warnings);

@@ -96,13 +96,18 @@ static void test_hw_warnings(void) {
   g_assert_cmpuint(r->len, ==, 1);
   assert_warned(r, "\"gpu.copy_wait\": is a wait per copy command measured by an older rok and is ignored");
   /* both ways of a copy's wait for a kernel: the older one is named as ignored */
-  const char *const both[] = {"gpu.copy_kernel_wait=0.9", "gpu.copy_kernel_free_at=0.8", NULL};
+  const char *const both[] = {"gpu.shared_cpus=2", "gpu.copy_kernel_wait=0.9", "gpu.copy_kernel_free_at=0.8", NULL};
   g_autoptr(GPtrArray) b = warnings_of(both);
   g_assert_cmpuint(b->len, ==, 1);
   assert_warned(b, "\"gpu.copy_kernel_wait\": is ignored: gpu.copy_kernel_free_at, given too");
-  const char *const wait_only[] = {"gpu.copy_kernel_wait=0.9", NULL};
+  const char *const wait_only[] = {"gpu.shared_cpus=2", "gpu.copy_kernel_wait=0.9", NULL};
   g_autoptr(GPtrArray) w1 = warnings_of(wait_only);
   g_assert_cmpuint(w1->len, ==, 0);
+  /* a CPU device's copy figures on a device that has no shared_cpus: ignored, and said to be */
+  const char *const on_gpu[] = {"gpu.copy_kernel_wait=0.9", NULL};
+  g_autoptr(GPtrArray) g = warnings_of(on_gpu);
+  g_assert_cmpuint(g->len, ==, 1);
+  assert_warned(g, "\"gpu.copy_kernel_wait\": is ignored without gpu.shared_cpus");
   g_assert_true(rok_hw_is_key("nvme.devices"));
   g_assert_true(rok_hw_is_key("gpu"));
   g_assert_false(rok_hw_is_key("micro_batch"));

@@ -164,6 +164,20 @@ static void test_nvme_overheads(void) {
   g_assert_no_error(error);
   g_assert_cmpuint(warnings->len, ==, 1);
   g_assert_nonnull(strstr(warnings->pdata[0], "\"nvme.leg_cpu\": 0.05 is 50.0 ms: a plain number is seconds"));
+  /* A CPU device's copy figures without shared_cpus are ignored, and said to be. */
+  g_autofree char *gpu = g_strdup(none);
+  char *at = strstr(gpu, "\"shared_cpus\": 2, ");
+  g_assert_nonnull(at);
+  memmove(at, at + strlen("\"shared_cpus\": 2, "), strlen(at + strlen("\"shared_cpus\": 2, ")) + 1);
+  g_autoptr(RokJsonDoc) gdoc = rok_json_doc_parse("gpu.json", gpu, strlen(gpu), &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) ignored = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(RokHw) g = rok_hw_from_doc(gdoc, NULL, ignored, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(g->gpu.shared_cpus, ==, 0);
+  g_assert_cmpuint(ignored->len, ==, 1);
+  g_assert_nonnull(strstr(ignored->pdata[0], "gpu.copy_leg_cpu"));
+  g_assert_nonnull(strstr(ignored->pdata[0], "ignored without gpu.shared_cpus"));
 }
 
 /* nvme.write_latency and write_leg_overhead: either one makes both a

@@ -27,6 +27,51 @@ static guint64 load_le64(const guint8 *p) {
   return word;
 }
 
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN && (defined(__GNUC__) || defined(__clang__))
+/* Two words at a time in a 128-bit vector (GCC's and Clang's vector
+ * extensions; SSE2 on x86-64, NEON on arm64): GCC's -O2 leaves the word
+ * loop scalar, where each word's two 64-bit multiplies ran one thread at
+ * 2.8 GB/s on the development VM; two lanes ran it at 7.5 GB/s (rok
+ * calibrate's host checksum, 2026-12-02). Every copy that crosses PCIe is
+ * checked at this rate on its leg's thread. The words' terms add, so
+ * their order in the sum does not matter. */
+typedef guint64 WordPair __attribute__((vector_size(16)));
+
+static WordPair fmix64_pair(WordPair k) {
+  k ^= k >> 33;
+  k *= 0xFF51AFD7ED558CCDull;
+  k ^= k >> 33;
+  k *= 0xC4CEB9FE1A85EC53ull;
+  k ^= k >> 33;
+  return k;
+}
+
+#define PAIRS 1
+#else
+#define PAIRS 0
+#endif
+
+/* The sum of the terms of WORDS whole words at P, the first of which is
+ * word FIRST of the bytes checked. */
+static guint64 sum_words(const guint8 *p, gsize words, guint64 first) {
+  guint64 sum = 0;
+  gsize w = 0;
+#if PAIRS
+  WordPair acc = {0, 0};
+  WordPair key = {first * GOLDEN + SALT, (first + 1) * GOLDEN + SALT};
+  for (; w + 2 <= words; w += 2) {
+    WordPair x;
+    memcpy(&x, p + 8 * w, sizeof x); /* little-endian: the words as load_le64 reads them */
+    acc += fmix64_pair(x ^ key);
+    key += 2 * GOLDEN;
+  }
+  sum = acc[0] + acc[1];
+#endif
+  for (; w < words; w++)
+    sum += word_term(load_le64(p + 8 * w), first + w);
+  return sum;
+}
+
 void rok_cl_checksum_init(RokClChecksum *state) {
   memset(state, 0, sizeof *state);
 }
@@ -41,9 +86,11 @@ void rok_cl_checksum_update(RokClChecksum *state, const void *data, gsize bytes)
     if (state->bytes % 8 == 0)
       state->sum += word_term(load_le64(state->pending), state->bytes / 8 - 1);
   }
-  guint64 word_index = state->bytes / 8;
-  for (; bytes >= 8; bytes -= 8, p += 8, state->bytes += 8)
-    state->sum += word_term(load_le64(p), word_index++);
+  gsize words = bytes / 8;
+  state->sum += sum_words(p, words, state->bytes / 8);
+  state->bytes += 8 * words;
+  p += 8 * words;
+  bytes -= 8 * words;
   for (gsize i = 0; i < bytes; i++)
     state->pending[i] = p[i];
   state->bytes += bytes;

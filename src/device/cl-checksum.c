@@ -7,13 +7,13 @@
 #define GOLDEN 0x9E3779B97F4A7C15ull
 #define SALT 0x632BE59BD9B4E019ull
 
+/* MurmurHash3's 64-bit finaliser, of a word or (sum_words) of a vector of
+ * them, lane by lane. */
+#define FMIX64(k) ((k) ^= (k) >> 33, (k) *= 0xFF51AFD7ED558CCDull, (k) ^= (k) >> 33, (k) *= 0xC4CEB9FE1A85EC53ull, \
+                   (k) ^= (k) >> 33, (k))
+
 static guint64 fmix64(guint64 k) {
-  k ^= k >> 33;
-  k *= 0xFF51AFD7ED558CCDull;
-  k ^= k >> 33;
-  k *= 0xC4CEB9FE1A85EC53ull;
-  k ^= k >> 33;
-  return k;
+  return FMIX64(k);
 }
 
 static guint64 word_term(guint64 word, guint64 index) {
@@ -38,12 +38,7 @@ static guint64 load_le64(const guint8 *p) {
 typedef guint64 WordPair __attribute__((vector_size(16)));
 
 static WordPair fmix64_pair(WordPair k) {
-  k ^= k >> 33;
-  k *= 0xFF51AFD7ED558CCDull;
-  k ^= k >> 33;
-  k *= 0xC4CEB9FE1A85EC53ull;
-  k ^= k >> 33;
-  return k;
+  return FMIX64(k);
 }
 
 #define PAIRS 1

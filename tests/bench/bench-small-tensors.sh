@@ -84,6 +84,15 @@
 # d2h 869 MB/s measured against 1815 predicted, h2d 174 against 342 (the
 # 3-16 MiB legs' host checks beside the kernels: the model gives a leg a
 # processor of its own), the step +7%.
+# The next session, once the host checksum took two words at a time (7.6
+# GB/s against 2.7 in the calibration), --calibrate --trials 3, before
+# and after: d2h 1349 -> 3712 MB/s measured (predicted 2274, 4840), h2d
+# 707 -> 647 (predicted 309, 452); at QD 32 writes 0.73x and 0.81x,
+# reads 1.08x and 0.71x of fio (fio 4.9-7.5 GB/s write, 2.5-3.6 read
+# between trials); legs at their own depth, one request 1.19x and 0.95x,
+# several 0.89x and 0.82x back to back (1.01x, 0.88x after the same
+# idle). The step was predicted 5.5 and 6.4 s against 4.5 and 4.6
+# measured (each quick calibration's op rates).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

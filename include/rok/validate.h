@@ -138,7 +138,9 @@ typedef struct {
   double error_ci_low, error_ci_high;
   gboolean within_noise;
   /* The step-time error with the keep row's taken out: (measured /
-   * predicted) / (keep's measured / predicted) - 1. The keep row runs the
+   * predicted) / (keep's measured / predicted) - 1, the measured ratio
+   * paired by round (each round's median step over keep's in the same
+   * round, the median of those), so drift between rounds cancels. The keep row runs the
    * kernels alone, so its error is the machine's speed now against its
    * calibration (and the compute model every row shares); what is left is
    * the error in what the row adds: recomputation, copies, their waits.

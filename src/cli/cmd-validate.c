@@ -219,9 +219,9 @@ static void print_table(const RokValidation *v, const char *dir) {
   const RokValidateRow *keep = rok_validation_keep_row(v);
   if (keep != NULL && !isnan(v->median_error_against_keep)) {
     g_autofree char *against = row_place(worst_row(v, TRUE));
-    printf("Against keep (keep's error, %+.1f%%, taken out of each row: how fast the machine runs its kernels now "
-           "against its calibration, with keep's own noise): median %.1f%%, worst %.1f%% (%s), the error in what "
-           "the rows add to keep.\n",
+    printf("Against keep (keep's error, %+.1f%%, taken out of each row round by round: how fast the machine runs "
+           "its kernels now against its calibration, with keep's own noise): median %.1f%%, worst %.1f%% (%s), the "
+           "error in what the rows add to keep.\n",
            100 * keep->step_time_error, 100 * v->median_error_against_keep, 100 * v->max_error_against_keep,
            against);
   }

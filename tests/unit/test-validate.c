@@ -188,6 +188,38 @@ static RokValidation *made_up(void) {
   return v;
 }
 
+static void set_steps(RokValidation *v, guint row, const double *steps, guint n) {
+  RokValidateRow *r = g_ptr_array_index(v->rows, row);
+  r->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
+  g_array_append_vals(r->step_times_s, steps, n);
+}
+
+/* Error against keep, paired by round: keep's second round ran 40% slow
+ * and the rok row's third did; each round's row over that round's keep
+ * gives 1.2, 1.2 and 1.68, whose median is the predicted 1.2 (error 0),
+ * where the medians over every round (1.68 / 1.0) would give +40%. With
+ * one round, or steps that are not rounds x repeat, the medians over
+ * every step are used. */
+static void test_against_keep_paired(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
+  g_autoptr(RokValidation) v = validate_new(trace, hw);
+  v->rounds = 3;
+  v->repeat = 2;
+  add_row(v, "keep", 1 << 30, 1.0, 1.0, 0.4, 1000, 0.0);
+  add_row(v, "rok", 900, 1.2, 1.68, 0.4, 900, 0.0);
+  set_steps(v, 0, (const double[]){1.0, 1.0, 1.4, 1.4, 1.0, 1.0}, 6);
+  set_steps(v, 1, (const double[]){1.2, 1.2, 1.68, 1.68, 1.68, 1.68}, 6);
+  rok_validation_summarize(v);
+  const RokValidateRow *rok = g_ptr_array_index(v->rows, 1);
+  g_assert_cmpfloat_with_epsilon(rok->error_against_keep, 0, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->median_error_against_keep, 0, 1e-12);
+  g_assert_cmpfloat_with_epsilon(rok->step_time_error, 0.4, 1e-12);
+  v->rounds = 1;
+  rok_validation_summarize(v);
+  g_assert_cmpfloat_with_epsilon(rok->error_against_keep, 1.68 / 1.2 - 1, 1e-12);
+}
+
 /* Medians and maxima of the absolute errors; the document holds every
  * field, consistent with the rows. */
 static void test_summary_json(void) {
@@ -462,6 +494,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/row-fill", test_row_fill);
   g_test_add_func("/validate/summary-json", test_summary_json);
   g_test_add_func("/validate/no-keep", test_no_keep);
+  g_test_add_func("/validate/against-keep-paired", test_against_keep_paired);
   g_test_add_func("/validate/chart", test_chart);
   g_test_add_func("/validate/median-interval", test_median_interval);
   g_test_add_func("/validate/taken", test_taken);

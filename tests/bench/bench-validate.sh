@@ -78,6 +78,15 @@
 # 3.8%), d2h within 20% in 9 of 10 row runs; the LLaMA-shaped model, the
 # next run, 34.1% and 34.5% (every row 34-38% slower; against keep 2.3%
 # and 4.5%). The VM's speed, not the model, sets these.
+# The next session, after the host checksum was vectorised (7.6 GB/s
+# against 2.7) and with the error against keep paired by round,
+# --runs 1 each: validate-gpt 11.3% (keep +1.9%, its rounds at 200, 256
+# and 189 ms; against keep 3.3% paired, 11.3% over all rounds) and 14.9%
+# (keep -17.2%; against keep 2.6%, worst 7.3%); the LLaMA-shaped model
+# 9.6%, worst 13.1% (keep -3.6%; against keep 7.0%, worst 10.8%: every
+# row ran 3-9% faster than keep would say, selective, predicted as keep,
+# 5.5% faster than it). h2d is the worst stream: +12% to +80% and -20%
+# to -85% of the measured medians across these runs.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

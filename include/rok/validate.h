@@ -140,10 +140,11 @@ typedef struct {
   /* The step-time error with the keep row's taken out: (measured /
    * predicted) / (keep's measured / predicted) - 1, the measured ratio
    * paired by round (each round's median step over keep's in the same
-   * round, the median of those), so drift between rounds cancels. The keep row runs the
-   * kernels alone, so its error is the machine's speed now against its
-   * calibration (and the compute model every row shares); what is left is
-   * the error in what the row adds: recomputation, copies, their waits.
+   * round, the median of those), so drift between rounds cancels. The
+   * keep row runs the kernels alone, so its error is the machine's speed
+   * now against its calibration (and the compute model every row shares);
+   * what is left is the error in what the row adds: recomputation,
+   * copies, their waits.
    * NaN for the keep row itself and where there is none. */
   double error_against_keep;
   double load_min, load_max; /* 1-minute load average before its runs; negative: unknown */

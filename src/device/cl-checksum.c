@@ -29,12 +29,13 @@ static guint64 load_le64(const guint8 *p) {
 
 #if G_BYTE_ORDER == G_LITTLE_ENDIAN && (defined(__GNUC__) || defined(__clang__))
 /* Two words at a time in a 128-bit vector (GCC's and Clang's vector
- * extensions; SSE2 on x86-64, NEON on arm64): GCC's -O2 leaves the word
- * loop scalar, where each word's two 64-bit multiplies ran one thread at
- * 2.8 GB/s on the development VM; two lanes ran it at 7.5 GB/s (rok
- * calibrate's host checksum, 2026-12-02). Every copy that crosses PCIe is
- * checked at this rate on its leg's thread. The words' terms add, so
- * their order in the sum does not matter. */
+ * extensions; SSE2 on x86-64): GCC's -O2 leaves the word loop scalar,
+ * where each word's two 64-bit multiplies ran one thread at 2.0 GB/s on
+ * the development VM (2.8 with the sum kept in a local); two lanes ran it
+ * at 7.3-7.6 GB/s (2026-12-02, 32 MiB at an odd address; rok calibrate's
+ * host checksum 7.60 against 2.72 minutes before). Every copy that
+ * crosses PCIe is checked at this rate on its leg's thread. The words'
+ * terms add, so their order in the sum does not matter. */
 typedef guint64 WordPair __attribute__((vector_size(16)));
 
 static WordPair fmix64_pair(WordPair k) {

@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include "validate-private.h"
 #include "rok/core.h"
@@ -25,36 +26,34 @@ const RokValidateRow *rok_validation_keep_row(const RokValidation *v) {
   return NULL;
 }
 
-/* The median of round R's steps of ROW (v->repeat of them). */
-static double round_median(const RokValidation *v, const RokValidateRow *row, guint r) {
-  g_autofree double *steps = g_memdup2(&g_array_index(row->step_times_s, double, r * v->repeat),
-                                       sizeof(double) * v->repeat);
-  double median = 0, unused = 0;
-  median_max(steps, v->repeat, &median, &unused);
-  return median;
+/* Each round's median step of ROW into MEDIANS (v->rounds of them), where
+ * its steps are v->rounds x v->repeat; FALSE otherwise. */
+static gboolean round_medians(const RokValidation *v, const RokValidateRow *row, double *medians) {
+  if (row->step_times_s == NULL || row->step_times_s->len != v->rounds * v->repeat)
+    return FALSE;
+  g_autofree double *steps = g_memdup2(row->step_times_s->data, sizeof(double) * row->step_times_s->len);
+  for (guint r = 0; r < v->rounds; r++)
+    medians[r] = gsl_stats_median(steps + r * v->repeat, 1, v->repeat);
+  return TRUE;
 }
 
 /* ROW's measured step over keep's, round by round: each round's median
- * over the keep run's of the same round, the median of those. The rows
- * of a round run within seconds of each other, while the machine's speed
- * can move more than that between rounds (the development VM, 2026-12-02:
- * keep's rounds at 200, 256 and 189 ms in one run), so pairing them
- * takes that drift out where the medians over every round would keep it
- * (that run's median error against keep: 11.3% over all rounds, 3.3%
- * paired). Over all rounds where a row's steps are not rounds x repeat. */
-static double measured_over_keep(const RokValidation *v, const RokValidateRow *row, const RokValidateRow *keep) {
-  guint steps = v->rounds * v->repeat;
-  if (v->rounds < 2 || row->step_times_s == NULL || keep->step_times_s == NULL || row->step_times_s->len != steps ||
-      keep->step_times_s->len != steps)
+ * over the keep run's of the same round (KEEP_ROUNDS), the median of
+ * those. The rows of a round run within seconds of each other, while the
+ * machine's speed can move more than that between rounds (the
+ * development VM, 2026-12-02: keep's rounds at 200, 256 and 189 ms in one
+ * run), so pairing them takes that drift out where the medians over every
+ * round would keep it (that run's median error against keep: 11.3% over
+ * all rounds, 3.3% paired). Over all rounds with one round, or where the
+ * steps are not rounds x repeat (KEEP_ROUNDS NULL). */
+static double measured_over_keep(const RokValidation *v, const RokValidateRow *row, const RokValidateRow *keep,
+                                 const double *keep_rounds) {
+  g_autofree double *ratios = g_new(double, MAX(v->rounds, 1));
+  if (keep_rounds == NULL || !round_medians(v, row, ratios))
     return row->measured_step_time_s / keep->measured_step_time_s;
-  g_autofree double *ratios = g_new(double, v->rounds);
-  for (guint r = 0; r < v->rounds; r++) {
-    double k = round_median(v, keep, r);
-    ratios[r] = k > 0 ? round_median(v, row, r) / k : 0;
-  }
-  double median = 0, unused = 0;
-  median_max(ratios, v->rounds, &median, &unused);
-  return median;
+  for (guint r = 0; r < v->rounds; r++)
+    ratios[r] /= keep_rounds[r];
+  return gsl_stats_median(ratios, 1, v->rounds);
 }
 
 /* Each row's error_against_keep, and their median and largest over the
@@ -62,6 +61,10 @@ static double measured_over_keep(const RokValidation *v, const RokValidateRow *r
 static void against_keep(RokValidation *v) {
   const RokValidateRow *k = rok_validation_keep_row(v);
   gboolean keep = k != NULL && k->predicted_step_time_s > 0 && k->measured_step_time_s > 0;
+  g_autofree double *keep_rounds = g_new(double, MAX(v->rounds, 1));
+  gboolean paired = keep && v->rounds > 1 && round_medians(v, k, keep_rounds);
+  for (guint r = 0; paired && r < v->rounds; r++)
+    paired = keep_rounds[r] > 0;
   g_autofree double *errors = g_new(double, MAX(v->rows->len, 1));
   guint n = 0;
   for (guint i = 0; i < v->rows->len; i++) {
@@ -69,7 +72,7 @@ static void against_keep(RokValidation *v) {
     row->error_against_keep = NAN;
     if (keep && row != k && row->predicted_step_time_s > 0) {
       double predicted = row->predicted_step_time_s / k->predicted_step_time_s;
-      row->error_against_keep = measured_over_keep(v, row, k) / predicted - 1;
+      row->error_against_keep = measured_over_keep(v, row, k, paired ? keep_rounds : NULL) / predicted - 1;
       errors[n++] = fabs(row->error_against_keep);
     }
   }

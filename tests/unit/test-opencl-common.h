@@ -10,9 +10,6 @@
 #include <string.h>
 
 #include "rok/device.h"
-#include "rok/device.h"
-#include "rok/device.h"
-#include "rok/device.h"
 #include "rok/core.h"
 
 /* PoCL keeps its LLVM compiler state until exit: LeakSanitizer would report

@@ -8,6 +8,9 @@ int main(void) {
 }
 #else
 
+#include <errno.h>
+#include <sys/resource.h>
+
 #include "device/cl-program.h"
 #include "test-opencl-common.h"
 
@@ -57,6 +60,36 @@ static void test_ledger(gconstpointer data) {
   g_assert_cmpuint(rok_cl_device_peak(f->device), ==, before + 2080);
   rok_cl_buffer_free(b);
   g_assert_cmpuint(rok_cl_device_allocated(f->device), ==, before);
+}
+
+/* On a CPU device the runtime's worker threads run 5 nice levels below
+ * the process's own (cl-device.c: a stream's thread woken beside a kernel
+ * must not wait for it); this thread, which opened the device, keeps its
+ * own. Linux keeps nice per thread, readable from /proc. */
+static void test_cpu_workers_lowered(gconstpointer data) {
+  const Fixture *f = data;
+  if (strcmp(rok_cl_device_info(f->device)->type, "cpu") != 0 || !g_file_test("/proc/self/task", G_FILE_TEST_IS_DIR)) {
+    g_test_skip("not a CPU device, or no /proc");
+    return;
+  }
+  errno = 0;
+  int own = getpriority(PRIO_PROCESS, 0);
+  g_assert_cmpint(errno, ==, 0);
+  g_autoptr(GDir) dir = g_dir_open("/proc/self/task", 0, NULL);
+  g_assert_nonnull(dir);
+  guint lowered = 0, others = 0;
+  for (const char *name; (name = g_dir_read_name(dir)) != NULL;) {
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)atoi(name));
+    if (errno != 0)
+      continue; /* ended meanwhile */
+    if (nice == MIN(own + 5, 19))
+      lowered++;
+    else
+      others++;
+  }
+  g_assert_cmpuint(lowered, >=, 1);
+  g_assert_cmpuint(others, >=, 1); /* this thread at least */
 }
 
 static void test_out_of_memory(gconstpointer data) {
@@ -313,6 +346,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/opencl/device/list", f, test_list);
   g_test_add_data_func("/opencl/device/bad-index", f, test_bad_index);
   g_test_add_data_func("/opencl/device/ledger", f, test_ledger);
+  g_test_add_data_func("/opencl/device/cpu-workers-lowered", f, test_cpu_workers_lowered);
   g_test_add_data_func("/opencl/device/out-of-memory", f, test_out_of_memory);
   g_test_add_data_func("/opencl/device/transfers-and-events", f, test_transfers_and_events);
   g_test_add_data_func("/opencl/device/copy-and-pinned", f, test_copy_and_pinned);

@@ -93,6 +93,14 @@
 # several 0.89x and 0.82x back to back (1.01x, 0.88x after the same
 # idle). The step was predicted 5.5 and 6.4 s against 4.5 and 4.6
 # measured (each quick calibration's op rates).
+# A later session, with the CPU device's worker threads 5 nice levels
+# below rok's (the VM running the steps about twice as slowly; once):
+# d2h 2660 MB/s measured against 2986 predicted, h2d 598 against 234,
+# the step 10.9 s against 11.7 (earlier that session, before the change,
+# a quick calibration without --model and one with it each predicted
+# this step within 2%: 10.6 s against 10.8 and 10.4 measured); fio at QD 32 wrote at 0.69-0.91
+# GB/s, below the executor's 2.1-2.4 (2.69x), reads 0.94x; legs at their
+# own depth, one request 0.93x, several 1.06x of fio.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

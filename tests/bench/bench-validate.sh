@@ -87,6 +87,13 @@
 # row ran 3-9% faster than keep would say, selective, predicted as keep,
 # 5.5% faster than it). h2d is the worst stream: +12% to +80% and -20%
 # to -85% of the measured medians across these runs.
+# A later session (the VM running the steps about twice as slowly), --runs
+# 1, before and after the CPU device's worker threads ran 5 nice levels
+# below rok's: validate-gpt 3.2% (worst 5.3%) and 5.4% (worst 10.6%, keep
+# +10.6%; against keep 5.8%, worst 8.6%), d2h +27-83% and +9-57%, the
+# streams' median error 31.1% and 27.2%; the LLaMA-shaped model 4.3%
+# (worst 5.4%) and 2.3% (worst 4.0%), d2h +29-112% and +10-40%, streams
+# 41.4% and 23.6%.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

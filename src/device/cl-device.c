@@ -178,7 +178,11 @@ static gboolean probe_threads(GError **error) {
  * devices) and while a context was made. On a CPU device they run the
  * kernels; lower_runtime_threads gives them a lower weight. */
 G_LOCK_DEFINE_STATIC(runtime_threads);
-static GArray *runtime_threads; /* thread ids (pid_t) */
+typedef struct {
+  int tid;
+  guint64 started; /* its start time (clock ticks since boot): an id is reused once its thread ends */
+} RuntimeThread;
+static GArray *runtime_threads; /* RuntimeThread */
 
 /* The ids of this process's threads now (none where /proc is not). */
 static GHashTable *thread_ids(void) {
@@ -191,6 +195,19 @@ static GHashTable *thread_ids(void) {
   return ids;
 }
 
+/* When thread `tid` started (proc(5): stat's 22nd field, counted after
+ * the command name, which may hold spaces); 0 where it has ended. */
+static guint64 thread_started(int tid) {
+  g_autofree char *path = g_strdup_printf("/proc/self/task/%d/stat", tid), *stat = NULL;
+  if (!g_file_get_contents(path, &stat, NULL, NULL))
+    return 0;
+  const char *rest = strrchr(stat, ')');
+  if (rest == NULL)
+    return 0;
+  g_auto(GStrv) fields = g_strsplit(rest + 2, " ", 21); /* from the 3rd field, state */
+  return g_strv_length(fields) > 19 ? g_ascii_strtoull(fields[19], NULL, 10) : 0;
+}
+
 /* Those of now not in `before` are the runtime's. */
 static void note_runtime_threads(GHashTable *before) {
   g_autoptr(GHashTable) now = thread_ids();
@@ -198,12 +215,13 @@ static void note_runtime_threads(GHashTable *before) {
   gpointer id;
   G_LOCK(runtime_threads);
   if (runtime_threads == NULL)
-    runtime_threads = g_array_new(FALSE, FALSE, sizeof(int));
+    runtime_threads = g_array_new(FALSE, FALSE, sizeof(RuntimeThread));
   g_hash_table_iter_init(&it, now);
   while (g_hash_table_iter_next(&it, &id, NULL))
     if (!g_hash_table_contains(before, id)) {
-      int tid = GPOINTER_TO_INT(id);
-      g_array_append_val(runtime_threads, tid);
+      RuntimeThread t = {.tid = GPOINTER_TO_INT(id), .started = thread_started(GPOINTER_TO_INT(id))};
+      if (t.started > 0)
+        g_array_append_val(runtime_threads, t);
     }
   G_UNLOCK(runtime_threads);
 }
@@ -219,15 +237,10 @@ static void note_runtime_threads(GHashTable *before) {
  * workers ROK_CL_CPU_WORKER_NICE above the process (a third of the
  * weight) 1200-1540 MB/s, the step 0.46-0.48 s against 0.44-0.48. Raising
  * a thread's nice needs no privilege; lowering it would, so the workers
- * are lowered rather than the streams raised. */
+ * are lowered rather than the streams raised. Linux weighs nice only
+ * within a task group (sched(7): the session's autogroup, or a cgroup),
+ * so jobs of other sessions or cgroups take what they took before. */
 #define ROK_CL_CPU_WORKER_NICE 5
-
-/* Whether thread `tid` is one of rok's own (named rok-*): an id noted
- * for the runtime may have been reused since its thread ended. */
-static gboolean rok_thread(int tid) {
-  g_autofree char *path = g_strdup_printf("/proc/self/task/%d/comm", tid), *comm = NULL;
-  return !g_file_get_contents(path, &comm, NULL, NULL) || g_str_has_prefix(comm, "rok-");
-}
 
 static void lower_runtime_threads(void) {
   errno = 0;
@@ -236,9 +249,9 @@ static void lower_runtime_threads(void) {
     return;
   G_LOCK(runtime_threads);
   for (guint i = 0; runtime_threads != NULL && i < runtime_threads->len; i++) {
-    int tid = g_array_index(runtime_threads, int, i);
-    if (!rok_thread(tid))
-      setpriority(PRIO_PROCESS, (id_t)tid, MIN(base + ROK_CL_CPU_WORKER_NICE, 19));
+    const RuntimeThread *t = &g_array_index(runtime_threads, RuntimeThread, i);
+    if (thread_started(t->tid) == t->started) /* still the runtime's */
+      setpriority(PRIO_PROCESS, (id_t)t->tid, MIN(base + ROK_CL_CPU_WORKER_NICE, 19));
   }
   G_UNLOCK(runtime_threads);
 }

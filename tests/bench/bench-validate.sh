@@ -93,7 +93,10 @@
 # +10.6%; against keep 5.8%, worst 8.6%), d2h +27-83% and +9-57%, the
 # streams' median error 31.1% and 27.2%; the LLaMA-shaped model 4.3%
 # (worst 5.4%) and 2.3% (worst 4.0%), d2h +29-112% and +10-40%, streams
-# 41.4% and 23.6%.
+# 41.4% and 23.6%. A second run after (keep -30.6% and -10.5%, the VM
+# faster than its calibration): 28.6% and 10.3%, against keep 2.0%
+# (worst 4.5%) and 2.2% (worst 3.9%), d2h +17-77% and +24-43%, streams
+# 26.6% and 26.3%.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

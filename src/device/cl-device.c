@@ -216,6 +216,11 @@ static void note_runtime_threads(GHashTable *before) {
   G_LOCK(runtime_threads);
   if (runtime_threads == NULL)
     runtime_threads = g_array_new(FALSE, FALSE, sizeof(RuntimeThread));
+  for (guint i = runtime_threads->len; i-- > 0;) { /* ended since */
+    const RuntimeThread *t = &g_array_index(runtime_threads, RuntimeThread, i);
+    if (thread_started(t->tid) != t->started)
+      g_array_remove_index_fast(runtime_threads, i);
+  }
   g_hash_table_iter_init(&it, now);
   while (g_hash_table_iter_next(&it, &id, NULL))
     if (!g_hash_table_contains(before, id)) {
@@ -248,39 +253,14 @@ static void lower_runtime_threads(void) {
   if (base == -1 && errno != 0)
     return;
   G_LOCK(runtime_threads);
-  for (guint i = 0; runtime_threads != NULL && i < runtime_threads->len; i++) {
-    const RuntimeThread *t = &g_array_index(runtime_threads, RuntimeThread, i);
-    if (thread_started(t->tid) == t->started) /* still the runtime's */
-      setpriority(PRIO_PROCESS, (id_t)t->tid, MIN(base + ROK_CL_CPU_WORKER_NICE, 19));
-  }
+  for (guint i = 0; runtime_threads != NULL && i < runtime_threads->len; i++) /* live: noted just before */
+    setpriority(PRIO_PROCESS, (id_t)g_array_index(runtime_threads, RuntimeThread, i).tid,
+                MIN(base + ROK_CL_CPU_WORKER_NICE, 19));
   G_UNLOCK(runtime_threads);
 }
 
-/* The runtime's first calls, once per process: it loads its devices and
- * starts their threads, which are noted. */
-static void start_runtime(void) {
-  static gsize started;
-  if (!g_once_init_enter(&started))
-    return;
-  g_autoptr(GHashTable) before = thread_ids();
+static gboolean visit_devices(DeviceVisitor visit, gpointer data, GError **error) {
   cl_uint n_platforms = 0;
-  if (clGetPlatformIDs(0, NULL, &n_platforms) == CL_SUCCESS && n_platforms > 0) {
-    g_autofree cl_platform_id *platforms = g_new0(cl_platform_id, n_platforms);
-    clGetPlatformIDs(n_platforms, platforms, NULL);
-    for (cl_uint p = 0; p < n_platforms; p++) {
-      cl_uint n_devices = 0;
-      clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &n_devices);
-    }
-  }
-  note_runtime_threads(before);
-  g_once_init_leave(&started, 1);
-}
-
-static gboolean for_each_device(DeviceVisitor visit, gpointer data, GError **error) {
-  cl_uint n_platforms = 0;
-  if (!probe_threads(error))
-    return FALSE;
-  start_runtime();
   cl_int status = clGetPlatformIDs(0, NULL, &n_platforms);
   if (status == CL_PLATFORM_NOT_FOUND_KHR || (status == CL_SUCCESS && n_platforms == 0)) {
     /* The ICD loader cannot load a driver that does not fit the address space. */
@@ -311,6 +291,20 @@ static gboolean for_each_device(DeviceVisitor visit, gpointer data, GError **err
         return TRUE;
   }
   return TRUE;
+}
+
+/* The runtime starts on its first call, once per process: the threads
+ * that appear during the first visit are its. */
+static gboolean for_each_device(DeviceVisitor visit, gpointer data, GError **error) {
+  static gint visited;
+  if (!probe_threads(error))
+    return FALSE;
+  if (!g_atomic_int_compare_and_exchange(&visited, 0, 1))
+    return visit_devices(visit, data, error);
+  g_autoptr(GHashTable) before = thread_ids();
+  gboolean ok = visit_devices(visit, data, error);
+  note_runtime_threads(before);
+  return ok;
 }
 
 static gboolean collect_info(guint index, cl_platform_id platform, cl_device_id device, gpointer data) {

@@ -153,6 +153,13 @@ typedef struct {
    * sleeps; nothing competing); per copy leg, the same with a hand-off to a
    * thread that sleeps between legs. 0 when not measured. */
   double action_overhead, leg_action_overhead; /* seconds */
+  /* The reference GEMM, gemms[speed_gemm] (the first square of 10 ms a
+   * launch, else the largest), timed again once the kernels' figures are
+   * in: a virtual machine's host or a power limit can change the speed
+   * while they are taken, and the profile would mix both. n = 0: not
+   * timed again. */
+  guint speed_gemm;
+  RokCalibStat speed_again; /* FLOP/s */
 } RokCalibDevice;
 
 typedef struct {
@@ -299,6 +306,12 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options,
                                 RokCalibDisk *disk, GPtrArray *notes, GError **error);
 
 /* ---- Checks ------------------------------------------------------------- */
+
+/* How the reference GEMM's rate timed again at the end differs from its
+ * first (-0.2: 20% slower at the end); NAN where it was not timed again. */
+double rok_calib_speed_change(const RokCalibDevice *device);
+/* Beyond this either way, rok_calib_check warns that the speed changed. */
+#define ROK_CALIB_SPEED_CHANGE 0.10
 
 /* Why a block device is virtual, from what sysfs says of it (any may be
  * NULL): the vendor or model naming QEMU, VirtIO, VMware, Xen, Hyper-V or

@@ -2,6 +2,7 @@
  * disk in memory, figures only a cache reaches, two directories on one
  * disk. Each finding becomes a warning for the user. */
 #include <linux/magic.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,15 @@ void rok_calib_check(RokCalibration *c) {
             "which then mix timings taken under different contention (a large held-out error of the GEMM model "
             "says so); calibrate on an idle machine",
          busiest, c->cpus);
+  double change = rok_calib_speed_change(&c->device);
+  if (fabs(change) > ROK_CALIB_SPEED_CHANGE) {
+    const RokCalibGemm *g = &g_array_index(c->device.gemms, RokCalibGemm, c->device.speed_gemm);
+    warn(c, "the device ran its %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM %.0f%% %s "
+            "at the end of its measurements than at the start: the machine's speed changed while it was measured (a "
+            "virtual machine's host, a power or thermal limit), so the profile mixes both speeds and predictions "
+            "made from it can be off by as much; calibrate again when it holds steady",
+         g->m, g->n, g->k, 100 * fabs(change), change < 0 ? "slower" : "faster");
+  }
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
     if (d->virtual_reason != NULL)

@@ -1,5 +1,6 @@
 /* The profile's "source": what each figure is and how it was measured, in
  * words, with no date or measured number (those are in the figures). */
+#include <math.h>
 #include "rok/calibrate.h"
 #include "rok/core.h"
 
@@ -66,6 +67,16 @@ static void append_device(GString *s, const RokCalibration *c) {
                        "them; per op kind but those the GEMM model times, and per direction, the work the trace "
                        "counts for the op (FLOPs for flash attention, bytes for the others) over its time less the "
                        "launch overhead, ops of equal work averaged. ");
+  double change = rok_calib_speed_change(d);
+  if (!isnan(change)) {
+    const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, d->speed_gemm);
+    g_string_append_printf(s, "The %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM, timed "
+                              "again after the other kernels, ran %.1f%% %s than at first%s. ",
+                           g->m, g->n, g->k, 100 * fabs(change), change < 0 ? "slower" : "faster",
+                           fabs(change) > ROK_CALIB_SPEED_CHANGE ? ": the machine's speed changed while it was "
+                                                                    "measured, and these figures mix both"
+                                                                  : "");
+  }
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
                          g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");

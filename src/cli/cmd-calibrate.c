@@ -107,6 +107,13 @@ static char *flops_text(double rate) {
   return rate >= 1e12 ? g_strdup_printf("%.3g TFLOP/s", rate / 1e12) : g_strdup_printf("%.3g GFLOP/s", rate / 1e9);
 }
 
+/* "12.8 GFLOP/s [12.1 - 13.0]": the median and the spread of the trials. */
+static char *flops_range_text(const RokCalibStat *s) {
+  g_autofree char *m = flops_text(s->median);
+  return g_strdup_printf("%s [%.3g - %.3g]", m, s->min / (s->median >= 1e12 ? 1e12 : 1e9),
+                         s->max / (s->median >= 1e12 ? 1e12 : 1e9));
+}
+
 /* "9.87 GB/s [9.51 - 10.2]": the median and the spread of the trials. */
 static char *rate_text(const RokCalibStat *s) {
   g_autofree char *m = rok_units_format_rate(s->median), *lo = rok_units_format_rate(s->min);
@@ -213,6 +220,14 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   g_autofree char *h2d = rate_text(&d->h2d), *d2h = rate_text(&d->d2h);
   g_autofree char *latency = rok_units_format_time(d->copy_latency.median);
   print_fit(d, hw, fit_rows);
+  double change = rok_calib_speed_change(d);
+  if (!isnan(change)) {
+    const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, d->speed_gemm);
+    g_autofree char *again = flops_range_text(&d->speed_again), *first = flops_range_text(&g->rate);
+    printf("  speed at the end     %s %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+           " timed again after the other kernels: %s against %s at first (%+.1f%%)\n",
+           g->label, g->m, g->n, g->k, again, first, 100 * change);
+  }
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
   if (d->checksum_bandwidth > 0) {
     g_autofree char *rate = rok_units_format_rate(d->checksum_bandwidth);

@@ -137,7 +137,7 @@ calibrate_for=(--model "$model")
 [ -z "$generic" ] || calibrate_for=()
 echo "== rok calibrate $quick ${calibrate_for[*]} --dir $dir"
 "$rok" calibrate $quick "${calibrate_for[@]}" --dir "$dir" -o "$work/hw.json" >"$work/calibrate.txt"
-grep -E "^Profile|GEMM model|held out|element-wise|launch|device ->|-> device|copy latency|beside kernels|bursts:|idle or more" "$work/calibrate.txt"
+grep -E "^Profile|GEMM model|held out|speed at the end|element-wise|launch|device ->|-> device|copy latency|beside kernels|bursts:|idle or more" "$work/calibrate.txt"
 echo "   ($(( $(date +%s) - start )) s)"
 validate_for=()
 if [ -n "$ssd" ]; then

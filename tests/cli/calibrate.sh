@@ -62,6 +62,10 @@ grep -q '"calibrated_shapes": {' "$disk/hw.json"
 expect_in "$(cat "$tmp/out")" "GEMM model "
 grep -q '"gemm_ops": \[' "$disk/hw.json"
 expect_in "$(cat "$tmp/out")" "GEMM ops by shape "
+# The reference GEMM timed again after the others: the machine's speed at
+# the end against the start, in the table and the profile's source.
+expect_in "$(cat "$tmp/out")" "speed at the end "
+grep -q 'GEMM, timed again after the other kernels, ran ' "$disk/hw.json"
 grep -q '"gpudirect": false' "$disk/hw.json"
 if grep -q '"endurance_pbw"' "$disk/hw.json"; then
   echo "endurance is unknown and must be left out" >&2

@@ -1,5 +1,6 @@
 /* Calibration without measuring: statistics, options, the profile built
  * from hand-made measurements, its source text, and the sanity checks. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -356,6 +357,29 @@ static void test_busy(void) {
   }
 }
 
+/* The reference GEMM timed again at the end: a change beyond 10% either
+ * way is said, with its size and direction; within it, nothing. The
+ * profile's source gives the figure either way. */
+static void test_speed_change(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  g_assert_true(isnan(rok_calib_speed_change(&c->device)));
+  c->device.speed_gemm = 0; /* the 512³ square, at 4 TFLOP/s */
+  c->device.speed_again = (RokCalibStat){.median = 3.8e12, .min = 3.7e12, .max = 3.9e12, .n = 3};
+  g_assert_cmpfloat(fabs(rok_calib_speed_change(&c->device) + 0.05), <, 1e-12);
+  rok_calib_check(c);
+  g_assert_cmpuint(c->warnings->len, ==, 0);
+  g_autofree char *source = rok_calib_source(c);
+  g_assert_nonnull(strstr(source, "The 512x512x512 GEMM, timed again after the other kernels, ran 5.0% slower"));
+  c->device.speed_again.median = 2.6e12;
+  rok_calib_check(c);
+  g_assert_cmpuint(c->warnings->len, ==, 1);
+  g_assert_true(has_warning(c, "the device ran its 512x512x512 GEMM 35% slower at the end of its measurements"));
+  g_ptr_array_set_size(c->warnings, 0);
+  c->device.speed_again.median = 4.6e12;
+  rok_calib_check(c);
+  g_assert_true(has_warning(c, "GEMM 15% faster at the end"));
+}
+
 /* The short slice the I/O threads ask for: on Linux 6.12 and later the
  * kernel takes it (sched_getattr reads it back as the thread's
  * sched_runtime, 100 us), which a wrong layout of sched_attr would not
@@ -402,6 +426,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/source", test_source);
   g_test_add_func("/calibrate/checks", test_checks);
   g_test_add_func("/calibrate/busy", test_busy);
+  g_test_add_func("/calibrate/speed-change", test_speed_change);
   g_test_add_func("/calibrate/short-slice", test_short_slice);
   return g_test_run();
 }

@@ -21,86 +21,18 @@
 # under /var/tmp. The load average is printed: on a shared machine the
 # figures move with it.
 #
-# Measured 2026-11-24 on the development VM (2 cores, virtio disk, 64 huge
-# pages reserved so that fio too uses them), alternating one-trial runs of
-# main's build and this one (ROK=.../rok tests/bench/bench-small-tensors.sh
-# --trials 1 [--calibrate]): at load 1.0-1.8, fio 3.2-4.2 GB/s write and
-# 2.1-3.1 read, main's build at a median 0.51x / 0.65x of that, with each
-# request submitted on its own (no 4 MiB merges) 0.59x / 0.93x; at load
-# 2.0-4.8, 0.50x / 0.62x and 0.62x / 0.77x. The executor's own cost is
-# 10-20 us per leg; the rest is the disk serving lone legs, which find it
-# idle. Predicted from a quick calibration: reads -8% to +25%, writes
-# +26% to +53% (the write legs run slower during a step than the
-# calibration's bursts: traced per request, a leg takes what a burst of
-# its size takes except outliers of 3-90 ms while other processes run;
-# the share they took is printed). Later that day, idle, --calibrate
-# --trials 2, after the compute thread began to enqueue d2h legs before its
-# next kernel and the model had a d2h leg of several commands wait for the
-# kernel launched after it: write 0.75x and read 0.91x of fio (2.93 / 2.12
-# GB/s); predicted SSD writes +5.2%, reads +9.7%, d2h 122 MB/s against 164
-# measured (397-521 against 162-183 without that wait), h2d 183 against
-# 245, the step +1.4%. Later, with the size-aware request cost, the
-# disk's wake and the I/O threads' short slice, six runs: write 0.62-0.78x,
-# read 0.88-0.95x of fio; predicted writes -2% to +38%, reads +9% to +35%,
-# following each quick calibration's bursts (1 MiB after 1 ms idle:
-# 426-668 us in calibrations minutes apart).
-# 2026-11-25, idle, six runs: write 0.64-0.83x, read 0.92-0.98x of fio
-# at QD 32. The table of legs at their own depth (added then): 0.72-0.87x
-# over four runs; a fifth split them, several requests 0.81x, one 0.52x.
-# A lone 1 MiB write after 59 ms idle took 0.95 ms in the step against
-# fio's 0.60 (fio beside two busy loops: 0.56). In two more runs' timelines
-# a 1 MiB leg with only kernels beside it took 0.54-0.67 ms (0.69-1.10
-# after 4.5 ms idle or more), a leg another write joined before it ended
-# finished with it, 1.0-7.2 ms after it began (this virtio disk ends
-# writes queued close together at one moment, which fio at QD 1 never
-# meets), and two lone legs beside a d2h copy of 3-4 MiB took 2.1 and 3.9
-# ms, not explained yet. Since a leg's idle counts read legs too (the
-# disk's idle, as legs_by_size.py has it), one run: several-request legs
-# 0.93x, one-request legs 0.74x. Later (a leg takes a processor from the
-# kernels rather than sharing them fairly), on one quick profile
-# (--hw FILE), two runs of each build alternated: h2d predicted 434 MB/s
-# against 297-323 measured (259 against 362-481 before), d2h 164 against
-# 153-244 (160 against 223-277), the step 6.45 s predicted by both against
-# 5.17-5.40 (the quick profile's generic-layer op rates); --calibrate
-# once: d2h 195 against 223, h2d 289 against 278, writes 0.65x and reads
-# 0.98x of fio at QD 32.
-# 2026-12-02, idle, --calibrate --trials 3, after a staged write leg began
-# on io_uring's own thread (no hand-off of its requests) and with fio's
-# one-request figure its whole latency (until then its completion alone,
-# clat, which left out the 50-330 us its submitting call takes on this
-# disk, and so had fio look 0.5x faster than a leg that pays both): legs
-# at their own depth after the same idle, one request 0.95x and 1.14x,
-# several 0.81x (one 4 MiB leg of 5.3 ms, queued behind a read; per size
-# 0.92-1.05x) and 0.98x; against fio's back-to-back QD n, the disk's best
-# that a leg after an idle disk cannot reach, 0.72x and 0.79x; at QD 32,
-# writes 0.63x and 0.73x, reads 1.01x and 0.91x (fio 4.2-5.2 GB/s write,
-# 2.0-2.1 read). Predicted SSD writes -5% and +24%, reads -2% and +13%,
-# following each quick calibration.
-# Later that day, once every d2h leg was primed as it was issued and the
-# copy queues ran out of order (--calibrate --trials 3, once): at QD 32
-# writes 0.84x and reads 1.08x of fio (5.1 / 2.3 GB/s); legs at their own
-# depth after the same idle, one request 0.98x, several 0.94x (1.05x of
-# fio's bursts after the same idle); predicted writes +14%, reads +4%;
-# d2h 869 MB/s measured against 1815 predicted, h2d 174 against 342 (the
-# 3-16 MiB legs' host checks beside the kernels: the model gives a leg a
-# processor of its own), the step +7%.
-# The next session, once the host checksum took two words at a time (7.6
-# GB/s against 2.7 in the calibration), --calibrate --trials 3, before
-# and after: d2h 1349 -> 3712 MB/s measured (predicted 2274, 4840), h2d
-# 707 -> 647 (predicted 309, 452); at QD 32 writes 0.73x and 0.81x,
-# reads 1.08x and 0.71x of fio (fio 4.9-7.5 GB/s write, 2.5-3.6 read
-# between trials); legs at their own depth, one request 1.19x and 0.95x,
-# several 0.89x and 0.82x back to back (1.01x, 0.88x after the same
-# idle). The step was predicted 5.5 and 6.4 s against 4.5 and 4.6
-# measured (each quick calibration's op rates).
-# A later session, with the CPU device's worker threads 5 nice levels
-# below rok's (the VM running the steps about twice as slowly; once):
-# d2h 2660 MB/s measured against 2986 predicted, h2d 598 against 234,
-# the step 10.9 s against 11.7 (earlier that session, before the change,
-# a quick calibration without --model and one with it each predicted
-# this step within 2%: 10.6 s against 10.8 and 10.4 measured); fio at QD 32 wrote at 0.69-0.91
-# GB/s, below the executor's 2.1-2.4 (2.69x), reads 0.94x; legs at their
-# own depth, one request 0.93x, several 1.06x of fio.
+# Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
+# pages reserved so that fio too uses them), idle, --calibrate --trials 3,
+# 2026-12-02, four runs as the executor changed (README's `rok execute`
+# has them as a table): write legs at their own depth after the same idle
+# 0.93-1.14x of fio for one request, 0.81-1.06x for several; at QD 32
+# writes 0.63-0.84x and reads 0.91-1.08x of fio (the step has one
+# tensor's requests in flight, fio 32; fio's own QD 32 writes ran at
+# 0.69-7.5 GB/s between days). The last run: d2h 2660 MB/s measured
+# against 2986 predicted, h2d 598 against 234, the step 10.9 s against
+# 11.7. Each run's quick calibration moves the SSD predictions with it
+# (its bursts of 1 MiB after 1 ms idle took 426-668 us minutes apart).
+# Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -27,76 +27,21 @@
 # figures are only worth quoting from a machine nothing else is using.
 # Uses build/rok, or $ROK.
 #
-# Measured 2026-11-24 on the development VM (2 cores, PoCL, virtio disk),
-# nothing else running (validate: other processes took 0.0-0.9% of the
-# processors during the steps), with the size-aware SSD request cost, the
-# disk's wake, the I/O threads' short slice and gpu.copy_leg_cpu:
-# validate-gpt median step-time error 3.2% and 5.5%, worst 4.8% and 10.1%
-# (the second run measured every row 2-7% slower), nvme-write 20.5 ms
-# predicted against 19.3-21.8 measured, nvme-read 21.2 against 20.9-22.6
-# (+62% and +96% before those steps), d2h 85 against 66-70, h2d 147
-# against 124-130; the LLaMA-shaped model of other widths (--model FILE: 4
-# layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 3.3% and
-# 1.2%, worst 4.9% and 1.9%, d2h 104 against 123-135, h2d 331 against
-# 366-417. Under two busy loops (load 2.3-3.7; --runs 1, calibrated under
-# them) the LLaMA-shaped model 2.8%, worst 11.8%, every row within its
-# interval. Each run calibrates afresh, so the calibrations' spread is in
-# these figures; README has the comparisons of builds on one calibration
-# and the steps between. 2026-11-25, on a fresh VM whose steps spread
-# 14-31% within a row: --runs 1 median 11.2% and 5.9% (worst 17.0%,
-# 16.0%); with --ssd after the copy-wait and write-latency changes, 7.9%
-# and 3.7% (worst 14.6%, 22.4%): that machine's noise, not the 5%/10% of
-# the day before. Later that day (another VM of the kind), with the
-# copies' free point (gpu.copy_kernel_free_at): --runs 1 median 11.1%,
-# worst 14.6%, every row measured 7-15% slower than predicted, keep
-# included (the calibration ran fast); h2d 47 against 31 (offload), 44
-# against 28 (tba); before the free point, on another calibration that
-# validated at 2-5%, h2d 50 against 20-34 and 48 against 23-29. With the
-# keep row's error taken out of the others (validate's error_against_keep,
-# printed since then): that run 1.7% median, worst 5.0% (keep +12.7%); the
-# run at the start of the day 4.0%, worst 10.3% (keep -10.0%); --ssd after
-# the copy legs took a processor each, 3.4%, worst 5.7% (keep +7.7%).
-# 2026-12-01, with the GEMM ops' own times by shape (calibrated_shapes.
-# gemm_ops) and the device checksum: validate-gpt 3.6% (worst 6.6%, every
-# GEMM kind within 3%) and, seconds later, 24.5% (every row 17-35% slower,
-# keep +17%); the LLaMA-shaped model 12.6% (keep +14.5%) and 3.4% (worst
-# 9.8%); --ssd 4.6% (worst 9.3%). Other processes 0.0-0.2%, steal nil:
-# the VM's own speed moves between runs.
-# 2026-12-02, with SSD writes begun on io_uring's thread and an h2d leg
-# waiting for a kernel launched during its host check: validate-gpt 20.0%
-# (every row ~20% faster than calibrated, keep -19.6%; against keep 3.3%)
-# and 2.9% (worst 6.4%); the LLaMA-shaped model 11.1% (keep +13.3%,
-# against keep 2.0%) and 4.8% (worst 12.3%), its h2d streams within 9% in
-# every row of the second run, d2h still 42-110% under; --ssd 5.4% (worst
-# 15.8%). Other processes 0.6-1.5% of the processors. After the staging
-# gate's out-of-turn grants: validate-gpt 2.3% (worst 4.6%, streams within
-# 19%); the LLaMA-shaped model 4.7% (worst 10.6%) and 13.2% (its rows'
-# steps spread 37%), h2d within 20% in every row.
-# Later, with every d2h leg primed as it is issued, the stream threads on
-# a short slice and the copy queues out of order: validate-gpt 25.2% and
-# 24.2% (every row 22-24% faster than calibrated; against keep 3.0% and
-# 3.8%), d2h within 20% in 9 of 10 row runs; the LLaMA-shaped model, the
-# next run, 34.1% and 34.5% (every row 34-38% slower; against keep 2.3%
-# and 4.5%). The VM's speed, not the model, sets these.
-# The next session, after the host checksum was vectorised (7.6 GB/s
-# against 2.7) and with the error against keep paired by round,
-# --runs 1 each: validate-gpt 11.3% (keep +1.9%, its rounds at 200, 256
-# and 189 ms; against keep 3.3% paired, 11.3% over all rounds) and 14.9%
-# (keep -17.2%; against keep 2.6%, worst 7.3%); the LLaMA-shaped model
-# 9.6%, worst 13.1% (keep -3.6%; against keep 7.0%, worst 10.8%: every
-# row ran 3-9% faster than keep would say, selective, predicted as keep,
-# 5.5% faster than it). h2d is the worst stream: +12% to +80% and -20%
-# to -85% of the measured medians across these runs.
-# A later session (the VM running the steps about twice as slowly), --runs
-# 1, before and after the CPU device's worker threads ran 5 nice levels
-# below rok's: validate-gpt 3.2% (worst 5.3%) and 5.4% (worst 10.6%, keep
-# +10.6%; against keep 5.8%, worst 8.6%), d2h +27-83% and +9-57%, the
-# streams' median error 31.1% and 27.2%; the LLaMA-shaped model 4.3%
-# (worst 5.4%) and 2.3% (worst 4.0%), d2h +29-112% and +10-40%, streams
-# 41.4% and 23.6%. A second run after (keep -30.6% and -10.5%, the VM
-# faster than its calibration): 28.6% and 10.3%, against keep 2.0%
-# (worst 4.5%) and 2.2% (worst 3.9%), d2h +17-77% and +24-43%, streams
-# 26.6% and 26.3%.
+# Measured 2026-12-02 on the development VM (2 cores, PoCL, virtio disk),
+# --runs 1 (README's `rok validate` section has the table): validate-gpt
+# 9.0% median step-time error, worst 16.4% (keep +11.0%; against keep
+# 6.5%, worst 8.1%); the LLaMA-shaped model of other widths (--model FILE:
+# 4 layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 26.0%
+# (keep -24.4%; against keep 6.4%, worst 14.7%), its d2h stream within
+# 15% in every row. A calibration that ran as a build ended put every row
+# 2.2x slow (56.7%; against keep 4.4%). The calibration's `speed at the
+# end` shows why: its reference GEMM ran 11-36% faster or slower at the
+# end than at the start on this VM. Beside two busy loops (load 2.3-3.6,
+# calibrated beside them): 4.5% and 6.6% (worst 11.6%, 10.4%), 7 and 8 of
+# 8 rows within their intervals, the copy streams 2-5x their prediction
+# (the loops take the processors the model gives the copies). On steadier
+# days: 1.2-5.5% median, worst 1.9-10.6%. Earlier figures and the changes
+# between them are in the git log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

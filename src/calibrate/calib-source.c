@@ -70,12 +70,13 @@ static void append_device(GString *s, const RokCalibration *c) {
   double change = rok_calib_speed_change(d);
   if (!isnan(change)) {
     const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, d->speed_gemm);
-    g_string_append_printf(s, "The %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM, timed "
-                              "again after the other kernels, ran %.1f%% %s than at first%s. ",
-                           g->m, g->n, g->k, 100 * fabs(change), change < 0 ? "slower" : "faster",
-                           fabs(change) > ROK_CALIB_SPEED_CHANGE ? ": the machine's speed changed while it was "
-                                                                    "measured, and these figures mix both"
-                                                                  : "");
+    g_string_append_printf(s, "The %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM was "
+                              "timed again after the other kernels: %s. ",
+                           g->m, g->n, g->k,
+                           fabs(change) > ROK_CALIB_SPEED_CHANGE
+                               ? "the machine's speed changed by more than 10% while it was measured, and these "
+                                 "figures mix both speeds"
+                               : "within 10% of its first time, the machine's speed held");
   }
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",

@@ -107,18 +107,15 @@ static char *flops_text(double rate) {
   return rate >= 1e12 ? g_strdup_printf("%.3g TFLOP/s", rate / 1e12) : g_strdup_printf("%.3g GFLOP/s", rate / 1e9);
 }
 
-/* "12.8 GFLOP/s [12.1 - 13.0]": the median and the spread of the trials. */
-static char *flops_range_text(const RokCalibStat *s) {
-  g_autofree char *m = flops_text(s->median);
-  return g_strdup_printf("%s [%.3g - %.3g]", m, s->min / (s->median >= 1e12 ? 1e12 : 1e9),
-                         s->max / (s->median >= 1e12 ? 1e12 : 1e9));
+/* "9.87 GB/s [9.51 GB/s - 10.2 GB/s]": the median and the spread of the
+ * trials, each in FORMAT's units. */
+static char *stat_text(const RokCalibStat *s, char *(*format)(double)) {
+  g_autofree char *m = format(s->median), *lo = format(s->min), *hi = format(s->max);
+  return g_strdup_printf("%s [%s - %s]", m, lo, hi);
 }
 
-/* "9.87 GB/s [9.51 - 10.2]": the median and the spread of the trials. */
 static char *rate_text(const RokCalibStat *s) {
-  g_autofree char *m = rok_units_format_rate(s->median), *lo = rok_units_format_rate(s->min);
-  g_autofree char *hi = rok_units_format_rate(s->max);
-  return g_strdup_printf("%s [%s - %s]", m, lo, hi);
+  return stat_text(s, rok_units_format_rate);
 }
 
 /* Per op kind measured: its ops' rates, forward and backward, least to
@@ -223,9 +220,9 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   double change = rok_calib_speed_change(d);
   if (!isnan(change)) {
     const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, d->speed_gemm);
-    g_autofree char *again = flops_range_text(&d->speed_again), *first = flops_range_text(&g->rate);
+    g_autofree char *again = stat_text(&d->speed_again, flops_text), *first = stat_text(&g->rate, flops_text);
     printf("  speed at the end     %s %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
-           " timed again after the other kernels: %s against %s at first (%+.1f%%)\n",
+           " timed again after the other GEMMs and the ops: %s against %s at first (%+.1f%%)\n",
            g->label, g->m, g->n, g->k, again, first, 100 * change);
   }
   printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);

@@ -154,8 +154,8 @@ typedef struct {
    * thread that sleeps between legs. 0 when not measured. */
   double action_overhead, leg_action_overhead; /* seconds */
   /* The reference GEMM, gemms[speed_gemm] (the first square of 10 ms a
-   * launch, else the largest), timed again once the kernels' figures are
-   * in: a virtual machine's host or a power limit can change the speed
+   * launch, else the largest), timed again once the GEMMs and ops are
+   * timed (before the copies): a virtual machine's host or a power limit can change the speed
    * while they are taken, and the profile would mix both. n = 0: not
    * timed again. */
   guint speed_gemm;

@@ -1,6 +1,7 @@
 /* Whether the figures describe a disk at all: a virtual machine's disk, a
  * disk in memory, figures only a cache reaches, two directories on one
- * disk. Each finding becomes a warning for the user. */
+ * disk; and whether the machine was busy or its speed moved while it was
+ * measured. Each finding becomes a warning for the user. */
 #include <linux/magic.h>
 #include <math.h>
 #include <stdarg.h>
@@ -119,6 +120,13 @@ static void check_speed(RokCalibration *c, const RokCalibDisk *d, const char *wh
     warn(c, "%s: %s at %s, faster than any disk: the figures look cached", d->dir, what, r);
   else if (c->host.memcpy.median > 0 && rate > c->host.memcpy.median)
     warn(c, "%s: %s at %s, faster than memcpy (%s): the figures look cached", d->dir, what, r, m);
+}
+
+double rok_calib_speed_change(const RokCalibDevice *d) {
+  if (d->speed_again.n == 0 || d->speed_gemm >= d->gemms->len)
+    return NAN;
+  double first = g_array_index(d->gemms, RokCalibGemm, d->speed_gemm).rate.median;
+  return first > 0 ? d->speed_again.median / first - 1 : NAN;
 }
 
 void rok_calib_check(RokCalibration *c) {

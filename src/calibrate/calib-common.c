@@ -1,6 +1,5 @@
 /* What every part of the calibration shares: statistics over trials,
  * cancellation, progress, the result's life cycle. */
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -79,13 +78,6 @@ void rok_calib_disk_clear(RokCalibDisk *disk) {
 
 static void op_clear(gpointer data) {
   g_free(((RokCalibOp *)data)->label);
-}
-
-double rok_calib_speed_change(const RokCalibDevice *d) {
-  if (d->speed_again.n == 0 || d->speed_gemm >= d->gemms->len)
-    return NAN;
-  double first = g_array_index(d->gemms, RokCalibGemm, d->speed_gemm).rate.median;
-  return first > 0 ? d->speed_again.median / first - 1 : NAN;
 }
 
 RokCalibration *rok_calibration_new(void) {

@@ -344,7 +344,7 @@ static guint reference_gemm(const RokCalibDevice *d) {
   return found;
 }
 
-/* The reference GEMM again, after every other kernel was timed
+/* The reference GEMM again, once the other GEMMs and the ops are timed
  * (RokCalibDevice.speed_again). */
 static gboolean recheck_speed(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o, RokCalibDevice *d,
                               GError **error) {

@@ -70,13 +70,14 @@ static void append_device(GString *s, const RokCalibration *c) {
   double change = rok_calib_speed_change(d);
   if (!isnan(change)) {
     const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, d->speed_gemm);
+    gboolean moved = fabs(change) > ROK_CALIB_SPEED_CHANGE;
     g_string_append_printf(s, "The %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM was "
-                              "timed again after the other kernels: %s. ",
+                              "timed again after the other GEMMs and the ops: %s %.0f%%%s. ",
                            g->m, g->n, g->k,
-                           fabs(change) > ROK_CALIB_SPEED_CHANGE
-                               ? "the machine's speed changed by more than 10% while it was measured, and these "
-                                 "figures mix both speeds"
-                               : "within 10% of its first time, the machine's speed held");
+                           moved ? "the machine's speed changed by more than" : "within",
+                           100 * ROK_CALIB_SPEED_CHANGE,
+                           moved ? " while it was measured, and these figures mix both speeds"
+                                 : " of its first time, the machine's speed held");
   }
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",

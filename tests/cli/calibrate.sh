@@ -65,7 +65,7 @@ expect_in "$(cat "$tmp/out")" "GEMM ops by shape "
 # The reference GEMM timed again after the others: the machine's speed at
 # the end against the start, in the table and the profile's source.
 expect_in "$(cat "$tmp/out")" "speed at the end "
-grep -q 'GEMM was timed again after the other kernels: ' "$disk/hw.json"
+grep -q 'GEMM was timed again after the other GEMMs and the ops: ' "$disk/hw.json"
 grep -q '"gpudirect": false' "$disk/hw.json"
 if grep -q '"endurance_pbw"' "$disk/hw.json"; then
   echo "endurance is unknown and must be left out" >&2

@@ -29,8 +29,8 @@ slow=(gpt2-small --set layers=4 --set seq_len=512 --hw $hw --hw-set gpu.memory=1
   --micro-batch 8 --zero 1)
 
 "$rok" search "${args[@]}" --threads 1 -o "$tmp/serial" > "$tmp/serial.txt"
-# Under the sanitizers (ten times slower, two tests at once on CI's two
-# cores) 1 and 2 ranks; the plain build's suite runs 4 as well.
+# Under the sanitizers (this test 2.6x slower, two tests at once on CI's
+# two cores) 1 and 2 ranks; the plain build's suite runs 4 as well.
 ranks="1 2 4" sweep_ranks=4
 if [ "${ROK_SANITIZED:-0}" = 1 ]; then ranks="1 2" sweep_ranks=2; fi
 for n in $ranks; do

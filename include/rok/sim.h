@@ -61,9 +61,11 @@
  * the legs that come while it waits or after it, in the same kernel, go
  * when it goes (the thread that ran out of the kernel's work takes them).
  * One that starts as the kernel is launched (an offload at its producer's
- * end) is queued ahead of it and does not wait, but for one that reaches
- * the device after the launch (a d2h leg of several commands; an h2d leg,
- * checked on the host before it is enqueued). An SSD leg's host work
+ * end, a prefetch the item's start made ready: the executor enqueues an
+ * h2d leg's copies as it is issued and checks them after) is queued ahead
+ * of it and does not wait, but for one that reaches the device after the
+ * launch (on in-order copy queues, a d2h leg of several commands). An SSD
+ * leg's host work
  * (nvme.leg_cpu + requests * nvme.request_cpu of processor time: rok's I/O
  * thread and the kernel's block I/O) is taken from those processors half
  * when it starts and half when it ends: the running compute item's work

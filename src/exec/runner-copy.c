@@ -1,14 +1,16 @@
 /* The d2h and h2d legs: a tensor copied out of the device into slots of a
  * pinned pool (the staging pool for the SSDs, the host pool for host
  * memory), checked against the device's checksum, and kept there for the
- * legs that follow; and the way back, every chunk checked before any byte
- * is written to the device. A leg enqueues all its chunks' copies on its
- * own queue (d2h or h2d) at once and waits for them from the stream's own
- * thread, so copies overlap with the compute queue, and a device without a
- * copy engine (PoCL: a copy is a memcpy on a thread that also runs kernels)
- * takes the whole leg in one turn rather than one per chunk. A d2h leg's
- * copies are enqueued as it is issued (runner_d2h_prime): by the compute
- * thread before its next kernel, where a kernel's end made it ready. */
+ * legs that follow; and the way back, every chunk checked against the
+ * checksum before the tensor counts as back (its dependents wait for the
+ * leg). A leg enqueues all its chunks' copies on its own queue (d2h or
+ * h2d) at once and waits for them from the stream's own thread, so copies
+ * overlap with the compute queue, and a device without a copy engine
+ * (PoCL: a copy is a memcpy on a thread that also runs kernels) takes the
+ * whole leg in one turn rather than one per chunk. Both ways a leg's
+ * copies are enqueued as it is issued (runner_d2h_prime,
+ * runner_h2d_prime): by the compute thread before its next kernel, where
+ * a kernel's end made it ready. */
 #ifdef ROK_WITH_OPENCL
 
 #include <errno.h>
@@ -168,7 +170,7 @@ void runner_d2h_prime(Runner *r, guint id) {
 
 /* The primed leg's copies waited for (`ok` FALSE: the run failed, they
  * are only settled); its enqueuing's error, if any, taken. */
-static gboolean d2h_primed_wait(Runner *r, guint copy, gboolean ok, GError **error) {
+static gboolean primed_wait(Runner *r, guint copy, gboolean ok, GError **error) {
   RunnerCopyState *st = &r->copies[copy];
   if (st->prime_error != NULL) {
     ok = FALSE;
@@ -181,10 +183,10 @@ static gboolean d2h_primed_wait(Runner *r, guint copy, gboolean ok, GError **err
   return ok;
 }
 
-void runner_d2h_settle(Runner *r, guint id) {
+void runner_copy_settle(Runner *r, guint id) {
   guint copy = r->prog.actions[id].copy;
   if (r->copies[copy].primed)
-    d2h_primed_wait(r, copy, FALSE, NULL);
+    primed_wait(r, copy, FALSE, NULL);
 }
 
 /* Its slots taken now, where its priming could not: legs after it may be
@@ -199,7 +201,7 @@ static gboolean d2h_take_slots(Runner *r, guint id, guint copy, GError **error) 
 gboolean run_d2h_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
-  if (r->copies[copy].primed ? !d2h_primed_wait(r, copy, TRUE, error)
+  if (r->copies[copy].primed ? !primed_wait(r, copy, TRUE, error)
                              : !d2h_take_slots(r, id, copy, error) ||
                                    !copy_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, error))
     return FALSE;
@@ -217,23 +219,44 @@ gboolean run_d2h_leg(Runner *r, guint id, GError **error) {
   return TRUE;
 }
 
+/* As the h2d leg `id` is issued: its device buffer (taken now where the
+ * copy comes from host memory or staging; an SSD read took it when it was
+ * issued) and every chunk's copy from the slots enqueued. The check comes
+ * after, on the h2d thread (run_h2d_leg), while nothing reads the tensor:
+ * checked first, the leg reached the device after the kernel the compute
+ * thread launched meanwhile, and PoCL ran its copy only once a processor
+ * was done with that kernel (validate-gpt's rok row, 2026-12-02: 50 of 122
+ * legs begun at a launch waited 1.6-2.5 ms, half of a GEMM's backward). */
+void runner_h2d_prime(Runner *r, guint id) {
+  guint copy = r->prog.actions[id].copy;
+  const RunnerCopy *c = runner_copy(&r->prog, copy);
+  RunnerCopyState *st = &r->copies[copy];
+  if (runner_failed(r)) /* the h2d thread only acknowledges it */
+    return;
+  r->rec[id].start_ns = runner_now_ns();
+  st->events = g_new0(cl_event, c->n_chunks);
+  st->primed = TRUE;
+  RokClBuffer *buffer = c->nvme_read != RUN_NONE ? runner_buffer_get(r, c->mb, c->tensor)
+                                                 : runner_buffer_alloc(r, c->mb, c->tensor, &st->prime_error);
+  if (buffer != NULL)
+    enqueue_all(r, buffer, copy, FALSE, st->events, &st->n_events, &st->prime_error);
+}
+
 /* Back to the device from the slots an SSD read filled, or from the copy
- * kept in host memory or still in staging; a copy that comes from host
- * memory or staging gets its device buffer now. */
+ * kept in host memory or still in staging: the primed copies waited for,
+ * then every chunk checked against what left the device. */
 gboolean run_h2d_leg(Runner *r, guint id, GError **error) {
   guint copy = r->prog.actions[id].copy;
   const RunnerCopy *c = runner_copy(&r->prog, copy);
   RunnerCopyState *st = &r->copies[copy];
+  if (!primed_wait(r, copy, TRUE, error))
+    return FALSE;
   RunnerSum sum;
   runner_sum_init(&sum);
   for (guint i = 0; i < c->n_chunks; i++)
     if (!runner_integrity_in(r, copy, &sum, i, runner_chunk_data(r, copy, i), chunk_len(r, c, i), error))
       return FALSE;
   if (!runner_integrity_in_done(r, copy, &sum, error))
-    return FALSE;
-  RokClBuffer *buffer =
-      c->nvme_read != RUN_NONE ? runner_buffer_get(r, c->mb, c->tensor) : runner_buffer_alloc(r, c->mb, c->tensor, error);
-  if (buffer == NULL || !copy_all(r, buffer, copy, FALSE, error))
     return FALSE;
   r->rec[id].moved = c->bytes;
   runner_copy_unref(r, copy);

@@ -16,7 +16,8 @@
  * enqueued as it is issued (runner_d2h_prime): by the compute thread
  * before its next kernel, where a kernel's end made it ready, as the
  * simulator queues it; every d2h leg made ready is issued, though the
- * stream's one thread waits for them and checks them in turn. The step's
+ * stream's one thread waits for them and checks them in turn. An h2d leg
+ * is primed alike (runner_h2d_prime), one at a time. The step's
  * thread waits for the step to be over. Each stream's thread runs what it is
  * given and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
@@ -153,7 +154,7 @@ gpointer runner_worker_thread(gpointer data) {
     gboolean ok = TRUE, deferred = FALSE;
     if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
-      if (rec->start_ns == 0) /* a primed d2h leg started where it was issued */
+      if (rec->start_ns == 0) /* a primed copy leg started where it was issued */
         rec->start_ns = runner_now_ns();
       ok = exec_action(r, id, &deferred, &error);
       if (deferred) { /* its last I/O completion ends it */
@@ -161,8 +162,8 @@ gpointer runner_worker_thread(gpointer data) {
         continue;
       }
       rec->end_ns = runner_now_ns();
-    } else if (w->stream == ROK_STREAM_D2H) {
-      runner_d2h_settle(r, id);
+    } else if (w->stream == ROK_STREAM_D2H || w->stream == ROK_STREAM_H2D) {
+      runner_copy_settle(r, id);
     }
     if (!ok)
       runner_fail(r, error);
@@ -188,6 +189,8 @@ static void issue(Runner *r, guint id, guint *take) {
   r->busy[s]++;
   if (s == ROK_STREAM_D2H)
     runner_d2h_prime(r, id);
+  else if (s == ROK_STREAM_H2D)
+    runner_h2d_prime(r, id);
   if (take != NULL && s == ROK_STREAM_COMPUTE && *take == RUN_NONE)
     *take = id;
   else if (s == ROK_STREAM_NVME_WRITE && runner_nvme_write_on_store(r, id))

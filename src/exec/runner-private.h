@@ -160,8 +160,8 @@ typedef struct {
   RokStoreTensor *stored; /* on the SSDs */
   guint64 device_sum;     /* from the device, after the producer ran */
   guint64 host_sum;       /* of the staged copy on its way out */
-  /* Its d2h leg primed (runner_d2h_prime): its copies' events, and the
-   * error that stopped their enqueuing. */
+  /* Its d2h or h2d leg primed (runner_d2h_prime, runner_h2d_prime): its
+   * copies' events, and the error that stopped their enqueuing. */
   gboolean primed;
   cl_event *events;
   guint n_events;
@@ -311,8 +311,14 @@ gboolean run_d2h_leg(Runner *r, guint id, GError **error);
  * copies run on the kernels' processors (PoCL) ran them only once it was
  * done. */
 void runner_d2h_prime(Runner *r, guint id);
-/* After a failure, where `id` is not run: its primed copies settled. */
-void runner_d2h_settle(Runner *r, guint id);
+/* After a failure, where the d2h or h2d leg `id` is not run: its primed
+ * copies settled. */
+void runner_copy_settle(Runner *r, guint id);
+/* As the h2d leg `id` is issued (under the tracker's lock): its device
+ * buffer taken, where it needs one, and its copies enqueued; the h2d
+ * thread then waits for them and checks the chunks (run_h2d_leg). Issued
+ * by a kernel's end, they go ahead of the compute thread's next kernel. */
+void runner_h2d_prime(Runner *r, guint id);
 gboolean run_h2d_leg(Runner *r, guint id, GError **error);
 /* The slot memory of a chunk (which must hold one). */
 guint8 *runner_chunk_data(Runner *r, guint copy, guint chunk);

@@ -62,7 +62,6 @@ typedef struct {
   guint8 is_read, path, leg, n_legs, state;
   guint8 waited_staging, late;
   guint8 ahead;   /* a d2h leg queued ahead of the kernels (transfer.c: queued_ahead) */
-  guint8 checked; /* an h2d leg that waited for a kernel launched during its check (transfer.c) */
   guint8 primed;  /* a d2h leg whose copy was enqueued ahead of the kernels as it was made (transfer.c: primed) */
   guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
   gint64 made;    /* when it was queued */
@@ -229,10 +228,9 @@ double sim_cpus_of_legs(double n, double k, gboolean kernels);
 double sim_legs_cpus(const SimEngine *e);
 /* transfer.c: a kernel was launched; a copy leg on the compute
  * processors that began at this moment but reaches the device after the
- * launch (a d2h leg of several copy commands: PoCL makes a queue's next
- * command ready only when the one before has ended; an h2d leg: checked
- * on the host before its commands are enqueued) waits for it too
- * (gpu.copy_kernel_free_at or copy_kernel_wait). */
+ * launch (on in-order copy queues, a d2h leg of several copy commands:
+ * PoCL makes a queue's next command ready only when the one before has
+ * ended) waits for it too (gpu.copy_kernel_free_at or copy_kernel_wait). */
 void sim_transfer_kernel_launched(SimEngine *e);
 /* engine.c: `cpu_ns` of processor time taken by other work on the compute
  * processors now (gpu.shared_cpus): the running item loses its share. */

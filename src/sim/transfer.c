@@ -87,7 +87,8 @@ static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
 
 /* What a leg pays before its bytes move: the links' latencies, the
  * executor's hand-offs (host.copy_overhead: to the leg's thread and back;
- * a d2h leg queued ahead of the kernels was enqueued without the first),
+ * a d2h leg queued ahead of the kernels was enqueued without the first,
+ * and so is every h2d leg: the thread that issues it enqueues its copies),
  * the check (unless it is in the flow) and, on the SSD streams, the
  * disk's latency, nvme.leg_overhead and the disk's wake (rok calibrate's
  * bursts), a write's own latency and leg overhead where the profile has
@@ -111,15 +112,15 @@ static double cpu_share(const SimEngine *e) {
 }
 
 /* A leg's own cap (0: none): on the compute processors, its copy and check
- * in turn at its share of a processor (its copy alone where its check was
- * done while it waited, its check alone where its copy was done); on the
+ * in turn at its share of a processor (its check alone where its copy was
+ * done while it waited for its stream); on the
  * SSD streams, each request (ROK_SIM_CHUNK_BYTES, or the tensor when
  * smaller) takes nvme.request_overhead, and request_overhead_per_mib per
  * MiB of it, besides its bytes at the array's rate. */
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
-    double rate = j->checked ? 0 : e->sim->hw->host.checksum_bandwidth;
+    double rate = e->sim->hw->host.checksum_bandwidth;
     double solo = j->copied ? rate : rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
     cap = solo * cpu_share(e);
   }
@@ -288,15 +289,15 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
 }
 
 /* A leg that starts as a kernel is launched but reaches the device after
- * it: an h2d leg is checked on the host before its commands are enqueued,
- * by when the kernel holds the processors (validate-gpt's rok rows,
- * 2026-11-25: 64 KiB legs begun as a GEMM's backward was launched took
- * 0.7-2.1 ms, half its kernel or more), and on copy queues that run in
- * order (gpu.copy_queues_in_order) a d2h leg of several copy commands
- * runs mostly after that kernel (queued_ahead below says why). */
+ * it: on copy queues that run in order (gpu.copy_queues_in_order) a d2h
+ * leg of several copy commands runs mostly after that kernel
+ * (queued_ahead below says why). An h2d leg never does: its copies are
+ * enqueued as it is issued, before the compute thread's next kernel, and
+ * checked after (runner-copy.c runner_h2d_prime; checked first, 50 of 122
+ * legs begun at a GEMM's launch in validate-gpt's rok rows, 2026-12-02,
+ * waited for half of it). */
 static gboolean waits_for_launched(const SimEngine *e, const SimJob *j) {
-  return (leg_stream(j) == ROK_STREAM_D2H && e->copies_in_order && j->bytes > ROK_SIM_CHUNK_BYTES) ||
-         leg_stream(j) == ROK_STREAM_H2D;
+  return leg_stream(j) == ROK_STREAM_D2H && e->copies_in_order && j->bytes > ROK_SIM_CHUNK_BYTES;
 }
 
 /* Whether copies wait for the kernel in progress (a CPU device's
@@ -430,8 +431,7 @@ static void start_leg(SimEngine *e, RokStream s, guint id) {
   if (!j->is_read && j->leg == 0)
     ts->copy_action = j->action;
   j->waited_staging = FALSE;
-  j->ahead = queued_ahead(e, j) || j->primed;
-  j->checked = FALSE;
+  j->ahead = queued_ahead(e, j) || j->primed || s == ROK_STREAM_H2D;
   j->copied = j->primed && e->d2h_speed > 0 && e->now - j->made >= flow_ns((double)j->bytes, e->d2h_speed);
   gint64 wait = kernel_wait(e, j);
   if (wait > 0)
@@ -553,50 +553,26 @@ static void finish_leg(SimEngine *e, RokStream s) {
     write_leg_done(e, id, s);
 }
 
-/* Whether a leg on the processors is still in its host check as a kernel
- * is launched: an h2d leg checks its bytes before it enqueues its commands
- * (runner-copy.c run_h2d_leg), at its share of a processor, so one begun
- * in a kernel that ended within that time meets the next. In the
- * LLaMA-shaped model's rok row (2026-12-02) six 688 KiB h2d legs began in
- * a 40 us residual backward and took 3.9-8.7 ms, a wait for the fc2
- * backward launched 25 us later; the model had them wait for the residual
- * alone and take 568 us. */
-static gboolean checking(const SimEngine *e, const SimStream *st, const SimJob *j) {
-  if (leg_stream(j) != ROK_STREAM_H2D || j->checked)
-    return FALSE;
-  return (double)(e->now - st->leg_start) < (double)leg_check(e, j) / cpu_share(e);
-}
-
 void sim_transfer_kernel_launched(SimEngine *e) {
-  if (!copies_wait_for_kernels(e))
+  SimStream *st = &e->streams[ROK_STREAM_D2H];
+  if (!copies_wait_for_kernels(e) || st->job == ROK_NO_ID || st->event == ROK_NO_ID || st->leg_start != e->now)
     return;
-  static const RokStream copies[] = {ROK_STREAM_D2H, ROK_STREAM_H2D};
-  for (guint i = 0; i < G_N_ELEMENTS(copies); i++) {
-    RokStream s = copies[i];
-    SimStream *st = &e->streams[s];
-    if (st->job == ROK_NO_ID || st->event == ROK_NO_ID)
-      continue;
-    SimJob *j = sim_job(e, st->job);
-    if (!check_in_flow(e, j) || !waits_for_launched(e, j))
-      continue;
-    gboolean at_launch = st->leg_start == e->now, in_check = !at_launch && checking(e, st, j);
-    if (!at_launch && !in_check)
-      continue;
-    /* Begun just before the launch, at this instant, so not yet waiting
-     * (kernel_wait), or still checking: in its wait for the kernel before,
-     * its latency or its flow, back to waiting, now for this kernel. */
-    gboolean went = e->evq.events[st->event].kind != EV_KERNEL_WAIT; /* leg_go ran */
-    sim_evq_cancel(&e->evq, st->event);
-    if (st->flowing) {
-      st->flowing = FALSE;
-      e->flows[s].active = FALSE;
-      reshare(e);
-    }
-    if (went)
-      sim_cpu_legs_change(e, FALSE);
-    j->checked = in_check; /* done while it waits */
-    st->event = sim_evq_push(&e->evq, e->now + wait_in_kernel(e), EV_KERNEL_WAIT, s);
+  SimJob *j = sim_job(e, st->job);
+  if (!check_in_flow(e, j) || !waits_for_launched(e, j))
+    return;
+  /* Begun just before the launch, at this instant, so not yet waiting
+   * (kernel_wait): from its latency or its flow back to waiting, now for
+   * this kernel. */
+  gboolean went = e->evq.events[st->event].kind != EV_KERNEL_WAIT; /* leg_go ran */
+  sim_evq_cancel(&e->evq, st->event);
+  if (st->flowing) {
+    st->flowing = FALSE;
+    e->flows[ROK_STREAM_D2H].active = FALSE;
+    reshare(e);
   }
+  if (went)
+    sim_cpu_legs_change(e, FALSE);
+  st->event = sim_evq_push(&e->evq, e->now + wait_in_kernel(e), EV_KERNEL_WAIT, ROK_STREAM_D2H);
 }
 
 void sim_transfer_event(SimEngine *e, guint kind, guint stream) {

@@ -28,20 +28,22 @@
 # Uses build/rok, or $ROK.
 #
 # Measured 2026-12-02 on the development VM (2 cores, PoCL, virtio disk),
-# --runs 1 (README's `rok validate` section has the table): validate-gpt
-# 9.0% median step-time error, worst 16.4% (keep +11.0%; against keep
-# 6.5%, worst 8.1%); the LLaMA-shaped model of other widths (--model FILE:
-# 4 layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 26.0%
-# (keep -24.4%; against keep 6.4%, worst 14.7%), its d2h stream within
-# 15% in every row. A calibration that ran as a build ended put every row
-# 2.2x slow (56.7%; against keep 4.4%). The calibration's `speed at the
-# end` shows why: its reference GEMM ran 11-36% faster or slower at the
-# end than at the start on this VM. Beside two busy loops (load 2.3-3.6,
-# calibrated beside them): 4.5% and 6.6% (worst 11.6%, 10.4%), 7 and 8 of
-# 8 rows within their intervals, the copy streams 2-5x their prediction
-# (the loops take the processors the model gives the copies). On steadier
-# days: 1.2-5.5% median, worst 1.9-10.6%. Earlier figures and the changes
-# between them are in the git log.
+# --runs 1 (README's `rok validate` section has the table), after h2d legs
+# were primed (their copies enqueued as they are issued, checked after):
+# validate-gpt 6.6% median step-time error, worst 15.0% (keep +5.1%;
+# against keep 2.5%, worst 5.0%); the LLaMA-shaped model of other widths
+# (--model FILE: 4 layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq
+# 256) 8.5%, worst 10.6% (keep -8.6%; against keep 1.2%, worst 3.0%). The
+# h2d stream of validate-gpt's rok rows measured 14.8/7.8/2.7 ms a step,
+# 57.9/44.0/11.8 before. A calibration that ran as a build ended put every
+# row 2.2x slow (56.7%; against keep 4.4%). The calibration's `speed at
+# the end` shows why: its reference GEMM ran 11-36% faster or slower at
+# the end than at the start on this VM. Beside two busy loops (load
+# 2.3-3.6, calibrated beside them, before h2d priming): 4.5% and 6.6%
+# (worst 11.6%, 10.4%), 7 and 8 of 8 rows within their intervals, the copy
+# streams 2-5x their prediction (the loops take the processors the model
+# gives the copies). Earlier figures and the changes between them are in
+# the git log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

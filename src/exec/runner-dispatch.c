@@ -2,7 +2,8 @@
  * when every action it depends on has completed, on its stream's thread,
  * in the stream's order, one at a time per stream; an SSD leg may also
  * start while the leg before it on its stream runs (the stream's lanes,
- * RUN_SSD_LANES); a free runs at once, where the action it waited for
+ * RUN_SSD_LANES), and a d2h or h2d leg be primed while the ones before it
+ * are checked; a free runs at once, where the action it waited for
  * ended; a staged SSD write begins on the I/O backend's thread, which
  * submits its requests without a hand-off. The thread that ends an action
  * (a stream's, or the I/O backend's for an SSD leg) marks it done and
@@ -16,8 +17,8 @@
  * enqueued as it is issued (runner_d2h_prime): by the compute thread
  * before its next kernel, where a kernel's end made it ready, as the
  * simulator queues it; every d2h leg made ready is issued, though the
- * stream's one thread waits for them and checks them in turn. An h2d leg
- * is primed alike (runner_h2d_prime), one at a time. The step's
+ * stream's one thread waits for them and checks them in turn; so are the
+ * h2d legs (runner_h2d_prime). The step's
  * thread waits for the step to be over. Each stream's thread runs what it is
  * given and times it on the monotonic clock. */
 #ifdef ROK_WITH_OPENCL
@@ -232,9 +233,10 @@ static void on_completion(Runner *r, guint id) {
   complete(r, id);
 }
 
-/* Whether `id` may be issued: every dependency has completed, or (an SSD
- * leg) all but the leg before it on its stream, which is running: the two
- * share nothing but the stream, whose lanes keep both in flight. */
+/* Whether `id` may be issued: every dependency has completed, or (a leg
+ * of a stream with several lanes) all but the leg before it on its stream,
+ * which is running: the two share nothing but the stream, whose lanes
+ * keep both in flight. */
 static gboolean ready(const Runner *r, guint id) {
   const RunnerRecord *rec = &r->rec[id];
   guint after = r->prog.actions[id].after;

@@ -109,8 +109,8 @@ static gint compare_start(gconstpointer a, gconstpointer b) {
 
 /* The time a stream had at least one action running (`active`: running
  * past its wait for staging slots, which comes first): its actions may
- * overlap (the SSD streams' lanes; a d2h leg primed while the one before
- * is checked), each moment counts once. */
+ * overlap (the SSD streams' lanes; a d2h or h2d leg primed while the one
+ * before is checked), each moment counts once. */
 static double union_ns(const RunnerProgram *p, const Span *span, RokStream s, gboolean active) {
   const GArray *order = p->order[s];
   g_autofree Span *sorted = g_new(Span, MAX(order->len, 1));

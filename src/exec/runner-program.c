@@ -225,7 +225,7 @@ static gboolean depends(const RunnerProgram *p, guint id, guint on) {
 
 /* Each leg's dependency on the leg before it on its stream, where the
  * stream issues several at once (runner_lanes: an SSD stream's lanes, the
- * d2h stream's primed copies), which the tracker lets it overlap. */
+ * d2h and h2d streams' primed copies), which the tracker lets it overlap. */
 static void mark_after(RunnerProgram *p) {
   for (guint id = 0; id < p->n_actions; id++)
     p->actions[id].after = RUN_NONE;

@@ -163,7 +163,7 @@ static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
     if (flow->speed[r] > 0 && (r == ROK_LINK_D2H || r == ROK_LINK_H2D))
       link = flow->speed[r];
   if (j->copied) /* only its check is left, on the host */
-    flow->speed[ROK_LINK_D2H] = 0;
+    flow->speed[ROK_LINK_D2H] = flow->speed[ROK_LINK_H2D] = 0;
   flow->cap = leg_cap(e, j, link);
 }
 
@@ -179,6 +179,18 @@ static guint new_job(SimEngine *e, guint mb, guint tensor, gboolean is_read, Sim
 static void enqueue(SimEngine *e, guint id) {
   SimStream *st = &e->streams[leg_stream(sim_job(e, id))];
   g_array_append_val(st->queue, id);
+}
+
+static gboolean primed(const SimEngine *e, const SimJob *j);
+
+/* A copy's d2h leg, or a read's first leg or its h2d leg after the SSD,
+ * queued: primed where its copies go ahead of the kernels as it is queued
+ * (primed, below). A staged write's SSD leg keeps what its d2h leg was. */
+static void enqueue_primed(SimEngine *e, guint id) {
+  SimJob *j = sim_job(e, id);
+  j->made = e->now;
+  j->primed = primed(e, j);
+  enqueue(e, id);
 }
 
 static void staging_unref(SimEngine *e, SimTensorState *ts, guint64 bytes, guint action) {
@@ -343,7 +355,8 @@ static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
 
 /* A d2h leg that starts as its producer ends is enqueued by the compute
  * thread before it launches the next kernel (the executor's
- * runner_d2h_prime), so PoCL runs it first, on a processor of its own
+ * runner_d2h_prime; an h2d leg a kernel's end made ready alike,
+ * runner_h2d_prime), so PoCL runs it first, on a processor of its own
  * (as every leg on the processors has, sim_legs_cpus), and it pays only
  * the hand-off back of host.copy_overhead. Measured on the development VM, such legs
  * copied and checked at the rate of an idle processor (validate-gpt's
@@ -358,12 +371,14 @@ static gint64 kernel_wait(SimEngine *e, const SimJob *j) {
  * that kernel (kernel_wait, or sim_transfer_kernel_launched where it began
  * at the launch's instant but before it) and pays the whole hand-off. */
 static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
-  return e->shared_cpus > 0 && leg_stream(j) == ROK_STREAM_D2H && j->path != PATH_DIRECT &&
-         !waits_for_launched(e, j) && (!e->running || e->compute_start == e->now);
+  RokStream s = leg_stream(j);
+  return e->shared_cpus > 0 && (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D) && !waits_for_launched(e, j) &&
+         (!e->running || e->compute_start == e->now);
 }
 
-/* The executor primes every d2h leg as it is issued, the one before it on
- * the stream still running or not (runner_d2h_prime): one queued ahead
+/* The executor primes every d2h and h2d leg as it is issued, the one
+ * before it on the stream still running or not (runner_d2h_prime,
+ * runner_h2d_prime): one queued ahead
  * of the kernels as its producer ends goes ahead of the next kernel even
  * when it starts later, once the leg before is checked, unless a leg
  * before it waits for its slots or its own would have to wait. Its copy
@@ -378,7 +393,7 @@ static gboolean queued_ahead(const SimEngine *e, const SimJob *j) {
 static gboolean primed(const SimEngine *e, const SimJob *j) {
   if (!queued_ahead(e, j))
     return FALSE;
-  const SimStream *st = &e->streams[ROK_STREAM_D2H];
+  const SimStream *st = &e->streams[leg_stream(j)];
   if (e->copies_in_order && (st->job != ROK_NO_ID || st->head < st->queue->len))
     return FALSE;
   guint64 staged = leg_takes_staging(j) ? j->bytes : 0;
@@ -432,7 +447,8 @@ static void start_leg(SimEngine *e, RokStream s, guint id) {
     ts->copy_action = j->action;
   j->waited_staging = FALSE;
   j->ahead = queued_ahead(e, j) || j->primed || s == ROK_STREAM_H2D;
-  j->copied = j->primed && e->d2h_speed > 0 && e->now - j->made >= flow_ns((double)j->bytes, e->d2h_speed);
+  double speed = s == ROK_STREAM_H2D ? e->h2d_speed : e->d2h_speed;
+  j->copied = j->primed && speed > 0 && e->now - j->made >= flow_ns((double)j->bytes, speed);
   gint64 wait = kernel_wait(e, j);
   if (wait > 0)
     st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, s);
@@ -524,7 +540,7 @@ static void read_leg_done(SimEngine *e, guint id) {
   if (j->leg + 1 < j->n_legs) {
     j->leg++;
     j->state = JOB_QUEUED;
-    enqueue(e, id);
+    enqueue_primed(e, id);
     return;
   }
   j->state = JOB_DONE;
@@ -603,10 +619,7 @@ void sim_offload_start(SimEngine *e, guint mb, guint tensor) {
   guint id = new_job(e, mb, tensor, FALSE, path);
   ts->write = W_QUEUED;
   ts->write_job = id;
-  SimJob *j = sim_job(e, id);
-  j->made = e->now;
-  j->primed = primed(e, j);
-  enqueue(e, id);
+  enqueue_primed(e, id);
 }
 
 /* Free the GPU copy when nothing holds it any more: the forward, a
@@ -690,7 +703,7 @@ static void issue(SimEngine *e, guint mb, guint tensor) {
   j->issue_deps[1] = ts->late ? e->last_free_action : ROK_NO_ID;
   ts->read = R_ISSUED;
   ts->read_job = id;
-  enqueue(e, id);
+  enqueue_primed(e, id);
 }
 
 /* The most the compute work from the next item to start through item

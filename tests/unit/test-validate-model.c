@@ -730,6 +730,35 @@ static void test_h2d_at_launch(void) {
   }
 }
 
+/* Every h2d leg a kernel's end made ready is primed (the executor issues
+ * them all and enqueues their copies before the next kernel), not only
+ * the first: A and A2 are read back as op1's backward is launched; A2's
+ * leg starts once A's has ended, and its copy ran meanwhile, so only its
+ * hand-off and its check are left. */
+static void test_h2d_primed(void) {
+  g_autoptr(RokHw) hw = copy_wait_hw();
+  hw->gpu.copy_queues_in_order = FALSE;
+  hw->gpu.copy_kernel_free_at = 0.5;
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
+  for (guint k = 0; k < 2; k++) {
+    hw->host.checksum_bandwidth = k == 0 ? 1e9 : 0;
+    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+    const RokAction *back = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
+    const RokAction *x = first_action(r, ROK_ACTION_PREFETCH, ROK_NO_ID, a);
+    const RokAction *y = first_action(r, ROK_ACTION_PREFETCH, ROK_NO_ID, a2);
+    g_assert_true(back != NULL && x != NULL && y != NULL);
+    /* A first (the larger, needed as soon), then A2 */
+    g_assert_cmpint(x->start_ns, ==, back->start_ns);
+    gint64 t = x->start_ns + 25000 + (k == 0 ? 2 : 1) * 1048576;
+    g_assert_cmpint(llabs(x->end_ns - t), <=, 2);
+    g_assert_cmpint(llabs(y->start_ns - x->end_ns), <=, 2);
+    /* copied while it waited: its hand-off and its check left */
+    g_assert_cmpint(llabs(y->end_ns - (y->start_ns + 25000 + (k == 0 ? 262144 : 0))), <=, 2);
+  }
+}
+
 /* A kernel launched while an h2d leg runs does not hold it either (its
  * copy is on the device's queue already, its check on the host): A's read
  * back starts as op2's short backward (20 us) is launched, and op1's (two
@@ -992,6 +1021,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);
   g_test_add_func("/validate-model/h2d-check-then-launch", test_h2d_check_then_launch);
+  g_test_add_func("/validate-model/h2d-primed", test_h2d_primed);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
   g_test_add_func("/validate-model/device-checksum", test_device_checksum);

@@ -28,22 +28,22 @@
 # Uses build/rok, or $ROK.
 #
 # Measured 2026-12-02 on the development VM (2 cores, PoCL, virtio disk),
-# --runs 1 (README's `rok validate` section has the table), after h2d legs
-# were primed (their copies enqueued as they are issued, checked after):
-# validate-gpt 6.6% median step-time error, worst 15.0% (keep +5.1%;
-# against keep 2.5%, worst 5.0%); the LLaMA-shaped model of other widths
-# (--model FILE: 4 layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq
-# 256) 8.5%, worst 10.6% (keep -8.6%; against keep 1.2%, worst 3.0%). The
-# h2d stream of validate-gpt's rok rows measured 14.8/7.8/2.7 ms a step,
-# 57.9/44.0/11.8 before. A calibration that ran as a build ended put every
-# row 2.2x slow (56.7%; against keep 4.4%). The calibration's `speed at
-# the end` shows why: its reference GEMM ran 11-36% faster or slower at
-# the end than at the start on this VM. Beside two busy loops (load
-# 2.3-3.6, calibrated beside them, before h2d priming): 4.5% and 6.6%
-# (worst 11.6%, 10.4%), 7 and 8 of 8 rows within their intervals, the copy
-# streams 2-5x their prediction (the loops take the processors the model
-# gives the copies). Earlier figures and the changes between them are in
-# the git log.
+# --runs 1 (README's `rok validate` section has the table), after every
+# h2d leg was primed (its copies enqueued as it is issued, every ready leg
+# issued, the chunks checked after): validate-gpt 6.4% median step-time
+# error, worst 10.4% (keep +0.4%; against keep 5.3%, worst 14.5%), every
+# copy stream within -37%..+11% (median 16%); the LLaMA-shaped model of
+# other widths (--model FILE: 4 layers, hidden 256, 4 heads, 2 KV heads,
+# ffn 688, seq 256) 3.6%, worst 6.9% (keep +3.2%; against keep 3.5%,
+# worst 5.8%), streams median 17.7%, worst 44.2% (h2d). A calibration
+# that ran as a build ended put every row 2.2x slow (56.7%; against keep
+# 4.4%). The calibration's `speed at the end` shows why: its reference
+# GEMM ran 6-36% faster or slower at the end than at the start on this
+# VM. Beside two busy loops (load 2.3-3.6, calibrated beside them, before
+# h2d priming): 4.5% and 6.6% (worst 11.6%, 10.4%), 7 and 8 of 8 rows
+# within their intervals, the copy streams 2-5x their prediction (the
+# loops take the processors the model gives the copies). Earlier figures
+# and the changes between them are in the git log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

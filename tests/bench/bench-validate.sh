@@ -39,11 +39,11 @@
 # that ran as a build ended put every row 2.2x slow (56.7%; against keep
 # 4.4%). The calibration's `speed at the end` shows why: its reference
 # GEMM ran 6-36% faster or slower at the end than at the start on this
-# VM. Beside two busy loops (load 2.3-3.6, calibrated beside them, before
-# h2d priming): 4.5% and 6.6% (worst 11.6%, 10.4%), 7 and 8 of 8 rows
-# within their intervals, the copy streams 2-5x their prediction (the
-# loops take the processors the model gives the copies). Earlier figures
-# and the changes between them are in the git log.
+# VM. Beside two busy loops (load 2.3-3.8, calibrated beside them):
+# 2.6% and 1.7% (worst 11.3%, 18.2%), 8 of 8 rows within their intervals
+# in both, the copy streams up to 3-5x their prediction (the loops take
+# the processors the model gives the copies). Earlier figures and the
+# changes between them are in the git log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -300,6 +300,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokSim, rok_sim_free)
 void rok_sim_set_record(RokSim *sim, gboolean record);
 /* The time of one op's forward or backward, in ns. */
 gint64 rok_sim_op_ns(const RokSim *sim, guint op, gboolean backward);
+/* How many micro-batches a run of the trace with detail_micro_batches =
+ * `detail` simulates event by event: at most the step's, at least a
+ * pipeline stage's in flight, all of them with virtual stages. */
+guint rok_sim_detailed_micro_batches(const RokTrace *trace, guint detail);
 /* Simulate one step. Fails (ROK_ERROR_INPUT) on a plan that does not fit
  * the trace: wrong length, recompute of what cannot be recomputed, NVMe
  * offload without SSDs, bad options. */

@@ -5,13 +5,17 @@
 #include "rok/core.h"
 
 /* Simulator runs for refining one plan: a budget of work, so that big
- * traces (a run costs more) get fewer. */
+ * traces (a run costs more) get fewer. A run simulates its detailed
+ * micro-batches event by event: a pipeline stage's in flight, every one
+ * with virtual stages, where a search run of one stage alone has one. */
 static guint polish_runs(const RokPlanner *p, gboolean curve) {
   curve = curve || p->options.quick;
   guint set = curve ? p->options.curve_polish_runs : p->options.polish_runs;
   if (set > 0)
     return set;
-  double cost = (double)(p->trace->ops->len + p->n_tensors);
+  double cost = (double)(p->trace->ops->len + p->n_tensors) *
+                (double)rok_sim_detailed_micro_batches(p->trace, p->options.search_detail) /
+                (double)MAX(p->options.search_detail, 1);
   double runs = (curve ? 4e4 : 4e5) / cost;
   return (guint)CLAMP(runs, curve ? 8 : 100, curve ? 4000 : 40000);
 }

@@ -68,6 +68,10 @@ guint sim_order_detail(const RokTrace *trace, guint detail, guint64 micro_batche
   return (guint)MIN(m, MAX((guint64)detail, in_flight));
 }
 
+guint rok_sim_detailed_micro_batches(const RokTrace *trace, guint detail) {
+  return sim_order_detail(trace, MAX(detail, 1), trace->micro_batches_per_step);
+}
+
 void sim_order_ranges(RokSim *sim) {
   const RokTrace *trace = sim->trace;
   guint v = MAX(trace->chunks, 1);

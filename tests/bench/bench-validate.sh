@@ -42,8 +42,12 @@
 # VM. Beside two busy loops (load 2.3-3.8, calibrated beside them):
 # 2.6% and 1.7% (worst 11.3%, 18.2%), 8 of 8 rows within their intervals
 # in both, the copy streams up to 3-5x their prediction (the loops take
-# the processors the model gives the copies). Earlier figures and the
-# changes between them are in the git log.
+# the processors the model gives the copies). 2026-12-03, idle, the VM
+# 6-18% slower than its calibration: validate-gpt 16.5% and 7.4% median
+# (against keep 2.9%, 6.0%), the d2h streams 30-80% above their
+# prediction: now and then Linux leaves a woken copy thread unrun for
+# 0.5-8.3 ms (perf sched), its leg ending with the kernel in progress.
+# Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -456,6 +456,12 @@ static RokSimResult *simulate(const RokTrace *trace, const RokHw *hw, const RokS
   return r;
 }
 
+/* Run `pass` of two: the copies checked at 1 GB/s (0) or not at all (1). */
+static RokSimResult *simulate_checked(const RokTrace *trace, RokHw *hw, const RokStepPlan *plan, guint pass) {
+  hw->host.checksum_bandwidth = pass == 0 ? 1e9 : 0;
+  return simulate(trace, hw, plan);
+}
+
 /* The executor's costs: read and written back; the copy of
  * test_shared_cpus, handed over as op1 (one kernel of 10 ms) is launched,
  * is queued ahead of op1 and does not wait for it, and pays half of
@@ -521,6 +527,13 @@ static RokHw *copy_wait_hw(void) {
   g_assert_true(back->gpu.copy_queues_in_order);
   hw->pcie.latency = 0;
   hw->host.copy_overhead = 50000;
+  return hw;
+}
+
+/* copy_wait_hw with copy queues out of order, as PoCL's are. */
+static RokHw *out_of_order_hw(void) {
+  RokHw *hw = copy_wait_hw();
+  hw->gpu.copy_queues_in_order = FALSE;
   return hw;
 }
 
@@ -673,14 +686,12 @@ static void test_copy_kernel_free_at(void) {
  * for op1 (as in test_copy_kernel_wait); on a GPU (no shared_cpus) it pays
  * its whole hand-off and bytes. */
 static void test_d2h_primed(void) {
-  g_autoptr(RokHw) hw = copy_wait_hw();
-  hw->gpu.copy_queues_in_order = FALSE;
+  g_autoptr(RokHw) hw = out_of_order_hw();
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
   for (guint k = 0; k < 2; k++) {
-    hw->host.checksum_bandwidth = k == 0 ? 1e9 : 0;
-    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+    g_autoptr(RokSimResult) r = simulate_checked(trace, hw, plan, k);
     const RokAction *first = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
     g_assert_nonnull(first);
@@ -736,15 +747,13 @@ static void test_h2d_at_launch(void) {
  * leg starts once A's has ended, and its copy ran meanwhile, so only its
  * hand-off and its check are left. */
 static void test_h2d_primed(void) {
-  g_autoptr(RokHw) hw = copy_wait_hw();
-  hw->gpu.copy_queues_in_order = FALSE;
-  hw->gpu.copy_kernel_free_at = 0.5;
+  g_autoptr(RokHw) hw = out_of_order_hw();
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
+  hw->gpu.copy_kernel_free_at = 0.5;
   for (guint k = 0; k < 2; k++) {
-    hw->host.checksum_bandwidth = k == 0 ? 1e9 : 0;
-    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+    g_autoptr(RokSimResult) r = simulate_checked(trace, hw, plan, k);
     const RokAction *back = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
     const RokAction *x = first_action(r, ROK_ACTION_PREFETCH, ROK_NO_ID, a);
     const RokAction *y = first_action(r, ROK_ACTION_PREFETCH, ROK_NO_ID, a2);

@@ -371,5 +371,10 @@ gpointer rok_async_queue_pop_soon(GAsyncQueue *queue, gint64 spin_us);
 /* The executor's compute thread looks this long; rok calibrate times the
  * executor's hand-off to it the same way. */
 #define ROK_COMPUTE_SPIN_US 100
+/* The executor launches a kernel of more work than this many seconds at
+ * the device's rate as launches of about that much (rok/device.h,
+ * rok_cl_kernels_set_cancel); on a CPU device the simulator's copies wait
+ * for the launch in progress, not the kernel (sim_kernel_until). */
+#define ROK_KERNEL_CHUNK_SECONDS 0.02
 
 G_END_DECLS

@@ -256,7 +256,7 @@ const char *rok_cl_kernels_build_options(const RokClKernels *kernels);
  * two of them queued at a time; with the flag set it stops queueing and
  * fails with ROK_ERROR_CANCELLED. The flag must outlive its use.
  *
- * A chunk is ROK_CL_CHUNK_SECONDS of work at the rate the device last
+ * A chunk is ROK_KERNEL_CHUNK_SECONDS (rok/core.h) of work at the rate the device last
  * showed over a chunk (ROK_CL_CHUNK_FLOPS until one is measured): with two
  * queued, Ctrl-C stops a run within a second even on a slow or busy device
  * (SIGINT during a stand-in GEMM of 1e15 FLOPs to exit: 0.01-0.4 s on
@@ -268,7 +268,6 @@ const char *rok_cl_kernels_build_options(const RokClKernels *kernels);
  * against every key), and the element-wise and row kernels, whose work is
  * bounded by the bytes of tensors that fit the device. */
 void rok_cl_kernels_set_cancel(RokClKernels *kernels, const gint *flag);
-#define ROK_CL_CHUNK_SECONDS 0.02
 #define ROK_CL_CHUNK_FLOPS (G_GUINT64_CONSTANT(1) << 28)
 /* A fixed chunk of `flops` (at least 1) instead of the measured rate's; 0:
  * the measured rate again. The tests split small GEMMs with it to check

@@ -115,7 +115,7 @@ gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *
                                  const size_t *local, cl_event *event, GError **error);
 
 /* Long launches in chunks (rok_cl_kernels_set_cancel()): each of about
- * device_cl_chunk_budget() FLOPs, ROK_CL_CHUNK_SECONDS of the rate the
+ * device_cl_chunk_budget() FLOPs, ROK_KERNEL_CHUNK_SECONDS of the rate the
  * device last showed (ROK_CL_CHUNK_FLOPS before any), at most two queued.
  * After queueing a chunk (its event and FLOPs), device_cl_chunk_next()
  * waits for the one before, measures the rate, and fails with

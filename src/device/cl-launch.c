@@ -81,7 +81,7 @@ gboolean device_cl_launch_run_at(RokClLaunch *launch, guint dims, const size_t *
 double device_cl_chunk_budget(const RokClKernels *kernels) {
   if (kernels->chunk_fixed > 0)
     return (double)kernels->chunk_fixed;
-  return kernels->chunk_rate > 0 ? kernels->chunk_rate * ROK_CL_CHUNK_SECONDS : (double)ROK_CL_CHUNK_FLOPS;
+  return kernels->chunk_rate > 0 ? kernels->chunk_rate * ROK_KERNEL_CHUNK_SECONDS : (double)ROK_CL_CHUNK_FLOPS;
 }
 
 gboolean device_cl_chunk_next(RokClKernels *kernels, RokClChunks *chunks, cl_event newest, double flops,

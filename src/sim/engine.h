@@ -241,10 +241,13 @@ void sim_cpu_take(SimEngine *e, gint64 cpu_ns);
 gint64 sim_kernel_left(const SimEngine *e);
 /* engine.c: time until `share` of the kernel in progress's own length has
  * passed since it began (0 once it has, or while no compute item runs):
- * when the processor that was slowed least is done with it. */
+ * when the processor that was slowed least is done with it. On a CPU
+ * device, of the executor's launch in progress where it splits the
+ * kernel (ROK_KERNEL_CHUNK_SECONDS). */
 gint64 sim_kernel_until(const SimEngine *e, double share);
 /* engine.c: the kernel in progress, unique over the run (an item's one
- * kernel, or a backward's first or second); meaningless while none runs. */
+ * kernel, or a backward's first or second, and its launch where the
+ * executor splits it); meaningless while none runs. */
 guint64 sim_kernel_id(const SimEngine *e);
 
 /* transfer.c */

@@ -648,8 +648,10 @@ static void test_copy_kernel_free(void) {
  * starts in op1 and waits until op1 has run half of its own 10 ms (from
  * its start: A, running beside it, slowed op1 but not the processor that
  * is done first), then its hand-offs and bytes; with op1 free from 5% on,
- * A2 comes after that and does not wait. Read and written back; beside
- * it copy_kernel_wait is ignored. */
+ * A2 comes after that and does not wait. With op1 of 60 ms, which the
+ * executor launches as three of 20 ms (ROK_KERNEL_CHUNK_SECONDS), A2
+ * waits for half of the first launch, not of op1. Read and written back;
+ * beside it copy_kernel_wait is ignored. */
 static void test_copy_kernel_free_at(void) {
   GError *error = NULL;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, "
@@ -665,13 +667,14 @@ static void test_copy_kernel_free_at(void) {
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
   gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
-  for (guint k = 0; k < 2; k++) {
-    hw->gpu.copy_kernel_free_at = k == 0 ? 0.5 : 0.05;
+  for (guint k = 0; k < 3; k++) {
+    hw->gpu.copy_kernel_free_at = k == 1 ? 0.05 : 0.5;
+    rok_trace_op(trace, op1)->fwd_time_s = k == 2 ? 60e-3 : 10e-3;
     g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
     g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
-    gint64 wait = k == 0 ? 1000000 + 5000000 - t1 : 0; /* op1 began at 1 ms */
+    gint64 wait = k == 1 ? 0 : 1000000 + (k == 0 ? 5000000 : 10000000) - t1; /* op1 began at 1 ms */
     g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
   }
 }
@@ -852,16 +855,24 @@ static void assert_no_change_on_gpu(RokHw *hw, RokHw *none, RokDecision decision
  * of one request taking 100 + 10 us of the two processors, half when it
  * starts and half when it ends: op1 ends (100 + 10) / 2 us later than
  * without the figures (each half costs each processor half its time). On a GPU (no shared_cpus) they change nothing. */
-static void test_ssd_cpu(void) {
+/* A CPU device's profile (2 shared processors, GPU: more in `gpu`) with
+ * an SSD of 1 GB/s each way (more in `nvme`), without PCIe latency. */
+static RokHw *ssd_profile(const char *gpu, const char *nvme) {
   GError *error = NULL;
-  g_autofree char *gpu = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2");
-  gpu[strlen(gpu) - 1] = '\0'; /* the root's closing brace: an nvme section follows */
-  g_autofree char *text = g_strconcat(gpu, ", \"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, "
-                                      "\"capacity\": \"1TB\", \"leg_cpu\": \"100us\", \"request_cpu\": \"10us\"}}", NULL);
-  g_autoptr(RokHw) hw = parse(text, &error);
+  g_autofree char *extra = g_strdup_printf(", \"shared_cpus\": 2%s", gpu);
+  g_autofree char *head = g_strdup_printf(PROFILE("%s"), extra);
+  head[strlen(head) - 1] = '\0'; /* the root's closing brace: an nvme section follows */
+  g_autofree char *text = g_strdup_printf("%s, \"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, "
+                                          "\"capacity\": \"1TB\"%s}}", head, nvme);
+  RokHw *hw = parse(text, &error);
   g_assert_no_error(error);
-  g_assert_cmpint(hw->nvme.leg_cpu, ==, 100000);
   hw->pcie.latency = 0;
+  return hw;
+}
+
+static void test_ssd_cpu(void) {
+  g_autoptr(RokHw) hw = ssd_profile("", ", \"leg_cpu\": \"100us\", \"request_cpu\": \"10us\"");
+  g_assert_cmpint(hw->nvme.leg_cpu, ==, 100000);
   g_autoptr(RokHw) none = rok_hw_copy(hw);
   none->nvme.leg_cpu = none->nvme.request_cpu = 0;
   Beside b;
@@ -886,6 +897,37 @@ static void test_ssd_cpu(void) {
   g_assert_cmpint(back_with->end_ns - back_with->start_ns, ==, back_without->end_ns - back_without->start_ns + 27500);
   beside_clear(&b);
   assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_NVME);
+}
+
+/* An h2d leg issued in the middle of a kernel is primed too: its copy
+ * goes at the free point of the executor's launch in progress, with every
+ * copy queued in that launch, whether or not the leg before it is still
+ * checked. A (1 MiB) and A2 (256 KiB) come back from the SSD early in
+ * op1's first backward kernel (50 ms, launched as three of 16.7 ms),
+ * before the first launch's free point (0.95 of it): both copies go at
+ * that point; A2's leg, begun after A's in the second launch, does not
+ * wait for that launch's free point (32.5 ms in). */
+static void test_h2d_primed_in_kernel(void) {
+  g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", "");
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 100e-3;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
+  g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+  const RokAction *back = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
+  const RokAction *x = NULL, *y = NULL;
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokAction *h = &g_array_index(r->actions, RokAction, i);
+    if (h->kind == ROK_ACTION_PREFETCH && h->stream == ROK_STREAM_H2D)
+      *(x == NULL ? &x : &y) = h;
+  }
+  g_assert_true(back != NULL && x != NULL && y != NULL);
+  gint64 free_at = back->start_ns + (gint64)llround(0.95 * 50e6 / 3);
+  g_assert_cmpint(x->end_ns, >, free_at);
+  g_assert_cmpint(x->end_ns, >, back->start_ns + 50000000 / 3); /* into the second launch */
+  g_assert_cmpint(y->start_ns, ==, x->end_ns);
+  g_assert_cmpint(y->end_ns, <, back->start_ns + 25000000);
 }
 
 /* A copy leg's own processor time (gpu.copy_leg_cpu) with shared_cpus:
@@ -1031,6 +1073,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);
   g_test_add_func("/validate-model/h2d-check-then-launch", test_h2d_check_then_launch);
   g_test_add_func("/validate-model/h2d-primed", test_h2d_primed);
+  g_test_add_func("/validate-model/h2d-primed-in-kernel", test_h2d_primed_in_kernel);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
   g_test_add_func("/validate-model/device-checksum", test_device_checksum);

@@ -32,6 +32,12 @@
 # against 2986 predicted, h2d 598 against 234, the step 10.9 s against
 # 11.7. Each run's quick calibration moves the SSD predictions with it
 # (its bursts of 1 MiB after 1 ms idle took 426-668 us minutes apart).
+# 2026-12-03, after copies waited for the executor's 20 ms launch in
+# progress and h2d legs issued in a kernel were primed: writes 0.79x and
+# reads 1.19x of fio at QD 32 (one-request legs 1.14x, several 0.81x at
+# their own depth), SSD streams within 2.3% / 4.4% of the prediction, d2h
+# 1681 MB/s against 1947, h2d 1249 against 864 (181 before), the step
+# 14.6 s against 15.2.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

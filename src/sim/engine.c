@@ -315,18 +315,13 @@ static gint64 last_kernel_began(const SimEngine *e) {
   return e->compute_since + (gint64)ceil((double)(e->compute_left - e->kernel_ns) / compute_pace(e));
 }
 
-/* The kernels' own lengths, not as the copies beside them and the host's
- * threads stretched them: those take from one processor at a time, and
- * the one they took least from is done when the kernel alone would be
- * (PoCL traces of validate-gpt's offload row: a GEMM's first copy went at
- * 0.98 of the GEMM's shortest run over the steps, 0.78 of its run then). */
 /* The launch in progress of the kernel in progress: its start, its own
  * length and its index among the kernel's launches. On a CPU device the
  * executor launches a kernel of more than ROK_KERNEL_CHUNK_SECONDS of
  * work as launches of about that much, and PoCL frees a processor for
  * copies once one is done with the launch, not the kernel
  * (bench-small-tensors' 2-layer GPT, 2026-12-03: the first h2d leg issued
- * 3-22% into a 386-715 ms backward ended 3-12 ms later, where the model,
+ * 3-22% into a 224-715 ms backward ended 3-12 ms later, where the model,
  * one launch a kernel, had it wait 137-266 ms). */
 static guint64 launch_in_progress(const SimEngine *e, gint64 *start, gint64 *length) {
   *start = last_kernel_began(e);
@@ -345,6 +340,11 @@ static guint64 launch_in_progress(const SimEngine *e, gint64 *start, gint64 *len
   return (guint64)at;
 }
 
+/* The kernels' own lengths, not as the copies beside them and the host's
+ * threads stretched them: those take from one processor at a time, and
+ * the one they took least from is done when the kernel alone would be
+ * (PoCL traces of validate-gpt's offload row: a GEMM's first copy went at
+ * 0.98 of the GEMM's shortest run over the steps, 0.78 of its run then). */
 gint64 sim_kernel_until(const SimEngine *e, double share) {
   if (!e->running)
     return 0;

@@ -850,11 +850,6 @@ static void assert_no_change_on_gpu(RokHw *hw, RokHw *none, RokDecision decision
   beside_clear(&b);
 }
 
-/* An SSD leg's processor time (nvme.leg_cpu, request_cpu) with
- * gpu.shared_cpus: A's staged write runs beside op1 (10 ms), its SSD leg
- * of one request taking 100 + 10 us of the two processors, half when it
- * starts and half when it ends: op1 ends (100 + 10) / 2 us later than
- * without the figures (each half costs each processor half its time). On a GPU (no shared_cpus) they change nothing. */
 /* A CPU device's profile (2 shared processors, GPU: more in `gpu`) with
  * an SSD of 1 GB/s each way (more in `nvme`), without PCIe latency. */
 static RokHw *ssd_profile(const char *gpu, const char *nvme) {
@@ -870,6 +865,11 @@ static RokHw *ssd_profile(const char *gpu, const char *nvme) {
   return hw;
 }
 
+/* An SSD leg's processor time (nvme.leg_cpu, request_cpu) with
+ * gpu.shared_cpus: A's staged write runs beside op1 (10 ms), its SSD leg
+ * of one request taking 100 + 10 us of the two processors, half when it
+ * starts and half when it ends: op1 ends (100 + 10) / 2 us later than
+ * without the figures (each half costs each processor half its time). On a GPU (no shared_cpus) they change nothing. */
 static void test_ssd_cpu(void) {
   g_autoptr(RokHw) hw = ssd_profile("", ", \"leg_cpu\": \"100us\", \"request_cpu\": \"10us\"");
   g_assert_cmpint(hw->nvme.leg_cpu, ==, 100000);
@@ -924,6 +924,7 @@ static void test_h2d_primed_in_kernel(void) {
   }
   g_assert_true(back != NULL && x != NULL && y != NULL);
   gint64 free_at = back->start_ns + (gint64)llround(0.95 * 50e6 / 3);
+  g_assert_cmpint(x->start_ns, <, free_at); /* A came back before it */
   g_assert_cmpint(x->end_ns, >, free_at);
   g_assert_cmpint(x->end_ns, >, back->start_ns + 50000000 / 3); /* into the second launch */
   g_assert_cmpint(y->start_ns, ==, x->end_ns);

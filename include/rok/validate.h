@@ -199,6 +199,18 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
  * error_against_keep); NULL where there is none. */
 const RokValidateRow *rok_validation_keep_row(const RokValidation *validation);
 
+/* Beyond this either way, and outside its interval, keep's error says
+ * the machine runs its kernels at another speed than when it was
+ * calibrated (rok_validation_speed_note). */
+#define ROK_VALIDATE_SPEED_ERROR 0.10
+
+/* A note where the keep row (the kernels alone) missed its prediction by
+ * more than ROK_VALIDATE_SPEED_ERROR and outside its interval: the
+ * machine's speed now against its calibration, which every row's error
+ * carries and error_against_keep takes out; what to do about it. NULL
+ * otherwise (no keep row, or keep within either). */
+char *rok_validation_speed_note(const RokValidation *validation);
+
 /* The summary of `rows` (fills the medians and maxima and the parts summed
  * over the rows): for callers that build rows themselves, e.g. tests. */
 void rok_validation_summarize(RokValidation *validation);

@@ -138,6 +138,24 @@ void rok_validation_summarize(RokValidation *v) {
   }
 }
 
+char *rok_validation_speed_note(const RokValidation *v) {
+  const RokValidateRow *keep = rok_validation_keep_row(v);
+  if (keep == NULL || keep->within_noise || !(fabs(keep->step_time_error) > ROK_VALIDATE_SPEED_ERROR))
+    return NULL;
+  /* What the machine ran the kernels at, against the profile: keep's
+   * measured step over its predicted one, the other way up. */
+  double speed = keep->predicted_step_time_s / keep->measured_step_time_s - 1;
+  return g_strdup_printf("keep, the kernels alone, took %.0f%% %s time than predicted, outside its interval (%+.1f%% "
+                         "to %+.1f%%): the machine ran the kernels %.0f%% %s than the profile says, and every row's "
+                         "error carries that (the errors against keep take it out). Either its speed changed since "
+                         "it was calibrated (a virtual machine's host, a power or thermal limit, a calibration taken "
+                         "under load), and calibrating again right before validating on a machine that holds steady "
+                         "fixes it, or the profile's rates miss this model's shapes (rok calibrate --model)",
+                         100 * fabs(keep->step_time_error), keep->step_time_error < 0 ? "less" : "more",
+                         100 * keep->error_ci_low, 100 * keep->error_ci_high, 100 * fabs(speed),
+                         speed > 0 ? "faster" : "slower");
+}
+
 static json_object *parts_json(const GArray *parts) {
   json_object *a = json_object_new_array();
   for (guint i = 0; parts != NULL && i < parts->len; i++) {

@@ -196,6 +196,9 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
   g_ptr_array_add(v->notes, g_strdup_printf("offload and tba offload tensors of at least %" G_GUINT64_FORMAT
                                             " elements (SSDTrain's floor of 8 Mi is for GPU-sized models)",
                                             o->offload_min_elements));
+  char *speed = rok_validation_speed_note(v);
+  if (speed != NULL)
+    g_ptr_array_add(v->notes, speed);
   double busiest = MAX(v->load_before[0], v->load_after[0]);
   /* What others took of the processors says it directly; the load average
    * also counts tasks waiting on a disk (a virtual one's host threads). */

@@ -194,6 +194,38 @@ static void set_steps(RokValidation *v, guint row, const double *steps, guint n)
   g_array_append_vals(r->step_times_s, steps, n);
 }
 
+/* keep's error beyond 10% and outside its interval: a note that the
+ * machine ran the kernels at another speed than the profile says (keep
+ * measured 0.777 s of a predicted 1.0: 29% faster), and what to do; within
+ * its interval, or within 10%, or without a keep row, none. */
+static void test_speed_note(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
+  g_autoptr(RokValidation) v = validate_new(trace, hw);
+  g_assert_null(rok_validation_speed_note(v));
+  add_row(v, "keep", 1 << 30, 1.0, 0.777, 0.1, 1000, 0.0);
+  RokValidateRow *keep = g_ptr_array_index(v->rows, 0);
+  keep->error_ci_low = -0.346;
+  keep->error_ci_high = -0.113;
+  g_autofree char *note = rok_validation_speed_note(v);
+  g_assert_nonnull(note);
+  g_test_message("%s", note);
+  g_assert_nonnull(strstr(note, "keep, the kernels alone, took 22% less time than predicted, outside its interval "
+                                "(-34.6% to -11.3%): the machine ran the kernels 29% faster than the profile says"));
+  g_assert_nonnull(strstr(note, "calibrating again right before validating"));
+  keep->within_noise = TRUE;
+  g_assert_null(rok_validation_speed_note(v));
+  keep->within_noise = FALSE;
+  keep->measured_step_time_s = 1.08;
+  keep->step_time_error = 0.08;
+  g_assert_null(rok_validation_speed_note(v));
+  keep->measured_step_time_s = 1.25;
+  keep->step_time_error = 0.25;
+  g_autofree char *slow = rok_validation_speed_note(v);
+  g_assert_nonnull(strstr(slow, "took 25% more time than predicted"));
+  g_assert_nonnull(strstr(slow, "ran the kernels 20% slower"));
+}
+
 /* Error against keep, paired by round: keep's second round ran 40% slow
  * and the rok row's third did; each round's row over that round's keep
  * gives 1.2, 1.2 and 1.68, whose median is the predicted 1.2 (error 0),
@@ -490,6 +522,7 @@ static void test_run(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate/speed-note", test_speed_note);
   g_test_add_func("/validate/plan-rows", test_plan_rows);
   g_test_add_func("/validate/row-fill", test_row_fill);
   g_test_add_func("/validate/summary-json", test_summary_json);

@@ -60,6 +60,11 @@
 # (against keep 2.9%, 6.0%), the d2h streams 30-80% above their
 # prediction: now and then Linux leaves a woken copy thread unrun for
 # 0.5-8.3 ms (perf sched), its leg ending with the kernel in progress.
+# 2026-12-03 after the launch change, idle, none of the four on a steady
+# VM: validate-gpt 27.5% and 14.6% median (keep -22.3% and +29.0%;
+# against keep 2.4% and 12.5%), the LLaMA-shaped model 11.3% and 3.0%
+# (worst 9.1%; against keep 2.4% and 4.4%); `rok validate` now notes
+# such a keep row (README's `rok validate` section has the table).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 
@@ -83,6 +88,9 @@ while [ $# -gt 0 ]; do
     *) dir=$1; shift ;;
   esac
 done
+case $calibrations in
+  ''|*[!0-9]*|0) echo "bench-validate.sh: --calibrations wants a count of 1 or more, not '$calibrations'" >&2; exit 2 ;;
+esac
 [ -x "$rok" ] || { echo "bench-validate.sh: $rok not built (ninja -C build)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "bench-validate.sh: needs python3 for the summary" >&2; exit 2; }
 

@@ -341,8 +341,14 @@ static void short_transfers(gconstpointer data) {
   teardown(&f);
 }
 
-/* With depth 1 and the first completion held up, cancelling turns all
- * queued requests into -ECANCELED completions. */
+/* With depth 1 and the completions held up, cancelling turns all queued
+ * requests into -ECANCELED completions. What escapes: each backend thread
+ * whose callback waits has issued the next request before calling it
+ * (finish() hands the slot on first), so io_uring's one thread lets 2
+ * through and psync's pool of 2 (depth 1 x 2 files) 3, when the
+ * submissions are slow enough for the second thread to take the second
+ * request before the cancel (seen once under load on a clean clone,
+ * 2026-12-03: 61 cancelled of 64). */
 static void cancel_queued(gconstpointer data) {
   RokIoBackendKind kind = GPOINTER_TO_INT(data);
   if (uring_missing(kind))
@@ -362,7 +368,8 @@ static void cancel_queued(gconstpointer data) {
   guint cancelled = 0;
   for (guint n = 0; n < N_BUFS; n++)
     cancelled += g_array_index(f.results, int, n) == -ECANCELED;
-  g_assert_cmpuint(cancelled, >=, N_BUFS - 2);
+  guint threads = kind == ROK_IO_BACKEND_PSYNC ? 2 : 1;
+  g_assert_cmpuint(cancelled, >=, N_BUFS - 1 - threads);
   /* Later submissions are cancelled too. */
   prepare(&f, &reqs[0], 0, 0, ROK_IO_WRITE);
   submit(&f, &reqs[0]);

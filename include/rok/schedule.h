@@ -76,6 +76,14 @@ typedef enum {
   ROK_STREAM_ALL_COUNT
 } RokStream;
 
+/* Legs of one SSD stream in progress at once: rok's executor runs each
+ * SSD stream on this many threads (each leg's requests in flight
+ * together), so that small tensors keep the disks' queues full, and the
+ * simulator plays the stream so; every other stream runs one leg at a
+ * time. A leg on an SSD stream may start while the one before it on the
+ * stream, which it depends on, runs. */
+#define ROK_SSD_LANES 8
+
 /* Why the compute stream waited. */
 typedef enum {
   ROK_STALL_READ,    /* a read from the SSDs */

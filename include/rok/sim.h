@@ -88,7 +88,9 @@
  * NVMe array. A transfer is striped over all devices in requests of
  * ROK_SIM_CHUNK_BYTES; a device keeps at most queue_depth requests
  * in flight, so by Little's law it moves at most
- * min(bandwidth, queue_depth · request / latency). Reads and writes share
+ * min(bandwidth, queue_depth · request / latency). An SSD stream runs
+ * its legs on ROK_SSD_LANES lanes, starting each in turn while the legs
+ * in progress on it hold fewer requests than the devices' queues. Reads and writes share
  * each device's time: a read at rate r and a write at rate w use
  * r / read_bw + w / write_bw of it.
  *

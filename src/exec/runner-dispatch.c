@@ -1,9 +1,9 @@
 /* The dependency tracker: one step of the schedule. An action is issued
  * when every action it depends on has completed, on its stream's thread,
  * in the stream's order, one at a time per stream; an SSD leg may also
- * start while the leg before it on its stream runs (the stream's lanes,
- * RUN_SSD_LANES), and a d2h or h2d leg be primed while the ones before it
- * are checked; a free runs at once, where the action it waited for
+ * start beside others on its stream where the schedule does not make it
+ * wait for them (the stream's lanes, RUN_SSD_LANES), and a d2h or h2d leg
+ * be primed while the ones before it are checked; a free runs at once, where the action it waited for
  * ended; a staged SSD write begins on the I/O backend's thread, which
  * submits its requests without a hand-off. The thread that ends an action
  * (a stream's, or the I/O backend's for an SSD leg) marks it done and
@@ -233,10 +233,10 @@ static void on_completion(Runner *r, guint id) {
   complete(r, id);
 }
 
-/* Whether `id` may be issued: every dependency has completed, or (a leg
- * of a stream with several lanes) all but the leg before it on its stream,
- * which is running: the two share nothing but the stream, whose lanes
- * keep both in flight. */
+/* Whether `id` may be issued: every dependency has completed, or (a d2h
+ * or h2d leg) all but the leg before it on its stream, which is running:
+ * the two share nothing but the stream, whose primed copies keep both in
+ * flight. */
 static gboolean ready(const Runner *r, guint id) {
   const RunnerRecord *rec = &r->rec[id];
   guint after = r->prog.actions[id].after;

@@ -33,7 +33,6 @@ RokExecReport *exec_report_new(void);
 
 #include "rok/storage.h"
 #include "rok/device.h"
-#include "rok/device.h"
 #include "rok/ops.h"
 
 #define RUN_NONE G_MAXUINT
@@ -61,13 +60,11 @@ typedef struct {
   gboolean ends_mb;               /* the last compute action of its micro-batch */
   gboolean seed_only;             /* a recompute of dropout masks alone, from the seed */
   guint ticket;                   /* legs that hold staging slots: their turn, in schedule order; RUN_NONE otherwise */
-  guint after;                    /* an SSD or d2h leg: the leg before it on its stream when it depends on it, else RUN_NONE */
+  guint after;                    /* a d2h or h2d leg: the leg before it on its stream when it depends on it, else RUN_NONE */
 } RunnerAction;
 
-/* Threads per SSD stream: legs of one SSD stream run up to this many at
- * once (each leg's chunks are in flight together), so that small tensors
- * keep the disks' queues full; every other stream has one thread. */
-#define RUN_SSD_LANES 8
+/* Threads per SSD stream (ROK_SSD_LANES); every other stream has one. */
+#define RUN_SSD_LANES ROK_SSD_LANES
 
 static inline guint runner_threads(RokStream s) {
   return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? RUN_SSD_LANES : 1;

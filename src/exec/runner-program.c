@@ -223,14 +223,16 @@ static gboolean depends(const RunnerProgram *p, guint id, guint on) {
   return FALSE;
 }
 
-/* Each leg's dependency on the leg before it on its stream, where the
- * stream issues several at once (runner_lanes: an SSD stream's lanes, the
- * d2h and h2d streams' primed copies), which the tracker lets it overlap. */
+/* Each d2h and h2d leg's dependency on the leg before it on its stream,
+ * which the tracker lets it overlap (its copies primed while the one
+ * before is checked). An SSD leg's is kept: the simulator records it only
+ * where the leg waited for that one, and the stream's lanes run beside
+ * each other the legs it ran so (ROK_SSD_LANES). */
 static void mark_after(RunnerProgram *p) {
   for (guint id = 0; id < p->n_actions; id++)
     p->actions[id].after = RUN_NONE;
   for (RokStream s = 0; s < ROK_STREAM_ALL_COUNT; s++) {
-    if (runner_lanes(s) == 1)
+    if (s != ROK_STREAM_D2H && s != ROK_STREAM_H2D)
       continue;
     const GArray *order = p->order[s];
     for (guint i = 1; i < order->len; i++) {

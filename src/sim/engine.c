@@ -50,13 +50,23 @@ static void reset_tensors(SimEngine *e) {
 
 static void reset_streams(SimEngine *e) {
   g_array_set_size(e->jobs, 0);
+  guint lane = 0;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];
     g_array_set_size(st->queue, 0);
     GArray *queue = st->queue;
-    *st = (SimStream){.queue = queue, .job = ROK_NO_ID, .event = ROK_NO_ID, .last_action = ROK_NO_ID};
-    e->flows[s] = (RokFlow){0};
+    guint n = s == ROK_STREAM_COMPUTE                                ? 0
+              : s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? ROK_SSD_LANES
+                                                                       : 1;
+    *st = (SimStream){.queue = queue, .first_lane = lane, .n_lanes = n, .last_action = ROK_NO_ID,
+                       .last_job = ROK_NO_ID, .ended_action = ROK_NO_ID, .ended_at = -1};
+    for (guint l = lane; l < lane + n; l++) {
+      e->lanes[l] = (SimLane){.job = ROK_NO_ID, .stream = s, .event = ROK_NO_ID};
+      e->flows[l] = (RokFlow){0};
+    }
+    lane += n;
   }
+  g_assert(lane == SIM_LANES);
 }
 
 static void reset(SimEngine *e, const RokStepPlan *plan) {
@@ -86,6 +96,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->p2p_link[0] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.d2h_bandwidth) : 0;
   e->p2p_link[1] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.h2d_bandwidth) : 0;
   e->ssd_last_end = G_MININT64 / 4; /* long idle: the step's first leg finds the disk asleep */
+  e->ssd_awake_at = 0;
   e->leg_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.leg_cpu : 0;
   e->request_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.request_cpu : 0;
   e->copy_leg_cpu = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_leg_cpu : 0;

@@ -71,15 +71,32 @@ typedef struct {
   guint issue_deps[2]; /* reads: what allowed the read to be issued */
 } SimJob;
 
+/* A leg in progress on one of a stream's lanes (transfer.c). */
+typedef struct {
+  guint job; /* running, or ROK_NO_ID */
+  RokStream stream;
+  gboolean flowing;
+  gint64 last_update;
+  double remaining;
+  guint event; /* pending event, or ROK_NO_ID */
+} SimLane;
+
+/* The d2h and h2d streams' one lane each, then each SSD stream's
+ * ROK_SSD_LANES: a stream's lanes are SimStream.first_lane onwards, and a
+ * lane's flow is SimEngine.flows at the same index. */
+#define SIM_LANES (2 + 2 * ROK_SSD_LANES)
+
 typedef struct {
   GArray *queue; /* guint job ids */
   guint head;
-  guint job;    /* running, or ROK_NO_ID */
-  gboolean flowing, staging_wait;
-  gint64 leg_start, last_update;
-  double remaining;
-  guint event; /* pending event, or ROK_NO_ID */
-  guint last_action;
+  gboolean staging_wait;
+  guint first_lane, n_lanes;
+  guint running;     /* legs in progress */
+  guint64 requests;  /* their requests to the SSDs (ROK_SIM_CHUNK_BYTES each) */
+  gint64 busy_since; /* since when some leg has been in progress */
+  guint last_action, last_job; /* the leg started last */
+  guint ended_action;           /* the leg ended last, at ended_at */
+  gint64 ended_at;
 } SimStream;
 
 typedef struct {
@@ -112,6 +129,7 @@ typedef struct {
   gint64 leg_cpu, request_cpu;            /* an SSD leg's processor time, ns (0: none or no shared_cpus) */
   gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */
+  gint64 ssd_awake_at;                    /* when the disk's last wake ended or ends */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double copy_kernel_free_at;             /* gpu.copy_kernel_free_at, 0 without shared_cpus */
   gboolean copies_in_order;               /* gpu.copy_queues_in_order, FALSE without shared_cpus */
@@ -126,7 +144,8 @@ typedef struct {
   gsize ts_capacity;
   GArray *jobs;
   SimStream streams[ROK_STREAM_COUNT]; /* the compute entry is unused */
-  RokFlow flows[ROK_STREAM_COUNT];
+  SimLane lanes[SIM_LANES];
+  RokFlow flows[SIM_LANES];
 
   /* memory */
   guint64 live, peak, pending_free, staging_used, staging_peak, host_used, host_peak;
@@ -254,7 +273,8 @@ guint64 sim_kernel_id(const SimEngine *e);
 void sim_offload_start(SimEngine *e, guint mb, guint tensor);
 void sim_prefetch_pump(SimEngine *e);
 void sim_streams_pump(SimEngine *e);
-void sim_transfer_event(SimEngine *e, guint kind, guint stream);
+/* An event of the leg on `lane` (an index into SimEngine.lanes). */
+void sim_transfer_event(SimEngine *e, guint kind, guint lane);
 /* The threads on the compute processors have changed (a copy leg or the
  * compute started or ended): the copies there get their new shares. */
 void sim_cpu_flows_update(SimEngine *e);

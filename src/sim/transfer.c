@@ -3,9 +3,11 @@
  * prefetcher of the micro-batch in backward.
  *
  * A job is a tensor's copy out (write) or back (read) along a path of one
- * or two legs; each leg runs on one stream, which runs its legs one after
- * the other in the order they were queued. A leg pays its latency, then
- * flows at the rate the fluid model gives it until its bytes have moved. */
+ * or two legs; each leg runs on one stream, which starts its legs in the
+ * order they were queued: the d2h and h2d streams one after the other, an
+ * SSD stream up to ROK_SSD_LANES at once (stream_try_start). A leg pays
+ * its latency, then flows at the rate the fluid model gives it until its
+ * bytes have moved. */
 #include "sim-private.h"
 
 #include <math.h>
@@ -74,15 +76,19 @@ static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
 }
 
 /* nvme.wake_write or wake_read when the leg finds the disk without a
- * request for nvme.wake_after or longer: no SSD leg in progress on either
- * stream, the last one ended that long ago. */
-static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
+ * request for nvme.wake_after or longer: no other SSD leg in progress on
+ * either stream, the last one ended that long ago. A leg that starts
+ * beside one still waking the disk waits the rest of that wake. */
+static gint64 leg_wake(SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
   gint64 wake = leg_stream(j) == ROK_STREAM_NVME_WRITE ? hw->nvme.wake_write : hw->nvme.wake_read;
+  /* The leg itself is in progress already. */
+  if (e->streams[ROK_STREAM_NVME_WRITE].running + e->streams[ROK_STREAM_NVME_READ].running > 1)
+    return MAX(e->ssd_awake_at - e->now, 0);
   if (wake <= 0 || e->now - e->ssd_last_end < hw->nvme.wake_after)
     return 0;
-  RokStream other = leg_stream(j) == ROK_STREAM_NVME_WRITE ? ROK_STREAM_NVME_READ : ROK_STREAM_NVME_WRITE;
-  return e->streams[other].job == ROK_NO_ID ? wake : 0;
+  e->ssd_awake_at = e->now + wake;
+  return wake;
 }
 
 /* What a leg pays before its bytes move: the links' latencies, the
@@ -93,16 +99,20 @@ static gint64 leg_wake(const SimEngine *e, const SimJob *j) {
  * disk's latency, nvme.leg_overhead and the disk's wake (rok calibrate's
  * bursts), a write's own latency and leg overhead where the profile has
  * them. */
-static gint64 leg_latency(const SimEngine *e, const SimJob *j) {
+static gint64 leg_fixed(const SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
   gint64 base = 0;
   if (!leg_on_ssd(j) || j->path == PATH_DIRECT) /* crosses PCIe */
     base = e->pcie_latency + (check_in_flow(e, j) ? 0 : leg_check(e, j));
   if (leg_on_ssd(j)) {
     gboolean write = leg_stream(j) == ROK_STREAM_NVME_WRITE;
-    base += rok_hw_nvme_latency(hw, write) + rok_hw_nvme_leg_overhead(hw, write) + leg_wake(e, j);
+    base += rok_hw_nvme_latency(hw, write) + rok_hw_nvme_leg_overhead(hw, write);
   }
   return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
+}
+
+static gint64 leg_latency(SimEngine *e, const SimJob *j) {
+  return leg_fixed(e, j) + (leg_on_ssd(j) ? leg_wake(e, j) : 0);
 }
 
 /* The share of a processor a leg on the compute processors gets: the
@@ -237,12 +247,12 @@ static gint64 flow_ns(double bytes, double rate) {
 /* Bring every flow up to now, share the links again, and move the flows'
  * end events to match their new rates. */
 static void reshare(SimEngine *e) {
-  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
-    SimStream *st = &e->streams[s];
-    if (!st->flowing)
+  for (guint l = 0; l < SIM_LANES; l++) {
+    SimLane *ln = &e->lanes[l];
+    if (!ln->flowing)
       continue;
-    st->remaining = MAX(0.0, st->remaining - e->flows[s].rate * (double)(e->now - st->last_update) / 1e9);
-    st->last_update = e->now;
+    ln->remaining = MAX(0.0, ln->remaining - e->flows[l].rate * (double)(e->now - ln->last_update) / 1e9);
+    ln->last_update = e->now;
   }
   /* Collectives and copies meet on the link as equals: the collectives
    * take what they need up to half of it (their time is in the op's, as
@@ -250,16 +260,16 @@ static void reshare(SimEngine *e) {
   double taken[ROK_LINK_COUNT] = {0};
   taken[ROK_LINK_D2H] = MIN(0.5, e->p2p_busy * e->p2p_link[0]);
   taken[ROK_LINK_H2D] = MIN(0.5, e->p2p_busy * e->p2p_link[1]);
-  sim_fluid_share_taken(e->flows, ROK_STREAM_COUNT, taken);
-  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
-    SimStream *st = &e->streams[s];
-    if (!st->flowing)
+  sim_fluid_share_taken(e->flows, SIM_LANES, taken);
+  for (guint l = 0; l < SIM_LANES; l++) {
+    SimLane *ln = &e->lanes[l];
+    if (!ln->flowing)
       continue;
-    gint64 end = e->now + flow_ns(st->remaining, e->flows[s].rate);
-    if (st->event == ROK_NO_ID)
-      st->event = sim_evq_push(&e->evq, end, EV_FLOW, s);
-    else if (e->evq.events[st->event].time != end)
-      sim_evq_reschedule(&e->evq, st->event, end);
+    gint64 end = e->now + flow_ns(ln->remaining, e->flows[l].rate);
+    if (ln->event == ROK_NO_ID)
+      ln->event = sim_evq_push(&e->evq, end, EV_FLOW, l);
+    else if (e->evq.events[ln->event].time != end)
+      sim_evq_reschedule(&e->evq, ln->event, end);
   }
 }
 
@@ -267,14 +277,14 @@ void sim_cpu_flows_update(SimEngine *e) {
   if (e->shared_cpus == 0)
     return;
   gboolean changed = FALSE;
-  for (guint s = 1; s < ROK_STREAM_COUNT; s++) {
-    SimStream *st = &e->streams[s];
-    if (!st->flowing || !leg_on_cpus(sim_job(e, st->job)))
+  for (guint l = 0; l < SIM_LANES; l++) {
+    SimLane *ln = &e->lanes[l];
+    if (!ln->flowing || !leg_on_cpus(sim_job(e, ln->job)))
       continue;
     RokFlow flow;
-    leg_flow(e, sim_job(e, st->job), &flow);
-    changed |= flow.cap != e->flows[s].cap;
-    e->flows[s].cap = flow.cap;
+    leg_flow(e, sim_job(e, ln->job), &flow);
+    changed |= flow.cap != e->flows[l].cap;
+    e->flows[l].cap = flow.cap;
   }
   if (changed)
     reshare(e);
@@ -287,12 +297,12 @@ void sim_p2p_update(SimEngine *e, double busy) {
   reshare(e);
 }
 
-static void begin_flow(SimEngine *e, RokStream s) {
-  SimStream *st = &e->streams[s];
-  st->flowing = TRUE;
-  st->remaining = (double)sim_job(e, st->job)->bytes;
-  st->last_update = e->now;
-  leg_flow(e, sim_job(e, st->job), &e->flows[s]);
+static void begin_flow(SimEngine *e, guint lane) {
+  SimLane *ln = &e->lanes[lane];
+  ln->flowing = TRUE;
+  ln->remaining = (double)sim_job(e, ln->job)->bytes;
+  ln->last_update = e->now;
+  leg_flow(e, sim_job(e, ln->job), &e->flows[lane]);
   reshare(e);
 }
 
@@ -305,7 +315,16 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
                                   ROK_NO_ID, j->tensor, j->bytes);
   if (j->path == PATH_DIRECT)
     sim_record_gpudirect(e, action);
-  sim_record_dep(e, action, e->streams[s].last_action);
+  /* The leg before on the stream, unless it runs beside this one on
+   * another lane (the executor issues a stream's legs in order, and
+   * starts one beside another only where the schedule lets it); and the
+   * leg whose end made room for this one on an SSD stream's lanes. */
+  const SimStream *st = &e->streams[s];
+  const SimJob *before = st->last_job != ROK_NO_ID ? sim_job(e, st->last_job) : NULL;
+  if (before == NULL || before->state != JOB_RUNNING || leg_stream(before) != s)
+    sim_record_dep(e, action, st->last_action);
+  if (st->ended_at == e->now)
+    sim_record_dep(e, action, st->ended_action);
   if (j->leg > 0)
     sim_record_dep(e, action, j->action);
   else if (!j->is_read)
@@ -318,6 +337,7 @@ static void record_leg(SimEngine *e, RokStream s, guint id) {
   if (j->waited_staging)
     sim_record_dep(e, action, e->last_staging_release);
   j->action = action;
+  e->streams[s].last_job = id;
   if (action != ROK_NO_ID)
     e->streams[s].last_action = action;
 }
@@ -419,7 +439,7 @@ static gboolean primed(const SimEngine *e, const SimJob *j) {
   if (!queued_ahead(e, j))
     return FALSE;
   const SimStream *st = &e->streams[leg_stream(j)];
-  if (e->copies_in_order && (st->job != ROK_NO_ID || st->head < st->queue->len))
+  if (e->copies_in_order && (st->running > 0 || st->head < st->queue->len))
     return FALSE;
   guint64 staged = leg_takes_staging(j) ? j->bytes : 0;
   for (guint i = st->head; i < st->queue->len; i++) {
@@ -435,26 +455,33 @@ static gboolean primed(const SimEngine *e, const SimJob *j) {
 
 /* After a leg's wait for the kernel: its thread on the processors, its
  * latency, then its bytes. */
-static void leg_go(SimEngine *e, RokStream s) {
-  SimStream *st = &e->streams[s];
-  SimJob *j = sim_job(e, st->job);
+static void leg_go(SimEngine *e, guint lane) {
+  SimLane *ln = &e->lanes[lane];
+  SimJob *j = sim_job(e, ln->job);
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, TRUE);
   sim_cpu_take(e, leg_cpu_half(e, j));
   gint64 latency = leg_latency(e, j);
   if (latency > 0)
-    st->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, s);
+    ln->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, lane);
   else
-    begin_flow(e, s);
+    begin_flow(e, lane);
 }
 
-static void start_leg(SimEngine *e, RokStream s, guint id) {
+/* A leg's requests to the SSDs (0 for a copy leg). */
+static guint64 leg_requests(const SimJob *j) {
+  return leg_on_ssd(j) ? MAX((j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES, 1) : 0;
+}
+
+static void start_leg(SimEngine *e, RokStream s, guint lane, guint id) {
   SimStream *st = &e->streams[s];
   SimJob *j = sim_job(e, id);
   SimTensorState *ts = sim_ts(e, j->mb, j->tensor);
   j->state = JOB_RUNNING;
-  st->job = id;
-  st->leg_start = e->now;
+  e->lanes[lane].job = id;
+  if (st->running++ == 0)
+    st->busy_since = e->now;
+  st->requests += leg_requests(j);
   if (!j->is_read && j->leg == 0) {
     ts->write = W_GPU_LEG;
     if (j->path == PATH_HOST && !ts->host_copy) {
@@ -476,23 +503,69 @@ static void start_leg(SimEngine *e, RokStream s, guint id) {
   j->copied = j->primed && speed > 0 && e->now - j->made >= flow_ns((double)j->bytes, speed);
   gint64 wait = kernel_wait(e, j);
   if (wait > 0)
-    st->event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, s);
+    e->lanes[lane].event = sim_evq_push(&e->evq, e->now + wait, EV_KERNEL_WAIT, lane);
   else
-    leg_go(e, s);
+    leg_go(e, lane);
 }
 
+/* The share of the array's rate an SSD leg takes alone, over its whole
+ * time: its bytes over its latency and their flow at its own rate. */
+static double leg_demand(const SimEngine *e, const SimJob *j) {
+  RokFlow flow;
+  leg_flow(e, j, &flow);
+  double solo = flow.cap > 0 ? flow.cap : G_MAXDOUBLE;
+  for (gint r = 0; r < ROK_LINK_COUNT; r++)
+    if (flow.speed[r] > 0)
+      solo = MIN(solo, flow.speed[r]);
+  double bytes = (double)j->bytes, took = (double)leg_fixed(e, j) / 1e9 + bytes / solo;
+  return took > 0 ? bytes / took / flow.speed[ROK_LINK_NVME] : 1.0;
+}
+
+/* A free lane of the stream, or ROK_NO_ID. */
+static guint free_lane(const SimEngine *e, const SimStream *st) {
+  for (guint l = st->first_lane; l < st->first_lane + st->n_lanes; l++)
+    if (e->lanes[l].job == ROK_NO_ID)
+      return l;
+  return ROK_NO_ID;
+}
+
+/* Whether an SSD leg may start beside the legs in progress on its
+ * stream: together they would not ask more of the array than its rate
+ * (leg_demand), so that none is slowed by another and the tensors come
+ * back in the order they are needed, and they keep fewer requests in
+ * flight than the disks take (nvme.queue_depth per device; the executor's
+ * I/O backend holds the rest in a FIFO). Small legs, whose latency and
+ * per-request costs keep each below the array's rate, go together. */
+static gboolean joins_lanes(const SimEngine *e, const SimStream *st, const SimJob *j) {
+  if (st->running == 0)
+    return TRUE;
+  const RokHw *hw = e->sim->hw;
+  if (st->requests >= hw->nvme.queue_depth * MAX(hw->nvme.devices, 1))
+    return FALSE;
+  double demand = leg_demand(e, j);
+  for (guint l = st->first_lane; l < st->first_lane + st->n_lanes; l++)
+    if (e->lanes[l].job != ROK_NO_ID)
+      demand += leg_demand(e, &g_array_index(e->jobs, SimJob, e->lanes[l].job));
+  return demand <= 1.0 + 1e-9;
+}
+
+/* Start the stream's queued legs in order while it has a free lane (an
+ * SSD stream's: joins_lanes). */
 static void stream_try_start(SimEngine *e, RokStream s) {
   SimStream *st = &e->streams[s];
   st->staging_wait = FALSE;
-  if (st->job != ROK_NO_ID)
-    return;
   while (st->head < st->queue->len) {
+    guint lane = free_lane(e, st);
+    if (lane == ROK_NO_ID)
+      return;
     guint id = g_array_index(st->queue, guint, st->head);
     SimJob *j = sim_job(e, id);
     if (j->state == JOB_CANCELLED) {
       st->head++;
       continue;
     }
+    if (!joins_lanes(e, st, j))
+      return;
     /* A tensor larger than the whole buffer goes through an empty one. */
     if (leg_takes_staging(j) && e->staging_used > 0 && e->staging_used + j->bytes > e->staging_cap) {
       st->staging_wait = TRUE;
@@ -500,8 +573,7 @@ static void stream_try_start(SimEngine *e, RokStream s) {
       return;
     }
     st->head++;
-    start_leg(e, s, id);
-    return;
+    start_leg(e, s, lane, id);
   }
   if (st->head > 0) { /* all taken: start the queue afresh */
     g_array_set_size(st->queue, 0);
@@ -575,17 +647,22 @@ static void read_leg_done(SimEngine *e, guint id) {
     staging_unref(e, ts, j->bytes, j->action);
 }
 
-static void finish_leg(SimEngine *e, RokStream s) {
+static void finish_leg(SimEngine *e, guint lane) {
+  RokStream s = e->lanes[lane].stream;
   SimStream *st = &e->streams[s];
-  guint id = st->job;
+  guint id = e->lanes[lane].job;
   SimJob *j = sim_job(e, id);
-  st->job = ROK_NO_ID;
+  e->lanes[lane].job = ROK_NO_ID;
+  st->ended_action = j->action;
+  st->ended_at = e->now;
+  st->requests -= leg_requests(j);
+  if (--st->running == 0) /* each moment once, however many lanes were busy */
+    e->counters.busy_ns[s] += e->now - st->busy_since;
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, FALSE);
   sim_cpu_take(e, leg_cpu_half(e, j));
   if (leg_on_ssd(j))
     e->ssd_last_end = e->now;
-  e->counters.busy_ns[s] += e->now - st->leg_start;
   count_bytes(e, s, j);
   sim_record_end(e, j->action);
   if (j->is_read)
@@ -595,43 +672,45 @@ static void finish_leg(SimEngine *e, RokStream s) {
 }
 
 void sim_transfer_kernel_launched(SimEngine *e) {
-  SimStream *st = &e->streams[ROK_STREAM_D2H];
-  if (!copies_wait_for_kernels(e) || st->job == ROK_NO_ID || st->event == ROK_NO_ID || st->leg_start != e->now)
+  guint lane = e->streams[ROK_STREAM_D2H].first_lane; /* its only one */
+  SimLane *ln = &e->lanes[lane];
+  if (!copies_wait_for_kernels(e) || ln->job == ROK_NO_ID || ln->event == ROK_NO_ID ||
+      e->streams[ROK_STREAM_D2H].busy_since != e->now)
     return;
-  SimJob *j = sim_job(e, st->job);
+  SimJob *j = sim_job(e, ln->job);
   if (!check_in_flow(e, j) || !waits_for_launched(e, j))
     return;
   /* Begun just before the launch, at this instant, so not yet waiting
    * (kernel_wait): from its latency or its flow back to waiting, now for
    * this kernel. */
-  gboolean went = e->evq.events[st->event].kind != EV_KERNEL_WAIT; /* leg_go ran */
-  sim_evq_cancel(&e->evq, st->event);
-  if (st->flowing) {
-    st->flowing = FALSE;
-    e->flows[ROK_STREAM_D2H].active = FALSE;
+  gboolean went = e->evq.events[ln->event].kind != EV_KERNEL_WAIT; /* leg_go ran */
+  sim_evq_cancel(&e->evq, ln->event);
+  if (ln->flowing) {
+    ln->flowing = FALSE;
+    e->flows[lane].active = FALSE;
     reshare(e);
   }
   if (went)
     sim_cpu_legs_change(e, FALSE);
-  st->event = sim_evq_push(&e->evq, e->now + wait_in_kernel(e), EV_KERNEL_WAIT, ROK_STREAM_D2H);
+  ln->event = sim_evq_push(&e->evq, e->now + wait_in_kernel(e), EV_KERNEL_WAIT, lane);
 }
 
-void sim_transfer_event(SimEngine *e, guint kind, guint stream) {
-  SimStream *st = &e->streams[stream];
-  st->event = ROK_NO_ID;
+void sim_transfer_event(SimEngine *e, guint kind, guint lane) {
+  SimLane *ln = &e->lanes[lane];
+  ln->event = ROK_NO_ID;
   if (kind == EV_KERNEL_WAIT) {
-    leg_go(e, stream);
+    leg_go(e, lane);
     return;
   }
   if (kind == EV_LATENCY) {
-    begin_flow(e, stream);
+    begin_flow(e, lane);
     return;
   }
-  st->flowing = FALSE;
-  st->remaining = 0;
-  e->flows[stream].active = FALSE;
+  ln->flowing = FALSE;
+  ln->remaining = 0;
+  e->flows[lane].active = FALSE;
   reshare(e);
-  finish_leg(e, stream);
+  finish_leg(e, lane);
 }
 
 /* ---- offload ---- */
@@ -794,8 +873,11 @@ RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor) {
     gboolean head = st->head < st->queue->len && g_array_index(st->queue, guint, st->head) == id;
     return st->staging_wait && head ? ROK_STALL_STAGING : stream_cause(s);
   }
-  if (st->flowing && st->job == id) {
-    gint b = e->flows[s].bottleneck;
+  guint lane = st->first_lane;
+  while (lane < st->first_lane + st->n_lanes && e->lanes[lane].job != id)
+    lane++;
+  if (lane < st->first_lane + st->n_lanes && e->lanes[lane].flowing) {
+    gint b = e->flows[lane].bottleneck;
     if (b == ROK_LINK_NVME)
       return ROK_STALL_READ;
     if (b == ROK_LINK_D2H || b == ROK_LINK_H2D)

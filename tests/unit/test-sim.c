@@ -8,6 +8,7 @@
 #include "rok/core.h"
 #include "rok/sim.h"
 #include "sim/fluid.h"
+#include "test-sim-log.h"
 
 #define MS 1000000
 #define US 1000
@@ -85,26 +86,6 @@ static gboolean depends_on(const RokSimResult *r, const RokAction *a, const RokA
   return FALSE;
 }
 
-/* Every action's dependencies come before it and have ended by its start;
- * no stream runs two actions at once; the compute stream is busy or
- * stalled from 0 to the end of the step. */
-static void check_log(const RokSimResult *r) {
-  gint64 stream_end[ROK_STREAM_COUNT] = {0};
-  for (guint i = 0; i < r->actions->len; i++) {
-    const RokAction *a = &g_array_index(r->actions, RokAction, i);
-    g_assert_cmpint(a->start_ns, <=, a->end_ns);
-    for (guint d = 0; d < a->deps_count; d++) {
-      guint dep = g_array_index(r->deps, guint, a->deps_first + d);
-      g_assert_cmpuint(dep, <, i);
-      g_assert_cmpint(g_array_index(r->actions, RokAction, dep).end_ns, <=, a->start_ns);
-    }
-    if (a->kind == ROK_ACTION_FREE)
-      continue;
-    g_assert_cmpint(a->start_ns, >=, stream_end[a->stream]);
-    stream_end[a->stream] = a->end_ns;
-  }
-}
-
 /* op0 makes A (offloaded to host), op1 makes B (kept). The copy out takes
  * latency + bytes / bandwidth on d2h, the read back the same on h2d. */
 static void test_offload_pencil(void) {
@@ -152,7 +133,7 @@ static void test_offload_pencil(void) {
   const RokAction *bwd0 = find_action(r, ROK_ACTION_BACKWARD, op0, ROK_STREAM_COMPUTE);
   g_assert_cmpint(bwd0->start_ns, ==, 5 * MS);
   g_assert_true(depends_on(r, bwd0, back));
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* op0 (1 ms each way) makes A (1 MB), op1 (2 ms forward, 0.5 ms
@@ -202,7 +183,7 @@ static void test_late_prefetch_stalls_exactly(gconstpointer data) {
   g_assert_cmpuint(r->nvme_write_bytes, ==, 1000000);
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 1000000); /* gpudirect crosses PCIe too */
   g_assert_cmpuint(r->nvme_read_bytes, ==, 1000000);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* The profile of the SSD tests below: 10 us over PCIe, 20 us to the SSD
@@ -245,7 +226,7 @@ static void test_leg_overhead(void) {
       g_assert_cmpint(took, >=, 30 * US + 1 * MS + cases[c].more - 1);
       g_assert_cmpint(took, <=, 30 * US + 1 * MS + cases[c].more + 1);
     }
-    check_log(r);
+    test_sim_check_log(r);
   }
 }
 
@@ -267,7 +248,7 @@ static void test_write_fixed(void) {
   const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
   g_assert_cmpint(write->end_ns - write->start_ns, ==, 25 * US + 1 * MS);
   g_assert_cmpint(read->end_ns - read->start_ns, ==, 130 * US + 1 * MS);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* nvme.wake_write and wake_read: a leg that finds the disk idle for
@@ -288,7 +269,59 @@ static void test_wake(void) {
     const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
     g_assert_cmpint(read->start_ns - write->end_ns, >, 500 * US);
     g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + (long_idle ? 40 * US : 0) + 1 * MS);
-    check_log(r);
+    test_sim_check_log(r);
+  }
+}
+
+/* An SSD stream's lanes (ROK_SSD_LANES): op0 (1 ms) makes four 100 KB
+ * tensors that op1 reads, all written gpudirect as op0 ends, at 1 ms.
+ * With 400 us of nvme.request_overhead per request a leg moves 0.2 GB/s
+ * and, over its 30 us of latency too, asks 0.19 of the array's 1 GB/s:
+ * the four go together, each done 530 us after it began, the stream busy
+ * that long (each moment counted once). With a queue depth of one request
+ * they go in turn; with a wake of 100 us the first pays it and the others,
+ * begun beside it, wait it out. With 100 us per request a leg moves 0.5
+ * GB/s and asks 0.43 of the array: two go together, then the other two. */
+static void test_ssd_lanes(void) {
+  const struct {
+    gint64 request, wake;
+    guint64 depth;
+    gint64 start[4], took, busy;
+  } cases[] = {
+      {400 * US, 0, 32, {0, 0, 0, 0}, 530 * US, 530 * US},
+      {400 * US, 0, 1, {0, 530 * US, 1060 * US, 1590 * US}, 530 * US, 2120 * US},
+      {400 * US, 100 * US, 32, {0, 0, 0, 0}, 630 * US, 630 * US},
+      {100 * US, 0, 32, {0, 0, 230 * US, 230 * US}, 230 * US, 460 * US},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+    guint t[4];
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
+      g_autofree char *name = g_strdup_printf("T%u", i);
+      t[i] = add_tensor(trace, name, -1, 100000, op0);
+    }
+    guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
+      rok_trace_need(trace, t[i], op1);
+    finish(trace);
+    RokHw hw = ssd_hw();
+    hw.nvme.request_overhead = cases[c].request;
+    hw.nvme.queue_depth = cases[c].depth;
+    hw.nvme.wake_write = cases[c].wake;
+    hw.nvme.wake_after = 5 * MS;
+    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
+      plan->decisions[t[i]] = ROK_DECISION_OFFLOAD_NVME;
+    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
+      const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
+      gint64 start = 1 * MS + cases[c].start[i];
+      g_assert_cmpint(llabs(w->start_ns - start), <=, 1);
+      g_assert_cmpint(llabs(w->end_ns - (start + cases[c].took)), <=, 2);
+    }
+    g_assert_cmpint(llabs(r->busy_ns[ROK_STREAM_NVME_WRITE] - cases[c].busy), <=, 2);
+    test_sim_check_log(r);
   }
 }
 
@@ -318,7 +351,7 @@ static void test_fluid_sharing_in_engine(void) {
   g_assert_cmpint(wa->end_ns, ==, 3 * MS);
   g_assert_cmpint(wb->end_ns, ==, 5 * MS);
   g_assert_cmpuint(r->pcie_d2h_bytes, ==, 4000000);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 static RokFlow flow2(RokLink r1, double s1, RokLink r2, double s2) {
@@ -390,7 +423,7 @@ static void test_forwarding(void) {
   g_assert_true(depends_on(r, free_a, find_action(r, ROK_ACTION_BACKWARD, op0, ROK_STREAM_COMPUTE)));
   g_assert_cmpint(find_action(r, ROK_ACTION_FREE, c, ROK_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
   g_assert_cmpuint(r->peak_bytes, ==, FIXED + 2000000);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* X (layer 0's input) -> op1 -> Y -> op2 -> Z (layer 1's input) -> op3 -> W.
@@ -439,7 +472,7 @@ static void test_recompute_pencil(void) {
   g_assert_cmpint(re->start_ns, ==, 6 * MS);
   g_assert_cmpint(re->end_ns, ==, 8 * MS);
   g_assert_cmpint(find_action(r, ROK_ACTION_FREE, 1, ROK_STREAM_COMPUTE)->start_ns, ==, 4 * MS);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* Y and V of one layer, both recomputed, share one rebuild: op1 and op2
@@ -488,7 +521,7 @@ static void test_rebuild_once_and_masks(void) {
   g_assert_cmpint(mask->end_ns - mask->start_ns, ==, 1500);
   g_assert_cmpuint(mask->deps_count, ==, 1); /* the previous compute only */
   g_assert_cmpint(r->step_ns, ==, r->compute_ns);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* The budget holds A or B, not both: op1 waits for A's copy out (1 ms), and
@@ -515,7 +548,7 @@ static void test_memory_stalls(void) {
   g_assert_cmpuint(r->peak_bytes, ==, FIXED + 1000000);
   g_assert_cmpuint(r->budget_bytes, ==, FIXED + 1500000);
   g_assert_true(r->within_budget);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 /* Without gpudirect, the staging buffer holds one tensor: B's copy out
@@ -554,7 +587,7 @@ static void test_staging(void) {
   g_assert_cmpuint(r->nvme_write_bytes, ==, 2000000);
   g_assert_cmpuint(r->nvme_read_bytes, ==, 2000000);
   g_assert_cmpuint(r->pcie_h2d_bytes, ==, 2000000);
-  check_log(r);
+  test_sim_check_log(r);
 }
 
 static void expect_error(const RokTrace *trace, const RokHw *hw, const RokStepPlan *plan, const char *needle) {
@@ -624,6 +657,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/leg-overhead", test_leg_overhead);
   g_test_add_func("/sim/write-fixed", test_write_fixed);
   g_test_add_func("/sim/wake", test_wake);
+  g_test_add_func("/sim/ssd-lanes", test_ssd_lanes);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);
   g_test_add_func("/sim/fluid/engine", test_fluid_sharing_in_engine);

@@ -908,7 +908,9 @@ static void test_ssd_cpu(void) {
  * that point; A2's leg, begun after A's in the second launch, does not
  * wait for that launch's free point (32.5 ms in). */
 static void test_h2d_primed_in_kernel(void) {
-  g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", "");
+  /* One request in the disk's queue: A's read goes before A2's, not
+   * beside it (on lanes of their own the smaller would come back first). */
+  g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", ", \"queue_depth\": 1");
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
   rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 100e-3;

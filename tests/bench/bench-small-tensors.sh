@@ -37,7 +37,11 @@
 # reads 1.19x of fio at QD 32 (one-request legs 1.14x, several 0.81x at
 # their own depth), SSD streams within 2.3% / 4.4% of the prediction, d2h
 # 1681 MB/s against 1947, h2d 1249 against 864 (181 before), the step
-# 14.6 s against 15.2.
+# 14.6 s against 15.2. After the simulator's SSD lanes (the executor
+# runs beside each other the legs it does): writes 0.87x and reads 0.89x
+# of fio at QD 32, legs at their own depth 1.00x / 1.01x; SSD streams
+# predicted +11.5% / +21.1%, d2h 1440 MB/s against 1475 measured, h2d
+# 1181 against 956, the step 6.84 s against 6.51.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -65,6 +65,11 @@
 # against keep 2.4% and 12.5%), the LLaMA-shaped model 11.3% and 3.0%
 # (worst 9.1%; against keep 2.4% and 4.4%); `rok validate` now notes
 # such a keep row (README's `rok validate` section has the table).
+# 2026-12-03, after the simulator's SSD lanes, idle: validate-gpt 0.2%
+# median, worst 5.4%, 8 of 8 rows inside their intervals; the LLaMA-shaped
+# model 1.3%, worst 3.4%; the nvme-write streams predicted 31-44% long,
+# d2h 14-30%. Beside two busy loops (load 3.0-3.2, others took 82%):
+# validate-gpt 19.7% (against keep 2.7%), 8 of 8 rows inside.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -67,6 +67,7 @@ static void reset_streams(SimEngine *e) {
     lane += n;
   }
   g_assert(lane == SIM_LANES);
+  e->flowing = 0;
 }
 
 static void reset(SimEngine *e, const RokStepPlan *plan) {

@@ -66,6 +66,7 @@ typedef struct {
   guint8 primed;  /* a d2h or h2d leg whose copy was enqueued ahead of the kernels as it was queued (transfer.c: primed) */
   guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
   gint64 made;    /* when it was queued */
+  double demand;  /* an SSD leg's share of the array's rate alone, as it was queued (transfer.c: leg_demand) */
   guint64 bytes;
   guint action;       /* the current leg's action */
   guint issue_deps[2]; /* reads: what allowed the read to be issued */
@@ -85,6 +86,7 @@ typedef struct {
  * ROK_SSD_LANES: a stream's lanes are SimStream.first_lane onwards, and a
  * lane's flow is SimEngine.flows at the same index. */
 #define SIM_LANES (2 + 2 * ROK_SSD_LANES)
+G_STATIC_ASSERT(SIM_LANES <= 32); /* SimEngine.flowing */
 
 typedef struct {
   GArray *queue; /* guint job ids */
@@ -93,6 +95,7 @@ typedef struct {
   guint first_lane, n_lanes;
   guint running;     /* legs in progress */
   guint64 requests;  /* their requests to the SSDs (ROK_SIM_CHUNK_BYTES each) */
+  double demand;     /* their demands (SimJob.demand) */
   gint64 busy_since; /* since when some leg has been in progress */
   guint last_action, last_job; /* the leg started last */
   guint ended_action;           /* the leg ended last, at ended_at */
@@ -146,6 +149,7 @@ typedef struct {
   SimStream streams[ROK_STREAM_COUNT]; /* the compute entry is unused */
   SimLane lanes[SIM_LANES];
   RokFlow flows[SIM_LANES];
+  guint32 flowing; /* bit l: lanes[l] is flowing */
 
   /* memory */
   guint64 live, peak, pending_free, staging_used, staging_peak, host_used, host_peak;

@@ -186,8 +186,26 @@ static guint new_job(SimEngine *e, guint mb, guint tensor, gboolean is_read, Sim
   return e->jobs->len - 1;
 }
 
+/* The share of the array's rate an SSD leg takes alone, over its whole
+ * time: its bytes over its latency and their flow at its own rate. */
+static double leg_demand(const SimEngine *e, const SimJob *j) {
+  RokFlow flow;
+  leg_flow(e, j, &flow);
+  double solo = flow.cap > 0 ? flow.cap : G_MAXDOUBLE;
+  for (gint r = 0; r < ROK_LINK_COUNT; r++)
+    if (flow.speed[r] > 0)
+      solo = MIN(solo, flow.speed[r]);
+  double bytes = (double)j->bytes, took = (double)leg_fixed(e, j) / 1e9 + bytes / solo;
+  return took > 0 ? bytes / took / flow.speed[ROK_LINK_NVME] : 1.0;
+}
+
+/* Queue a job's next leg on its stream; an SSD leg's demand is taken
+ * now, for stream_try_start to compare without working it out again at
+ * every event while the leg waits. */
 static void enqueue(SimEngine *e, guint id) {
-  SimStream *st = &e->streams[leg_stream(sim_job(e, id))];
+  SimJob *j = sim_job(e, id);
+  SimStream *st = &e->streams[leg_stream(j)];
+  j->demand = leg_on_ssd(j) ? leg_demand(e, j) : 0;
   g_array_append_val(st->queue, id);
 }
 
@@ -247,10 +265,9 @@ static gint64 flow_ns(double bytes, double rate) {
 /* Bring every flow up to now, share the links again, and move the flows'
  * end events to match their new rates. */
 static void reshare(SimEngine *e) {
-  for (guint l = 0; l < SIM_LANES; l++) {
+  for (guint32 m = e->flowing; m != 0; m &= m - 1) {
+    guint l = (guint)__builtin_ctz(m);
     SimLane *ln = &e->lanes[l];
-    if (!ln->flowing)
-      continue;
     ln->remaining = MAX(0.0, ln->remaining - e->flows[l].rate * (double)(e->now - ln->last_update) / 1e9);
     ln->last_update = e->now;
   }
@@ -260,11 +277,11 @@ static void reshare(SimEngine *e) {
   double taken[ROK_LINK_COUNT] = {0};
   taken[ROK_LINK_D2H] = MIN(0.5, e->p2p_busy * e->p2p_link[0]);
   taken[ROK_LINK_H2D] = MIN(0.5, e->p2p_busy * e->p2p_link[1]);
-  sim_fluid_share_taken(e->flows, SIM_LANES, taken);
-  for (guint l = 0; l < SIM_LANES; l++) {
+  /* Lanes past the last flowing one have no active flow. */
+  sim_fluid_share_taken(e->flows, e->flowing ? 32 - (guint)__builtin_clz(e->flowing) : 0, taken);
+  for (guint32 m = e->flowing; m != 0; m &= m - 1) {
+    guint l = (guint)__builtin_ctz(m);
     SimLane *ln = &e->lanes[l];
-    if (!ln->flowing)
-      continue;
     gint64 end = e->now + flow_ns(ln->remaining, e->flows[l].rate);
     if (ln->event == ROK_NO_ID)
       ln->event = sim_evq_push(&e->evq, end, EV_FLOW, l);
@@ -277,9 +294,10 @@ void sim_cpu_flows_update(SimEngine *e) {
   if (e->shared_cpus == 0)
     return;
   gboolean changed = FALSE;
-  for (guint l = 0; l < SIM_LANES; l++) {
+  for (guint32 m = e->flowing; m != 0; m &= m - 1) {
+    guint l = (guint)__builtin_ctz(m);
     SimLane *ln = &e->lanes[l];
-    if (!ln->flowing || !leg_on_cpus(sim_job(e, ln->job)))
+    if (!leg_on_cpus(sim_job(e, ln->job)))
       continue;
     RokFlow flow;
     leg_flow(e, sim_job(e, ln->job), &flow);
@@ -300,6 +318,7 @@ void sim_p2p_update(SimEngine *e, double busy) {
 static void begin_flow(SimEngine *e, guint lane) {
   SimLane *ln = &e->lanes[lane];
   ln->flowing = TRUE;
+  e->flowing |= 1u << lane;
   ln->remaining = (double)sim_job(e, ln->job)->bytes;
   ln->last_update = e->now;
   leg_flow(e, sim_job(e, ln->job), &e->flows[lane]);
@@ -481,6 +500,7 @@ static void start_leg(SimEngine *e, RokStream s, guint lane, guint id) {
   e->lanes[lane].job = id;
   if (st->running++ == 0)
     st->busy_since = e->now;
+  st->demand += j->demand;
   st->requests += leg_requests(j);
   if (!j->is_read && j->leg == 0) {
     ts->write = W_GPU_LEG;
@@ -508,19 +528,6 @@ static void start_leg(SimEngine *e, RokStream s, guint lane, guint id) {
     leg_go(e, lane);
 }
 
-/* The share of the array's rate an SSD leg takes alone, over its whole
- * time: its bytes over its latency and their flow at its own rate. */
-static double leg_demand(const SimEngine *e, const SimJob *j) {
-  RokFlow flow;
-  leg_flow(e, j, &flow);
-  double solo = flow.cap > 0 ? flow.cap : G_MAXDOUBLE;
-  for (gint r = 0; r < ROK_LINK_COUNT; r++)
-    if (flow.speed[r] > 0)
-      solo = MIN(solo, flow.speed[r]);
-  double bytes = (double)j->bytes, took = (double)leg_fixed(e, j) / 1e9 + bytes / solo;
-  return took > 0 ? bytes / took / flow.speed[ROK_LINK_NVME] : 1.0;
-}
-
 /* A free lane of the stream, or ROK_NO_ID. */
 static guint free_lane(const SimEngine *e, const SimStream *st) {
   for (guint l = st->first_lane; l < st->first_lane + st->n_lanes; l++)
@@ -542,11 +549,7 @@ static gboolean joins_lanes(const SimEngine *e, const SimStream *st, const SimJo
   const RokHw *hw = e->sim->hw;
   if (st->requests >= hw->nvme.queue_depth * MAX(hw->nvme.devices, 1))
     return FALSE;
-  double demand = leg_demand(e, j);
-  for (guint l = st->first_lane; l < st->first_lane + st->n_lanes; l++)
-    if (e->lanes[l].job != ROK_NO_ID)
-      demand += leg_demand(e, &g_array_index(e->jobs, SimJob, e->lanes[l].job));
-  return demand <= 1.0 + 1e-9;
+  return st->demand + j->demand <= 1.0 + 1e-9;
 }
 
 /* Start the stream's queued legs in order while it has a free lane (an
@@ -656,8 +659,11 @@ static void finish_leg(SimEngine *e, guint lane) {
   st->ended_action = j->action;
   st->ended_at = e->now;
   st->requests -= leg_requests(j);
-  if (--st->running == 0) /* each moment once, however many lanes were busy */
+  st->demand -= j->demand;
+  if (--st->running == 0) { /* each moment once, however many lanes were busy */
     e->counters.busy_ns[s] += e->now - st->busy_since;
+    st->demand = 0; /* no rounding left over */
+  }
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, FALSE);
   sim_cpu_take(e, leg_cpu_half(e, j));
@@ -687,6 +693,7 @@ void sim_transfer_kernel_launched(SimEngine *e) {
   sim_evq_cancel(&e->evq, ln->event);
   if (ln->flowing) {
     ln->flowing = FALSE;
+    e->flowing &= ~(1u << lane);
     e->flows[lane].active = FALSE;
     reshare(e);
   }
@@ -707,6 +714,7 @@ void sim_transfer_event(SimEngine *e, guint kind, guint lane) {
     return;
   }
   ln->flowing = FALSE;
+  e->flowing &= ~(1u << lane);
   ln->remaining = 0;
   e->flows[lane].active = FALSE;
   reshare(e);

@@ -76,12 +76,12 @@ typedef enum {
   ROK_STREAM_ALL_COUNT
 } RokStream;
 
-/* Legs of one SSD stream in progress at once: rok's executor runs each
- * SSD stream on this many threads (each leg's requests in flight
- * together), so that small tensors keep the disks' queues full, and the
- * simulator plays the stream so; every other stream runs one leg at a
- * time. A leg on an SSD stream may start while the one before it on the
- * stream, which it depends on, runs. */
+/* Legs of one SSD stream in progress at most at once: rok's executor runs
+ * each SSD stream on this many threads (each leg's requests in flight
+ * together), and the simulator on as many lanes; every other stream runs
+ * one leg at a time. An SSD leg that does not depend on the leg before it
+ * on its stream may run beside it: the simulator schedules so small legs
+ * that together leave the array's rate unused. */
 #define ROK_SSD_LANES 8
 
 /* Why the compute stream waited. */

@@ -89,8 +89,10 @@
  * ROK_SIM_CHUNK_BYTES; a device keeps at most queue_depth requests
  * in flight, so by Little's law it moves at most
  * min(bandwidth, queue_depth · request / latency). An SSD stream runs
- * its legs on ROK_SSD_LANES lanes, starting each in turn while the legs
- * in progress on it hold fewer requests than the devices' queues. Reads and writes share
+ * its legs on ROK_SSD_LANES lanes, starting each in turn beside those in
+ * progress while together they ask no more than the array's rate (each a
+ * leg's bytes over its latency and its flow alone) and hold fewer
+ * requests than the devices' queues. Reads and writes share
  * each device's time: a read at rate r and a write at rate w use
  * r / read_bw + w / write_bw of it.
  *

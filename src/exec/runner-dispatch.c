@@ -2,7 +2,7 @@
  * when every action it depends on has completed, on its stream's thread,
  * in the stream's order, one at a time per stream; an SSD leg may also
  * start beside others on its stream where the schedule does not make it
- * wait for them (the stream's lanes, RUN_SSD_LANES), and a d2h or h2d leg
+ * wait for them (the stream's lanes, ROK_SSD_LANES), and a d2h or h2d leg
  * be primed while the ones before it are checked; a free runs at once, where the action it waited for
  * ended; a staged SSD write begins on the I/O backend's thread, which
  * submits its requests without a hand-off. The thread that ends an action

@@ -63,11 +63,9 @@ typedef struct {
   guint after;                    /* a d2h or h2d leg: the leg before it on its stream when it depends on it, else RUN_NONE */
 } RunnerAction;
 
-/* Threads per SSD stream (ROK_SSD_LANES); every other stream has one. */
-#define RUN_SSD_LANES ROK_SSD_LANES
-
+/* Threads per SSD stream, ROK_SSD_LANES; every other stream has one. */
 static inline guint runner_threads(RokStream s) {
-  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? RUN_SSD_LANES : 1;
+  return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ ? ROK_SSD_LANES : 1;
 }
 
 /* Legs of a stream issued at once. The d2h and h2d streams' are primed
@@ -221,7 +219,7 @@ struct _Runner {
   guint64 step_fixed;       /* device bytes allocated when the step started */
   GAsyncQueue *completions; /* to the step's thread: the step may be over, a task's end, a cancellation */
   GAsyncQueue *work[ROK_STREAM_ALL_COUNT];
-  GThread *threads[ROK_STREAM_ALL_COUNT][RUN_SSD_LANES];
+  GThread *threads[ROK_STREAM_ALL_COUNT][ROK_SSD_LANES];
   RunnerWorker workers[ROK_STREAM_ALL_COUNT];
   RokClBuffer **view; /* the compute thread's tensor table */
   /* d2h legs issued without their slots, not yet taken by the d2h

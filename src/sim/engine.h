@@ -76,8 +76,7 @@ typedef struct {
 typedef struct {
   guint job; /* running, or ROK_NO_ID */
   RokStream stream;
-  gboolean flowing;
-  gint64 last_update;
+  gint64 last_update; /* flowing (SimEngine.flowing): when remaining was last brought up to date */
   double remaining;
   guint event; /* pending event, or ROK_NO_ID */
 } SimLane;

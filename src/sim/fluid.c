@@ -2,15 +2,16 @@
  * handful of flows (one per transfer stream) the quadratic loop is cheap. */
 #include "fluid.h"
 
-/* The rate a flow gets alone, and which resource (or its cap) sets it. */
-static double solo_rate(const RokFlow *flow, gint *limit) {
+double sim_fluid_solo_rate(const RokFlow *flow, gint *limit) {
   double solo = flow->cap > 0 ? flow->cap : G_MAXDOUBLE;
-  *limit = -1;
+  gint by = -1;
   for (gint r = 0; r < ROK_LINK_COUNT; r++)
     if (flow->speed[r] > 0 && flow->speed[r] < solo) {
       solo = flow->speed[r];
-      *limit = r;
+      by = r;
     }
+  if (limit != NULL)
+    *limit = by;
   return solo;
 }
 
@@ -29,7 +30,7 @@ void sim_fluid_share_taken(RokFlow *flows, guint n_flows, const double *taken) {
   for (guint f = 0; f < n_flows; f++)
     if (flows[f].active) {
       act[left] = f;
-      solo[left] = solo_rate(&flows[f], &limit[left]);
+      solo[left] = sim_fluid_solo_rate(&flows[f], &limit[left]);
       left++;
     }
   if (left == 0)

@@ -21,6 +21,9 @@ typedef struct {
   gint bottleneck;              /* out: the RokLink that limits it, or -1 (its own cap) */
 } RokFlow;
 
+/* The rate a flow gets alone: the least of its speeds and its cap; into
+ * *limit (if not NULL) the RokLink that sets it, or -1 (its cap). */
+double sim_fluid_solo_rate(const RokFlow *flow, gint *limit);
 /* Set rate and bottleneck of every active flow. */
 void sim_fluid_share(RokFlow *flows, guint n_flows);
 /* The same with `taken[r]` of each resource in use by traffic outside the

@@ -191,10 +191,7 @@ static guint new_job(SimEngine *e, guint mb, guint tensor, gboolean is_read, Sim
 static double leg_demand(const SimEngine *e, const SimJob *j) {
   RokFlow flow;
   leg_flow(e, j, &flow);
-  double solo = flow.cap > 0 ? flow.cap : G_MAXDOUBLE;
-  for (gint r = 0; r < ROK_LINK_COUNT; r++)
-    if (flow.speed[r] > 0)
-      solo = MIN(solo, flow.speed[r]);
+  double solo = sim_fluid_solo_rate(&flow, NULL);
   double bytes = (double)j->bytes, took = (double)leg_fixed(e, j) / 1e9 + bytes / solo;
   return took > 0 ? bytes / took / flow.speed[ROK_LINK_NVME] : 1.0;
 }
@@ -317,7 +314,6 @@ void sim_p2p_update(SimEngine *e, double busy) {
 
 static void begin_flow(SimEngine *e, guint lane) {
   SimLane *ln = &e->lanes[lane];
-  ln->flowing = TRUE;
   e->flowing |= 1u << lane;
   ln->remaining = (double)sim_job(e, ln->job)->bytes;
   ln->last_update = e->now;
@@ -678,7 +674,8 @@ static void finish_leg(SimEngine *e, guint lane) {
 }
 
 void sim_transfer_kernel_launched(SimEngine *e) {
-  guint lane = e->streams[ROK_STREAM_D2H].first_lane; /* its only one */
+  /* The d2h stream's one lane: busy since its leg began. */
+  guint lane = e->streams[ROK_STREAM_D2H].first_lane;
   SimLane *ln = &e->lanes[lane];
   if (!copies_wait_for_kernels(e) || ln->job == ROK_NO_ID || ln->event == ROK_NO_ID ||
       e->streams[ROK_STREAM_D2H].busy_since != e->now)
@@ -691,8 +688,7 @@ void sim_transfer_kernel_launched(SimEngine *e) {
    * this kernel. */
   gboolean went = e->evq.events[ln->event].kind != EV_KERNEL_WAIT; /* leg_go ran */
   sim_evq_cancel(&e->evq, ln->event);
-  if (ln->flowing) {
-    ln->flowing = FALSE;
+  if (e->flowing & (1u << lane)) {
     e->flowing &= ~(1u << lane);
     e->flows[lane].active = FALSE;
     reshare(e);
@@ -713,7 +709,6 @@ void sim_transfer_event(SimEngine *e, guint kind, guint lane) {
     begin_flow(e, lane);
     return;
   }
-  ln->flowing = FALSE;
   e->flowing &= ~(1u << lane);
   ln->remaining = 0;
   e->flows[lane].active = FALSE;
@@ -884,7 +879,7 @@ RokStallCause sim_wait_cause(SimEngine *e, guint mb, guint tensor) {
   guint lane = st->first_lane;
   while (lane < st->first_lane + st->n_lanes && e->lanes[lane].job != id)
     lane++;
-  if (lane < st->first_lane + st->n_lanes && e->lanes[lane].flowing) {
+  if (lane < st->first_lane + st->n_lanes && (e->flowing & (1u << lane))) {
     gint b = e->flows[lane].bottleneck;
     if (b == ROK_LINK_NVME)
       return ROK_STALL_READ;

@@ -73,6 +73,10 @@ typedef struct {
    * NULL: rok_calibrate() makes a watch of its own for that while, which
    * must then be before any other thread starts. Borrowed. */
   RokSignalWatch *signals;
+  /* Processors kept busy while the disks are timed (rok_calib_busy_start);
+   * 0: none. rok_calibrate() sets it to the processors' count for a CPU
+   * device, whose kernels keep them busy while a step's SSD legs run. */
+  guint busy_processors;
 } RokCalibOptions;
 
 /* Defaults (see above), nothing measured yet. */
@@ -195,6 +199,8 @@ typedef struct {
   guint best_write, best_read; /* indexes into points: highest median */
   RokCalibStat latency;  /* seconds, QD1 4 KiB random reads */
   RokCalibStat write_latency; /* seconds, QD1 4 KiB random writes */
+  guint busy_processors; /* spinners beside every figure of this disk (RokCalibOptions) */
+  double busy_seconds;   /* the processor time they took */
   /* Bursts shaped like the executor's SSD legs, and what they say a leg
    * costs beyond the streaming rate (seconds; 0 when none was timed):
    * rok_calib_disk_fit_overheads, rok_calib_disk_fit_wake. */
@@ -300,8 +306,18 @@ double rok_calib_action_seconds(const RokCalibDevice *device);
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                       RokCalibDevice *device, GError **error);
 #endif
+/* N child processes spinning at the lowest priority (SCHED_IDLE) until
+ * stopped: the processors a CPU device's kernels keep busy during a step,
+ * while the disks are timed (calib-busy.c says why). Stopping returns the
+ * processor time they took, which is not another process's load. */
+typedef struct _RokCalibBusy RokCalibBusy;
+RokCalibBusy *rok_calib_busy_start(guint n);
+guint rok_calib_busy_processes(const RokCalibBusy *busy);
+double rok_calib_busy_stop(RokCalibBusy *busy);
+
 /* One directory; what it gave up (O_DIRECT, io_uring) and stale folders it
- * swept go to NOTES. Leaves nothing behind, on error and cancellation too. */
+ * swept go to NOTES. Leaves nothing behind, on error and cancellation too.
+ * With options->busy_processors, timed beside that many spinners. */
 gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options, RokCalibCancel *cancel,
                                 RokCalibDisk *disk, GPtrArray *notes, GError **error);
 

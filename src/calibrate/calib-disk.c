@@ -9,7 +9,8 @@
  * reused file does not pay). Each timed pass then keeps exactly QD
  * requests in flight, each completion issuing the next request, from the
  * start of the file until its end or the pass's time limit: writes are
- * timed through fdatasync, and the file's cached pages are dropped
+ * timed to their last completion (through fdatasync where O_DIRECT was
+ * refused; see run_pass), and the file's cached pages are dropped
  * (posix_fadvise DONTNEED) before each read. Then small random reads for
  * the latency, and bursts shaped like the executor's SSD legs for what a
  * leg costs beyond the streaming rate (measure_bursts). */
@@ -80,6 +81,7 @@ typedef struct {
   RokIoBackend *backend;
   Req *reqs;
   Pass pass;
+  RokCalibBusy *busy; /* NULL: the processors left idle */
 } Run;
 
 /* Aims REQ at the next block. Writes rotate over every slot, so the disk
@@ -182,15 +184,19 @@ static gboolean run_io(Run *run, RokIoOp op, gsize block, guint qd, guint64 from
   return p->error == 0 || pass_error(run, error);
 }
 
-/* run_io, timed: *SECONDS_TAKEN and *BYTES say what it did, writes
- * through fdatasync. */
+/* run_io, timed: *SECONDS_TAKEN and *BYTES say what it did. A write is
+ * timed to its last completion where O_DIRECT took it, as the executor's
+ * legs are (it never syncs its scratch file; through fdatasync the
+ * development VM's virtio disk wrote 2.43 GB/s against fio's 3.23 without,
+ * and the bursts' 3.1), and through fdatasync where O_DIRECT was refused
+ * (the completions then only say the page cache took it). */
 static gboolean run_pass(Run *run, RokIoOp op, gsize block, guint qd, guint64 from, guint64 to, double seconds,
                          double *taken, guint64 *bytes, GError **error) {
   Pass *p = &run->pass;
   if (!run_io(run, op, block, qd, from, to, seconds, error))
     return FALSE;
   gint64 end = p->last_us;
-  if (op == ROK_IO_WRITE) {
+  if (op == ROK_IO_WRITE && !run->file.direct) {
     if (fdatasync(run->file.fd) != 0) {
       int e = errno;
       g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "fdatasync %s: %s", run->path, g_strerror(e));
@@ -210,9 +216,9 @@ static void drop_cache(const Run *run) {
 }
 
 /* Random bytes in every slot: data a disk cannot compress or skip. */
-static void fill_slot(RokStaging *pool, guint slot, guint64 *state) {
+static void fill_slot(RokStaging *pool, guint slot, gsize bytes, guint64 *state) {
   guint64 *words = (guint64 *)rok_staging_slot(pool, slot);
-  for (gsize i = 0; i < rok_staging_slot_bytes(pool) / 8; i++) {
+  for (gsize i = 0; i < bytes / 8; i++) {
     guint64 z = (*state += 0x9e3779b97f4a7c15u); /* splitmix64 */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
@@ -223,7 +229,7 @@ static void fill_slot(RokStaging *pool, guint slot, guint64 *state) {
 static void fill_random(RokStaging *pool) {
   guint64 state = 0x9e3779b97f4a7c15u;
   for (guint s = 0; s < rok_staging_n_slots(pool); s++)
-    fill_slot(pool, s, &state);
+    fill_slot(pool, s, rok_staging_slot_bytes(pool), &state);
 }
 
 static guint64 largest_block(const RokCalibOptions *o) {
@@ -366,8 +372,7 @@ static gboolean measure_grid(Run *run, const char *dir, const RokCalibOptions *o
  * one, may take a write sooner than it answers a read: the development
  * VM's virtio disk 45 against 42 us for 4 KiB, 62 against 87 for 64 KiB,
  * at fio's QD1), each timed to its completion as an SSD leg's requests
- * are: a write without the fdatasync that a pass's rate includes (4 KiB:
- * 200 us with it here). */
+ * are: a write without fdatasync (4 KiB: 200 us with it here). */
 static gboolean measure_latency(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                 GError **error) {
   guint max = o->quick ? 200 : 1000;
@@ -396,9 +401,10 @@ static gboolean measure_latency(Run *run, const RokCalibOptions *o, RokCalibCanc
  * (at most its staging slot, the simulator's request) submitted together
  * after B->gap_s idle, timed to the last completion, at successive places
  * in the file as successive tensors are; the median of REPS. A write's
- * slots are filled anew just before it, as the executor's d2h copy fills
- * them: on the development VM, 1 MiB from slots written just before took
- * 0.53 ms against 0.33 ms from slots written long before. */
+ * requests are filled anew just before it, as the executor's d2h copy
+ * fills them (the request's bytes, not the whole slot): on the development
+ * VM, 1 MiB from slots written just before took 0.53 ms against 0.33 ms
+ * from slots written long before. */
 static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoOp op, RokCalibBurst *b,
                             guint64 *offset, guint64 file_bytes, GError **error) {
   g_autofree double *s = g_new(double, reps), *c = g_new(double, reps);
@@ -410,7 +416,8 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
     g_usleep((gulong)llround(b->gap_s * 1e6));
     for (guint k = 0; op == ROK_IO_WRITE && k < n; k++) {
       guint64 state = (guint64)i << 32 | k;
-      fill_slot(run->pool, (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool)), &state);
+      fill_slot(run->pool, (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool)), b->request_bytes,
+                &state);
     }
     if (rok_calib_check_cancelled(cancel, error))
       return FALSE;
@@ -654,6 +661,10 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *o, RokCa
                          .points = g_array_new(FALSE, TRUE, sizeof(RokCalibDiskPoint))};
   describe_dir(dir, disk);
   Run run = {.file.fd = -1};
+  if (o->busy_processors > 0) {
+    run.busy = rok_calib_busy_start(o->busy_processors);
+    disk->busy_processors = rok_calib_busy_processes(run.busy);
+  }
   g_mutex_init(&run.pass.lock);
   g_cond_init(&run.pass.idle);
   g_autofree char *size = rok_units_format_size(o->file_bytes);
@@ -667,5 +678,6 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *o, RokCa
                 measure_bursts(&run, o, cancel, disk, error);
   /* On failure the first error stands; a folder left behind then gets
    * the workdir module's own warning. */
+  disk->busy_seconds = rok_calib_busy_stop(run.busy);
   return run_clear(&run, cancel, ok ? error : NULL) && ok;
 }

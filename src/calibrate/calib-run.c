@@ -84,8 +84,13 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   double others = rok_host_others_cpu_seconds();
   gint64 start = g_get_monotonic_time();
   gboolean ok = rok_calib_measure_host(&o, &cancel, &c->host, error) &&
-                rok_calib_measure_device(&o, &cancel, &c->device, error) && measure_disks(&o, &cancel, c, error);
+                rok_calib_measure_device(&o, &cancel, &c->device, error);
+  if (ok && g_strcmp0(c->device.type, "cpu") == 0 && o.busy_processors == 0)
+    o.busy_processors = c->cpus; /* as the device's kernels keep them during a step */
+  ok = ok && measure_disks(&o, &cancel, c, error);
   c->load[1] = load_now();
+  for (guint i = 0; others >= 0 && i < c->disks->len; i++) /* the spinners are not another's load */
+    others += g_array_index(c->disks, RokCalibDisk, i).busy_seconds;
   c->others_share = rok_host_others_share(others, (double)(g_get_monotonic_time() - start) / 1e6);
   if (o.signals != NULL)
     rok_signal_watch_retarget(watch, was_func, was_data, NULL, NULL);

@@ -88,7 +88,8 @@ static void append_host(GString *s, const RokCalibration *c) {
   g_autofree char *size = rok_units_format_size(c->host.memcpy_bytes);
   g_string_append_printf(s, "host.memcpy_bandwidth: one thread copying %s; host.checksum_bandwidth: one thread "
                             "computing the executor's integrity checksum (every copy that crosses PCIe is checked "
-                            "on the host); host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
+                            "on the host) over a 1 MiB staging slot just copied into, the median of 64 such; "
+                            "host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
                             "of it (a choice, not a measurement). ",
                          size);
 }
@@ -138,11 +139,14 @@ static void append_disks(GString *s, const RokCalibration *c) {
   g_string_append_printf(s, "); sequential %s %s I/O on a %s file laid out with random data, over ",
                          first->direct ? "O_DIRECT" : "buffered", first->backend ? first->backend : "?", file);
   append_grid(s, first);
-  g_string_append(s, " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise DONTNEED), the "
-                     "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads, "
+  g_string_append(s, first->direct ? " (writes overwrite it, timed to their last completion, as the executor's are; "
+                                   "reads follow posix_fadvise DONTNEED), the "
+                                 : " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise "
+                                   "DONTNEED), the ");
+  g_string_append(s, "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads, "
                      "write_latency: writes; request_overhead, request_overhead_per_mib, leg_overhead (reads) and "
                      "write_leg_overhead: fitted to bursts of 1, 4 and 16 requests of 1 MiB, 1 and 4 of 256 KiB "
-                     "and 1 of 64 KiB submitted together after 1 ms idle (writes from slots filled just before), "
+                     "and 1 of 64 KiB submitted together after 1 ms idle (writes from requests filled just before), "
                      "as the executor's SSD legs are; wake_write and "
                      "wake_read: what a lone request of either size took more after 20 ms idle, wake_after "
                      "between the two gaps (their geometric mean); "
@@ -151,6 +155,11 @@ static void append_disks(GString *s, const RokCalibration *c) {
                      "way; "
                      "queue_depth: where the best figures were reached; capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
+  if (first->busy_processors > 0)
+    g_string_append_printf(s, " Every disk figure was timed beside %u processes spinning at the lowest priority "
+                              "(SCHED_IDLE), as the CPU device's kernels keep the processors busy during a step "
+                              "(an idle processor of a virtual machine wakes late for a completion).",
+                           first->busy_processors);
 }
 
 char *rok_calib_source(const RokCalibration *c) {

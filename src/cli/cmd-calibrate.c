@@ -258,6 +258,10 @@ static void print_disk(const RokCalibDisk *d) {
   printf("Disk       %s: %s%s%s, %s %s, %s file, %s file system\n", d->dir, d->disk ? d->disk : "no block device",
          d->virtual_reason ? ", " : "", d->virtual_reason ? d->virtual_reason : "", d->direct ? "O_DIRECT" : "buffered",
          d->backend, file, cap);
+  if (d->busy_processors > 0)
+    printf("  timed beside %u processes spinning at the lowest priority: the device's kernels keep the processors "
+           "busy while a step's SSD legs run\n",
+           d->busy_processors);
   printf("  %8s %4s  %-32s %-32s\n", "block", "QD", "write", "read");
   for (guint i = 0; i < d->points->len; i++) {
     const RokCalibDiskPoint *p = &g_array_index(d->points, RokCalibDiskPoint, i);

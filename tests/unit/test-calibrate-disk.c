@@ -1,7 +1,9 @@
 /* Disk measurement on a real directory, kept tiny: the grid's shape, figures
  * that are positive, and nothing left behind, on success, on cancellation
  * and with a stale folder of a killed run to sweep. */
+#include <errno.h>
 #include <glib/gstdio.h>
+#include <sys/wait.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +281,55 @@ static void test_cancelled(void) {
   remove_dir(dir);
 }
 
+/* Child processes of this one still there (none reaped or running):
+ * waitpid(-1) finds none once the spinners are gone. */
+static gboolean no_children(void) {
+  return waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+}
+
+/* Beside spinners (a CPU device's calibration): they run while the disk is
+ * timed, their processor time is counted, and none outlives the
+ * measurement, whether it ends or is cancelled. */
+static void test_busy(void) {
+  g_assert_true(no_children());
+  RokCalibBusy *busy = rok_calib_busy_start(2);
+  g_assert_cmpuint(rok_calib_busy_processes(busy), ==, 2);
+  g_assert_false(no_children());
+  gint64 until = g_get_monotonic_time() + 50000;
+  while (g_get_monotonic_time() < until)
+    ;
+  g_assert_cmpfloat(rok_calib_busy_stop(busy), >, 0);
+  g_assert_true(no_children());
+  g_assert_cmpfloat(rok_calib_busy_stop(NULL), ==, 0);
+
+  char *dir = g_dir_make_tmp("rok-calib-disk-XXXXXX", NULL);
+  RokCalibOptions o;
+  tiny_options(&o);
+  o.n_blocks = 1, o.n_queue_depths = 1, o.trials = 1;
+  o.busy_processors = 1;
+  RokCalibDisk disk = {0};
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  g_assert_true(rok_calib_measure_disk(dir, &o, NULL, &disk, notes, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(disk.busy_processors, ==, 1);
+  g_assert_cmpfloat(disk.busy_seconds, >, 0);
+  g_assert_true(no_children());
+  rok_calib_disk_clear(&disk);
+
+  RokCalibCancel cancel;
+  rok_calib_cancel_init(&cancel);
+  rok_calib_cancel_now(&cancel);
+  g_assert_false(rok_calib_measure_disk(dir, &o, &cancel, &disk, notes, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_CANCELLED);
+  g_clear_error(&error);
+  g_assert_true(no_children());
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  rok_calib_disk_clear(&disk);
+  rok_calib_cancel_clear(&cancel);
+  remove_dir(dir);
+}
+
 /* A work folder left by a killed run (its owner's pid no longer exists) is
  * swept, with a note. */
 static void test_sweeps_stale(void) {
@@ -334,6 +385,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate-disk/fit-wake", test_fit_wake);
   g_test_add_func("/calibrate-disk/fit-cpu", test_fit_cpu);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
+  g_test_add_func("/calibrate-disk/busy", test_busy);
   g_test_add_func("/calibrate-disk/sweeps-stale", test_sweeps_stale);
   g_test_add_func("/calibrate-disk/bad-dir", test_bad_dir);
   return g_test_run();

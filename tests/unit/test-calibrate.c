@@ -285,7 +285,7 @@ static void test_source(void) {
                           "one device per --dir",
                           "/mnt/a (nvme0n1), /mnt/b (nvme0n1)",
                           "block sizes 1.00 MiB, 4.00 MiB x queue depths 1, 8",
-                          "fdatasync",
+                          "timed to their last completion, as the executor's are",
                           "DONTNEED",
                           "endurance unknown"};
   for (guint i = 0; i < G_N_ELEMENTS(expect); i++)

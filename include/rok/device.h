@@ -32,6 +32,11 @@ G_BEGIN_DECLS
  *
  * Everything here exists only when the build has ROK_WITH_OPENCL. */
 
+/* How many nice levels below the process a CPU device's runtime worker
+ * threads run, so that a stream's thread woken beside a kernel takes a
+ * processor at once (cl-device.c says why). */
+#define ROK_CL_CPU_WORKER_NICE 5
+
 #ifdef ROK_WITH_OPENCL
 
 #include <CL/cl.h>
@@ -86,7 +91,8 @@ typedef enum {
 typedef struct _RokClDevice RokClDevice;
 
 /* Open device `index` of rok_cl_device_list(), or the default one when
- * index < 0. */
+ * index < 0. On a CPU device its runtime's threads are lowered by
+ * ROK_CL_CPU_WORKER_NICE. */
 RokClDevice *rok_cl_device_open(gint index, GError **error);
 void rok_cl_device_free(RokClDevice *device);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClDevice, rok_cl_device_free)

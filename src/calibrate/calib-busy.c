@@ -1,20 +1,20 @@
-/* Processors kept busy at the lowest priority while the disks are timed.
+/* Processors kept busy while the disks are timed, as a CPU device's kernels
+ * keep them while a step's SSD legs run.
  *
- * On a CPU device the kernels keep every processor busy while a step's SSD
- * legs run, and a virtual machine's disk answers sooner then: an idle
- * processor halts, and waking it for the completion costs the hypervisor
- * an exit and an entry. On the development VM (2 processors, virtio)
- * with both processors spinning, a lone 256 KiB write after 1 ms idle took
- * 106 us against 167 idle, the executor's own 256 KiB legs 120-130 us. The
- * spinners run under SCHED_IDLE, so the measuring threads take a processor
- * from them at once, as a woken I/O thread does from a kernel's.
+ * A virtual machine's disk answers sooner then: an idle processor halts,
+ * and waking it for the completion costs the hypervisor an exit and an
+ * entry. On the development VM (2 processors, virtio) a lone 256 KiB
+ * write after 1 ms idle took 167 us with the processors idle, 106 us
+ * beside two busy loops; the executor's own 256 KiB legs 120-130 us. The
+ * spinners run ROK_CL_CPU_WORKER_NICE nice levels below this process, as
+ * the device's worker threads do, so the measuring threads take a
+ * processor from them as the executor's I/O threads take one from a
+ * kernel: at the same weight, neither sooner nor later.
  *
  * They are child processes, not threads: the bursts' processor time is this
  * process's own (getrusage), which the kernel brings up to date for a
  * running thread only at its next tick (4 ms), far coarser than a leg. */
-#define _GNU_SOURCE /* SCHED_IDLE */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -22,22 +22,22 @@
 #include <unistd.h>
 
 #include "rok/calibrate.h"
+#include "rok/device.h"
 
 struct _RokCalibBusy {
   guint n;
   pid_t *pids;
 };
 
-/* The child: only async-signal-safe calls between fork and its end. */
-G_GNUC_NORETURN static void spin(pid_t parent) {
+/* The child: only plain system calls between fork and its end. */
+G_GNUC_NORETURN static void spin(pid_t parent, int nice) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* the forking thread: rok_calibrate()'s, which outlives them */
   if (getppid() != parent) /* the parent ended before the line above */
     _exit(0);
-  struct sched_param lowest = {0};
-  sched_setscheduler(0, SCHED_IDLE, &lowest); /* best effort: else it runs at normal priority */
+  setpriority(PRIO_PROCESS, 0, nice);
   for (;;)
     ;
 }
@@ -46,10 +46,13 @@ RokCalibBusy *rok_calib_busy_start(guint n) {
   RokCalibBusy *b = g_new0(RokCalibBusy, 1);
   b->pids = g_new0(pid_t, MAX(n, 1));
   pid_t self = getpid();
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0); /* this thread's */
+  int nice = MIN((base == -1 && errno != 0 ? 0 : base) + ROK_CL_CPU_WORKER_NICE, 19);
   for (guint i = 0; i < n; i++) {
     pid_t pid = fork();
     if (pid == 0)
-      spin(self);
+      spin(self, nice);
     if (pid < 0)
       break; /* fewer spinners: the figures say how many */
     b->pids[b->n++] = pid;

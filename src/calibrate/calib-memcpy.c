@@ -26,33 +26,22 @@ static gboolean host_memory(guint64 *bytes, GError **error) {
 }
 
 /* The executor's host checksum (cl-checksum.h), one thread, as a copy's
- * leg computes it: over a staging slot's bytes (the executor's default,
- * 1 MiB) just copied there, so bound by arithmetic rather than memory.
- * Each trial the median of many: over the whole 32 MiB of a buffer just
- * allocated the development VM gave 1.7 GB/s in its first passes and 6
- * GB/s after, while a d2h leg of 128 KiB took 55 us, copy and check (7.6
- * GB/s for a slot just written, at every size from 64 KiB to 4 MiB). */
-#define CHECKSUM_BYTES MIB
-#define CHECKSUM_REPS 64
+ * leg computes it: bound by arithmetic rather than memory. */
+#define CHECKSUM_BYTES (32 * MIB)
 
-static gboolean measure_checksum(const RokCalibOptions *o, RokCalibCancel *cancel, const guint8 *src,
+static gboolean measure_checksum(const RokCalibOptions *o, RokCalibCancel *cancel, const guint8 *data, gsize bytes,
                                  RokCalibHost *host, GError **error) {
   rok_calib_progress(o, "host checksum");
   guint trials = MAX(o->trials, 5);
-  g_autofree double *rates = g_new(double, trials), *each = g_new(double, CHECKSUM_REPS);
-  g_autofree guint8 *slot = g_malloc(CHECKSUM_BYTES);
-  volatile guint64 sink = 0;
+  g_autofree double *rates = g_new(double, trials);
+  volatile guint64 sink = rok_cl_checksum_bytes(data, bytes); /* warm */
   for (guint t = 0; t < trials; t++) {
     if (rok_calib_check_cancelled(cancel, error))
       return FALSE;
-    for (guint i = 0; i < CHECKSUM_REPS; i++) {
-      memcpy(slot, src + (gsize)(t * CHECKSUM_REPS + i) % 16 * CHECKSUM_BYTES, CHECKSUM_BYTES);
-      clobber(slot);
-      gint64 start = g_get_monotonic_time();
-      sink += rok_cl_checksum_bytes(slot, CHECKSUM_BYTES);
-      each[i] = (double)CHECKSUM_BYTES / ((double)MAX(g_get_monotonic_time() - start, 1) / 1e6);
-    }
-    rates[t] = rok_calib_stat(each, CHECKSUM_REPS).median;
+    gint64 start = g_get_monotonic_time();
+    sink += rok_cl_checksum_bytes(data, bytes);
+    gint64 us = MAX(g_get_monotonic_time() - start, 1);
+    rates[t] = (double)bytes / ((double)us / 1e6);
   }
   (void)sink;
   host->checksum = rok_calib_stat(rates, trials);
@@ -65,7 +54,7 @@ gboolean rok_calib_measure_host(const RokCalibOptions *o, RokCalibCancel *cancel
     return FALSE;
   /* Buffers far larger than any cache, yet a small part of memory. */
   gsize bytes = MIN((o->quick ? 64 : 256) * MIB, (gsize)(host->memory / 16));
-  bytes = MAX(bytes, 16 * CHECKSUM_BYTES); /* the checksum's sources */
+  bytes = MAX(bytes, MIB);
   g_autofree guint8 *src = g_try_malloc(bytes), *dst = g_try_malloc(bytes);
   if (src == NULL || dst == NULL) {
     g_autofree char *size = rok_units_format_size(bytes);
@@ -91,5 +80,5 @@ gboolean rok_calib_measure_host(const RokCalibOptions *o, RokCalibCancel *cancel
   }
   host->memcpy_bytes = bytes;
   host->memcpy = rok_calib_stat(rates, trials);
-  return measure_checksum(o, cancel, src, host, error);
+  return measure_checksum(o, cancel, src, MIN(bytes, CHECKSUM_BYTES), host, error);
 }

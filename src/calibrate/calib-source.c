@@ -88,8 +88,7 @@ static void append_host(GString *s, const RokCalibration *c) {
   g_autofree char *size = rok_units_format_size(c->host.memcpy_bytes);
   g_string_append_printf(s, "host.memcpy_bandwidth: one thread copying %s; host.checksum_bandwidth: one thread "
                             "computing the executor's integrity checksum (every copy that crosses PCIe is checked "
-                            "on the host) over a 1 MiB staging slot just copied into, the median of 64 such; "
-                            "host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
+                            "on the host); host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
                             "of it (a choice, not a measurement). ",
                          size);
 }

@@ -245,7 +245,6 @@ static void note_runtime_threads(GHashTable *before) {
  * are lowered rather than the streams raised. Linux weighs nice only
  * within a task group (sched(7): the session's autogroup, or a cgroup),
  * so jobs of other sessions or cgroups take what they took before. */
-#define ROK_CL_CPU_WORKER_NICE 5
 
 static void lower_runtime_threads(void) {
   errno = 0;

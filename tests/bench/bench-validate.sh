@@ -70,6 +70,10 @@
 # model 1.3%, worst 3.4%; the nvme-write streams predicted 31-44% long,
 # d2h 14-30%. Beside two busy loops (load 3.0-3.2, others took 82%):
 # validate-gpt 19.7% (against keep 2.7%), 8 of 8 rows inside.
+# 2026-12-04, the disks calibrated as the executor writes (no fdatasync;
+# beside spinners at the device workers' nice level), idle: validate-gpt
+# 1.6% median, worst 2.7% (keep +2.5%); nvme-write streams +10.3% and
+# +3.2%, nvme-read +12..+32%, d2h 27-47% long.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -73,7 +73,8 @@
 # 2026-12-04, the disks calibrated as the executor writes (no fdatasync;
 # beside spinners at the device workers' nice level), idle: validate-gpt
 # 1.6% median, worst 2.7% (keep +2.5%); nvme-write streams +10.3% and
-# +3.2%, nvme-read +12..+32%, d2h 27-47% long.
+# +3.2%, nvme-read +12..+32%, d2h 27-47% long; the LLaMA-shaped model
+# 4.6%, worst 5.1% (keep -5.1%; against keep 0.5%).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

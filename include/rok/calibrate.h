@@ -306,8 +306,8 @@ double rok_calib_action_seconds(const RokCalibDevice *device);
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                       RokCalibDevice *device, GError **error);
 #endif
-/* N child processes spinning at the lowest priority (SCHED_IDLE) until
- * stopped: the processors a CPU device's kernels keep busy during a step,
+/* N child processes spinning ROK_CL_CPU_WORKER_NICE nice levels below
+ * this thread (the CPU device's worker threads' level) until stopped: the processors a CPU device's kernels keep busy during a step,
  * while the disks are timed (calib-busy.c says why). Stopping returns the
  * processor time they took, which is not another process's load. */
 typedef struct _RokCalibBusy RokCalibBusy;

@@ -3,6 +3,7 @@
 #include <math.h>
 #include "rok/calibrate.h"
 #include "rok/core.h"
+#include "rok/device.h"
 
 static const RokCalibGemm *best_gemm(const RokCalibDevice *d) {
   const RokCalibGemm *best = NULL;
@@ -155,10 +156,10 @@ static void append_disks(GString *s, const RokCalibration *c) {
                      "queue_depth: where the best figures were reached; capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
   if (first->busy_processors > 0)
-    g_string_append_printf(s, " Every disk figure was timed beside %u processes spinning at the lowest priority "
-                              "(SCHED_IDLE), as the CPU device's kernels keep the processors busy during a step "
-                              "(an idle processor of a virtual machine wakes late for a completion).",
-                           first->busy_processors);
+    g_string_append_printf(s, " Every disk figure was timed beside %u processes spinning %d nice levels below rok, "
+                              "as the CPU device's worker threads run, for its kernels keep the processors busy "
+                              "during a step (an idle processor of a virtual machine wakes late for a completion).",
+                           first->busy_processors, ROK_CL_CPU_WORKER_NICE);
 }
 
 char *rok_calib_source(const RokCalibration *c) {

@@ -124,6 +124,9 @@ typedef struct {
   RokCalibStat rate; /* work per second, launch overhead taken out */
 } RokCalibOp;
 
+/* Leg sizes whose check after a copy is timed: 64 KiB to 16 MiB. */
+#define ROK_CALIB_CHECK_SIZES 5
+
 typedef struct {
   char *name;
   char *type; /* "gpu", "cpu", ... */
@@ -144,6 +147,14 @@ typedef struct {
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
   RokCalibStat h2d, d2h;    /* bytes/s */
   RokCalibStat copy_latency; /* seconds of a 4 KiB copy */
+  /* The host's check of a leg's bytes right after their copy out of the
+   * device, as the executor's d2h thread takes it, over legs of
+   * copied_check_bytes[i], smallest first: each trial's bytes/s, and the
+   * bytes over the time of all (the mean a prediction needs); n 0: not
+   * timed (a device too small for that size, and those after it). */
+  guint64 copied_check_bytes[ROK_CALIB_CHECK_SIZES];
+  RokCalibStat copied_check[ROK_CALIB_CHECK_SIZES];
+  double copied_check_rate[ROK_CALIB_CHECK_SIZES];
   double copy_cpu;           /* this process's processor seconds per 4 KiB copy (getrusage); 0: unknown */
   /* A CPU device only (calib-contention.c), while kernels run: a copy's
    * wait for the processors, and a hand-off to another thread and back;
@@ -294,8 +305,14 @@ gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *opt
                                RokCalibDevice *device, GError **error);
 gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                   RokCalibDevice *device, GError **error);
-/* On a CPU device, copies and hand-offs beside running kernels
- * (calib-contention.c); nothing on another device. */
+/* The host's check of legs of 64 KiB to 16 MiB right after their copy out
+ * of the device (calib-copy.c): device->copied_check. */
+gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
+                                         RokCalibDevice *device, GError **error);
+/* On a CPU device, copies, hand-offs and the checks of copies beside
+ * running kernels (calib-contention.c); on another device the checks
+ * alone, nothing else running (its copies land in host memory by DMA and
+ * its kernels leave the host's processors idle). */
 /* A message to another thread and back through a GAsyncQueue, nothing else
  * running, the other thread asleep between messages as a leg's thread is
  * (calib-contention.c). */

@@ -171,6 +171,14 @@ typedef struct {
      * copy's own thread; with this figure the simulator charges it to each
      * d2h and h2d leg. 0 (absent): no check is modelled. */
     double checksum_bandwidth;
+    /* Optional ("checksum_rates", [[bytes, rate], ...] as `rok calibrate`
+     * writes it): the check of a leg of `work` bytes right after its copy
+     * out of the device ran at `rate` bytes/s (what is still in the
+     * processors' caches goes several times faster than from memory); in
+     * place of checksum_bandwidth where given (rok_hw_host_check_seconds).
+     * checksum_rates_len 0: none. */
+    RokHwRatePoint *checksum_rates;
+    guint checksum_rates_len;
     /* Optional: the executor's own fixed cost per transfer leg (ns): the
      * hand-offs between its dispatcher, the leg's thread and the I/O
      * completions, and the staging bookkeeping. 0 (absent): none. */
@@ -358,6 +366,11 @@ double rok_hw_nvme_write_bandwidth(const RokHw *hw);
  * nvme.write_latency where the profile has one (write_fixed), else
  * nvme.latency; and what a leg pays once beyond it, leg_overhead or
  * write_leg_overhead alike. */
+/* Seconds the host's check of a leg of BYTES takes: at the rate
+ * host.checksum_rates gives that size (interpolated in log(bytes) with
+ * Steffen's monotone method, clamped to the end knots), else at
+ * host.checksum_bandwidth; 0 where the profile has neither. */
+double rok_hw_host_check_seconds(const RokHw *hw, guint64 bytes);
 gint64 rok_hw_nvme_latency(const RokHw *hw, gboolean write);
 gint64 rok_hw_nvme_leg_overhead(const RokHw *hw, gboolean write);
 

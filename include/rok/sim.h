@@ -49,8 +49,8 @@
  * leg) takes a processor from the N that run the kernels, which keep one:
  * while k such legs run they have min(k, N - 1) processors (N while no
  * kernel runs; with N = 1 they share it, k / (k + 1)), each runs its copy
- * and its check (host.checksum_bandwidth) in turn at its share of those,
- * and the compute stream advances at what is left, its busy time what it
+ * and its check (rok_hw_host_check_seconds) in turn at its share of
+ * those, and the compute stream advances at what is left, its busy time what it
  * took; rates are recomputed whenever a leg or a compute item starts or
  * ends. A leg that starts while a kernel is in progress first waits until
  * gpu.copy_kernel_free_at of that kernel's own length has passed since it
@@ -76,8 +76,8 @@
  * nvme.write_latency and write_leg_overhead where given), and nvme.wake_write or
  * wake_read for an SSD leg that finds the disk idle for nvme.wake_after)
  * and then moves its bytes. A leg that crosses PCIe (d2h, h2d, gpudirect)
- * on a device with copy engines also pays bytes / host.checksum_bandwidth
- * when the profile has that figure: rok's executor checksums every such
+ * on a device with copy engines also pays its check
+ * (rok_hw_host_check_seconds) where the profile has one: rok's executor checksums every such
  * copy on the host, with the link idle. With nvme.request_overhead and
  * request_overhead_per_mib, each request of an SSD leg
  * (ROK_SIM_CHUNK_BYTES, or the tensor when smaller) costs that time, and

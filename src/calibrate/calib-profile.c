@@ -178,6 +178,24 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
          positive((double)hw->gpu.memory, "gpu.memory", error);
 }
 
+/* host.checksum_rates: each leg size's check after its copy; and
+ * checksum_bandwidth the largest one's, what a tensor far past the caches
+ * sees (the host's own pass over a buffer, which the copies did not just
+ * write, where they were not timed). */
+static void fill_check_rates(const RokCalibration *c, RokHw *hw) {
+  const RokCalibDevice *d = &c->device;
+  guint n = 0;
+  while (n < ROK_CALIB_CHECK_SIZES && d->copied_check[n].n > 0)
+    n++;
+  if (n == 0)
+    return;
+  hw->host.checksum_rates = g_new(RokHwRatePoint, n);
+  for (guint i = 0; i < n; i++)
+    hw->host.checksum_rates[i] = (RokHwRatePoint){(double)d->copied_check_bytes[i], d->copied_check_rate[i]};
+  hw->host.checksum_rates_len = n;
+  hw->host.checksum_bandwidth = d->copied_check_rate[n - 1];
+}
+
 static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
   const RokCalibDevice *d = &c->device;
   hw->pcie.h2d_bandwidth = d->h2d.median;
@@ -189,6 +207,7 @@ static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
   hw->host.pinned_buffer = MAX(c->host.memory / 8 / ((guint64)1 << 20), 1) << 20;
   hw->host.memcpy_bandwidth = c->host.memcpy.median;
   hw->host.checksum_bandwidth = c->host.checksum.median; /* 0 when not measured: not modelled */
+  fill_check_rates(c, hw);
   if (c->device.contention)
     hw->host.copy_overhead = (gint64)llround(c->device.handoff.median * 1e9);
   else if (c->device.leg_action_overhead > 0) /* a leg, too, is handed over, enqueued and waited for */

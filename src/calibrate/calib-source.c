@@ -88,10 +88,22 @@ static void append_device(GString *s, const RokCalibration *c) {
 static void append_host(GString *s, const RokCalibration *c) {
   g_autofree char *size = rok_units_format_size(c->host.memcpy_bytes);
   g_string_append_printf(s, "host.memcpy_bandwidth: one thread copying %s; host.checksum_bandwidth: one thread "
-                            "computing the executor's integrity checksum (every copy that crosses PCIe is checked "
-                            "on the host); host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
+                            "computing the executor's integrity checksum over a buffer (every copy that crosses PCIe "
+                            "is checked on the host), where the checks after copies below were not timed; host.memory: the RAM the kernel reports; host.pinned_buffer: an eighth "
                             "of it (a choice, not a measurement). ",
                          size);
+  const RokCalibDevice *d = &c->device;
+  if (d->copied_check[0].n > 0) {
+    guint last = 0;
+    while (last + 1 < ROK_CALIB_CHECK_SIZES && d->copied_check[last + 1].n > 0)
+      last++;
+    g_autofree char *small = rok_units_format_size(d->copied_check_bytes[0]);
+    g_autofree char *large = rok_units_format_size(d->copied_check_bytes[last]);
+    g_string_append_printf(s, "host.checksum_rates: that checksum over a leg of %s to %s right after its copy out "
+                              "of the device (the bytes over the time of all trials' legs, each at the next place in a pinned "
+                              "buffer), and checksum_bandwidth the largest one's. ",
+                           small, large);
+  }
 }
 
 static gboolean listed(const GArray *values, guint64 v) {

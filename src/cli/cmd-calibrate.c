@@ -246,6 +246,17 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s (%s of "
          "processor time)\n",
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency, copy_cpu);
+  if (d->copied_check[0].n > 0) {
+    printf("  checked as copied   ");
+    for (guint i = 0; i < ROK_CALIB_CHECK_SIZES && d->copied_check[i].n > 0; i++) {
+      g_autofree char *size = rok_units_format_size(d->copied_check_bytes[i]);
+      g_autofree char *rate = rok_units_format_rate(d->copied_check_rate[i]);
+      g_autofree char *low = rok_units_format_rate(d->copied_check[i].min);
+      g_autofree char *high = rok_units_format_rate(d->copied_check[i].max);
+      printf("%s %s [%s - %s] at %s", i > 0 ? "," : "", rate, low, high, size);
+    }
+    printf(" (the host's check of a leg just copied out)\n");
+  }
   if (d->contention) {
     g_autofree char *handoff = rok_units_format_time(d->handoff.median);
     printf("  beside kernels       a copy waits until %.2f of the kernel in progress is done; a thread hand-off "

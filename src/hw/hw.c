@@ -20,7 +20,7 @@ static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficienc
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
 static const char *const pcie_keys[] = {"h2d_bandwidth", "d2h_bandwidth", "latency", NULL};
 static const char *const host_keys[] = {"memory",          "pinned_buffer", "memcpy_bandwidth",
-                                        "checksum_bandwidth", "copy_overhead", NULL};
+                                        "checksum_bandwidth", "checksum_rates", "copy_overhead", NULL};
 static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_bandwidth", "latency",
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect",
                                         "request_overhead", "request_overhead_per_mib", "leg_overhead",
@@ -42,6 +42,7 @@ void rok_hw_free(RokHw *hw) {
   g_free(hw->name);
   g_free(hw->source);
   g_free(hw->gpu.gemm_curve);
+  g_free(hw->host.checksum_rates);
   op_rates_free(hw->gpu.op_rates, hw->gpu.op_rates_len);
   g_free(hw->calibrated.gemms);
   for (guint i = 0; i < hw->calibrated.gemm_ops_len; i++)
@@ -72,6 +73,10 @@ RokHw *rok_hw_copy(const RokHw *hw) {
       hw->gpu.gemm_curve_len > 0 ? g_memdup2(hw->gpu.gemm_curve, hw->gpu.gemm_curve_len * sizeof(RokHwGemmPoint))
                                  : NULL;
   copy->gpu.op_rates = op_rates_copy(hw->gpu.op_rates, hw->gpu.op_rates_len);
+  copy->host.checksum_rates =
+      hw->host.checksum_rates_len > 0
+          ? g_memdup2(hw->host.checksum_rates, hw->host.checksum_rates_len * sizeof(RokHwRatePoint))
+          : NULL;
   copy->calibrated.gemms = hw->calibrated.gemms_len > 0
                                ? g_memdup2(hw->calibrated.gemms, hw->calibrated.gemms_len * sizeof(RokHwGemmDims))
                                : NULL;
@@ -118,6 +123,7 @@ typedef struct {
 
 static const CurveKind gemm_kind = {"[flops, efficiency]", "flops", "efficiency", 1.0};
 static const CurveKind rate_kind = {"[work, rate]", "work", "rate", 0};
+static const CurveKind check_kind = {"[bytes, rate]", "bytes", "rate", 0};
 
 /* Knot I of the curve at PATH, X above PREV. */
 static gboolean read_knot(const RokJsonObj *o, const char *path, const CurveKind *kind, json_object *pair, guint i,
@@ -260,6 +266,14 @@ static gboolean read_pcie(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "latency", &hw->pcie.latency, error);
 }
 
+static gboolean read_check_rates(const RokJsonObj *o, RokHw *hw, GError **error) {
+  double *knots = NULL;
+  if (!read_pairs(o, "checksum_rates", &check_kind, &knots, &hw->host.checksum_rates_len, error))
+    return FALSE;
+  hw->host.checksum_rates = (RokHwRatePoint *)knots;
+  return TRUE;
+}
+
 static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
   g_auto(RokJsonObj) o = {0};
   return rok_json_child(root, "host", TRUE, &o, error) && rok_json_only_keys(&o, host_keys, error) &&
@@ -267,7 +281,7 @@ static gboolean read_host(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_size(&o, "pinned_buffer", TRUE, &hw->host.pinned_buffer, error) &&
          rok_json_get_rate(&o, "memcpy_bandwidth", TRUE, &hw->host.memcpy_bandwidth, error) &&
          rok_json_get_rate(&o, "checksum_bandwidth", FALSE, &hw->host.checksum_bandwidth, error) &&
-         read_latency(&o, "copy_overhead", &hw->host.copy_overhead, error);
+         read_check_rates(&o, hw, error) && read_latency(&o, "copy_overhead", &hw->host.copy_overhead, error);
 }
 
 /* nvme.write_latency and write_leg_overhead: either given makes both the
@@ -431,6 +445,9 @@ json_object *rok_hw_to_json(const RokHw *hw) {
   json_object_object_add(host, "memcpy_bandwidth", rok_json_new_double(hw->host.memcpy_bandwidth));
   if (hw->host.checksum_bandwidth > 0)
     json_object_object_add(host, "checksum_bandwidth", rok_json_new_double(hw->host.checksum_bandwidth));
+  if (hw->host.checksum_rates_len > 0)
+    json_object_object_add(host, "checksum_rates",
+                           pairs_json((const double *)hw->host.checksum_rates, hw->host.checksum_rates_len));
   if (hw->host.copy_overhead > 0)
     json_object_object_add(host, "copy_overhead", seconds(hw->host.copy_overhead));
   json_object_object_add(o, "host", host);
@@ -517,6 +534,13 @@ static double interpolate(const double *knots, guint n, double at) {
     v = gsl_interp_eval(interp, x, y, log(at), NULL);
   gsl_interp_free(interp);
   return v;
+}
+
+double rok_hw_host_check_seconds(const RokHw *hw, guint64 bytes) {
+  double rate = hw->host.checksum_rates_len > 0
+                    ? interpolate((const double *)hw->host.checksum_rates, hw->host.checksum_rates_len, (double)bytes)
+                    : hw->host.checksum_bandwidth;
+  return rate > 0 ? (double)bytes / rate : 0;
 }
 
 double rok_hw_gemm_efficiency(const RokHw *hw, double flops) {

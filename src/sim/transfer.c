@@ -35,11 +35,17 @@ static gboolean leg_takes_staging(const SimJob *j) {
   return j->path == PATH_STAGED && j->leg == 0;
 }
 
-/* The host's check of a copy that crosses PCIe (host.checksum_bandwidth):
- * on the leg's own time, while its link is free. */
+/* The host's check of a copy that crosses PCIe (host.checksum_*: its
+ * first bytes still in the caches, the rest from memory): on the leg's own
+ * time, while its link is free. */
 static gint64 leg_check(const SimEngine *e, const SimJob *j) {
-  double rate = e->sim->hw->host.checksum_bandwidth;
-  return rate > 0 ? (gint64)llround((double)j->bytes / rate * 1e9) : 0;
+  return (gint64)llround(rok_hw_host_check_seconds(e->sim->hw, j->bytes) * 1e9);
+}
+
+/* The leg's check as a rate over its bytes (0: none modelled). */
+static double leg_check_rate(const SimEngine *e, const SimJob *j) {
+  double seconds = rok_hw_host_check_seconds(e->sim->hw, j->bytes);
+  return seconds > 0 ? (double)j->bytes / seconds : 0;
 }
 
 /* A copy in or out of device memory: on a device without a copy engine of
@@ -130,7 +136,7 @@ static double cpu_share(const SimEngine *e) {
 static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
-    double rate = e->sim->hw->host.checksum_bandwidth;
+    double rate = leg_check_rate(e, j);
     double solo = j->copied ? rate : rate > 0 ? 1.0 / (1.0 / link + 1.0 / rate) : link;
     cap = solo * cpu_share(e);
   }

@@ -54,6 +54,10 @@ grep -q "\"write_leg_overhead\": " "$disk/hw.json"
 # The device's checksum of a tensor that leaves it (gpu, before host's).
 within checksum_bandwidth 1e7 1e13
 expect_in "$(cat "$tmp/out")" "device checksum "
+# The host's check of legs just copied out, by their size (64 KiB to 16 MiB).
+grep -q '"checksum_rates": \[' "$disk/hw.json"
+grep -q '16777216' "$disk/hw.json"
+expect_in "$(cat "$tmp/out")" "checked as copied "
 within devices 1 1
 # The GEMM model fitted to the GEMMs timed, and their shapes recorded.
 within sm_count 1 4096

@@ -303,6 +303,67 @@ static void test_bad_curve(void) {
   }
 }
 
+#define CHECK_HW(rates)                                                                                      \
+  "{\"gpu\": {\"memory\": \"8GiB\", \"peak_flops\": 1e11, \"matmul_efficiency\": 0.8, "                   \
+  "\"hbm_bandwidth\": 2e10}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "                \
+  "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9, "          \
+  "\"checksum_bandwidth\": 2e9" rates "}}"
+
+/* host.checksum_rates: a leg's check by its bytes, in place of
+ * checksum_bandwidth; clamped to the end knots, monotone between them
+ * (Steffen), kept by a round trip and a copy. */
+static void test_check_rates(void) {
+  const char *text = CHECK_HW(", \"checksum_rates\": [[65536, 8e9], [1048576, 4e9], [16777216, 2e9]]");
+  GError *error = NULL;
+  g_autoptr(RokHw) hw = rok_hw_parse("cal.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw->host.checksum_rates_len, ==, 3);
+  g_assert_cmpfloat_with_epsilon(rok_hw_host_check_seconds(hw, 1024), 1024 / 8e9, 1e-15);
+  g_assert_cmpfloat_with_epsilon(rok_hw_host_check_seconds(hw, 1 << 20), (1 << 20) / 4e9, 1e-12);
+  g_assert_cmpfloat_with_epsilon(rok_hw_host_check_seconds(hw, 1 << 30), (1 << 30) / 2e9, 1e-9);
+  double mid = (double)(256 << 10) / rok_hw_host_check_seconds(hw, 256 << 10);
+  g_assert_cmpfloat(mid, <, 8e9);
+  g_assert_cmpfloat(mid, >, 4e9);
+  g_assert_cmpfloat(rok_hw_host_check_seconds(hw, 0), ==, 0);
+
+  json_object *o = rok_hw_to_json(hw);
+  g_autofree char *out = rok_json_to_string(o);
+  json_object_put(o);
+  g_autoptr(RokHw) back = rok_hw_parse("back.json", out, strlen(out), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->host.checksum_rates_len, ==, 3);
+  g_assert_cmpfloat(back->host.checksum_rates[1].rate, ==, 4e9);
+  g_autoptr(RokHw) copy = rok_hw_copy(hw);
+  g_assert_true(copy->host.checksum_rates != hw->host.checksum_rates);
+  g_assert_cmpfloat(copy->host.checksum_rates[2].work, ==, 16777216);
+
+  /* Without the curve, checksum_bandwidth at every size; without either, no check. */
+  const char *flat = CHECK_HW("");
+  g_autoptr(RokHw) plain = rok_hw_parse("flat.json", flat, strlen(flat), &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat_with_epsilon(rok_hw_host_check_seconds(plain, 1 << 20), (1 << 20) / 2e9, 1e-12);
+  g_autoptr(RokHw) a100 = test_bundled_hw("a100-40g-pcie4-4xp5800x");
+  g_assert_cmpfloat(rok_hw_host_check_seconds(a100, 1 << 20), ==, 0);
+
+  static const struct {
+    const char *rates, *expect;
+  } bad[] = {
+      {", \"checksum_rates\": []", "\"host.checksum_rates\": must hold 1 to"},
+      {", \"checksum_rates\": [[0, 1e9]]", "\"host.checksum_rates[0]\": bytes must be positive"},
+      {", \"checksum_rates\": [[2e6, 1e9], [1e6, 1e9]]", "\"host.checksum_rates[1]\": bytes must be more"},
+      {", \"checksum_rates\": [[1e6, -1]]", "\"host.checksum_rates[0]\": rate must be positive"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *t = g_strdup_printf(CHECK_HW("%s"), bad[i].rates);
+    g_autoptr(RokHw) none = rok_hw_parse("hw.json", t, strlen(t), &error);
+    g_assert_null(none);
+    g_assert_cmpint(rok_error_exit_code(error), ==, ROK_EXIT_INVALID);
+    g_assert_nonnull(strstr(error->message, bad[i].expect));
+    g_assert_nonnull(strstr(error->message, "hw.json:1:"));
+    g_clear_error(&error);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/hw/bundled", test_bundled);
@@ -313,5 +374,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/hw/nvme-write-fixed", test_nvme_write_fixed);
   g_test_add_func("/hw/curve", test_curve);
   g_test_add_func("/hw/bad-curve", test_bad_curve);
+  g_test_add_func("/hw/check-rates", test_check_rates);
   return g_test_run();
 }

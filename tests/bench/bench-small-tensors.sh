@@ -41,7 +41,13 @@
 # runs beside each other the legs it does): writes 0.87x and reads 0.89x
 # of fio at QD 32, legs at their own depth 1.00x / 1.01x; SSD streams
 # predicted +11.5% / +21.1%, d2h 1440 MB/s against 1475 measured, h2d
-# 1181 against 956, the step 6.84 s against 6.51.
+# 1181 against 956, the step 6.84 s against 6.51. 2026-12-04, a leg's host
+# check at the rate for its size (host.checksum_rates): writes 0.84x and
+# reads 0.83x of fio at QD 32, legs 1.10x / 0.97x at their own depth;
+# d2h 1714 MB/s predicted against 1547 measured (3924 against 1662 with
+# one host rate, the quick calibration's 5.8 GB/s over a 32 MiB buffer),
+# h2d 1359 against 892; the SSD streams +62.5% / +83.1% (the quick
+# calibration's disk figures: +3.7% / +27.3% an hour before).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

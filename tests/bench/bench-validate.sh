@@ -74,7 +74,12 @@
 # beside spinners at the device workers' nice level), idle: validate-gpt
 # 1.6% median, worst 2.7% (keep +2.5%); nvme-write streams +10.3% and
 # +3.2%, nvme-read +12..+32%, d2h 27-47% long; the LLaMA-shaped model
-# 4.6%, worst 5.1% (keep -5.1%; against keep 0.5%).
+# 4.6%, worst 5.1% (keep -5.1%; against keep 0.5%). 2026-12-04, a leg's
+# host check at the rate for its size (host.checksum_rates), idle, two
+# runs each: validate-gpt 1.1% and 1.2% median (worst 1.6%, 2.5%), d2h
+# streams -4..-23%, streams median 14.9% and 18.9% (worst nvme-read
+# +23%, +36%); the LLaMA-shaped model 5.7% and 3.9% (worst 6.0%, 5.4%;
+# keep +5.7% and -3.6%, against keep 0.2% and 0.5%).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

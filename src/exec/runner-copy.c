@@ -270,4 +270,8 @@ gboolean runner_read_slots(Runner *r, guint id, guint copy, GError **error) {
   return take_slots(r, id, copy, TRUE, error);
 }
 
+gboolean runner_read_slots_now(Runner *r, guint id, guint copy) {
+  return take_slots(r, id, copy, FALSE, NULL);
+}
+
 #endif /* ROK_WITH_OPENCL */

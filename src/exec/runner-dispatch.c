@@ -196,6 +196,8 @@ static void issue(Runner *r, guint id, guint *take) {
     *take = id;
   else if (s == ROK_STREAM_NVME_WRITE && runner_nvme_write_on_store(r, id))
     ;
+  else if (s == ROK_STREAM_NVME_READ && runner_nvme_read_on_store(r, id))
+    ;
   else
     g_async_queue_push(r->work[s], runner_msg(id));
 }

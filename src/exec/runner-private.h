@@ -330,6 +330,9 @@ gboolean runner_chunk_out(Runner *r, RokClBuffer *buffer, guint copy, guint chun
 gboolean runner_chunk_in(Runner *r, RokClBuffer *buffer, guint copy, guint chunk, RunnerSum *sum, GError **error);
 /* A staged SSD read's slots (reserved in its turn). */
 gboolean runner_read_slots(Runner *r, guint id, guint copy, GError **error);
+/* The same where they can be had without waiting; FALSE otherwise (those
+ * taken are kept for the wait). */
+gboolean runner_read_slots_now(Runner *r, guint id, guint copy);
 /* One leg fewer needs the staged chunks; the last gives the slots back. */
 void runner_copy_unref(Runner *r, guint copy);
 void runner_copy_release_chunk(Runner *r, guint copy, guint chunk);
@@ -358,6 +361,9 @@ gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError *
  * no such thread or the leg is not staged: give it to a lane. Called
  * under the tracker's lock, once `id` is issued. */
 gboolean runner_nvme_write_on_store(Runner *r, guint id);
+/* The same for a staged read leg whose slots can be had at once (else its
+ * lane waits for them). */
+gboolean runner_nvme_read_on_store(Runner *r, guint id);
 gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 /* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
  * its failure, taken); the calling thread issues what that made ready. */

@@ -80,6 +80,12 @@
 # streams -4..-23%, streams median 14.9% and 18.9% (worst nvme-read
 # +23%, +36%); the LLaMA-shaped model 5.7% and 3.9% (worst 6.0%, 5.4%;
 # keep +5.7% and -3.6%, against keep 0.2% and 0.5%).
+# 2026-12-04, staged read legs begun on the ring's thread, idle:
+# validate-gpt 2.1% median, worst 3.9% (keep -1.8%), streams median 13.6%,
+# 12 of 14 inside their interval (nvme-read +8.8% and +64.9%, the latter
+# inside too); before it, the same morning, a calibration whose 4 KiB
+# copies took 89.5 us: 14.2% (keep -10.8%; against keep 5.0%), d2h 49-61%
+# predicted long.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

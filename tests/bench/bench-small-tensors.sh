@@ -48,6 +48,9 @@
 # one host rate, the quick calibration's 5.8 GB/s over a 32 MiB buffer),
 # h2d 1359 against 892; the SSD streams +62.5% / +83.1% (the quick
 # calibration's disk figures: +3.7% / +27.3% an hour before).
+# 2026-12-04, read legs begun on the ring's thread (load 1.5 at the
+# start): writes 0.81x and reads 0.91x of fio at QD 32; d2h 1529 MB/s
+# predicted against 1532, h2d 1223 against 946; SSD streams +38.8% / +13.5%.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -194,9 +194,7 @@ static void issue(Runner *r, guint id, guint *take) {
     runner_h2d_prime(r, id);
   if (take != NULL && s == ROK_STREAM_COMPUTE && *take == RUN_NONE)
     *take = id;
-  else if (s == ROK_STREAM_NVME_WRITE && runner_nvme_write_on_store(r, id))
-    ;
-  else if (s == ROK_STREAM_NVME_READ && runner_nvme_read_on_store(r, id))
+  else if ((s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ) && runner_ssd_leg_on_store(r, id))
     ;
   else
     g_async_queue_push(r->work[s], runner_msg(id));

@@ -356,14 +356,12 @@ void runner_gate_wake(Runner *r);
  * completion ends the leg (records its end and issues what that made
  * ready through runner_leg_done), so no thread waits for the disk. */
 gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error);
-/* A staged write leg begun on the store's own thread, which submits every
- * request (no hand-off from a stream's thread); FALSE where the store has
- * no such thread or the leg is not staged: give it to a lane. Called
- * under the tracker's lock, once `id` is issued. */
-gboolean runner_nvme_write_on_store(Runner *r, guint id);
-/* The same for a staged read leg whose slots can be had at once (else its
- * lane waits for them). */
-gboolean runner_nvme_read_on_store(Runner *r, guint id);
+/* A staged SSD leg begun on the store's own thread, which submits every
+ * request (no hand-off from a stream's thread; a read whose slots are not
+ * all free is passed on to its lane there); FALSE where the store has no
+ * such thread or the leg is not staged: give it to a lane. Called under
+ * the tracker's lock, once `id` is issued. */
+gboolean runner_ssd_leg_on_store(Runner *r, guint id);
 gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 /* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
  * its failure, taken); the calling thread issues what that made ready. */

@@ -169,7 +169,9 @@ typedef struct {
 } StoreCall;
 
 /* On the store's thread: the leg begun as its stream's thread would begin
- * it (after a failure, only acknowledged), its requests out at once. */
+ * it (after a failure, only acknowledged), its requests out at once; a
+ * read whose slots cannot all be had now goes to its lane to wait for the
+ * rest (the slots it took are kept), so this thread never waits. */
 static void leg_on_store(gpointer data) {
   StoreCall *call = data;
   Runner *r = call->r;
@@ -178,33 +180,30 @@ static void leg_on_store(gpointer data) {
   GError *error = NULL;
   gboolean deferred = FALSE;
   if (!runner_failed(r)) {
+    RokStream s = runner_action(&r->prog, id)->stream;
+    if (s == ROK_STREAM_NVME_READ && !runner_read_slots_now(r, id, r->prog.actions[id].copy)) {
+      g_async_queue_push(r->work[s], runner_msg(id));
+      return;
+    }
     r->rec[id].start_ns = runner_now_ns();
-    gboolean ok = runner_action(&r->prog, id)->stream == ROK_STREAM_NVME_WRITE
-                      ? runner_nvme_write_leg(r, id, &deferred, &error)
-                      : runner_nvme_read_leg(r, id, &deferred, &error);
+    gboolean ok = s == ROK_STREAM_NVME_WRITE ? runner_nvme_write_leg(r, id, &deferred, &error)
+                                             : runner_nvme_read_leg(r, id, &deferred, &error);
     if (ok && deferred)
       return; /* staged: its last completion ends it */
   }
   runner_leg_done(r, id, error);
 }
 
-static gboolean on_store(Runner *r, guint id) {
+gboolean runner_ssd_leg_on_store(Runner *r, guint id) {
+  const RunnerCopy *c = runner_copy(&r->prog, r->prog.actions[id].copy);
+  if (runner_action(&r->prog, id)->stream == ROK_STREAM_NVME_WRITE ? c->gd_write : c->gd_read)
+    return FALSE;
   StoreCall *call = g_new(StoreCall, 1);
   *call = (StoreCall){r, id};
   if (rok_store_call(r->store, leg_on_store, call))
     return TRUE;
   g_free(call);
   return FALSE;
-}
-
-gboolean runner_nvme_write_on_store(Runner *r, guint id) {
-  return !runner_copy(&r->prog, r->prog.actions[id].copy)->gd_write && on_store(r, id);
-}
-
-gboolean runner_nvme_read_on_store(Runner *r, guint id) {
-  guint copy = r->prog.actions[id].copy;
-  return !runner_copy(&r->prog, copy)->gd_read && !runner_failed(r) && runner_read_slots_now(r, id, copy) &&
-         on_store(r, id);
 }
 
 gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error) {

@@ -219,6 +219,12 @@ typedef struct {
   RokCalibBurst bursts[ROK_CALIB_MAX_BURSTS];
   double request_overhead, request_overhead_per_mib, leg_overhead, write_leg_overhead;
   double wake_write, wake_read, wake_after;
+  /* Legs joined by another (4 x 1 MiB, then 64 KiB a quarter of the way
+   * through), writes then reads: the second's time over the rest of the
+   * first's (n 0: not timed); completes_together when both medians are
+   * 0.6 or more (the simulator's nvme.completes_together). */
+  RokCalibStat join_ratio[2];
+  gboolean completes_together;
   /* What the processor time of the bursts says a leg and a request take
    * (seconds, rok_calib_disk_fit_cpu). */
   double request_cpu, leg_cpu;

@@ -216,6 +216,12 @@ typedef struct {
      * the disk has had no request for wake_after or longer (a virtual
      * disk's host thread asleep, an SSD in a power-saving state). 0: none. */
     gint64 wake_write, wake_read, wake_after;
+    /* Optional: the disk completes the requests queued together at one
+     * moment (a virtual disk whose host signals a batch of completions
+     * at once), so that an SSD leg another leg of its stream joins ends
+     * with it. FALSE (absent): each leg ends when its own bytes have
+     * moved, as an NVMe drive completes each request. */
+    gboolean completes_together;
     /* Optional, with gpu.shared_cpus: the host processor time an SSD leg
      * takes once and per request (ns: submitting, completing and handing
      * it back, rok's threads and the kernel's I/O path), which the kernels

@@ -433,6 +433,122 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
   return TRUE;
 }
 
+/* A leg joined by another: JOIN_FIRST requests of 1 MiB submitted together
+ * after the short gap, then, a quarter of the way through (a quarter of
+ * the median 4 x 1 MiB burst), one request of JOIN_SECOND_BYTES; each
+ * request's completion time. */
+#define JOIN_FIRST 4
+#define JOIN_SECOND_BYTES (MIB / 16)
+#define JOIN_TOGETHER 0.6 /* join_ratio at which the second ended with the first */
+
+typedef struct {
+  RokIoReq req; /* first: the completion hands back this pointer */
+  GMutex *lock;
+  GCond *idle;
+  guint *pending;
+  gint64 done_us;
+  int res;
+} JoinReq;
+
+static void join_done(RokIoReq *r, int res) {
+  JoinReq *q = (JoinReq *)r;
+  g_mutex_lock(q->lock);
+  q->done_us = g_get_monotonic_time();
+  q->res = res;
+  if (--*q->pending == 0)
+    g_cond_signal(q->idle);
+  g_mutex_unlock(q->lock);
+}
+
+/* One joined pair at OFFSET: the second request's time from its
+ * submission to its completion over the first leg's from then to its
+ * last completion (about 1 where the disk completes what was queued
+ * together at one moment; a drive serving each request as it comes:
+ * about the second's own time over the rest of the first's). */
+static gboolean join_once(Run *run, RokIoOp op, guint64 offset, gulong delay_us, double *ratio, GError **error) {
+  GMutex lock;
+  GCond idle;
+  g_mutex_init(&lock);
+  g_cond_init(&idle);
+  guint pending = JOIN_FIRST + 1;
+  JoinReq q[JOIN_FIRST + 1];
+  gboolean fixed = rok_io_backend_fixed_buffers(run->backend);
+  for (guint k = 0; k <= JOIN_FIRST; k++) {
+    guint slot = (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool));
+    gsize len = k < JOIN_FIRST ? MIB : JOIN_SECOND_BYTES;
+    /* the second lies past a gap, so that the block layer cannot merge it */
+    guint64 at = k < JOIN_FIRST ? offset + k * MIB : offset + (JOIN_FIRST + 4) * MIB;
+    if (op == ROK_IO_WRITE) {
+      guint64 state = offset ^ k;
+      fill_slot(run->pool, slot, len, &state);
+    }
+    q[k] = (JoinReq){.req = {.op = op, .file = 0, .offset = at, .buf = rok_staging_slot(run->pool, slot),
+                             .len = len, .buf_index = fixed ? (int)slot : -1, .done = join_done},
+                     .lock = &lock, .idle = &idle, .pending = &pending};
+  }
+  run->pass.issued += JOIN_FIRST + 1;
+  for (guint k = 0; k < JOIN_FIRST; k++)
+    rok_io_backend_submit(run->backend, &q[k].req);
+  g_usleep(delay_us);
+  gint64 second_us = g_get_monotonic_time();
+  rok_io_backend_submit(run->backend, &q[JOIN_FIRST].req);
+  g_mutex_lock(&lock);
+  while (pending > 0)
+    g_cond_wait(&idle, &lock);
+  g_mutex_unlock(&lock);
+  g_mutex_clear(&lock);
+  g_cond_clear(&idle);
+  gint64 first_end = 0;
+  int res = 0;
+  for (guint k = 0; k <= JOIN_FIRST; k++) {
+    res = res != 0 ? res : q[k].res;
+    first_end = k < JOIN_FIRST ? MAX(first_end, q[k].done_us) : first_end;
+  }
+  if (res < 0) {
+    run->pass.error = res;
+    run->pass.error_offset = offset;
+    run->pass.op = op;
+    return pass_error(run, error);
+  }
+  *ratio = (double)MAX(q[JOIN_FIRST].done_us - second_us, 0) / (double)MAX(first_end - second_us, 1);
+  return TRUE;
+}
+
+/* Whether the disk completes together what was queued together (the
+ * simulator's nvme.completes_together): REPS joined pairs in each
+ * direction after the short gap, at successive places in the file; the
+ * median ratio of each direction (join_once). */
+static gboolean measure_joins(Run *run, const RokCalibOptions *o, guint reps, RokCalibCancel *cancel,
+                              RokCalibDisk *disk, GError **error) {
+  guint64 file_bytes = o->file_bytes;
+  guint64 span = (JOIN_FIRST + 5) * MIB;
+  if (span > file_bytes || deepest_queue(o) < JOIN_FIRST + 1)
+    return TRUE; /* too shallow a queue: the second would wait for a place in it, whatever the disk */
+  g_autofree double *r = g_new(double, reps);
+  for (guint d = 0; d < 2; d++) {
+    RokIoOp op = d == 0 ? ROK_IO_WRITE : ROK_IO_READ;
+    double first = 0; /* the 4 x 1 MiB burst's median */
+    for (guint i = 0; i < disk->n_bursts; i++)
+      if (disk->bursts[i].requests == JOIN_FIRST && disk->bursts[i].request_bytes == MIB &&
+          disk->bursts[i].gap_s == BURST_GAP_SHORT_S)
+        first = (op == ROK_IO_WRITE ? disk->bursts[i].write : disk->bursts[i].read).median;
+    gulong delay_us = first > 0 ? (gulong)llround(first * 1e6 / 4) : 250;
+    guint64 offset = 0;
+    drop_cache(run);
+    for (guint i = 0; i < reps; i++) {
+      if (offset + span > file_bytes)
+        offset = 0;
+      g_usleep((gulong)llround(BURST_GAP_SHORT_S * 1e6));
+      if (rok_calib_check_cancelled(cancel, error) || !join_once(run, op, offset, delay_us, &r[i], error))
+        return FALSE;
+      offset += span;
+    }
+    disk->join_ratio[d] = rok_calib_stat(r, reps);
+  }
+  disk->completes_together = MIN(disk->join_ratio[0].median, disk->join_ratio[1].median) >= JOIN_TOGETHER;
+  return TRUE;
+}
+
 /* The shortest and longest idle gap D's bursts came after. */
 static void gap_range(const RokCalibDisk *d, double *shortest, double *longest) {
   *shortest = INFINITY, *longest = 0;
@@ -622,6 +738,8 @@ static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCance
       if (!time_bursts(run, reps, cancel, op, &disk->bursts[i], &offset, o->file_bytes, error))
         return FALSE;
   }
+  if (!measure_joins(run, o, reps, cancel, disk, error))
+    return FALSE;
   rok_calib_disk_fit_overheads(disk, &disk->request_overhead, &disk->request_overhead_per_mib, &disk->leg_overhead,
                                &disk->write_leg_overhead);
   rok_calib_disk_fit_wake(disk, &disk->wake_write, &disk->wake_read, &disk->wake_after);

@@ -250,6 +250,7 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->nvme.wake_write = MAX(hw->nvme.wake_write, (gint64)llround(d->wake_write * 1e9));
     hw->nvme.wake_read = MAX(hw->nvme.wake_read, (gint64)llround(d->wake_read * 1e9));
     hw->nvme.wake_after = MAX(hw->nvme.wake_after, (gint64)llround(d->wake_after * 1e9));
+    hw->nvme.completes_together |= d->completes_together; /* the array's legs end as its slowest member's */
     if (hw->gpu.shared_cpus > 0) { /* the SSD legs' processor time is the kernels' loss */
       hw->nvme.leg_cpu = MAX(hw->nvme.leg_cpu, (gint64)llround(d->leg_cpu * 1e9));
       hw->nvme.request_cpu = MAX(hw->nvme.request_cpu, (gint64)llround(d->request_cpu * 1e9));

@@ -299,6 +299,11 @@ static void print_disk(const RokCalibDisk *d) {
     g_autofree char *wa = rok_units_format_time(d->wake_after);
     printf("  a leg after %s idle or more: write %s, read %s more (nvme.wake_after, wake_write, wake_read)\n", wa,
            ww, wr);
+    if (d->join_ratio[0].n > 0)
+      printf("  a 64 KiB request a quarter of the way through 4 x 1 MiB took %.2f (write) and %.2f (read) of what "
+             "was left of them: %s (nvme.completes_together)\n", d->join_ratio[0].median, d->join_ratio[1].median,
+             d->completes_together ? "the disk completes what was queued together at one moment"
+                                   : "each request completes on its own");
     g_autofree char *qc = rok_units_format_time(d->request_cpu), *lc = rok_units_format_time(d->leg_cpu);
     printf("  processor time on the bursts: %s per request, %s per leg (nvme.request_cpu, leg_cpu: with a CPU "
            "device)\n", qc, lc);

@@ -25,7 +25,8 @@ static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_band
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect",
                                         "request_overhead", "request_overhead_per_mib", "leg_overhead",
                                         "write_latency", "write_leg_overhead",
-                                        "wake_write", "wake_read", "wake_after", "leg_cpu", "request_cpu", NULL};
+                                        "wake_write", "wake_read", "wake_after", "completes_together",
+                                        "leg_cpu", "request_cpu", NULL};
 
 static void op_rates_free(RokHwOpRates *rates, guint n) {
   for (guint i = 0; i < n; i++) {
@@ -319,6 +320,7 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "wake_write", &hw->nvme.wake_write, error) &&
          read_latency(&o, "wake_read", &hw->nvme.wake_read, error) &&
          read_latency(&o, "wake_after", &hw->nvme.wake_after, error) &&
+         rok_json_get_bool(&o, "completes_together", FALSE, &hw->nvme.completes_together, error) &&
          read_latency(&o, "leg_cpu", &hw->nvme.leg_cpu, error) &&
          read_latency(&o, "request_cpu", &hw->nvme.request_cpu, error);
 }
@@ -477,6 +479,8 @@ json_object *rok_hw_to_json(const RokHw *hw) {
       json_object_object_add(nvme, "wake_read", seconds(hw->nvme.wake_read));
       json_object_object_add(nvme, "wake_after", seconds(hw->nvme.wake_after));
     }
+    if (hw->nvme.completes_together)
+      json_object_object_add(nvme, "completes_together", json_object_new_boolean(TRUE));
     if (hw->nvme.leg_cpu > 0)
       json_object_object_add(nvme, "leg_cpu", seconds(hw->nvme.leg_cpu));
     if (hw->nvme.request_cpu > 0)

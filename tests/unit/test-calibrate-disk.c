@@ -96,6 +96,9 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.wake_read, >=, 0);
   g_assert_cmpfloat(disk.wake_after, >, 1e-3);
   g_assert_cmpfloat(disk.wake_after, <, 20e-3);
+  /* A leg joined by another takes a queue of 5: not timed at --qd 4. */
+  g_assert_cmpuint(disk.join_ratio[0].n + disk.join_ratio[1].n, ==, 0);
+  g_assert_false(disk.completes_together);
   /* Some processor time per burst, far below its wall time's worth. */
   for (guint i = 0; i < disk.n_bursts; i++)
     g_assert_cmpfloat(disk.bursts[i].write_cpu.median + disk.bursts[i].read_cpu.median, <, 1.0);

@@ -325,6 +325,38 @@ static void test_ssd_lanes(void) {
   }
 }
 
+/* nvme.completes_together: op0 (1 ms) makes a 100 KB and a 300 KB tensor,
+ * both written gpudirect as it ends, beside each other (400 us of
+ * nvme.request_overhead: 0.19 and 0.41 of the array's 1 GB/s). Each on
+ * its own, the small write ends 30 + 500 us after it began, the large one
+ * 30 + 700; on a disk that completes together what was queued together,
+ * the small one ends with the large one. */
+static void test_completes_together(void) {
+  for (guint together = 0; together < 2; together++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+    guint small = add_tensor(trace, "S", -1, 100000, op0), large = add_tensor(trace, "L", -1, 300000, op0);
+    guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
+    rok_trace_need(trace, small, op1);
+    rok_trace_need(trace, large, op1);
+    finish(trace);
+    RokHw hw = ssd_hw();
+    hw.nvme.request_overhead = 400 * US;
+    hw.nvme.completes_together = together;
+    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+    plan->decisions[small] = plan->decisions[large] = ROK_DECISION_OFFLOAD_NVME;
+    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    const RokAction *s = find_action(r, ROK_ACTION_OFFLOAD, small, ROK_STREAM_NVME_WRITE);
+    const RokAction *l = find_action(r, ROK_ACTION_OFFLOAD, large, ROK_STREAM_NVME_WRITE);
+    g_assert_cmpint(llabs(s->start_ns - 1 * MS), <=, 1);
+    g_assert_cmpint(llabs(l->start_ns - 1 * MS), <=, 1);
+    g_assert_cmpint(llabs(l->end_ns - (1 * MS + 730 * US)), <=, 2);
+    g_assert_cmpint(llabs(s->end_ns - (together ? l->end_ns : 1 * MS + 530 * US)), <=, 2);
+    g_assert_cmpint(llabs(r->busy_ns[ROK_STREAM_NVME_WRITE] - 730 * US), <=, 2);
+    test_sim_check_log(r);
+  }
+}
+
 /* Two copies out at once on the d2h link, one to host memory (1 MB), one
  * gpudirect to the SSD (3 MB, the SSD 10x faster): half the link each
  * until the small one ends at 3 ms, then all of it for the rest. */
@@ -658,6 +690,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/write-fixed", test_write_fixed);
   g_test_add_func("/sim/wake", test_wake);
   g_test_add_func("/sim/ssd-lanes", test_ssd_lanes);
+  g_test_add_func("/sim/completes-together", test_completes_together);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);
   g_test_add_func("/sim/fluid/engine", test_fluid_sharing_in_engine);

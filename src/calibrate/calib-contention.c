@@ -7,9 +7,11 @@
  * the compute thread), and the host's check of a leg just copied out. A
  * GPU runs copies on its copy engines and its host threads on idle
  * processors: only the checks are timed, nothing beside them. */
+#define _GNU_SOURCE /* sched_getcpu, sched_setaffinity, CPU_SET */
 #ifdef ROK_WITH_OPENCL
 
 #include <math.h>
+#include <sched.h>
 #include <string.h>
 
 #include "rok/calibrate.h"
@@ -162,53 +164,6 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
   return ok && n > 0;
 }
 
-typedef struct {
-  GAsyncQueue *in, *out;
-} Echo;
-
-/* Every message from `in` back on `out`, until the message 1; on a short
- * slice, as the executor's stream threads are. */
-static gpointer echo(gpointer data) {
-  Echo *e = data;
-  rok_host_thread_short_slice();
-  for (;;) {
-    gpointer m = g_async_queue_pop(e->in);
-    g_async_queue_push(e->out, m);
-    if (GPOINTER_TO_UINT(m) == 1)
-      return NULL;
-  }
-}
-
-/* A message to another thread and back, through the queues the executor
- * uses, while B's kernels run (B may be NULL): a copy leg's, whose thread
- * sleeps between legs (100 us apart here). */
-static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
-  Echo e = {.in = g_async_queue_new(), .out = g_async_queue_new()};
-  GThread *thread = g_thread_new("rok-calib-echo", echo, &e);
-  g_autofree double *samples = g_new(double, HANDOFF_SAMPLES);
-  gboolean ok = b == NULL || busy_start(b, cl, 4, error);
-  for (guint i = 0; ok && i < HANDOFF_SAMPLES; i++) {
-    double start = now_s();
-    g_async_queue_push(e.in, GUINT_TO_POINTER(2));
-    g_async_queue_pop(e.out);
-    samples[i] = now_s() - start;
-    g_usleep(100);
-  }
-  g_async_queue_push(e.in, GUINT_TO_POINTER(1));
-  g_async_queue_pop(e.out);
-  g_thread_join(thread);
-  g_async_queue_unref(e.in);
-  g_async_queue_unref(e.out);
-  ok = ok && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
-  if (ok)
-    *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
-  return ok;
-}
-
-gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
-  return measure_handoff(cl, NULL, stat, error);
-}
-
 /* Kernels back to back, each launched when the one before has ended, until
  * `stop`. */
 typedef struct {
@@ -226,6 +181,98 @@ static gpointer kernels_run(gpointer data) {
     k->ok = rok_cl_gemm(k->busy->kernels, &k->busy->gemm, &k->error) &&
             rok_cl_device_finish(k->cl, ROK_CL_QUEUE_COMPUTE, &k->error);
   return NULL;
+}
+
+typedef struct {
+  GAsyncQueue *in, *out;
+  int cpu; /* the processor it runs on; -1: any */
+} Echo;
+
+/* Keeps the calling thread on CPU. */
+static void pin_to(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_setaffinity(0, sizeof one, &one);
+}
+
+/* Every message from `in` back on `out`, until the message 1; on a short
+ * slice, as the executor's stream threads are. */
+static gpointer echo(gpointer data) {
+  Echo *e = data;
+  if (e->cpu >= 0)
+    pin_to(e->cpu);
+  rok_host_thread_short_slice();
+  for (;;) {
+    gpointer m = g_async_queue_pop(e->in);
+    g_async_queue_push(e->out, m);
+    if (GPOINTER_TO_UINT(m) == 1)
+      return NULL;
+  }
+}
+
+/* Another processor of those this thread may use than the one it is on,
+ * and the thread kept on its own (*SAVED: its mask before); -1 (and
+ * nothing changed) where it has only one. */
+static int other_processor(cpu_set_t *saved) {
+  int here = sched_getcpu();
+  if (here < 0 || sched_getaffinity(0, sizeof *saved, saved) != 0)
+    return -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (cpu != here && CPU_ISSET(cpu, saved)) {
+      pin_to(here);
+      return cpu;
+    }
+  return -1;
+}
+
+/* A message to another thread and back, through the queues the executor
+ * uses, while B's kernels run back to back (B may be NULL: nothing
+ * beside): a copy leg's, whose thread sleeps between legs (100 us apart
+ * here). Beside kernels the two threads are kept on different
+ * processors, as the executor's compute thread, busy with the kernels, and
+ * a leg's thread are: left free, the scheduler now and then woke the
+ * echo on the sender's own processor for a whole calibration (the
+ * development VM, 2026-12-04: 3-5 us in 3 of 6 quick calibrations, 40-43
+ * in the others, as a step's legs pay), a hand-off no leg gets. The
+ * kernels run until the last sample (a batch of 4 once ran out first). */
+static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
+  Kernels k = {.busy = b, .cl = cl, .ok = TRUE};
+  GThread *kernels = b != NULL ? g_thread_new("rok-calib-kernels", kernels_run, &k) : NULL;
+  if (kernels != NULL)
+    g_usleep(2000); /* the first kernel under way */
+  cpu_set_t saved;
+  Echo e = {.in = g_async_queue_new(), .out = g_async_queue_new(), .cpu = b != NULL ? other_processor(&saved) : -1};
+  GThread *thread = g_thread_new("rok-calib-echo", echo, &e);
+  g_autofree double *samples = g_new(double, HANDOFF_SAMPLES);
+  for (guint i = 0; i < HANDOFF_SAMPLES; i++) {
+    double start = now_s();
+    g_async_queue_push(e.in, GUINT_TO_POINTER(2));
+    g_async_queue_pop(e.out);
+    samples[i] = now_s() - start;
+    g_usleep(100);
+  }
+  g_async_queue_push(e.in, GUINT_TO_POINTER(1));
+  g_async_queue_pop(e.out);
+  g_thread_join(thread);
+  g_async_queue_unref(e.in);
+  g_async_queue_unref(e.out);
+  if (e.cpu >= 0)
+    sched_setaffinity(0, sizeof saved, &saved);
+  if (kernels != NULL) {
+    g_atomic_int_set(&k.stop, 1);
+    g_thread_join(kernels);
+  }
+  if (!k.ok)
+    g_propagate_error(error, g_steal_pointer(&k.error));
+  g_clear_error(&k.error);
+  if (k.ok)
+    *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
+  return k.ok;
+}
+
+gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
+  return measure_handoff(cl, NULL, stat, error);
 }
 
 /* The checks of copies beside kernels, as a step's legs run: the copy waits

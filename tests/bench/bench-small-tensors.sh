@@ -51,6 +51,12 @@
 # 2026-12-04, read legs begun on the ring's thread (load 1.5 at the
 # start): writes 0.81x and reads 0.91x of fio at QD 32; d2h 1529 MB/s
 # predicted against 1532, h2d 1223 against 946; SSD streams +38.8% / +13.5%.
+# 2026-12-04 evening: as that, 0.77x / 0.70x (SSD streams +51.2% /
+# +74.7%); with nvme.completes_together, 0.76x / 0.95x (+1.9% / +26.1%);
+# and the hand-off timed on two processors (load 1.8), 0.82x / 0.90x,
+# legs 1.05x / 0.98x at their own depth, SSD streams +32.9% / +30.6%
+# (the quick calibration's bursts faster than the step's legs: its 1-16
+# MiB reads 15-30% faster), d2h 1453 MB/s predicted against 1638.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

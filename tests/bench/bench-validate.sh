@@ -86,6 +86,15 @@
 # inside too); before it, the same morning, a calibration whose 4 KiB
 # copies took 89.5 us: 14.2% (keep -10.8%; against keep 5.0%), d2h 49-61%
 # predicted long.
+# 2026-12-04 evening, nvme.completes_together (the simulator ends a joined
+# SSD leg with its batch) and the hand-off timed on two processors, idle:
+# validate-gpt 0.8% median, worst 1.3% (keep +0.5%), streams median
+# 12.4%; the LLaMA-shaped model 4.4%, 4.7% and 1.4% (worst 5.5-6.7%;
+# against keep 1.3-2.3%), streams median 13.7-30.1%, the copy streams
+# following the calibration's 4 KiB copies (7 us: d2h 19-31% short; 75.5
+# us: 25-29% long). Two runs in a slow spell of the VM after 40 minutes
+# of benches: 34.6% and 21.1% (keep -33.7%, -21.2%; against keep 3.0%,
+# 0.7%).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

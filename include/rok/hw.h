@@ -16,6 +16,10 @@ G_BEGIN_DECLS
  * accept (storage.h: io_uring and psync take 1 to 1024 per file), so a
  * profile the executor would refuse later is refused where it is read. */
 #define ROK_HW_MAX_QUEUE_DEPTH 1024
+/* The request an SSD leg is cut into (or the tensor when smaller): the
+ * executor's staging slot, the simulator's chunk, and the request size
+ * whose rate a calibrated profile's nvme bandwidths are. */
+#define ROK_HW_NVME_REQUEST_BYTES ((guint64)1 << 20)
 
 /* One knot of a measured GEMM-efficiency curve: a GEMM launch of `flops`
  * floating-point operations (2·batch·m·n·k) reaches `efficiency` of

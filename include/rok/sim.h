@@ -213,7 +213,7 @@ G_BEGIN_DECLS
 
 /* The executor's chunk, its default staging slot: one copy command on
  * PCIe and one NVMe request (the queue-depth limit; see the model above). */
-#define ROK_SIM_CHUNK_BYTES ((guint64)1 << 20)
+#define ROK_SIM_CHUNK_BYTES ROK_HW_NVME_REQUEST_BYTES
 
 typedef struct {
   gint64 time_ns;

@@ -611,13 +611,26 @@ static void fit_nonnegative(const double *x, guint p, const double *y, const dou
     }
 }
 
+const RokCalibDiskPoint *rok_calib_disk_rate_point(const RokCalibDisk *d, gboolean write) {
+  if (d->points == NULL || d->points->len == 0)
+    return NULL;
+  const RokCalibDiskPoint *best = NULL;
+  for (guint i = 0; i < d->points->len; i++) {
+    const RokCalibDiskPoint *p = &g_array_index(d->points, RokCalibDiskPoint, i);
+    if (p->block == ROK_HW_NVME_REQUEST_BYTES &&
+        (best == NULL || (write ? p->write.median > best->write.median : p->read.median > best->read.median)))
+      best = p;
+  }
+  return best != NULL ? best
+                      : &g_array_index(d->points, RokCalibDiskPoint, write ? d->best_write : d->best_read);
+}
+
 gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg,
                                       double *write_leg) {
   *request = *per_mib = *leg = *write_leg = 0;
   if (d->n_bursts == 0 || d->points == NULL || d->points->len == 0)
     return FALSE;
-  const RokCalibDiskPoint *w = &g_array_index(d->points, RokCalibDiskPoint, d->best_write);
-  const RokCalibDiskPoint *r = &g_array_index(d->points, RokCalibDiskPoint, d->best_read);
+  const RokCalibDiskPoint *w = rok_calib_disk_rate_point(d, TRUE), *r = rok_calib_disk_rate_point(d, FALSE);
   if (!(w->write.median > 0 && r->read.median > 0))
     return FALSE;
   /* What each burst took beyond its direction's latency and streaming is

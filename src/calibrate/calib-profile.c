@@ -233,10 +233,12 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
       g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration measured nothing in %s", d->dir);
       return FALSE;
     }
+    /* The rates at the executor's requests; the queue depth where the
+     * disk did best, the most the legs may keep in flight. */
     const RokCalibDiskPoint *r = &g_array_index(d->points, RokCalibDiskPoint, d->best_read);
     const RokCalibDiskPoint *w = &g_array_index(d->points, RokCalibDiskPoint, d->best_write);
-    hw->nvme.read_bandwidth = MIN(hw->nvme.read_bandwidth, r->read.median);
-    hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, w->write.median);
+    hw->nvme.read_bandwidth = MIN(hw->nvme.read_bandwidth, rok_calib_disk_rate_point(d, FALSE)->read.median);
+    hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, rok_calib_disk_rate_point(d, TRUE)->write.median);
     hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(d->latency.median * 1e9));
     hw->nvme.request_overhead = MAX(hw->nvme.request_overhead, (gint64)llround(d->request_overhead * 1e9));
     hw->nvme.request_overhead_per_mib =

@@ -155,7 +155,9 @@ static void append_disks(GString *s, const RokCalibration *c) {
                                    "reads follow posix_fadvise DONTNEED), the "
                                  : " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise "
                                    "DONTNEED), the ");
-  g_string_append(s, "best median of each direction, the slowest directory's; latency: QD1 4 KiB random reads, "
+  g_string_append(s, "best median of each direction at 1 MiB blocks, the executor's requests (the best of all where "
+                     "the grid has none), the slowest directory's; queue_depth: where the best of all was "
+                     "reached; latency: QD1 4 KiB random reads, "
                      "write_latency: writes; request_overhead, request_overhead_per_mib, leg_overhead (reads) and "
                      "write_leg_overhead: fitted to bursts of 1, 4 and 16 requests of 1 MiB, 1 and 4 of 256 KiB "
                      "and 1 of 64 KiB submitted together after 1 ms idle (writes from requests filled just before), "
@@ -167,7 +169,7 @@ static void append_disks(GString *s, const RokCalibration *c) {
                      "with a CPU device, leg_cpu and request_cpu: the processor time rok spent on those "
                      "bursts (getrusage: its threads and the kernel's work for them), fitted the same "
                      "way; "
-                     "queue_depth: where the best figures were reached; capacity: the smallest file system "
+                     "capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
   if (first->busy_processors > 0)
     g_string_append_printf(s, " Every disk figure was timed beside %u processes spinning %d nice levels below rok, "

@@ -280,6 +280,16 @@ static void print_disk(const RokCalibDisk *d) {
     g_autofree char *b = rok_units_format_size(p->block), *w = rate_text(&p->write), *r = rate_text(&p->read);
     printf("  %8s %4u  %-32s %-32s\n", b, p->queue_depth, w, r);
   }
+  const RokCalibDiskPoint *rw = rok_calib_disk_rate_point(d, TRUE), *rr = rok_calib_disk_rate_point(d, FALSE);
+  if (rw != NULL && rr != NULL) {
+    g_autofree char *w = rok_units_format_rate(rw->write.median), *r = rok_units_format_rate(rr->read.median);
+    g_autofree char *wb = rok_units_format_size(rw->block), *rb = rok_units_format_size(rr->block);
+    printf("  the profile's rates: write %s (%s, QD %u), read %s (%s, QD %u)%s\n", w, wb, rw->queue_depth, r, rb,
+           rr->queue_depth,
+           rw->block == ROK_HW_NVME_REQUEST_BYTES && rr->block == ROK_HW_NVME_REQUEST_BYTES
+               ? ": the executor's requests"
+               : ": the best of the grid, which has no block of the executor's 1 MiB requests");
+  }
   g_autofree char *latency = rok_units_format_time(d->latency.median);
   g_autofree char *write_latency = rok_units_format_time(d->write_latency.median);
   printf("  latency (QD1 4 KiB random requests): read %s, write %s\n", latency, write_latency);

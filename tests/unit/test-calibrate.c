@@ -175,11 +175,13 @@ static void test_profile(void) {
   g_assert_cmpuint(hw->host.memory, ==, 24 * GIB);
   g_assert_cmpuint(hw->host.pinned_buffer, ==, 3 * GIB);
   g_assert_cmpfloat(hw->host.memcpy_bandwidth, ==, 10e9);
-  /* The array: the slower disk's best figures, the longer latency, the
-   * smaller capacity, the deepest queue where a best figure was reached. */
+  /* The array: the slower disk's best figures at the executor's 1 MiB
+   * requests (writes do better at 4 MiB, which the executor never
+   * issues), the longer latency, the smaller capacity, the deepest queue
+   * where a best figure of all was reached. */
   g_assert_cmpuint(hw->nvme.devices, ==, 2);
   g_assert_cmpfloat_with_epsilon(hw->nvme.read_bandwidth, 3e9 * 0.8, 1);
-  g_assert_cmpfloat_with_epsilon(hw->nvme.write_bandwidth, 2.5e9 * 0.8, 1);
+  g_assert_cmpfloat_with_epsilon(hw->nvme.write_bandwidth, 2e9 * 0.8, 1);
   g_assert_cmpint(hw->nvme.latency, ==, 100000);
   g_assert_cmpuint(hw->nvme.queue_depth, ==, 8);
   g_assert_cmpuint(hw->nvme.capacity, ==, 1000 * GIB);

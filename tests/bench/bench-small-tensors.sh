@@ -57,6 +57,9 @@
 # legs 1.05x / 0.98x at their own depth, SSD streams +32.9% / +30.6%
 # (the quick calibration's bursts faster than the step's legs: its 1-16
 # MiB reads 15-30% faster), d2h 1453 MB/s predicted against 1638.
+# With the SSD rates at 1 MiB requests, idle: 0.74x / 0.87x, SSD streams
+# +28.3% / +27.1% (+17% in a run minutes later, whose read legs came to
+# 0.84-1.01 of their measured time), the step 5.93 s against 6.02.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

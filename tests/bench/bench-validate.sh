@@ -94,7 +94,10 @@
 # following the calibration's 4 KiB copies (7 us: d2h 19-31% short; 75.5
 # us: 25-29% long). Two runs in a slow spell of the VM after 40 minutes
 # of benches: 34.6% and 21.1% (keep -33.7%, -21.2%; against keep 3.0%,
-# 0.7%).
+# 0.7%). Then the SSD rates at 1 MiB requests, idle: validate-gpt 2.0%
+# median, worst 4.2% (keep -1.5%), streams median 6.9%, worst 23.7%
+# (nvme-write), 13 of 14 inside; the LLaMA-shaped model 2.2%, worst 4.0%
+# (keep -2.8%), streams median 8.8%, worst 17.5% (d2h), 13 of 14 inside.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -731,13 +731,14 @@ static gboolean held_for_others(SimEngine *e, guint lane) {
   return FALSE;
 }
 
-/* LANE's leg ends, then the SSD legs held for it, in lane order (the
- * lanes are noted first: an ending leg may start another). */
+/* LANE's leg ends, then, where it is an SSD leg, the SSD legs held for
+ * it, in lane order (the lanes are noted first: an ending leg may start
+ * another). A copy leg ending leaves them held. */
 static void finish_with_held(SimEngine *e, guint lane) {
   guint first, end, ending[SIM_LANES], n = 0;
   ssd_lanes(e, &first, &end);
   ending[n++] = lane;
-  for (guint l = first; l < end; l++)
+  for (guint l = first; lane >= first && lane < end && l < end; l++)
     if (l != lane && e->lanes[l].job != ROK_NO_ID && e->lanes[l].held)
       ending[n++] = l;
   for (guint i = 0; i < n; i++) {

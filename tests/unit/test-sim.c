@@ -330,29 +330,45 @@ static void test_ssd_lanes(void) {
  * nvme.request_overhead: 0.19 and 0.41 of the array's 1 GB/s). Each on
  * its own, the small write ends 30 + 500 us after it began, the large one
  * 30 + 700; on a disk that completes together what was queued together,
- * the small one ends with the large one. */
+ * the small one ends with the large one. In the third case a 550 KB
+ * tensor goes to host memory beside them, sharing the d2h link with the
+ * gpudirect writes (which slows the large one): its copy ends after the
+ * small write's bytes have moved (1.89 ms) and before the large write
+ * (2.06 ms), and the held write ends with the large one, not with the
+ * copy. */
 static void test_completes_together(void) {
-  for (guint together = 0; together < 2; together++) {
+  for (guint c = 0; c < 3; c++) {
     g_autoptr(RokTrace) trace = new_trace();
     guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
     guint small = add_tensor(trace, "S", -1, 100000, op0), large = add_tensor(trace, "L", -1, 300000, op0);
+    guint host = c == 2 ? add_tensor(trace, "H", -1, 550000, op0) : ROK_NO_ID;
     guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
     rok_trace_need(trace, small, op1);
     rok_trace_need(trace, large, op1);
+    if (host != ROK_NO_ID)
+      rok_trace_need(trace, host, op1);
     finish(trace);
     RokHw hw = ssd_hw();
     hw.nvme.request_overhead = 400 * US;
-    hw.nvme.completes_together = together;
+    hw.nvme.completes_together = c > 0;
     g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
     plan->decisions[small] = plan->decisions[large] = ROK_DECISION_OFFLOAD_NVME;
+    if (host != ROK_NO_ID)
+      plan->decisions[host] = ROK_DECISION_OFFLOAD_HOST;
     g_autoptr(RokSimResult) r = run(trace, &hw, plan);
     const RokAction *s = find_action(r, ROK_ACTION_OFFLOAD, small, ROK_STREAM_NVME_WRITE);
     const RokAction *l = find_action(r, ROK_ACTION_OFFLOAD, large, ROK_STREAM_NVME_WRITE);
     g_assert_cmpint(llabs(s->start_ns - 1 * MS), <=, 1);
     g_assert_cmpint(llabs(l->start_ns - 1 * MS), <=, 1);
-    g_assert_cmpint(llabs(l->end_ns - (1 * MS + 730 * US)), <=, 2);
-    g_assert_cmpint(llabs(s->end_ns - (together ? l->end_ns : 1 * MS + 530 * US)), <=, 2);
-    g_assert_cmpint(llabs(r->busy_ns[ROK_STREAM_NVME_WRITE] - 730 * US), <=, 2);
+    g_assert_cmpint(llabs(s->end_ns - (c > 0 ? l->end_ns : 1 * MS + 530 * US)), <=, 2);
+    if (host == ROK_NO_ID) {
+      g_assert_cmpint(llabs(l->end_ns - (1 * MS + 730 * US)), <=, 2);
+      g_assert_cmpint(llabs(r->busy_ns[ROK_STREAM_NVME_WRITE] - 730 * US), <=, 2);
+    } else {
+      const RokAction *h = find_action(r, ROK_ACTION_OFFLOAD, host, ROK_STREAM_D2H);
+      g_assert_cmpint(h->end_ns, >, 1 * MS + 730 * US);
+      g_assert_cmpint(h->end_ns, <, l->end_ns - 100 * US);
+    }
     test_sim_check_log(r);
   }
 }

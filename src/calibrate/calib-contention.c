@@ -64,6 +64,12 @@ static gboolean busy_start(Busy *b, RokClDevice *cl, guint reps, GError **error)
   return rok_cl_device_flush(cl, ROK_CL_QUEUE_COMPUTE, error);
 }
 
+/* One of B's kernels, launched and waited for, as the executor's compute
+ * thread runs its next action. */
+static gboolean busy_kernel(Busy *b, RokClDevice *cl, GError **error) {
+  return rok_cl_gemm(b->kernels, &b->gemm, error) && rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error);
+}
+
 static double now_s(void) {
   return (double)g_get_monotonic_time() / 1e6;
 }
@@ -95,8 +101,7 @@ static gpointer chain_run(gpointer data) {
   c->ok = TRUE;
   for (guint k = 0; c->ok && k < WAIT_KERNELS; k++) {
     c->start[k] = now_s();
-    c->ok = rok_cl_gemm(c->busy->kernels, &c->busy->gemm, &c->error) &&
-            rok_cl_device_finish(c->cl, ROK_CL_QUEUE_COMPUTE, &c->error);
+    c->ok = busy_kernel(c->busy, c->cl, &c->error);
     c->end[k] = now_s();
   }
   return NULL;
@@ -178,8 +183,7 @@ static gpointer kernels_run(gpointer data) {
   Kernels *k = data;
   k->ok = TRUE;
   while (k->ok && !g_atomic_int_get(&k->stop))
-    k->ok = rok_cl_gemm(k->busy->kernels, &k->busy->gemm, &k->error) &&
-            rok_cl_device_finish(k->cl, ROK_CL_QUEUE_COMPUTE, &k->error);
+    k->ok = busy_kernel(k->busy, k->cl, &k->error);
   return NULL;
 }
 

@@ -245,9 +245,9 @@ void rok_calib_disk_clear(RokCalibDisk *disk);
  * bandwidth the direction's (a read's latency and leg_overhead, a write's
  * write_latency, or latency where none was timed, and write_leg;
  * bandwidth its rate point's, rok_calib_disk_rate_point); weighted least
- * squares of the relative errors over both directions, every figure at least 0 (a figure the
- * bursts cannot tell apart, such as per_mib with one request size, is 0).
- * FALSE (all 0) without bursts or grid points. */
+ * squares of the relative errors over both directions, every figure at
+ * least 0 (a figure the bursts cannot tell apart, such as per_mib with one
+ * request size, is 0). FALSE (all 0) without bursts or grid points. */
 gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg,
                                       double *write_leg);
 /* nvme.wake_write and wake_read: what a lone request took more after the

@@ -124,15 +124,19 @@ static void on_done(RokIoReq *r, int res) {
     rok_io_backend_submit(p->backend, r);
 }
 
-static gboolean pass_error(const Run *run, GError **error) {
-  const Pass *p = &run->pass;
-  if (p->error == -ECANCELED) {
+/* A request of OP at OFFSET that failed with -errno RES. */
+static gboolean io_error(const Run *run, RokIoOp op, int res, guint64 offset, GError **error) {
+  if (res == -ECANCELED) {
     g_set_error(error, ROK_ERROR, ROK_ERROR_CANCELLED, "calibration interrupted");
     return FALSE;
   }
   g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "%s %s at offset %" G_GUINT64_FORMAT ": %s",
-              p->op == ROK_IO_WRITE ? "writing" : "reading", run->path, p->error_offset, g_strerror(-p->error));
+              op == ROK_IO_WRITE ? "writing" : "reading", run->path, offset, g_strerror(-res));
   return FALSE;
+}
+
+static gboolean pass_error(const Run *run, GError **error) {
+  return io_error(run, run->pass.op, run->pass.error, run->pass.error_offset, error);
 }
 
 /* Issues the pass's first requests, up to its queue depth, and starts its
@@ -441,23 +445,32 @@ static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoO
 #define JOIN_SECOND_BYTES (MIB / 16)
 #define JOIN_TOGETHER 0.6 /* join_ratio at which the second ended with the first */
 
+typedef struct _Join Join;
+
 typedef struct {
   RokIoReq req; /* first: the completion hands back this pointer */
-  GMutex *lock;
-  GCond *idle;
-  guint *pending;
+  Join *join;
   gint64 done_us;
   int res;
 } JoinReq;
 
+/* A joined pair in flight: the first leg's requests, then the second. */
+struct _Join {
+  GMutex lock;
+  GCond idle;
+  guint pending;
+  JoinReq q[JOIN_FIRST + 1];
+};
+
 static void join_done(RokIoReq *r, int res) {
   JoinReq *q = (JoinReq *)r;
-  g_mutex_lock(q->lock);
+  Join *j = q->join;
+  g_mutex_lock(&j->lock);
   q->done_us = g_get_monotonic_time();
   q->res = res;
-  if (--*q->pending == 0)
-    g_cond_signal(q->idle);
-  g_mutex_unlock(q->lock);
+  if (--j->pending == 0)
+    g_cond_signal(&j->idle);
+  g_mutex_unlock(&j->lock);
 }
 
 /* One joined pair at OFFSET: the second request's time from its
@@ -466,12 +479,9 @@ static void join_done(RokIoReq *r, int res) {
  * together at one moment; a drive serving each request as it comes:
  * about the second's own time over the rest of the first's). */
 static gboolean join_once(Run *run, RokIoOp op, guint64 offset, gulong delay_us, double *ratio, GError **error) {
-  GMutex lock;
-  GCond idle;
-  g_mutex_init(&lock);
-  g_cond_init(&idle);
-  guint pending = JOIN_FIRST + 1;
-  JoinReq q[JOIN_FIRST + 1];
+  Join j = {.pending = JOIN_FIRST + 1};
+  g_mutex_init(&j.lock);
+  g_cond_init(&j.idle);
   gboolean fixed = rok_io_backend_fixed_buffers(run->backend);
   for (guint k = 0; k <= JOIN_FIRST; k++) {
     guint slot = (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool));
@@ -482,35 +492,29 @@ static gboolean join_once(Run *run, RokIoOp op, guint64 offset, gulong delay_us,
       guint64 state = offset ^ k;
       fill_slot(run->pool, slot, len, &state);
     }
-    q[k] = (JoinReq){.req = {.op = op, .file = 0, .offset = at, .buf = rok_staging_slot(run->pool, slot),
-                             .len = len, .buf_index = fixed ? (int)slot : -1, .done = join_done},
-                     .lock = &lock, .idle = &idle, .pending = &pending};
+    j.q[k] = (JoinReq){.req = {.op = op, .file = 0, .offset = at, .buf = rok_staging_slot(run->pool, slot),
+                               .len = len, .buf_index = fixed ? (int)slot : -1, .done = join_done},
+                       .join = &j};
   }
   run->pass.issued += JOIN_FIRST + 1;
   for (guint k = 0; k < JOIN_FIRST; k++)
-    rok_io_backend_submit(run->backend, &q[k].req);
+    rok_io_backend_submit(run->backend, &j.q[k].req);
   g_usleep(delay_us);
   gint64 second_us = g_get_monotonic_time();
-  rok_io_backend_submit(run->backend, &q[JOIN_FIRST].req);
-  g_mutex_lock(&lock);
-  while (pending > 0)
-    g_cond_wait(&idle, &lock);
-  g_mutex_unlock(&lock);
-  g_mutex_clear(&lock);
-  g_cond_clear(&idle);
+  rok_io_backend_submit(run->backend, &j.q[JOIN_FIRST].req);
+  g_mutex_lock(&j.lock);
+  while (j.pending > 0)
+    g_cond_wait(&j.idle, &j.lock);
+  g_mutex_unlock(&j.lock);
+  g_mutex_clear(&j.lock);
+  g_cond_clear(&j.idle);
   gint64 first_end = 0;
-  int res = 0;
-  for (guint k = 0; k <= JOIN_FIRST; k++) {
-    res = res != 0 ? res : q[k].res;
-    first_end = k < JOIN_FIRST ? MAX(first_end, q[k].done_us) : first_end;
-  }
-  if (res < 0) {
-    run->pass.error = res;
-    run->pass.error_offset = offset;
-    run->pass.op = op;
-    return pass_error(run, error);
-  }
-  *ratio = (double)MAX(q[JOIN_FIRST].done_us - second_us, 0) / (double)MAX(first_end - second_us, 1);
+  for (guint k = 0; k <= JOIN_FIRST; k++)
+    if (j.q[k].res < 0)
+      return io_error(run, op, j.q[k].res, j.q[k].req.offset, error);
+  for (guint k = 0; k < JOIN_FIRST; k++)
+    first_end = MAX(first_end, j.q[k].done_us);
+  *ratio = (double)MAX(j.q[JOIN_FIRST].done_us - second_us, 0) / (double)MAX(first_end - second_us, 1);
   return TRUE;
 }
 
@@ -520,9 +524,8 @@ static gboolean join_once(Run *run, RokIoOp op, guint64 offset, gulong delay_us,
  * median ratio of each direction (join_once). */
 static gboolean measure_joins(Run *run, const RokCalibOptions *o, guint reps, RokCalibCancel *cancel,
                               RokCalibDisk *disk, GError **error) {
-  guint64 file_bytes = o->file_bytes;
   guint64 span = (JOIN_FIRST + 5) * MIB;
-  if (span > file_bytes || deepest_queue(o) < JOIN_FIRST + 1)
+  if (span > o->file_bytes || deepest_queue(o) < JOIN_FIRST + 1)
     return TRUE; /* too shallow a queue: the second would wait for a place in it, whatever the disk */
   g_autofree double *r = g_new(double, reps);
   for (guint d = 0; d < 2; d++) {
@@ -536,7 +539,7 @@ static gboolean measure_joins(Run *run, const RokCalibOptions *o, guint reps, Ro
     guint64 offset = 0;
     drop_cache(run);
     for (guint i = 0; i < reps; i++) {
-      if (offset + span > file_bytes)
+      if (offset + span > o->file_bytes)
         offset = 0;
       g_usleep((gulong)llround(BURST_GAP_SHORT_S * 1e6));
       if (rok_calib_check_cancelled(cancel, error) || !join_once(run, op, offset, delay_us, &r[i], error))
@@ -724,8 +727,9 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
  * and 4 of 256 KiB and of one of 64 KiB (small tensors: validate-gpt's
  * are 2-256 KiB), those the queue depth and the file allow, and lone
  * requests of 1 MiB and 256 KiB after the long gap; writes then reads;
- * then the fits. REPS follows --pass-time (10 for --quick, 40 for a full run):
- * about 0.9 and 3.6 seconds of idle gaps. */
+ * then as many joined pairs (measure_joins), and the fits. REPS follows
+ * --pass-time (10 for --quick, 40 for a full run): about 0.9 and 3.6
+ * seconds of idle gaps. */
 static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                GError **error) {
   static const struct {

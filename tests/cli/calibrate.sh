@@ -51,6 +51,21 @@ if grep -q '"shared_cpus"' "$disk/hw.json"; then
   expect_in "$(cat "$tmp/out")" "a copy waits until"
 fi
 grep -q "\"write_leg_overhead\": " "$disk/hw.json"
+# The SSD rates at the executor's 1 MiB requests (the quick grid has them).
+expect_in "$(cat "$tmp/out")" "the profile's rates: write "
+expect_in "$(cat "$tmp/out")" "): the executor's requests"
+# A request joined to a burst (the quick grid's queue of 32 takes both),
+# and the profile says what it found.
+expect_in "$(cat "$tmp/out")" "a 64 KiB request a quarter of the way through 4 x 1 MiB took "
+if grep -q "the disk completes what was queued together at one moment" "$tmp/out"; then
+  grep -q '"completes_together": true' "$disk/hw.json"
+else
+  expect_in "$(cat "$tmp/out")" "each request completes on its own"
+  if grep -q '"completes_together"' "$disk/hw.json"; then
+    echo "completes_together in the profile, not in the calibration's finding" >&2
+    exit 1
+  fi
+fi
 # The device's checksum of a tensor that leaves it (gpu, before host's).
 within checksum_bandwidth 1e7 1e13
 expect_in "$(cat "$tmp/out")" "device checksum "

@@ -211,6 +211,13 @@ static void test_profile(void) {
   g_assert_no_error(error);
   g_assert_true(in_order->gpu.copy_queues_in_order);
   g_assert_nonnull(strstr(in_order->source, "gpu.copy_queues_in_order"));
+  /* One disk that completes together what was queued together makes the
+   * array's legs end so: neither does not. */
+  g_assert_false(hw->nvme.completes_together);
+  g_array_index(c->disks, RokCalibDisk, 1).completes_together = TRUE;
+  g_autoptr(RokHw) together = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_true(together->nvme.completes_together);
 }
 
 /* What is written reads back equal, without a date, and a model simulates

@@ -222,8 +222,8 @@ typedef struct {
     gint64 wake_write, wake_read, wake_after;
     /* Optional: the disk completes the requests queued together at one
      * moment (a virtual disk whose host signals a batch of completions
-     * at once), so that an SSD leg another leg of its stream joins ends
-     * with it. FALSE (absent): each leg ends when its own bytes have
+     * at once), so that an SSD leg another SSD leg joins (of either
+     * stream) ends with it. FALSE (absent): each leg ends when its own bytes have
      * moved, as an NVMe drive completes each request. */
     gboolean completes_together;
     /* Optional, with gpu.shared_cpus: the host processor time an SSD leg

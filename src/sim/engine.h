@@ -79,7 +79,7 @@ typedef struct {
   gint64 last_update; /* flowing (SimEngine.flowing): when remaining was last brought up to date */
   double remaining;
   guint event; /* pending event, or ROK_NO_ID */
-  gboolean held; /* its bytes moved, it ends with its stream's others (nvme.completes_together) */
+  gboolean held; /* its bytes moved, it ends with the last SSD leg at work (nvme.completes_together) */
 } SimLane;
 
 /* The d2h and h2d streams' one lane each, then each SSD stream's

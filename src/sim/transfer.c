@@ -738,9 +738,10 @@ static void finish_with_held(SimEngine *e, guint lane) {
   guint first, end, ending[SIM_LANES], n = 0;
   ssd_lanes(e, &first, &end);
   ending[n++] = lane;
-  for (guint l = first; lane >= first && lane < end && l < end; l++)
-    if (l != lane && e->lanes[l].job != ROK_NO_ID && e->lanes[l].held)
-      ending[n++] = l;
+  if (lane >= first && lane < end)
+    for (guint l = first; l < end; l++)
+      if (l != lane && e->lanes[l].job != ROK_NO_ID && e->lanes[l].held)
+        ending[n++] = l;
   for (guint i = 0; i < n; i++) {
     e->lanes[ending[i]].held = FALSE;
     finish_leg(e, ending[i]);

@@ -738,7 +738,7 @@ static void finish_with_held(SimEngine *e, guint lane) {
   guint first, end, ending[SIM_LANES], n = 0;
   ssd_lanes(e, &first, &end);
   ending[n++] = lane;
-  if (lane >= first && lane < end)
+  if (e->sim->hw->nvme.completes_together && lane >= first && lane < end)
     for (guint l = first; l < end; l++)
       if (l != lane && e->lanes[l].job != ROK_NO_ID && e->lanes[l].held)
         ending[n++] = l;

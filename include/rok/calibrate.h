@@ -197,6 +197,17 @@ typedef struct {
 } RokCalibBurst;
 #define ROK_CALIB_MAX_BURSTS 8
 
+/* What an SSD leg of N requests of B bytes takes, fitted to the bursts:
+ * fixed + N * request + N * B / rate, fixed and rate the direction's
+ * ([0] writes, [1] reads); the simulator's nvme.write_latency and latency,
+ * request_overhead, write_bandwidth and read_bandwidth. */
+typedef struct {
+  gboolean fitted;
+  double fixed[2];   /* seconds */
+  double request;    /* seconds */
+  double rate[2];    /* bytes/s */
+} RokCalibLegFit;
+
 typedef struct {
   char *dir;
   guint64 st_dev;        /* the file system's device number */
@@ -213,11 +224,11 @@ typedef struct {
   guint busy_processors; /* spinners beside every figure of this disk (RokCalibOptions) */
   double busy_seconds;   /* the processor time they took */
   /* Bursts shaped like the executor's SSD legs, and what they say a leg
-   * costs beyond the streaming rate (seconds; 0 when none was timed):
-   * rok_calib_disk_fit_overheads, rok_calib_disk_fit_wake. */
+   * costs (rok_calib_disk_fit_legs; fitted FALSE when none was timed) and
+   * a disk's wake (seconds; 0 when not timed, rok_calib_disk_fit_wake). */
   guint n_bursts;
   RokCalibBurst bursts[ROK_CALIB_MAX_BURSTS];
-  double request_overhead, request_overhead_per_mib, leg_overhead, write_leg_overhead;
+  RokCalibLegFit legs;
   double wake_write, wake_read, wake_after;
   /* Legs joined by another (4 x 1 MiB, then 64 KiB a quarter of the way
    * through), writes then reads: the second's time over the rest of the
@@ -238,18 +249,18 @@ typedef struct {
  * from the former), else the best of all; NULL without points. */
 const RokCalibDiskPoint *rok_calib_disk_rate_point(const RokCalibDisk *d, gboolean write);
 void rok_calib_disk_clear(RokCalibDisk *disk);
-/* The simulator's nvme.request_overhead, request_overhead_per_mib,
- * leg_overhead and write_leg_overhead that best predict D's bursts after
- * the shortest gap: a leg of N requests of B bytes takes latency + leg +
- * N * (request + B / MiB * per_mib + B / bandwidth), latency, leg and
- * bandwidth the direction's (a read's latency and leg_overhead, a write's
- * write_latency, or latency where none was timed, and write_leg;
- * bandwidth its rate point's, rok_calib_disk_rate_point); weighted least
- * squares of the relative errors over both directions, every figure at
- * least 0 (a figure the bursts cannot tell apart, such as per_mib with one
- * request size, is 0). FALSE (all 0) without bursts or grid points. */
-gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg,
-                                      double *write_leg);
+/* The leg model that best predicts D's bursts after the shortest gap: a
+ * leg of N requests of B bytes takes fixed + N * (request + B / rate),
+ * fixed and rate the direction's, rate at most its rate point's
+ * (rok_calib_disk_rate_point: its bursts streaming slower than the grid's
+ * passes, a per-MiB cost, lower it); weighted least squares of the errors
+ * relative to each burst's time weighted by that time (weights 1 / t: a
+ * stream's time is the sum of its legs', so a 16 MiB leg's 10% counts
+ * more than a 64 KiB one's), every figure at least 0 (one the bursts
+ * cannot tell apart is 0; a fixed part below the disk's random 4 KiB
+ * latency is taken as fitted: sequential bursts answer sooner). FALSE
+ * (fitted FALSE, all 0) without bursts or grid points. */
+gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit);
 /* nvme.wake_write and wake_read: what a lone request took more after the
  * longest gap than after the shortest, the median over request sizes (at
  * least 0); wake_after: the two gaps' geometric mean. FALSE (all 0)

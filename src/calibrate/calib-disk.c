@@ -561,7 +561,7 @@ static void gap_range(const RokCalibDisk *d, double *shortest, double *longest) 
   }
 }
 
-#define FIT_MAX_COLUMNS 4
+#define FIT_MAX_COLUMNS 5
 
 /* Weighted least squares of Y on the columns of X (N rows of P) that KEEP
  * selects; FALSE when a coefficient comes out negative or the columns
@@ -628,21 +628,18 @@ const RokCalibDiskPoint *rok_calib_disk_rate_point(const RokCalibDisk *d, gboole
                       : &g_array_index(d->points, RokCalibDiskPoint, write ? d->best_write : d->best_read);
 }
 
-gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, double *per_mib, double *leg,
-                                      double *write_leg) {
-  *request = *per_mib = *leg = *write_leg = 0;
+gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
+  *fit = (RokCalibLegFit){0};
   if (d->n_bursts == 0 || d->points == NULL || d->points->len == 0)
     return FALSE;
   const RokCalibDiskPoint *w = rok_calib_disk_rate_point(d, TRUE), *r = rok_calib_disk_rate_point(d, FALSE);
-  if (!(w->write.median > 0 && r->read.median > 0))
-    return FALSE;
-  /* What each burst took beyond its direction's latency and streaming is
-   * leg (a read's or a write's) + N request + N B per_mib: weighted least
-   * squares, weights 1 / time^2 (the relative errors), none negative. */
   const double rate[2] = {w->write.median, r->read.median};
-  const double latency[2] = {d->write_latency.n > 0 ? d->write_latency.median : d->latency.median,
-                             d->latency.median};
-  double x[4 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)], shortest, longest;
+  if (!(rate[0] > 0 && rate[1] > 0))
+    return FALSE;
+  /* What each burst took beyond streaming at its direction's rate point
+   * is fixed (the direction's) + N request + B per_mib (the direction's):
+   * the columns below, in that order, writes first. */
+  double x[5 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)], shortest, longest;
   gap_range(d, &shortest, &longest);
   gsize n = 0;
   for (guint k = 0; k < 2; k++)
@@ -651,19 +648,22 @@ gboolean rok_calib_disk_fit_overheads(const RokCalibDisk *d, double *request, do
       double t = (k == 0 ? b->write : b->read).median;
       if (b->gap_s != shortest || !(t > 0))
         continue;
-      double bytes = (double)b->requests * (double)b->request_bytes;
-      x[4 * n] = k == 1;
-      x[4 * n + 1] = k == 0;
-      x[4 * n + 2] = b->requests;
-      x[4 * n + 3] = bytes / MIB;
-      y[n] = t - latency[k] - bytes / rate[k];
-      wt[n++] = 1 / (t * t);
+      double bytes = (double)b->requests * (double)b->request_bytes, *row = &x[5 * n];
+      row[0] = k == 0;
+      row[1] = k == 1;
+      row[2] = b->requests;
+      row[3] = k == 0 ? bytes / MIB : 0;
+      row[4] = k == 1 ? bytes / MIB : 0;
+      y[n] = t - bytes / rate[k];
+      wt[n++] = 1 / t;
     }
   if (n == 0)
     return FALSE;
-  double c[4];
-  fit_nonnegative(x, 4, y, wt, n, c);
-  *leg = c[0], *write_leg = c[1], *request = c[2], *per_mib = c[3];
+  double c[5];
+  fit_nonnegative(x, 5, y, wt, n, c);
+  *fit = (RokCalibLegFit){.fitted = TRUE, .fixed = {c[0], c[1]}, .request = c[2]};
+  for (guint k = 0; k < 2; k++)
+    fit->rate[k] = c[3 + k] > 0 ? 1 / (1 / rate[k] + c[3 + k] / MIB) : rate[k];
   return TRUE;
 }
 
@@ -757,8 +757,7 @@ static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCance
   }
   if (!measure_joins(run, o, reps, cancel, disk, error))
     return FALSE;
-  rok_calib_disk_fit_overheads(disk, &disk->request_overhead, &disk->request_overhead_per_mib, &disk->leg_overhead,
-                               &disk->write_leg_overhead);
+  rok_calib_disk_fit_legs(disk, &disk->legs);
   rok_calib_disk_fit_wake(disk, &disk->wake_write, &disk->wake_read, &disk->wake_after);
   rok_calib_disk_fit_cpu(disk, &disk->request_cpu, &disk->leg_cpu);
   return TRUE;

@@ -233,21 +233,25 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
       g_set_error(error, ROK_ERROR, ROK_ERROR_IO, "calibration measured nothing in %s", d->dir);
       return FALSE;
     }
-    /* The rates at the executor's requests; the queue depth where the
-     * disk did best, the most the legs may keep in flight. */
+    /* The rates and fixed parts the executor's legs see: those fitted
+     * to the bursts shaped like them where they were timed, else the
+     * grid's at the executor's requests and the random 4 KiB latencies;
+     * the queue depth where the disk did best, the most the legs may keep
+     * in flight. */
     const RokCalibDiskPoint *r = &g_array_index(d->points, RokCalibDiskPoint, d->best_read);
     const RokCalibDiskPoint *w = &g_array_index(d->points, RokCalibDiskPoint, d->best_write);
-    hw->nvme.read_bandwidth = MIN(hw->nvme.read_bandwidth, rok_calib_disk_rate_point(d, FALSE)->read.median);
-    hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, rok_calib_disk_rate_point(d, TRUE)->write.median);
-    hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(d->latency.median * 1e9));
-    hw->nvme.request_overhead = MAX(hw->nvme.request_overhead, (gint64)llround(d->request_overhead * 1e9));
-    hw->nvme.request_overhead_per_mib =
-        MAX(hw->nvme.request_overhead_per_mib, (gint64)llround(d->request_overhead_per_mib * 1e9));
-    hw->nvme.leg_overhead = MAX(hw->nvme.leg_overhead, (gint64)llround(d->leg_overhead * 1e9));
-    if (d->write_latency.n > 0) {
+    const RokCalibLegFit *legs = &d->legs;
+    double read_rate = legs->fitted ? legs->rate[1] : rok_calib_disk_rate_point(d, FALSE)->read.median;
+    double write_rate = legs->fitted ? legs->rate[0] : rok_calib_disk_rate_point(d, TRUE)->write.median;
+    double latency = legs->fitted ? legs->fixed[1] : d->latency.median;
+    hw->nvme.read_bandwidth = MIN(hw->nvme.read_bandwidth, read_rate);
+    hw->nvme.write_bandwidth = MIN(hw->nvme.write_bandwidth, write_rate);
+    hw->nvme.latency = MAX(hw->nvme.latency, (gint64)llround(latency * 1e9));
+    hw->nvme.request_overhead = MAX(hw->nvme.request_overhead, (gint64)llround(legs->request * 1e9));
+    if (legs->fitted || d->write_latency.n > 0) {
+      double write_latency = legs->fitted ? legs->fixed[0] : d->write_latency.median;
       hw->nvme.write_fixed = TRUE;
-      hw->nvme.write_latency = MAX(hw->nvme.write_latency, (gint64)llround(d->write_latency.median * 1e9));
-      hw->nvme.write_leg_overhead = MAX(hw->nvme.write_leg_overhead, (gint64)llround(d->write_leg_overhead * 1e9));
+      hw->nvme.write_latency = MAX(hw->nvme.write_latency, (gint64)llround(write_latency * 1e9));
     }
     hw->nvme.wake_write = MAX(hw->nvme.wake_write, (gint64)llround(d->wake_write * 1e9));
     hw->nvme.wake_read = MAX(hw->nvme.wake_read, (gint64)llround(d->wake_read * 1e9));

@@ -152,16 +152,17 @@ static void append_disks(GString *s, const RokCalibration *c) {
                          first->direct ? "O_DIRECT" : "buffered", first->backend ? first->backend : "?", file);
   append_grid(s, first);
   g_string_append(s, first->direct ? " (writes overwrite it, timed to their last completion, as the executor's are; "
-                                   "reads follow posix_fadvise DONTNEED), the "
+                                   "reads follow posix_fadvise DONTNEED); "
                                  : " (writes overwrite it, timed through fdatasync; reads follow posix_fadvise "
-                                   "DONTNEED), the ");
-  g_string_append(s, "best median of each direction at 1 MiB blocks, the executor's requests (the best of all where "
-                     "the grid has none), the slowest directory's; queue_depth: where the best of all was "
-                     "reached; latency: QD1 4 KiB random reads, "
-                     "write_latency: writes; request_overhead, request_overhead_per_mib, leg_overhead (reads) and "
-                     "write_leg_overhead: fitted to bursts of 1, 4 and 16 requests of 1 MiB, 1 and 4 of 256 KiB "
+                                   "DONTNEED); ");
+  g_string_append(s, "queue_depth: where the best of all was reached; read_bandwidth, write_bandwidth, latency "
+                     "(reads), write_latency and request_overhead: a leg's fixed part, each request's cost and "
+                     "the rate of its bytes, fitted to bursts of 1, 4 and 16 requests of 1 MiB, 1 and 4 of 256 KiB "
                      "and 1 of 64 KiB submitted together after 1 ms idle (writes from requests filled just before), "
-                     "as the executor's SSD legs are; wake_write and "
+                     "as the executor's SSD legs are (least squares weighted by each burst's time), the rates at "
+                     "most the grid's best at 1 MiB blocks, the executor's requests (the best of all where the "
+                     "grid has none), the slowest directory's (where no burst was timed, those rates and the QD1 "
+                     "4 KiB random reads' and writes' latencies); wake_write and "
                      "wake_read: what a lone request of either size took more after 20 ms idle, wake_after "
                      "between the two gaps (their geometric mean); completes_together: a 64 KiB request "
                      "submitted a quarter of the way through a burst of 4 x 1 MiB, in each direction, took 0.6 "

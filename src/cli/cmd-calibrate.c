@@ -284,11 +284,11 @@ static void print_disk(const RokCalibDisk *d) {
   if (rw != NULL && rr != NULL) {
     g_autofree char *w = rok_units_format_rate(rw->write.median), *r = rok_units_format_rate(rr->read.median);
     g_autofree char *wb = rok_units_format_size(rw->block), *rb = rok_units_format_size(rr->block);
-    printf("  the profile's rates: write %s (%s, QD %u), read %s (%s, QD %u)%s\n", w, wb, rw->queue_depth, r, rb,
-           rr->queue_depth,
+    printf("  the grid's rates at the executor's requests: write %s (%s, QD %u), read %s (%s, QD %u)%s\n", w, wb,
+           rw->queue_depth, r, rb, rr->queue_depth,
            rw->block == ROK_HW_NVME_REQUEST_BYTES && rr->block == ROK_HW_NVME_REQUEST_BYTES
-               ? ": the executor's requests"
-               : ": the best of the grid, which has no block of the executor's 1 MiB requests");
+               ? ""
+               : " (the best of the grid, which has no block of the executor's 1 MiB requests)");
   }
   g_autofree char *latency = rok_units_format_time(d->latency.median);
   g_autofree char *write_latency = rok_units_format_time(d->write_latency.median);
@@ -300,11 +300,14 @@ static void print_disk(const RokCalibDisk *d) {
     printf("  bursts of %2u x %-8s after %5s idle: write %-10s read %s\n", b->requests, size, gap, w, r);
   }
   if (d->n_bursts > 0) {
-    g_autofree char *q = rok_units_format_time(d->request_overhead), *l = rok_units_format_time(d->leg_overhead);
-    g_autofree char *m = rok_units_format_time(d->request_overhead_per_mib);
-    g_autofree char *wl = rok_units_format_time(d->write_leg_overhead);
-    printf("  fitted to the bursts: %s per request and %s per MiB of it, %s per read leg, %s per write leg "
-           "(nvme.request_overhead, request_overhead_per_mib, leg_overhead, write_leg_overhead)\n", q, m, l, wl);
+    const RokCalibLegFit *f = &d->legs;
+    g_autofree char *fw = rok_units_format_time(f->fixed[0]), *fr = rok_units_format_time(f->fixed[1]);
+    g_autofree char *q = rok_units_format_time(f->request);
+    g_autofree char *rw = rok_units_format_rate(f->rate[0]), *rr = rok_units_format_rate(f->rate[1]);
+    if (f->fitted)
+      printf("  fitted to the bursts: a leg takes %s (write), %s (read), each request %s more, its bytes at %s "
+             "(write), %s (read) (the profile's nvme.write_latency, latency, request_overhead, write_bandwidth, "
+             "read_bandwidth)\n", fw, fr, q, rw, rr);
     g_autofree char *ww = rok_units_format_time(d->wake_write), *wr = rok_units_format_time(d->wake_read);
     g_autofree char *wa = rok_units_format_time(d->wake_after);
     printf("  a leg after %s idle or more: write %s, read %s more (nvme.wake_after, wake_write, wake_read)\n", wa,

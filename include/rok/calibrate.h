@@ -195,7 +195,16 @@ typedef struct {
   RokCalibStat write, read;
   RokCalibStat write_cpu, read_cpu;
 } RokCalibBurst;
-#define ROK_CALIB_MAX_BURSTS 8
+#define ROK_CALIB_MAX_BURSTS 10
+
+/* What an SSD leg pays more after the disk has been idle AFTER seconds or
+ * longer, writing and reading (seconds): one level per gap the bursts
+ * were timed after beyond the shortest (a drive's deeper power state, a
+ * virtual disk's host thread deeper asleep). */
+typedef struct {
+  double after, write, read;
+} RokCalibWake;
+#define ROK_CALIB_WAKES 2
 
 /* What an SSD leg of N requests of B bytes takes, fitted to the bursts:
  * fixed + N * request + N * B / rate, fixed and rate the direction's
@@ -225,11 +234,13 @@ typedef struct {
   double busy_seconds;   /* the processor time they took */
   /* Bursts shaped like the executor's SSD legs, and what they say a leg
    * costs (rok_calib_disk_fit_legs; fitted FALSE when none was timed) and
-   * a disk's wake (seconds; 0 when not timed, rok_calib_disk_fit_wake). */
+   * the disk's wakes, shallowest first (rok_calib_disk_fit_wakes; n_wakes
+   * 0 when not timed). */
   guint n_bursts;
   RokCalibBurst bursts[ROK_CALIB_MAX_BURSTS];
   RokCalibLegFit legs;
-  double wake_write, wake_read, wake_after;
+  RokCalibWake wakes[ROK_CALIB_WAKES];
+  guint n_wakes;
   /* Legs joined by another (4 x 1 MiB, then 64 KiB a quarter of the way
    * through), writes then reads: the second's time over the rest of the
    * first's (n 0: not timed); completes_together when both medians are
@@ -261,11 +272,13 @@ void rok_calib_disk_clear(RokCalibDisk *disk);
  * latency is taken as fitted: sequential bursts answer sooner). FALSE
  * (fitted FALSE, all 0) without bursts or grid points. */
 gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit);
-/* nvme.wake_write and wake_read: what a lone request took more after the
- * longest gap than after the shortest, the median over request sizes (at
- * least 0); wake_after: the two gaps' geometric mean. FALSE (all 0)
- * without bursts after two gaps. */
-gboolean rok_calib_disk_fit_wake(const RokCalibDisk *d, double *write, double *read, double *after);
+/* nvme.wake_* and deep_wake_*: for each gap beyond the shortest (up to
+ * ROK_CALIB_WAKES, shortest first), what a lone request took more after it
+ * than after the shortest, the median over request sizes, at least 0 and
+ * at least the shallower level's (a deeper sleep wakes no sooner); after:
+ * the gap's and the one before's geometric mean. WAKES gets *N levels;
+ * FALSE (*N 0) without bursts after two gaps. */
+gboolean rok_calib_disk_fit_wakes(const RokCalibDisk *d, RokCalibWake *wakes, guint *n);
 /* The simulator's nvme.request_cpu and nvme.leg_cpu: the processor time
  * of a burst of N requests (after the shortest gap) taken as leg + N *
  * request, least squares over both directions' medians (0 with one burst

@@ -218,8 +218,11 @@ typedef struct {
     gint64 write_latency, write_leg_overhead;
     /* Optional: what an SSD leg pays more, writing or reading (ns), when
      * the disk has had no request for wake_after or longer (a virtual
-     * disk's host thread asleep, an SSD in a power-saving state). 0: none. */
+     * disk's host thread asleep, an SSD in a power-saving state). 0: none.
+     * deep_wake_*: the same for a deeper sleep, after deep_wake_after or
+     * longer (more than wake_after), in place of the wake above. */
     gint64 wake_write, wake_read, wake_after;
+    gint64 deep_wake_write, deep_wake_read, deep_wake_after;
     /* Optional: the disk completes the requests queued together at one
      * moment (a virtual disk whose host signals a batch of completions
      * at once), so that an SSD leg another SSD leg joins (of either

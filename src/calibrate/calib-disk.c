@@ -42,6 +42,7 @@
  * after the long gap too, for the wake. */
 #define BURST_GAP_SHORT_S 1e-3
 #define BURST_GAP_LONG_S 20e-3
+#define BURST_GAP_DEEP_S 100e-3
 #define POOL_BYTES ((guint64)256 << 20)
 #define MIN_POOL_BYTES ((guint64)8 << 20)
 
@@ -667,35 +668,48 @@ gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
   return TRUE;
 }
 
-gboolean rok_calib_disk_fit_wake(const RokCalibDisk *d, double *write, double *read, double *after) {
-  *write = *read = *after = 0;
+gboolean rok_calib_disk_fit_wakes(const RokCalibDisk *d, RokCalibWake *wakes, guint *n) {
+  *n = 0;
   double shortest, longest;
   gap_range(d, &shortest, &longest);
-  if (!(longest > shortest))
-    return FALSE;
-  /* A lone request after each gap, size by size. */
-  double more[2][ROK_CALIB_MAX_BURSTS];
-  gsize n = 0;
-  for (guint i = 0; i < d->n_bursts; i++) {
-    const RokCalibBurst *a = &d->bursts[i];
-    if (a->requests != 1 || a->gap_s != shortest)
-      continue;
-    for (guint j = 0; j < d->n_bursts; j++) {
-      const RokCalibBurst *b = &d->bursts[j];
-      if (b->requests == 1 && b->gap_s == longest && b->request_bytes == a->request_bytes) {
-        more[0][n] = b->write.median - a->write.median;
-        more[1][n++] = b->read.median - a->read.median;
+  double previous = shortest;
+  while (*n < ROK_CALIB_WAKES) {
+    /* The next gap after PREVIOUS. */
+    double gap = INFINITY;
+    for (guint i = 0; i < d->n_bursts; i++)
+      if (d->bursts[i].gap_s > previous)
+        gap = MIN(gap, d->bursts[i].gap_s);
+    if (!isfinite(gap))
+      break;
+    /* A lone request after it against one of the same size after the
+     * shortest, size by size. */
+    double more[2][ROK_CALIB_MAX_BURSTS];
+    gsize m = 0;
+    for (guint i = 0; i < d->n_bursts; i++) {
+      const RokCalibBurst *a = &d->bursts[i];
+      if (a->requests != 1 || a->gap_s != shortest)
+        continue;
+      for (guint j = 0; j < d->n_bursts; j++) {
+        const RokCalibBurst *b = &d->bursts[j];
+        if (b->requests == 1 && b->gap_s == gap && b->request_bytes == a->request_bytes) {
+          more[0][m] = b->write.median - a->write.median;
+          more[1][m++] = b->read.median - a->read.median;
+        }
       }
     }
+    if (m > 0) {
+      RokCalibWake *w = &wakes[*n];
+      const RokCalibWake *shallower = *n > 0 ? &wakes[*n - 1] : NULL;
+      gsl_sort(more[0], 1, m);
+      gsl_sort(more[1], 1, m);
+      w->write = MAX(gsl_stats_median_from_sorted_data(more[0], 1, m), shallower ? shallower->write : 0);
+      w->read = MAX(gsl_stats_median_from_sorted_data(more[1], 1, m), shallower ? shallower->read : 0);
+      w->after = sqrt(previous * gap);
+      (*n)++;
+    }
+    previous = gap;
   }
-  if (n == 0)
-    return FALSE;
-  gsl_sort(more[0], 1, n);
-  gsl_sort(more[1], 1, n);
-  *write = MAX(gsl_stats_median_from_sorted_data(more[0], 1, n), 0);
-  *read = MAX(gsl_stats_median_from_sorted_data(more[1], 1, n), 0);
-  *after = sqrt(shortest * longest);
-  return TRUE;
+  return *n > 0;
 }
 
 gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *leg) {
@@ -726,10 +740,14 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
 /* Bursts after the short gap of 1, 4 and 16 requests of 1 MiB, of 1
  * and 4 of 256 KiB and of one of 64 KiB (small tensors: validate-gpt's
  * are 2-256 KiB), those the queue depth and the file allow, and lone
- * requests of 1 MiB and 256 KiB after the long gap; writes then reads;
- * then as many joined pairs (measure_joins), and the fits. REPS follows
- * --pass-time (10 for --quick, 40 for a full run): about 0.9 and 3.6
- * seconds of idle gaps. */
+ * requests of 1 MiB and 256 KiB after the long gap and after the deep one
+ * (a step's SSD legs come 60-100 ms apart in a small model's forward; on
+ * the development VM's virtio disk a lone 1 MiB write took 123 us more
+ * after 20 ms than after 1 ms, 170 more after 60 ms and 231 after 150:
+ * fio, 2026-12-04); writes then reads; then as many joined pairs
+ * (measure_joins), and the fits. REPS follows --pass-time (10 for
+ * --quick, 40 for a full run), half that after the deep gap (at least 5):
+ * about 2.9 and 11.6 seconds of idle gaps. */
 static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                GError **error) {
   static const struct {
@@ -739,7 +757,8 @@ static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCance
   } shapes[] = {{1, MIB, BURST_GAP_SHORT_S},      {4, MIB, BURST_GAP_SHORT_S},
                 {16, MIB, BURST_GAP_SHORT_S},     {1, MIB / 4, BURST_GAP_SHORT_S},
                 {4, MIB / 4, BURST_GAP_SHORT_S},  {1, MIB / 16, BURST_GAP_SHORT_S},
-                {1, MIB, BURST_GAP_LONG_S},       {1, MIB / 4, BURST_GAP_LONG_S}};
+                {1, MIB, BURST_GAP_LONG_S},       {1, MIB / 4, BURST_GAP_LONG_S},
+                {1, MIB, BURST_GAP_DEEP_S},       {1, MIB / 4, BURST_GAP_DEEP_S}};
   G_STATIC_ASSERT(G_N_ELEMENTS(shapes) <= ROK_CALIB_MAX_BURSTS);
   guint reps = (guint)CLAMP(o->pass_seconds * 50, 5, 40);
   for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
@@ -752,13 +771,14 @@ static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCance
     guint64 offset = 0;
     drop_cache(run);
     for (guint i = 0; i < disk->n_bursts; i++)
-      if (!time_bursts(run, reps, cancel, op, &disk->bursts[i], &offset, o->file_bytes, error))
+      if (!time_bursts(run, disk->bursts[i].gap_s == BURST_GAP_DEEP_S ? MAX(reps / 2, 5) : reps, cancel, op,
+                       &disk->bursts[i], &offset, o->file_bytes, error))
         return FALSE;
   }
   if (!measure_joins(run, o, reps, cancel, disk, error))
     return FALSE;
   rok_calib_disk_fit_legs(disk, &disk->legs);
-  rok_calib_disk_fit_wake(disk, &disk->wake_write, &disk->wake_read, &disk->wake_after);
+  rok_calib_disk_fit_wakes(disk, disk->wakes, &disk->n_wakes);
   rok_calib_disk_fit_cpu(disk, &disk->request_cpu, &disk->leg_cpu);
   return TRUE;
 }

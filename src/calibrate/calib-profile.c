@@ -253,9 +253,16 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
       hw->nvme.write_fixed = TRUE;
       hw->nvme.write_latency = MAX(hw->nvme.write_latency, (gint64)llround(write_latency * 1e9));
     }
-    hw->nvme.wake_write = MAX(hw->nvme.wake_write, (gint64)llround(d->wake_write * 1e9));
-    hw->nvme.wake_read = MAX(hw->nvme.wake_read, (gint64)llround(d->wake_read * 1e9));
-    hw->nvme.wake_after = MAX(hw->nvme.wake_after, (gint64)llround(d->wake_after * 1e9));
+    /* The wakes, shallowest first: nvme.wake_*, then deep_wake_*. */
+    gint64 *write[] = {&hw->nvme.wake_write, &hw->nvme.deep_wake_write};
+    gint64 *read[] = {&hw->nvme.wake_read, &hw->nvme.deep_wake_read};
+    gint64 *after[] = {&hw->nvme.wake_after, &hw->nvme.deep_wake_after};
+    G_STATIC_ASSERT(G_N_ELEMENTS(write) == ROK_CALIB_WAKES);
+    for (guint k = 0; k < d->n_wakes; k++) {
+      *write[k] = MAX(*write[k], (gint64)llround(d->wakes[k].write * 1e9));
+      *read[k] = MAX(*read[k], (gint64)llround(d->wakes[k].read * 1e9));
+      *after[k] = MAX(*after[k], (gint64)llround(d->wakes[k].after * 1e9));
+    }
     hw->nvme.completes_together |= d->completes_together; /* the array's legs end as its slowest member's */
     if (hw->gpu.shared_cpus > 0) { /* the SSD legs' processor time is the kernels' loss */
       hw->nvme.leg_cpu = MAX(hw->nvme.leg_cpu, (gint64)llround(d->leg_cpu * 1e9));

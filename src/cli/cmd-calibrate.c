@@ -308,10 +308,14 @@ static void print_disk(const RokCalibDisk *d) {
       printf("  fitted to the bursts: a leg takes %s (write), %s (read), each request %s more, its bytes at %s "
              "(write), %s (read) (the profile's nvme.write_latency, latency, request_overhead, write_bandwidth, "
              "read_bandwidth)\n", fw, fr, q, rw, rr);
-    g_autofree char *ww = rok_units_format_time(d->wake_write), *wr = rok_units_format_time(d->wake_read);
-    g_autofree char *wa = rok_units_format_time(d->wake_after);
-    printf("  a leg after %s idle or more: write %s, read %s more (nvme.wake_after, wake_write, wake_read)\n", wa,
-           ww, wr);
+    for (guint k = 0; k < d->n_wakes; k++) {
+      const RokCalibWake *w = &d->wakes[k];
+      g_autofree char *ww = rok_units_format_time(w->write), *wr = rok_units_format_time(w->read);
+      g_autofree char *wa = rok_units_format_time(w->after);
+      const char *key = k == 0 ? "" : "deep_";
+      printf("  a leg after %s idle or more: write %s, read %s more (nvme.%swake_after, %swake_write, %swake_read)\n",
+             wa, ww, wr, key, key, key);
+    }
     if (d->join_ratio[0].n > 0)
       printf("  a 64 KiB request a quarter of the way through 4 x 1 MiB took %.2f (write) and %.2f (read) of what "
              "was left of them: %s (nvme.completes_together)\n", d->join_ratio[0].median, d->join_ratio[1].median,

@@ -47,6 +47,9 @@ static const Check checks[] = {
     {"nvme", "wake_write", TIME, 0, 0.1, "100us"},
     {"nvme", "wake_read", TIME, 0, 0.1, "100us"},
     {"nvme", "wake_after", TIME, 0, 10, "5ms"},
+    {"nvme", "deep_wake_write", TIME, 0, 0.1, "250us"},
+    {"nvme", "deep_wake_read", TIME, 0, 0.1, "250us"},
+    {"nvme", "deep_wake_after", TIME, 0, 100, "50ms"},
     {"nvme", "leg_cpu", TIME, 0, 10e-3, "50us"},
     {"nvme", "request_cpu", TIME, 0, 10e-3, "10us"},
 };
@@ -83,6 +86,9 @@ static double value_of(const RokHw *hw, const Check *c) {
       {"nvme", "wake_write", (double)hw->nvme.wake_write / 1e9},
       {"nvme", "wake_read", (double)hw->nvme.wake_read / 1e9},
       {"nvme", "wake_after", (double)hw->nvme.wake_after / 1e9},
+      {"nvme", "deep_wake_write", (double)hw->nvme.deep_wake_write / 1e9},
+      {"nvme", "deep_wake_read", (double)hw->nvme.deep_wake_read / 1e9},
+      {"nvme", "deep_wake_after", (double)hw->nvme.deep_wake_after / 1e9},
       {"nvme", "leg_cpu", (double)hw->nvme.leg_cpu / 1e9},
       {"nvme", "request_cpu", (double)hw->nvme.request_cpu / 1e9},
   };

@@ -25,7 +25,8 @@ static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_band
                                         "queue_depth", "capacity", "endurance_pbw", "gpudirect",
                                         "request_overhead", "request_overhead_per_mib", "leg_overhead",
                                         "write_latency", "write_leg_overhead",
-                                        "wake_write", "wake_read", "wake_after", "completes_together",
+                                        "wake_write", "wake_read", "wake_after", "deep_wake_write",
+                                        "deep_wake_read", "deep_wake_after", "completes_together",
                                         "leg_cpu", "request_cpu", NULL};
 
 static void op_rates_free(RokHwOpRates *rates, guint n) {
@@ -296,6 +297,18 @@ static gboolean read_write_fixed(const RokJsonObj *o, RokHw *hw, GError **error)
          read_latency(o, "write_leg_overhead", &hw->nvme.write_leg_overhead, error);
 }
 
+/* A deep wake is a deeper sleep's: it comes after a longer idle than the
+ * wake (any idle where the profile has no wake). */
+static gboolean deep_wake_deeper(const RokJsonObj *o, const RokHw *hw, GError **error) {
+  if ((hw->nvme.deep_wake_write > 0 || hw->nvme.deep_wake_read > 0) &&
+      (hw->nvme.wake_write > 0 || hw->nvme.wake_read > 0) && hw->nvme.deep_wake_after <= hw->nvme.wake_after) {
+    g_autofree char *path = g_strconcat(o->path, ".deep_wake_after", NULL);
+    rok_json_error(error, o->doc, path, "must be more than wake_after");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* The SSD section may be left out (a machine without SSDs: devices 0). */
 static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
   g_auto(RokJsonObj) o = {0};
@@ -320,6 +333,9 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "wake_write", &hw->nvme.wake_write, error) &&
          read_latency(&o, "wake_read", &hw->nvme.wake_read, error) &&
          read_latency(&o, "wake_after", &hw->nvme.wake_after, error) &&
+         read_latency(&o, "deep_wake_write", &hw->nvme.deep_wake_write, error) &&
+         read_latency(&o, "deep_wake_read", &hw->nvme.deep_wake_read, error) &&
+         read_latency(&o, "deep_wake_after", &hw->nvme.deep_wake_after, error) && deep_wake_deeper(&o, hw, error) &&
          rok_json_get_bool(&o, "completes_together", FALSE, &hw->nvme.completes_together, error) &&
          read_latency(&o, "leg_cpu", &hw->nvme.leg_cpu, error) &&
          read_latency(&o, "request_cpu", &hw->nvme.request_cpu, error);
@@ -478,6 +494,11 @@ json_object *rok_hw_to_json(const RokHw *hw) {
       json_object_object_add(nvme, "wake_write", seconds(hw->nvme.wake_write));
       json_object_object_add(nvme, "wake_read", seconds(hw->nvme.wake_read));
       json_object_object_add(nvme, "wake_after", seconds(hw->nvme.wake_after));
+    }
+    if (hw->nvme.deep_wake_write > 0 || hw->nvme.deep_wake_read > 0) {
+      json_object_object_add(nvme, "deep_wake_write", seconds(hw->nvme.deep_wake_write));
+      json_object_object_add(nvme, "deep_wake_read", seconds(hw->nvme.deep_wake_read));
+      json_object_object_add(nvme, "deep_wake_after", seconds(hw->nvme.deep_wake_after));
     }
     if (hw->nvme.completes_together)
       json_object_object_add(nvme, "completes_together", json_object_new_boolean(TRUE));

@@ -82,16 +82,23 @@ static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
 }
 
 /* nvme.wake_write or wake_read when the leg finds the disk without a
- * request for nvme.wake_after or longer: no other SSD leg in progress on
- * either stream, the last one ended that long ago. A leg that starts
- * beside one still waking the disk waits the rest of that wake. */
+ * request for nvme.wake_after or longer (deep_wake_write or deep_wake_read
+ * after deep_wake_after or longer): no other SSD leg in progress on either
+ * stream, the last one ended that long ago. A leg that starts beside one
+ * still waking the disk waits the rest of that wake. */
 static gint64 leg_wake(SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
-  gint64 wake = leg_stream(j) == ROK_STREAM_NVME_WRITE ? hw->nvme.wake_write : hw->nvme.wake_read;
+  gboolean write = leg_stream(j) == ROK_STREAM_NVME_WRITE;
   /* The leg itself is in progress already. */
   if (e->streams[ROK_STREAM_NVME_WRITE].running + e->streams[ROK_STREAM_NVME_READ].running > 1)
     return MAX(e->ssd_awake_at - e->now, 0);
-  if (wake <= 0 || e->now - e->ssd_last_end < hw->nvme.wake_after)
+  gint64 idle = e->now - e->ssd_last_end, wake = 0;
+  gboolean deep = hw->nvme.deep_wake_write > 0 || hw->nvme.deep_wake_read > 0;
+  if (deep && idle >= hw->nvme.deep_wake_after)
+    wake = write ? hw->nvme.deep_wake_write : hw->nvme.deep_wake_read;
+  else if (idle >= hw->nvme.wake_after)
+    wake = write ? hw->nvme.wake_write : hw->nvme.wake_read;
+  if (wake <= 0)
     return 0;
   e->ssd_awake_at = e->now + wake;
   return wake;

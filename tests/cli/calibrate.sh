@@ -56,6 +56,9 @@ grep -q "\"write_leg_overhead\": " "$disk/hw.json"
 # has them), and the leg model fitted to the bursts, the profile's.
 expect_in "$(cat "$tmp/out")" "the grid's rates at the executor's requests: write "
 expect_in "$(cat "$tmp/out")" "fitted to the bursts: a leg takes "
+# The disk's wakes after 20 ms and after 100 ms idle.
+expect_in "$(cat "$tmp/out")" "(nvme.wake_after, wake_write, wake_read)"
+expect_in "$(cat "$tmp/out")" "(nvme.deep_wake_after, deep_wake_write, deep_wake_read)"
 # A request joined to a burst (the quick grid's queue of 32 takes both),
 # and the profile says what it found.
 expect_in "$(cat "$tmp/out")" "a 64 KiB request a quarter of the way through 4 x 1 MiB took "

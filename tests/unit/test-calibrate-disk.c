@@ -77,8 +77,9 @@ static void test_measure(void) {
   g_assert_cmpuint(disk.write_latency.n, >=, 10);
   /* Bursts of 1 and 4 requests of 1 MiB and 256 KiB and one of 64 KiB
    * after 1 ms (16 is deeper than --qd 4) and lone ones of 1 MiB and 256
-   * KiB after 20 ms, 5 each. */
-  g_assert_cmpuint(disk.n_bursts, ==, 7);
+   * KiB after 20 ms and after 100 ms, 5 each. */
+  g_assert_cmpuint(disk.n_bursts, ==, 9);
+  g_assert_cmpfloat(disk.bursts[8].gap_s, >, disk.bursts[6].gap_s);
   g_assert_cmpuint(disk.bursts[1].requests, ==, 4);
   g_assert_cmpuint(disk.bursts[3].request_bytes, ==, MIB / 4);
   g_assert_cmpuint(disk.bursts[4].request_bytes, ==, MIB / 16);
@@ -97,10 +98,15 @@ static void test_measure(void) {
   /* At most the grid's rate at the executor's requests. */
   g_assert_cmpfloat(disk.legs.rate[0], <=, rok_calib_disk_rate_point(&disk, TRUE)->write.median * (1 + 1e-12));
   g_assert_cmpfloat(disk.legs.rate[1], <=, rok_calib_disk_rate_point(&disk, FALSE)->read.median * (1 + 1e-12));
-  g_assert_cmpfloat(disk.wake_write, >=, 0);
-  g_assert_cmpfloat(disk.wake_read, >=, 0);
-  g_assert_cmpfloat(disk.wake_after, >, 1e-3);
-  g_assert_cmpfloat(disk.wake_after, <, 20e-3);
+  g_assert_cmpuint(disk.n_wakes, ==, 2);
+  g_assert_cmpfloat(disk.wakes[0].write, >=, 0);
+  g_assert_cmpfloat(disk.wakes[0].read, >=, 0);
+  g_assert_cmpfloat(disk.wakes[0].after, >, 1e-3);
+  g_assert_cmpfloat(disk.wakes[0].after, <, 20e-3);
+  g_assert_cmpfloat(disk.wakes[1].write, >=, disk.wakes[0].write);
+  g_assert_cmpfloat(disk.wakes[1].read, >=, disk.wakes[0].read);
+  g_assert_cmpfloat(disk.wakes[1].after, >, 20e-3);
+  g_assert_cmpfloat(disk.wakes[1].after, <, 100e-3);
   /* A leg joined by another takes a queue of 5: not timed at --qd 4. */
   g_assert_cmpuint(disk.join_ratio[0].n + disk.join_ratio[1].n, ==, 0);
   g_assert_false(disk.completes_together);
@@ -122,10 +128,11 @@ static const struct {
   guint64 request_bytes;
   double gap_s;
 } shapes[] = {{1, MIB, 1e-3},     {4, MIB, 1e-3},       {16, MIB, 1e-3},     {1, MIB / 4, 1e-3},
-              {4, MIB / 4, 1e-3}, {1, MIB / 16, 1e-3}, {1, MIB, 20e-3},     {1, MIB / 4, 20e-3}};
+              {4, MIB / 4, 1e-3}, {1, MIB / 16, 1e-3}, {1, MIB, 20e-3},     {1, MIB / 4, 20e-3},
+              {1, MIB, 100e-3},   {1, MIB / 4, 100e-3}};
 
 typedef struct {
-  double fixed[2], request, per_mib[2], wake, bandwidth[2];
+  double fixed[2], request, per_mib[2], wake, bandwidth[2], deep_wake;
 } DiskModel;
 
 static void burst_disk(RokCalibDisk *d, const DiskModel *m) {
@@ -140,7 +147,8 @@ static void burst_disk(RokCalibDisk *d, const DiskModel *m) {
     RokCalibBurst *b = &d->bursts[d->n_bursts++];
     *b = (RokCalibBurst){.requests = shapes[i].requests, .request_bytes = shapes[i].request_bytes,
                          .gap_s = shapes[i].gap_s};
-    double mib = (double)b->request_bytes / MIB, more = b->gap_s > 1e-3 ? m->wake : 0;
+    double mib = (double)b->request_bytes / MIB;
+    double more = b->gap_s > 50e-3 ? m->deep_wake : b->gap_s > 1e-3 ? m->wake : 0;
     double t[2];
     for (guint k = 0; k < 2; k++)
       t[k] = m->fixed[k] + more +
@@ -241,24 +249,38 @@ static void test_fit_legs(void) {
   g_array_unref(d.points);
 }
 
-/* The wake: what lone requests took more after the long gap; the gaps'
- * geometric mean; nothing without two gaps, never negative. */
-static void test_fit_wake(void) {
+/* The wakes: what lone requests took more after each longer gap; between
+ * each gap and the one before, their geometric mean; nothing without two
+ * gaps, never negative, a deeper one never less than a shallower one. */
+static void test_fit_wakes(void) {
   RokCalibDisk d;
-  double write = 0, read = 0, after = 0;
+  RokCalibWake w[ROK_CALIB_WAKES];
+  guint n = 0;
   DiskModel waking = alike;
-  waking.wake = 150e-6;
+  waking.wake = 150e-6, waking.deep_wake = 400e-6;
   burst_disk(&d, &waking);
-  g_assert_true(rok_calib_disk_fit_wake(&d, &write, &read, &after));
-  g_assert_cmpfloat_with_epsilon(write, 150e-6, 1e-12);
-  g_assert_cmpfloat_with_epsilon(read, 150e-6, 1e-12);
-  g_assert_cmpfloat_with_epsilon(after, sqrt(1e-3 * 20e-3), 1e-12);
-  d.bursts[6].write.median = d.bursts[7].write.median = 0; /* faster after the long gap */
-  g_assert_true(rok_calib_disk_fit_wake(&d, &write, &read, &after));
-  g_assert_cmpfloat(write, ==, 0);
+  g_assert_true(rok_calib_disk_fit_wakes(&d, w, &n));
+  g_assert_cmpuint(n, ==, 2);
+  g_assert_cmpfloat_with_epsilon(w[0].write, 150e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(w[0].read, 150e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(w[0].after, sqrt(1e-3 * 20e-3), 1e-12);
+  g_assert_cmpfloat_with_epsilon(w[1].write, 400e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(w[1].after, sqrt(20e-3 * 100e-3), 1e-12);
+  /* Faster after the deep gap than after the long one: the shallower wake. */
+  d.bursts[8].write.median = d.bursts[9].write.median = 0;
+  g_assert_true(rok_calib_disk_fit_wakes(&d, w, &n));
+  g_assert_cmpfloat_with_epsilon(w[1].write, 150e-6, 1e-12);
+  /* Faster after the long gap: no wake. */
+  d.bursts[6].write.median = d.bursts[7].write.median = 0;
+  g_assert_true(rok_calib_disk_fit_wakes(&d, w, &n));
+  g_assert_cmpfloat(w[0].write, ==, 0);
+  /* Without the deep gap, one level; without the long one, none. */
+  d.n_bursts = 8;
+  g_assert_true(rok_calib_disk_fit_wakes(&d, w, &n));
+  g_assert_cmpuint(n, ==, 1);
   d.n_bursts = 6;
-  g_assert_false(rok_calib_disk_fit_wake(&d, &write, &read, &after));
-  g_assert_cmpfloat(write + read + after, ==, 0);
+  g_assert_false(rok_calib_disk_fit_wakes(&d, w, &n));
+  g_assert_cmpuint(n, ==, 0);
   g_array_unref(d.points);
 }
 
@@ -412,7 +434,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate-disk/measure", test_measure);
   g_test_add_func("/calibrate-disk/fit-legs", test_fit_legs);
-  g_test_add_func("/calibrate-disk/fit-wake", test_fit_wake);
+  g_test_add_func("/calibrate-disk/fit-wakes", test_fit_wakes);
   g_test_add_func("/calibrate-disk/fit-cpu", test_fit_cpu);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
   g_test_add_func("/calibrate-disk/busy", test_busy);

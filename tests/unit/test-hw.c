@@ -115,13 +115,14 @@ static void test_nvme_overheads(void) {
       "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
       "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\"%s}}";
   static const char *const keys[] = {"\"request_overhead", "\"leg_overhead\"", "\"leg_cpu\"", "\"request_cpu\"",
-                                     "\"wake", "\"completes_together"};
+                                     "\"wake", "\"deep_wake", "\"completes_together"};
   GError *error = NULL;
   g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\", "
                                                 "\"leg_cpu\": \"60us\", \"request_cpu\": 2e-6, "
                                                 "\"request_overhead_per_mib\": \"35us\", \"wake_write\": \"90us\", "
                                                 "\"wake_read\": \"30us\", \"wake_after\": \"4.5ms\", "
-                                                "\"completes_together\": true");
+                                                "\"deep_wake_write\": \"250us\", \"deep_wake_read\": \"300us\", "
+                                                "\"deep_wake_after\": \"45ms\", \"completes_together\": true");
   g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
   g_assert_no_error(error);
   json_object *o = rok_hw_to_json(hw);
@@ -138,6 +139,9 @@ static void test_nvme_overheads(void) {
     g_assert_cmpint(h->nvme.wake_write, ==, 90000);
     g_assert_cmpint(h->nvme.wake_read, ==, 30000);
     g_assert_cmpint(h->nvme.wake_after, ==, 4500000);
+    g_assert_cmpint(h->nvme.deep_wake_write, ==, 250000);
+    g_assert_cmpint(h->nvme.deep_wake_read, ==, 300000);
+    g_assert_cmpint(h->nvme.deep_wake_after, ==, 45000000);
     g_assert_true(h->nvme.completes_together);
     g_assert_cmpint(h->gpu.copy_leg_cpu, ==, 25000);
   }
@@ -151,7 +155,11 @@ static void test_nvme_overheads(void) {
     g_assert_null(strstr(json_object_to_json_string(p), keys[i]));
   json_object_put(p);
   static const char *const bad[] = {"\"leg_overhead\": \"2h\"", "\"leg_cpu\": \"2h\"", "\"request_cpu\": -1e-6",
-                                    "\"request_cpu\": \"5 GB\"", "\"completes_together\": \"yes\""};
+                                    "\"request_cpu\": \"5 GB\"", "\"completes_together\": \"yes\"",
+                                    "\"deep_wake_read\": -1e-6",
+                                    /* a deeper sleep than the wake's, after a longer idle */
+                                    "\"deep_wake_after\": \"5ms\", \"wake_write\": \"90us\", \"wake_after\": \"5ms\", "
+                                    "\"deep_wake_write\": \"200us\""};
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *member = g_strconcat(", ", bad[i], NULL), *b = g_strdup_printf(base, member);
     g_assert_null(rok_hw_parse("bad.json", b, strlen(b), &error));

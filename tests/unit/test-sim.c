@@ -252,23 +252,38 @@ static void test_write_fixed(void) {
 }
 
 /* nvme.wake_write and wake_read: a leg that finds the disk idle for
- * wake_after or longer pays them. The write comes first in the step: it
- * does; the read comes 0.97 ms after the write ended: with wake_after 5
- * ms it does not, with 0.5 ms it does. */
+ * wake_after or longer pays them; deep_wake_write and deep_wake_read in
+ * their place after deep_wake_after or longer. The write comes first in
+ * the step (the disk idle since long before): it pays the deepest wake the
+ * profile has; the read comes 0.67-0.97 ms after the write ended: with
+ * wake_after 5 ms it pays none, with 0.5 ms the wake, and with a deep
+ * wake after 0.6 ms that one (after 2 ms, the wake). */
 static void test_wake(void) {
-  for (guint long_idle = 0; long_idle < 2; long_idle++) {
+  const struct {
+    gint64 wake_after, deep_write, deep_read, deep_after, write_pays, read_pays;
+  } cases[] = {
+      {5 * MS, 0, 0, 0, 100 * US, 0},
+      {500 * US, 0, 0, 0, 100 * US, 40 * US},
+      {500 * US, 300 * US, 200 * US, 600 * US, 300 * US, 200 * US},
+      {500 * US, 300 * US, 200 * US, 2 * MS, 300 * US, 40 * US},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autoptr(RokTrace) trace = new_trace();
     guint a = ssd_trace(trace);
     RokHw hw = ssd_hw();
     hw.nvme.wake_write = 100 * US;
     hw.nvme.wake_read = 40 * US;
-    hw.nvme.wake_after = long_idle ? 500 * US : 5 * MS;
+    hw.nvme.wake_after = cases[c].wake_after;
+    hw.nvme.deep_wake_write = cases[c].deep_write;
+    hw.nvme.deep_wake_read = cases[c].deep_read;
+    hw.nvme.deep_wake_after = cases[c].deep_after;
     g_autoptr(RokSimResult) r = run_to_ssd(trace, &hw, a);
     const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
-    g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + 100 * US + 1 * MS);
+    g_assert_cmpint(write->end_ns - write->start_ns, ==, 30 * US + cases[c].write_pays + 1 * MS);
     const RokAction *read = find_action(r, ROK_ACTION_PREFETCH, a, ROK_STREAM_NVME_READ);
-    g_assert_cmpint(read->start_ns - write->end_ns, >, 500 * US);
-    g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + (long_idle ? 40 * US : 0) + 1 * MS);
+    g_assert_cmpint(read->start_ns - write->end_ns, >, 600 * US);
+    g_assert_cmpint(read->start_ns - write->end_ns, <, 1 * MS);
+    g_assert_cmpint(read->end_ns - read->start_ns, ==, 30 * US + cases[c].read_pays + 1 * MS);
     test_sim_check_log(r);
   }
 }

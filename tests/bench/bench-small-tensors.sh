@@ -60,6 +60,11 @@
 # With the SSD rates at 1 MiB requests, idle: 0.74x / 0.87x, SSD streams
 # +28.3% / +27.1% (+17% in a run minutes later, whose read legs came to
 # 0.84-1.01 of their measured time), the step 5.93 s against 6.02.
+# 2026-12-04 night: as that, 0.82x / 0.83x (SSD streams +22.3% /
+# +32.2%); with a leg's fixed part and each direction's rate fitted to the
+# bursts, 0.79x / 0.86x (+24.4% / +8.6%); and the deep wake after 45 ms
+# idle, 0.83x / 0.90x (+10.8% / +15.4%), legs at their own depth 0.99x
+# (one request) and 0.98x (several, after the same idle) of fio.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

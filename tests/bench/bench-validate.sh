@@ -98,6 +98,13 @@
 # median, worst 4.2% (keep -1.5%), streams median 6.9%, worst 23.7%
 # (nvme-write), 13 of 14 inside; the LLaMA-shaped model 2.2%, worst 4.0%
 # (keep -2.8%), streams median 8.8%, worst 17.5% (d2h), 13 of 14 inside.
+# 2026-12-04 night, an SSD leg's fixed part and rates fitted to the
+# bursts: validate-gpt 4.8% (worst 6.1%; against keep 2.2%), SSD streams
+# -14.4..+13.8%; the LLaMA-shaped model 0.8% (2.0%). With the deep wake
+# too: validate-gpt 3.6% (9.6%; keep +7.0%) and, calibrated in a slow
+# spell, 21.2% (keep -23.2%; against keep 1.6%); the LLaMA-shaped model
+# 1.3% (3.3%). The copy streams follow the calibration's 4 KiB copies
+# (6-61.5 us across these five: d2h -34..-40% at 44.5 and 61.5).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -39,7 +39,7 @@
  * VM's virtio disk (fio, QD1, O_DIRECT) a lone 256 KiB write took 165 us
  * 1 ms after the last request and 297 us 20 ms after; 1 MiB, 635 and 725
  * us. The bursts that fit the costs come after the short gap, lone ones
- * after the long gap too, for the wake. */
+ * after the long gap and the deep one too, for the wakes. */
 #define BURST_GAP_SHORT_S 1e-3
 #define BURST_GAP_LONG_S 20e-3
 #define BURST_GAP_DEEP_S 100e-3

@@ -104,7 +104,9 @@
 # too: validate-gpt 3.6% (9.6%; keep +7.0%) and, calibrated in a slow
 # spell, 21.2% (keep -23.2%; against keep 1.6%); the LLaMA-shaped model
 # 1.3% (3.3%). The copy streams follow the calibration's 4 KiB copies
-# (6-61.5 us across these five: d2h -34..-40% at 44.5 and 61.5).
+# (6-61.5 us across these five: d2h -34..-40% at 44.5 and 61.5). Beside
+# two busy loops (load 4.0, others took 82%, calibrated beside them):
+# validate-gpt 10.2% (worst 12.7%; against keep 0.9%), 8 of 8 rows inside.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

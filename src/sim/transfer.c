@@ -106,8 +106,11 @@ static gint64 leg_wake(SimEngine *e, const SimJob *j) {
 
 /* What a leg pays before its bytes move: the links' latencies, the
  * executor's hand-offs (host.copy_overhead: to the leg's thread and back;
- * a d2h leg queued ahead of the kernels was enqueued without the first,
- * and so is every h2d leg: the thread that issues it enqueues its copies),
+ * a d2h leg queued ahead of the kernels was enqueued without the first;
+ * an h2d leg's copies are enqueued as it is issued, but it waits for its
+ * thread's wake all the same: on the development VM, 2026-12-04, 33-68
+ * us from priming to the h2d thread taking it, against a hand-off round
+ * trip of 43-48; with half of it its stream came out 3-51% short),
  * the check (unless it is in the flow) and, on the SSD streams, the
  * disk's latency, nvme.leg_overhead and the disk's wake (rok calibrate's
  * bursts), a write's own latency and leg overhead where the profile has
@@ -527,7 +530,7 @@ static void start_leg(SimEngine *e, RokStream s, guint lane, guint id) {
   if (!j->is_read && j->leg == 0)
     ts->copy_action = j->action;
   j->waited_staging = FALSE;
-  j->ahead = queued_ahead(e, j) || j->primed || s == ROK_STREAM_H2D;
+  j->ahead = s != ROK_STREAM_H2D && (queued_ahead(e, j) || j->primed);
   double speed = s == ROK_STREAM_H2D ? e->h2d_speed : e->d2h_speed;
   j->copied = j->primed && speed > 0 && e->now - j->made >= flow_ns((double)j->bytes, speed);
   gint64 wait = kernel_wait(e, j);

@@ -107,6 +107,10 @@
 # (6-61.5 us across these five: d2h -34..-40% at 44.5 and 61.5). Beside
 # two busy loops (load 4.0, others took 82%, calibrated beside them):
 # validate-gpt 10.2% (worst 12.7%; against keep 0.9%), 8 of 8 rows inside.
+# And an h2d leg paying the whole hand-off: the LLaMA-shaped model 0.6%
+# (1.2%), 8 of 8 inside, its rok rows' h2d -13..+6% (+24..+66% in every
+# run before); validate-gpt in a slow spell 20.2% (against keep 9.2%),
+# streams median 8.0%, 12 of 14 inside.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -553,13 +553,14 @@ static gboolean measure_joins(Run *run, const RokCalibOptions *o, guint reps, Ro
   return TRUE;
 }
 
-/* The shortest and longest idle gap D's bursts came after. */
-static void gap_range(const RokCalibDisk *d, double *shortest, double *longest) {
-  *shortest = INFINITY, *longest = 0;
-  for (guint i = 0; i < d->n_bursts; i++) {
-    *shortest = MIN(*shortest, d->bursts[i].gap_s);
-    *longest = MAX(*longest, d->bursts[i].gap_s);
-  }
+/* The shortest idle gap longer than AFTER that D's bursts came after
+ * (INFINITY: none); gap_after(d, 0), the shortest, is the fits'. */
+static double gap_after(const RokCalibDisk *d, double after) {
+  double gap = INFINITY;
+  for (guint i = 0; i < d->n_bursts; i++)
+    if (d->bursts[i].gap_s > after)
+      gap = MIN(gap, d->bursts[i].gap_s);
+  return gap;
 }
 
 #define FIT_MAX_COLUMNS 5
@@ -640,8 +641,8 @@ gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
   /* What each burst took beyond streaming at its direction's rate point
    * is fixed (the direction's) + N request + B per_mib (the direction's):
    * the columns below, in that order, writes first. */
-  double x[5 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)], shortest, longest;
-  gap_range(d, &shortest, &longest);
+  double x[5 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
+  double shortest = gap_after(d, 0);
   gsize n = 0;
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < d->n_bursts; i++) {
@@ -668,43 +669,38 @@ gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
   return TRUE;
 }
 
-gboolean rok_calib_disk_fit_wakes(const RokCalibDisk *d, RokCalibWake *wakes, guint *n) {
-  *n = 0;
-  double shortest, longest;
-  gap_range(d, &shortest, &longest);
-  double previous = shortest;
-  while (*n < ROK_CALIB_WAKES) {
-    /* The next gap after PREVIOUS. */
-    double gap = INFINITY;
-    for (guint i = 0; i < d->n_bursts; i++)
-      if (d->bursts[i].gap_s > previous)
-        gap = MIN(gap, d->bursts[i].gap_s);
-    if (!isfinite(gap))
-      break;
-    /* A lone request after it against one of the same size after the
-     * shortest, size by size. */
-    double more[2][ROK_CALIB_MAX_BURSTS];
-    gsize m = 0;
-    for (guint i = 0; i < d->n_bursts; i++) {
-      const RokCalibBurst *a = &d->bursts[i];
-      if (a->requests != 1 || a->gap_s != shortest)
-        continue;
-      for (guint j = 0; j < d->n_bursts; j++) {
-        const RokCalibBurst *b = &d->bursts[j];
-        if (b->requests == 1 && b->gap_s == gap && b->request_bytes == a->request_bytes) {
-          more[0][m] = b->write.median - a->write.median;
-          more[1][m++] = b->read.median - a->read.median;
-        }
+/* What a lone request took more after GAP than one of the same size after
+ * SHORTEST, the median over the sizes timed after both, writes and reads
+ * into MORE; FALSE where no size was. */
+static gboolean wake_after_gap(const RokCalibDisk *d, double shortest, double gap, double more[2]) {
+  double m[2][ROK_CALIB_MAX_BURSTS];
+  gsize n = 0;
+  for (guint i = 0; i < d->n_bursts; i++)
+    for (guint j = 0; j < d->n_bursts; j++) {
+      const RokCalibBurst *a = &d->bursts[i], *b = &d->bursts[j];
+      if (a->requests == 1 && b->requests == 1 && a->gap_s == shortest && b->gap_s == gap &&
+          a->request_bytes == b->request_bytes) {
+        m[0][n] = b->write.median - a->write.median;
+        m[1][n++] = b->read.median - a->read.median;
       }
     }
-    if (m > 0) {
-      RokCalibWake *w = &wakes[*n];
+  for (guint k = 0; k < 2 && n > 0; k++) {
+    gsl_sort(m[k], 1, n);
+    more[k] = gsl_stats_median_from_sorted_data(m[k], 1, n);
+  }
+  return n > 0;
+}
+
+gboolean rok_calib_disk_fit_wakes(const RokCalibDisk *d, RokCalibWake *wakes, guint *n) {
+  *n = 0;
+  double shortest = gap_after(d, 0), previous = shortest, gap, more[2];
+  while (*n < ROK_CALIB_WAKES && isfinite(gap = gap_after(d, previous))) {
+    if (wake_after_gap(d, shortest, gap, more)) {
+      /* A deeper sleep wakes no sooner than a shallower one. */
       const RokCalibWake *shallower = *n > 0 ? &wakes[*n - 1] : NULL;
-      gsl_sort(more[0], 1, m);
-      gsl_sort(more[1], 1, m);
-      w->write = MAX(gsl_stats_median_from_sorted_data(more[0], 1, m), shallower ? shallower->write : 0);
-      w->read = MAX(gsl_stats_median_from_sorted_data(more[1], 1, m), shallower ? shallower->read : 0);
-      w->after = sqrt(previous * gap);
+      wakes[*n] = (RokCalibWake){.after = sqrt(previous * gap),
+                                 .write = MAX(more[0], shallower ? shallower->write : 0),
+                                 .read = MAX(more[1], shallower ? shallower->read : 0)};
       (*n)++;
     }
     previous = gap;
@@ -718,8 +714,8 @@ gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *
     return FALSE;
   /* Plain least squares: the processor time is a small sum of thread
    * wake-ups and system calls, as noisy for one request as for sixteen. */
-  double x[2 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)], shortest, longest;
-  gap_range(d, &shortest, &longest);
+  double x[2 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
+  double shortest = gap_after(d, 0);
   gsize n = 0;
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < d->n_bursts; i++) {

@@ -169,11 +169,12 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
   return ok && n > 0;
 }
 
-/* Kernels back to back, each launched when the one before has ended, until
- * `stop`. */
+/* Kernels back to back on a thread of their own, each launched when the
+ * one before has ended, from kernels_start until kernels_stop. */
 typedef struct {
   Busy *busy;
   RokClDevice *cl;
+  GThread *thread;
   gint stop;
   gboolean ok;
   GError *error;
@@ -181,10 +182,25 @@ typedef struct {
 
 static gpointer kernels_run(gpointer data) {
   Kernels *k = data;
-  k->ok = TRUE;
   while (k->ok && !g_atomic_int_get(&k->stop))
     k->ok = busy_kernel(k->busy, k->cl, &k->error);
   return NULL;
+}
+
+static void kernels_start(Kernels *k, Busy *b, RokClDevice *cl) {
+  *k = (Kernels){.busy = b, .cl = cl, .ok = TRUE};
+  k->thread = g_thread_new("rok-calib-kernels", kernels_run, k);
+}
+
+/* FALSE where a kernel failed: ERROR says why, unless it holds an error
+ * already. */
+static gboolean kernels_stop(Kernels *k, GError **error) {
+  g_atomic_int_set(&k->stop, 1);
+  g_thread_join(k->thread);
+  if (!k->ok && error != NULL && *error == NULL)
+    g_propagate_error(error, g_steal_pointer(&k->error));
+  g_clear_error(&k->error);
+  return k->ok;
 }
 
 typedef struct {
@@ -241,10 +257,11 @@ static int other_processor(cpu_set_t *saved) {
  * in the others, as a step's legs pay), a hand-off no leg gets. The
  * kernels run until the last sample (a batch of 4 once ran out first). */
 static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
-  Kernels k = {.busy = b, .cl = cl, .ok = TRUE};
-  GThread *kernels = b != NULL ? g_thread_new("rok-calib-kernels", kernels_run, &k) : NULL;
-  if (kernels != NULL)
+  Kernels k = {0};
+  if (b != NULL) {
+    kernels_start(&k, b, cl);
     g_usleep(2000); /* the first kernel under way */
+  }
   cpu_set_t saved;
   Echo e = {.in = g_async_queue_new(), .out = g_async_queue_new(), .cpu = b != NULL ? other_processor(&saved) : -1};
   GThread *thread = g_thread_new("rok-calib-echo", echo, &e);
@@ -263,16 +280,10 @@ static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GE
   g_async_queue_unref(e.out);
   if (e.cpu >= 0)
     sched_setaffinity(0, sizeof saved, &saved);
-  if (kernels != NULL) {
-    g_atomic_int_set(&k.stop, 1);
-    g_thread_join(kernels);
-  }
-  if (!k.ok)
-    g_propagate_error(error, g_steal_pointer(&k.error));
-  g_clear_error(&k.error);
-  if (k.ok)
-    *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
-  return k.ok;
+  if (b != NULL && !kernels_stop(&k, error))
+    return FALSE;
+  *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
+  return TRUE;
 }
 
 gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
@@ -286,15 +297,10 @@ gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError *
  * 4.1-4.3 against 4.3-7.5). */
 static gboolean measure_checks(RokClDevice *cl, Busy *b, const RokCalibOptions *o, RokCalibCancel *cancel,
                                RokCalibDevice *d, GError **error) {
-  Kernels k = {.busy = b, .cl = cl};
-  GThread *thread = g_thread_new("rok-calib-kernels", kernels_run, &k);
+  Kernels k = {0};
+  kernels_start(&k, b, cl);
   gboolean ok = rok_calib_measure_copied_checks(cl, o, cancel, d, error);
-  g_atomic_int_set(&k.stop, 1);
-  g_thread_join(thread);
-  if (ok && !k.ok)
-    g_propagate_error(error, g_steal_pointer(&k.error));
-  g_clear_error(&k.error);
-  return ok && k.ok;
+  return kernels_stop(&k, error) && ok;
 }
 
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,

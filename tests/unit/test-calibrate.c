@@ -220,6 +220,38 @@ static void test_profile(void) {
   g_assert_true(together->nvme.completes_together);
 }
 
+/* Disks whose bursts were fitted: the array's SSD legs take the larger
+ * fixed parts and request cost and the smaller rates of the fits (not the
+ * grid's, nor the random 4 KiB latencies), leave the other leg costs at
+ * 0, and take each wake level's largest, the deep one in deep_wake_*. */
+static void test_profile_fitted_legs(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  GError *error = NULL;
+  RokCalibDisk *a = &g_array_index(c->disks, RokCalibDisk, 0), *b = &g_array_index(c->disks, RokCalibDisk, 1);
+  a->legs = (RokCalibLegFit){.fitted = TRUE, .fixed = {60e-6, 40e-6}, .request = 5e-6, .rate = {2e9, 1.8e9}};
+  b->legs = (RokCalibLegFit){.fitted = TRUE, .fixed = {50e-6, 70e-6}, .request = 2e-6, .rate = {1.5e9, 2.2e9}};
+  a->wakes[0] = (RokCalibWake){4.47e-3, 50e-6, 80e-6};
+  a->wakes[1] = (RokCalibWake){44.7e-3, 200e-6, 300e-6};
+  a->n_wakes = 2;
+  b->wakes[0] = (RokCalibWake){4.47e-3, 90e-6, 20e-6};
+  b->n_wakes = 1;
+  g_autoptr(RokHw) hw = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(hw->nvme.latency, ==, 70000);
+  g_assert_true(hw->nvme.write_fixed);
+  g_assert_cmpint(hw->nvme.write_latency, ==, 60000);
+  g_assert_cmpint(hw->nvme.request_overhead, ==, 5000);
+  g_assert_cmpfloat(hw->nvme.read_bandwidth, ==, 1.8e9);
+  g_assert_cmpfloat(hw->nvme.write_bandwidth, ==, 1.5e9);
+  g_assert_cmpint(hw->nvme.leg_overhead + hw->nvme.write_leg_overhead + hw->nvme.request_overhead_per_mib, ==, 0);
+  g_assert_cmpint(hw->nvme.wake_write, ==, 90000);
+  g_assert_cmpint(hw->nvme.wake_read, ==, 80000);
+  g_assert_cmpint(hw->nvme.wake_after, ==, 4470000);
+  g_assert_cmpint(hw->nvme.deep_wake_write, ==, 200000);
+  g_assert_cmpint(hw->nvme.deep_wake_read, ==, 300000);
+  g_assert_cmpint(hw->nvme.deep_wake_after, ==, 44700000);
+}
+
 /* What is written reads back equal, without a date, and a model simulates
  * on it under offloading (what `rok plan` needs of it). */
 static void test_profile_usable(void) {
@@ -437,6 +469,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/options", test_options);
   g_test_add_func("/calibrate/bad-options", test_bad_options);
   g_test_add_func("/calibrate/profile", test_profile);
+  g_test_add_func("/calibrate/profile-fitted-legs", test_profile_fitted_legs);
   g_test_add_func("/calibrate/profile-usable", test_profile_usable);
   g_test_add_func("/calibrate/profile-without-disks", test_profile_without_disks);
   g_test_add_func("/calibrate/profile-bad", test_profile_bad);

@@ -14,6 +14,10 @@
 #define MIB ((guint64)1 << 20)
 #define SMALL_COPY 4096
 #define LATENCY_SAMPLES 50
+#define LATENCY_SPACING_US 1000
+#define CPU_GROUPS 5
+#define CPU_GROUP_COPIES 20
+#define CPU_GROUP_GAP_US 20000
 
 static double seconds_since(gint64 start_us) {
   return (double)MAX(g_get_monotonic_time() - start_us, 1) / 1e6;
@@ -46,23 +50,51 @@ static gboolean bandwidth(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d,
 }
 
 /* A small copy's time, each direction in turn: what every transfer pays
- * before its bytes move; and the processor time this process spent on
- * them (getrusage, every thread: enqueueing, the device's threads running
- * and completing the command, the wait's wake-up), per copy. */
-static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, double *cpu, GError **error) {
-  double samples[LATENCY_SAMPLES], cpu0 = 0;
+ * before its bytes move. Each copy comes a pause after the last, as a
+ * step's legs come (one per kernel at most): back to back, PoCL's CPU
+ * device flips between two speeds for seconds at a time (the development
+ * VM, 2026-12-05: groups of 50 took 4-6 us or 55-92 us, processor time
+ * near the wall time in the slow one, the device's threads spinning for
+ * the next command beside the waiting one), so that one calibration's
+ * figure was 4.5 us and the next 77.5; 1 ms apart, 30 groups of 50 over
+ * five calibrations took 19-28 us, and validate's offload rows' d2h legs
+ * came to 15-33 us more than their bytes and checks at any calibration. */
+static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, GError **error) {
+  double samples[LATENCY_SAMPLES];
   for (guint i = 0; i < LATENCY_SAMPLES + 2; i++) {
     double s = 0;
-    if (i == 2)
-      cpu0 = rok_host_own_cpu_seconds();
+    g_usleep(LATENCY_SPACING_US);
     if (!copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
       return FALSE;
     if (i >= 2) /* the first of each direction warms up */
       samples[i - 2] = s;
   }
-  double cpu1 = rok_host_own_cpu_seconds();
-  *cpu = cpu0 >= 0 && cpu1 >= cpu0 ? (cpu1 - cpu0) / LATENCY_SAMPLES : 0;
   *stat = rok_calib_stat(samples, LATENCY_SAMPLES);
+  return TRUE;
+}
+
+/* The processor time this process spends on a small copy (getrusage,
+ * every thread: enqueueing, the device's threads running and completing
+ * the command, the wait's wake-up): the least per copy of a few groups
+ * back to back. Spaced copies hold the device's threads spinning for a
+ * next command, which in a step is the next kernel (61-81 us a copy on
+ * the development VM, 2026-12-05), and back to back the slow speed above
+ * comes with spinning too (52-60 us); its groups at the fast one took
+ * 5-14 us. */
+static gboolean copy_cpu(RokClBuffer *dev, RokClHostBuffer *host, double *cpu, GError **error) {
+  *cpu = 0;
+  for (guint g = 0; g < CPU_GROUPS; g++) {
+    double cpu0 = rok_host_own_cpu_seconds(), s = 0;
+    for (guint i = 0; i < CPU_GROUP_COPIES; i++)
+      if (!copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
+        return FALSE;
+    double cpu1 = rok_host_own_cpu_seconds();
+    if (cpu0 < 0 || cpu1 < cpu0) /* not measured: unknown */
+      return (*cpu = 0, TRUE);
+    double each = (cpu1 - cpu0) / CPU_GROUP_COPIES;
+    *cpu = g == 0 ? each : MIN(*cpu, each);
+    g_usleep(CPU_GROUP_GAP_US);
+  }
   return TRUE;
 }
 
@@ -151,7 +183,7 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *o, Rok
   d->pinned = host->pinned;
   return bandwidth(dev, host, TRUE, o->trials, cancel, &d->h2d, error) &&
          bandwidth(dev, host, FALSE, o->trials, cancel, &d->d2h, error) &&
-         latency(dev, host, &d->copy_latency, &d->copy_cpu, error);
+         latency(dev, host, &d->copy_latency, error) && copy_cpu(dev, host, &d->copy_cpu, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -294,13 +294,36 @@ gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError *
  * for a processor, and the check shares the memory and the caches with
  * the kernel (the development VM, 2026-12-04: a 16 MiB leg's check at
  * 1.5 GB/s in a step against 2.5-2.9 with nothing else running; 512 KiB
- * 4.1-4.3 against 4.3-7.5). */
+ * 4.1-4.3 against 4.3-7.5). They run on a thread of their own on a short
+ * slice, as the executor's d2h thread: on the calling thread's slice a
+ * check shared its processor with a kernel's worker for whole trials
+ * (2026-12-05: 256 KiB checks 1.1-5.2 GB/s, a mean of 2.3-2.5, where the
+ * step's 256 KiB legs checked at about 5.8). */
+typedef struct {
+  RokClDevice *cl;
+  const RokCalibOptions *o;
+  RokCalibCancel *cancel;
+  RokCalibDevice *d;
+  gboolean ok;
+  GError *error;
+} Checks;
+
+static gpointer checks_run(gpointer data) {
+  Checks *c = data;
+  rok_host_thread_short_slice();
+  c->ok = rok_calib_measure_copied_checks(c->cl, c->o, c->cancel, c->d, &c->error);
+  return NULL;
+}
+
 static gboolean measure_checks(RokClDevice *cl, Busy *b, const RokCalibOptions *o, RokCalibCancel *cancel,
                                RokCalibDevice *d, GError **error) {
   Kernels k = {0};
+  Checks c = {.cl = cl, .o = o, .cancel = cancel, .d = d};
   kernels_start(&k, b, cl);
-  gboolean ok = rok_calib_measure_copied_checks(cl, o, cancel, d, error);
-  return kernels_stop(&k, error) && ok;
+  g_thread_join(g_thread_new("rok-calib-checks", checks_run, &c));
+  if (!c.ok)
+    g_propagate_error(error, g_steal_pointer(&c.error));
+  return kernels_stop(&k, error) && c.ok;
 }
 
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,

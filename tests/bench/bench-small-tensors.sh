@@ -65,6 +65,11 @@
 # bursts, 0.79x / 0.86x (+24.4% / +8.6%); and the deep wake after 45 ms
 # idle, 0.83x / 0.90x (+10.8% / +15.4%), legs at their own depth 0.99x
 # (one request) and 0.98x (several, after the same idle) of fio.
+# 2026-12-05, 4 KiB copies 1 ms apart for pcie.latency and the copied
+# checks on a short-slice thread: 0.83x / 0.90x of fio at QD 32, legs
+# 1.02x / 0.95x at their own depth (1.04x after the same idle); d2h
+# 1443 MB/s predicted against 1622, h2d 1143 against 996, SSD streams
+# +18.0% / +28.2% (calibrated while the VM's GEMM sped up 73%).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

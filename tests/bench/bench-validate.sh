@@ -111,6 +111,17 @@
 # (1.2%), 8 of 8 inside, its rok rows' h2d -13..+6% (+24..+66% in every
 # run before); validate-gpt in a slow spell 20.2% (against keep 9.2%),
 # streams median 8.0%, 12 of 14 inside.
+# 2026-12-05, pcie.latency from 4 KiB copies 1 ms apart (22-25.5 us in
+# every calibration; back to back they had flipped between 4-6 and 55-92
+# us): validate-gpt 1.7% (3.5%), its rok rows' copy streams -24..-36%
+# from 256 KiB checks calibrated at 2.33 GB/s; the LLaMA-shaped model
+# 6.5% (keep +5.8%, against keep 1.4%), copy streams -18.7..+9.1%, 14 of
+# 14 inside. With the copied checks on a short-slice thread too:
+# validate-gpt 6.6% (keep +6.8%, against keep 0.8%), rok rows' copy
+# streams -15.9..+13.0%, offload and tba h2d +26..+38% (a layer's last
+# prefetch waiting a whole GEMM or not); the LLaMA-shaped model 9.8%
+# (keep -9.8%, against keep 1.2%), copy streams -16.0..-2.0%; beside two
+# busy loops (load 4.0) validate-gpt 4.8% (7.8%), 8 of 8 rows inside.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -89,8 +89,10 @@ static gboolean copy_cpu(RokClBuffer *dev, RokClHostBuffer *host, double *cpu, G
       if (!copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
         return FALSE;
     double cpu1 = rok_host_own_cpu_seconds();
-    if (cpu0 < 0 || cpu1 < cpu0) /* not measured: unknown */
-      return (*cpu = 0, TRUE);
+    if (cpu0 < 0 || cpu1 < cpu0) { /* not measured: unknown */
+      *cpu = 0;
+      return TRUE;
+    }
     double each = (cpu1 - cpu0) / CPU_GROUP_COPIES;
     *cpu = g == 0 ? each : MIN(*cpu, each);
     g_usleep(CPU_GROUP_GAP_US);

@@ -112,7 +112,7 @@
 # run before); validate-gpt in a slow spell 20.2% (against keep 9.2%),
 # streams median 8.0%, 12 of 14 inside.
 # 2026-12-05, pcie.latency from 4 KiB copies 1 ms apart (22-25.5 us in
-# every calibration; back to back they had flipped between 4-6 and 55-92
+# every idle calibration; back to back they had flipped between 4-6 and 55-92
 # us): validate-gpt 1.7% (3.5%), its rok rows' copy streams -24..-36%
 # from 256 KiB checks calibrated at 2.33 GB/s; the LLaMA-shaped model
 # 6.5% (keep +5.8%, against keep 1.4%), copy streams -18.7..+9.1%, 14 of

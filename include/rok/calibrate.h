@@ -137,6 +137,15 @@ typedef struct {
   GArray *gemms;            /* RokCalibGemm, in the order measured */
   guint64 elementwise_bytes; /* moved per add launch (2 read + 1 written) */
   RokCalibStat elementwise; /* bytes/s */
+  /* The same add launched once and waited for, before each timed pass of
+   * the ops (their rates are medians over the passes), and five times
+   * right before and right after them: a VM's host can slow the memory
+   * for seconds while the GEMMs before and after run at their speed
+   * (2026-12-05: element-wise ops at half their rate, the reference GEMM
+   * within 1% at both ends). `elementwise` itself, the first thing timed,
+   * is no reference: 15-21 GB/s where these took 24-26 on the development
+   * VM. n = 0: not timed. */
+  RokCalibStat elementwise_ops, elementwise_around; /* bytes/s */
   RokCalibStat launch;      /* seconds per tiny kernel, back to back */
   /* The device's checksum of a tensor as the executor takes it after a
    * forward (two kernels, the value read back): seconds per tensor
@@ -337,9 +346,13 @@ typedef struct _RokClDevice RokClDevice;
 gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                    RokCalibDevice *device, GError **error);
 typedef struct _RokClKernels RokClKernels;
-/* Every op of calibration layers of doubling sizes (calib-ops.c). */
+/* Run before each timed pass of the ops: the caller's check of the
+ * machine's speed meanwhile. */
+typedef gboolean (*RokCalibProbe)(gpointer data, GError **error);
+/* Every op of calibration layers of doubling sizes (calib-ops.c); PROBE
+ * (may be NULL) before each timed pass. */
 gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *options, RokCalibCancel *cancel,
-                               RokCalibDevice *device, GError **error);
+                               RokCalibDevice *device, RokCalibProbe probe, gpointer probe_data, GError **error);
 gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                   RokCalibDevice *device, GError **error);
 /* The host's check of legs of 64 KiB to 16 MiB right after their copy out
@@ -383,6 +396,10 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options,
 /* How the reference GEMM's rate timed again at the end differs from its
  * first (-0.2: 20% slower at the end); NAN where it was not timed again. */
 double rok_calib_speed_change(const RokCalibDevice *device);
+/* How the element-wise add's rate between the op passes (the median)
+ * differs from its rate right before and after them; NAN where not
+ * timed. */
+double rok_calib_elementwise_change(const RokCalibDevice *device);
 /* Beyond this either way, rok_calib_check warns that the speed changed. */
 #define ROK_CALIB_SPEED_CHANGE 0.10
 

@@ -129,6 +129,12 @@ double rok_calib_speed_change(const RokCalibDevice *d) {
   return first > 0 ? d->speed_again.median / first - 1 : NAN;
 }
 
+double rok_calib_elementwise_change(const RokCalibDevice *d) {
+  if (d->elementwise_ops.n == 0 || !(d->elementwise_around.median > 0))
+    return NAN;
+  return d->elementwise_ops.median / d->elementwise_around.median - 1;
+}
+
 void rok_calib_check(RokCalibration *c) {
   double busiest = MAX(c->load[0], c->load[1]);
   if (c->others_share > ROK_HOST_BUSY_SHARE)
@@ -150,6 +156,13 @@ void rok_calib_check(RokCalibration *c) {
             "made from it can be off by as much; calibrate again when it holds steady",
          g->m, g->n, g->k, 100 * fabs(change), change < 0 ? "slower" : "faster");
   }
+  double ew = rok_calib_elementwise_change(&c->device);
+  if (fabs(ew) > ROK_CALIB_SPEED_CHANGE)
+    warn(c, "the device ran its element-wise add %.0f%% %s between the passes of the ops than right before and after them: the "
+            "machine's speed changed while it was measured (a virtual machine's host, another tenant's memory "
+            "traffic), so the op rates are of another speed than the rest and predictions made from them can be "
+            "off by as much; calibrate again when it holds steady",
+         100 * fabs(ew), ew < 0 ? "slower" : "faster");
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
     if (d->virtual_reason != NULL)

@@ -160,6 +160,50 @@ static gboolean measure_elementwise(RokClKernels *kernels, const Timer *t, const
   return TRUE;
 }
 
+/* The add of measure_elementwise, once, before each timed pass of the ops
+ * (what their medians need is the memory at its speed for most passes),
+ * and AROUND times before and after them. */
+#define AROUND 5
+typedef struct {
+  Job job;
+  const RokCalibDevice *d;
+  GArray *rates; /* double, bytes/s */
+} AddProbe;
+
+static gboolean add_probe(gpointer data, GError **error) {
+  AddProbe *p = data;
+  double start = (double)g_get_monotonic_time() / 1e6;
+  if (!run_add_waited(&p->job, error))
+    return FALSE;
+  double s = MAX((double)g_get_monotonic_time() / 1e6 - start, 1e-6);
+  double rate = (double)p->d->elementwise_bytes / kernel_seconds(p->d, s);
+  g_array_append_val(p->rates, rate);
+  return TRUE;
+}
+
+static gboolean measure_ops_probed(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
+                                   RokCalibDevice *d, GError **error) {
+  AddProbe p = {.d = d, .rates = g_array_new(FALSE, FALSE, sizeof(double))};
+  g_autoptr(GArray) around = g_array_new(FALSE, FALSE, sizeof(double));
+  gboolean ok = add_job(kernels, d->elementwise_bytes / 6, &p.job, error);
+  for (guint i = 0; ok && i < AROUND; i++)
+    ok = add_probe(&p, error);
+  g_array_append_vals(around, p.rates->data, p.rates->len);
+  g_array_set_size(p.rates, 0);
+  ok = ok && rok_calib_measure_ops(kernels, o, cancel, d, add_probe, &p, error);
+  guint between = p.rates->len;
+  for (guint i = 0; ok && i < AROUND; i++)
+    ok = add_probe(&p, error);
+  job_clear(&p.job);
+  if (ok && between > 0) {
+    d->elementwise_ops = rok_calib_stat((double *)p.rates->data, between);
+    g_array_append_vals(around, (double *)p.rates->data + between, p.rates->len - between);
+    d->elementwise_around = rok_calib_stat((double *)around->data, around->len);
+  }
+  g_array_unref(p.rates);
+  return ok;
+}
+
 /* ---- The device's checksum of a tensor ---------------------------------- */
 
 typedef struct {
@@ -377,7 +421,7 @@ gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, Ro
   rok_calib_progress(o, "device checksum");
   return measure_checksum(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
          measure_shapes(kernels, &t, o, d, error) && measure_probes(kernels, &t, o, d, error) &&
-         rok_calib_measure_ops(kernels, o, cancel, d, error) && recheck_speed(kernels, &t, o, d, error);
+         measure_ops_probed(kernels, o, cancel, d, error) && recheck_speed(kernels, &t, o, d, error);
 }
 
 gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDevice *d,

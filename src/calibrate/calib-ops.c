@@ -44,6 +44,8 @@ typedef struct {
   RokExecModel *model;
   RokClBuffer **tensors;
   RokCalibCancel *cancel;
+  RokCalibProbe probe;
+  gpointer probe_data;
   double *seconds; /* [trial][op][direction] */
 } Pass;
 
@@ -151,11 +153,12 @@ static guint64 model_bytes(const RokTrace *trace) {
 
 /* One model: warm-up pass, then the timed ones. *PASS_S gets the median
  * pass's time. */
-static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guint trials, RokCalibCancel *cancel,
-                              const char *label, RokCalibDevice *d, double *pass_s, GError **error) {
-  Pass p = {.kernels = kernels, .cl = rok_cl_kernels_device(kernels), .trace = trace, .cancel = cancel};
+static gboolean measure_model(const Pass *how, const RokTrace *trace, guint trials, const char *label,
+                              RokCalibDevice *d, double *pass_s, GError **error) {
+  Pass p = *how;
+  p.trace = trace;
   guint n = trace->ops->len;
-  p.model = rok_exec_model_new(kernels, trace, 1234, error);
+  p.model = rok_exec_model_new(p.kernels, trace, 1234, error);
   gboolean ok = p.model != NULL;
   p.tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
   for (guint t = 0; ok && t < trace->tensors->len; t++)
@@ -164,7 +167,7 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guin
   ok = ok && run_pass(&p, NULL, error);
   g_autofree double *totals = g_new0(double, trials);
   for (guint t = 0; ok && t < trials; t++) {
-    ok = run_pass(&p, &p.seconds[(gsize)t * n * D], error);
+    ok = (p.probe == NULL || p.probe(p.probe_data, error)) && run_pass(&p, &p.seconds[(gsize)t * n * D], error);
     for (guint i = 0; ok && i < D * n; i++)
       totals[t] += p.seconds[(gsize)t * n * D + i];
   }
@@ -177,8 +180,7 @@ static gboolean measure_model(RokClKernels *kernels, const RokTrace *trace, guin
 }
 
 /* --model: the ops of the user's model, as its trace has them. */
-static gboolean measure_user_model(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
-                                   RokCalibDevice *d, GError **error) {
+static gboolean measure_user_model(const Pass *how, const RokCalibOptions *o, RokCalibDevice *d, GError **error) {
   const RokTrace *trace = o->model;
   guint64 bytes = model_bytes(trace);
   if (bytes > d->memory / 4) {
@@ -191,14 +193,16 @@ static gboolean measure_user_model(RokClKernels *kernels, const RokCalibOptions 
   }
   rok_calib_progress(o, "device ops: %s, one layer", trace->model_name);
   double pass_s = 0;
-  return measure_model(kernels, trace, MAX(o->trials, 5), cancel, trace->model_name, d, &pass_s, error);
+  return measure_model(how, trace, MAX(o->trials, 5), trace->model_name, d, &pass_s, error);
 }
 
 gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
-                               RokCalibDevice *d, GError **error) {
+                               RokCalibDevice *d, RokCalibProbe probe, gpointer probe_data, GError **error) {
   static const char *const archs[] = {"gpt", "llama"};
+  Pass how = {.kernels = kernels, .cl = rok_cl_kernels_device(kernels), .cancel = cancel, .probe = probe,
+              .probe_data = probe_data};
   if (o->model != NULL)
-    return measure_user_model(kernels, o, cancel, d, error);
+    return measure_user_model(&how, o, d, error);
   guint64 largest = o->quick ? 256 : 4096;
   double long_run = o->quick ? 0.3 : 2.0;
   for (guint a = 0; a < G_N_ELEMENTS(archs); a++) {
@@ -210,7 +214,7 @@ gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, 
         break;
       rok_calib_progress(o, "device ops: %s layer, hidden %" G_GUINT64_FORMAT, archs[a], hidden);
       double pass_s = 0;
-      if (!measure_model(kernels, trace, MAX(o->trials, 5), cancel, trace->model_name, d, &pass_s, error))
+      if (!measure_model(&how, trace, MAX(o->trials, 5), trace->model_name, d, &pass_s, error))
         return FALSE;
       if (pass_s >= long_run)
         break;

@@ -80,6 +80,13 @@ static void append_device(GString *s, const RokCalibration *c) {
                            moved ? " while it was measured, and these figures mix both speeds"
                                  : " of its first time, the machine's speed held");
   }
+  double ew = rok_calib_elementwise_change(d);
+  if (!isnan(ew))
+    g_string_append_printf(s, "The element-wise add was timed again before each pass of the ops and around them: %s. ",
+                           fabs(ew) > ROK_CALIB_SPEED_CHANGE
+                               ? "the machine's speed changed by more than 10% while they were measured, and their "
+                                 "rates are of another speed than the rest"
+                               : "within 10% of its time around them");
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
                          g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");

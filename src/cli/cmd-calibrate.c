@@ -226,7 +226,14 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
            " timed again after the other GEMMs and the ops: %s against %s at first (%+.1f%%)\n",
            g->label, g->m, g->n, g->k, again, first, 100 * change);
   }
-  printf("  element-wise add     %s\n  launch overhead      %s\n", ew, launch);
+  printf("  element-wise add     %s", ew);
+  double ew_change = rok_calib_elementwise_change(d);
+  if (!isnan(ew_change)) {
+    g_autofree char *between = rate_text(&d->elementwise_ops), *around = rate_text(&d->elementwise_around);
+    printf("; between the passes of the ops %s against %s right before and after them (%+.1f%%)", between, around,
+           100 * ew_change);
+  }
+  printf("\n  launch overhead      %s\n", launch);
   if (d->checksum_bandwidth > 0) {
     g_autofree char *rate = rok_units_format_rate(d->checksum_bandwidth);
     g_autofree char *per = rok_units_format_time(d->checksum_overhead);

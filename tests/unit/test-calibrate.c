@@ -429,6 +429,29 @@ static void test_speed_change(void) {
   g_assert_true(has_warning(c, "GEMM 15% faster at the end"));
 }
 
+/* The element-wise add between the op passes against right before and
+ * after them: the op rates are medians over the passes, so a slow spell
+ * of the memory there is said as the GEMM's change at the end is; the
+ * first element-wise figure is no reference (a made-up 40% below). */
+static void test_elementwise_change(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  g_assert_true(isnan(rok_calib_elementwise_change(&c->device)));
+  c->device.elementwise.median = 0.6e12;
+  c->device.elementwise_around = (RokCalibStat){.median = 1e12, .min = 0.1e12, .max = 1.1e12, .n = 10};
+  c->device.elementwise_ops = (RokCalibStat){.median = 0.96e12, .min = 0.9e12, .max = 1e12, .n = 5};
+  g_assert_cmpfloat(fabs(rok_calib_elementwise_change(&c->device) + 0.04), <, 1e-12);
+  rok_calib_check(c);
+  g_assert_false(has_warning(c, "element-wise add"));
+  g_autofree char *source = rok_calib_source(c);
+  g_assert_nonnull(strstr(source, "before each pass of the ops and around them: within 10% of its time around them"));
+  c->device.elementwise_ops.median = 0.5e12;
+  rok_calib_check(c);
+  g_assert_true(has_warning(c, "the device ran its element-wise add 50% slower between the passes of the ops than "
+                               "right before and after them: the machine's speed changed while it was measured"));
+  g_autofree char *slow = rok_calib_source(c);
+  g_assert_nonnull(strstr(slow, "the machine's speed changed by more than 10% while they were measured"));
+}
+
 /* The short slice the I/O threads ask for: on Linux 6.12 and later the
  * kernel takes it (sched_getattr reads it back as the thread's
  * sched_runtime, 100 us), which a wrong layout of sched_attr would not
@@ -477,6 +500,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/checks", test_checks);
   g_test_add_func("/calibrate/busy", test_busy);
   g_test_add_func("/calibrate/speed-change", test_speed_change);
+  g_test_add_func("/calibrate/elementwise-change", test_elementwise_change);
   g_test_add_func("/calibrate/short-slice", test_short_slice);
   return g_test_run();
 }

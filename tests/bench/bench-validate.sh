@@ -122,6 +122,12 @@
 # prefetch waiting a whole GEMM or not); the LLaMA-shaped model 9.8%
 # (keep -9.8%, against keep 1.2%), copy streams -16.0..-2.0%; beside two
 # busy loops (load 4.0) validate-gpt 4.8% (7.8%), 8 of 8 rows inside.
+# Minutes later validate-gpt 2.2% (4.6%), the LLaMA-shaped model 12.1%
+# (keep -12.1%: its calibration had the element-wise ops at half their
+# rate, its GEMM within 1% at both ends); with the element-wise add timed
+# between the op passes and a warning (so a calibration again) when they
+# are 10% off, the LLaMA-shaped model 0.7% (2.2%), copy streams
+# -9.9..+10.9% but one h2d (+31.8%).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

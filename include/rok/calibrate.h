@@ -143,8 +143,8 @@ typedef struct {
    * for seconds while the GEMMs before and after run at their speed
    * (2026-12-05: element-wise ops at half their rate, the reference GEMM
    * within 1% at both ends). `elementwise` itself, the first thing timed,
-   * is no reference: 15-21 GB/s where these took 24-26 on the development
-   * VM. n = 0: not timed. */
+   * is no reference: 13.8-25.7 GB/s in five calibrations where these took
+   * 24.4-25.5 on the development VM. n = 0: not timed. */
   RokCalibStat elementwise_ops, elementwise_around; /* bytes/s */
   RokCalibStat launch;      /* seconds per tiny kernel, back to back */
   /* The device's checksum of a tensor as the executor takes it after a

@@ -158,10 +158,10 @@ void rok_calib_check(RokCalibration *c) {
   }
   double ew = rok_calib_elementwise_change(&c->device);
   if (fabs(ew) > ROK_CALIB_SPEED_CHANGE)
-    warn(c, "the device ran its element-wise add %.0f%% %s between the passes of the ops than right before and after them: the "
-            "machine's speed changed while it was measured (a virtual machine's host, another tenant's memory "
-            "traffic), so the op rates are of another speed than the rest and predictions made from them can be "
-            "off by as much; calibrate again when it holds steady",
+    warn(c, "the device ran its element-wise add %.0f%% %s between the passes of the ops than right before and "
+            "after them: the machine's speed changed while it was measured (a virtual machine's host, another "
+            "tenant's memory traffic), so the op rates are of another speed than the rest and predictions made "
+            "from them can be off by as much; calibrate again when it holds steady",
          100 * fabs(ew), ew < 0 ? "slower" : "faster");
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);

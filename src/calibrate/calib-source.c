@@ -44,8 +44,8 @@ static void append_device(GString *s, const RokCalibration *c) {
   if (g_strcmp0(d->type, "cpu") == 0)
     g_string_append(s, "gpu.shared_cpus: the device's compute units, as it is a CPU device: its kernels run on the "
                        "host's processors and so do copies in and out of it (no copy engine); gpu.copy_leg_cpu: "
-                       "the processor time this process spent per 4 KiB copy of pcie.latency's (getrusage, all "
-                       "its threads). ");
+                       "the processor time this process spent per blocking 4 KiB copy (getrusage, all its "
+                       "threads), the least of five groups of 20 back to back. ");
   if (g_strcmp0(d->type, "cpu") == 0 && !d->out_of_order)
     g_string_append(s, "gpu.copy_queues_in_order: the device cannot run a command queue out of order "
                        "(CL_DEVICE_QUEUE_PROPERTIES), so the executor's copy queues run in order. ");
@@ -81,13 +81,16 @@ static void append_device(GString *s, const RokCalibration *c) {
                                  : " of its first time, the machine's speed held");
   }
   double ew = rok_calib_elementwise_change(d);
-  if (!isnan(ew))
-    g_string_append_printf(s, "The element-wise add was timed again before each pass of the ops and around them: %s. ",
-                           fabs(ew) > ROK_CALIB_SPEED_CHANGE
-                               ? "the machine's speed changed by more than 10% while they were measured, and their "
-                                 "rates are of another speed than the rest"
-                               : "within 10% of its time around them");
-  g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: a 4 KiB copy. ",
+  if (!isnan(ew)) {
+    gboolean moved = fabs(ew) > ROK_CALIB_SPEED_CHANGE;
+    g_string_append_printf(s, "The element-wise add was timed again before each pass of the ops and around them: %s "
+                              "%.0f%%%s. ",
+                           moved ? "the machine's speed changed by more than" : "within", 100 * ROK_CALIB_SPEED_CHANGE,
+                           moved ? " while they were measured, and their rates are of another speed than the rest"
+                                 : " of its time around them");
+  }
+  g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: the median "
+                            "of 4 KiB copies 1 ms apart, as a step's legs come. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
                          g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");
 }
@@ -108,7 +111,8 @@ static void append_host(GString *s, const RokCalibration *c) {
     g_autofree char *large = rok_units_format_size(d->copied_check_bytes[last]);
     g_string_append_printf(s, "host.checksum_rates: that checksum over a leg of %s to %s right after its copy out "
                               "of the device (the bytes over the time of all trials' legs, each at the next place in a pinned "
-                              "buffer), and checksum_bandwidth the largest one's. ",
+                              "buffer; on a CPU device on a thread on a short slice, as the executor's d2h thread), and "
+                              "checksum_bandwidth the largest one's. ",
                            small, large);
   }
 }

@@ -61,8 +61,8 @@ typedef struct {
   guint tensor, mb;
   guint8 is_read, path, leg, n_legs, state;
   guint8 waited_staging, late;
-  guint8 ahead;   /* its copies enqueued by the thread that issued it: a d2h leg queued ahead of the kernels
-                   * (transfer.c: queued_ahead), every h2d leg */
+  guint8 ahead;   /* a d2h leg queued ahead of the kernels or primed (transfer.c: queued_ahead, primed), which
+                   * pays half of host.copy_overhead; never an h2d leg (it waits for its thread's wake) */
   guint8 primed;  /* a d2h or h2d leg whose copy was enqueued ahead of the kernels as it was queued (transfer.c: primed) */
   guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
   gint64 made;    /* when it was queued */

@@ -444,6 +444,7 @@ static void test_elementwise_change(void) {
   g_assert_false(has_warning(c, "element-wise add"));
   g_autofree char *source = rok_calib_source(c);
   g_assert_nonnull(strstr(source, "before each pass of the ops and around them: within 10% of its time around them"));
+  g_assert_nonnull(strstr(source, "latency: the median of 4 KiB copies 1 ms apart"));
   c->device.elementwise_ops.median = 0.5e12;
   rok_calib_check(c);
   g_assert_true(has_warning(c, "the device ran its element-wise add 50% slower between the passes of the ops than "

@@ -166,24 +166,24 @@ static gboolean measure_elementwise(RokClKernels *kernels, const Timer *t, const
 #define AROUND 5
 typedef struct {
   Job job;
+  const Timer *t;
   const RokCalibDevice *d;
   GArray *rates; /* double, bytes/s */
 } AddProbe;
 
 static gboolean add_probe(gpointer data, GError **error) {
   AddProbe *p = data;
-  double start = (double)g_get_monotonic_time() / 1e6;
-  if (!run_add_waited(&p->job, error))
+  double s = 0;
+  if (!run_reps(p->t, run_add, &p->job, 1, &s, error))
     return FALSE;
-  double s = MAX((double)g_get_monotonic_time() / 1e6 - start, 1e-6);
   double rate = (double)p->d->elementwise_bytes / kernel_seconds(p->d, s);
   g_array_append_val(p->rates, rate);
   return TRUE;
 }
 
-static gboolean measure_ops_probed(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
-                                   RokCalibDevice *d, GError **error) {
-  AddProbe p = {.d = d, .rates = g_array_new(FALSE, FALSE, sizeof(double))};
+static gboolean measure_ops_probed(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o,
+                                   RokCalibCancel *cancel, RokCalibDevice *d, GError **error) {
+  AddProbe p = {.t = t, .d = d, .rates = g_array_new(FALSE, FALSE, sizeof(double))};
   g_autoptr(GArray) around = g_array_new(FALSE, FALSE, sizeof(double));
   gboolean ok = add_job(kernels, d->elementwise_bytes / 6, &p.job, error);
   for (guint i = 0; ok && i < AROUND; i++)
@@ -421,7 +421,7 @@ gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *o, Ro
   rok_calib_progress(o, "device checksum");
   return measure_checksum(kernels, &t, o, d, error) && measure_squares(kernels, &t, o, d, error) &&
          measure_shapes(kernels, &t, o, d, error) && measure_probes(kernels, &t, o, d, error) &&
-         measure_ops_probed(kernels, o, cancel, d, error) && recheck_speed(kernels, &t, o, d, error);
+         measure_ops_probed(kernels, &t, o, cancel, d, error) && recheck_speed(kernels, &t, o, d, error);
 }
 
 gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDevice *d,

@@ -18,6 +18,7 @@ void sim_engine_init(SimEngine *e, RokSim *sim) {
   e->n_tensors = sim->n_tensors;
   sim_evq_init(&e->evq);
   e->jobs = g_array_new(FALSE, FALSE, sizeof(SimJob));
+  e->gather = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     e->streams[s].queue = g_array_new(FALSE, FALSE, sizeof(guint));
 }
@@ -25,6 +26,7 @@ void sim_engine_init(SimEngine *e, RokSim *sim) {
 void sim_engine_clear(SimEngine *e) {
   sim_evq_clear(&e->evq);
   g_array_unref(e->jobs);
+  g_array_unref(e->gather);
   for (guint s = 0; s < ROK_STREAM_COUNT; s++)
     g_array_unref(e->streams[s].queue);
   g_free(e->ts);
@@ -50,6 +52,9 @@ static void reset_tensors(SimEngine *e) {
 
 static void reset_streams(SimEngine *e) {
   g_array_set_size(e->jobs, 0);
+  g_array_set_size(e->gather, 0);
+  e->gather_requests = 0;
+  e->orphan_mb = e->orphan_module = ROK_NO_ID;
   guint lane = 0;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];

@@ -70,6 +70,11 @@ typedef struct {
   guint64 bytes;
   guint action;       /* the current leg's action */
   guint issue_deps[2]; /* reads: what allowed the read to be issued */
+  /* A gathered SSD write (transfer.c, "Gathered writes"): it goes with the
+   * others of its gather, beside them on the stream's lanes, once the
+   * action gather_dep (a d2h leg's or a compute's) has ended. */
+  guint8 batched;
+  guint gather_dep;
 } SimJob;
 
 /* A leg in progress on one of a stream's lanes (transfer.c). */
@@ -183,6 +188,12 @@ typedef struct {
   guint64 free_kernel;
   gint64 free_at;
   guint shared_cpus, cpu_legs;
+
+  /* The staged SSD writes held back to go together (transfer.c:
+   * "Gathered writes"): job ids, and their requests. */
+  GArray *gather;
+  guint64 gather_requests;
+  guint orphan_mb, orphan_module; /* a module whose last gathered tensor was forwarded (or ROK_NO_ID) */
 
   /* prefetch of the micro-batch in backward */
   guint next_prefetch;

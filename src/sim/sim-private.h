@@ -69,6 +69,10 @@ typedef struct {
    * each in id order, so that a group's closure scans its layer only. */
   guint *layer_t, *layer_tensors, *layer_o, *layer_ops;
   guint *trigger; /* per tensor, built once: the last op that reads it (0 if none) */
+  /* Per tensor: its staged SSD write is gathered (sim_gather_requests),
+   * and it is the last such tensor its module makes, whose copy out ends
+   * the gather (transfer.c, "Gathered writes"). */
+  guint8 *gathered, *gather_last;
 } SimProgram;
 
 /* One run of a micro-batch's forward or backward through one model chunk
@@ -168,6 +172,11 @@ gint64 sim_seed_rebuild_ns(const RokSim *sim, guint op, guint64 bytes);
 /* A GEMM-like op's seconds in one direction by the GEMM model
  * (rok_hw_gemm_op_seconds over the op's shapes; gemm-shape.c). */
 double sim_gemm_seconds(const RokHw *hw, const RokOp *op, gboolean backward, double flops, double bytes);
+
+/* An SSD write of fewer requests (ROK_SIM_CHUNK_BYTES) than this waits
+ * to go with others (0: none does): half of what the array keeps in
+ * flight, nvme.queue_depth per device. */
+guint64 sim_gather_requests(const RokHw *hw);
 
 /* program.c */
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);

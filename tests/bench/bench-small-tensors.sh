@@ -10,7 +10,8 @@
 # 65536` (every saved tensor of 64 Ki elements or more goes to the SSDs),
 # run by `rok execute --repeat N`. Its nvme_write_bandwidth and
 # nvme_read_bandwidth are bytes over the time the stream had a leg running
-# (median step). fio: `--bs=1M --iodepth=QD --direct=1 --ioengine=io_uring
+# (median step); then each stream's bursts beside fio's same bursts (below).
+# fio: `--bs=1M --iodepth=QD --direct=1 --ioengine=io_uring
 # --overwrite=1` on a file of the bytes the step writes, huge-page buffers
 # (--mem=shmhuge) when enough are reserved; QD is the profile's
 # nvme.queue_depth. HW defaults to the bundled cpu-2core-virtio profile;
@@ -70,6 +71,17 @@
 # 1.02x / 0.95x at their own depth (1.04x after the same idle); d2h
 # 1443 MB/s predicted against 1622, h2d 1143 against 996, SSD streams
 # +18.0% / +28.2% (calibrated while the VM's GEMM sped up 73%).
+# 2026-12-06, a fresh VM, before the change below: 0.75x / 0.78x of fio at
+# QD 32 (fio 5.56 / 3.03 GB/s), write legs 0.99x (one request) and 0.98x
+# (several; 1.09x after the same idle) at their own depth; SSD streams
+# +23.5% / +14.4%. Then writes gathered per module and small reads ahead
+# of need batched (docs/simulator.md, NVMe array), and the legs' table
+# replaced by the same bursts beside fio's (two runs minutes apart, load
+# 2.2 and 1.5 at the start): 0.98x / 0.77x and 0.78x / 0.75x of fio at QD
+# 32 (fio's stream 4.51 / 2.63 and 5.56 / 3.10 GB/s from one run to the
+# next), 0.87x / 0.93x and 0.96x / 1.09x of fio's same bursts; SSD streams
+# -3.2% / +44.4% (that quick calibration read at 2.98 GB/s) and +19.2% /
+# +4.6%; the step 5.93 s predicted against 5.74, 5.50 against 5.26.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 
@@ -83,7 +95,7 @@ while [ $# -gt 0 ]; do
     --calibrate) calibrate=1; shift ;;
     --repeat) repeat=$2; shift 2 ;;
     --trials) trials=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "bench-small-tensors.sh: unknown option $1" >&2; exit 2 ;;
     *) dir=$1; shift ;;
   esac
@@ -181,101 +193,86 @@ for s in d2h h2d; do
 done
 echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" \
   "$(num "$work/report.json" "['predicted']['step_time_s']") s (last trial)"
-# The same queue depth: each write leg of the last trial's median step
-# that found the disk to itself, beside fio at the leg's own depth (reads
-# are left out: they are within 10% of QD 32 above, and a read leg's time
-# holds its wait for staging slots). A leg of one request is fio at QD 1
-# after the idle the leg found (--thinktime, a sleep: tens of microseconds
-# longer; --thinktime_spin hung fio 3.33 in 10 of 30 runs here), its whole
-# latency (submission and completion, as the leg's time has both). A leg
-# of n requests is fio at QD n back to back, the disk's best at that depth,
-# which a leg after an idle disk cannot reach (the disk's wake: 130-280 us
-# in quick calibrations here), and fio's bursts of n after the same idle.
-fio_file=$fio_file bench=$here PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" <<'PY'
+# The same bursts: the SSD legs of each stream in the last trial's
+# timeline (its steps), grouped into bursts (legs that overlap: a gather of writes,
+# reads that go together; idle, since any SSD leg ended), beside fio
+# moving the same bursts: n 1 MiB requests, each submitted on its own as
+# the executor does (one call each would be merged into 4 MiB requests,
+# slower on this disk), all n in flight (the device's queue holds what it
+# takes, the block layer the rest, as the executor's backend does), after
+# the same idle (--thinktime, a sleep: tens of microseconds longer); a
+# burst's time is its longest latency, first issue to last completion, less
+# the few microseconds between issues: kind to fio. Against fio's stream
+# at QD above, rok's bursts pay each its start (the disk's wake, the first
+# completion's latency), which fio's bursts of the same sizes pay too.
+fio_file=$fio_file bench=$here PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" "$qd" <<'PY'
 import json, math, os, statistics, subprocess, sys
-sys.path.insert(0, os.environ["bench"])
-from legs_by_size import spans
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 hw = json.load(open(sys.argv[2]))["hw"]["nvme"]
-fio_file, mem = os.environ["fio_file"], sys.argv[3]
-# Idle is the disk's (since any SSD leg ended), split at the profile's
-# wake_after (without one, 4.47 ms: between calibrate's 1 and 20 ms gaps).
-wake_after = hw.get("wake_after", 4.47e-3) * 1e6  # us
-classes = {}
-for stream, b, idle, dur in spans(ev, 1):
-    if stream != "nvme-write" or (idle is not None and idle < 0):
-        continue  # a read, or queued behind another SSD leg
-    idle = math.inf if idle is None else idle
-    classes.setdefault((b, idle >= wake_after), []).append((dur, idle))
+fio_file, mem, qd = os.environ["fio_file"], sys.argv[3], int(sys.argv[4])
 MiB = 1 << 20
-subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=64M", "--bs=1M", "--direct=1",
+names = {e["tid"]: e["args"]["name"] for e in ev if e.get("pid") == 1 and e.get("name") == "thread_name"}
+legs = sorted((names[e["tid"]], e["ts"], e["ts"] + e["dur"], e["args"].get("bytes", 0)) for e in ev
+              if e.get("pid") == 1 and e.get("ph") == "X" and names.get(e["tid"]) in ("nvme-write", "nvme-read"))
+# Bursts of each stream; idle before each since any SSD leg ended.
+by_start = sorted(legs, key=lambda l: l[1])
+bursts = {"nvme-write": [], "nvme-read": []}
+for stream in bursts:
+    cur = None
+    for s, t0, t1, b in by_start:
+        if s != stream:
+            continue
+        if cur is not None and t0 <= cur[1]:
+            cur[1] = max(cur[1], t1); cur[2] += b; cur[3] += max(1, -(-b // MiB))
+        else:
+            if cur is not None:
+                bursts[stream].append(cur)
+            cur = [t0, t1, b, max(1, -(-b // MiB))]
+    if cur is not None:
+        bursts[stream].append(cur)
+def idle_before(t0):
+    ends = [t1 for _, s0, t1, _ in legs if t1 <= t0]
+    return t0 - max(ends) if ends else math.inf
+subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=256M", "--bs=1M", "--direct=1",
                 "--rw=write", "--minimal"], check=True, capture_output=True)
 
-def run_fio(args):
-    try:
-        return subprocess.run(args, check=True, capture_output=True, text=True, timeout=120).stdout
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        print(f"fio: {e}")
-        return None
-
-def fio_leg_us(b, idle_us):
-    """fio's time for a leg of B bytes at its own depth: back to back (the
-    disk's best at that depth) and after the leg's idle (None for one
-    request: back to back is not its shape)."""
-    n = max(1, -(-b // MiB))
-    args = ["fio", "--name=leg", f"--filename={fio_file}", "--size=64M", "--direct=1", "--ioengine=io_uring",
-            mem, "--rw=write"]
-    t = int(min(idle_us, 50000))
-    if n == 1:
-        # A lone request's whole latency, submission included as in the leg:
-        # on this virtio disk the submitting call often does the write itself
-        # (fio's slat 50-330 us, clat 100-410, their sum steady).
-        out = run_fio(args + [f"--bs={b}", "--iodepth=1", "--number_ios=15", f"--thinktime={t}",
-                              "--lat_percentiles=1", "--output-format=json"])
-        return (math.nan if out is None else json.loads(out)["jobs"][0]["write"]["lat_ns"]["percentile"]["50.000000"] / 1e3,
-                None)
-    out = run_fio(args + ["--bs=1M", f"--iodepth={n}", f"--number_ios={max(16 * n, 64)}", "--output-format=json"])
-    best = math.nan if out is None else b / (json.loads(out)["jobs"][0]["write"]["bw_bytes"] / 1e6)
-    # Bursts of n requests after the leg's idle, each request submitted on
-    # its own as the executor does (one call each would be merged into
-    # 4 MiB requests, slower on this disk); a burst's time is its longest
-    # latency (its first request's issue to its last completion, less the
-    # few microseconds between issues: kind to fio).
+def fio_burst_us(write, n, idle_us):
     log = os.path.join(os.path.dirname(fio_file), "fio-burst")
-    out = run_fio(args + ["--bs=1M", f"--iodepth={n}", "--iodepth_batch_submit=1", f"--iodepth_batch_complete_min={n}",
-                          f"--thinktime={t}", f"--thinktime_blocks={n}", f"--number_ios={8 * n}",
-                          f"--write_lat_log={log}", "--log_offset=1", "--output-format=json"])
-    idle, lat = math.nan, []
-    if out is not None:
+    t = int(min(idle_us, 50000))
+    args = ["fio", "--name=burst", f"--filename={fio_file}", "--size=256M", "--direct=1", "--ioengine=io_uring",
+            mem, "--rw=" + ("write" if write else "read"), "--bs=1M", f"--iodepth={n}", "--iodepth_batch_submit=1",
+            f"--iodepth_batch_complete_min={n}", f"--thinktime={t}", f"--thinktime_blocks={n}",
+            f"--number_ios={6 * n}", f"--write_lat_log={log}", "--log_offset=1", "--output-format=json"]
+    try:
+        subprocess.run(args, check=True, capture_output=True, text=True, timeout=120)
         lat = [int(line.split(",")[1]) for line in open(f"{log}_lat.1.log")]
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
+        print(f"fio: {e}")
+        lat = []
     for kind in ("lat", "clat", "slat"):
         if os.path.exists(f"{log}_{kind}.1.log"):
             os.remove(f"{log}_{kind}.1.log")
-    if lat:
-        idle = statistics.median(max(lat[i:i + n]) for i in range(0, len(lat) - n + 1, n)) / 1e3
-    return best, idle
+    # Each burst's longest latency; the first burst (after fio's start) left out.
+    per = [max(lat[i:i + n]) for i in range(n, len(lat) - n + 1, n)]
+    return statistics.median(per) / 1e3 if per else math.nan
 
-print("\nwrite legs at their own queue depth (last trial's median step; fio at the same size and depth: one request"
-      " after the same idle; several back to back, the disk's best, and in bursts after the same idle)")
-print(f"{'size':>8} {'QD':>3} {'idle':>9} {'legs':>5} {'rok/leg':>9} {'fio/leg':>9} {'fio/rok':>8} {'fio idle':>9} {'/rok':>6}")
-sums = {}
-for (b, long_idle), v in sorted(classes.items()):
-    rok = statistics.median(d for d, _ in v)
-    idle = statistics.median(i for _, i in v)
-    n = max(1, -(-b // MiB))
-    fio, after_idle = fio_leg_us(b, idle)
-    s = sums.setdefault(n == 1, [0.0, 0.0, 0.0])
-    s[0] += sum(d for d, _ in v); s[1] += fio * len(v); s[2] += (fio if after_idle is None else after_idle) * len(v)
-    shown = f"{idle / 1e3:6.1f} ms" if math.isfinite(idle) else "    first"
-    tail = "" if after_idle is None else f" {after_idle:>6.0f} us {after_idle / rok:>6.2f}"
-    print(f"{b / MiB:>4.1f} MiB {n:>3} {shown:>9} {len(v):>5} {rok:>6.0f} us {fio:>6.0f} us {fio / rok:>8.2f}{tail}")
-for one, (rok, fio, after_idle) in sorted(sums.items(), reverse=True):
-    if one:
-        print(f"one-request legs that found the disk to themselves: rok {rok / 1e3:.1f} ms,"
-              f" fio {fio / 1e3:.1f} ms at the same depth after the same idle ({fio / rok:.2f}x)")
-    else:
-        print(f"several-request legs that found the disk to themselves: rok {rok / 1e3:.1f} ms,"
-              f" fio {fio / 1e3:.1f} ms back to back ({fio / rok:.2f}x),"
-              f" {after_idle / 1e3:.1f} ms after the same idle ({after_idle / rok:.2f}x)")
+wake_after = hw.get("wake_after", 4.47e-3) * 1e6
+print(f"\nthe same bursts (the last step's SSD legs that overlap, beside fio's bursts of as many 1 MiB requests,"
+      f" all in flight, after the same idle; QD above: {qd})")
+print(f"{'stream':>10} {'MiB':>6} {'reqs':>5} {'idle':>9} {'rok':>9} {'fio':>9} {'fio/rok':>8}")
+cache = {}
+for stream, bs in bursts.items():
+    write = stream == "nvme-write"
+    rok_sum = fio_sum = 0.0
+    for t0, t1, b, n in bs:
+        idle = idle_before(t0)
+        key = (write, n, idle >= wake_after, idle >= 10 * wake_after)
+        if key not in cache:
+            cache[key] = fio_burst_us(write, n, idle if math.isfinite(idle) else 50000)
+        fio = cache[key]
+        rok_sum += t1 - t0; fio_sum += fio
+        shown = f"{idle / 1e3:6.1f} ms" if math.isfinite(idle) else "    first"
+        print(f"{stream:>10} {b / MiB:>6.1f} {n:>5} {shown:>9} {t1 - t0:>6.0f} us {fio:>6.0f} us {fio / (t1 - t0):>8.2f}")
+    print(f"{stream}: rok {rok_sum / 1e3:.1f} ms, fio {fio_sum / 1e3:.1f} ms for the same bursts ({fio_sum / rok_sum:.2f}x)")
 PY
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

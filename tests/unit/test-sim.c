@@ -388,6 +388,73 @@ static void test_completes_together(void) {
   }
 }
 
+/* Gathered writes and batched reads (sim_gather_requests: half the queue
+ * depth): op0 and op1 (1 ms each, module layer0.attn) make A and B, op2
+ * (layer0.mlp) makes C, 100 KB each, all to the SSDs through the staging
+ * buffer (100 us a copy out, 100 us a write alone at 1 GB/s). With a depth
+ * of 32, A's write waits for B, the last of its module: both begin as B's
+ * copy out ends (2.1 ms), after it in the schedule, and share the disk;
+ * C's goes alone as its copy out ends. Backward (at 13 ms) reads C first,
+ * on demand, and B and A, issued ahead and small, beside it. With a depth of 2 none
+ * is gathered: each write follows its copy out, and the reads go in turn
+ * (after the 10 ms of the head op: every write is done by then).
+ * With a staging buffer of 150 KB, B's copy out finds A's bytes in the
+ * way: A's write goes as op1 ends (2 ms), and B's copy out after it; the
+ * reads go in turn, each through the buffer's room. */
+static void test_gathered_writes(void) {
+  const struct {
+    guint64 depth, staging;
+    gint64 a_write, b_copy, b_read;
+  } cases[] = {
+      {32, 1 << 30, 2100 * US, 2000 * US, 13000 * US},
+      {2, 1 << 30, 1100 * US, 2000 * US, 13100 * US},
+      {32, 150000, 2000 * US, 2100 * US, 13200 * US},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint op[3], t[3];
+    const char *names[] = {"layer0.attn.a", "layer0.attn.b", "layer0.mlp.c"};
+    for (guint i = 0; i < 3; i++) {
+      op[i] = add_op(trace, names[i], 0, ROK_OP_OTHER, 1, 1);
+      g_autofree char *name = g_strdup_printf("layer0.T%u", i);
+      t[i] = add_tensor(trace, name, 0, 100000, op[i]);
+      rok_trace_need(trace, t[i], op[i]);
+    }
+    add_op(trace, "head", -1, ROK_OP_OTHER, 10, 1);
+    finish(trace);
+    RokHw hw = test_hw();
+    hw.nvme.gpudirect = FALSE;
+    hw.nvme.queue_depth = cases[c].depth;
+    hw.host.pinned_buffer = cases[c].staging;
+    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+    for (guint i = 0; i < 3; i++)
+      plan->decisions[t[i]] = ROK_DECISION_OFFLOAD_NVME;
+    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    const RokAction *wa = find_action(r, ROK_ACTION_OFFLOAD, t[0], ROK_STREAM_NVME_WRITE);
+    const RokAction *wb = find_action(r, ROK_ACTION_OFFLOAD, t[1], ROK_STREAM_NVME_WRITE);
+    const RokAction *wc = find_action(r, ROK_ACTION_OFFLOAD, t[2], ROK_STREAM_NVME_WRITE);
+    const RokAction *cb = find_action(r, ROK_ACTION_OFFLOAD, t[1], ROK_STREAM_D2H);
+    const RokAction *cc = find_action(r, ROK_ACTION_OFFLOAD, t[2], ROK_STREAM_D2H);
+    g_assert_cmpint(wa->start_ns, ==, cases[c].a_write);
+    g_assert_cmpint(cb->start_ns, ==, cases[c].b_copy);
+    g_assert_cmpint(wb->start_ns, ==, cb->end_ns);
+    g_assert_cmpint(wc->start_ns, ==, cc->end_ns);
+    if (c == 0) {
+      g_assert_true(depends_on(r, wa, cb));
+      g_assert_cmpint(wa->end_ns, ==, wb->end_ns); /* the disk shared */
+      g_assert_cmpint(wa->end_ns - wa->start_ns, ==, 200 * US);
+    } else if (c == 1) {
+      g_assert_false(depends_on(r, wa, cb));
+    } else {
+      g_assert_true(depends_on(r, wa, find_action(r, ROK_ACTION_FORWARD, op[1], ROK_STREAM_COMPUTE)));
+      g_assert_true(depends_on(r, cb, wa));
+    }
+    g_assert_cmpint(find_action(r, ROK_ACTION_PREFETCH, t[2], ROK_STREAM_NVME_READ)->start_ns, ==, 13 * MS);
+    g_assert_cmpint(find_action(r, ROK_ACTION_PREFETCH, t[1], ROK_STREAM_NVME_READ)->start_ns, ==, cases[c].b_read);
+    test_sim_check_log(r);
+  }
+}
+
 /* Two copies out at once on the d2h link, one to host memory (1 MB), one
  * gpudirect to the SSD (3 MB, the SSD 10x faster): half the link each
  * until the small one ends at 3 ms, then all of it for the rest. */
@@ -721,6 +788,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/write-fixed", test_write_fixed);
   g_test_add_func("/sim/wake", test_wake);
   g_test_add_func("/sim/ssd-lanes", test_ssd_lanes);
+  g_test_add_func("/sim/gathered-writes", test_gathered_writes);
   g_test_add_func("/sim/completes-together", test_completes_together);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);

@@ -81,8 +81,8 @@ typedef enum {
  * together), and the simulator on as many lanes; every other stream runs
  * one leg at a time. An SSD leg that does not depend on the leg before it
  * on its stream may run beside it: the simulator schedules so small legs
- * that together leave the array's rate unused, a module's gathered small
- * writes and small reads issued ahead of need (docs/simulator.md). */
+ * that together leave the array's rate unused, and a module's gathered
+ * small writes (docs/simulator.md, NVMe array). */
 #define ROK_SSD_LANES 8
 
 /* Why the compute stream waited. */

@@ -73,7 +73,7 @@ typedef struct {
   /* A gathered SSD write (transfer.c, "Gathered writes"): it goes with the
    * others of its gather, beside them on the stream's lanes, once the
    * action gather_dep (a d2h leg's or a compute's) has ended. */
-  guint8 batched;
+  guint8 gathered;
   guint gather_dep;
 } SimJob;
 
@@ -138,6 +138,7 @@ typedef struct {
   gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */
   gint64 ssd_awake_at;                    /* when the disk's last wake ended or ends */
+  gint64 ssd_submitted_at;                /* when the I/O thread is done issuing the SSD legs begun so far */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double copy_kernel_free_at;             /* gpu.copy_kernel_free_at, 0 without shared_cpus */
   gboolean copies_in_order;               /* gpu.copy_queues_in_order, FALSE without shared_cpus */

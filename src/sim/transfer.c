@@ -485,6 +485,22 @@ static gboolean primed(const SimEngine *e, const SimJob *j) {
   return staged == 0 || e->staging_used + staged <= e->staging_cap;
 }
 
+/* How long an SSD leg waits for the I/O backend's one thread, which
+ * issues every SSD request, to be done issuing the legs begun before it
+ * (each its half of nvme.leg_cpu and request_cpu: 0 without shared_cpus):
+ * the legs of a gather go out one after the other (validate's LLaMA-shaped
+ * model on the development VM, 2026-12-06: the offload row's gathers of
+ * 3-5 writes, its write stream 7.7-11.5 ms in four runs, predicted 6.7
+ * without this, 7.0 with). */
+static gint64 submit_wait(SimEngine *e, const SimJob *j) {
+  gint64 cost = leg_on_ssd(j) ? leg_cpu_half(e, j) : 0;
+  if (cost == 0)
+    return 0;
+  gint64 at = MAX(e->now, e->ssd_submitted_at);
+  e->ssd_submitted_at = at + cost;
+  return at - e->now;
+}
+
 /* After a leg's wait for the kernel: its thread on the processors, its
  * latency, then its bytes. */
 static void leg_go(SimEngine *e, guint lane) {
@@ -493,7 +509,7 @@ static void leg_go(SimEngine *e, guint lane) {
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, TRUE);
   sim_cpu_take(e, leg_cpu_half(e, j));
-  gint64 latency = leg_latency(e, j);
+  gint64 latency = submit_wait(e, j) + leg_latency(e, j);
   if (latency > 0)
     ln->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, lane);
   else
@@ -563,7 +579,7 @@ static gboolean joins_lanes(const SimEngine *e, const SimStream *st, const SimJo
   const RokHw *hw = e->sim->hw;
   if (st->requests >= hw->nvme.queue_depth * MAX(hw->nvme.devices, 1))
     return FALSE;
-  return j->batched || st->demand + j->demand <= 1.0 + 1e-9;
+  return j->gathered || st->demand + j->demand <= 1.0 + 1e-9;
 }
 
 /* ---- Gathered writes ----
@@ -597,7 +613,7 @@ static void gather_send(SimEngine *e, guint dep) {
     SimJob *j = sim_job(e, id);
     if (j->state == JOB_CANCELLED) /* read back from the staging buffer meanwhile */
       continue;
-    j->batched = TRUE;
+    j->gathered = TRUE;
     j->gather_dep = dep;
     enqueue(e, id);
   }
@@ -901,20 +917,6 @@ void sim_offload_release(SimEngine *e, guint mb, guint tensor, guint cause) {
 
 /* ---- prefetch ---- */
 
-/* A small SSD read issued ahead of its need (fewer requests than
- * sim_gather_requests) goes beside the reads in progress up to the queue
- * depth, as a gathered write does, rather than only where the array has
- * rate to spare: one at a time, each paid its latency alone (the
- * development VM, 2026-12-06: a 2-layer GPT's 0.5-8 MiB reads back, two
- * steps' read stream 116 ms in turn, 105 together, medians of six runs).
- * A large one keeps its turn, so that the tensors needed first still come
- * back first. */
-static void read_batched(SimEngine *e, SimJob *j) {
-  guint64 most = sim_gather_requests(e->sim->hw);
-  j->batched = j->path != PATH_HOST && j->path != PATH_FROM_STAGING && leg_on_ssd(j) &&
-               (j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES < most;
-}
-
 static void issue_forwarded(SimEngine *e, guint mb, guint tensor) {
   SimTensorState *ts = sim_ts(e, mb, tensor);
   /* Made again by a rebuild that re-runs a whole layer: the rebuild must
@@ -1006,8 +1008,6 @@ void sim_prefetch_pump(SimEngine *e) {
       return;
     }
     issue(e, e->mb, tensor);
-    if (!demand && ts->read == R_ISSUED)
-      read_batched(e, sim_job(e, ts->read_job));
     e->next_prefetch++;
   }
 }

@@ -74,14 +74,13 @@
 # 2026-12-06, a fresh VM, before the change below: 0.75x / 0.78x of fio at
 # QD 32 (fio 5.56 / 3.03 GB/s), write legs 0.99x (one request) and 0.98x
 # (several; 1.09x after the same idle) at their own depth; SSD streams
-# +23.5% / +14.4%. Then writes gathered per module and small reads ahead
-# of need batched (docs/simulator.md, NVMe array), and the legs' table
-# replaced by the same bursts beside fio's (two runs minutes apart, load
-# 2.2 and 1.5 at the start): 0.98x / 0.77x and 0.78x / 0.75x of fio at QD
-# 32 (fio's stream 4.51 / 2.63 and 5.56 / 3.10 GB/s from one run to the
-# next), 0.87x / 0.93x and 0.96x / 1.09x of fio's same bursts; SSD streams
-# -3.2% / +44.4% (that quick calibration read at 2.98 GB/s) and +19.2% /
-# +4.6%; the step 5.93 s predicted against 5.74, 5.50 against 5.26.
+# +23.5% / +14.4%. Then a module's small writes gathered (docs/simulator.md,
+# NVMe array) and the legs' table replaced by each stream's bursts beside
+# fio's same bursts, four runs (load 1.4-1.6 at the start): 0.77-0.97x
+# (median 0.91x) writing and 0.80-1.12x (0.95x) reading of fio at QD 32,
+# whose stream moved 4.98-5.83 GB/s writing between trials; against fio's
+# same bursts 1.09-1.25x writing, 0.76-0.96x reading; SSD streams
+# -10.5..+22.3% / -9.9..+24.6%.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 
@@ -149,7 +148,7 @@ for t in $(seq 1 "$trials"); do
   fr+=("$(fio_bw read)")
   rm -f "$fio_file"
   settle
-  "$rok" execute "$work/plan/schedule.json" --dir "$dir" --repeat "$repeat" --json -t "$work/timeline.json" > "$work/report.json"
+  "$rok" execute "$work/plan/schedule.json" --dir "$dir" --repeat "$repeat" --json -t "$work/timeline-$t.json" > "$work/report.json"
   rw+=("$(num "$work/report.json" "['nvme_write_bandwidth']")")
   rr+=("$(num "$work/report.json" "['nvme_read_bandwidth']")")
   [ "$(num "$work/report.json" "['integrity_failures']")" = 0 ] || echo "note: integrity failures in trial $t"
@@ -193,9 +192,10 @@ for s in d2h h2d; do
 done
 echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" \
   "$(num "$work/report.json" "['predicted']['step_time_s']") s (last trial)"
-# The same bursts: the SSD legs of each stream in the last trial's
-# timeline (its steps), grouped into bursts (legs that overlap: a gather of writes,
-# reads that go together; idle, since any SSD leg ended), beside fio
+# The same bursts: the SSD legs of each stream in the timeline (its
+# steps) of the trial whose rate for it was the median, grouped into
+# bursts (legs that overlap: a gather of writes; idle, since any SSD leg
+# ended), beside fio
 # moving the same bursts: n 1 MiB requests, each submitted on its own as
 # the executor does (one call each would be merged into 4 MiB requests,
 # slower on this disk), all n in flight (the device's queue holds what it
@@ -205,21 +205,28 @@ echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" 
 # the few microseconds between issues: kind to fio. Against fio's stream
 # at QD above, rok's bursts pay each its start (the disk's wake, the first
 # completion's latency), which fio's bursts of the same sizes pay too.
-fio_file=$fio_file bench=$here PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline.json" "$work/plan/schedule.json" "$fio_mem" "$qd" <<'PY'
+median_trial() { # rates... -> the 1-based index of the median
+  printf '%s\n' "$@" | awk '{ print $1, NR }' | sort -g | awk '{ t[NR] = $2 } END { print t[int((NR + 1) / 2)] }'
+}
+tw=$(median_trial "${rw[@]}") tr=$(median_trial "${rr[@]}")
+fio_file=$fio_file PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline-$tw.json" "$work/timeline-$tr.json" \
+  "$work/plan/schedule.json" "$fio_mem" "$qd" "$tw" "$tr" <<'PY'
 import json, math, os, statistics, subprocess, sys
-ev = json.load(open(sys.argv[1]))["traceEvents"]
-hw = json.load(open(sys.argv[2]))["hw"]["nvme"]
-fio_file, mem, qd = os.environ["fio_file"], sys.argv[3], int(sys.argv[4])
+hw = json.load(open(sys.argv[3]))["hw"]["nvme"]
+fio_file, mem, qd = os.environ["fio_file"], sys.argv[4], int(sys.argv[5])
 MiB = 1 << 20
-names = {e["tid"]: e["args"]["name"] for e in ev if e.get("pid") == 1 and e.get("name") == "thread_name"}
-legs = sorted((names[e["tid"]], e["ts"], e["ts"] + e["dur"], e["args"].get("bytes", 0)) for e in ev
-              if e.get("pid") == 1 and e.get("ph") == "X" and names.get(e["tid"]) in ("nvme-write", "nvme-read"))
+
+def ssd_legs(path):
+    ev = json.load(open(path))["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in ev if e.get("pid") == 1 and e.get("name") == "thread_name"}
+    return sorted((names[e["tid"]], e["ts"], e["ts"] + e["dur"], e["args"].get("bytes", 0)) for e in ev
+                  if e.get("pid") == 1 and e.get("ph") == "X" and names.get(e["tid"]) in ("nvme-write", "nvme-read"))
+timelines = {"nvme-write": ssd_legs(sys.argv[1]), "nvme-read": ssd_legs(sys.argv[2])}
 # Bursts of each stream; idle before each since any SSD leg ended.
-by_start = sorted(legs, key=lambda l: l[1])
 bursts = {"nvme-write": [], "nvme-read": []}
 for stream in bursts:
     cur = None
-    for s, t0, t1, b in by_start:
+    for s, t0, t1, b in timelines[stream]:
         if s != stream:
             continue
         if cur is not None and t0 <= cur[1]:
@@ -230,7 +237,7 @@ for stream in bursts:
             cur = [t0, t1, b, max(1, -(-b // MiB))]
     if cur is not None:
         bursts[stream].append(cur)
-def idle_before(t0):
+def idle_before(legs, t0):
     ends = [t1 for _, s0, t1, _ in legs if t1 <= t0]
     return t0 - max(ends) if ends else math.inf
 subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=256M", "--bs=1M", "--direct=1",
@@ -257,22 +264,29 @@ def fio_burst_us(write, n, idle_us):
     return statistics.median(per) / 1e3 if per else math.nan
 
 wake_after = hw.get("wake_after", 4.47e-3) * 1e6
-print(f"\nthe same bursts (the last step's SSD legs that overlap, beside fio's bursts of as many 1 MiB requests,"
-      f" all in flight, after the same idle; QD above: {qd})")
-print(f"{'stream':>10} {'MiB':>6} {'reqs':>5} {'idle':>9} {'rok':>9} {'fio':>9} {'fio/rok':>8}")
+print(f"\nthe same bursts (the SSD legs that overlap, of the median trial's steps: writes trial {sys.argv[6]}, reads"
+      f" {sys.argv[7]}; beside fio's bursts of as many 1 MiB requests, all in flight, after the same idle; QD above: {qd})")
+# Bursts alike (stream, requests, bytes, idle class: under wake_after, under
+# ten times it, longer) share a row: how many, the median of each.
+IDLE = ("< wake", "< 10 wake", "longer")
+print(f"{'stream':>10} {'MiB':>6} {'reqs':>5} {'idle':>9} {'bursts':>6} {'rok':>9} {'fio':>9} {'fio/rok':>8}")
 cache = {}
 for stream, bs in bursts.items():
     write = stream == "nvme-write"
     rok_sum = fio_sum = 0.0
+    rows = {}
     for t0, t1, b, n in bs:
-        idle = idle_before(t0)
-        key = (write, n, idle >= wake_after, idle >= 10 * wake_after)
+        idle = idle_before(timelines[stream], t0)
+        cls = 0 if idle < wake_after else 1 if idle < 10 * wake_after else 2
+        key = (write, n, cls)
         if key not in cache:
             cache[key] = fio_burst_us(write, n, idle if math.isfinite(idle) else 50000)
-        fio = cache[key]
-        rok_sum += t1 - t0; fio_sum += fio
-        shown = f"{idle / 1e3:6.1f} ms" if math.isfinite(idle) else "    first"
-        print(f"{stream:>10} {b / MiB:>6.1f} {n:>5} {shown:>9} {t1 - t0:>6.0f} us {fio:>6.0f} us {fio / (t1 - t0):>8.2f}")
+        rok_sum += t1 - t0; fio_sum += cache[key]
+        rows.setdefault((n, b, cls), []).append(t1 - t0)
+    for (n, b, cls), took in sorted(rows.items()):
+        rok, fio = statistics.median(took), cache[(write, n, cls)]
+        print(f"{stream:>10} {b / MiB:>6.1f} {n:>5} {IDLE[cls]:>9} {len(took):>6} {rok:>6.0f} us {fio:>6.0f} us"
+              f" {fio / rok:>8.2f}")
     print(f"{stream}: rok {rok_sum / 1e3:.1f} ms, fio {fio_sum / 1e3:.1f} ms for the same bursts ({fio_sum / rok_sum:.2f}x)")
 PY
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

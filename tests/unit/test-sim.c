@@ -388,25 +388,23 @@ static void test_completes_together(void) {
   }
 }
 
-/* Gathered writes and batched reads (sim_gather_requests: half the queue
- * depth): op0 and op1 (1 ms each, module layer0.attn) make A and B, op2
- * (layer0.mlp) makes C, 100 KB each, all to the SSDs through the staging
+/* Gathered writes (sim_gather_requests: half the queue depth): op0 and
+ * op1 (1 ms each, module layer0.attn) make A and B, op2 (layer0.mlp) makes C, 100 KB each, all to the SSDs through the staging
  * buffer (100 us a copy out, 100 us a write alone at 1 GB/s). With a depth
  * of 32, A's write waits for B, the last of its module: both begin as B's
  * copy out ends (2.1 ms), after it in the schedule, and share the disk;
- * C's goes alone as its copy out ends. Backward (at 13 ms) reads C first,
- * on demand, and B and A, issued ahead and small, beside it. With a depth of 2 none
- * is gathered: each write follows its copy out, and the reads go in turn
- * (after the 10 ms of the head op: every write is done by then).
+ * C's goes alone as its copy out ends. Backward (at 13 ms, after the head
+ * op) reads them back in turn, C first. With a depth of 2 none is
+ * gathered: each write follows its copy out.
  * With a staging buffer of 150 KB, B's copy out finds A's bytes in the
  * way: A's write goes as op1 ends (2 ms), and B's copy out after it; the
- * reads go in turn, each through the buffer's room. */
+ * reads wait for the buffer's room too. */
 static void test_gathered_writes(void) {
   const struct {
     guint64 depth, staging;
     gint64 a_write, b_copy, b_read;
   } cases[] = {
-      {32, 1 << 30, 2100 * US, 2000 * US, 13000 * US},
+      {32, 1 << 30, 2100 * US, 2000 * US, 13100 * US},
       {2, 1 << 30, 1100 * US, 2000 * US, 13100 * US},
       {32, 150000, 2000 * US, 2100 * US, 13200 * US},
   };
@@ -453,6 +451,47 @@ static void test_gathered_writes(void) {
     g_assert_cmpint(find_action(r, ROK_ACTION_PREFETCH, t[1], ROK_STREAM_NVME_READ)->start_ns, ==, cases[c].b_read);
     test_sim_check_log(r);
   }
+}
+
+/* The I/O thread issues a gather's legs one after the other: with a CPU
+ * device (gpu.shared_cpus) and 40 us of nvme.leg_cpu, half of it as each
+ * leg is issued, the second write of a gather of two begins its latency
+ * 20 us after the first; each leg held to 0.2 GB/s by 400 us of
+ * nvme.request_overhead, both end as the second does (completes_together),
+ * 20 us later than without the wait. */
+static void test_gather_submitted_in_turn(void) {
+  gint64 ends[2][2];
+  for (guint c = 0; c < 2; c++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint t[2];
+    for (guint i = 0; i < 2; i++) {
+      g_autofree char *op_name = g_strdup_printf("layer0.attn.op%u", i);
+      guint op = add_op(trace, op_name, 0, ROK_OP_OTHER, 1, 1);
+      g_autofree char *name = g_strdup_printf("layer0.T%u", i);
+      t[i] = add_tensor(trace, name, 0, 100000, op);
+      rok_trace_need(trace, t[i], op);
+    }
+    add_op(trace, "head", -1, ROK_OP_OTHER, 10, 1);
+    finish(trace);
+    RokHw hw = test_hw();
+    hw.nvme.gpudirect = FALSE;
+    hw.nvme.completes_together = TRUE;
+    hw.nvme.request_overhead = 400 * US; /* each leg held to 0.2 GB/s: the disk has room for both */
+    hw.gpu.shared_cpus = 2;
+    hw.nvme.leg_cpu = c == 0 ? 0 : 40 * US;
+    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+    for (guint i = 0; i < 2; i++)
+      plan->decisions[t[i]] = ROK_DECISION_OFFLOAD_NVME;
+    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    for (guint i = 0; i < 2; i++) {
+      const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
+      ends[c][i] = w->end_ns;
+      g_assert_cmpint(w->start_ns, ==, find_action(r, ROK_ACTION_OFFLOAD, t[1], ROK_STREAM_D2H)->end_ns);
+    }
+    g_assert_cmpint(ends[c][0], ==, ends[c][1]);
+    test_sim_check_log(r);
+  }
+  g_assert_cmpint(llabs(ends[1][0] - ends[0][0] - 20 * US), <=, 2);
 }
 
 /* Two copies out at once on the d2h link, one to host memory (1 MB), one
@@ -789,6 +828,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/wake", test_wake);
   g_test_add_func("/sim/ssd-lanes", test_ssd_lanes);
   g_test_add_func("/sim/gathered-writes", test_gathered_writes);
+  g_test_add_func("/sim/gather-submitted-in-turn", test_gather_submitted_in_turn);
   g_test_add_func("/sim/completes-together", test_completes_together);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);

@@ -173,15 +173,14 @@ gint64 sim_seed_rebuild_ns(const RokSim *sim, guint op, guint64 bytes);
  * (rok_hw_gemm_op_seconds over the op's shapes; gemm-shape.c). */
 double sim_gemm_seconds(const RokHw *hw, const RokOp *op, gboolean backward, double flops, double bytes);
 
-/* An SSD write of fewer requests (ROK_SIM_CHUNK_BYTES) than this waits
- * to go with others (0: none does): half of what the array keeps in
- * flight, nvme.queue_depth per device. */
-guint64 sim_gather_requests(const RokHw *hw);
-
 /* program.c */
 void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors);
 void sim_program_clear(SimProgram *prog);
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error);
+/* An SSD write of fewer requests (ROK_SIM_CHUNK_BYTES) than this waits
+ * to go with others (0: none does): half of what the array keeps in
+ * flight, nvme.queue_depth per device. */
+guint64 sim_gather_requests(const RokHw *hw);
 
 static inline const SimItem *sim_item(const SimProgram *prog, guint index) {
   return &prog->items[index];

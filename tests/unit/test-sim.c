@@ -453,6 +453,38 @@ static void test_gathered_writes(void) {
   }
 }
 
+/* A gather whose last tensor is forwarded to backward before its copy out
+ * began: op0 (1 ms, layer0.attn) makes A (1 MB, its copy out 1-2 ms), op1
+ * (0.1 ms, the same module) makes B (100 KB), whose copy out waits behind
+ * A's; backward starts at 1.1 ms with op1's (10 ms), which takes B from
+ * GPU memory, so B's copy out is dropped. A's write, which would have
+ * waited for B, goes as A's copy out ends, long before op0's backward
+ * reads A back (no prefetch window: at 11.1 ms); held any longer, that
+ * read would take A from the staging buffer and A would never be
+ * written. */
+static void test_gather_last_forwarded(void) {
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = add_op(trace, "layer0.attn.a", 0, ROK_OP_OTHER, 1, 1);
+  guint a = add_tensor(trace, "layer0.A", 0, 1000000, op0);
+  guint op1 = add_op(trace, "layer0.attn.b", 0, ROK_OP_OTHER, 0.1, 10);
+  guint b = add_tensor(trace, "layer0.B", 0, 100000, op1);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, b, op1);
+  finish(trace);
+  RokHw hw = test_hw();
+  hw.nvme.gpudirect = FALSE;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[b] = ROK_DECISION_OFFLOAD_NVME;
+  plan->options.prefetch_window = 0;
+  g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+  const RokAction *copy = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_D2H);
+  g_assert_cmpint(copy->end_ns, ==, 2 * MS);
+  const RokAction *write = find_action(r, ROK_ACTION_OFFLOAD, a, ROK_STREAM_NVME_WRITE);
+  g_assert_cmpint(write->start_ns, ==, copy->end_ns);
+  g_assert_cmpuint(r->nvme_write_bytes, ==, 1000000); /* B never left the GPU */
+  test_sim_check_log(r);
+}
+
 /* The I/O thread issues a gather's legs one after the other: with a CPU
  * device (gpu.shared_cpus) and 40 us of nvme.leg_cpu, half of it as each
  * leg is issued, the second write of a gather of two begins its latency
@@ -829,6 +861,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/ssd-lanes", test_ssd_lanes);
   g_test_add_func("/sim/gathered-writes", test_gathered_writes);
   g_test_add_func("/sim/gather-submitted-in-turn", test_gather_submitted_in_turn);
+  g_test_add_func("/sim/gather-last-forwarded", test_gather_last_forwarded);
   g_test_add_func("/sim/completes-together", test_completes_together);
   g_test_add_data_func("/sim/late-prefetch/demand", GUINT_TO_POINTER(0), test_late_prefetch_stalls_exactly);
   g_test_add_data_func("/sim/late-prefetch/window", GUINT_TO_POINTER(2), test_late_prefetch_stalls_exactly);

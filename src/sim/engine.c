@@ -54,7 +54,6 @@ static void reset_streams(SimEngine *e) {
   g_array_set_size(e->jobs, 0);
   g_array_set_size(e->gather, 0);
   e->gather_requests = 0;
-  e->orphan_mb = e->orphan_module = ROK_NO_ID;
   guint lane = 0;
   for (guint s = 0; s < ROK_STREAM_COUNT; s++) {
     SimStream *st = &e->streams[s];

@@ -194,7 +194,6 @@ typedef struct {
    * "Gathered writes"): job ids, and their requests. */
   GArray *gather;
   guint64 gather_requests;
-  guint orphan_mb, orphan_module; /* a module whose last gathered tensor was forwarded (or ROK_NO_ID) */
 
   /* prefetch of the micro-batch in backward */
   guint next_prefetch;

@@ -61,8 +61,7 @@ void sim_program_init(SimProgram *prog, guint n_ops, guint n_tensors) {
   prog->group_of = g_array_new(FALSE, FALSE, sizeof(Group));
   prog->layer_t = prog->layer_tensors = prog->layer_o = prog->layer_ops = NULL; /* index_layers */
   prog->trigger = NULL;
-  prog->gathered = g_new0(guint8, MAX(n_tensors, 1));
-  prog->gather_last = g_new0(guint8, MAX(n_tensors, 1));
+  prog->gather_closer = g_new(guint, MAX(n_tensors, 1));
 }
 
 void sim_program_clear(SimProgram *prog) {
@@ -73,8 +72,7 @@ void sim_program_clear(SimProgram *prog) {
   g_free(prog->fwd_check_ns);
   g_free(prog->first_need);
   g_free(prog->last_use);
-  g_free(prog->gathered);
-  g_free(prog->gather_last);
+  g_free(prog->gather_closer);
   g_array_unref(prog->prefetch);
   g_free(prog->op_mark);
   g_array_unref(prog->work);
@@ -564,14 +562,14 @@ guint64 sim_gather_requests(const RokHw *hw) {
 
 /* The tensors whose SSD writes are gathered: offloaded to the SSDs through
  * the staging buffer (not gpudirect, which would hold GPU memory while it
- * waits), of fewer requests than sim_gather_requests; and per module the
- * last of them that forward copies out (the latest producer, then the
+ * waits), of fewer requests than sim_gather_requests; each with the last
+ * of its module's that forward copies out (the latest producer, then the
  * highest id, as an op's outputs are allocated in id order). */
-static void mark_gathered(RokSim *sim) {
+static void find_gather_closers(RokSim *sim) {
   SimProgram *prog = &sim->prog;
   guint64 most = sim_gather_requests(sim->hw);
-  memset(prog->gathered, 0, MAX(sim->n_tensors, 1));
-  memset(prog->gather_last, 0, MAX(sim->n_tensors, 1));
+  for (guint t = 0; t < sim->n_tensors; t++)
+    prog->gather_closer[t] = ROK_NO_ID;
   if (sim->hw->nvme.gpudirect || most == 0)
     return;
   g_autofree guint *last = g_new(guint, MAX(sim->n_ops, 1)); /* per module (at most one per op) */
@@ -582,14 +580,14 @@ static void mark_gathered(RokSim *sim) {
     guint64 requests = (tensor->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES;
     if (prog->eff[t] != ROK_DECISION_OFFLOAD_NVME || requests >= most)
       continue;
-    prog->gathered[t] = 1;
     guint *l = &last[sim->op_module[tensor->producer]];
     if (*l == ROK_NO_ID || rok_trace_tensor(sim->trace, *l)->producer <= tensor->producer)
       *l = t;
+    prog->gather_closer[t] = t; /* marked: its module's closer is filled in below */
   }
-  for (guint m = 0; m < sim->n_ops; m++)
-    if (last[m] != ROK_NO_ID)
-      prog->gather_last[last[m]] = 1;
+  for (guint t = 0; t < sim->n_tensors; t++)
+    if (prog->gather_closer[t] != ROK_NO_ID)
+      prog->gather_closer[t] = last[sim->op_module[rok_trace_tensor(sim->trace, t)->producer]];
 }
 
 gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error) {
@@ -598,7 +596,7 @@ gboolean sim_program_build(RokSim *sim, const RokStepPlan *plan, GError **error)
   prog->n_ids = prog->n_rel = 0;
   if (!set_decisions(sim, plan, error))
     return FALSE;
-  mark_gathered(sim);
+  find_gather_closers(sim);
   index_layers(sim);
   find_groups(sim);
   if (!emit_items(sim, plan->options.rebuild_whole_layers, error))

@@ -69,10 +69,10 @@ typedef struct {
    * each in id order, so that a group's closure scans its layer only. */
   guint *layer_t, *layer_tensors, *layer_o, *layer_ops;
   guint *trigger; /* per tensor, built once: the last op that reads it (0 if none) */
-  /* Per tensor: its staged SSD write is gathered (sim_gather_requests),
-   * and it is the last such tensor its module makes, whose copy out ends
-   * the gather (transfer.c, "Gathered writes"). */
-  guint8 *gathered, *gather_last;
+  /* Per tensor whose staged SSD write is gathered (sim_gather_requests):
+   * the last such tensor its module makes, whose copy out ends the gather
+   * (transfer.c, "Gathered writes"); ROK_NO_ID for the others. */
+  guint *gather_closer;
 } SimProgram;
 
 /* One run of a micro-batch's forward or backward through one model chunk

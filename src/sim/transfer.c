@@ -598,12 +598,8 @@ static gboolean joins_lanes(const SimEngine *e, const SimStream *st, const SimJo
  * executor sends them together too. The GPU's copy is freed as before,
  * with the copy out. */
 
-static guint module_of(const SimEngine *e, guint tensor) {
-  return e->sim->op_module[rok_trace_tensor(e->sim->trace, tensor)->producer];
-}
-
 static gboolean gathers(const SimEngine *e, const SimJob *j) {
-  return !j->is_read && j->path == PATH_STAGED && e->sim->prog.gathered[j->tensor];
+  return !j->is_read && j->path == PATH_STAGED && e->sim->prog.gather_closer[j->tensor] != ROK_NO_ID;
 }
 
 /* Queue every write of the gather, after action `dep`. */
@@ -622,7 +618,9 @@ static void gather_send(SimEngine *e, guint dep) {
 }
 
 /* A staged write's SSD leg, its copy out of the GPU done by action `dep`:
- * queued, or held in the gather. */
+ * queued, or held in the gather until it has enough requests or its
+ * module's closer has been copied out, or will never be (forwarded to
+ * backward before its copy out began: then each goes as it comes). */
 static void write_second_leg(SimEngine *e, guint id, guint dep) {
   SimJob *j = sim_job(e, id);
   if (!gathers(e, j)) {
@@ -631,21 +629,17 @@ static void write_second_leg(SimEngine *e, guint id, guint dep) {
   }
   g_array_append_val(e->gather, id);
   e->gather_requests += leg_requests(j);
-  if (e->gather_requests >= sim_gather_requests(e->sim->hw) || e->sim->prog.gather_last[j->tensor] ||
-      (j->mb == e->orphan_mb && module_of(e, j->tensor) == e->orphan_module))
+  guint closer = e->sim->prog.gather_closer[j->tensor];
+  if (e->gather_requests >= sim_gather_requests(e->sim->hw) || closer == j->tensor ||
+      sim_ts(e, j->mb, closer)->write == W_CANCELLED)
     gather_send(e, dep);
 }
 
-/* A tensor forwarded to backward before its copy out began: if the last
- * of its module's gather, no copy out of it will send the gather, so the
- * gather goes now and the rest of the module's writes as they come. */
-static void gather_forwarded(SimEngine *e, guint mb, guint tensor) {
-  if (!e->sim->prog.gather_last[tensor])
-    return;
-  e->orphan_mb = mb;
-  e->orphan_module = module_of(e, tensor);
-  if (e->gather->len > 0)
-    gather_send(e, e->last_compute_action);
+/* TENSOR's copy out will not reach the SSDs (forwarded to backward): if
+ * it closes its module's gather, the gather goes now, after `dep`. */
+static void gather_closer_dropped(SimEngine *e, guint tensor, guint dep) {
+  if (e->sim->prog.gather_closer[tensor] == tensor && e->gather->len > 0)
+    gather_send(e, dep);
 }
 
 /* Start the stream's queued legs in order while it has a free lane (an
@@ -725,8 +719,7 @@ static void write_leg_done(SimEngine *e, guint id, RokStream s) {
     j->state = JOB_DONE;
     ts->write = W_CANCELLED;
     staging_unref(e, ts, j->bytes, j->action);
-    if (e->sim->prog.gather_last[j->tensor] && e->gather->len > 0)
-      gather_send(e, j->action);
+    gather_closer_dropped(e, j->tensor, j->action);
   } else {
     j->leg = 1;
     j->state = JOB_QUEUED;
@@ -928,7 +921,7 @@ static void issue_forwarded(SimEngine *e, guint mb, guint tensor) {
   if (ts->write == W_QUEUED) { /* not started: drop it */
     sim_job(e, ts->write_job)->state = JOB_CANCELLED;
     ts->write = W_CANCELLED;
-    gather_forwarded(e, mb, tensor);
+    gather_closer_dropped(e, tensor, e->last_compute_action);
   }
   sim_offload_maybe_free(e, mb, tensor, ROK_STREAM_COMPUTE, ROK_NO_ID);
 }

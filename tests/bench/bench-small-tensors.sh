@@ -195,16 +195,16 @@ echo "step: measured $(num "$work/report.json" "['step_time_s']") s, predicted" 
 # The same bursts: the SSD legs of each stream in the timeline (its
 # steps) of the trial whose rate for it was the median, grouped into
 # bursts (legs that overlap: a gather of writes; idle, since any SSD leg
-# ended), beside fio
-# moving the same bursts: n 1 MiB requests, each submitted on its own as
-# the executor does (one call each would be merged into 4 MiB requests,
-# slower on this disk), all n in flight (the device's queue holds what it
-# takes, the block layer the rest, as the executor's backend does), after
-# the same idle (--thinktime, a sleep: tens of microseconds longer); a
-# burst's time is its longest latency, first issue to last completion, less
-# the few microseconds between issues: kind to fio. Against fio's stream
-# at QD above, rok's bursts pay each its start (the disk's wake, the first
-# completion's latency), which fio's bursts of the same sizes pay too.
+# ended), beside fio moving the same bursts: n 1 MiB requests, each
+# submitted on its own as the executor does (one call each would be
+# merged into 4 MiB requests, slower on this disk), all n in flight (the
+# device's queue holds what it takes, the block layer the rest, as the
+# executor's backend does), after the same idle (--thinktime, a sleep:
+# tens of microseconds longer); a burst's time is its longest latency,
+# first issue to last completion, less the few microseconds between
+# issues: kind to fio. Against fio's stream at QD above, rok's bursts pay
+# each its start (the disk's wake, the first completion's latency), which
+# fio's bursts of the same sizes pay too.
 median_trial() { # rates... -> the 1-based index of the median
   printf '%s\n' "$@" | awk '{ print $1, NR }' | sort -g | awk '{ t[NR] = $2 } END { print t[int((NR + 1) / 2)] }'
 }

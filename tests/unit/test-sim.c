@@ -389,16 +389,16 @@ static void test_completes_together(void) {
 }
 
 /* Gathered writes (sim_gather_requests: half the queue depth): op0 and
- * op1 (1 ms each, module layer0.attn) make A and B, op2 (layer0.mlp) makes C, 100 KB each, all to the SSDs through the staging
- * buffer (100 us a copy out, 100 us a write alone at 1 GB/s). With a depth
- * of 32, A's write waits for B, the last of its module: both begin as B's
- * copy out ends (2.1 ms), after it in the schedule, and share the disk;
- * C's goes alone as its copy out ends. Backward (at 13 ms, after the head
- * op) reads them back in turn, C first. With a depth of 2 none is
- * gathered: each write follows its copy out.
- * With a staging buffer of 150 KB, B's copy out finds A's bytes in the
- * way: A's write goes as op1 ends (2 ms), and B's copy out after it; the
- * reads wait for the buffer's room too. */
+ * op1 (1 ms each, module layer0.attn) make A and B, op2 (layer0.mlp)
+ * makes C, 100 KB each, all to the SSDs through the staging buffer (100 us
+ * a copy out, 100 us a write alone at 1 GB/s). With a depth of 32, A's
+ * write waits for B, the last of its module: both begin as B's copy out
+ * ends (2.1 ms), after it in the schedule, and share the disk; C's goes
+ * alone as its copy out ends. Backward (at 13 ms, after the head op)
+ * reads them back in turn, C first. With a depth of 2 none is gathered:
+ * each write follows its copy out. With a staging buffer of 150 KB, B's
+ * copy out finds A's bytes in the way: A's write goes as op1 ends (2 ms),
+ * and B's copy out after it; the reads wait for the buffer's room too. */
 static void test_gathered_writes(void) {
   const struct {
     guint64 depth, staging;

@@ -402,39 +402,62 @@ static gboolean measure_latency(Run *run, const RokCalibOptions *o, RokCalibCanc
   return TRUE;
 }
 
-/* Bursts like the executor's SSD legs: B->requests of B->request_bytes
+/* One burst like the executor's SSD legs: B->requests of B->request_bytes
  * (at most its staging slot, the simulator's request) submitted together
- * after B->gap_s idle, timed to the last completion, at successive places
- * in the file as successive tensors are; the median of REPS. A write's
- * requests are filled anew just before it, as the executor's d2h copy
- * fills them (the request's bytes, not the whole slot): on the development
- * VM, 1 MiB from slots written just before took 0.53 ms against 0.33 ms
- * from slots written long before. */
-static gboolean time_bursts(Run *run, guint reps, RokCalibCancel *cancel, RokIoOp op, RokCalibBurst *b,
-                            guint64 *offset, guint64 file_bytes, GError **error) {
-  g_autofree double *s = g_new(double, reps), *c = g_new(double, reps);
+ * after B->gap_s idle, timed to the last completion (*SECONDS) with the
+ * processor time it took (*CPU), at the next place in the file as
+ * successive tensors are. A write's requests are filled anew just before
+ * it, as the executor's d2h copy fills them (the request's bytes, not the
+ * whole slot): on the development VM, 1 MiB from slots written just
+ * before took 0.53 ms against 0.33 ms from slots written long before. */
+static gboolean time_burst(Run *run, guint rep, RokCalibCancel *cancel, RokIoOp op, const RokCalibBurst *b,
+                           guint64 *offset, guint64 file_bytes, double *seconds, double *cpu, GError **error) {
   guint n = b->requests;
   guint64 span = (guint64)n * b->request_bytes;
-  for (guint i = 0; i < reps; i++) {
-    if (*offset + span > file_bytes)
-      *offset = 0;
-    g_usleep((gulong)llround(b->gap_s * 1e6));
-    for (guint k = 0; op == ROK_IO_WRITE && k < n; k++) {
-      guint64 state = (guint64)i << 32 | k;
-      fill_slot(run->pool, (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool)), b->request_bytes,
-                &state);
-    }
-    if (rok_calib_check_cancelled(cancel, error))
-      return FALSE;
-    double cpu0 = rok_host_own_cpu_seconds();
-    if (!run_io(run, op, b->request_bytes, n, *offset, *offset + span, -1, error))
-      return FALSE;
-    c[i] = MAX(rok_host_own_cpu_seconds() - cpu0, 0);
-    s[i] = (double)MAX(run->pass.last_us - run->pass.start_us, 1) / 1e6;
-    *offset += span;
+  if (*offset + span > file_bytes)
+    *offset = 0;
+  g_usleep((gulong)llround(b->gap_s * 1e6));
+  for (guint k = 0; op == ROK_IO_WRITE && k < n; k++) {
+    guint64 state = (guint64)rep << 32 | k;
+    fill_slot(run->pool, (guint)((run->pass.issued + k) % rok_staging_n_slots(run->pool)), b->request_bytes, &state);
   }
-  *(op == ROK_IO_WRITE ? &b->write : &b->read) = rok_calib_stat(s, reps);
-  *(op == ROK_IO_WRITE ? &b->write_cpu : &b->read_cpu) = rok_calib_stat(c, reps);
+  if (rok_calib_check_cancelled(cancel, error))
+    return FALSE;
+  double cpu0 = rok_host_own_cpu_seconds();
+  if (!run_io(run, op, b->request_bytes, n, *offset, *offset + span, -1, error))
+    return FALSE;
+  *cpu = MAX(rok_host_own_cpu_seconds() - cpu0, 0);
+  *seconds = (double)MAX(run->pass.last_us - run->pass.start_us, 1) / 1e6;
+  *offset += span;
+  return TRUE;
+}
+
+/* Every burst of DISK in direction OP, REPS[i] times each, in rounds: one
+ * of each burst per round, so that a spell of the machine's (a virtual
+ * disk's host busy for a second) falls on every size alike rather than on
+ * the few timed then, which would tilt the fit of a leg's fixed part
+ * against its rate (on the development VM, 2026-12-06, with each size's
+ * bursts back to back: quick calibrations minutes apart fitted a write
+ * leg 22-104 us and 4.6-8.5 GB/s). Each burst's figure is the median of
+ * its times. */
+static gboolean time_bursts(Run *run, const guint *reps, RokCalibCancel *cancel, RokIoOp op, RokCalibDisk *disk,
+                            guint64 file_bytes, GError **error) {
+  guint most = 0;
+  for (guint i = 0; i < disk->n_bursts; i++)
+    most = MAX(most, reps[i]);
+  g_autofree double *s = g_new(double, (gsize)disk->n_bursts * most);
+  g_autofree double *c = g_new(double, (gsize)disk->n_bursts * most);
+  guint64 offset = 0;
+  for (guint rep = 0; rep < most; rep++)
+    for (guint i = 0; i < disk->n_bursts; i++)
+      if (rep < reps[i] && !time_burst(run, rep, cancel, op, &disk->bursts[i], &offset, file_bytes,
+                                       &s[(gsize)i * most + rep], &c[(gsize)i * most + rep], error))
+        return FALSE;
+  for (guint i = 0; i < disk->n_bursts; i++) {
+    RokCalibBurst *b = &disk->bursts[i];
+    *(op == ROK_IO_WRITE ? &b->write : &b->read) = rok_calib_stat(&s[(gsize)i * most], reps[i]);
+    *(op == ROK_IO_WRITE ? &b->write_cpu : &b->read_cpu) = rok_calib_stat(&c[(gsize)i * most], reps[i]);
+  }
   return TRUE;
 }
 
@@ -762,14 +785,13 @@ static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCance
       disk->bursts[disk->n_bursts++] = (RokCalibBurst){.requests = shapes[i].requests,
                                                        .request_bytes = shapes[i].request_bytes,
                                                        .gap_s = shapes[i].gap_s};
+  guint class_reps[ROK_CALIB_MAX_BURSTS];
+  for (guint i = 0; i < disk->n_bursts; i++)
+    class_reps[i] = disk->bursts[i].gap_s == BURST_GAP_DEEP_S ? MAX(reps / 2, 5) : reps;
   for (guint d = 0; d < 2; d++) {
-    RokIoOp op = d == 0 ? ROK_IO_WRITE : ROK_IO_READ;
-    guint64 offset = 0;
     drop_cache(run);
-    for (guint i = 0; i < disk->n_bursts; i++)
-      if (!time_bursts(run, disk->bursts[i].gap_s == BURST_GAP_DEEP_S ? MAX(reps / 2, 5) : reps, cancel, op,
-                       &disk->bursts[i], &offset, o->file_bytes, error))
-        return FALSE;
+    if (!time_bursts(run, class_reps, cancel, d == 0 ? ROK_IO_WRITE : ROK_IO_READ, disk, o->file_bytes, error))
+      return FALSE;
   }
   if (!measure_joins(run, o, reps, cancel, disk, error))
     return FALSE;

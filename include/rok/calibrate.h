@@ -271,9 +271,9 @@ const RokCalibDiskPoint *rok_calib_disk_rate_point(const RokCalibDisk *d, gboole
 void rok_calib_disk_clear(RokCalibDisk *disk);
 /* The leg model that best predicts D's bursts after the shortest gap: a
  * leg of N requests of B bytes takes fixed + N * (request + B / rate),
- * fixed and rate the direction's, rate at most its rate point's
- * (rok_calib_disk_rate_point: its bursts streaming slower than the grid's
- * passes, a per-MiB cost, lower it); weighted least squares of the errors
+ * fixed and rate the direction's, rate at most its ceiling
+ * (rok_calib_disk_leg_ceiling: bursts streaming slower, a per-MiB cost,
+ * lower it); weighted least squares of the errors
  * relative to each burst's time weighted by that time (weights 1 / t: a
  * stream's time is the sum of its legs', so a 16 MiB leg's 10% counts
  * more than a 64 KiB one's), every figure at least 0 (one the bursts
@@ -281,6 +281,17 @@ void rok_calib_disk_clear(RokCalibDisk *disk);
  * latency is taken as fitted: sequential bursts answer sooner). FALSE
  * (fitted FALSE, all 0) without bursts or grid points. */
 gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit);
+/* The fastest D's legs may stream writing (else reading), bytes/s: its
+ * rate point's (rok_calib_disk_rate_point), or where the largest burst
+ * after the shortest gap moved its bytes faster in its time, that rate
+ * (a floor on what the bursts stream at: their fixed part is in it). The
+ * grid's passes stream for seconds, which the executor's legs never do:
+ * on the development VM, 2026-12-06, a full calibration's 2 s passes
+ * wrote 5.1 GB/s at 1 MiB while its bursts moved 7.0 from 1 to 16 MiB, and
+ * a fit held at the former gave a leg's fixed part 47 us where the bursts'
+ * own line has 96, so validate's small write legs came out 32-74% short.
+ * 0 without grid points. */
+double rok_calib_disk_leg_ceiling(const RokCalibDisk *d, gboolean write);
 /* nvme.wake_* and deep_wake_*: for each gap beyond the shortest (up to
  * ROK_CALIB_WAKES, shortest first), what a lone request took more after it
  * than after the shortest, the median over request sizes, at least 0 and

@@ -653,12 +653,27 @@ const RokCalibDiskPoint *rok_calib_disk_rate_point(const RokCalibDisk *d, gboole
                       : &g_array_index(d->points, RokCalibDiskPoint, write ? d->best_write : d->best_read);
 }
 
+double rok_calib_disk_leg_ceiling(const RokCalibDisk *d, gboolean write) {
+  if (d->points == NULL || d->points->len == 0)
+    return 0;
+  const RokCalibDiskPoint *p = rok_calib_disk_rate_point(d, write);
+  double ceiling = write ? p->write.median : p->read.median, shortest = gap_after(d, 0), largest = 0, t = 0;
+  for (guint i = 0; i < d->n_bursts; i++) {
+    const RokCalibBurst *b = &d->bursts[i];
+    double bytes = (double)b->requests * (double)b->request_bytes;
+    if (b->gap_s == shortest && bytes > largest) {
+      largest = bytes;
+      t = (write ? b->write : b->read).median;
+    }
+  }
+  return t > 0 ? MAX(ceiling, largest / t) : ceiling;
+}
+
 gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
   *fit = (RokCalibLegFit){0};
   if (d->n_bursts == 0 || d->points == NULL || d->points->len == 0)
     return FALSE;
-  const RokCalibDiskPoint *w = rok_calib_disk_rate_point(d, TRUE), *r = rok_calib_disk_rate_point(d, FALSE);
-  const double rate[2] = {w->write.median, r->read.median};
+  const double rate[2] = {rok_calib_disk_leg_ceiling(d, TRUE), rok_calib_disk_leg_ceiling(d, FALSE)};
   if (!(rate[0] > 0 && rate[1] > 0))
     return FALSE;
   /* What each burst took beyond streaming at its direction's rate point

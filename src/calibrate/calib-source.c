@@ -187,9 +187,10 @@ static void append_disks(GString *s, const RokCalibration *c) {
                      "capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
   if (first->busy_processors > 0)
-    g_string_append_printf(s, " Every disk figure was timed beside %u processes spinning %d nice levels below rok, "
-                              "as the CPU device's worker threads run, for its kernels keep the processors busy "
-                              "during a step (an idle processor of a virtual machine wakes late for a completion).",
+    g_string_append_printf(s, " Every disk figure was timed beside %u processes streaming through 4 MiB of memory %d nice "
+                              "levels below rok, as the CPU device's worker threads run, for its kernels keep the "
+                              "processors busy and evict the I/O path from the caches during a step (an idle "
+                              "processor of a virtual machine wakes late for a completion).",
                            first->busy_processors, ROK_CL_CPU_WORKER_NICE);
 }
 

@@ -278,8 +278,8 @@ static void print_disk(const RokCalibDisk *d) {
          d->virtual_reason ? ", " : "", d->virtual_reason ? d->virtual_reason : "", d->direct ? "O_DIRECT" : "buffered",
          d->backend, file, cap);
   if (d->busy_processors > 0)
-    printf("  timed beside %u processes spinning %d nice levels below rok, as the device's workers: its kernels "
-           "keep the processors busy while a step's SSD legs run\n",
+    printf("  timed beside %u processes streaming through memory %d nice levels below rok, as the device's "
+           "workers: its kernels keep the processors busy and the caches full while a step's SSD legs run\n",
            d->busy_processors, ROK_CL_CPU_WORKER_NICE);
   printf("  %8s %4s  %-32s %-32s\n", "block", "QD", "write", "read");
   for (guint i = 0; i < d->points->len; i++) {

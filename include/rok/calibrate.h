@@ -350,6 +350,10 @@ gboolean rok_calib_measure_host(const RokCalibOptions *options, RokCalibCancel *
  * OpenCL or the machine no device. */
 gboolean rok_calib_measure_device(const RokCalibOptions *options, RokCalibCancel *cancel, RokCalibDevice *device,
                                   GError **error);
+/* Seconds the executor pays per action beyond the kernel: the measured
+ * action overhead where there is one, else the back-to-back launch
+ * (calib-compute.c; the profile takes it with or without OpenCL). */
+double rok_calib_action_seconds(const RokCalibDevice *device);
 #ifdef ROK_WITH_OPENCL
 typedef struct _RokClDevice RokClDevice;
 /* GEMM curve, element-wise bandwidth and launch overhead on an open device
@@ -378,9 +382,6 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
  * running, the other thread asleep between messages as a leg's thread is
  * (calib-contention.c). */
 gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error);
-/* Seconds the executor pays per action beyond the kernel: the measured
- * action overhead where there is one, else the back-to-back launch. */
-double rok_calib_action_seconds(const RokCalibDevice *device);
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                       RokCalibDevice *device, GError **error);
 #endif

@@ -7,6 +7,10 @@
 #include "rok/calibrate.h"
 #include "rok/core.h"
 
+double rok_calib_action_seconds(const RokCalibDevice *d) {
+  return d->action_overhead > 0 ? d->action_overhead : d->launch.median;
+}
+
 #ifndef ROK_WITH_OPENCL
 
 gboolean rok_calib_measure_device(const RokCalibOptions *options, RokCalibCancel *cancel, RokCalibDevice *device,
@@ -106,10 +110,6 @@ static gboolean run_add_waited(gpointer data, GError **error) {
   Job *job = data;
   return run_add(data, error) &&
          rok_cl_device_finish(rok_cl_kernels_device(job->kernels), ROK_CL_QUEUE_COMPUTE, error);
-}
-
-double rok_calib_action_seconds(const RokCalibDevice *d) {
-  return d->action_overhead > 0 ? d->action_overhead : d->launch.median;
 }
 
 /* Back to back (what a GEMM timed in a row pays per launch), and on a GPU

@@ -676,7 +676,7 @@ gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
   const double rate[2] = {rok_calib_disk_leg_ceiling(d, TRUE), rok_calib_disk_leg_ceiling(d, FALSE)};
   if (!(rate[0] > 0 && rate[1] > 0))
     return FALSE;
-  /* What each burst took beyond streaming at its direction's rate point
+  /* What each burst took beyond streaming at its direction's ceiling
    * is fixed (the direction's) + N request + B per_mib (the direction's):
    * the columns below, in that order, writes first. */
   double x[5 * 2 * ROK_CALIB_MAX_BURSTS], y[2 * ROK_CALIB_MAX_BURSTS], wt[G_N_ELEMENTS(y)];
@@ -800,12 +800,12 @@ static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCance
       disk->bursts[disk->n_bursts++] = (RokCalibBurst){.requests = shapes[i].requests,
                                                        .request_bytes = shapes[i].request_bytes,
                                                        .gap_s = shapes[i].gap_s};
-  guint class_reps[ROK_CALIB_MAX_BURSTS];
+  guint shape_reps[ROK_CALIB_MAX_BURSTS];
   for (guint i = 0; i < disk->n_bursts; i++)
-    class_reps[i] = disk->bursts[i].gap_s == BURST_GAP_DEEP_S ? MAX(reps / 2, 5) : reps;
+    shape_reps[i] = disk->bursts[i].gap_s == BURST_GAP_DEEP_S ? MAX(reps / 2, 5) : reps;
   for (guint d = 0; d < 2; d++) {
     drop_cache(run);
-    if (!time_bursts(run, class_reps, cancel, d == 0 ? ROK_IO_WRITE : ROK_IO_READ, disk, o->file_bytes, error))
+    if (!time_bursts(run, shape_reps, cancel, d == 0 ? ROK_IO_WRITE : ROK_IO_READ, disk, o->file_bytes, error))
       return FALSE;
   }
   if (!measure_joins(run, o, reps, cancel, disk, error))

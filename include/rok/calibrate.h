@@ -385,13 +385,15 @@ gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError *
 gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
                                       RokCalibDevice *device, GError **error);
 #endif
-/* N child processes spinning ROK_CL_CPU_WORKER_NICE nice levels below
- * this thread (the CPU device's worker threads' level) until stopped: the
- * processors a CPU device's kernels keep busy during a step, while the
+/* N child processes ("spinners") streaming through ROK_CALIB_BUSY_BYTES
+ * of memory each, ROK_CL_CPU_WORKER_NICE nice levels below this thread
+ * (the CPU device's worker threads' level) until stopped: the processors
+ * and caches a CPU device's kernels keep busy during a step, while the
  * disks are timed (calib-busy.c says why). Stopping returns the processor
  * time they took, which is not another process's load. They die with the
  * thread that started them (PR_SET_PDEATHSIG), so start them from one
  * that outlives their use. */
+#define ROK_CALIB_BUSY_BYTES ((guint64)4 << 20)
 typedef struct _RokCalibBusy RokCalibBusy;
 RokCalibBusy *rok_calib_busy_start(guint n);
 guint rok_calib_busy_processes(const RokCalibBusy *busy);

@@ -38,7 +38,7 @@ struct _RokCalibBusy {
  * the first submission of a burst took 21-37 us at the median beside
  * such loops, 38-54 beside these, and 54-69 in the executor's steps
  * (three calibrations each, in turn). */
-static volatile guint64 stream[(4 << 20) / sizeof(guint64)];
+static volatile guint64 stream[ROK_CALIB_BUSY_BYTES / sizeof(guint64)];
 
 /* The child: only plain system calls between fork and its end. */
 G_GNUC_NORETURN static void spin(pid_t parent, int nice) {

@@ -186,12 +186,14 @@ static void append_disks(GString *s, const RokCalibration *c) {
                      "way; "
                      "capacity: the smallest file system "
                      "(statvfs); endurance unknown (nothing tells it): left out.");
-  if (first->busy_processors > 0)
-    g_string_append_printf(s, " Every disk figure was timed beside %u processes streaming through 4 MiB of memory %d nice "
+  if (first->busy_processors > 0) {
+    g_autofree char *streamed = rok_units_format_size(ROK_CALIB_BUSY_BYTES);
+    g_string_append_printf(s, " Every disk figure was timed beside %u processes streaming through %s of memory %d nice "
                               "levels below rok, as the CPU device's worker threads run, for its kernels keep the "
                               "processors busy and evict the I/O path from the caches during a step (an idle "
                               "processor of a virtual machine wakes late for a completion).",
-                           first->busy_processors, ROK_CL_CPU_WORKER_NICE);
+                           first->busy_processors, streamed, ROK_CL_CPU_WORKER_NICE);
+  }
 }
 
 char *rok_calib_source(const RokCalibration *c) {

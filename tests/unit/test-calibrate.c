@@ -335,7 +335,8 @@ static void test_source(void) {
   /* Disks timed beside spinners (a CPU device) say so, and how low they ran. */
   g_array_index(c->disks, RokCalibDisk, 0).busy_processors = 2;
   g_autofree char *busy = rok_calib_source(c);
-  g_assert_nonnull(strstr(busy, "Every disk figure was timed beside 2 processes streaming through 4 MiB of memory 5 nice levels below rok"));
+  g_assert_nonnull(strstr(busy, "Every disk figure was timed beside 2 processes streaming through 4.00 MiB of "
+                                "memory 5 nice levels below rok"));
   /* No date or time of day: a profile names what was measured, not when. */
   g_assert_false(g_regex_match_simple("(19|20)[0-9][0-9]-[0-9][0-9]|[0-9][0-9]:[0-9][0-9]", source, 0, 0));
 }

@@ -81,6 +81,12 @@
 # whose stream moved 4.98-5.83 GB/s writing between trials; against fio's
 # same bursts 1.09-1.25x writing, 0.76-0.96x reading; SSD streams
 # -10.5..+22.3% / -9.9..+24.6%.
+# 2026-12-06, another VM, its disk bursts timed in rounds and an SSD leg's
+# rate up to its largest burst's: fio's QD 32 writes ran at 1.8-2.1 GB/s
+# in every trial that day (rok's legs 5.8-6.3), so the ratio to fio said
+# nothing (2.9-3.1x writing; reads 0.66-0.88x). One run each, in turn, with
+# the calibration's spinners streaming through memory and with empty
+# loops: SSD streams predicted +11.0% / +17.7% against +21.9% / +27.8%.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

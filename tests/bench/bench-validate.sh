@@ -142,6 +142,14 @@
 # calibration (-1.0% at the end) was followed by every row 21-28% slow
 # (keep +21.4%, against keep 2.2%); a quick calibration ten minutes
 # later had the GEMMs 30-50% slower, and ten minutes after that back.
+# Then an SSD leg's rate allowed up to the largest burst's own and the
+# disks timed beside spinners streaming through memory, --runs 2:
+# validate-gpt 6.3% and 4.8% median (worst 22.1%, 8.2%; keep +13.6%,
+# +8.2%; against keep 5.4%, 1.8%), its SSD writes -24.2..+7.8% and reads
+# -39..-29%; the LLaMA-shaped model 3.0% and 1.4% (worst 4.3%, 3.3%; keep
+# -2.2%, -2.5%), its SSD writes +11..+37% and reads +67..+138% (a
+# backward's first small reads ending 0.8-1.6 ms after the larger ones
+# read with them).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -3,8 +3,10 @@
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# Checks use bash's own matching, not grep: a CLI test makes hundreds of
+# checks, and a process costs 5-15 ms on a small VM.
 expect_in() { # TEXT NEEDLE
-  if ! grep -qF -- "$2" <<<"$1"; then
+  if [[ "$1" != *"$2"* ]]; then
     echo "expected to find: $2" >&2
     echo "in: $1" | head -20 >&2
     exit 1
@@ -14,7 +16,7 @@ expect_in() { # TEXT NEEDLE
 # expect_fail CODE NEEDLE COMMAND... : runs it (a last argument ">FILE"
 # redirects stdout), checks the exit code and that stderr holds NEEDLE.
 expect_fail() {
-  local code=$1 needle=$2 status=0 out=/dev/null
+  local code=$1 needle=$2 status=0 out=/dev/null err
   shift 2
   if [[ "${@: -1}" == ">"* ]]; then out=${@: -1}; out=${out#>}; set -- "${@:1:$#-1}"; fi
   "$@" >"$out" 2>"$tmp/stderr" || status=$?
@@ -23,11 +25,20 @@ expect_fail() {
     cat "$tmp/stderr" >&2
     exit 1
   fi
-  if ! grep -qF -- "$needle" "$tmp/stderr"; then
+  read_into err "$tmp/stderr"
+  if [[ "$err" != *"$needle"* ]]; then
     echo "expected stderr to contain: $needle ($*)" >&2
     cat "$tmp/stderr" >&2
     exit 1
   fi
+}
+
+# read_into VAR FILE: FILE's contents (up to a NUL byte) in VAR, read by
+# bash itself (no process).
+read_into() {
+  local -n into=$1
+  into=""
+  IFS= read -r -d '' into <"$2" || true
 }
 
 # compare_saved_bytes LABEL TRACE.json TORCH_BYTES: the bytes layer 1 of a
@@ -56,6 +67,13 @@ run_or_skip_opencl() {
   fi
   cat "$err" >&2
   exit 1
+}
+
+# require_python: python3 as $python, or skip (77). The interpreter itself,
+# resolved once: a version manager's shim (pyenv's) costs ~0.3 s a call.
+require_python() {
+  python=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
+  [ -n "$python" ] && [ -x "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
 }
 
 # Debian's python3 with its python3-torch, as $python; skips (77) without.

@@ -8,8 +8,7 @@
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
-python=$(command -v python3 || true)
-[ -n "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
+require_python
 field() { "$python" -c 'import json,sys
 d = json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."):

@@ -7,8 +7,7 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 here=$(dirname "$0")
-python=$(command -v python3 || true)
-[ -n "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
+require_python
 
 # check_json FILE: the plan's promises, from its --json document.
 check_json() {
@@ -136,7 +135,7 @@ expect_fail 1 "t.json" "$rok" plan gpt3-1.3b --hw a100-80g-sxm-4x980pro --points
 for g in tensor module layer; do
   "$rok" plan gpt3-1.3b --hw a100-40g-pcie4-4xp5800x --budget 11GiB --points 2 --granularity $g --json > "$tmp/g-$g.json"
 done
-/usr/bin/python3 -c "
+"$python" -c "
 import json, sys, collections
 step = {}
 for g in ('tensor', 'module', 'layer'):

@@ -76,6 +76,13 @@ require_python() {
   [ -n "$python" ] && [ -x "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
 }
 
+# sanitized: true in a sanitizer build (ctest sets ROK_SANITIZED), where a
+# test may run rok's part of a check and leave what only compares numbers
+# (PyTorch's side, say) to the plain build.
+sanitized() {
+  [ "${ROK_SANITIZED:-0}" = 1 ]
+}
+
 # Debian's python3 with its python3-torch, as $python; skips (77) without.
 require_torch() {
   python=/usr/bin/python3

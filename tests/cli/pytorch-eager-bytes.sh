@@ -5,7 +5,7 @@
 # grouped-query attention) and GPT-2 (with and without dropout), within 1%;
 # the rotary tables, outside the layers in both, within 1% too. Fused
 # kernels are checked by pytorch-saved-bytes.sh. Skips without PyTorch
-# (Debian's python3-torch).
+# (Debian's python3-torch). Under the sanitizers rok's traces alone.
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
@@ -15,12 +15,13 @@ here=$(dirname "$0")
 # PyTorch's CPU dropout keeps its mask in the activation dtype (2 bytes).
 check() { # ARCH KV_HEADS FFN DROPOUT
   local arch=$1 kv=$2 ffn=$3 dropout=$4 s=256 b=2 h=512 a=8
-  "$python" "$here/../pytorch/eager_saved_bytes.py" --arch "$arch" --seq $s --batch $b --hidden $h --heads $a \
-    --kv-heads "$kv" --ffn "$ffn" --dropout "$dropout" > "$tmp/torch.json"
   "$rok" trace gpt3-1.3b --set arch="\"$arch\"" --set layers=2 --set hidden=$h --set heads=$a --set kv_heads="$kv" \
     --set ffn_hidden="$ffn" --set seq_len=$s --set micro_batch=$b --set global_batch=$b --set data_parallel=1 \
     --set dropout="$dropout" --set mask_bytes=2 --set attention='"standard"' --set kernels='"eager"' \
     --json > "$tmp/trace.json"
+  ! sanitized || return 0
+  "$python" "$here/../pytorch/eager_saved_bytes.py" --arch "$arch" --seq $s --batch $b --hidden $h --heads $a \
+    --kv-heads "$kv" --ffn "$ffn" --dropout "$dropout" > "$tmp/torch.json"
   "$python" - "$tmp/trace.json" "$tmp/torch.json" "$arch kv_heads=$kv dropout=$dropout" <<'PY'
 import json, sys
 t, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))

@@ -3,7 +3,8 @@
 # Mixtral-style MoE layer against what PyTorch saves for backward in the
 # same layer (tests/pytorch/saved_bytes_llama.py): within 1%. The layers
 # come from the Hugging Face config.json files in tests/data/hf, shrunk
-# with --set. Skips without PyTorch (Debian's python3-torch).
+# with --set. Skips without PyTorch (Debian's python3-torch). Under the
+# sanitizers rok's traces alone.
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
@@ -16,10 +17,11 @@ check() { # LABEL CONFIG FFN TORCH-ARGS -- ROK-ARGS
   shift 3
   while [ "$1" != -- ]; do torch_args+=("$1"); shift; done
   shift
-  torch_bytes=$("$python" "$here/../pytorch/saved_bytes_llama.py" --seq $s --batch $b --hidden $h --heads $a \
-    --kv-heads $g --ffn "$f" "${torch_args[@]}" | "$python" -c "import json,sys; print(json.load(sys.stdin)['saved_bytes'])")
   "$rok" trace "$here/../data/hf/$config.json" --set layers=2 --set hidden=$h --set heads=$a --set kv_heads=$g \
     --set ffn_hidden="$f" --set seq_len=$s --set micro_batch=$b --set global_batch=$b "$@" --json 2>/dev/null >"$tmp/trace.json"
+  ! sanitized || return 0
+  torch_bytes=$("$python" "$here/../pytorch/saved_bytes_llama.py" --seq $s --batch $b --hidden $h --heads $a \
+    --kv-heads $g --ffn "$f" "${torch_args[@]}" | "$python" -c "import json,sys; print(json.load(sys.stdin)['saved_bytes'])")
   compare_saved_bytes "$label" "$tmp/trace.json" "$torch_bytes"
 }
 check "Qwen2 layer" qwen2-7b 1536 --qkv-bias --

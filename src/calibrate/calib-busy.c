@@ -28,9 +28,11 @@
 struct _RokCalibBusy {
   guint n;
   pid_t *pids;
+  guint64 *stream; /* ROK_CALIB_BUSY_BYTES, zero; each spinner its own copy */
 };
 
-/* What a spinner streams through, as an element-wise kernel streams
+/* The child: only plain system calls between fork and its end. It
+ * streams through `stream` (bytes long), as an element-wise kernel streams
  * through its tensors: its copy of the parent's untouched pages, so no
  * allocation after fork. A loop that touched no memory kept the
  * processors busy but left the I/O path's code and data in the caches,
@@ -38,10 +40,7 @@ struct _RokCalibBusy {
  * the first submission of a burst took 21-37 us at the median beside
  * such loops, 38-54 beside these, and 54-69 in the executor's steps
  * (three calibrations each, in turn). */
-static volatile guint64 stream[ROK_CALIB_BUSY_BYTES / sizeof(guint64)];
-
-/* The child: only plain system calls between fork and its end. */
-G_GNUC_NORETURN static void spin(pid_t parent, int nice) {
+G_GNUC_NORETURN static void spin(pid_t parent, int nice, volatile guint64 *stream, gsize bytes) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -49,14 +48,18 @@ G_GNUC_NORETURN static void spin(pid_t parent, int nice) {
   if (getppid() != parent) /* the parent ended before the line above */
     _exit(0);
   setpriority(PRIO_PROCESS, 0, nice);
+  gsize half = bytes / sizeof(guint64) / 2;
   for (guint64 v = 0;; v++)
-    for (gsize i = 0; i < G_N_ELEMENTS(stream) / 2; i++)
-      stream[i + G_N_ELEMENTS(stream) / 2] = stream[i] * 3 + v;
+    for (gsize i = 0; i < half; i++)
+      stream[i + half] = stream[i] * 3 + v;
 }
 
 RokCalibBusy *rok_calib_busy_start(guint n) {
   RokCalibBusy *b = g_new0(RokCalibBusy, 1);
   b->pids = g_new0(pid_t, MAX(n, 1));
+  /* Allocated here, not static: every rok process would carry 4 MiB of
+   * zeros that LeakSanitizer scans at each exit. */
+  b->stream = g_malloc0(ROK_CALIB_BUSY_BYTES);
   pid_t self = getpid();
   errno = 0;
   int base = getpriority(PRIO_PROCESS, 0); /* this thread's */
@@ -64,7 +67,7 @@ RokCalibBusy *rok_calib_busy_start(guint n) {
   for (guint i = 0; i < n; i++) {
     pid_t pid = fork();
     if (pid == 0)
-      spin(self, nice);
+      spin(self, nice, b->stream, ROK_CALIB_BUSY_BYTES);
     if (pid < 0)
       break; /* fewer spinners: the figures say how many */
     b->pids[b->n++] = pid;
@@ -93,6 +96,7 @@ double rok_calib_busy_stop(RokCalibBusy *b) {
     while (waitpid(b->pids[i], NULL, 0) < 0 && errno == EINTR)
       ;
   g_free(b->pids);
+  g_free(b->stream);
   g_free(b);
   return children_seconds() - before;
 }

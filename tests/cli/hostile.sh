@@ -15,12 +15,18 @@ source "$(dirname "$0")/hostile-lib.bash"
 out="$tmp/cwd/out"
 has_execute=0
 "$rok" help execute >/dev/null 2>&1 && has_execute=1
+# Under the sanitizers every third file a reader alone refuses: this suite's
+# fuzz replays (fuzz/NAME) read every one of them there, in process; the
+# schedules, which rok execute checks beyond its reader, all.
 declare -A expected
+n=0
 while IFS=$'\t' read -r file text; do
   [[ -z "$file" || "$file" == "#"* ]] && continue
   [ -f "$data/$file" ] || { echo "FAIL: expected.txt names $file, which is not there" >&2; exit 1; }
   expected[$file]=$text
   path="$data/$file"
+  n=$((n + 1))
+  [[ "$file" == schedule/* ]] || ! sanitized || [ $((n % 3)) -eq 0 ] || continue
   case $file in
     model/* | trace/*) reject "$path" "$text" trace "$path" -o "$out.json" ;;
     hw/*) reject "$path" "$text" trace gpt3-1.3b --hw "$path" -o "$out.json" ;;

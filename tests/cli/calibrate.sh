@@ -12,6 +12,9 @@ source "$(dirname "$0")/lib.bash"
 printf 'leak:libpocl.so\nleak:libLLVM\n' >"$tmp/lsan.supp"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
 
+# The profile calibrated to stdout below is left at $ROK_TEST_PROFILE for
+# cli/docs (tests/CMakeLists.txt); none from an earlier run.
+[ -z "${ROK_TEST_PROFILE:-}" ] || rm -f "$ROK_TEST_PROFILE"
 disk="$tmp/disk"
 mkdir "$disk"
 run_or_skip_opencl "$tmp/out" "$tmp/err" "$rok" calibrate --quick --dir "$disk" -o "$disk/hw.json"
@@ -114,6 +117,9 @@ rm "$disk/hw.json"
 grep -q '"name": "lab"' "$tmp/stdout.json"
 grep -q 'block sizes 1.00 MiB x queue depths 8 ' "$tmp/stdout.json"
 [ -z "$(ls -A "$disk")" ] || { echo "left behind: $(ls -A "$disk")" >&2; exit 1; }
+if [ -n "${ROK_TEST_PROFILE:-}" ]; then
+  cp "$tmp/stdout.json" "$ROK_TEST_PROFILE.new" && mv "$ROK_TEST_PROFILE.new" "$ROK_TEST_PROFILE"
+fi
 
 "$rok" calibrate --quick --trials 1 --dir "$disk" --file-size 512MiB --block 128KiB --qd 1 >/dev/null 2>"$tmp/int" &
 pid=$!

@@ -66,6 +66,11 @@ static gboolean leg_on_ssd(const SimJob *j) {
   return s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ;
 }
 
+/* A leg's requests to the SSDs (0 for a copy leg). */
+static guint64 leg_requests(const SimJob *j) {
+  return leg_on_ssd(j) ? MAX((j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES, 1) : 0;
+}
+
 /* The processor time a leg takes on the host besides moving and checking
  * its bytes, half when it is issued and half as it ends, both on the
  * compute processors (0 without shared_cpus): a d2h or h2d leg's
@@ -77,21 +82,21 @@ static gint64 leg_cpu_half(const SimEngine *e, const SimJob *j) {
     return e->copy_leg_cpu / 2;
   if (!leg_on_ssd(j) || (e->leg_cpu == 0 && e->request_cpu == 0))
     return 0;
-  guint64 requests = MAX((j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES, 1);
-  return (e->leg_cpu + (gint64)requests * e->request_cpu) / 2;
+  return (e->leg_cpu + (gint64)leg_requests(j) * e->request_cpu) / 2;
 }
 
 /* nvme.wake_write or wake_read when the leg finds the disk without a
  * request for nvme.wake_after or longer (deep_wake_write or deep_wake_read
  * after deep_wake_after or longer): no other SSD leg in progress on either
- * stream, the last one ended that long ago. A leg that starts beside one
- * still waking the disk waits the rest of that wake. */
-static gint64 leg_wake(SimEngine *e, const SimJob *j) {
+ * stream, the last one ended that long ago. A leg that reaches the disk
+ * (`submitted` from now) while another still wakes it waits the rest of
+ * that wake. */
+static gint64 leg_wake(SimEngine *e, const SimJob *j, gint64 submitted) {
   const RokHw *hw = e->sim->hw;
   gboolean write = leg_stream(j) == ROK_STREAM_NVME_WRITE;
   /* The leg itself is in progress already. */
   if (e->streams[ROK_STREAM_NVME_WRITE].running + e->streams[ROK_STREAM_NVME_READ].running > 1)
-    return MAX(e->ssd_awake_at - e->now, 0);
+    return MAX(e->ssd_awake_at - e->now - submitted, 0);
   gint64 idle = e->now - e->ssd_last_end, wake = 0;
   gboolean deep = hw->nvme.deep_wake_write > 0 || hw->nvme.deep_wake_read > 0;
   if (deep && idle >= hw->nvme.deep_wake_after)
@@ -100,7 +105,7 @@ static gint64 leg_wake(SimEngine *e, const SimJob *j) {
     wake = write ? hw->nvme.wake_write : hw->nvme.wake_read;
   if (wake <= 0)
     return 0;
-  e->ssd_awake_at = e->now + wake;
+  e->ssd_awake_at = e->now + submitted + wake;
   return wake;
 }
 
@@ -127,8 +132,35 @@ static gint64 leg_fixed(const SimEngine *e, const SimJob *j) {
   return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
 }
 
+/* How long an SSD leg waits for the I/O backend's one thread, which
+ * issues every SSD request, to be done issuing the legs begun before it
+ * (0 without shared_cpus). A leg that finds the thread idle costs it its
+ * half of nvme.leg_cpu and request_cpu (the wake, the disk's kick); one
+ * that comes while it is still issuing joins that burst and costs it
+ * request_cpu per request. On the development VM, 2026-12-06, the legs
+ * of a gather went out so: the second 42-157 us after the first, each
+ * next 7-15 us after the one before (request_cpu 7.2 us; validate-gpt's
+ * 5 reads of a backward and the LLaMA-shaped model's 4-5 writes and
+ * reads), where a leg_cpu half apiece (76 us) put validate-gpt's read
+ * stream 27-36% long. */
+static gint64 submit_wait(SimEngine *e, const SimJob *j) {
+  gint64 cost = leg_on_ssd(j) ? leg_cpu_half(e, j) : 0;
+  if (cost == 0)
+    return 0;
+  gint64 at = e->now;
+  if (e->ssd_submitted_at > e->now) {
+    at = e->ssd_submitted_at;
+    cost = (gint64)leg_requests(j) * e->request_cpu;
+  }
+  e->ssd_submitted_at = at + cost;
+  return at - e->now;
+}
+
+/* What a leg waits before its bytes move: the I/O thread (submit_wait),
+ * then its fixed part and the disk's wake. */
 static gint64 leg_latency(SimEngine *e, const SimJob *j) {
-  return leg_fixed(e, j) + (leg_on_ssd(j) ? leg_wake(e, j) : 0);
+  gint64 submitted = submit_wait(e, j);
+  return submitted + leg_fixed(e, j) + (leg_on_ssd(j) ? leg_wake(e, j, submitted) : 0);
 }
 
 /* The share of a processor a leg on the compute processors gets: the
@@ -485,22 +517,6 @@ static gboolean primed(const SimEngine *e, const SimJob *j) {
   return staged == 0 || e->staging_used + staged <= e->staging_cap;
 }
 
-/* How long an SSD leg waits for the I/O backend's one thread, which
- * issues every SSD request, to be done issuing the legs begun before it
- * (each its half of nvme.leg_cpu and request_cpu: 0 without shared_cpus):
- * the legs of a gather go out one after the other (validate's LLaMA-shaped
- * model on the development VM, 2026-12-06: the offload row's gathers of
- * 3-5 writes, its write stream 7.7-11.5 ms in four runs, predicted 6.7
- * without this, 7.0 with). */
-static gint64 submit_wait(SimEngine *e, const SimJob *j) {
-  gint64 cost = leg_on_ssd(j) ? leg_cpu_half(e, j) : 0;
-  if (cost == 0)
-    return 0;
-  gint64 at = MAX(e->now, e->ssd_submitted_at);
-  e->ssd_submitted_at = at + cost;
-  return at - e->now;
-}
-
 /* After a leg's wait for the kernel: its thread on the processors, its
  * latency, then its bytes. */
 static void leg_go(SimEngine *e, guint lane) {
@@ -509,16 +525,11 @@ static void leg_go(SimEngine *e, guint lane) {
   if (leg_on_cpus(j))
     sim_cpu_legs_change(e, TRUE);
   sim_cpu_take(e, leg_cpu_half(e, j));
-  gint64 latency = submit_wait(e, j) + leg_latency(e, j);
+  gint64 latency = leg_latency(e, j);
   if (latency > 0)
     ln->event = sim_evq_push(&e->evq, e->now + latency, EV_LATENCY, lane);
   else
     begin_flow(e, lane);
-}
-
-/* A leg's requests to the SSDs (0 for a copy leg). */
-static guint64 leg_requests(const SimJob *j) {
-  return leg_on_ssd(j) ? MAX((j->bytes + ROK_SIM_CHUNK_BYTES - 1) / ROK_SIM_CHUNK_BYTES, 1) : 0;
 }
 
 static void start_leg(SimEngine *e, RokStream s, guint lane, guint id) {

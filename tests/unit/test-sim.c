@@ -486,17 +486,24 @@ static void test_gather_last_forwarded(void) {
 }
 
 /* The I/O thread issues a gather's legs one after the other: with a CPU
- * device (gpu.shared_cpus) and 40 us of nvme.leg_cpu, half of it as each
- * leg is issued, the second write of a gather of two begins its latency
- * 20 us after the first; each leg held to 0.2 GB/s by 400 us of
- * nvme.request_overhead, both end as the second does (completes_together),
- * 20 us later than without the wait. */
+ * device (gpu.shared_cpus), 40 us of nvme.leg_cpu and 4 us of
+ * request_cpu, the first of a gather of three writes costs it half of
+ * 40 + 4 us, each next one 4 us (it joins the burst being issued), so the
+ * third begins its latency 26 us after the first; each leg held to 0.2
+ * GB/s by 400 us of nvme.request_overhead, all end as the third does
+ * (completes_together), 26 us later than without the processor time. With
+ * a disk that wakes (100 us of wake_write after 1 us idle) the later legs
+ * reach it while it wakes and wait only the rest: the gather ends when it
+ * would have without the processor time. */
 static void test_gather_submitted_in_turn(void) {
-  gint64 ends[2][2];
-  for (guint c = 0; c < 2; c++) {
+  const struct {
+    gint64 leg_cpu, request_cpu, wake;
+  } cases[] = {{0, 0, 0}, {40 * US, 4 * US, 0}, {0, 0, 100 * US}, {40 * US, 4 * US, 100 * US}};
+  gint64 ends[G_N_ELEMENTS(cases)];
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autoptr(RokTrace) trace = new_trace();
-    guint t[2];
-    for (guint i = 0; i < 2; i++) {
+    guint t[3];
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
       g_autofree char *op_name = g_strdup_printf("layer0.attn.op%u", i);
       guint op = add_op(trace, op_name, 0, ROK_OP_OTHER, 1, 1);
       g_autofree char *name = g_strdup_printf("layer0.T%u", i);
@@ -508,22 +515,28 @@ static void test_gather_submitted_in_turn(void) {
     RokHw hw = test_hw();
     hw.nvme.gpudirect = FALSE;
     hw.nvme.completes_together = TRUE;
-    hw.nvme.request_overhead = 400 * US; /* each leg held to 0.2 GB/s: the disk has room for both */
+    hw.nvme.request_overhead = 400 * US; /* each leg held to 0.2 GB/s: the disk has room for all */
     hw.gpu.shared_cpus = 2;
-    hw.nvme.leg_cpu = c == 0 ? 0 : 40 * US;
+    hw.nvme.leg_cpu = cases[c].leg_cpu;
+    hw.nvme.request_cpu = cases[c].request_cpu;
+    hw.nvme.wake_write = cases[c].wake;
+    hw.nvme.wake_after = cases[c].wake > 0 ? 1 * US : 0;
     g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-    for (guint i = 0; i < 2; i++)
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
       plan->decisions[t[i]] = ROK_DECISION_OFFLOAD_NVME;
     g_autoptr(RokSimResult) r = run(trace, &hw, plan);
-    for (guint i = 0; i < 2; i++) {
+    const RokAction *last = find_action(r, ROK_ACTION_OFFLOAD, t[2], ROK_STREAM_NVME_WRITE);
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
       const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
-      ends[c][i] = w->end_ns;
-      g_assert_cmpint(w->start_ns, ==, find_action(r, ROK_ACTION_OFFLOAD, t[1], ROK_STREAM_D2H)->end_ns);
+      g_assert_cmpint(w->start_ns, ==, find_action(r, ROK_ACTION_OFFLOAD, t[2], ROK_STREAM_D2H)->end_ns);
+      g_assert_cmpint(w->end_ns, ==, last->end_ns);
     }
-    g_assert_cmpint(ends[c][0], ==, ends[c][1]);
+    ends[c] = last->end_ns;
     test_sim_check_log(r);
   }
-  g_assert_cmpint(llabs(ends[1][0] - ends[0][0] - 20 * US), <=, 2);
+  g_assert_cmpint(llabs(ends[1] - ends[0] - 26 * US), <=, 2);
+  g_assert_cmpint(llabs(ends[2] - ends[0] - 100 * US), <=, 2);
+  g_assert_cmpint(llabs(ends[3] - ends[2]), <=, 2);
 }
 
 /* Two copies out at once on the d2h link, one to host memory (1 MB), one

@@ -2,8 +2,9 @@
  * several budgets: the plan fits, is never slower than a baseline that
  * fits, a budget below the least is refused, and the curve is monotone.
  * The searches are cut short (few refining runs): these properties hold
- * whatever the search finds. (tests/cli/plan.sh runs every pair, through
- * the command.) Under the sanitizers, every third model. */
+ * whatever the search finds. (tests/cli/plan.sh runs each model on two
+ * other machines, through the command.) Under the sanitizers, every
+ * sixth model. */
 #include <string.h>
 
 #include "rok/core.h"

@@ -150,6 +150,14 @@
 # -2.2%, -2.5%), its SSD writes +11..+37% and reads +67..+138% (a
 # backward's first small reads ending 0.8-1.6 ms after the larger ones
 # read with them).
+# Later that day, before an SSD leg joining a burst cost the I/O thread
+# only its requests' request_cpu: validate-gpt 5.0% and 8.1% median
+# (keep +9.1%, +9.0%; against keep 5.4%, 2.2%), SSD reads -26.7..-36.5%
+# (each of a backward's five reads waited 76 us for each read before it;
+# measured, they went out 7-15 us apart). After it, in an hour the VM ran
+# its kernels 20-30% faster than a calibration taken minutes before: 31.1%
+# and 30.2% (keep -20.5%, -29.8%; against keep 12.7%, 2.8%), SSD reads
+# -42..+48%, writes -21..+16%.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

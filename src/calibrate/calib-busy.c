@@ -32,15 +32,15 @@ struct _RokCalibBusy {
 };
 
 /* The child: only plain system calls between fork and its end. It
- * streams through `stream` (bytes long), as an element-wise kernel streams
- * through its tensors: its copy of the parent's untouched pages, so no
- * allocation after fork. A loop that touched no memory kept the
+ * streams through `stream` (ROK_CALIB_BUSY_BYTES), as an element-wise
+ * kernel streams through its tensors: its copy of the parent's untouched
+ * pages, so no allocation after fork. A loop that touched no memory kept the
  * processors busy but left the I/O path's code and data in the caches,
  * where a step's kernels evict them: on the development VM, 2026-12-06,
  * the first submission of a burst took 21-37 us at the median beside
  * such loops, 38-54 beside these, and 54-69 in the executor's steps
  * (three calibrations each, in turn). */
-G_GNUC_NORETURN static void spin(pid_t parent, int nice, volatile guint64 *stream, gsize bytes) {
+G_GNUC_NORETURN static void spin(pid_t parent, int nice, volatile guint64 *stream) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -48,7 +48,7 @@ G_GNUC_NORETURN static void spin(pid_t parent, int nice, volatile guint64 *strea
   if (getppid() != parent) /* the parent ended before the line above */
     _exit(0);
   setpriority(PRIO_PROCESS, 0, nice);
-  gsize half = bytes / sizeof(guint64) / 2;
+  const gsize half = ROK_CALIB_BUSY_BYTES / sizeof(guint64) / 2;
   for (guint64 v = 0;; v++)
     for (gsize i = 0; i < half; i++)
       stream[i + half] = stream[i] * 3 + v;
@@ -67,7 +67,7 @@ RokCalibBusy *rok_calib_busy_start(guint n) {
   for (guint i = 0; i < n; i++) {
     pid_t pid = fork();
     if (pid == 0)
-      spin(self, nice, b->stream, ROK_CALIB_BUSY_BYTES);
+      spin(self, nice, b->stream);
     if (pid < 0)
       break; /* fewer spinners: the figures say how many */
     b->pids[b->n++] = pid;

@@ -158,7 +158,7 @@ limited() {
 }
 
 # LeakSanitizer needs a thread of its own at exit, which these limits deny.
-[ "${ROK_SANITIZED:-0}" = 0 ] || export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+! sanitized || export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 # RLIMIT_NPROC counts every process of the user and binds only users other
 # than root: as root, run rok as nobody, whose processes are few.

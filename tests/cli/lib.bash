@@ -76,9 +76,9 @@ require_python() {
   [ -n "$python" ] && [ -x "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
 }
 
-# sanitized: true in a sanitizer build (ctest sets ROK_SANITIZED), where a
-# test may run rok's part of a check and leave what only compares numbers
-# (PyTorch's side, say) to the plain build.
+# sanitized: true in a sanitizer build (ctest sets ROK_SANITIZED), ten
+# times slower, where a test may take fewer cases or leave what only
+# compares names and numbers (PyTorch's side, say) to the plain build.
 sanitized() {
   [ "${ROK_SANITIZED:-0}" = 1 ]
 }

@@ -48,17 +48,15 @@ EOF
 # under the sanitizers, ten times slower, every sixth model on one machine).
 models=$(cd "$here/../../configs/models" && ls *.json | sed 's/\.json$//')
 machines=($(cd "$here/../../configs/hw" && ls *.json | sed 's/\.json$//'))
-sanitized=0
-[ "${ROK_SANITIZED:-0}" = 1 ] && sanitized=1
 fits=0 refused=0 i=0
 for m in $models; do
   i=$((i + 1))
   # Under the sanitizers every sixth model (test-planner-bundled takes
   # another sixth there).
-  [ "$sanitized" -eq 0 ] || [ $((i % 6)) -eq 3 ] || continue
+  ! sanitized || [ $((i % 6)) -eq 3 ] || continue
   for h in "${machines[@]}"; do
     first=${machines[$((i % ${#machines[@]}))]} second=${machines[$(((i + 1) % ${#machines[@]}))]}
-    if [ "$h" != "$first" ] && { [ "$sanitized" -eq 1 ] || [ "$h" != "$second" ]; }; then continue; fi
+    if [ "$h" != "$first" ] && { sanitized || [ "$h" != "$second" ]; }; then continue; fi
     status=0
     "$rok" plan "$m" --hw "$h" --points 2 --json > "$tmp/p.json" 2> "$tmp/err" || status=$?
     if [ "$status" -eq 0 ]; then
@@ -76,11 +74,11 @@ for m in $models; do
     fi
   done
 done
-[ "$sanitized" -eq 1 ] || [ "$fits" -ge 20 ] || { echo "only $fits model x machine pairs fit" >&2; exit 1; }
+sanitized || [ "$fits" -ge 20 ] || { echo "only $fits model x machine pairs fit" >&2; exit 1; }
 
 # More budgets: from the smallest feasible one up, read off the refusal.
 pairs=("gpt3-1.3b a100-40g-pcie4-4xp5800x" "t5-3b cpu-2core-virtio")
-[ "$sanitized" -eq 0 ] || pairs=("${pairs[0]}")
+! sanitized || pairs=("${pairs[0]}")
 for pair in "${pairs[@]}"; do
   set -- $pair
   status=0

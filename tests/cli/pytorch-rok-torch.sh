@@ -15,7 +15,7 @@ lib="$(dirname "$rok")/librok_torch_storage.so"
 # plain build (and its C code under ASan through the storage unit tests).
 # CMake says which build this is (asking ldd through `grep -q` under
 # pipefail failed by SIGPIPE when grep stopped reading first).
-if [ "${ROK_SANITIZED:-0}" = 1 ]; then echo "sanitizer build: the Python bridge is tested in the plain build"; exit 77; fi
+if sanitized; then echo "sanitizer build: the Python bridge is tested in the plain build"; exit 77; fi
 export PYTHONPATH="$here/../../python" ROK_TORCH_STORAGE_LIB="$lib"
 export ROK_TORCH_TEST_DIR="$tmp"
 "$python" "$here/../pytorch/test_rok_torch.py" "$rok"

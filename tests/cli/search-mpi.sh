@@ -13,7 +13,7 @@ mpi=(mpirun --oversubscribe)
 # allocates before MPI_Finalize returns; under LeakSanitizer every rank would
 # fail on those. Leaks stay detected everywhere else (rok's own search code
 # runs under the same sanitizer in search.sh and test-search).
-if [ "${ROK_SANITIZED:-0}" = 1 ]; then export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; fi
+if sanitized; then export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; fi
 [ "$(id -u)" -ne 0 ] || mpi+=(--allow-run-as-root)
 if ! "${mpi[@]}" -n 2 "$rok" search gpt3-1.3b --hw cpu-2core-virtio --gpus 1 --micro-batch 1 --zero 0 --offload no \
     > /dev/null 2> "$tmp/probe"; then
@@ -32,7 +32,7 @@ slow=(gpt2-small --set layers=4 --set seq_len=512 --hw $hw --hw-set gpu.memory=1
 # Under the sanitizers (this test 2.6x slower, two tests at once on CI's
 # two cores) 1 and 2 ranks; the plain build's suite runs 4 as well.
 ranks="1 2 4" sweep_ranks=4
-if [ "${ROK_SANITIZED:-0}" = 1 ]; then ranks="1 2" sweep_ranks=2; fi
+if sanitized; then ranks="1 2" sweep_ranks=2; fi
 for n in $ranks; do
   timeout -k 10 300 "${mpi[@]}" -n $n "$rok" search "${args[@]}" -o "$tmp/mpi$n" > "$tmp/mpi$n.txt"
   for f in search.csv search.png search.svg; do cmp "$tmp/serial/$f" "$tmp/mpi$n/$f"; done

@@ -65,6 +65,7 @@ typedef struct {
                    * pays half of host.copy_overhead; never an h2d leg (it waits for its thread's wake) */
   guint8 primed;  /* a d2h or h2d leg whose copy was enqueued ahead of the kernels as it was queued (transfer.c: primed) */
   guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
+  guint8 follows; /* a primed copy leg its stream's thread took straight after the leg before (transfer.c: leg_follows) */
   gint64 made;    /* when it was queued */
   double demand;  /* an SSD leg's share of the array's rate alone, as it was queued (transfer.c: leg_demand) */
   guint64 bytes;

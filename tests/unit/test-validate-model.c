@@ -682,9 +682,10 @@ static void test_copy_kernel_free_at(void) {
 /* A d2h leg made as its producer ends is primed (the executor enqueues
  * its copy ahead of the next kernel, the leg before it still running, on
  * copy queues that run out of order): A2 (256 KiB) starts when A ends, in
- * op1, without waiting for op1, pays the hand-off back alone, and its copy
- * ran while it waited for A, so only its check is left (256 KiB at 1 GB/s
- * on a processor of its own; nothing without a check). On in-order copy
+ * op1, without waiting for op1; the stream's thread goes straight on from
+ * A to it (no hand-off) and its copy ran while it waited for A, so only
+ * its check is left (256 KiB at 1 GB/s on a processor of its own; nothing
+ * without a check). On in-order copy
  * queues A2 is ready only once A has ended, after op1's launch: it waits
  * for op1 (as in test_copy_kernel_wait); on a GPU (no shared_cpus) it pays
  * its whole hand-off and bytes. */
@@ -703,7 +704,7 @@ static void test_d2h_primed(void) {
     gint64 t = 1000000 + 25000 + (k == 0 ? 2 : 1) * 1048576;
     g_assert_cmpint(first->end_ns, ==, t);
     g_assert_cmpint(second->start_ns, ==, t);
-    g_assert_cmpint(llabs(second->end_ns - (t + 25000 + (k == 0 ? 262144 : 0))), <=, 2);
+    g_assert_cmpint(llabs(second->end_ns - (t + (k == 0 ? 262144 : 0))), <=, 2);
   }
   hw->gpu.copy_queues_in_order = TRUE;
   g_autoptr(RokSimResult) in_order = simulate(trace, hw, plan);
@@ -748,8 +749,10 @@ static void test_h2d_at_launch(void) {
 /* Every h2d leg a kernel's end made ready is primed (the executor issues
  * them all and enqueues their copies before the next kernel), not only
  * the first: A and A2 are read back as op1's backward is launched; A2's
- * leg starts once A's has ended, and its copy ran meanwhile, so only its
- * hand-off and its check are left. */
+ * leg starts once A's has ended, its copy ran meanwhile, and the stream's
+ * thread goes straight on to it, so only its check is left. Its PCIe
+ * latency counts from when its copy was enqueued, with A's: A pays a long
+ * one, A2 none of it after A. */
 static void test_h2d_primed(void) {
   g_autoptr(RokHw) hw = out_of_order_hw();
   guint a = 0, a2 = 0, op1 = 0;
@@ -767,9 +770,16 @@ static void test_h2d_primed(void) {
     gint64 t = x->start_ns + 50000 + (k == 0 ? 2 : 1) * 1048576;
     g_assert_cmpint(llabs(x->end_ns - t), <=, 2);
     g_assert_cmpint(llabs(y->start_ns - x->end_ns), <=, 2);
-    /* copied while it waited: its hand-off and its check left */
-    g_assert_cmpint(llabs(y->end_ns - (y->start_ns + 50000 + (k == 0 ? 262144 : 0))), <=, 2);
+    /* copied while it waited: its check left */
+    g_assert_cmpint(llabs(y->end_ns - (y->start_ns + (k == 0 ? 262144 : 0))), <=, 2);
   }
+  hw->pcie.latency = 3000000;
+  g_autoptr(RokSimResult) r = simulate_checked(trace, hw, plan, 1);
+  const RokAction *x = first_action(r, ROK_ACTION_PREFETCH, ROK_NO_ID, a);
+  const RokAction *y = first_action(r, ROK_ACTION_PREFETCH, ROK_NO_ID, a2);
+  g_assert_cmpint(llabs(x->end_ns - (x->start_ns + 3000000 + 50000 + 1048576)), <=, 2);
+  g_assert_cmpint(y->start_ns, ==, x->end_ns);
+  g_assert_cmpint(y->end_ns, ==, x->end_ns);
 }
 
 /* A kernel launched while an h2d leg runs does not hold it either (its

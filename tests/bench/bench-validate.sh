@@ -158,6 +158,14 @@
 # its kernels 20-30% faster than a calibration taken minutes before: 31.1%
 # and 30.2% (keep -20.5%, -29.8%; against keep 12.7%, 2.8%), SSD reads
 # -42..+48%, writes -21..+16%.
+# 2026-12-06 afternoon, idle, --runs 2: validate-gpt 8.9% and 5.8% median
+# (all three calibrations warned of a speed change; against keep 1.2%,
+# 2.5%), its offload and tba rows' h2d predicted 22-27% long. With a primed
+# copy leg that follows the one before on its stream paying no hand-off
+# (the simulator), those h2d streams predicted 9.40 and 12.5 ms, measured
+# medians 7.0-11.0 and 7.6-11.9 ms over four runs; the LLaMA-shaped model
+# 0.6% and 1.0% median (worst 1.8%, 3.3%; against keep 1.5%, 0.9%), its
+# SSD read streams 2.6-3.1x their prediction (a step's 9.4-27 ms).
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -87,6 +87,10 @@
 # nothing (2.9-3.1x writing; reads 0.66-0.88x). One run each, in turn, with
 # the calibration's spinners streaming through memory and with empty
 # loops: SSD streams predicted +11.0% / +17.7% against +21.9% / +27.8%.
+# 2026-12-06 afternoon, --calibrate --trials 3, idle: reads 0.69x fio at
+# QD 32 (0.60-0.92x over the trials), 0.98x fio's same bursts; fio's QD 32
+# writes 1.56-1.96 GB/s in all three trials against rok's 4.7-5.9 (no write
+# ratio worth quoting); SSD streams predicted +1.6% and +16.9%.
 # Earlier figures and the changes between them are in the git log.
 set -euo pipefail
 

@@ -119,7 +119,8 @@ static gint64 leg_wake(SimEngine *e, const SimJob *j, gint64 submitted) {
  * the check (unless it is in the flow) and, on the SSD streams, the
  * disk's latency, nvme.leg_overhead and the disk's wake (rok calibrate's
  * bursts), a write's own latency and leg overhead where the profile has
- * them. */
+ * them. A copy leg that follows the one before it on its stream
+ * (leg_follows) pays only what is left of its latency, and its check. */
 static gint64 leg_fixed(const SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
   if (j->follows) /* leg_follows: what is left of its copy's latency */
@@ -524,10 +525,11 @@ static gboolean primed(const SimEngine *e, const SimJob *j) {
  * that leg's check to waiting for this one's copies, which were enqueued
  * when it was primed, so it pays no hand-off, and of its copy's latency
  * only what has not passed since (leg_fixed). On the development VM,
- * 2026-12-06, validate-gpt's offload, tba and rok rows: such h2d legs ended
- * a median 9 us before the leg before it plus their copy and check, 183
- * legs, where each paid a hand-off and the latency (90 us) and a
- * backward's six prefetches came out 55% long. */
+ * 2026-12-06, validate-gpt's offload, tba and rok rows: such h2d legs
+ * ended a median 9 us sooner than the end of the leg before them plus
+ * their own copy and check (183 legs), where the model had each pay a
+ * hand-off and the latency (90 us), and a backward's burst of six
+ * prefetches came out 55% long. */
 static gboolean leg_follows(const SimEngine *e, const SimStream *st, const SimJob *j) {
   RokStream s = leg_stream(j);
   return j->primed && (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D) && j->made <= e->now && st->ended_at == e->now;

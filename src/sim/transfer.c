@@ -120,19 +120,21 @@ static gint64 leg_wake(SimEngine *e, const SimJob *j, gint64 submitted) {
  * disk's latency, nvme.leg_overhead and the disk's wake (rok calibrate's
  * bursts), a write's own latency and leg overhead where the profile has
  * them. A copy leg that follows the one before it on its stream
- * (leg_follows) pays only what is left of its latency, and its check. */
+ * (leg_follows) pays no hand-off and, of its latency, what is left since
+ * its copies were enqueued. */
 static gint64 leg_fixed(const SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
-  if (j->follows) /* leg_follows: what is left of its copy's latency */
-    return MAX(j->made + e->pcie_latency - e->now, 0) + (check_in_flow(e, j) ? 0 : leg_check(e, j));
   gint64 base = 0;
-  if (!leg_on_ssd(j) || j->path == PATH_DIRECT) /* crosses PCIe */
-    base = e->pcie_latency + (check_in_flow(e, j) ? 0 : leg_check(e, j));
+  if (!leg_on_ssd(j) || j->path == PATH_DIRECT) { /* crosses PCIe */
+    gint64 latency = j->follows ? MAX(j->made + e->pcie_latency - e->now, 0) : e->pcie_latency;
+    base = latency + (check_in_flow(e, j) ? 0 : leg_check(e, j));
+  }
   if (leg_on_ssd(j)) {
     gboolean write = leg_stream(j) == ROK_STREAM_NVME_WRITE;
     base += rok_hw_nvme_latency(hw, write) + rok_hw_nvme_leg_overhead(hw, write);
   }
-  return base + (j->ahead ? e->copy_overhead / 2 : e->copy_overhead);
+  gint64 handoff = j->follows ? 0 : j->ahead ? e->copy_overhead / 2 : e->copy_overhead;
+  return base + handoff;
 }
 
 /* How long an SSD leg waits for the I/O backend's one thread, which

@@ -719,6 +719,41 @@ static void test_d2h_primed(void) {
   g_assert_cmpint(second->end_ns - second->start_ns, ==, 50000 + 262144);
 }
 
+/* A leg that follows counts its latency from when its copies were
+ * enqueued, not from when it starts: A (1 MiB) leaves as op0 ends and
+ * pays 3 ms of PCIe latency; A2, made as op1 ends while A is still in
+ * its latency, is primed then, starts as A ends, and waits only what is
+ * left of its own 3 ms (no check: its copy ran meanwhile). */
+static void test_follow_latency_left(void) {
+  g_autoptr(RokHw) hw = out_of_order_hw();
+  hw->pcie.latency = 3000000;
+  hw->host.checksum_bandwidth = 0;
+  g_autoptr(RokTrace) trace = new_trace();
+  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
+  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint a2 = add_tensor(trace, "A2", ROK_DTYPE_U8, 262144, op1);
+  guint op2 = rok_trace_add_op(trace, "op2", 0, ROK_OP_OTHER, 1, 1, 1, 1);
+  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op2);
+  rok_trace_need(trace, a, op0);
+  rok_trace_need(trace, a2, op1);
+  rok_trace_need(trace, b, op2);
+  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 1e-3;
+  rok_trace_op(trace, op2)->fwd_time_s = rok_trace_op(trace, op2)->bwd_time_s = 10e-3;
+  finish(trace);
+  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
+  g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+  const RokAction *x = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a);
+  const RokAction *y = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+  g_assert_true(x != NULL && y != NULL);
+  gint64 made = fwd_of(r, op1)->end_ns;
+  g_assert_cmpint(made, <, x->end_ns);
+  g_assert_cmpint(made + 3000000, >, x->end_ns); /* A2's latency not over when A ends */
+  g_assert_cmpint(y->start_ns, ==, x->end_ns);
+  g_assert_cmpint(llabs(y->end_ns - (made + 3000000)), <=, 2);
+}
+
 /* An h2d leg's copy is enqueued as it is issued and checked after
  * (runner_h2d_prime), so one that starts as a kernel is launched goes
  * ahead of it and does not wait: A's read back from host memory starts
@@ -1087,6 +1122,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/h2d-at-launch", test_h2d_at_launch);
   g_test_add_func("/validate-model/h2d-check-then-launch", test_h2d_check_then_launch);
   g_test_add_func("/validate-model/h2d-primed", test_h2d_primed);
+  g_test_add_func("/validate-model/follow-latency-left", test_follow_latency_left);
   g_test_add_func("/validate-model/h2d-primed-in-kernel", test_h2d_primed_in_kernel);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);

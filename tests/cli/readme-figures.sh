@@ -6,8 +6,8 @@
 # others'.
 set -euo pipefail
 rok="$1"
+source "$(dirname "$0")/lib.bash"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-if [ "${ROK_SANITIZED:-0}" = 1 ]; then echo "sanitizer build: README's figures are checked in the plain build"; exit 77; fi
-python=$(command -v python3 || true)
-[ -n "$python" ] || { echo "python3 not installed: skipped"; exit 77; }
+if sanitized; then echo "sanitizer build: README's figures are checked in the plain build"; exit 77; fi
+require_python
 "$python" "$root/scripts/readme-figures.py" --check --rok "$rok" --readme "$root/README.md"

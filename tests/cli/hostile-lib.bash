@@ -24,10 +24,10 @@ reject() {
   local where=$1 text=$2 status=0 start elapsed err left
   shift 2
   cases=$((cases + 1))
-  start=${EPOCHREALTIME/./}
+  start=${EPOCHREALTIME//[!0-9]/}
   (cd "$tmp/cwd" && ulimit -v "$memory_kb" && exec timeout -s KILL "$seconds" "$rok" "$@" </dev/null) \
     >"$tmp/stdout" 2>"$tmp/stderr" || status=$?
-  elapsed=$(((${EPOCHREALTIME/./} - start) / 1000))
+  elapsed=$(((${EPOCHREALTIME//[!0-9]/} - start) / 1000))
   local what="rok $*"
   what=${what//$data\//}
   what=${what//$tmp\/cwd\//}

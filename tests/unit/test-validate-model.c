@@ -140,6 +140,25 @@ static guint add_tensor(RokTrace *trace, const char *name, RokDtype dtype, guint
   return rok_trace_add_tensor(trace, name, 0, dtype, 1, (const guint64[]){elements}, producer);
 }
 
+/* N ops in a row: op i ("op<i>") makes NAMES[i] of BYTES[i] bytes, which
+ * its own backward needs, and takes SECONDS[i] each way; their ids in OPS
+ * and TENSORS. */
+static RokTrace *ops_in_a_row(guint n, const char *const names[], const guint64 bytes[], const double seconds[],
+                              guint ops[], guint tensors[]) {
+  RokTrace *trace = new_trace();
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *op = g_strdup_printf("op%u", i);
+    ops[i] = rok_trace_add_op(trace, op, 0, ROK_OP_OTHER, 1, 1, 1, 1);
+    tensors[i] = add_tensor(trace, names[i], ROK_DTYPE_U8, bytes[i], ops[i]);
+  }
+  for (guint i = 0; i < n; i++) {
+    rok_trace_need(trace, tensors[i], ops[i]);
+    rok_trace_op(trace, ops[i])->fwd_time_s = rok_trace_op(trace, ops[i])->bwd_time_s = seconds[i];
+  }
+  finish(trace);
+  return trace;
+}
+
 /* A linear takes work / rate + launch where the profile has its rate, the
  * roofline where it has none (its backward) and for other kinds; a
  * misspelt kind is an error naming it. */
@@ -367,16 +386,10 @@ static void test_shared_cpus(void) {
   g_assert_nonnull(strstr(error->message, "\"gpu.shared_cpus\""));
   g_clear_error(&error);
 
-  g_autoptr(RokTrace) trace = new_trace();
-  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1000000, op0);
-  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
-  rok_trace_need(trace, a, op0);
-  rok_trace_need(trace, b, op1);
-  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
-  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
-  finish(trace);
+  guint op[2], t[2];
+  g_autoptr(RokTrace) trace = ops_in_a_row(2, (const char *const[]){"A", "B"}, (const guint64[]){1000000, 10},
+                                           (const double[]){1e-3, 10e-3}, op, t);
+  guint op1 = op[1], a = t[0];
   hw->pcie.latency = 0;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
@@ -728,26 +741,15 @@ static void test_follow_latency_left(void) {
   g_autoptr(RokHw) hw = out_of_order_hw();
   hw->pcie.latency = 3000000;
   hw->host.checksum_bandwidth = 0;
-  g_autoptr(RokTrace) trace = new_trace();
-  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
-  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint a2 = add_tensor(trace, "A2", ROK_DTYPE_U8, 262144, op1);
-  guint op2 = rok_trace_add_op(trace, "op2", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op2);
-  rok_trace_need(trace, a, op0);
-  rok_trace_need(trace, a2, op1);
-  rok_trace_need(trace, b, op2);
-  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
-  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 1e-3;
-  rok_trace_op(trace, op2)->fwd_time_s = rok_trace_op(trace, op2)->bwd_time_s = 10e-3;
-  finish(trace);
-  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
+  guint op[3], t[3];
+  g_autoptr(RokTrace) trace = ops_in_a_row(3, (const char *const[]){"A", "A2", "B"}, (const guint64[]){1048576, 262144, 10},
+                                           (const double[]){1e-3, 1e-3, 10e-3}, op, t);
+  g_autoptr(RokStepPlan) plan = both_to_host(trace, t[0], t[1]);
   g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
-  const RokAction *x = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a);
-  const RokAction *y = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+  const RokAction *x = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, t[0]);
+  const RokAction *y = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, t[1]);
   g_assert_true(x != NULL && y != NULL);
-  gint64 made = fwd_of(r, op1)->end_ns;
+  gint64 made = fwd_of(r, op[1])->end_ns;
   g_assert_cmpint(made, <, x->end_ns);
   g_assert_cmpint(made + 3000000, >, x->end_ns); /* A2's latency not over when A ends */
   g_assert_cmpint(y->start_ns, ==, x->end_ns);
@@ -828,20 +830,10 @@ static void test_h2d_check_then_launch(void) {
   g_autoptr(RokHw) hw = copy_wait_hw();
   hw->gpu.copy_kernel_free_at = 0.5;
   hw->gpu.launch_overhead = 0;
-  g_autoptr(RokTrace) trace = new_trace();
-  guint op0 = rok_trace_add_op(trace, "op0", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint a = add_tensor(trace, "A", ROK_DTYPE_U8, 1048576, op0);
-  guint op1 = rok_trace_add_op(trace, "op1", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint b = add_tensor(trace, "B", ROK_DTYPE_U8, 10, op1);
-  guint op2 = rok_trace_add_op(trace, "op2", 0, ROK_OP_OTHER, 1, 1, 1, 1);
-  guint c = add_tensor(trace, "C", ROK_DTYPE_U8, 10, op2);
-  rok_trace_need(trace, a, op0);
-  rok_trace_need(trace, b, op1);
-  rok_trace_need(trace, c, op2);
-  rok_trace_op(trace, op0)->fwd_time_s = rok_trace_op(trace, op0)->bwd_time_s = 1e-3;
-  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 10e-3;
-  rok_trace_op(trace, op2)->fwd_time_s = rok_trace_op(trace, op2)->bwd_time_s = 20e-6;
-  finish(trace);
+  guint op[3], t[3];
+  g_autoptr(RokTrace) trace = ops_in_a_row(3, (const char *const[]){"A", "B", "C"}, (const guint64[]){1048576, 10, 10},
+                                           (const double[]){1e-3, 10e-3, 20e-6}, op, t);
+  guint op1 = op[1], op2 = op[2], a = t[0];
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = ROK_DECISION_OFFLOAD_HOST;
   for (guint k = 0; k < 2; k++) {

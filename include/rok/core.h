@@ -350,6 +350,9 @@ double rok_host_others_cpu_seconds(void);
 /* Processor seconds this process has used (user and system, all its
  * threads; getrusage), negative where it cannot be read. */
 double rok_host_own_cpu_seconds(void);
+/* CLOCK_MONOTONIC in nanoseconds: the clock every measured instant of a
+ * step (an action's start and end, an I/O completion) is read on. */
+gint64 rok_host_now_ns(void);
 /* Asks the kernel for a short scheduling slice for the calling thread (a
  * thread that sleeps on I/O or hand-offs and must run soon when it wakes,
  * beside threads that compute); FALSE where the kernel refuses. */

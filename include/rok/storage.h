@@ -158,6 +158,7 @@ struct _RokIoReq {
   guint8 *a_buf;     /* the attempt in progress */
   guint64 a_offset;
   gsize a_len;       /* 0: a no-op that only carries `forced` back */
+  gint64 done_ns;    /* when its completion was seen (rok_host_now_ns), set before its callback runs */
 };
 
 typedef struct {
@@ -496,6 +497,11 @@ void rok_store_write(RokStoreTensor *tensor, guint chunk, guint slot, RokStoreDo
                      gpointer user_data);
 void rok_store_read(RokStoreTensor *tensor, guint chunk, guint slot, RokStoreDoneFunc done,
                     gpointer user_data);
+
+/* When CHUNK's last write or read was seen to complete (rok_host_now_ns),
+ * for its RokStoreDoneFunc: the backend may run that callback after the
+ * callbacks of the completions it reaped before it. */
+gint64 rok_store_chunk_done_ns(const RokStoreTensor *tensor, guint chunk);
 
 /* Where CHUNK lives: its file and offset (for messages, e.g. a checksum
  * mismatch found by the executor). */

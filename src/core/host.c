@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rok/core.h"
@@ -20,6 +21,12 @@ static gboolean busy_ticks(const char *line, guint *cpu, guint64 *ticks) {
     return FALSE;
   *ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
   return TRUE;
+}
+
+gint64 rok_host_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 double rok_host_own_cpu_seconds(void) {

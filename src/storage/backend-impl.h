@@ -50,7 +50,7 @@ struct _RokIoBackend {
 };
 
 /* Called by the backend proper when an attempt of REQ ended: RES bytes moved
- * or -errno. */
+ * or -errno; req->done_ns says when it saw the attempt end. */
 void storage_io_backend_attempt_done(RokIoBackend *backend, RokIoReq *req, int res);
 
 /* The backends proper: fill BACKEND->ops, impl and fixed_buffers. They

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "rok/core.h"
+
 /* Enough threads for the queue depth of a few disks; more only costs
  * memory and scheduling without adding bandwidth. */
 #define MAX_THREADS 64
@@ -29,6 +31,7 @@ static void run_attempt(gpointer data, gpointer user_data) {
                                         : pread(fd, req->a_buf, req->a_len, (off_t)req->a_offset);
     res = n < 0 ? -errno : (int)n;
   }
+  req->done_ns = rok_host_now_ns();
   storage_io_backend_attempt_done(be, req, res);
 }
 

@@ -71,6 +71,7 @@ void rok_io_backend_submit(RokIoBackend *be, RokIoReq *req) {
   req->forced = 0;
   req->shorten = FALSE;
   req->retries = 0;
+  req->done_ns = 0;
   if (G_UNLIKELY(be->fault != NULL))
     apply_fault(be, req);
 

@@ -118,6 +118,11 @@ gsize rok_store_tensor_chunk_bytes(const RokStoreTensor *t, guint chunk) {
   return chunk + 1 < t->n_chunks ? unit : (gsize)(t->bytes - (guint64)chunk * unit);
 }
 
+gint64 rok_store_chunk_done_ns(const RokStoreTensor *t, guint chunk) {
+  g_return_val_if_fail(chunk < t->n_chunks, 0);
+  return t->ops[chunk].io.done_ns;
+}
+
 const char *rok_store_chunk_file(const RokStoreTensor *t, guint chunk, guint64 *offset) {
   g_return_val_if_fail(chunk < t->n_chunks, NULL);
   guint64 index;

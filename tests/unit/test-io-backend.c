@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "rok/storage.h"
-#include "rok/storage.h"
 #include "rok/core.h"
 
 #define BLOCK 8192
@@ -44,6 +43,8 @@ typedef struct {
   Fixture *f;
   guint number;
   guint chain; /* submit the next request of the chain from the callback */
+  gulong linger_us; /* its callback holds the backend's thread that long */
+  gint64 called_ns; /* when its callback began */
 } Req;
 
 static gboolean uring_missing(RokIoBackendKind kind) {
@@ -117,6 +118,9 @@ static void submit(Fixture *f, Req *r);
 static void on_done(RokIoReq *io, int res) {
   Req *r = (Req *)io;
   Fixture *f = r->f;
+  r->called_ns = rok_host_now_ns();
+  if (r->linger_us > 0)
+    g_usleep(r->linger_us);
   g_mutex_lock(&f->lock);
   g_array_append_val(f->order[io->file], r->number);
   if (f->results->len <= r->number)
@@ -488,6 +492,32 @@ static void call_on_backend(gconstpointer data) {
   teardown(&f);
 }
 
+/* Every completion is stamped (done_ns) after its request was submitted
+ * and before its callback runs, though a callback before it holds the
+ * backend's thread (io_uring's only one) for 20 ms. */
+static void completions_stamped(gconstpointer data) {
+  RokIoBackendKind kind = GPOINTER_TO_INT(data);
+  if (uring_missing(kind))
+    return;
+  Fixture f;
+  setup(&f, kind, N_BUFS, NULL);
+  fill(&f, 5);
+  Req reqs[N_BUFS];
+  gint64 before = rok_host_now_ns();
+  for (guint n = 0; n < N_BUFS; n++) {
+    prepare(&f, &reqs[n], n, n % 2, ROK_IO_WRITE);
+    reqs[n].linger_us = n == 0 ? 20000 : 0;
+    submit(&f, &reqs[n]);
+  }
+  wait_all(&f);
+  for (guint n = 0; n < N_BUFS; n++) {
+    g_assert_cmpint(reqs[n].io.done_ns, >=, before);
+    g_assert_cmpint(reqs[n].io.done_ns, <=, reqs[n].called_ns);
+  }
+  read_all_and_check(&f, reqs, 2, 5);
+  teardown(&f);
+}
+
 static void add(const char *name, GTestDataFunc func) {
   static const struct {
     const char *name;
@@ -508,6 +538,7 @@ int main(int argc, char **argv) {
   add("short-transfers", short_transfers);
   add("cancel-queued", cancel_queued);
   add("call-on-backend", call_on_backend);
+  add("completions-stamped", completions_stamped);
   g_test_add_func("/io/backend/refused-falls-back", refused_falls_back);
   return g_test_run();
 }

@@ -106,13 +106,15 @@ static void on_done(RokIoReq *r, int res) {
   Pass *p = q->pass;
   gboolean again = FALSE;
   g_mutex_lock(&p->lock);
-  gint64 t = g_get_monotonic_time();
+  /* As the backend saw it end, as the executor times its legs: on one
+   * clock with g_get_monotonic_time (CLOCK_MONOTONIC) */
+  gint64 t = r->done_ns / 1000;
   if (res < 0 && p->error == 0) {
     p->error = res;
     p->error_offset = r->offset;
   } else if (res == 0) {
     p->done_bytes += r->len;
-    p->last_us = t;
+    p->last_us = MAX(p->last_us, t);
   }
   if (p->error == 0 && p->next < p->end && t < p->deadline_us) {
     prepare(p, q);
@@ -490,7 +492,7 @@ static void join_done(RokIoReq *r, int res) {
   JoinReq *q = (JoinReq *)r;
   Join *j = q->join;
   g_mutex_lock(&j->lock);
-  q->done_us = g_get_monotonic_time();
+  q->done_us = r->done_ns / 1000;
   q->res = res;
   if (--j->pending == 0)
     g_cond_signal(&j->idle);

@@ -162,7 +162,7 @@ void runner_d2h_prime(Runner *r, guint id) {
     g_atomic_int_inc(&r->d2h_slotless); /* the d2h thread waits for the rest, or sees the failure */
     return;
   }
-  r->rec[id].start_ns = runner_now_ns();
+  r->rec[id].start_ns = rok_host_now_ns();
   st->events = g_new0(cl_event, c->n_chunks);
   enqueue_all(r, runner_buffer_get(r, c->mb, c->tensor), copy, TRUE, st->events, &st->n_events, &st->prime_error);
   st->primed = TRUE;
@@ -233,7 +233,7 @@ void runner_h2d_prime(Runner *r, guint id) {
   RunnerCopyState *st = &r->copies[copy];
   if (runner_failed(r)) /* the h2d thread only acknowledges it */
     return;
-  r->rec[id].start_ns = runner_now_ns();
+  r->rec[id].start_ns = rok_host_now_ns();
   st->events = g_new0(cl_event, c->n_chunks);
   st->primed = TRUE;
   RokClBuffer *buffer = c->nvme_read != RUN_NONE ? runner_buffer_get(r, c->mb, c->tensor)

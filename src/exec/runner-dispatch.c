@@ -28,12 +28,6 @@
 #include "runner-private.h"
 #include "rok/core.h"
 
-gint64 runner_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 gboolean runner_failed(Runner *r) {
   return g_atomic_int_get(&r->failed) != 0;
 }
@@ -75,7 +69,7 @@ gboolean runner_comm_placeholder(Runner *r, guint id, GError **error) {
   const RokAction *a = runner_action(&r->prog, id);
   gint64 until = r->rec[id].start_ns + (a->end_ns - a->start_ns);
   (void)error;
-  for (gint64 left; !runner_failed(r) && (left = until - runner_now_ns()) > 0;) {
+  for (gint64 left; !runner_failed(r) && (left = until - rok_host_now_ns()) > 0;) {
     if (left > 200000) {
       struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)MIN(left - 200000, 1000000)};
       nanosleep(&ts, NULL);
@@ -105,7 +99,11 @@ static gboolean exec_action(Runner *r, guint id, gboolean *deferred, GError **er
 }
 
 void runner_leg_done(Runner *r, guint id, GError *error) {
-  r->rec[id].end_ns = runner_now_ns();
+  runner_leg_done_at(r, id, rok_host_now_ns(), error);
+}
+
+void runner_leg_done_at(Runner *r, guint id, gint64 end_ns, GError *error) {
+  r->rec[id].end_ns = end_ns;
   if (error != NULL)
     runner_fail(r, error);
   track_done(r, id, FALSE);
@@ -156,13 +154,13 @@ gpointer runner_worker_thread(gpointer data) {
     if (!runner_failed(r)) { /* after a failure, issued actions are only acknowledged */
       RunnerRecord *rec = &r->rec[id];
       if (rec->start_ns == 0) /* a primed copy leg started where it was issued */
-        rec->start_ns = runner_now_ns();
+        rec->start_ns = rok_host_now_ns();
       ok = exec_action(r, id, &deferred, &error);
       if (deferred) { /* its last I/O completion ends it */
         id = RUN_NONE;
         continue;
       }
-      rec->end_ns = runner_now_ns();
+      rec->end_ns = rok_host_now_ns();
     } else if (w->stream == ROK_STREAM_D2H || w->stream == ROK_STREAM_H2D) {
       runner_copy_settle(r, id);
     }
@@ -202,7 +200,7 @@ static void issue(Runner *r, guint id, guint *take) {
 
 static void run_free(Runner *r, guint id) {
   const RokAction *f = runner_action(&r->prog, id);
-  r->rec[id].start_ns = r->rec[id].end_ns = runner_now_ns();
+  r->rec[id].start_ns = r->rec[id].end_ns = rok_host_now_ns();
   runner_buffer_free(r, f->micro_batch, f->tensor);
 }
 
@@ -311,7 +309,7 @@ static gboolean stuck(Runner *r, GError **error) {
 /* `done`: the actions done, read under the tracker's lock (the callback
  * runs without it: a cancellation from it stops threads that take it). */
 static void report_progress(Runner *r, guint step, gint64 *last, guint done) {
-  gint64 now = runner_now_ns();
+  gint64 now = rok_host_now_ns();
   if (r->options.progress == NULL || (now - *last < 100000000 && done < r->prog.n_actions))
     return;
   *last = now;
@@ -336,7 +334,7 @@ gboolean runner_step(Runner *r, guint step, GError **error) {
   rok_cl_device_reset_peak(r->device);
   r->step_fixed = rok_cl_device_allocated(r->device);
   r->step_others_cpu_s = rok_host_others_cpu_seconds(); /* read before the step's clock starts */
-  r->step_start_ns = runner_now_ns();
+  r->step_start_ns = rok_host_now_ns();
   for (guint id = 0; id < r->prog.n_actions; id++) /* frees that wait for nothing */
     if (r->rec[id].pending == 0 && runner_action(&r->prog, id)->kind == ROK_ACTION_FREE &&
         r->rec[id].state == RUN_WAITING) {

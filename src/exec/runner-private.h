@@ -261,7 +261,6 @@ static inline guint runner_msg_value(gpointer msg) {
   return GPOINTER_TO_UINT(msg) - 1u;
 }
 
-gint64 runner_now_ns(void);
 /* Keep the first error (consumes `error`), then stop everything. */
 void runner_fail(Runner *r, GError *error);
 gboolean runner_failed(Runner *r);
@@ -366,6 +365,8 @@ gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **
 /* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
  * its failure, taken); the calling thread issues what that made ready. */
 void runner_leg_done(Runner *r, guint id, GError *error);
+/* The same, ended at END_NS (its last I/O completion, seen then). */
+void runner_leg_done_at(Runner *r, guint id, gint64 end_ns, GError *error);
 
 /* runner-dispatch.c; a comm or p2p action: its modelled duration waited out. */
 gboolean runner_comm_placeholder(Runner *r, guint id, GError **error);

@@ -57,7 +57,7 @@ gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec,
   g_mutex_lock(&r->gate_lock);
   while (!runner_failed(r) && !gate_open(r, ticket)) {
     if (start == 0)
-      start = runner_now_ns();
+      start = rok_host_now_ns();
     g_cond_wait(&r->gate_cond, &r->gate_lock);
   }
   gboolean ok = !runner_failed(r);
@@ -65,7 +65,7 @@ gboolean runner_gate_reserve(Runner *r, guint id, guint copy, RunnerRecord *rec,
     gate_take(r, ticket, copy);
   g_mutex_unlock(&r->gate_lock);
   if (start != 0) {
-    rec->wait_ns += runner_now_ns() - start;
+    rec->wait_ns += rok_host_now_ns() - start;
     rec->waits++;
   }
   if (!ok)

@@ -14,6 +14,7 @@
 #ifdef ROK_WITH_OPENCL
 
 #include <errno.h>
+#include <stdatomic.h>
 
 #include "runner-private.h"
 #include "rok/core.h"
@@ -88,6 +89,7 @@ typedef struct {
   gint refs;      /* atomic */
   gint first_res; /* atomic: the first failure, or 0 */
   guint first_chunk;
+  _Atomic gint64 end_ns; /* the latest completion seen (the psync backend's threads call back at once) */
 } AsyncLeg;
 
 static void async_end(AsyncLeg *a) {
@@ -107,8 +109,9 @@ static void async_end(AsyncLeg *a) {
     g_atomic_int_set(&st->refs, 1); /* the h2d leg's */
   }
   guint id = a->id;
+  gint64 end_ns = atomic_load(&a->end_ns);
   g_free(a);
-  runner_leg_done(r, id, error);
+  runner_leg_done_at(r, id, end_ns, error);
 }
 
 static void async_unref(AsyncLeg *a) {
@@ -117,8 +120,10 @@ static void async_unref(AsyncLeg *a) {
 }
 
 static void on_async_done(RokStoreTensor *tensor, guint chunk, int res, gpointer data) {
-  (void)tensor;
   AsyncLeg *a = data;
+  gint64 seen = atomic_load(&a->end_ns), end = rok_store_chunk_done_ns(tensor, chunk);
+  while (seen < end && !atomic_compare_exchange_weak(&a->end_ns, &seen, end))
+    ;
   if (res < 0 && g_atomic_int_compare_and_exchange(&a->first_res, 0, res))
     a->first_chunk = chunk;
   async_unref(a);
@@ -185,7 +190,7 @@ static void leg_on_store(gpointer data) {
       g_async_queue_push(r->work[s], runner_msg(id));
       return;
     }
-    r->rec[id].start_ns = runner_now_ns();
+    r->rec[id].start_ns = rok_host_now_ns();
     gboolean ok = s == ROK_STREAM_NVME_WRITE ? runner_nvme_write_leg(r, id, &deferred, &error)
                                              : runner_nvme_read_leg(r, id, &deferred, &error);
     if (ok && deferred)

@@ -24,74 +24,14 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
-# 2026-12-02, four runs as the executor changed (README's `rok execute`
-# has them as a table): write legs at their own depth after the same idle
-# 0.93-1.14x of fio for one request, 0.81-1.06x for several; at QD 32
-# writes 0.63-0.84x and reads 0.91-1.08x of fio (the step has one
-# tensor's requests in flight, fio 32; fio's own QD 32 writes ran at
-# 0.69-7.5 GB/s between days). The last run: d2h 2660 MB/s measured
-# against 2986 predicted, h2d 598 against 234, the step 10.9 s against
-# 11.7. Each run's quick calibration moves the SSD predictions with it
-# (its bursts of 1 MiB after 1 ms idle took 426-668 us minutes apart).
-# 2026-12-03, after copies waited for the executor's 20 ms launch in
-# progress and h2d legs issued in a kernel were primed: writes 0.79x and
-# reads 1.19x of fio at QD 32 (one-request legs 1.14x, several 0.81x at
-# their own depth), SSD streams within 2.3% / 4.4% of the prediction, d2h
-# 1681 MB/s against 1947, h2d 1249 against 864 (181 before), the step
-# 14.6 s against 15.2. After the simulator's SSD lanes (the executor
-# runs beside each other the legs it does): writes 0.87x and reads 0.89x
-# of fio at QD 32, legs at their own depth 1.00x / 1.01x; SSD streams
-# predicted +11.5% / +21.1%, d2h 1440 MB/s against 1475 measured, h2d
-# 1181 against 956, the step 6.84 s against 6.51. 2026-12-04, a leg's host
-# check at the rate for its size (host.checksum_rates): writes 0.84x and
-# reads 0.83x of fio at QD 32, legs 1.10x / 0.97x at their own depth;
-# d2h 1714 MB/s predicted against 1547 measured (3924 against 1662 with
-# one host rate, the quick calibration's 5.8 GB/s over a 32 MiB buffer),
-# h2d 1359 against 892; the SSD streams +62.5% / +83.1% (the quick
-# calibration's disk figures: +3.7% / +27.3% an hour before).
-# 2026-12-04, read legs begun on the ring's thread (load 1.5 at the
-# start): writes 0.81x and reads 0.91x of fio at QD 32; d2h 1529 MB/s
-# predicted against 1532, h2d 1223 against 946; SSD streams +38.8% / +13.5%.
-# 2026-12-04 evening: as that, 0.77x / 0.70x (SSD streams +51.2% /
-# +74.7%); with nvme.completes_together, 0.76x / 0.95x (+1.9% / +26.1%);
-# and the hand-off timed on two processors (load 1.8), 0.82x / 0.90x,
-# legs 1.05x / 0.98x at their own depth, SSD streams +32.9% / +30.6%
-# (the quick calibration's bursts faster than the step's legs: its 1-16
-# MiB reads 15-30% faster), d2h 1453 MB/s predicted against 1638.
-# With the SSD rates at 1 MiB requests, idle: 0.74x / 0.87x, SSD streams
-# +28.3% / +27.1% (+17% in a run minutes later, whose read legs came to
-# 0.84-1.01 of their measured time), the step 5.93 s against 6.02.
-# 2026-12-04 night: as that, 0.82x / 0.83x (SSD streams +22.3% /
-# +32.2%); with a leg's fixed part and each direction's rate fitted to the
-# bursts, 0.79x / 0.86x (+24.4% / +8.6%); and the deep wake after 45 ms
-# idle, 0.83x / 0.90x (+10.8% / +15.4%), legs at their own depth 0.99x
-# (one request) and 0.98x (several, after the same idle) of fio.
-# 2026-12-05, 4 KiB copies 1 ms apart for pcie.latency and the copied
-# checks on a short-slice thread: 0.83x / 0.90x of fio at QD 32, legs
-# 1.02x / 0.95x at their own depth (1.04x after the same idle); d2h
-# 1443 MB/s predicted against 1622, h2d 1143 against 996, SSD streams
-# +18.0% / +28.2% (calibrated while the VM's GEMM sped up 73%).
-# 2026-12-06, a fresh VM, before the change below: 0.75x / 0.78x of fio at
-# QD 32 (fio 5.56 / 3.03 GB/s), write legs 0.99x (one request) and 0.98x
-# (several; 1.09x after the same idle) at their own depth; SSD streams
-# +23.5% / +14.4%. Then a module's small writes gathered (docs/simulator.md,
-# NVMe array) and the legs' table replaced by each stream's bursts beside
-# fio's same bursts, four runs (load 1.4-1.6 at the start): 0.77-0.97x
-# (median 0.91x) writing and 0.80-1.12x (0.95x) reading of fio at QD 32,
-# whose stream moved 4.98-5.83 GB/s writing between trials; against fio's
-# same bursts 1.09-1.25x writing, 0.76-0.96x reading; SSD streams
-# -10.5..+22.3% / -9.9..+24.6%.
-# 2026-12-06, another VM, its disk bursts timed in rounds and an SSD leg's
-# rate up to its largest burst's: fio's QD 32 writes ran at 1.8-2.1 GB/s
-# in every trial that day (rok's legs 5.8-6.3), so the ratio to fio said
-# nothing (2.9-3.1x writing; reads 0.66-0.88x). One run each, in turn, with
-# the calibration's spinners streaming through memory and with empty
-# loops: SSD streams predicted +11.0% / +17.7% against +21.9% / +27.8%.
-# 2026-12-06 afternoon, --calibrate --trials 3, idle: reads 0.69x fio at
-# QD 32 (0.60-0.92x over the trials), 0.98x fio's same bursts; fio's QD 32
-# writes 1.56-1.96 GB/s in all three trials against rok's 4.7-5.9 (no write
-# ratio worth quoting); SSD streams predicted +1.6% and +16.9%.
-# Earlier figures and the changes between them are in the git log.
+# 2026-12-06 evening, SSD legs timed at their completions' stamps: reads
+# 0.78x fio at QD 32 and 0.62x fio's same bursts (fio's reads 6.83 GB/s,
+# served from the host's cache); fio's QD 32 writes 1.94-2.10 GB/s
+# against rok's 5.7-6.4 (no write ratio worth quoting); SSD streams
+# predicted +22.7% (writes) and +17.8% (reads), the step 5.42 s against
+# 5.49. The four runs before, on another VM: writes 0.77-0.97x (median
+# 0.91x) and reads 0.80-1.12x (0.95x) of fio at QD 32. docs/measurements.md
+# has every run since 2026-12-02 (A-Z) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

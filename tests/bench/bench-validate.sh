@@ -102,7 +102,7 @@ while :; do
     2>"$work/calibrate.err" || { cat "$work/calibrate.err" >&2; exit 1; }
   cat "$work/calibrate.err" >&2
   unsteady=$(grep -oE "other processes used ([1-9][0-9]|100)% of the processors|the machine's speed changed" \
-    "$work/calibrate.err" | paste -sd, - || true)
+    "$work/calibrate.err" | paste -sd, - | sed "s/,/, /g" || true)
   [ -n "$unsteady" ] && [ "$calibrated" -lt "$calibrations" ] || break
   echo "   (calibration $calibrated of at most $calibrations: $unsteady; calibrating again)"
   calibrated=$((calibrated + 1))

@@ -180,7 +180,9 @@ gboolean runner_compute_task(Runner *r, guint task, GError **error) {
 /* ---- the tracker ---- */
 
 /* Mark `id` issued; hand it to its stream's thread unless the caller
- * (the compute thread) takes it into *take. A d2h leg is primed first. */
+ * (the compute thread) takes it into *take, or it is a staged SSD leg,
+ * which waits in r->to_store for the rest issued with it (pump). A d2h or
+ * h2d leg is primed first. */
 static void issue(Runner *r, guint id, guint *take) {
   RokStream s = runner_action(&r->prog, id)->stream;
   r->rec[id].state = RUN_ISSUED;
@@ -192,10 +194,28 @@ static void issue(Runner *r, guint id, guint *take) {
     runner_h2d_prime(r, id);
   if (take != NULL && s == ROK_STREAM_COMPUTE && *take == RUN_NONE)
     *take = id;
-  else if ((s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ) && runner_ssd_leg_on_store(r, id))
-    ;
+  else if ((s == ROK_STREAM_NVME_WRITE || s == ROK_STREAM_NVME_READ) && runner_ssd_leg_staged(r, id))
+    g_array_append_val(r->to_store, id);
   else
     g_async_queue_push(r->work[s], runner_msg(id));
+}
+
+/* The staged SSD legs issued together go to the store's thread in one
+ * hand-over, so that it wakes once and submits them all in one turn: one
+ * call each, it woke for the first while the issuing thread was still
+ * issuing the rest, and they went out 42-157 us after it (the
+ * development VM, 2026-12-06: a gather of four writes took 461 us from
+ * its first leg's start to its last leg's end where its requests take
+ * 352). Where the store has no thread of its own, to their lanes. */
+static void hand_to_store(Runner *r) {
+  if (r->to_store->len == 0)
+    return;
+  if (!runner_ssd_legs_on_store(r, r->to_store))
+    for (guint i = 0; i < r->to_store->len; i++) {
+      guint id = g_array_index(r->to_store, guint, i);
+      g_async_queue_push(r->work[runner_action(&r->prog, id)->stream], runner_msg(id));
+    }
+  g_array_set_size(r->to_store, 0);
 }
 
 static void run_free(Runner *r, guint id) {
@@ -257,6 +277,7 @@ static guint pump(Runner *r, guint *take) {
       issued++;
     }
   }
+  hand_to_store(r);
   return issued;
 }
 

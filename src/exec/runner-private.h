@@ -214,6 +214,7 @@ struct _Runner {
   guint cursor[ROK_STREAM_ALL_COUNT]; /* next position in prog.order */
   guint busy[ROK_STREAM_ALL_COUNT];   /* actions issued and not completed */
   guint done, in_flight;
+  GArray *to_store; /* staged SSD legs issued, not yet handed to the store (runner-dispatch.c: pump) */
   gint64 step_start_ns;
   double step_others_cpu_s; /* rok_host_others_cpu_seconds() when the step started */
   guint64 step_fixed;       /* device bytes allocated when the step started */
@@ -355,12 +356,16 @@ void runner_gate_wake(Runner *r);
  * completion ends the leg (records its end and issues what that made
  * ready through runner_leg_done), so no thread waits for the disk. */
 gboolean runner_nvme_write_leg(Runner *r, guint id, gboolean *deferred, GError **error);
-/* A staged SSD leg begun on the store's own thread, which submits every
- * request (no hand-off from a stream's thread; a read whose slots are not
- * all free is passed on to its lane there); FALSE where the store has no
- * such thread or the leg is not staged: give it to a lane. Called under
- * the tracker's lock, once `id` is issued. */
-gboolean runner_ssd_leg_on_store(Runner *r, guint id);
+/* Whether SSD leg `id` goes through staging (not gpudirect): such a leg
+ * can begin on the store's own thread. */
+gboolean runner_ssd_leg_staged(const Runner *r, guint id);
+/* Staged SSD legs `ids`, issued together, begun on the store's own thread
+ * in that order in one hand-over, which submits every request (no
+ * hand-off from a stream's thread; a read whose slots are not all free is
+ * passed on to its lane there); FALSE where the store has no such thread:
+ * give them to their lanes. Called under the tracker's lock, once they
+ * are issued. */
+gboolean runner_ssd_legs_on_store(Runner *r, const GArray *ids);
 gboolean runner_nvme_read_leg(Runner *r, guint id, gboolean *deferred, GError **error);
 /* runner-dispatch.c: an action run elsewhere has ended (error: NULL, or
  * its failure, taken); the calling thread issues what that made ready. */

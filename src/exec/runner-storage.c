@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "runner-private.h"
 #include "rok/core.h"
@@ -170,18 +171,15 @@ static gboolean write_direct(Runner *r, guint id, guint copy, LegIo *io, GError 
 
 typedef struct {
   Runner *r;
-  guint id;
+  guint n;
+  guint ids[]; /* in the order they were issued */
 } StoreCall;
 
 /* On the store's thread: the leg begun as its stream's thread would begin
  * it (after a failure, only acknowledged), its requests out at once; a
  * read whose slots cannot all be had now goes to its lane to wait for the
  * rest (the slots it took are kept), so this thread never waits. */
-static void leg_on_store(gpointer data) {
-  StoreCall *call = data;
-  Runner *r = call->r;
-  guint id = call->id;
-  g_free(call);
+static void leg_on_store(Runner *r, guint id) {
   GError *error = NULL;
   gboolean deferred = FALSE;
   if (!runner_failed(r)) {
@@ -199,13 +197,24 @@ static void leg_on_store(gpointer data) {
   runner_leg_done(r, id, error);
 }
 
-gboolean runner_ssd_leg_on_store(Runner *r, guint id) {
+static void legs_on_store(gpointer data) {
+  StoreCall *call = data;
+  for (guint i = 0; i < call->n; i++)
+    leg_on_store(call->r, call->ids[i]);
+  g_free(call);
+}
+
+gboolean runner_ssd_leg_staged(const Runner *r, guint id) {
   const RunnerCopy *c = runner_copy(&r->prog, r->prog.actions[id].copy);
-  if (runner_action(&r->prog, id)->stream == ROK_STREAM_NVME_WRITE ? c->gd_write : c->gd_read)
-    return FALSE;
-  StoreCall *call = g_new(StoreCall, 1);
-  *call = (StoreCall){r, id};
-  if (rok_store_call(r->store, leg_on_store, call))
+  return runner_action(&r->prog, id)->stream == ROK_STREAM_NVME_WRITE ? !c->gd_write : !c->gd_read;
+}
+
+gboolean runner_ssd_legs_on_store(Runner *r, const GArray *ids) {
+  StoreCall *call = g_malloc(sizeof(StoreCall) + ids->len * sizeof(guint));
+  call->r = r;
+  call->n = ids->len;
+  memcpy(call->ids, ids->data, ids->len * sizeof(guint));
+  if (rok_store_call(r->store, legs_on_store, call))
     return TRUE;
   g_free(call);
   return FALSE;

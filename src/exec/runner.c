@@ -264,6 +264,7 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
   r->options = *options;
   g_mutex_init(&r->lock);
   g_mutex_init(&r->track_lock);
+  r->to_store = g_array_new(FALSE, FALSE, sizeof(guint));
   g_mutex_init(&r->error_lock);
   g_mutex_init(&r->gate_lock);
   g_cond_init(&r->gate_cond);
@@ -287,6 +288,7 @@ static void runner_free(Runner *r) {
     g_error_free(r->error);
   g_mutex_clear(&r->lock);
   g_mutex_clear(&r->track_lock);
+  g_array_unref(r->to_store);
   g_mutex_clear(&r->error_lock);
   g_mutex_clear(&r->gate_lock);
   g_cond_clear(&r->gate_cond);

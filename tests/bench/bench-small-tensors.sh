@@ -24,14 +24,16 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
-# 2026-12-06 evening, SSD legs timed at their completions' stamps: reads
-# 0.78x fio at QD 32 and 0.62x fio's same bursts (fio's reads 6.83 GB/s,
-# served from the host's cache); fio's QD 32 writes 1.94-2.10 GB/s
-# against rok's 5.7-6.4 (no write ratio worth quoting); SSD streams
-# predicted +22.7% (writes) and +17.8% (reads), the step 5.42 s against
-# 5.49. The four runs before, on another VM: writes 0.77-0.97x (median
+# 2026-12-06 evening, the staged SSD legs issued together handed to the
+# I/O thread in one call: reads 0.63x fio at QD 32 and 0.92x fio's same
+# bursts (fio's reads 7.03 GB/s, served from the host's cache); fio's
+# QD 32 writes 1.64-1.99 GB/s against rok's 5.5-6.3 (no write ratio worth
+# quoting); SSD streams predicted +1.0% (writes) and +14.3% (reads), d2h
+# 4127 MB/s against 4128, the step 5.37 s against 5.18 (the run before,
+# SSD legs timed at their completions' stamps: 0.78x / 0.62x, +22.7% /
+# +17.8%). The four runs before, on another VM: writes 0.77-0.97x (median
 # 0.91x) and reads 0.80-1.12x (0.95x) of fio at QD 32. docs/measurements.md
-# has every run since 2026-12-02 (A-Z) and what changed between them.
+# has every run since 2026-12-02 (A-AA) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -41,18 +41,15 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-06 evening, an SSD leg timed at its last completion's
-# stamp: the LLaMA-shaped model of other widths (--model FILE: 4 layers,
-# hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 13.2% and 1.3%
-# median step-time error (keep +21.4%, +4.3%: the VM against its
-# calibration; against keep 3.6%, 1.8%), SSD streams -15.5..+22.1% (the
-# read streams 2.6-3.1x their prediction the run before); validate-gpt
-# 16.9% and 6.0% (keep +17.9%, +15.3%; against keep 1.8%, 6.4%). On a VM
-# that held its calibration's speed, the same day: the LLaMA-shaped model
-# 0.6% and 1.0% (worst 1.8%, 3.3%), validate-gpt 1.7% and 1.3% (worst
-# 3.6%, 2.4%). docs/measurements.md has every run quoted since 2026-12-02
-# and what changed between them; README's `rok validate` section, the
-# latest and what limits them.
+# --runs 2, 2026-12-06 evening, a steady calibration: the LLaMA-shaped
+# model of other widths (--model FILE: 4 layers, hidden 256, 4 heads, 2
+# KV heads, ffn 688, seq 256) 1.2% and 0.4% median step-time error (worst
+# 1.4%, 1.3%; against keep 0.8%, 0.9%), streams median 8.7% and 21.3%.
+# The same day with the VM's speed moving: validate-gpt 16.9% and 6.0%
+# (keep +17.9%, +15.3%; against keep 1.8%, 6.4%); on a steady VM 1.7% and
+# 1.3% (worst 3.6%, 2.4%). docs/measurements.md has every run quoted
+# since 2026-12-02 and what changed between them; README's `rok validate`
+# section, the latest and what limits them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

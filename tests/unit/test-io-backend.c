@@ -518,6 +518,51 @@ static void completions_stamped(gconstpointer data) {
   teardown(&f);
 }
 
+/* On io_uring's thread: two writes out, then the thread kept busy while
+ * both complete, so that it reaps them in one turn. */
+static void submit_two_then_linger(gpointer data) {
+  Req *reqs = data;
+  for (guint n = 0; n < 2; n++)
+    rok_io_backend_submit(reqs[n].f->be, &reqs[n].io);
+  g_usleep(200000); /* writes of 8 KiB: done long before, on any disk */
+}
+
+/* Completions reaped in one turn are stamped as reaped, before either
+ * callback runs: the second callback comes after the first has held the
+ * thread 20 ms, and its stamp is still the first's (stamped as its own
+ * callback came, it would be 20 ms later). psync has no such thread: each
+ * of its completions is stamped alone. */
+static void completions_reaped_together(gconstpointer data) {
+  RokIoBackendKind kind = GPOINTER_TO_INT(data);
+  if (uring_missing(kind))
+    return;
+  Fixture f;
+  setup(&f, kind, 2, NULL);
+  fill(&f, 9);
+  Req reqs[2];
+  for (guint n = 0; n < 2; n++) {
+    prepare(&f, &reqs[n], n, 0, ROK_IO_WRITE);
+    reqs[n].linger_us = 20000;
+  }
+  g_mutex_lock(&f.lock);
+  f.outstanding += 2;
+  g_mutex_unlock(&f.lock);
+  if (!rok_io_backend_call(f.be, submit_two_then_linger, reqs)) {
+    g_assert_true(kind == ROK_IO_BACKEND_PSYNC);
+    f.outstanding = 0;
+    teardown(&f);
+    g_test_skip("psync has no thread that reaps completions together");
+    return;
+  }
+  wait_all(&f);
+  g_assert_cmpint(reqs[0].io.done_ns, ==, reqs[1].io.done_ns);
+  gint64 second = MAX(reqs[0].called_ns, reqs[1].called_ns);
+  g_assert_cmpint(second - reqs[0].io.done_ns, >=, 20000 * 1000);
+  for (guint n = 0; n < 2; n++)
+    g_assert_cmpint(g_array_index(f.results, int, n), ==, 0);
+  teardown(&f);
+}
+
 static void add(const char *name, GTestDataFunc func) {
   static const struct {
     const char *name;
@@ -539,6 +584,7 @@ int main(int argc, char **argv) {
   add("cancel-queued", cancel_queued);
   add("call-on-backend", call_on_backend);
   add("completions-stamped", completions_stamped);
+  add("completions-reaped-together", completions_reaped_together);
   g_test_add_func("/io/backend/refused-falls-back", refused_falls_back);
   return g_test_run();
 }

@@ -175,25 +175,23 @@ static gboolean turn(RokUring *u, RokIoBackend *be) {
     g_usleep(1000);
   }
   gboolean running = TRUE;
-  unsigned head, reaped = 0, seen = 0;
-  struct io_uring_cqe *cqe;
+  unsigned head, seen = 0;
+  /* This turn's completions, all seen now; without DEFER_TASKRUN more can
+   * be posted while their callbacks run, and wait for the next turn. */
+  unsigned reaped = io_uring_cq_ready(&u->ring);
   gint64 now = rok_host_now_ns();
-  io_uring_for_each_cqe(&u->ring, head, cqe) {
-    void *data = io_uring_cqe_get_data(cqe);
-    if (data != WAKE_TAG)
-      ((RokIoReq *)data)->done_ns = now;
-    reaped++;
-  }
-  /* Only those stamped: without DEFER_TASKRUN more can be posted meanwhile. */
+  struct io_uring_cqe *cqe;
   io_uring_for_each_cqe(&u->ring, head, cqe) {
     if (seen == reaped)
       break;
     void *data = io_uring_cqe_get_data(cqe);
     seen++;
-    if (data == WAKE_TAG)
+    if (data == WAKE_TAG) {
       running = take_incoming(u, be) && running;
-    else
+    } else {
+      ((RokIoReq *)data)->done_ns = now;
       storage_io_backend_attempt_done(be, data, cqe->res);
+    }
   }
   io_uring_cq_advance(&u->ring, seen);
   return running;

@@ -498,10 +498,11 @@ void rok_store_write(RokStoreTensor *tensor, guint chunk, guint slot, RokStoreDo
 void rok_store_read(RokStoreTensor *tensor, guint chunk, guint slot, RokStoreDoneFunc done,
                     gpointer user_data);
 
-/* When CHUNK's last write or read was seen to complete (rok_host_now_ns),
- * for its RokStoreDoneFunc: the backend may run that callback after the
- * callbacks of the completions it reaped before it. */
-gint64 rok_store_chunk_done_ns(const RokStoreTensor *tensor, guint chunk);
+/* When the last of TENSOR's chunk writes or reads was seen to complete
+ * (rok_host_now_ns), for the callback of the last chunk: the backend may
+ * run that callback after the callbacks of the completions it reaped
+ * before it. */
+gint64 rok_store_tensor_done_ns(const RokStoreTensor *tensor);
 
 /* Where CHUNK lives: its file and offset (for messages, e.g. a checksum
  * mismatch found by the executor). */

@@ -14,7 +14,6 @@
 #ifdef ROK_WITH_OPENCL
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "runner-private.h"
@@ -90,7 +89,6 @@ typedef struct {
   gint refs;      /* atomic */
   gint first_res; /* atomic: the first failure, or 0 */
   guint first_chunk;
-  _Atomic gint64 end_ns; /* the latest completion seen (the psync backend's threads call back at once) */
 } AsyncLeg;
 
 static void async_end(AsyncLeg *a) {
@@ -98,6 +96,7 @@ static void async_end(AsyncLeg *a) {
   const RunnerCopy *c = runner_copy(&r->prog, a->copy);
   RunnerCopyState *st = &r->copies[a->copy];
   GError *error = NULL;
+  gint64 end_ns = rok_store_tensor_done_ns(st->stored); /* read before a forwarded write frees it */
   if (a->first_res != 0) {
     rok_store_set_error(st->stored, a->first_chunk, a->first_res, &error);
   } else if (a->write) {
@@ -110,7 +109,6 @@ static void async_end(AsyncLeg *a) {
     g_atomic_int_set(&st->refs, 1); /* the h2d leg's */
   }
   guint id = a->id;
-  gint64 end_ns = atomic_load(&a->end_ns);
   g_free(a);
   runner_leg_done_at(r, id, end_ns, error);
 }
@@ -121,10 +119,8 @@ static void async_unref(AsyncLeg *a) {
 }
 
 static void on_async_done(RokStoreTensor *tensor, guint chunk, int res, gpointer data) {
+  (void)tensor;
   AsyncLeg *a = data;
-  gint64 seen = atomic_load(&a->end_ns), end = rok_store_chunk_done_ns(tensor, chunk);
-  while (seen < end && !atomic_compare_exchange_weak(&a->end_ns, &seen, end))
-    ;
   if (res < 0 && g_atomic_int_compare_and_exchange(&a->first_res, 0, res))
     a->first_chunk = chunk;
   async_unref(a);

@@ -118,9 +118,11 @@ gsize rok_store_tensor_chunk_bytes(const RokStoreTensor *t, guint chunk) {
   return chunk + 1 < t->n_chunks ? unit : (gsize)(t->bytes - (guint64)chunk * unit);
 }
 
-gint64 rok_store_chunk_done_ns(const RokStoreTensor *t, guint chunk) {
-  g_return_val_if_fail(chunk < t->n_chunks, 0);
-  return t->ops[chunk].io.done_ns;
+gint64 rok_store_tensor_done_ns(const RokStoreTensor *t) {
+  gint64 last = 0;
+  for (guint c = 0; c < t->n_chunks; c++)
+    last = MAX(last, t->ops[c].io.done_ns);
+  return last;
 }
 
 const char *rok_store_chunk_file(const RokStoreTensor *t, guint chunk, guint64 *offset) {

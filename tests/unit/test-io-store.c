@@ -36,6 +36,7 @@ typedef struct {
   guint cancelled;        /* completions with -ECANCELED */
   guint mismatches;       /* chunks read back wrong */
   guint64 mismatch_at;    /* tensor offset of the first wrong byte */
+  gint64 last_called_ns;  /* when the last callback began */
 } Waiter;
 
 typedef struct {
@@ -69,6 +70,7 @@ static guint count_mismatch(RokStoreTensor *t, guint chunk, const guint8 *data, 
 }
 
 static void on_done(RokStoreTensor *t, guint chunk, int res, gpointer data) {
+  gint64 called_ns = rok_host_now_ns();
   Op *op = data;
   Waiter *w = op->w;
   guint64 at = 0;
@@ -77,6 +79,7 @@ static void on_done(RokStoreTensor *t, guint chunk, int res, gpointer data) {
                   : 0;
   rok_staging_release(op->pool, op->slot);
   g_mutex_lock(&w->lock);
+  w->last_called_ns = MAX(w->last_called_ns, called_ns);
   if (res == -ECANCELED)
     w->cancelled++;
   if (res < 0 && w->first_res == 0) {
@@ -202,6 +205,33 @@ static void round_trip_sizes(gconstpointer data) {
   g_assert_true(g_file_test(workdir, G_FILE_TEST_IS_DIR));
   rok_store_free(store);
   g_assert_false(g_file_test(workdir, G_FILE_TEST_EXISTS));
+  assert_empty_and_remove(dir);
+}
+
+/* A tensor's last completion (rok_store_tensor_done_ns) lies after its
+ * requests were submitted and before the last callback, and a read back
+ * stamps it again, after the write's callbacks. */
+static void done_stamps(gconstpointer data) {
+  RokIoBackendKind kind = GPOINTER_TO_INT(data);
+  g_autofree char *dir = make_dir();
+  const char *dirs[] = { dir, NULL };
+  g_autoptr(RokStaging) pool = rok_staging_new(SLOT, 6 * SLOT, NULL);
+  RokStore *store = open_store(dirs, pool, kind, NULL, 4 * 1024 * 1024);
+  g_autoptr(RokStoreTensor) t = rok_store_tensor_new(store, 5 * SLOT + 3, NULL);
+  Waiter w;
+  gint64 before = rok_host_now_ns(), written = 0;
+  for (guint pass = 0; pass < 2; pass++) {
+    waiter_init(&w);
+    g_assert_cmpint(move(store, pool, t, pass == 0, 7, &w), ==, 0);
+    gint64 done = rok_store_tensor_done_ns(t);
+    g_assert_cmpint(done, >=, pass == 0 ? before : written);
+    g_assert_cmpint(done, <=, w.last_called_ns);
+    written = w.last_called_ns;
+    g_assert_cmpuint(w.mismatches, ==, 0);
+    waiter_clear(&w);
+  }
+  g_clear_pointer(&t, rok_store_tensor_free);
+  rok_store_free(store);
   assert_empty_and_remove(dir);
 }
 
@@ -579,6 +609,8 @@ int main(int argc, char **argv) {
                        round_trip_sizes);
   g_test_add_data_func("/io/store/round-trip/auto", GINT_TO_POINTER(ROK_IO_BACKEND_AUTO),
                        round_trip_sizes);
+  g_test_add_data_func("/io/store/done-stamps/psync", GINT_TO_POINTER(ROK_IO_BACKEND_PSYNC), done_stamps);
+  g_test_add_data_func("/io/store/done-stamps/auto", GINT_TO_POINTER(ROK_IO_BACKEND_AUTO), done_stamps);
   g_test_add_func("/io/store/stripe-layout", stripe_layout);
   g_test_add_func("/io/store/space-reuse", space_reuse);
   for (guint i = 0; i < G_N_ELEMENTS(error_faults); i++) {

@@ -22,6 +22,7 @@
 #define N_BUFS 64
 
 typedef struct {
+  RokIoBackendKind kind;
   char *dir;
   char *paths[2];
   RokIoFile files[2];
@@ -70,6 +71,7 @@ static gboolean uring_missing(RokIoBackendKind kind) {
 
 static void setup(Fixture *f, RokIoBackendKind kind, guint depth, const char *faults) {
   memset(f, 0, sizeof *f);
+  f->kind = kind;
   f->dir = g_dir_make_tmp("rok-test-backend-XXXXXX", NULL);
   g_assert_true(rok_fault_parse(faults, &f->fault, NULL));
   int fds[2];
@@ -94,6 +96,16 @@ static void setup(Fixture *f, RokIoBackendKind kind, guint depth, const char *fa
   g_autoptr(GError) error = NULL;
   f->be = rok_io_backend_new(&c, NULL, &error);
   g_assert_no_error(error);
+}
+
+/* The test's backend (DATA) set up in F; FALSE where it is io_uring and
+ * the kernel refuses it (the test is then skipped). */
+static gboolean start(Fixture *f, gconstpointer data, guint depth, const char *faults) {
+  RokIoBackendKind kind = GPOINTER_TO_INT(data);
+  if (uring_missing(kind))
+    return FALSE;
+  setup(f, kind, depth, faults);
+  return TRUE;
 }
 
 static void teardown(Fixture *f) {
@@ -194,11 +206,9 @@ static void check_file(Fixture *f, guint file, guint8 seed) {
  * submission order, the two files at once: many writes of different data to
  * one block leave the last one's data. */
 static void fifo_per_file(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 1, NULL);
+  if (!start(&f, data, 1, NULL))
+    return;
   fill(&f, 3);
   Req reqs[2 * N_BUFS];
   for (guint n = 0; n < 2 * N_BUFS; n++) {
@@ -222,7 +232,7 @@ static void fifo_per_file(gconstpointer data) {
     g_assert_cmpmem(block, BLOCK, f.mem + (N_BUFS - 1) * BLOCK, BLOCK);
     /* io_uring's one thread runs the callbacks in completion order too;
      * psync's workers may start two callbacks at nearly the same time. */
-    for (guint k = 0; k < N_BUFS && kind == ROK_IO_BACKEND_URING; k++)
+    for (guint k = 0; k < N_BUFS && f.kind == ROK_IO_BACKEND_URING; k++)
       g_assert_cmpuint(g_array_index(f.order[file], guint, k), ==, 2 * k + file);
   }
   for (guint n = 0; n < 2 * N_BUFS; n++)
@@ -251,11 +261,9 @@ static gpointer submitter(gpointer data) {
 
 /* Four threads submit at once; then the reads come back whole. */
 static void many_threads(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 4, NULL);
+  if (!start(&f, data, 4, NULL))
+    return;
   fill(&f, 9);
   Req reqs[N_BUFS];
   Submitter s[4];
@@ -276,11 +284,9 @@ static void many_threads(gconstpointer data) {
 
 /* Each completion submits the next request, from the backend's thread. */
 static void chain_from_callback(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 2, NULL);
+  if (!start(&f, data, 2, NULL))
+    return;
   fill(&f, 1);
   Req reqs[N_BUFS];
   for (guint n = 0; n < N_BUFS; n++)
@@ -299,11 +305,9 @@ static void chain_from_callback(gconstpointer data) {
 /* Real kernel errors come back as -errno: a read past the end of the file
  * (no progress: -ENODATA) and a misaligned O_DIRECT write (-EINVAL). */
 static void kernel_errors(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 2, NULL);
+  if (!start(&f, data, 2, NULL))
+    return;
   Req r[2];
   prepare(&f, &r[0], 0, 0, ROK_IO_READ);
   r[0].io.offset = (guint64)N_BUFS * BLOCK * 4;
@@ -324,11 +328,9 @@ static void kernel_errors(gconstpointer data) {
 /* short@write:2 and short@read:1: the first attempt moves about half, the
  * backend finishes the rest. */
 static void short_transfers(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 4, "short@write:2,short@read:1");
+  if (!start(&f, data, 4, "short@write:2,short@read:1"))
+    return;
   fill(&f, 5);
   Req reqs[N_BUFS];
   for (guint n = 0; n < N_BUFS; n++) {
@@ -354,11 +356,9 @@ static void short_transfers(gconstpointer data) {
  * request before the cancel (seen once under load on a clean clone,
  * 2026-12-03: 61 cancelled of 64). */
 static void cancel_queued(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 1, NULL);
+  if (!start(&f, data, 1, NULL))
+    return;
   Req reqs[N_BUFS];
   g_mutex_lock(&f.lock); /* callbacks wait here */
   for (guint n = 0; n < N_BUFS; n++) {
@@ -372,7 +372,7 @@ static void cancel_queued(gconstpointer data) {
   guint cancelled = 0;
   for (guint n = 0; n < N_BUFS; n++)
     cancelled += g_array_index(f.results, int, n) == -ECANCELED;
-  guint threads = kind == ROK_IO_BACKEND_PSYNC ? 2 : 1;
+  guint threads = f.kind == ROK_IO_BACKEND_PSYNC ? 2 : 1;
   g_assert_cmpuint(cancelled, >=, N_BUFS - 1 - threads);
   /* Later submissions are cancelled too. */
   prepare(&f, &reqs[0], 0, 0, ROK_IO_WRITE);
@@ -463,11 +463,9 @@ static void call_submits(gpointer data) {
  * the caller's, and what it submits moves; psync has no such thread and
  * runs nothing. */
 static void call_on_backend(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 4, NULL);
+  if (!start(&f, data, 4, NULL))
+    return;
   fill(&f, 11);
   Req reqs[N_BUFS];
   Call c = { .range = { &f, reqs, 0, N_BUFS / 4 }, .calls_left = 4 };
@@ -475,7 +473,7 @@ static void call_on_backend(gconstpointer data) {
   f.outstanding++;
   g_mutex_unlock(&f.lock);
   gboolean taken = rok_io_backend_call(f.be, call_submits, &c);
-  g_assert_true(taken == (kind == ROK_IO_BACKEND_URING));
+  g_assert_true(taken == (f.kind == ROK_IO_BACKEND_URING));
   if (!taken) {
     g_assert_null(c.ran_on);
     f.outstanding--;
@@ -496,11 +494,9 @@ static void call_on_backend(gconstpointer data) {
  * and before its callback runs, though a callback before it holds the
  * backend's thread (io_uring's only one) for 20 ms. */
 static void completions_stamped(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, N_BUFS, NULL);
+  if (!start(&f, data, N_BUFS, NULL))
+    return;
   fill(&f, 5);
   Req reqs[N_BUFS];
   gint64 before = rok_host_now_ns();
@@ -533,11 +529,9 @@ static void submit_two_then_linger(gpointer data) {
  * callback came, it would be 20 ms later). psync has no such thread: each
  * of its completions is stamped alone. */
 static void completions_reaped_together(gconstpointer data) {
-  RokIoBackendKind kind = GPOINTER_TO_INT(data);
-  if (uring_missing(kind))
-    return;
   Fixture f;
-  setup(&f, kind, 2, NULL);
+  if (!start(&f, data, 2, NULL))
+    return;
   fill(&f, 9);
   Req reqs[2];
   for (guint n = 0; n < 2; n++) {
@@ -548,7 +542,7 @@ static void completions_reaped_together(gconstpointer data) {
   f.outstanding += 2;
   g_mutex_unlock(&f.lock);
   if (!rok_io_backend_call(f.be, submit_two_then_linger, reqs)) {
-    g_assert_true(kind == ROK_IO_BACKEND_PSYNC);
+    g_assert_true(f.kind == ROK_IO_BACKEND_PSYNC);
     f.outstanding = 0;
     teardown(&f);
     g_test_skip("psync has no thread that reaps completions together");

@@ -170,6 +170,7 @@ typedef struct {
    * contention FALSE when not measured. */
   RokCalibStat copy_kernel_free_at; /* when a copy's wait ended, over the kernel's length */
   RokCalibStat handoff;   /* seconds */
+  RokHostWake handoff_wake; /* how the thread handed to was scheduled */
   gboolean contention;
   /* Another device (a GPU): what the executor pays per action beyond the
    * kernel, a tiny kernel launched and waited for plus a hand-off to the

@@ -353,10 +353,19 @@ double rok_host_own_cpu_seconds(void);
 /* CLOCK_MONOTONIC in nanoseconds: the clock every measured instant of a
  * step (an action's start and end, an I/O completion) is read on. */
 gint64 rok_host_now_ns(void);
-/* Asks the kernel for a short scheduling slice for the calling thread (a
- * thread that sleeps on I/O or hand-offs and must run soon when it wakes,
- * beside threads that compute); FALSE where the kernel refuses. */
-gboolean rok_host_thread_short_slice(void);
+/* How soon a thread that sleeps on I/O or hand-offs runs when it wakes
+ * beside threads that compute (a CPU device's kernels), weakest first. */
+typedef enum {
+  ROK_HOST_WAKE_FAIR,        /* the fair class as it is: it may wait up to a scheduler tick */
+  ROK_HOST_WAKE_SHORT_SLICE, /* a short slice (Linux 6.12 and later): an early deadline, still fair */
+  ROK_HOST_WAKE_REALTIME,    /* the lowest real-time priority: it runs at once */
+} RokHostWake;
+/* Asks for the calling thread the soonest the process may have: the
+ * lowest real-time priority (SCHED_FIFO 1, children reset to the fair
+ * class) where root, CAP_SYS_NICE or `ulimit -r` allow it and the host
+ * has more than one processor, else a short slice; says which it got. */
+RokHostWake rok_host_thread_prompt(void);
+const char *rok_host_wake_name(RokHostWake wake);
 /* Their share of the processors since `others_start` (a value of the
  * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
 double rok_host_others_share(double others_start, double wall_s);

@@ -172,6 +172,7 @@ typedef struct {
   GArray *step_figures; /* RokExecFigures of each measured step, in order */
   double step_time_min_s, step_time_max_s, warmup_time_s;
   double dispatch_s;             /* compute waits that no transfer or free explains: the runner's own overhead */
+  RokHostWake stream_wake;       /* the weakest scheduling a stream's thread got */
   guint64 fixed_device_bytes;    /* allocated when the step started: parameters, gradients */
   guint64 predicted_fixed_bytes; /* the schedule's: weights, gradients, optimizer states */
   guint64 staging_bytes, host_pool_bytes, slot_bytes;
@@ -206,7 +207,9 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
  * h2d_bandwidth, nvme_write_bandwidth, nvme_read_bandwidth, busy_s {per
  * stream}, compute_s, recompute_s, stall_s, stall_s_by_cause {read, pcie,
  * staging, memory}), step_time_min_s, step_time_max_s, step_times_s,
- * others_cpu_s, warmup_time_s, dispatch_s, fixed_device_bytes, staging_waits,
+ * others_cpu_s, warmup_time_s, dispatch_s, stream_threads ("real-time", "short
+ * slice" or "fair": how the stream threads were scheduled, the weakest),
+ * fixed_device_bytes, staging_waits,
  * staging_wait_s, integrity_failures, tensors_verified, gradient_checksum
  * (16 hex digits, a string: JSON numbers lose 64-bit precision), loss,
  * predicted {the same figures, from the schedule, and fixed_bytes},

@@ -205,7 +205,8 @@ static gboolean kernels_stop(Kernels *k, GError **error) {
 
 typedef struct {
   GAsyncQueue *in, *out;
-  int cpu; /* the processor it runs on; -1: any */
+  int cpu;          /* the processor it runs on; -1: any */
+  RokHostWake wake; /* what it got, as the executor's stream threads get */
 } Echo;
 
 /* Keeps the calling thread on CPU. */
@@ -216,13 +217,13 @@ static void pin_to(int cpu) {
   sched_setaffinity(0, sizeof one, &one);
 }
 
-/* Every message from `in` back on `out`, until the message 1; on a short
- * slice, as the executor's stream threads are. */
+/* Every message from `in` back on `out`, until the message 1; scheduled as
+ * the executor's stream threads are. */
 static gpointer echo(gpointer data) {
   Echo *e = data;
   if (e->cpu >= 0)
     pin_to(e->cpu);
-  rok_host_thread_short_slice();
+  e->wake = rok_host_thread_prompt();
   for (;;) {
     gpointer m = g_async_queue_pop(e->in);
     g_async_queue_push(e->out, m);
@@ -256,7 +257,7 @@ static int other_processor(cpu_set_t *saved) {
  * development VM, 2026-12-04: 3-5 us in 3 of 6 quick calibrations, 40-43
  * in the others, as a step's legs pay), a hand-off no leg gets. The
  * kernels run until the last sample (a batch of 4 once ran out first). */
-static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GError **error) {
+static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, RokHostWake *wake, GError **error) {
   Kernels k = {0};
   if (b != NULL) {
     kernels_start(&k, b, cl);
@@ -283,11 +284,13 @@ static gboolean measure_handoff(RokClDevice *cl, Busy *b, RokCalibStat *stat, GE
   if (b != NULL && !kernels_stop(&k, error))
     return FALSE;
   *stat = rok_calib_stat(samples, HANDOFF_SAMPLES);
+  if (wake != NULL)
+    *wake = e.wake;
   return TRUE;
 }
 
 gboolean rok_calib_measure_handoff(RokClDevice *cl, RokCalibStat *stat, GError **error) {
-  return measure_handoff(cl, NULL, stat, error);
+  return measure_handoff(cl, NULL, stat, NULL, error);
 }
 
 /* The checks of copies beside kernels, as a step's legs run: the copy waits
@@ -310,7 +313,7 @@ typedef struct {
 
 static gpointer checks_run(gpointer data) {
   Checks *c = data;
-  rok_host_thread_short_slice();
+  rok_host_thread_prompt();
   c->ok = rok_calib_measure_copied_checks(c->cl, c->o, c->cancel, c->d, &c->error);
   return NULL;
 }
@@ -335,7 +338,7 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
   rok_calib_progress(o, "copies, hand-offs and checks beside kernels");
   Busy b;
   gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_free_at, error) &&
-                measure_handoff(cl, &b, &d->handoff, error) && measure_checks(cl, &b, o, cancel, d, error);
+                measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) && measure_checks(cl, &b, o, cancel, d, error);
   busy_clear(&b);
   d->contention = ok;
   return ok;

@@ -55,8 +55,15 @@ static void append_device(GString *s, const RokCalibration *c) {
                        "median, while another thread runs 512x512x512 GEMMs one after another (the device gives a "
                        "copy a processor only when one is done with the kernel); "
                        "host.copy_overhead: the median time of a message to another thread and back through a "
-                       "GAsyncQueue while those GEMMs run, to a thread on a short scheduling slice (the "
-                       "executor's hand-offs of each leg to its stream's thread). ");
+                       "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg to its stream's "
+                       "thread). ");
+  if (d->contention)
+    g_string_append_printf(s, "The thread handed to was scheduled as the executor's stream threads are: %s%s. ",
+                           rok_host_wake_name(d->handoff_wake),
+                           d->handoff_wake == ROK_HOST_WAKE_REALTIME
+                               ? ""
+                               : " (real-time refused: not root, no CAP_SYS_NICE, `ulimit -r` 0, or one processor; "
+                                 "a thread woken beside the kernels may wait up to a scheduler tick)");
   if (d->ops->len > 0 && c->model_name != NULL)
     g_string_append_printf(s, "gpu.op_rates: every op of one layer of %s (with its embedding and head), forward "
                               "and backward, ", c->model_name);
@@ -111,7 +118,7 @@ static void append_host(GString *s, const RokCalibration *c) {
     g_autofree char *large = rok_units_format_size(d->copied_check_bytes[last]);
     g_string_append_printf(s, "host.checksum_rates: that checksum over a leg of %s to %s right after its copy out "
                               "of the device (the bytes over the time of all trials' legs, each at the next place in a pinned "
-                              "buffer; on a CPU device on a thread on a short slice, as the executor's d2h thread), and "
+                              "buffer; on a CPU device on a thread scheduled as the executor's d2h thread), and "
                               "checksum_bandwidth the largest one's. ",
                            small, large);
   }

@@ -267,8 +267,8 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   if (d->contention) {
     g_autofree char *handoff = rok_units_format_time(d->handoff.median);
     printf("  beside kernels       a copy waits until %.2f of the kernel in progress is done; a thread hand-off "
-           "%s\n",
-           d->copy_kernel_free_at.median, handoff);
+           "%s (to a %s thread)\n",
+           d->copy_kernel_free_at.median, handoff, rok_host_wake_name(d->handoff_wake));
   }
 }
 

@@ -70,22 +70,59 @@ double rok_host_others_share(double others_start, double wall_s) {
   return CLAMP((now - others_start) / (wall_s * cpus), 0, 1);
 }
 
+/* The kernel's struct sched_attr, whose header clashes with sched.h. */
+typedef struct {
+  guint32 size, sched_policy;
+  guint64 sched_flags;
+  gint32 sched_nice;
+  guint32 sched_priority;
+  guint64 sched_runtime, sched_deadline, sched_period;
+} SchedAttr;
+
+#define SCHED_FLAG_RESET_ON_FORK_ 0x01 /* linux/sched.h's SCHED_FLAG_RESET_ON_FORK */
+#define SHORT_SLICE_NS (100 * 1000)
+
+/* The lowest real-time priority takes a processor from any fair-class
+ * thread as soon as the thread wakes. Fair classes do not: on the
+ * development VM (2 processors, Linux 6.18, PoCL's workers 5 nice levels
+ * below rok, 2026-12-06) `perf sched timehist` had the io_uring thread,
+ * woken by a completion, wait 2.4 ms for its processor while a worker ran
+ * a kernel (EEVDF lets a thread that ran ahead of its share wait until it
+ * is eligible again, up to a tick, short slice or not), and in `rok
+ * execute` of an offload schedule 3-17 h2d legs a step were issued 1-4 ms
+ * after their reads ended; with the stream threads real-time, none. Only
+ * with more than one processor: with one, a real-time thread would stop
+ * the kernels whenever it runs, where the simulator has the two share it.
+ * Children go back to the fair class (reset on fork). */
+static gboolean realtime(void) {
+  if (g_get_num_processors() < 2)
+    return FALSE;
+  SchedAttr attr = {.size = sizeof attr, .sched_policy = SCHED_FIFO, .sched_priority = 1,
+                    .sched_flags = SCHED_FLAG_RESET_ON_FORK_};
+  return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+}
+
 /* Linux 6.12 and later take a fair-class thread's sched_runtime as the
  * slice it asks for (sched_setattr(2)): a short one gives the thread an
  * early deadline, so that when it wakes it preempts a thread that has
- * been computing rather than waiting out that thread's slice. Unprivileged;
- * older kernels refuse it (EINVAL) or ignore it. */
-gboolean rok_host_thread_short_slice(void) {
-#ifdef SYS_sched_setattr
-  struct { /* the kernel's struct sched_attr, whose header clashes with sched.h */
-    guint32 size, sched_policy;
-    guint64 sched_flags;
-    gint32 sched_nice;
-    guint32 sched_priority;
-    guint64 sched_runtime, sched_deadline, sched_period;
-  } attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER, .sched_runtime = 100 * 1000};
+ * been computing rather than waiting out that thread's slice (when it is
+ * eligible). Unprivileged; older kernels refuse it (EINVAL) or ignore it. */
+static gboolean short_slice(void) {
+  SchedAttr attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER, .sched_runtime = SHORT_SLICE_NS};
   return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
-#else
-  return FALSE;
+}
+
+RokHostWake rok_host_thread_prompt(void) {
+#ifdef SYS_sched_setattr
+  if (realtime())
+    return ROK_HOST_WAKE_REALTIME;
+  if (short_slice())
+    return ROK_HOST_WAKE_SHORT_SLICE;
 #endif
+  return ROK_HOST_WAKE_FAIR;
+}
+
+const char *rok_host_wake_name(RokHostWake wake) {
+  static const char *const names[] = {"fair", "short slice", "real-time"};
+  return wake < G_N_ELEMENTS(names) ? names[wake] : "?";
 }

@@ -190,6 +190,7 @@ json_object *rok_exec_report_to_json(const RokExecReport *r) {
   add(obj, "others_cpu_s", others);
   add(obj, "warmup_time_s", rok_json_new_double(r->warmup_time_s));
   add(obj, "dispatch_s", rok_json_new_double(r->dispatch_s));
+  add(obj, "stream_threads", json_object_new_string(rok_host_wake_name(r->stream_wake)));
   add(obj, "fixed_device_bytes", json_object_new_uint64(r->fixed_device_bytes));
   add(obj, "staging_waits", json_object_new_uint64(r->staging_waits));
   add(obj, "staging_wait_s", rok_json_new_double(r->staging_wait_s));

@@ -126,19 +126,28 @@ static void run_task(Runner *r, guint task) {
   g_async_queue_push(r->completions, runner_msg(RUN_MSG_TASK));
 }
 
+/* The weakest of what the stream threads got, for the report. */
+static void note_wake(Runner *r, RokHostWake wake) {
+  for (gint seen = g_atomic_int_get(&r->stream_wake); (gint)wake < seen; seen = g_atomic_int_get(&r->stream_wake))
+    if (g_atomic_int_compare_and_exchange(&r->stream_wake, seen, (gint)wake))
+      return;
+}
+
 gpointer runner_worker_thread(gpointer data) {
   RunnerWorker *w = data;
   Runner *r = w->r;
   gboolean compute = w->stream == ROK_STREAM_COMPUTE;
   /* On a CPU device a stream's thread woken beside the kernels must not
-   * wait out a kernel thread's slice: an SSD leg's thread only submits its
-   * requests, and the d2h thread, woken for a leg primed a few
-   * microseconds before, took 1.2-4.4 ms to run on the development VM
-   * (2026-12-02; 16-57 us on a short slice). The slice is not a weight:
-   * the copy threads still checksum on the processors as the kernels'
-   * equals. */
+   * wait for a processor, as a GPU's copy engine would not: an SSD leg's
+   * thread only submits its requests, and the d2h thread, woken for a leg
+   * primed a few microseconds before, took 1.2-4.4 ms to run on the
+   * development VM (2026-12-02; 16-57 us on a short slice, with late ones
+   * left: rok_host_thread_prompt). The copy threads checksum on the
+   * processors, each taking one from the kernels, as the simulator has
+   * them. The compute thread stays in the fair class: it only launches
+   * and waits. */
   if (w->stream != ROK_STREAM_COMPUTE)
-    rok_host_thread_short_slice();
+    note_wake(r, rok_host_thread_prompt());
   for (guint id = RUN_NONE;;) {
     if (id == RUN_NONE)
       id = runner_msg_value(next_work(r, w->stream));

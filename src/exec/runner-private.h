@@ -227,6 +227,8 @@ struct _Runner {
    * thread (atomic): while there are, no leg is primed, so that slots go
    * in the stream's order. */
   gint d2h_slotless;
+  /* The weakest scheduling a stream's thread got (RokHostWake, atomic). */
+  gint stream_wake;
 
   /* Per step, from the compute thread. */
   guint64 gradient_checksum;

@@ -87,6 +87,19 @@ static void comm_notes(Runner *r) {
                                             p->comm_actions, groups->str));
 }
 
+/* How the stream threads were scheduled (their threads have ended), and
+ * on a CPU device what it costs where they could not be real-time. */
+static void wake_note(Runner *r) {
+  RokHostWake wake = (RokHostWake)g_atomic_int_get(&r->stream_wake);
+  r->report->stream_wake = wake;
+  if (wake != ROK_HOST_WAKE_REALTIME && g_strcmp0(r->report->device_type, "cpu") == 0)
+    g_ptr_array_add(r->notes, g_strdup_printf("the stream threads ran in the fair class (%s), real-time refused (not "
+                                              "root, no CAP_SYS_NICE, `ulimit -r` 0, or one processor): a leg's "
+                                              "thread woken beside the kernels may wait for a processor up to a "
+                                              "scheduler tick, which the prediction leaves out",
+                                              rok_host_wake_name(wake)));
+}
+
 static void model_notes(Runner *r) {
   guint standins = rok_exec_model_standin_count(r->model);
   for (guint o = 0, shown = 0; o < r->trace->ops->len && shown < 3; o++) {
@@ -268,6 +281,7 @@ static Runner *runner_new(const RokSchedule *schedule, const RokExecOptions *opt
   g_mutex_init(&r->error_lock);
   g_mutex_init(&r->gate_lock);
   g_cond_init(&r->gate_cond);
+  r->stream_wake = ROK_HOST_WAKE_REALTIME; /* lowered by each stream's thread as it starts */
   r->completions = g_async_queue_new();
   r->notes = g_ptr_array_new_with_free_func(g_free);
   r->report = exec_report_new();
@@ -321,6 +335,7 @@ RokExecReport *rok_exec_run(const RokSchedule *schedule, const RokExecOptions *o
   g_clear_error(&r->removal_error);
   RokExecReport *report = NULL;
   if (ok) {
+    wake_note(r);
     report = g_steal_pointer(&r->report);
     for (guint i = 0; i < r->notes->len; i++)
       g_ptr_array_add(report->notes, g_strdup(g_ptr_array_index(r->notes, i)));

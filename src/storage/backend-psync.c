@@ -22,7 +22,7 @@ static void run_attempt(gpointer data, gpointer user_data) {
   static _Thread_local gboolean asked;
   if (!asked) { /* completions wait for these threads, beside the kernels of a CPU device */
     asked = TRUE;
-    rok_host_thread_short_slice();
+    rok_host_thread_prompt();
   }
   int res = 0;
   if (req->a_len > 0) {

@@ -238,7 +238,7 @@ static gpointer owner_main(gpointer data) {
   RokIoBackend *be = data;
   RokUring *u = be->impl;
   u->owner = g_thread_self();
-  rok_host_thread_short_slice(); /* completions wait for it, beside the kernels of a CPU device */
+  rok_host_thread_prompt(); /* completions wait for it, beside the kernels of a CPU device */
   const RokIoBackendConfig *config = u->config;
   int r = init_ring(u, config->queue_depth * config->n_files + 1);
   char *note = r == 0 ? register_all(u, be, config) : NULL;

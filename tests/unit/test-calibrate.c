@@ -1,8 +1,10 @@
 /* Calibration without measuring: statistics, options, the profile built
  * from hand-made measurements, its source text, and the sanity checks. */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -454,38 +456,90 @@ static void test_elementwise_change(void) {
   g_assert_nonnull(strstr(slow, "the machine's speed changed by more than 10% while they were measured"));
 }
 
-/* The short slice the I/O threads ask for: on Linux 6.12 and later the
- * kernel takes it (sched_getattr reads it back as the thread's
- * sched_runtime, 100 us), which a wrong layout of sched_attr would not
- * survive; on an older kernel the call may fail, and only that is said. */
-static gpointer short_slice_thread(gpointer data) {
-  (void)data;
-  return GINT_TO_POINTER(rok_host_thread_short_slice());
+/* What the stream and I/O threads ask for (rok_host_thread_prompt), read
+ * back with sched_getattr, which a wrong layout of sched_attr would not
+ * survive: the lowest real-time priority, children reset to the fair
+ * class, where the process may have it and there are two processors or
+ * more; else the short slice (a sched_runtime of 100 us) on Linux 6.12 and
+ * later, where an older kernel may refuse it, and only that is said. */
+typedef struct {
+  guint32 size, sched_policy;
+  guint64 sched_flags;
+  gint32 sched_nice;
+  guint32 sched_priority;
+  guint64 sched_runtime, sched_deadline, sched_period;
+  guint32 util_min, util_max;
+} SchedAttr;
+
+typedef struct {
+  RokHostWake wake;
+  SchedAttr attr;
+} Prompted;
+
+static gpointer prompt_thread(gpointer data) {
+  Prompted *p = data;
+  p->wake = rok_host_thread_prompt();
+  g_assert_cmpint(syscall(SYS_sched_getattr, 0, &p->attr, sizeof p->attr, 0), ==, 0);
+  return NULL;
 }
 
-static void test_short_slice(void) {
+static gboolean recent_kernel(void) {
   struct utsname u;
   guint major = 0, minor = 0;
-  gboolean recent = uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
-                    (major > 6 || (major == 6 && minor >= 12));
-  GThread *t = g_thread_new("short-slice", short_slice_thread, NULL);
-  gboolean ok = GPOINTER_TO_INT(g_thread_join(t));
-  if (!recent) {
-    g_test_message("kernel %s: short slice %s", u.release, ok ? "taken" : "refused");
+  return uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+         (major > 6 || (major == 6 && minor >= 12));
+}
+
+static void check_prompted(const Prompted *p) {
+  switch (p->wake) {
+  case ROK_HOST_WAKE_REALTIME:
+    g_assert_cmpuint(p->attr.sched_policy, ==, SCHED_FIFO);
+    g_assert_cmpuint(p->attr.sched_priority, ==, 1);
+    g_assert_cmpuint(p->attr.sched_flags & 0x01 /* SCHED_FLAG_RESET_ON_FORK */, ==, 0x01);
+    g_assert_cmpuint(g_get_num_processors(), >=, 2);
+    break;
+  case ROK_HOST_WAKE_SHORT_SLICE:
+    g_assert_cmpuint(p->attr.sched_policy, ==, SCHED_OTHER);
+    g_assert_cmpuint(p->attr.sched_runtime, ==, 100000);
+    break;
+  case ROK_HOST_WAKE_FAIR:
+    g_assert_false(recent_kernel());
+    g_assert_cmpuint(p->attr.sched_policy, ==, SCHED_OTHER);
+    break;
+  }
+}
+
+static void test_prompt(void) {
+  Prompted p = {0};
+  g_thread_join(g_thread_new("prompt", prompt_thread, &p));
+  g_test_message("this process's stream threads: %s", rok_host_wake_name(p.wake));
+  check_prompted(&p);
+  struct rlimit rt;
+  gboolean may = getuid() == 0 || (getrlimit(RLIMIT_RTPRIO, &rt) == 0 && rt.rlim_cur >= 1);
+  if (may && g_get_num_processors() >= 2)
+    g_assert_cmpint(p.wake, ==, ROK_HOST_WAKE_REALTIME);
+}
+
+/* Where real time is refused (no RLIMIT_RTPRIO, not root: root gives up
+ * its rights as nobody), the short slice, and no error. */
+static void test_prompt_refused(void) {
+  if (g_test_subprocess()) {
+    struct rlimit none = {0, 0};
+    g_assert_cmpint(setrlimit(RLIMIT_RTPRIO, &none), ==, 0);
+    if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) {
+      g_test_message("cannot become nobody: not tried");
+      return;
+    }
+    Prompted p = {0};
+    g_thread_join(g_thread_new("prompt", prompt_thread, &p));
+    g_assert_cmpint(p.wake, !=, ROK_HOST_WAKE_REALTIME);
+    if (recent_kernel())
+      g_assert_cmpint(p.wake, ==, ROK_HOST_WAKE_SHORT_SLICE);
+    check_prompted(&p);
     return;
   }
-  g_assert_true(ok);
-  g_assert_true(rok_host_thread_short_slice()); /* this thread, to read back */
-  struct {
-    guint32 size, sched_policy;
-    guint64 sched_flags;
-    gint32 sched_nice;
-    guint32 sched_priority;
-    guint64 sched_runtime, sched_deadline, sched_period;
-    guint32 util_min, util_max;
-  } attr = {0};
-  g_assert_cmpint(syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0), ==, 0);
-  g_assert_cmpuint(attr.sched_runtime, ==, 100000);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
 }
 
 int main(int argc, char **argv) {
@@ -503,6 +557,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/busy", test_busy);
   g_test_add_func("/calibrate/speed-change", test_speed_change);
   g_test_add_func("/calibrate/elementwise-change", test_elementwise_change);
-  g_test_add_func("/calibrate/short-slice", test_short_slice);
+  g_test_add_func("/calibrate/prompt", test_prompt);
+  g_test_add_func("/calibrate/prompt-refused", test_prompt_refused);
   return g_test_run();
 }

@@ -242,7 +242,8 @@ static void note_runtime_threads(GHashTable *before) {
  * workers ROK_CL_CPU_WORKER_NICE above the process (a third of the
  * weight) 1200-1540 MB/s, the step 0.46-0.48 s against 0.44-0.48. Raising
  * a thread's nice needs no privilege; lowering it would, so the workers
- * are lowered rather than the streams raised. Linux weighs nice only
+ * are lowered rather than the streams raised (which also go real-time
+ * where rok may: rok_host_thread_prompt). Linux weighs nice only
  * within a task group (sched(7): the session's autogroup, or a cgroup),
  * so jobs of other sessions or cgroups take what they took before. */
 

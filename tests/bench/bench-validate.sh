@@ -41,15 +41,17 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-06 evening, a steady calibration: the LLaMA-shaped
-# model of other widths (--model FILE: 4 layers, hidden 256, 4 heads, 2
-# KV heads, ffn 688, seq 256) 1.2% and 0.4% median step-time error (worst
-# 1.4%, 1.3%; against keep 0.8%, 0.9%), streams median 8.7% and 21.3%.
-# The same day with the VM's speed moving: validate-gpt 16.9% and 6.0%
-# (keep +17.9%, +15.3%; against keep 1.8%, 6.4%); on a steady VM 1.7% and
-# 1.3% (worst 3.6%, 2.4%). docs/measurements.md has every run quoted
-# since 2026-12-02 and what changed between them; README's `rok validate`
-# section, the latest and what limits them.
+# --runs 2, 2026-12-06 night, the stream and I/O threads real-time (as
+# root): validate-gpt 5.7% and 21.3% median step-time error (the VM 7% and
+# 14% slower than its calibration; against keep 2.8%, 2.5%), streams 6.0%
+# and 9.0% median; the LLaMA-shaped model of other widths (--model FILE:
+# 4 layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 10.5% and
+# 7.5% (the VM 9% and 7% faster; against keep 2.6%, 1.6%), streams 10.5%
+# and 13.7% median, its write streams 29-147% long. The evening before,
+# on a steady calibration, the LLaMA-shaped model 1.2% and 0.4% (worst
+# 1.4%, 1.3%), validate-gpt 1.7% and 1.3% that day. docs/measurements.md
+# has every run quoted since 2026-12-02 and what changed between them;
+# README's `rok validate` section, the latest and what limits them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

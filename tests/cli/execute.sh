@@ -74,15 +74,15 @@ done
 [ "$(num "$tmp/rok-ssd.json" nvme_write_bytes)" -gt 0 ]
 [ "$(num "$tmp/rok-ssd.json" nvme_read_bytes)" -gt 0 ]
 
-# The stream threads are real-time where the process may be (root, or
-# `ulimit -r`) on two processors or more; refused (root without
-# CAP_SYS_NICE and no real-time limit), the fair class with a short slice,
-# said in a note on a CPU device, with the same gradients.
+# The stream threads are real-time where the process may be (chrt can
+# take the lowest real-time priority) on two processors or more; refused
+# (root without CAP_SYS_NICE and no real-time limit), the fair class with
+# a short slice, said in a note on a CPU device, with the same gradients.
 threads=$(str "$tmp/rok-ssd.json" stream_threads)
-if [ "$(nproc)" -ge 2 ] && { [ "$(id -u)" = 0 ] || [ "$(ulimit -r)" != 0 ]; }; then
+if [ "$(nproc)" -ge 2 ] && chrt -f 1 true 2> /dev/null; then
   [ "$threads" = real-time ] || { echo "stream threads: $threads, where real-time was allowed" >&2; exit 1; }
 fi
-if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null && command -v prlimit > /dev/null; then
+if [ "$(id -u)" = 0 ] && setpriv --bounding-set -sys_nice prlimit --rtprio=0 true 2> /dev/null; then
   setpriv --bounding-set -sys_nice prlimit --rtprio=0 "$rok" execute "$tmp/rok-ssd/schedule.json" --dir "$disk" \
     --json > "$tmp/fair.json"
   [ "$(str "$tmp/fair.json" stream_threads)" != real-time ]

@@ -1,5 +1,6 @@
 /* Calibration without measuring: statistics, options, the profile built
  * from hand-made measurements, its source text, and the sanity checks. */
+#define _GNU_SOURCE /* SCHED_RESET_ON_FORK */
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -458,29 +459,28 @@ static void test_elementwise_change(void) {
 }
 
 /* What the stream and I/O threads ask for (rok_host_thread_prompt), read
- * back with sched_getattr, which a wrong layout of sched_attr would not
- * survive: the lowest real-time priority, children reset to the fair
- * class, where the process may have it and there are two processors or
- * more; else the short slice (a sched_runtime of 100 us) on Linux 6.12 and
- * later, where an older kernel may refuse it, and only that is said. */
-typedef struct {
-  guint32 size, sched_policy;
-  guint64 sched_flags;
-  gint32 sched_nice;
-  guint32 sched_priority;
-  guint64 sched_runtime, sched_deadline, sched_period;
-  guint32 util_min, util_max;
-} SchedAttr;
-
+ * back through other calls than the one that set it: the lowest
+ * real-time priority, children reset to the fair class
+ * (sched_getscheduler, sched_getparam), where the process may have it and
+ * there are two processors or more; else the short slice, a
+ * sched_runtime of 100 us at byte 24 of the kernel's sched_attr
+ * (sched_setattr(2)), which a wrong layout of rok's copy of it would not
+ * survive, on Linux 6.12 and later (an older kernel may refuse it). */
 typedef struct {
   RokHostWake wake;
-  SchedAttr attr;
+  int policy; /* with SCHED_RESET_ON_FORK */
+  struct sched_param param;
+  guint64 runtime_ns;
 } Prompted;
 
 static gpointer prompt_thread(gpointer data) {
   Prompted *p = data;
   p->wake = rok_host_thread_prompt();
-  g_assert_cmpint(syscall(SYS_sched_getattr, 0, &p->attr, sizeof p->attr, 0), ==, 0);
+  p->policy = sched_getscheduler(0);
+  g_assert_cmpint(sched_getparam(0, &p->param), ==, 0);
+  guint8 attr[56] = {0};
+  g_assert_cmpint(syscall(SYS_sched_getattr, 0, attr, sizeof attr, 0), ==, 0);
+  memcpy(&p->runtime_ns, attr + 24, sizeof p->runtime_ns);
   return NULL;
 }
 
@@ -494,18 +494,17 @@ static gboolean recent_kernel(void) {
 static void check_prompted(const Prompted *p) {
   switch (p->wake) {
   case ROK_HOST_WAKE_REALTIME:
-    g_assert_cmpuint(p->attr.sched_policy, ==, SCHED_FIFO);
-    g_assert_cmpuint(p->attr.sched_priority, ==, 1);
-    g_assert_cmpuint(p->attr.sched_flags & 0x01 /* SCHED_FLAG_RESET_ON_FORK */, ==, 0x01);
+    g_assert_cmpint(p->policy, ==, SCHED_FIFO | SCHED_RESET_ON_FORK);
+    g_assert_cmpint(p->param.sched_priority, ==, 1);
     g_assert_cmpuint(g_get_num_processors(), >=, 2);
     break;
   case ROK_HOST_WAKE_SHORT_SLICE:
-    g_assert_cmpuint(p->attr.sched_policy, ==, SCHED_OTHER);
-    g_assert_cmpuint(p->attr.sched_runtime, ==, 100000);
+    g_assert_cmpint(p->policy, ==, SCHED_OTHER);
+    g_assert_cmpuint(p->runtime_ns, ==, 100000);
     break;
   case ROK_HOST_WAKE_FAIR:
     g_assert_false(recent_kernel());
-    g_assert_cmpuint(p->attr.sched_policy, ==, SCHED_OTHER);
+    g_assert_cmpint(p->policy, ==, SCHED_OTHER);
     break;
   }
 }

@@ -102,6 +102,7 @@ static void print_header(const RokExecReport *r) {
       printf(" %s", (const char *)g_ptr_array_index(r->dirs, i));
     printf(" (removed)\n");
   }
+  printf("Stream threads: %s\n", rok_host_wake_name(r->stream_wake));
   printf("\n  %-20s %12s %12s %8s\n", "", "measured", "predicted", "error");
 }
 

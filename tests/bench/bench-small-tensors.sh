@@ -24,16 +24,17 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
-# 2026-12-06 evening, the staged SSD legs issued together handed to the
-# I/O thread in one call: reads 0.63x fio at QD 32 and 0.92x fio's same
-# bursts (fio's reads 7.03 GB/s, served from the host's cache); fio's
-# QD 32 writes 1.64-1.99 GB/s against rok's 5.5-6.3 (no write ratio worth
-# quoting); SSD streams predicted +1.0% (writes) and +14.3% (reads), d2h
-# 4127 MB/s against 4128, the step 5.37 s against 5.18 (the run before,
-# SSD legs timed at their completions' stamps: 0.78x / 0.62x, +22.7% /
-# +17.8%). The four runs before, on another VM: writes 0.77-0.97x (median
-# 0.91x) and reads 0.80-1.12x (0.95x) of fio at QD 32. docs/measurements.md
-# has every run since 2026-12-02 (A-AA) and what changed between them.
+# 2026-12-06 night, the stream and I/O threads real-time, in a slow spell
+# of the VM (the step 7.75 s against 6.33 predicted): reads 0.65x fio at
+# QD 32 and 0.85x fio's same bursts (fio's reads 6.1-6.8 GB/s, served
+# from the host's cache); fio's QD 32 writes 1.64-1.84 GB/s against rok's
+# 4.7-5.7 (no write ratio worth quoting); SSD streams predicted +32.4%
+# (writes) and +29.9% (reads), d2h 4669 MB/s predicted against 2647. The
+# run before (the evening, the threads in the fair class): 0.63x / 0.92x,
+# +1.0% / +14.3%, d2h 4127 against 4128. The four runs before, on another
+# VM: writes 0.77-0.97x (median 0.91x) and reads 0.80-1.12x (0.95x) of
+# fio at QD 32. docs/measurements.md has every run since 2026-12-02
+# (A-AB) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -2,8 +2,10 @@
  * transfer queues, as offloads and prefetches use them: large copies give
  * the bandwidth of each direction, small ones the latency of a transfer.
  * On PoCL's CPU device a copy is a memcpy by a worker thread. */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #ifdef ROK_WITH_OPENCL
 
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,7 +15,9 @@
 
 #define MIB ((guint64)1 << 20)
 #define SMALL_COPY 4096
-#define LATENCY_SAMPLES 50
+#define LATENCY_GROUPS 5
+#define LATENCY_GROUP_SAMPLES 10
+#define LATENCY_GROUP_GAP_US 200000
 #define LATENCY_SPACING_US 1000
 #define CPU_GROUPS 5
 #define CPU_GROUP_COPIES 20
@@ -58,19 +62,55 @@ static gboolean bandwidth(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d,
  * the next command beside the waiting one), so that one calibration's
  * figure was 4.5 us and the next 77.5; 1 ms apart, 30 groups of 50 over
  * five calibrations took 19-28 us, and validate's offload rows' d2h legs
- * came to 15-33 us more than their bytes and checks at any calibration. */
+ * came to 15-33 us more than their bytes and checks at any calibration.
+ * 1 ms apart it still flips, and stays flipped for the whole second or
+ * more of its copies until the waiting thread moves to another
+ * processor: 2026-12-06, one quick calibration in six took 96 us (the
+ * others 29-32), two full ones in five 52-53, while the steps' d2h legs
+ * kept to the fast speed (a 128 KiB leg 73-77 us against 107-110
+ * predicted on those two). Groups of ten 200 ms apart all came out
+ * 47-63 us in two quick calibrations of ten; with each group on the next
+ * processor in turn, 28-34 us in all ten but for one group (82). So the
+ * copies come in LATENCY_GROUPS groups, each with this thread on another
+ * processor, and the figure is the group with the least median. */
+static void keep_on(const cpu_set_t *allowed, guint nth) {
+  int n = CPU_COUNT(allowed), seen = 0;
+  for (int cpu = 0; n > 1 && cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, allowed) && seen++ == (int)(nth % (guint)n)) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+}
+
 static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, GError **error) {
-  double samples[LATENCY_SAMPLES];
-  for (guint i = 0; i < LATENCY_SAMPLES + 2; i++) {
-    double s = 0;
-    g_usleep(LATENCY_SPACING_US);
-    if (!copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
-      return FALSE;
-    if (i >= 2) /* the first of each direction warms up */
-      samples[i - 2] = s;
+  double samples[LATENCY_GROUPS][LATENCY_GROUP_SAMPLES];
+  cpu_set_t allowed;
+  gboolean pinned = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+  gboolean ok = TRUE;
+  for (guint g = 0; ok && g < LATENCY_GROUPS; g++) {
+    if (g > 0)
+      g_usleep(LATENCY_GROUP_GAP_US);
+    if (pinned)
+      keep_on(&allowed, g);
+    for (guint i = 0; ok && i < LATENCY_GROUP_SAMPLES + 2; i++) {
+      double s = 0;
+      g_usleep(LATENCY_SPACING_US);
+      ok = copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error);
+      if (i >= 2) /* the first of each direction warms up */
+        samples[g][i - 2] = s;
+    }
+    if (!ok)
+      break;
+    RokCalibStat group = rok_calib_stat(samples[g], LATENCY_GROUP_SAMPLES);
+    if (g == 0 || group.median < stat->median)
+      *stat = group;
   }
-  *stat = rok_calib_stat(samples, LATENCY_SAMPLES);
-  return TRUE;
+  if (pinned)
+    sched_setaffinity(0, sizeof allowed, &allowed);
+  return ok;
 }
 
 /* The processor time this process spends on a small copy (getrusage,

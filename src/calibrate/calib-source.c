@@ -97,7 +97,8 @@ static void append_device(GString *s, const RokCalibration *c) {
                                  : " of its time around them");
   }
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: the median "
-                            "of 4 KiB copies 1 ms apart, as a step's legs come. ",
+                            "of 4 KiB copies 1 ms apart, as a step's legs come, the least of five groups of ten, "
+                            "each with the timing thread on another processor in turn. ",
                          d->pinned ? "pinned (CL_MEM_ALLOC_HOST_PTR)" : "page-aligned",
                          g_strcmp0(d->type, "cpu") == 0 ? " (a CPU device has no bus: a copy is a memcpy)" : "");
 }

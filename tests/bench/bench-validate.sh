@@ -50,9 +50,8 @@
 # and 13.7% median, its write streams 29-147% long; with the copy latency
 # timed on each processor in turn 7.1% and 7.4% (the VM 6% faster;
 # against keep 2.2%, 0.5%), streams 7.9% and 10.2%, d2h within 15%. The
-# evening before,
-# on a steady calibration, the LLaMA-shaped model 1.2% and 0.4% (worst
-# 1.4%, 1.3%), validate-gpt 1.7% and 1.3% that day. docs/measurements.md
+# evening before, on a steady calibration, the LLaMA-shaped model 1.2%
+# and 0.4% (worst 1.4%, 1.3%), validate-gpt 1.7% and 1.3% that day. docs/measurements.md
 # has every run quoted since 2026-12-02 and what changed between them;
 # README's `rok validate` section, the latest and what limits them.
 set -euo pipefail

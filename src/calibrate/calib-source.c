@@ -50,15 +50,13 @@ static void append_device(GString *s, const RokCalibration *c) {
     g_string_append(s, "gpu.copy_queues_in_order: the device cannot run a command queue out of order "
                        "(CL_DEVICE_QUEUE_PROPERTIES), so the executor's copy queues run in order. ");
   if (d->contention)
-    g_string_append(s, "gpu.copy_kernel_free_at: when the wait of a 1 MiB copy issued at spread points of a "
-                       "GEMM's first half ended (its time less the same copy's alone), over the GEMM's length, "
-                       "median, while another thread runs 512x512x512 GEMMs one after another (the device gives a "
-                       "copy a processor only when one is done with the kernel); "
-                       "host.copy_overhead: the median time of a message to another thread and back through a "
-                       "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg to its stream's "
-                       "thread). ");
-  if (d->contention)
-    g_string_append_printf(s, "The thread handed to was scheduled as the executor's stream threads are: %s%s. ",
+    g_string_append_printf(s, "gpu.copy_kernel_free_at: when the wait of a 1 MiB copy issued at spread points of a "
+                              "GEMM's first half ended (its time less the same copy's alone), over the GEMM's length, "
+                              "median, while another thread runs 512x512x512 GEMMs one after another (the device "
+                              "gives a copy a processor only when one is done with the kernel); "
+                              "host.copy_overhead: the median time of a message to another thread and back through a "
+                              "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg to its "
+                              "stream's thread), to a thread scheduled as the executor's stream threads are: %s%s. ",
                            rok_host_wake_name(d->handoff_wake),
                            d->handoff_wake == ROK_HOST_WAKE_REALTIME
                                ? ""

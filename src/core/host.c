@@ -70,6 +70,7 @@ double rok_host_others_share(double others_start, double wall_s) {
   return CLAMP((now - others_start) / (wall_s * cpus), 0, 1);
 }
 
+#ifdef SYS_sched_setattr
 /* The kernel's struct sched_attr, whose header clashes with sched.h. */
 typedef struct {
   guint32 size, sched_policy;
@@ -111,6 +112,7 @@ static gboolean short_slice(void) {
   SchedAttr attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER, .sched_runtime = SHORT_SLICE_NS};
   return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
 }
+#endif
 
 RokHostWake rok_host_thread_prompt(void) {
 #ifdef SYS_sched_setattr

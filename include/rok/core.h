@@ -366,6 +366,9 @@ typedef enum {
  * has more than one processor, else a short slice; says which it got. */
 RokHostWake rok_host_thread_prompt(void);
 const char *rok_host_wake_name(RokHostWake wake);
+/* For threads beside a CPU device's kernels that got `wake`: why it is
+ * not real-time and what that costs, in words (NULL where it is). */
+char *rok_host_wake_note(RokHostWake wake);
 /* Their share of the processors since `others_start` (a value of the
  * function above), over `wall_s` seconds: 0 to 1; negative: unknown. */
 double rok_host_others_share(double others_start, double wall_s);

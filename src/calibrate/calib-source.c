@@ -56,12 +56,11 @@ static void append_device(GString *s, const RokCalibration *c) {
                               "gives a copy a processor only when one is done with the kernel); "
                               "host.copy_overhead: the median time of a message to another thread and back through a "
                               "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg to its "
-                              "stream's thread), to a thread scheduled as the executor's stream threads are: %s%s. ",
-                           rok_host_wake_name(d->handoff_wake),
-                           d->handoff_wake == ROK_HOST_WAKE_REALTIME
-                               ? ""
-                               : " (real-time refused: not root, no CAP_SYS_NICE, `ulimit -r` 0, or one processor; "
-                                 "a thread woken beside the kernels may wait up to a scheduler tick)");
+                              "stream's thread), to a thread scheduled as the executor's stream threads are: %s. ",
+                           rok_host_wake_name(d->handoff_wake));
+  g_autofree char *wake = d->contention ? rok_host_wake_note(d->handoff_wake) : NULL;
+  if (wake != NULL)
+    g_string_append_printf(s, "Here %s. ", wake);
   if (d->ops->len > 0 && c->model_name != NULL)
     g_string_append_printf(s, "gpu.op_rates: every op of one layer of %s (with its embedding and head), forward "
                               "and backward, ", c->model_name);

@@ -128,3 +128,13 @@ const char *rok_host_wake_name(RokHostWake wake) {
   static const char *const names[] = {"fair", "short slice", "real-time"};
   return wake < G_N_ELEMENTS(names) ? names[wake] : "?";
 }
+
+char *rok_host_wake_note(RokHostWake wake) {
+  if (wake == ROK_HOST_WAKE_REALTIME)
+    return NULL;
+  return g_strdup_printf("the stream threads ran in the fair class (%s), real time refused (not root, no "
+                         "CAP_SYS_NICE, `ulimit -r` 0, or one processor): a thread woken beside the kernels may "
+                         "wait up to a scheduler tick for a processor, so its copies and SSD legs may start that "
+                         "much later than predicted",
+                         rok_host_wake_name(wake));
+}

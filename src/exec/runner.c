@@ -92,12 +92,9 @@ static void comm_notes(Runner *r) {
 static void wake_note(Runner *r) {
   RokHostWake wake = (RokHostWake)g_atomic_int_get(&r->stream_wake);
   r->report->stream_wake = wake;
-  if (wake != ROK_HOST_WAKE_REALTIME && g_strcmp0(r->report->device_type, "cpu") == 0)
-    g_ptr_array_add(r->notes, g_strdup_printf("the stream threads ran in the fair class (%s), real-time refused (not "
-                                              "root, no CAP_SYS_NICE, `ulimit -r` 0, or one processor): a leg's "
-                                              "thread woken beside the kernels may wait for a processor up to a "
-                                              "scheduler tick, which the prediction leaves out",
-                                              rok_host_wake_name(wake)));
+  char *note = g_strcmp0(r->report->device_type, "cpu") == 0 ? rok_host_wake_note(wake) : NULL;
+  if (note != NULL)
+    g_ptr_array_add(r->notes, note);
 }
 
 static void model_notes(Runner *r) {

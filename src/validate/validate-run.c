@@ -199,12 +199,9 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
   /* The executor's own note, once for the validation. */
   for (guint i = 0; i < v->rows->len; i++) {
     const RokExecReport *r = ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->report;
-    if (r != NULL && r->stream_wake != ROK_HOST_WAKE_REALTIME && g_strcmp0(r->device_type, "cpu") == 0) {
-      g_ptr_array_add(v->notes, g_strdup_printf("the executor's stream threads ran in the fair class (%s), real-time "
-                                                "refused (not root, no CAP_SYS_NICE, `ulimit -r` 0, or one "
-                                                "processor): a copy or SSD leg may start up to a scheduler tick late "
-                                                "beside the kernels, so its streams run longer than predicted",
-                                                rok_host_wake_name(r->stream_wake)));
+    char *note = r != NULL && g_strcmp0(r->device_type, "cpu") == 0 ? rok_host_wake_note(r->stream_wake) : NULL;
+    if (note != NULL) {
+      g_ptr_array_add(v->notes, note);
       break;
     }
   }

@@ -88,7 +88,7 @@ if [ "$(id -u)" = 0 ] && setpriv --bounding-set -sys_nice prlimit --rtprio=0 tru
   [ "$(str "$tmp/fair.json" stream_threads)" != real-time ]
   [ "$(str "$tmp/fair.json" gradient_checksum)" = "$(str "$tmp/rok-ssd.json" gradient_checksum)" ]
   if [ "$(str "$tmp/fair.json" type)" = cpu ]; then
-    expect_in "$(cat "$tmp/fair.json")" "real-time refused (not root, no CAP_SYS_NICE"
+    expect_in "$(cat "$tmp/fair.json")" "real time refused (not root, no CAP_SYS_NICE"
   fi
 fi
 

@@ -526,6 +526,10 @@ static void test_prompt(void) {
   gboolean may = GPOINTER_TO_INT(g_thread_join(g_thread_new("may", may_realtime_thread, NULL)));
   if (may && g_get_num_processors() >= 2)
     g_assert_cmpint(p.wake, ==, ROK_HOST_WAKE_REALTIME);
+  /* What a report says where real time was refused, and nothing where not. */
+  g_assert_null(rok_host_wake_note(ROK_HOST_WAKE_REALTIME));
+  g_autofree char *note = rok_host_wake_note(ROK_HOST_WAKE_SHORT_SLICE);
+  g_assert_nonnull(strstr(note, "fair class (short slice), real time refused"));
 }
 
 /* Where real time is refused (no RLIMIT_RTPRIO, not root: root gives up

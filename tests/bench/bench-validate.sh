@@ -49,8 +49,11 @@
 # 7.5% (the VM 9% and 7% faster; against keep 2.6%, 1.6%), streams 10.5%
 # and 13.7% median, its write streams 29-147% long; with the copy latency
 # timed on each processor in turn 7.1% and 7.4% (the VM 6% faster;
-# against keep 2.2%, 0.5%), streams 7.9% and 10.2%, d2h within 15%. The
-# evening before, on a steady calibration, the LLaMA-shaped model 1.2%
+# against keep 2.2%, 0.5%), streams 7.9% and 10.2%, d2h within 15%. Late
+# that night, in a fast spell of the VM: validate-gpt 2.6% and 4.5%
+# (worst 10.7%, 7.0%), the LLaMA-shaped model 14.2% and 9.4% (the VM 12%
+# slower, then 8% faster than its calibration; against keep 2.6%, 0.9%),
+# in 2 min 24 s and 2 min 47 s. The evening before, on a steady calibration, the LLaMA-shaped model 1.2%
 # and 0.4% (worst 1.4%, 1.3%), validate-gpt 1.7% and 1.3% that day. docs/measurements.md
 # has every run quoted since 2026-12-02 and what changed between them;
 # README's `rok validate` section, the latest and what limits them.

@@ -132,8 +132,9 @@ typedef struct {
   /* Processor time other processes used while a measured step ran, over
    * the processors (the median over the steps; negative: unknown): how much
    * longer another's work can have made the step. The error's interval
-   * reaches that much below ci_low_s, so that a busy machine's slowdown
-   * counts as noise rather than as error; on an idle machine it is ~0. */
+   * reaches that much below ci_low_s (to a step of 0 s at most), so that
+   * a busy machine's slowdown counts as noise rather than as error; on an
+   * idle machine it is ~0. */
   double taken_s;
   double error_ci_low, error_ci_high;
   gboolean within_noise;

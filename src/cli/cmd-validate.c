@@ -236,7 +236,8 @@ static void print_table(const RokValidation *v, const char *dir) {
          100 * coverage, v->rounds * v->repeat, v->rows_within_noise, v->rows->len);
   if (v->median_taken_share >= 0)
     printf("Other processes used %.1f%% of the processors' time while a step ran (median over the rows); each "
-           "interval reaches that much below the measured median, the most their work can have slowed the step.\n",
+           "interval reaches that much further down (to a step of 0 s at most), the most their work can have slowed "
+           "the step.\n",
            100 * v->median_taken_share);
   print_streams(v);
   print_parts(v);

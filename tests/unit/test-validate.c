@@ -407,6 +407,11 @@ static void test_taken(void) {
   row.predicted_step_time_s = 1.6; /* above the interval: still outside */
   validate_taken(&row, taken, 3);
   g_assert_false(row.within_noise);
+  row.predicted_step_time_s = 1.0;
+  double most[] = {1.7, 1.8, 1.9}; /* more than the interval's low end: it stops at a step of 0 s */
+  validate_taken(&row, most, 3);
+  g_assert_true(row.within_noise);
+  g_assert_cmpfloat(row.error_ci_low, ==, -1);
 }
 
 /* For real: the baselines that need no disk and the planner at two

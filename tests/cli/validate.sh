@@ -3,7 +3,7 @@
 # every baseline and one planner budget run for real, the table and the
 # JSON (fields present and consistent with each other), the files of -o,
 # nothing left in the offload directory, and bad usage. How accurate the
-# predictions are is measured by tests/bench/validate.sh, not here.
+# predictions are is measured by tests/bench/bench-validate.sh, not here.
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"

@@ -86,7 +86,7 @@ static void keep_on(const cpu_set_t *allowed, guint nth) {
 }
 
 static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, GError **error) {
-  double samples[LATENCY_GROUPS][LATENCY_GROUP_SAMPLES];
+  double samples[LATENCY_GROUP_SAMPLES]; /* one group's: only its median is kept */
   cpu_set_t allowed;
   gboolean pinned = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
   gboolean ok = TRUE;
@@ -100,11 +100,11 @@ static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *s
       g_usleep(LATENCY_SPACING_US);
       ok = copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error);
       if (i >= 2) /* the first of each direction warms up */
-        samples[g][i - 2] = s;
+        samples[i - 2] = s;
     }
     if (!ok)
       break;
-    RokCalibStat group = rok_calib_stat(samples[g], LATENCY_GROUP_SAMPLES);
+    RokCalibStat group = rok_calib_stat(samples, LATENCY_GROUP_SAMPLES);
     if (g == 0 || group.median < stat->median)
       *stat = group;
   }

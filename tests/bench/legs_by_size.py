@@ -10,8 +10,8 @@ make it: small ones (the leg's fixed part) or large ones (its rate), lone
 ones or those that found another leg of the disk running ("queued"). Idle
 is the time since the last leg of the same kind (SSD legs: either SSD
 stream; copies: either copy stream) ended, in the classes < 4.5 ms, < 45 ms
-and longer (a disk's wake, nvme.wake_after). bench-small-tensors.sh takes
-its legs from `spans` below.
+and longer (a disk's wake, nvme.wake_after). ssd_batches.py takes its legs
+from `stream_legs` below.
 
 Measured 2026-11-25 on the development VM (`tests/bench/bench-validate.sh
 --runs 1 --ssd --keep OUT`, then this on OUT/run1/timeline-06-rok.json):
@@ -25,17 +25,21 @@ import sys
 STREAMS = ("d2h", "h2d", "nvme-write", "nvme-read")
 
 
+def stream_legs(events, pid, streams=STREAMS):
+    """The legs of process PID on STREAMS in start order, as (stream,
+    trace event): measured steps are process 1, the prediction 2."""
+    names = {e["tid"]: e["args"]["name"].split(",")[0] for e in events
+             if e.get("pid") == pid and e.get("name") == "thread_name"}
+    return sorted(((names[e["tid"]], e) for e in events if e.get("pid") == pid and e.get("ph") == "X"
+                   and names.get(e["tid"]) in streams), key=lambda se: se[1]["ts"])
+
+
 def spans(events, pid):
     """Each copy and SSD leg of process PID in start order, as (stream,
     bytes, idle us, duration us). Idle: since the last leg of the same
     kind ended; None for the first, negative when one was still running."""
-    names = {e["tid"]: e["args"]["name"].split(",")[0] for e in events
-             if e.get("pid") == pid and e.get("name") == "thread_name"}
-    legs = sorted((e for e in events if e.get("pid") == pid and e.get("ph") == "X"
-                   and names.get(e["tid"]) in STREAMS), key=lambda e: e["ts"])
     last_end = {}
-    for e in legs:
-        stream = names[e["tid"]]
+    for stream, e in stream_legs(events, pid):
         kind = "ssd" if stream.startswith("nvme") else "copy"
         idle = e["ts"] - last_end[kind] if kind in last_end else None
         last_end[kind] = max(last_end.get(kind, 0), e["ts"] + e["dur"])

@@ -25,6 +25,8 @@ import os
 import statistics
 import sys
 
+from legs_by_size import stream_legs
+
 SSD = ("nvme-write", "nvme-read")
 CLASSES = ((1e3, "< 1 ms"), (4.47e3, "1-4.5 ms"), (8e3, "4.5-8 ms"), (15e3, "8-15 ms"),
            (44.7e3, "15-45 ms"), (float("inf"), ">= 45 ms"))
@@ -33,19 +35,16 @@ CLASSES = ((1e3, "< 1 ms"), (4.47e3, "1-4.5 ms"), (8e3, "4.5-8 ms"), (15e3, "8-1
 def batches(events, pid):
     """Process PID's SSD batches in start order: (stream, legs, bytes,
     idle us or None for the first, duration us)."""
-    names = {e["tid"]: e["args"]["name"].split(",")[0] for e in events
-             if e.get("pid") == pid and e.get("name") == "thread_name"}
-    legs = sorted((e for e in events if e.get("pid") == pid and e.get("ph") == "X"
-                   and names.get(e["tid"]) in SSD), key=lambda e: e["ts"])
+    legs = stream_legs(events, pid, SSD)
     out, last_end, i = [], None, 0
     while i < len(legs):
-        stream, first = names[legs[i]["tid"]], legs[i]
+        stream, first = legs[i]
         end, j = first["ts"] + first["dur"], i + 1
-        while j < len(legs) and names[legs[j]["tid"]] == stream and legs[j]["ts"] <= end:
-            end = max(end, legs[j]["ts"] + legs[j]["dur"])
+        while j < len(legs) and legs[j][0] == stream and legs[j][1]["ts"] <= end:
+            end = max(end, legs[j][1]["ts"] + legs[j][1]["dur"])
             j += 1
         idle = first["ts"] - last_end if last_end is not None else None
-        out.append((stream, j - i, sum(e["args"].get("bytes", 0) for e in legs[i:j]), idle, end - first["ts"]))
+        out.append((stream, j - i, sum(e["args"].get("bytes", 0) for _, e in legs[i:j]), idle, end - first["ts"]))
         last_end = end if last_end is None else max(last_end, end)
         i = j
     return out

@@ -53,10 +53,12 @@
 # that night, in a fast spell of the VM: validate-gpt 2.6% and 4.5%
 # (worst 10.7%, 7.0%), the LLaMA-shaped model 14.2% and 9.4% (the VM 12%
 # slower, then 8% faster than its calibration; against keep 2.6%, 0.9%),
-# in 2 min 24 s and 2 min 47 s. The evening before, on a steady calibration, the LLaMA-shaped model 1.2%
-# and 0.4% (worst 1.4%, 1.3%), validate-gpt 1.7% and 1.3% that day. docs/measurements.md
-# has every run quoted since 2026-12-02 and what changed between them;
-# README's `rok validate` section, the latest and what limits them.
+# in 2 min 24 s and 2 min 47 s. That evening, on a steady calibration,
+# the LLaMA-shaped model 1.2% and 0.4% (worst 1.4%, 1.3%), validate-gpt
+# 1.7% and 1.3%. docs/measurements.md has every run quoted since
+# 2026-12-02 and what changed between them; README's `rok validate`
+# section, the latest and what limits them; tests/bench/ssd_batches.py
+# reads the SSD batches of runs kept with --keep.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

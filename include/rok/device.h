@@ -134,6 +134,19 @@ RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elem
 void rok_cl_buffer_free(RokClBuffer *buffer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClBuffer, rok_cl_buffer_free)
 
+/* Free a buffer, keeping its memory idle for the next buffer of the same
+ * size, as a framework's caching allocator does: an implementation backs a
+ * new buffer with fresh memory (PoCL's CPU device: pages the OS maps in as
+ * the first copy or kernel writes them; a GPU's driver allocates on first
+ * use). Every command on it but those of the compute queue has completed;
+ * with `compute_pending` those may still run, and it is reused only once
+ * a marker after them has completed. The ledger counts it free at once;
+ * idle memory is released where a new buffer needs its room, and when the
+ * device is closed. */
+void rok_cl_buffer_recycle(RokClBuffer *buffer, gboolean compute_pending);
+/* Bytes of buffers recycled and idle now (not in the ledger). */
+guint64 rok_cl_device_idle_bytes(RokClDevice *device);
+
 /* Transfers of `bytes` at byte `offset` of the buffer, on `queue`. A
  * non-blocking transfer needs its host memory untouched until its event
  * completes. `wait` (n_wait events, may be NULL) must complete first;

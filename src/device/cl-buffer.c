@@ -6,9 +6,67 @@
 
 /* ---- Ledger ------------------------------------------------------------ */
 
+/* A recycled buffer's memory, and the marker after the compute commands
+ * that may still use it (NULL: none may). */
+typedef struct {
+  cl_mem mem;
+  cl_event after;
+} Idle;
+
+static void idle_release(gpointer data) {
+  Idle *idle = data;
+  if (idle->after != NULL)
+    clReleaseEvent(idle->after);
+  clReleaseMemObject(idle->mem);
+  g_free(idle);
+}
+
+static gboolean idle_ready(const Idle *idle) {
+  cl_int status = CL_COMPLETE;
+  if (idle->after != NULL &&
+      clGetEventInfo(idle->after, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+    return FALSE;
+  return status == CL_COMPLETE; /* negative: the commands failed, and so did the run */
+}
+
+/* An idle buffer of `size` bytes that nothing uses any more, taken out of
+ * the device's idle ones, or NULL; where none is and the idle ones leave
+ * too little room for a new buffer of that size, as many idle ones as
+ * make the room go into *release. Under the ledger's lock. */
+static cl_mem take_idle(RokClDevice *device, guint64 size, GSList **release) {
+  if (device->idle == NULL)
+    return NULL;
+  GSList *same = g_hash_table_lookup(device->idle, &size);
+  for (GSList *l = same; l != NULL; l = l->next) {
+    Idle *idle = l->data;
+    if (!idle_ready(idle))
+      continue;
+    cl_mem mem = idle->mem;
+    if (idle->after != NULL)
+      clReleaseEvent(idle->after);
+    g_free(idle);
+    g_hash_table_insert(device->idle, g_memdup2(&size, sizeof size), g_slist_delete_link(same, l));
+    device->idle_bytes -= size;
+    return mem;
+  }
+  guint64 total = device->info->global_memory;
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, device->idle);
+  while (device->allocated + device->idle_bytes + size > total && g_hash_table_iter_next(&it, &key, &value)) {
+    device->idle_bytes -= *(const guint64 *)key * g_slist_length(value);
+    *release = g_slist_concat(value, *release);
+    g_hash_table_iter_remove(&it);
+  }
+  return NULL;
+}
+
 /* Reserve `bytes` against the device's global memory; the message says who
- * asked and how much was already taken. */
-static gboolean ledger_reserve(RokClDevice *device, guint64 bytes, const char *label, GError **error) {
+ * asked and how much was already taken. *reuse: an idle buffer of the
+ * same size to back it, or NULL. */
+static gboolean ledger_reserve(RokClDevice *device, guint64 bytes, const char *label, cl_mem *reuse,
+                               GError **error) {
+  *reuse = NULL;
   g_autofree char *size = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
   if (bytes > device->info->max_alloc) {
     g_autofree char *max = g_format_size_full(device->info->max_alloc, G_FORMAT_SIZE_IEC_UNITS);
@@ -18,15 +76,18 @@ static gboolean ledger_reserve(RokClDevice *device, guint64 bytes, const char *l
                 label, size, device->info->name, max);
     return FALSE;
   }
+  GSList *release = NULL;
   g_mutex_lock(&device->ledger_lock);
   guint64 taken = device->allocated;
   gboolean fits = bytes <= device->info->global_memory - MIN(taken, device->info->global_memory);
   if (fits) {
+    *reuse = take_idle(device, MAX(bytes, 8), &release);
     device->allocated += bytes;
     device->peak = MAX(device->peak, device->allocated);
     device->buffers++;
   }
   g_mutex_unlock(&device->ledger_lock);
+  g_slist_free_full(release, idle_release);
   if (!fits) {
     g_autofree char *have = g_format_size_full(taken, G_FORMAT_SIZE_IEC_UNITS);
     g_autofree char *total = g_format_size_full(device->info->global_memory, G_FORMAT_SIZE_IEC_UNITS);
@@ -106,7 +167,8 @@ RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elem
     return NULL;
   }
   guint64 bytes = elements * size;
-  if (!ledger_reserve(device, bytes, label, error))
+  cl_mem reuse = NULL;
+  if (!ledger_reserve(device, bytes, label, &reuse, error))
     return NULL;
   g_autoptr(RokClBuffer) buffer = g_new0(RokClBuffer, 1);
   buffer->device = device;
@@ -116,7 +178,7 @@ RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elem
   buffer->label = g_strdup(label);
   cl_int status = CL_SUCCESS;
   /* OpenCL refuses empty buffers; an empty tensor still gets a handle. */
-  buffer->mem = clCreateBuffer(device->context, CL_MEM_READ_WRITE, MAX(bytes, 8), NULL, &status);
+  buffer->mem = reuse != NULL ? reuse : clCreateBuffer(device->context, CL_MEM_READ_WRITE, MAX(bytes, 8), NULL, &status);
   if (status != CL_SUCCESS) {
     g_autofree char *text = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
     return rok_cl_fail(error, status, "allocating '%s' (%s) on %s", label, text, device->info->name), NULL;
@@ -136,6 +198,50 @@ void rok_cl_buffer_free(RokClBuffer *buffer) {
   ledger_release(buffer->device, buffer->bytes);
   g_free(buffer->label);
   g_free(buffer);
+}
+
+void rok_cl_buffer_recycle(RokClBuffer *buffer, gboolean compute_pending) {
+  if (buffer == NULL)
+    return;
+  RokClDevice *device = buffer->device;
+  cl_event after = NULL;
+  /* Without its marker the memory is not known to be free: released. */
+  if (buffer->mem != NULL && (!compute_pending || rok_cl_device_marker(device, ROK_CL_QUEUE_COMPUTE, &after, NULL))) {
+    Idle *idle = g_new(Idle, 1);
+    *idle = (Idle){.mem = buffer->mem, .after = after};
+    guint64 size = MAX(buffer->bytes, 8);
+    g_mutex_lock(&device->ledger_lock);
+    if (device->idle == NULL)
+      device->idle = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    GSList *same = g_hash_table_lookup(device->idle, &size);
+    g_hash_table_insert(device->idle, g_memdup2(&size, sizeof size), g_slist_prepend(same, idle));
+    device->idle_bytes += size;
+    g_mutex_unlock(&device->ledger_lock);
+    buffer->mem = NULL;
+  }
+  rok_cl_buffer_free(buffer);
+}
+
+void device_cl_idle_release(RokClDevice *device) {
+  g_mutex_lock(&device->ledger_lock);
+  GHashTable *idle = g_steal_pointer(&device->idle);
+  device->idle_bytes = 0;
+  g_mutex_unlock(&device->ledger_lock);
+  if (idle == NULL)
+    return;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, idle);
+  while (g_hash_table_iter_next(&it, NULL, &value))
+    g_slist_free_full(value, idle_release);
+  g_hash_table_destroy(idle);
+}
+
+guint64 rok_cl_device_idle_bytes(RokClDevice *device) {
+  g_mutex_lock(&device->ledger_lock);
+  guint64 value = device->idle_bytes;
+  g_mutex_unlock(&device->ledger_lock);
+  return value;
 }
 
 static gboolean check_range(const RokClBuffer *buffer, guint64 offset, guint64 bytes, const char *what,

@@ -11,10 +11,15 @@ struct _RokClDevice {
   cl_device_id id;
   cl_context context;
   cl_command_queue queues[ROK_CL_QUEUE_COUNT];
-  GMutex ledger_lock; /* guards the three fields below */
+  GMutex ledger_lock; /* guards the fields below */
   guint64 allocated;
   guint64 peak;
   guint buffers;
+  GHashTable *idle;   /* size in bytes -> GSList of cl_mem given back by rok_cl_buffer_recycle */
+  guint64 idle_bytes; /* their bytes */
 };
+
+/* Release every idle buffer (cl-buffer.c). */
+void device_cl_idle_release(RokClDevice *device);
 
 #endif /* ROK_WITH_OPENCL */

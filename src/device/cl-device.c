@@ -470,6 +470,7 @@ void rok_cl_device_free(RokClDevice *device) {
       clFinish(device->queues[q]);
       clReleaseCommandQueue(device->queues[q]);
     }
+  device_cl_idle_release(device);
   if (device->buffers > 0)
     g_warning("closing OpenCL device %s with %u buffers (%" G_GUINT64_FORMAT " bytes) still allocated",
               device->info->name, device->buffers, device->allocated);

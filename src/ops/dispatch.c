@@ -57,6 +57,12 @@ static gboolean check_call(const RokExecModel *model, guint op, RokClBuffer *con
   return TRUE;
 }
 
+/* Scratch buffers may still be in use by queued kernels: their memory is
+ * reused once those finish (a step makes the same ones again). */
+static void scratch_free(gpointer buffer) {
+  rok_cl_buffer_recycle(buffer, TRUE);
+}
+
 static OpsCtx ctx_begin(RokExecModel *model, guint op, guint mb, RokClBuffer *const *tensors, gboolean backward) {
   return (OpsCtx){
       .model = model,
@@ -65,12 +71,10 @@ static OpsCtx ctx_begin(RokExecModel *model, guint op, guint mb, RokClBuffer *co
       .mb = mb,
       .tensors = tensors,
       .backward = backward,
-      .scratch = g_ptr_array_new_with_free_func((GDestroyNotify)rok_cl_buffer_free),
+      .scratch = g_ptr_array_new_with_free_func(scratch_free),
   };
 }
 
-/* Scratch buffers may still be in use by queued kernels: OpenCL keeps their
- * memory until those finish. */
 static gboolean ctx_end(OpsCtx *ctx, gboolean ok, GError **error) {
   g_ptr_array_unref(ctx->scratch);
   if (!ok)

@@ -24,7 +24,7 @@ static void grad_drop(RokExecModel *model, RokClBuffer **slot) {
   if (*slot == NULL)
     return;
   model->grad_bytes -= MIN((*slot)->bytes, model->grad_bytes);
-  rok_cl_buffer_free(*slot);
+  rok_cl_buffer_recycle(*slot, TRUE); /* queued kernels may still read it */
   *slot = NULL;
 }
 

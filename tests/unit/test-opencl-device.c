@@ -64,6 +64,43 @@ static void test_ledger(gconstpointer data) {
   g_assert_cmpuint(rok_cl_device_allocated(f->device), ==, before);
 }
 
+/* A recycled buffer's memory backs the next buffer of its size, once the
+ * compute commands it was recycled after have run; the ledger counts it
+ * free meanwhile and the peak is the tensors', not the idle memory's. */
+static void test_recycle(gconstpointer data) {
+  const Fixture *f = data;
+  g_autoptr(GError) error = NULL;
+  guint64 before = rok_cl_device_allocated(f->device), idle = rok_cl_device_idle_bytes(f->device);
+  rok_cl_device_reset_peak(f->device);
+  RokClBuffer *a = rok_cl_buffer_new(f->device, ROK_DTYPE_FP32, 1001, "a", TRUE, &error);
+  g_assert_no_error(error);
+  cl_mem mem = a->mem;
+  rok_cl_buffer_recycle(a, FALSE);
+  g_assert_cmpuint(rok_cl_device_allocated(f->device), ==, before);
+  g_assert_cmpuint(rok_cl_device_idle_bytes(f->device), ==, idle + 4004);
+  /* Another size gets memory of its own; the same size (any dtype) that one. */
+  RokClBuffer *b = rok_cl_buffer_new(f->device, ROK_DTYPE_FP32, 1000, "b", FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(b->mem != mem);
+  RokClBuffer *c = rok_cl_buffer_new(f->device, ROK_DTYPE_U8, 4004, "c", FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(c->mem == mem);
+  g_assert_cmpuint(rok_cl_device_idle_bytes(f->device), ==, idle);
+  g_assert_cmpuint(rok_cl_device_allocated(f->device), ==, before + 8004);
+  g_assert_cmpuint(rok_cl_device_peak(f->device), ==, before + 8004);
+  /* After a kernel on it: taken again only once the compute queue is past it. */
+  g_assert_true(rok_cl_buffer_zero(c, &error));
+  rok_cl_buffer_recycle(c, TRUE);
+  g_assert_true(rok_cl_device_finish(f->device, ROK_CL_QUEUE_COMPUTE, &error));
+  RokClBuffer *d = rok_cl_buffer_new(f->device, ROK_DTYPE_FP32, 1001, "d", FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(d->mem == mem);
+  rok_cl_buffer_free(b);
+  rok_cl_buffer_free(d);
+  g_assert_cmpuint(rok_cl_device_allocated(f->device), ==, before);
+  g_assert_cmpuint(rok_cl_device_idle_bytes(f->device), ==, idle);
+}
+
 /* A thread that reports its id, then waits to be told to end. */
 typedef struct {
   GAsyncQueue *id, *end;
@@ -379,6 +416,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/opencl/device/list", f, test_list);
   g_test_add_data_func("/opencl/device/bad-index", f, test_bad_index);
   g_test_add_data_func("/opencl/device/ledger", f, test_ledger);
+  g_test_add_data_func("/opencl/device/recycle", f, test_recycle);
   g_test_add_data_func("/opencl/device/cpu-workers-lowered", f, test_cpu_workers_lowered);
   g_test_add_data_func("/opencl/device/out-of-memory", f, test_out_of_memory);
   g_test_add_data_func("/opencl/device/transfers-and-events", f, test_transfers_and_events);

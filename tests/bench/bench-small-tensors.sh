@@ -24,17 +24,18 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
-# 2026-12-06 night, the stream and I/O threads real-time, in a slow spell
-# of the VM (the step 7.75 s against 6.33 predicted): reads 0.65x fio at
-# QD 32 and 0.85x fio's same bursts (fio's reads 6.1-6.8 GB/s, served
-# from the host's cache); fio's QD 32 writes 1.64-1.84 GB/s against rok's
-# 4.7-5.7 (no write ratio worth quoting); SSD streams predicted +32.4%
-# (writes) and +29.9% (reads), d2h 4669 MB/s predicted against 2647. The
-# run before (the evening, the threads in the fair class): 0.63x / 0.92x,
-# +1.0% / +14.3%, d2h 4127 against 4128. The four runs before, on another
-# VM: writes 0.77-0.97x (median 0.91x) and reads 0.80-1.12x (0.95x) of
-# fio at QD 32. docs/measurements.md has every run since 2026-12-02
-# (A-AB) and what changed between them.
+# 2026-12-06 late night, the device's buffers recycled (a freed tensor's
+# memory backs the next of its size): h2d 2012 MB/s against 2204
+# predicted (734 against 2394 on the build before, an hour earlier: a
+# third of its 1 MiB copies went into buffers allocated afresh that step,
+# 3.2 ms each for the OS to map the pages in); d2h 4702 against 4752; the
+# step 5.10 s against 5.63; SSD writes +11.2%, reads +49.1%; reads 0.75x
+# fio at QD 32 (fio's reads 5.4-7.2 GB/s, served from the host's cache)
+# and 0.87x fio's same bursts; fio's QD 32 writes 1.88-1.96 GB/s against
+# rok's 5.9-6.1 (no write ratio worth quoting; 1.36x fio's same bursts).
+# The four runs before on another VM: writes 0.77-0.97x (median 0.91x)
+# and reads 0.80-1.12x (0.95x) of fio at QD 32. docs/measurements.md has
+# every run since 2026-12-02 (A-AD) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

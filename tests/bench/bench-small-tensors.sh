@@ -35,7 +35,7 @@
 # rok's 5.9-6.1 (no write ratio worth quoting; 1.36x fio's same bursts).
 # The four runs before on another VM: writes 0.77-0.97x (median 0.91x)
 # and reads 0.80-1.12x (0.95x) of fio at QD 32. docs/measurements.md has
-# every run since 2026-12-02 (A-AD) and what changed between them.
+# every run since 2026-12-02 (A-AE) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -163,37 +163,22 @@ median_trial() { # rates... -> the 1-based index of the median
   printf '%s\n' "$@" | awk '{ print $1, NR }' | sort -g | awk '{ t[NR] = $2 } END { print t[int((NR + 1) / 2)] }'
 }
 tw=$(median_trial "${rw[@]}") tr=$(median_trial "${rr[@]}")
-fio_file=$fio_file PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline-$tw.json" "$work/timeline-$tr.json" \
+fio_file=$fio_file bench_dir=$here PYTHONDONTWRITEBYTECODE=1 python3 - "$work/timeline-$tw.json" "$work/timeline-$tr.json" \
   "$work/plan/schedule.json" "$fio_mem" "$qd" "$tw" "$tr" <<'PY'
 import json, math, os, statistics, subprocess, sys
+sys.path.insert(0, os.environ["bench_dir"])
+from ssd_batches import batches  # this script's folder, first on the path above
 hw = json.load(open(sys.argv[3]))["hw"]["nvme"]
 fio_file, mem, qd = os.environ["fio_file"], sys.argv[4], int(sys.argv[5])
 MiB = 1 << 20
 
-def ssd_legs(path):
-    ev = json.load(open(path))["traceEvents"]
-    names = {e["tid"]: e["args"]["name"] for e in ev if e.get("pid") == 1 and e.get("name") == "thread_name"}
-    return sorted((names[e["tid"]], e["ts"], e["ts"] + e["dur"], e["args"].get("bytes", 0)) for e in ev
-                  if e.get("pid") == 1 and e.get("ph") == "X" and names.get(e["tid"]) in ("nvme-write", "nvme-read"))
-timelines = {"nvme-write": ssd_legs(sys.argv[1]), "nvme-read": ssd_legs(sys.argv[2])}
-# Bursts of each stream; idle before each since any SSD leg ended.
-bursts = {"nvme-write": [], "nvme-read": []}
-for stream in bursts:
-    cur = None
-    for s, t0, t1, b in timelines[stream]:
-        if s != stream:
-            continue
-        if cur is not None and t0 <= cur[1]:
-            cur[1] = max(cur[1], t1); cur[2] += b; cur[3] += max(1, -(-b // MiB))
-        else:
-            if cur is not None:
-                bursts[stream].append(cur)
-            cur = [t0, t1, b, max(1, -(-b // MiB))]
-    if cur is not None:
-        bursts[stream].append(cur)
-def idle_before(legs, t0):
-    ends = [t1 for _, s0, t1, _ in legs if t1 <= t0]
-    return t0 - max(ends) if ends else math.inf
+def stream_batches(path, stream):
+    with open(path) as f:
+        return [b for b in batches(json.load(f)["traceEvents"], 1) if b.stream == stream]
+
+# Bursts of each stream (ssd_batches.py's batches), from its median trial.
+bursts = {"nvme-write": stream_batches(sys.argv[1], "nvme-write"),
+          "nvme-read": stream_batches(sys.argv[2], "nvme-read")}
 subprocess.run(["fio", "--name=layout", f"--filename={fio_file}", "--size=256M", "--bs=1M", "--direct=1",
                 "--rw=write", "--minimal"], check=True, capture_output=True)
 
@@ -229,14 +214,14 @@ for stream, bs in bursts.items():
     write = stream == "nvme-write"
     rok_sum = fio_sum = 0.0
     rows = {}
-    for t0, t1, b, n in bs:
-        idle = idle_before(timelines[stream], t0)
+    for batch in bs:
+        idle = batch.idle if batch.idle is not None else math.inf
         cls = 0 if idle < wake_after else 1 if idle < 10 * wake_after else 2
-        key = (write, n, cls)
+        key = (write, batch.requests, cls)
         if key not in cache:
-            cache[key] = fio_burst_us(write, n, idle if math.isfinite(idle) else 50000)
-        rok_sum += t1 - t0; fio_sum += cache[key]
-        rows.setdefault((n, b, cls), []).append(t1 - t0)
+            cache[key] = fio_burst_us(write, batch.requests, idle if math.isfinite(idle) else 50000)
+        rok_sum += batch.duration; fio_sum += cache[key]
+        rows.setdefault((batch.requests, batch.bytes, cls), []).append(batch.duration)
     for (n, b, cls), took in sorted(rows.items()):
         rok, fio = statistics.median(took), cache[(write, n, cls)]
         print(f"{stream:>10} {b / MiB:>6.1f} {n:>5} {IDLE[cls]:>9} {len(took):>6} {rok:>6.0f} us {fio:>6.0f} us"

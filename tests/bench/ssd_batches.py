@@ -19,6 +19,7 @@ Measured 2026-12-06 on the development VM over seven bench runs (stops
 4-76 after 8-15 ms; writes 10-21 us below 4.5 ms (charged none), 16-73
 after 4.5-8 ms, 76-131 after 8-15 ms: the wake grows with the idle where
 the model steps at wake_after, and differs between reads and writes."""
+import collections
 import glob
 import json
 import os
@@ -28,13 +29,16 @@ import sys
 from legs_by_size import stream_legs
 
 SSD = ("nvme-write", "nvme-read")
+MIB = 1 << 20
+# idle: us since the last SSD leg of either stream ended, None for the
+# first; requests: the executor's, 1 MiB each; duration in us.
+Batch = collections.namedtuple("Batch", "stream legs bytes requests idle duration")
 CLASSES = ((1e3, "< 1 ms"), (4.47e3, "1-4.5 ms"), (8e3, "4.5-8 ms"), (15e3, "8-15 ms"),
            (44.7e3, "15-45 ms"), (float("inf"), ">= 45 ms"))
 
 
 def batches(events, pid):
-    """Process PID's SSD batches in start order: (stream, legs, bytes,
-    idle us or None for the first, duration us)."""
+    """Process PID's SSD batches in start order, as Batch."""
     legs = stream_legs(events, pid, SSD)
     out, last_end, i = [], None, 0
     while i < len(legs):
@@ -43,8 +47,10 @@ def batches(events, pid):
         while j < len(legs) and legs[j][0] == stream and legs[j][1]["ts"] <= end:
             end = max(end, legs[j][1]["ts"] + legs[j][1]["dur"])
             j += 1
+        sizes = [e["args"].get("bytes", 0) for _, e in legs[i:j]]
         idle = first["ts"] - last_end if last_end is not None else None
-        out.append((stream, j - i, sum(e["args"].get("bytes", 0) for _, e in legs[i:j]), idle, end - first["ts"]))
+        out.append(Batch(stream, j - i, sum(sizes), sum(max(1, -(-b // MIB)) for b in sizes), idle,
+                         end - first["ts"]))
         last_end = end if last_end is None else max(last_end, end)
         i = j
     return out
@@ -78,11 +84,11 @@ def main():
             if [b[:3] for b in measured] != [b[:3] for b in predicted]:
                 continue
             for m, p in zip(measured, predicted):
-                if m[3] is None or p[3] is None:
+                if m.idle is None or p.idle is None:
                     continue
-                kind = "write" if m[0] == "nvme-write" else "read"
-                cls = next(name for bound, name in CLASSES if m[3] < bound)
-                implied.setdefault((kind, out, cls), []).append(m[4] - (p[4] - charged(nvme, kind, p[3])))
+                kind = "write" if m.stream == "nvme-write" else "read"
+                cls = next(name for bound, name in CLASSES if m.idle < bound)
+                implied.setdefault((kind, out, cls), []).append(m.duration - (p.duration - charged(nvme, kind, p.idle)))
     print(f"{'stream':<6} {'run':<28} {'idle':>9} {'batches':>7} {'implied wake':>13}")
     order = {name: k for k, (_, name) in enumerate(CLASSES)}
     for kind, out, cls in sorted(implied, key=lambda k: (k[0], k[1], order[k[2]])):

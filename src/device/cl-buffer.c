@@ -4,7 +4,7 @@
 #include "cl-device-private.h"
 #include "rok/core.h"
 
-/* ---- Ledger ------------------------------------------------------------ */
+/* ---- Ledger and idle buffers -------------------------------------------- */
 
 /* A recycled buffer's memory, and the marker after the compute commands
  * that may still use it (NULL: none may). */
@@ -178,7 +178,8 @@ RokClBuffer *rok_cl_buffer_new(RokClDevice *device, RokDtype dtype, guint64 elem
   buffer->label = g_strdup(label);
   cl_int status = CL_SUCCESS;
   /* OpenCL refuses empty buffers; an empty tensor still gets a handle. */
-  buffer->mem = reuse != NULL ? reuse : clCreateBuffer(device->context, CL_MEM_READ_WRITE, MAX(bytes, 8), NULL, &status);
+  buffer->mem = reuse != NULL ? reuse
+                              : clCreateBuffer(device->context, CL_MEM_READ_WRITE, MAX(bytes, 8), NULL, &status);
   if (status != CL_SUCCESS) {
     g_autofree char *text = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
     return rok_cl_fail(error, status, "allocating '%s' (%s) on %s", label, text, device->info->name), NULL;

@@ -15,7 +15,7 @@ struct _RokClDevice {
   guint64 allocated;
   guint64 peak;
   guint buffers;
-  GHashTable *idle;   /* size in bytes -> GSList of cl_mem given back by rok_cl_buffer_recycle */
+  GHashTable *idle;   /* size in bytes -> GSList of the buffers recycled idle (cl-buffer.c) */
   guint64 idle_bytes; /* their bytes */
 };
 

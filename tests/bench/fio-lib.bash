@@ -2,14 +2,17 @@
 # bench-small-tensors.sh) share: functions only, which read $dir, $block
 # and $qd when called.
 
-# The folders a comparison works in: $dir as given, else a new one under
-# /var/tmp (a disk, not tmpfs) named after the script; $fio_file in it and
-# $work, a temporary folder; all removed at exit.
+# The folders a comparison works in: $dir as given (it must exist), else a
+# new one under /var/tmp (a disk, not tmpfs) named after the script;
+# $fio_file in it and $work, a temporary folder; all removed at exit.
 bench_folders() { # NAME
   cleanup_dir=""
   if [ -z "$dir" ]; then
     dir=$(mktemp -d "/var/tmp/rok-$1.XXXXXX")
     cleanup_dir=$dir
+  elif [ ! -d "$dir" ]; then
+    echo "$(basename "$0"): $dir: no such directory (give one on the disk to measure)" >&2
+    exit 2
   fi
   fio_file=$dir/fio-bench.dat
   work=$(mktemp -d)

@@ -140,7 +140,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClBuffer, rok_cl_buffer_free)
  * the first copy or kernel writes them; a GPU's driver allocates on first
  * use). Every command on it but those of the compute queue has completed;
  * with `compute_pending` those may still run, and it is reused only once
- * a marker after them has completed. The ledger counts it free at once;
+ * the compute queue has been finished, or marked (rok_cl_device_marker
+ * with an event) and that marker has completed, since: no command of its
+ * own sits between the kernels. The ledger counts it free at once;
  * idle memory is released where a new buffer needs its room, and when the
  * device is closed. */
 void rok_cl_buffer_recycle(RokClBuffer *buffer, gboolean compute_pending);

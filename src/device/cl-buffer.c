@@ -6,11 +6,14 @@
 
 /* ---- Ledger and idle buffers -------------------------------------------- */
 
-/* A recycled buffer's memory, and the marker after the compute commands
- * that may still use it (NULL: none may). */
+/* A recycled buffer's memory. One recycled while compute commands may
+ * still use it waits for the compute queue's next marker or finish
+ * (device_cl_compute_marked); `after` is that marker (NULL: nothing
+ * pending). */
 typedef struct {
   cl_mem mem;
   cl_event after;
+  gboolean waiting; /* for a marker: in device->waiting */
 } Idle;
 
 static void idle_release(gpointer data) {
@@ -23,8 +26,8 @@ static void idle_release(gpointer data) {
 
 static gboolean idle_ready(const Idle *idle) {
   cl_int status = CL_COMPLETE;
-  if (idle->after != NULL &&
-      clGetEventInfo(idle->after, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+  if (idle->waiting || (idle->after != NULL && clGetEventInfo(idle->after, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                                              sizeof status, &status, NULL) != CL_SUCCESS))
     return FALSE;
   return status == CL_COMPLETE; /* negative: the commands failed, and so did the run */
 }
@@ -49,14 +52,24 @@ static cl_mem take_idle(RokClDevice *device, guint64 size, GSList **release) {
     device->idle_bytes -= size;
     return mem;
   }
+  /* Those waiting for a marker stay: device_cl_compute_marked holds them. */
   guint64 total = device->info->global_memory;
   GHashTableIter it;
   gpointer key, value;
   g_hash_table_iter_init(&it, device->idle);
   while (device->allocated + device->idle_bytes + size > total && g_hash_table_iter_next(&it, &key, &value)) {
-    device->idle_bytes -= *(const guint64 *)key * g_slist_length(value);
-    *release = g_slist_concat(value, *release);
-    g_hash_table_iter_remove(&it);
+    GSList *keep = NULL;
+    for (GSList *l = value; l != NULL; l = l->next) {
+      Idle *idle = l->data;
+      if (idle->waiting) {
+        keep = g_slist_prepend(keep, idle);
+      } else {
+        *release = g_slist_prepend(*release, idle);
+        device->idle_bytes -= *(const guint64 *)key;
+      }
+    }
+    g_slist_free(value);
+    g_hash_table_iter_replace(&it, keep);
   }
   return NULL;
 }
@@ -205,11 +218,9 @@ void rok_cl_buffer_recycle(RokClBuffer *buffer, gboolean compute_pending) {
   if (buffer == NULL)
     return;
   RokClDevice *device = buffer->device;
-  cl_event after = NULL;
-  /* Without its marker the memory is not known to be free: released. */
-  if (buffer->mem != NULL && (!compute_pending || rok_cl_device_marker(device, ROK_CL_QUEUE_COMPUTE, &after, NULL))) {
+  if (buffer->mem != NULL) {
     Idle *idle = g_new(Idle, 1);
-    *idle = (Idle){.mem = buffer->mem, .after = after};
+    *idle = (Idle){.mem = buffer->mem, .waiting = compute_pending};
     guint64 size = MAX(buffer->bytes, 8);
     g_mutex_lock(&device->ledger_lock);
     if (device->idle == NULL)
@@ -217,16 +228,41 @@ void rok_cl_buffer_recycle(RokClBuffer *buffer, gboolean compute_pending) {
     GSList *same = g_hash_table_lookup(device->idle, &size);
     g_hash_table_insert(device->idle, g_memdup2(&size, sizeof size), g_slist_prepend(same, idle));
     device->idle_bytes += size;
+    if (compute_pending)
+      device->waiting = g_slist_prepend(device->waiting, idle);
     g_mutex_unlock(&device->ledger_lock);
     buffer->mem = NULL;
   }
   rok_cl_buffer_free(buffer);
 }
 
+GSList *device_cl_compute_waiting(RokClDevice *device) {
+  g_mutex_lock(&device->ledger_lock);
+  GSList *waiting = g_steal_pointer(&device->waiting);
+  g_mutex_unlock(&device->ledger_lock);
+  return waiting;
+}
+
+void device_cl_compute_marked(RokClDevice *device, GSList *waiting, gboolean marked, cl_event after) {
+  g_mutex_lock(&device->ledger_lock);
+  for (GSList *l = waiting, *next; l != NULL; l = next) {
+    next = l->next;
+    Idle *idle = l->data;
+    if (marked && (after == NULL || clRetainEvent(after) == CL_SUCCESS)) {
+      idle->waiting = FALSE;
+      idle->after = after;
+      waiting = g_slist_delete_link(waiting, l);
+    }
+  }
+  device->waiting = g_slist_concat(waiting, device->waiting); /* those still waiting */
+  g_mutex_unlock(&device->ledger_lock);
+}
+
 void device_cl_idle_release(RokClDevice *device) {
   g_mutex_lock(&device->ledger_lock);
   GHashTable *idle = g_steal_pointer(&device->idle);
   device->idle_bytes = 0;
+  g_clear_pointer(&device->waiting, g_slist_free); /* their entries are in idle */
   g_mutex_unlock(&device->ledger_lock);
   if (idle == NULL)
     return;

@@ -5,7 +5,10 @@
 #include "rok/core.h"
 
 gboolean rok_cl_device_marker(RokClDevice *device, RokClQueue queue, cl_event *event, GError **error) {
+  GSList *waiting = queue == ROK_CL_QUEUE_COMPUTE && event != NULL ? device_cl_compute_waiting(device) : NULL;
   cl_int status = clEnqueueMarkerWithWaitList(device->queues[queue], 0, NULL, event);
+  if (waiting != NULL)
+    device_cl_compute_marked(device, waiting, status == CL_SUCCESS, status == CL_SUCCESS ? *event : NULL);
   if (status != CL_SUCCESS)
     return rok_cl_fail(error, status, "marking the %s queue", rok_cl_queue_name(queue));
   return TRUE;
@@ -30,7 +33,10 @@ gboolean rok_cl_device_flush(RokClDevice *device, RokClQueue queue, GError **err
 }
 
 gboolean rok_cl_device_finish(RokClDevice *device, RokClQueue queue, GError **error) {
+  GSList *waiting = queue == ROK_CL_QUEUE_COMPUTE ? device_cl_compute_waiting(device) : NULL;
   cl_int status = clFinish(device->queues[queue]);
+  if (waiting != NULL)
+    device_cl_compute_marked(device, waiting, status == CL_SUCCESS, NULL);
   if (status != CL_SUCCESS)
     return rok_cl_fail(error, status, "waiting for the %s queue", rok_cl_queue_name(queue));
   return TRUE;

@@ -88,11 +88,25 @@ static void test_recycle(gconstpointer data) {
   g_assert_cmpuint(rok_cl_device_idle_bytes(f->device), ==, idle);
   g_assert_cmpuint(rok_cl_device_allocated(f->device), ==, before + 8004);
   g_assert_cmpuint(rok_cl_device_peak(f->device), ==, before + 8004);
-  /* After a kernel on it: taken again only once the compute queue is past it. */
+  /* After a kernel on it: taken again only once the compute queue has
+   * been finished, or marked and the marker has completed, since. */
   g_assert_true(rok_cl_buffer_zero(c, &error));
   rok_cl_buffer_recycle(c, TRUE);
+  RokClBuffer *e = rok_cl_buffer_new(f->device, ROK_DTYPE_FP32, 1001, "e", FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(e->mem != mem);
+  rok_cl_buffer_free(e);
   g_assert_true(rok_cl_device_finish(f->device, ROK_CL_QUEUE_COMPUTE, &error));
   RokClBuffer *d = rok_cl_buffer_new(f->device, ROK_DTYPE_FP32, 1001, "d", FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(d->mem == mem);
+  g_assert_true(rok_cl_buffer_zero(d, &error));
+  rok_cl_buffer_recycle(d, TRUE);
+  cl_event marked = NULL;
+  g_assert_true(rok_cl_device_marker(f->device, ROK_CL_QUEUE_COMPUTE, &marked, &error));
+  g_assert_true(rok_cl_events_wait(1, &marked, &error));
+  clReleaseEvent(marked);
+  d = rok_cl_buffer_new(f->device, ROK_DTYPE_FP32, 1001, "d", FALSE, &error);
   g_assert_no_error(error);
   g_assert_true(d->mem == mem);
   rok_cl_buffer_free(b);

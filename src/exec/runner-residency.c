@@ -53,7 +53,7 @@ RokClBuffer *runner_buffer_alloc(Runner *r, guint mb, guint tensor, GError **err
  * development VM, PoCL's CPU device backed every new buffer with fresh
  * pages, and an h2d copy of 1 MiB into one took 3.2 ms against 0.12 into
  * one written before (29,000 page faults a step of bench-small-tensors'
- * 2-layer GPT; about 100 with the memory kept). */
+ * 2-layer GPT; about 200 with the memory kept). */
 void runner_buffer_free(Runner *r, guint mb, guint tensor) {
   g_mutex_lock(&r->lock);
   RokClBuffer **e = entry(r, mb, tensor);

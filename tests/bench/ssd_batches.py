@@ -81,14 +81,15 @@ def main():
             with open(path) as f:
                 events = json.load(f)["traceEvents"]
             measured, predicted = batches(events, 1), batches(events, 2)
-            if [b[:3] for b in measured] != [b[:3] for b in predicted]:
+            if [b[:3] for b in measured] != [b[:3] for b in predicted]:  # stream, legs, bytes
                 continue
             for m, p in zip(measured, predicted):
                 if m.idle is None or p.idle is None:
                     continue
                 kind = "write" if m.stream == "nvme-write" else "read"
                 cls = next(name for bound, name in CLASSES if m.idle < bound)
-                implied.setdefault((kind, out, cls), []).append(m.duration - (p.duration - charged(nvme, kind, p.idle)))
+                without_wake = p.duration - charged(nvme, kind, p.idle)
+                implied.setdefault((kind, out, cls), []).append(m.duration - without_wake)
     print(f"{'stream':<6} {'run':<28} {'idle':>9} {'batches':>7} {'implied wake':>13}")
     order = {name: k for k, (_, name) in enumerate(CLASSES)}
     for kind, out, cls in sorted(implied, key=lambda k: (k[0], k[1], order[k[2]])):

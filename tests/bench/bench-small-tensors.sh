@@ -33,9 +33,12 @@
 # fio at QD 32 (fio's reads 5.4-7.2 GB/s, served from the host's cache)
 # and 0.87x fio's same bursts; fio's QD 32 writes 1.88-1.96 GB/s against
 # rok's 5.9-6.1 (no write ratio worth quoting; 1.36x fio's same bursts).
-# The four runs before on another VM: writes 0.77-0.97x (median 0.91x)
-# and reads 0.80-1.12x (0.95x) of fio at QD 32. docs/measurements.md has
-# every run since 2026-12-02 (A-AE) and what changed between them.
+# Two runs later (AF, the same recycling without a marker of its own):
+# h2d 2236 against 2355, d2h 4860 against 4572, SSD +10.7% and +8.8%,
+# reads 0.78x fio at QD 32, 1.23x its same bursts. The four runs before
+# on another VM: writes 0.77-0.97x (median 0.91x) and reads 0.80-1.12x
+# (0.95x) of fio at QD 32. docs/measurements.md has every run since
+# 2026-12-02 (A-AF) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -142,7 +142,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokClBuffer, rok_cl_buffer_free)
  * with `compute_pending` those may still run, and it is reused only once
  * the compute queue has been finished, or marked (rok_cl_device_marker
  * with an event) and that marker has completed, since: no command of its
- * own sits between the kernels. The ledger counts it free at once;
+ * own sits between the kernels (until then it is neither reused nor
+ * released: the executor marks the queue after every action, calibrate
+ * finishes it after every pass). The ledger counts it free at once;
  * idle memory is released where a new buffer needs its room, and when the
  * device is closed. */
 void rok_cl_buffer_recycle(RokClBuffer *buffer, gboolean compute_pending);

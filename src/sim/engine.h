@@ -190,6 +190,9 @@ typedef struct {
   guint64 free_kernel;
   gint64 free_at;
   guint shared_cpus, cpu_legs;
+  /* Processor time legs took at `idle_cpu_at` while no item ran: the
+   * item that starts at that same moment pays it (sim_cpu_take). */
+  gint64 idle_cpu_ns, idle_cpu_at;
 
   /* The staged SSD writes held back to go together (transfer.c:
    * "Gathered writes"): job ids, and their requests. */

@@ -920,9 +920,9 @@ static void test_ssd_cpu(void) {
   const RokAction *ssd = leg(with, ROK_ACTION_OFFLOAD, ROK_STREAM_NVME_WRITE);
   g_assert_cmpint(ssd->end_ns, <, fwd_of(with, op1)->end_ns); /* both halves while op1 runs */
   g_assert_cmpint(fwd_of(with, op1)->end_ns - fwd_of(without, op1)->end_ns, ==, 55000);
-  /* A's read comes back during op1's backward: issued as that backward
-   * starts (its submission finds no kernel yet), its completion half taken
-   * from it. */
+  /* A's read comes back during op1's backward: issued at the moment that
+   * backward starts (its submission finds no kernel yet, but the executor
+   * launches the backward's kernels first), both halves taken from it. */
   const RokAction *back_with = NULL, *back_without = NULL;
   for (guint i = 0; i < with->actions->len; i++) {
     const RokAction *x = &g_array_index(with->actions, RokAction, i), *y = &g_array_index(without->actions, RokAction, i);
@@ -932,7 +932,7 @@ static void test_ssd_cpu(void) {
     }
   }
   g_assert_nonnull(back_with);
-  g_assert_cmpint(back_with->end_ns - back_with->start_ns, ==, back_without->end_ns - back_without->start_ns + 27500);
+  g_assert_cmpint(back_with->end_ns - back_with->start_ns, ==, back_without->end_ns - back_without->start_ns + 55000);
   beside_clear(&b);
   assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_NVME);
 }
@@ -973,10 +973,10 @@ static void test_h2d_primed_in_kernel(void) {
 
 /* A copy leg's own processor time (gpu.copy_leg_cpu) with shared_cpus:
  * A's copy to host memory takes 100 us of the two processors, half when
- * it starts and half when it ends. It starts as op1 is launched, before
- * op1 runs (nothing is taken from a kernel then, as for an SSD leg), and
- * ends during op1 (10 ms): op1 ends 50 / 2 us later than without it. On a
- * GPU it changes nothing. */
+ * it starts and half when it ends. It starts at the moment op1 is
+ * launched (its first half taken from op1, which starts then, as for an
+ * SSD leg), and ends during op1 (10 ms): op1 ends 2 x 50 / 2 us later
+ * than without it. On a GPU it changes nothing. */
 static void test_copy_leg_cpu(void) {
   GError *error = NULL;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_leg_cpu\": \"100us\"");
@@ -991,7 +991,7 @@ static void test_copy_leg_cpu(void) {
   const RokAction *out = leg(b.with, ROK_ACTION_OFFLOAD, ROK_STREAM_D2H);
   g_assert_cmpint(out->start_ns, ==, fwd_of(b.with, b.op1)->start_ns);
   g_assert_cmpint(out->end_ns, <, fwd_of(b.with, b.op1)->end_ns);
-  g_assert_cmpint(fwd_of(b.with, b.op1)->end_ns - fwd_of(b.without, b.op1)->end_ns, ==, 25000);
+  g_assert_cmpint(fwd_of(b.with, b.op1)->end_ns - fwd_of(b.without, b.op1)->end_ns, ==, 50000);
   beside_clear(&b);
   assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_HOST);
 }

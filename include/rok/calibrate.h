@@ -122,6 +122,10 @@ typedef struct {
   double work;
   double bytes;             /* what the trace counts the op moving in this direction */
   RokCalibStat rate; /* work per second, launch overhead taken out */
+  /* A GEMM op's backward on a CPU device: when a copy handed over early
+   * in it found a processor free (its first kernel done), as a share of
+   * its time; n = 0: not measured. */
+  RokCalibStat first_free;
 } RokCalibOp;
 
 /* Leg sizes whose check after a copy is timed: 64 KiB to 16 MiB. */

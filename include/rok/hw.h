@@ -67,17 +67,24 @@ typedef struct {
 /* One GEMM op `rok calibrate` timed as the executor runs it: its kind as
  * the trace names it ("linear"), its [batch, m, n, k], and its time per
  * direction (forward, backward), launch overhead taken out; -1: not
- * timed in that direction. */
+ * timed in that direction. backward_first: the share of its backward's
+ * time that the first of its kernels takes (a linear's dW before its dX),
+ * as a copy handed over early in the backward found a processor free;
+ * 0: not measured (the simulator then takes half). */
 typedef struct {
   char *kind;
   guint64 dims[4];
   gint64 ns[2];
+  double backward_first;
 } RokHwGemmOp;
 
 /* Shapes a calibrated profile may record, and how far outside their range
  * (a factor, per dimension) a GEMM is "far" from them. */
 #define ROK_HW_MAX_SHAPES 4096
 #define ROK_HW_FAR_FACTOR 4.0
+/* A backward's first kernel takes at least this share of it, and at most
+ * 1 minus it (RokHwGemmOp.backward_first). */
+#define ROK_HW_FIRST_KERNEL_MIN 0.02
 
 /* GPUs a node section may describe. */
 #define ROK_HW_MAX_NODE_GPUS 64

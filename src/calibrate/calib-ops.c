@@ -47,6 +47,14 @@ typedef struct {
   RokCalibProbe probe;
   gpointer probe_data;
   double *seconds; /* [trial][op][direction] */
+  /* A CPU device's backward probes (probe_backward): the copy's buffers,
+   * its time alone, each op's typical backward, and what each probe pass
+   * found, [pass][op] (NaN: nothing). */
+  RokClBuffer *copy_dev;
+  RokClHostBuffer *copy_host;
+  double copy_alone_s;
+  double *backward_s;
+  double *first_free;
 } Pass;
 
 static double now(void) {
@@ -79,10 +87,58 @@ static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GErr
   return ok;
 }
 
+/* Where a GEMM op's backward lets a copy through, on a CPU device (PoCL
+ * gives a copy a processor only when one is done with the kernel in
+ * progress): the backward runs two kernels of equal FLOPs (a linear's dW,
+ * then its dX) that need not take equal time (validate-gpt's and the
+ * LLaMA-shaped model's fc2 backward in `rok validate`, 2026-12-07: the
+ * first h2d leg in it ended at 0.37-0.41 of it, where the model's halves
+ * put it at 0.47). A 1 MiB copy out of the device, as a leg's, is handed
+ * over FIRST_LEAD into the backward (past the launch, when a copy still
+ * goes ahead of the kernels), and its wait's end (its time less its time
+ * alone) taken over the backward's typical time. A copy that did not wait
+ * (it went ahead) or that waited past FIRST_LATE of it (it came after the
+ * first kernel) says nothing of the first kernel and is left out. */
+#define FIRST_PASSES 5
+#define FIRST_LEAD 0.15
+#define FIRST_LATE 0.9
+#define FIRST_MIN_S 300e-6 /* shorter backwards are not probed */
+#define COPY_BYTES ((guint64)1 << 20)
+
+static gboolean copy_out(Pass *p, double *seconds, GError **error) {
+  double start = now();
+  gboolean ok = rok_cl_buffer_read(p->copy_dev, ROK_CL_QUEUE_D2H, 0, COPY_BYTES, p->copy_host->ptr, TRUE, 0, NULL,
+                                   NULL, error);
+  *seconds = now() - start;
+  return ok;
+}
+
+static gboolean probe_backward(Pass *p, guint op, double *first_free, GError **error) {
+  double typical = p->backward_s[op], start = now(), copy = 0;
+  if (!run_direction(p, op, ROK_HW_BACKWARD, error) || !rok_cl_device_flush(p->cl, ROK_CL_QUEUE_COMPUTE, error))
+    return FALSE;
+  while (now() < start + FIRST_LEAD * typical) /* a sleep would wake later than that */
+    ;
+  double issued = now();
+  if (!copy_out(p, &copy, error) || !rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, error))
+    return FALSE;
+  double wait = copy - p->copy_alone_s, at = (issued - start + MAX(wait, 0)) / typical;
+  *first_free = wait > 0.02 * typical && at < FIRST_LATE ? at : NAN;
+  return TRUE;
+}
+
+/* Whether op O's backward is probed: a GEMM op's, long enough. */
+static gboolean probed(const Pass *p, guint o) {
+  return p->first_free != NULL && rok_op_kind_is_gemm(rok_trace_op(p->trace, o)->kind) &&
+         p->backward_s[o] >= FIRST_MIN_S;
+}
+
 /* Forward in order, every dropout's mask rebuilt from the seed (as a
  * recompute of the mask alone does), backward in reverse: a micro-batch as
- * a step runs it. SECONDS (may be NULL: a warm-up) gets [op][direction]. */
-static gboolean run_pass(Pass *p, double *seconds, GError **error) {
+ * a step runs it. SECONDS (may be NULL: a warm-up or a probe pass) gets
+ * [op][direction]; FIRST_FREE (NULL but in a probe pass) each probed
+ * op's backward's probe_backward. */
+static gboolean run_pass(Pass *p, double *seconds, double *first_free, GError **error) {
   guint n = p->trace->ops->len;
   double unused = 0;
   for (guint o = 0; o < n; o++)
@@ -92,9 +148,13 @@ static gboolean run_pass(Pass *p, double *seconds, GError **error) {
     if (rok_trace_op(p->trace, o)->kind == ROK_OP_DROPOUT &&
         !run_op(p, o, ROK_HW_REBUILD, seconds ? &seconds[D * o + ROK_HW_REBUILD] : &unused, error))
       return FALSE;
-  for (guint o = n; o-- > 0;)
-    if (!run_op(p, o, ROK_HW_BACKWARD, seconds ? &seconds[D * o + ROK_HW_BACKWARD] : &unused, error))
+  for (guint o = n; o-- > 0;) {
+    gboolean ok = first_free != NULL && probed(p, o)
+                      ? !rok_calib_check_cancelled(p->cancel, error) && probe_backward(p, o, &first_free[o], error)
+                      : run_op(p, o, ROK_HW_BACKWARD, seconds ? &seconds[D * o + ROK_HW_BACKWARD] : &unused, error);
+    if (!ok)
       return FALSE;
+  }
   rok_exec_model_end_micro_batch(p->model, 0);
   return TRUE;
 }
@@ -105,6 +165,10 @@ static void pass_clear(Pass *p) {
   g_free(p->tensors);
   rok_exec_model_free(p->model);
   g_free(p->seconds);
+  g_free(p->backward_s);
+  g_free(p->first_free);
+  g_clear_pointer(&p->copy_dev, rok_cl_buffer_free);
+  g_clear_pointer(&p->copy_host, rok_cl_host_buffer_free);
 }
 
 /* The work of an op in a direction: what the trace counts for it; for a
@@ -122,7 +186,7 @@ static double work_of(const RokTrace *trace, const RokOp *op, guint direction) {
  * charges it apart, as gpu.launch_overhead. */
 static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDevice *d) {
   guint n = p->trace->ops->len;
-  g_autofree double *rates = g_new(double, trials);
+  g_autofree double *rates = g_new(double, MAX(trials, FIRST_PASSES));
   for (guint o = 0; o < n; o++) {
     const RokOp *op = rok_trace_op(p->trace, o);
     for (guint dir = 0; dir < D && op->kind != ROK_OP_INPUT; dir++) {
@@ -137,6 +201,14 @@ static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDe
                          .bytes = (double)(dir == ROK_HW_BACKWARD ? op->bwd_bytes : op->fwd_bytes),
                          .dims = {op->dims[0], op->dims[1], op->dims[2], op->dims[3]}};
       knot.rate = rok_calib_stat(rates, trials);
+      if (dir == ROK_HW_BACKWARD && p->first_free != NULL) {
+        guint k = 0;
+        for (guint t = 0; t < FIRST_PASSES; t++)
+          if (!isnan(p->first_free[(gsize)t * n + o]))
+            rates[k++] = p->first_free[(gsize)t * n + o];
+        if (k >= (FIRST_PASSES + 1) / 2) /* most of the copies said something */
+          knot.first_free = rok_calib_stat(rates, k);
+      }
       g_array_append_val(d->ops, knot);
     }
   }
@@ -151,8 +223,41 @@ static guint64 model_bytes(const RokTrace *trace) {
   return bytes;
 }
 
-/* One model: warm-up pass, then the timed ones. *PASS_S gets the median
- * pass's time. */
+/* After the timed passes, FIRST_PASSES that probe the GEMM ops'
+ * backwards (probe_backward), each op's typical backward the median of
+ * the timed passes', the copy alone the least of five. */
+static gboolean probe_passes(Pass *p, guint trials, GError **error) {
+  guint n = p->trace->ops->len;
+  p->copy_host = rok_cl_host_buffer_new(p->cl, COPY_BYTES, 64, error);
+  p->copy_dev = p->copy_host ? rok_cl_buffer_new(p->cl, ROK_DTYPE_U8, COPY_BYTES, "calibrate.copy", TRUE, error) : NULL;
+  if (p->copy_dev == NULL)
+    return FALSE;
+  memset(p->copy_host->ptr, 0x5a, COPY_BYTES);
+  p->copy_alone_s = G_MAXDOUBLE;
+  for (guint i = 0; i < 5; i++) {
+    double s = 0;
+    if (!copy_out(p, &s, error))
+      return FALSE;
+    p->copy_alone_s = MIN(p->copy_alone_s, s);
+  }
+  p->backward_s = g_new0(double, MAX(n, 1));
+  g_autofree double *times = g_new(double, trials);
+  for (guint o = 0; o < n; o++) {
+    for (guint t = 0; t < trials; t++)
+      times[t] = p->seconds[((gsize)t * n + o) * D + ROK_HW_BACKWARD];
+    p->backward_s[o] = rok_calib_stat(times, trials).median;
+  }
+  p->first_free = g_new(double, (gsize)FIRST_PASSES * MAX(n, 1));
+  for (gsize i = 0; i < (gsize)FIRST_PASSES * n; i++)
+    p->first_free[i] = NAN;
+  for (guint t = 0; t < FIRST_PASSES; t++)
+    if (!run_pass(p, NULL, &p->first_free[(gsize)t * n], error))
+      return FALSE;
+  return TRUE;
+}
+
+/* One model: warm-up pass, then the timed ones, then on a CPU device the
+ * probe passes. *PASS_S gets the median pass's time. */
 static gboolean measure_model(const Pass *how, const RokTrace *trace, guint trials, const char *label,
                               RokCalibDevice *d, double *pass_s, GError **error) {
   Pass p = *how;
@@ -164,13 +269,15 @@ static gboolean measure_model(const Pass *how, const RokTrace *trace, guint tria
   for (guint t = 0; ok && t < trace->tensors->len; t++)
     ok = (p.tensors[t] = rok_exec_model_alloc_tensor(p.model, t, error)) != NULL;
   p.seconds = g_new0(double, (gsize)trials * n * D);
-  ok = ok && run_pass(&p, NULL, error);
+  ok = ok && run_pass(&p, NULL, NULL, error);
   g_autofree double *totals = g_new0(double, trials);
   for (guint t = 0; ok && t < trials; t++) {
-    ok = (p.probe == NULL || p.probe(p.probe_data, error)) && run_pass(&p, &p.seconds[(gsize)t * n * D], error);
+    ok = (p.probe == NULL || p.probe(p.probe_data, error)) && run_pass(&p, &p.seconds[(gsize)t * n * D], NULL, error);
     for (guint i = 0; ok && i < D * n; i++)
       totals[t] += p.seconds[(gsize)t * n * D + i];
   }
+  if (ok && g_strcmp0(d->type, "cpu") == 0)
+    ok = probe_passes(&p, trials, error);
   if (ok) {
     add_knots(&p, trials, label, d);
     *pass_s = rok_calib_stat(totals, trials).median;

@@ -126,11 +126,16 @@ static void fill_shapes(const RokCalibDevice *d, RokHw *hw) {
 
 /* calibrated_shapes.gemm_ops: every op of a kind the GEMM model times,
  * one per kind and shape (alike ops of a layer at their mean time), each
- * direction's time as its rate gives it (launch overhead out). */
+ * direction's time as its rate gives it (launch overhead out); where
+ * probed, the backward's first kernel: where a copy found a processor
+ * free, at gpu.copy_kernel_free_at of that kernel (alike ops' mean). */
 static void fill_gemm_ops(const RokCalibDevice *d, RokHw *hw) {
   RokHwGemmOp *out = g_new0(RokHwGemmOp, MAX(d->ops->len, 1));
   g_autofree double *seconds = g_new0(double, 2 * MAX(d->ops->len, 1)); /* per op and direction */
   g_autofree guint *count = g_new0(guint, 2 * MAX(d->ops->len, 1));
+  g_autofree double *first = g_new0(double, MAX(d->ops->len, 1));
+  g_autofree guint *firsts = g_new0(guint, MAX(d->ops->len, 1));
+  double free_at = hw->gpu.copy_kernel_free_at > 0 ? hw->gpu.copy_kernel_free_at : 1;
   guint n = 0;
   for (guint i = 0; i < d->ops->len; i++) {
     const RokCalibOp *op = &g_array_index(d->ops, RokCalibOp, i);
@@ -148,9 +153,16 @@ static void fill_gemm_ops(const RokCalibDevice *d, RokHw *hw) {
     guint dir = op->direction == ROK_HW_BACKWARD ? 1 : 0;
     seconds[2 * j + dir] += op->work / op->rate.median;
     count[2 * j + dir]++;
+    if (dir == 1 && op->first_free.n > 0) {
+      first[j] += op->first_free.median / free_at;
+      firsts[j]++;
+    }
   }
   for (guint j = 0; j < 2 * n; j++)
     out[j / 2].ns[j % 2] = count[j] > 0 ? (gint64)llround(seconds[j] / count[j] * 1e9) : -1;
+  for (guint j = 0; j < n; j++)
+    if (firsts[j] > 0)
+      out[j].backward_first = CLAMP(first[j] / firsts[j], ROK_HW_FIRST_KERNEL_MIN, 1 - ROK_HW_FIRST_KERNEL_MIN);
   hw->calibrated.gemm_ops = n > 0 ? out : (g_free(out), NULL);
   hw->calibrated.gemm_ops_len = n;
 }

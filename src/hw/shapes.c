@@ -10,7 +10,7 @@
 #include "rok/core.h"
 
 static const char *const keys[] = {"gemm", "elementwise_bytes", "gemm_ops", NULL};
-static const char *const op_keys[] = {"kind", "shape", "forward", "backward", NULL};
+static const char *const op_keys[] = {"kind", "shape", "forward", "backward", "backward_first", NULL};
 
 /* A GEMM dimension: rok's kernels take 32-bit sizes. */
 #define MAX_DIM ((guint64)G_MAXUINT32)
@@ -94,7 +94,9 @@ static gboolean read_gemm_op(const RokJsonObj *o, json_object *array, gsize i, R
     return FALSE;
   }
   if (!read_dims(&e, shape, at, op->dims, error) || !hw_read_latency(&e, "forward", &op->ns[0], error) ||
-      !hw_read_latency(&e, "backward", &op->ns[1], error))
+      !hw_read_latency(&e, "backward", &op->ns[1], error) ||
+      !rok_json_get_double(&e, "backward_first", FALSE, ROK_HW_FIRST_KERNEL_MIN, 1 - ROK_HW_FIRST_KERNEL_MIN,
+                           &op->backward_first, error))
     return FALSE;
   if (op->ns[0] < 0 && op->ns[1] < 0) {
     rok_json_error(error, e.doc, e.path, "must have a \"forward\" or \"backward\" time");
@@ -172,6 +174,8 @@ void hw_shapes_to_json(const RokHw *hw, json_object *root) {
       for (guint d = 0; d < 2; d++)
         if (op->ns[d] >= 0)
           json_object_object_add(e, names[d], rok_json_new_double((double)op->ns[d] / 1e9));
+      if (op->backward_first > 0)
+        json_object_object_add(e, "backward_first", rok_json_new_double(op->backward_first));
       json_object_array_add(ops, e);
     }
     json_object_object_add(o, "gemm_ops", ops);

@@ -462,8 +462,11 @@ static void compute_try_start(SimEngine *e) {
   e->compute_left = v.ns;
   /* A copy waits for the kernel in progress (gpu.copy_kernel_free_at or
    * copy_kernel_wait): an item is taken as one kernel, a backward as two
-   * (a GEMM's dX and dW). */
-  e->kernel_ns = e->last_base_ns = v.kind == ROK_ACTION_BACKWARD ? v.ns / 2 : v.ns;
+   * (a GEMM's dW and dX), the first of the calibrated share. */
+  e->kernel_ns = e->last_base_ns =
+      v.kind == ROK_ACTION_BACKWARD && v.op < e->sim->n_ops
+          ? v.ns - (gint64)llround(e->sim->bwd_first[v.op] * (double)v.ns)
+          : v.ns;
   e->first_base_ns = v.ns - e->kernel_ns;
   e->compute_since = e->compute_start = e->now;
   e->last_kernel_start = e->first_base_ns > 0 ? -1 : e->now;

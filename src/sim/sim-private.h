@@ -103,6 +103,9 @@ struct _RokSim {
   const RokHw *hw;
   guint n_ops, n_tensors;
   gint64 *fwd_ns, *bwd_ns;
+  /* Per op: the share of its backward its first kernel takes (the
+   * profile's calibrated_shapes.gemm_ops backward_first; 0.5 otherwise). */
+  double *bwd_first;
   gint64 optimizer_ns;
   /* Per op, activation gradients: taken when its backward starts (those
    * of its inputs it is the first to add to, and of outputs whose gradient

@@ -199,13 +199,28 @@ static gboolean listed_before(const GArray *ids, guint upto, guint id) {
   return FALSE;
 }
 
-/* Per op: forward and backward time; bytes of its outputs. */
+/* The share of an op's backward that its first kernel takes, where the
+ * profile measured its kind and shape; half otherwise (two GEMMs of equal
+ * FLOPs: a linear's dW and dX, which on a CPU device need not take equal
+ * time: validate-gpt's and the LLaMA-shaped model's fc2 backward, first
+ * kernel 0.35-0.38 of it, 2026-12-07). */
+static double backward_first(const RokHw *hw, const RokOp *op) {
+  const RokHwGemmOp *timed = rok_op_kind_is_gemm(op->kind)
+                                 ? rok_hw_gemm_op_find(hw->calibrated.gemm_ops, hw->calibrated.gemm_ops_len,
+                                                       rok_op_kind_name(op->kind), op->dims)
+                                 : NULL;
+  return timed != NULL && timed->backward_first > 0 ? timed->backward_first : 0.5;
+}
+
+/* Per op: forward and backward time, its backward's first kernel; bytes of
+ * its outputs. */
 static void compute_ops(RokSim *sim) {
   const RokTrace *trace = sim->trace;
   for (guint o = 0; o < sim->n_ops; o++) {
     const RokOp *op = rok_trace_op(trace, o);
     sim->fwd_ns[o] = op_time(sim->hw, op, FALSE);
     sim->bwd_ns[o] = op_time(sim->hw, op, TRUE);
+    sim->bwd_first[o] = backward_first(sim->hw, op);
     for (guint i = 0; i < op->outputs->len; i++)
       sim->out_bytes[o] += rok_trace_tensor(trace, g_array_index(op->outputs, guint, i))->bytes;
   }
@@ -321,6 +336,7 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->n_tensors = trace->tensors->len;
   sim->fwd_ns = g_new0(gint64, sim->n_ops);
   sim->bwd_ns = g_new0(gint64, sim->n_ops);
+  sim->bwd_first = g_new0(double, sim->n_ops);
   sim->grad_start_bytes = g_new0(guint64, sim->n_ops);
   sim->grad_end_bytes = g_new0(guint64, sim->n_ops);
   sim->out_bytes = g_new0(guint64, sim->n_ops);
@@ -353,6 +369,7 @@ void rok_sim_free(RokSim *sim) {
   sim_order_clear(&sim->order);
   g_free(sim->fwd_ns);
   g_free(sim->bwd_ns);
+  g_free(sim->bwd_first);
   g_free(sim->comm_fwd_ns);
   g_free(sim->comm_bwd_ns);
   g_free(sim->hidden_bwd_ns);

@@ -190,6 +190,44 @@ static void test_profile(void) {
   g_assert_true(copy->calibrated.gemm_ops != back->calibrated.gemm_ops);
 }
 
+/* A GEMM op's backward probed on a CPU device: the profile carries its
+ * first kernel's share (where the copy found a processor, over
+ * copy_kernel_free_at: 1 where that was not measured), read back the
+ * same; a share out of [0.02, 0.98] is refused, naming it. */
+static void test_backward_first(void) {
+  RokHw hw = truth(6, 64, 64, 4e11, 2e11);
+  g_autoptr(RokCalibration) c = made_by_model(&hw);
+  RokCalibOp back = g_array_index(c->device.ops, RokCalibOp, 0);
+  back.label = g_strdup("layer");
+  back.direction = ROK_HW_BACKWARD;
+  back.work *= 2;
+  back.first_free = (RokCalibStat){0.36, 0.33, 0.4, 5};
+  g_array_append_val(c->device.ops, back);
+  GError *error = NULL;
+  g_autoptr(RokHw) p = rok_calib_profile(c, "fitted", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(p->calibrated.gemm_ops_len, ==, 1);
+  g_assert_cmpfloat(p->calibrated.gemm_ops[0].backward_first, ==, 0.36);
+  g_assert_cmpint(p->calibrated.gemm_ops[0].ns[1], >, 0);
+  json_object *o = rok_hw_to_json(p);
+  g_autofree char *text = rok_json_to_string(o);
+  json_object_put(o);
+  g_assert_nonnull(strstr(text, "\"backward_first\""));
+  g_autoptr(RokHw) read = rok_hw_parse("fitted.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(read->calibrated.gemm_ops[0].backward_first, ==, 0.36);
+  read->calibrated.gemm_ops[0].backward_first = 1.5;
+  json_object *bad = rok_hw_to_json(read);
+  g_autofree char *bad_text = rok_json_to_string(bad);
+  json_object_put(bad);
+  g_autoptr(RokHw) refused = rok_hw_parse("bad.json", bad_text, strlen(bad_text), &error);
+  g_assert_null(refused);
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, "calibrated_shapes.gemm_ops[0].backward_first"));
+  g_clear_error(&error);
+}
+
 /* A trace of one linear op of the given shape. */
 static RokTrace *one_linear(guint64 m, guint64 n, guint64 k) {
   RokTrace *trace = rok_trace_new("one-linear");
@@ -316,6 +354,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate-fit/profile", test_profile);
   g_test_add_func("/calibrate-fit/far", test_far);
   g_test_add_func("/calibrate-fit/gemm-ops", test_gemm_ops);
+  g_test_add_func("/calibrate-fit/backward-first", test_backward_first);
   g_test_add_func("/calibrate-fit/bad-section", test_bad_section);
   return g_test_run();
 }

@@ -971,6 +971,51 @@ static void test_h2d_primed_in_kernel(void) {
   g_assert_cmpint(y->end_ns, <, back->start_ns + 25000000);
 }
 
+/* A backward's first kernel where the profile measured it
+ * (calibrated_shapes.gemm_ops backward_first): op1, a linear op of 30 ms
+ * backward, as test_h2d_primed_in_kernel, has A come back early in it;
+ * A's h2d leg waits for 0.95 of the first kernel, 0.3 of the backward
+ * (9 ms), where without the figure it waits for 0.95 of half (15 ms):
+ * 5.7 ms sooner. Another shape, or a forward, is not split by it. */
+static void test_backward_first(void) {
+  g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", ", \"queue_depth\": 1");
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+  RokOp *linear = rok_trace_op(trace, op1);
+  linear->kind = ROK_OP_LINEAR;
+  linear->bwd_time_s = 30e-3;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
+  gint64 end[3] = {0};
+  for (guint k = 0; k < 3; k++) {
+    g_autoptr(RokHw) with = rok_hw_copy(hw);
+    with->calibrated.gemm_ops = g_new0(RokHwGemmOp, 1);
+    with->calibrated.gemm_ops_len = 1;
+    RokHwGemmOp *timed = &with->calibrated.gemm_ops[0];
+    timed->kind = g_strdup("linear");
+    memcpy(timed->dims, linear->dims, sizeof timed->dims);
+    timed->dims[3] += k == 2; /* another shape */
+    timed->ns[0] = -1;
+    timed->ns[1] = 30000000;
+    timed->backward_first = k == 0 ? 0 : 0.3;
+    g_autoptr(RokHw) back = round_trip(with);
+    g_assert_cmpfloat(back->calibrated.gemm_ops[0].backward_first, ==, timed->backward_first);
+    g_autoptr(RokSimResult) r = simulate(trace, with, plan);
+    const RokAction *x = NULL;
+    for (guint i = 0; i < r->actions->len && x == NULL; i++) {
+      const RokAction *h = &g_array_index(r->actions, RokAction, i);
+      if (h->kind == ROK_ACTION_PREFETCH && h->stream == ROK_STREAM_H2D && h->tensor == a)
+        x = h;
+    }
+    const RokAction *bwd = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
+    g_assert_true(x != NULL && bwd != NULL);
+    g_assert_cmpint(x->start_ns, <, bwd->start_ns + 8000000); /* came back before the first kernel's free point */
+    end[k] = x->end_ns - bwd->start_ns;
+  }
+  g_assert_cmpint(llabs(end[1] - end[0] + 5700000), <=, 2);
+  g_assert_cmpint(end[2], ==, end[0]);
+}
+
 /* A copy leg's own processor time (gpu.copy_leg_cpu) with shared_cpus:
  * A's copy to host memory takes 100 us of the two processors, half when
  * it starts and half when it ends. It starts at the moment op1 is
@@ -1116,6 +1161,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/h2d-primed", test_h2d_primed);
   g_test_add_func("/validate-model/follow-latency-left", test_follow_latency_left);
   g_test_add_func("/validate-model/h2d-primed-in-kernel", test_h2d_primed_in_kernel);
+  g_test_add_func("/validate-model/backward-first", test_backward_first);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);
   g_test_add_func("/validate-model/device-checksum", test_device_checksum);

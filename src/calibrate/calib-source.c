@@ -73,11 +73,12 @@ static void append_device(GString *s, const RokCalibration *c) {
                        "counts for the op (FLOPs for flash attention, bytes for the others) over its time less the "
                        "launch overhead, ops of equal work averaged. ");
   if (d->ops->len > 0 && g_strcmp0(d->type, "cpu") == 0)
-    g_string_append(s, "calibrated_shapes.gemm_ops' backward_first: in five more passes, a 1 MiB copy out of the "
+    g_string_append(s, "calibrated_shapes.gemm_ops' backward_first: in seven more passes, a 1 MiB copy out of the "
                        "device handed over 0.15 into each GEMM op's backward of 0.3 ms or more; when its wait "
                        "ended (its time less its least of five alone), over the backward's median time and "
                        "gpu.copy_kernel_free_at: the share of the backward its first kernel takes (copies that did "
-                       "not wait, or waited past 0.9 of it, left out; the median where three or more did). ");
+                       "not wait, less than their time alone or 0.05 of the backward, or waited past 0.9 of it, "
+                       "left out; the median where three or more waited). ");
   double change = rok_calib_speed_change(d);
   if (!isnan(change)) {
     const RokCalibGemm *g = &g_array_index(d->gemms, RokCalibGemm, d->speed_gemm);

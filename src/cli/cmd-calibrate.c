@@ -196,6 +196,20 @@ static void print_fit(const RokCalibDevice *d, const RokHw *hw, gboolean rows) {
     printf("  GEMM ops by shape    %u timed (kind and shape): a model's op of one of them takes its measured time, "
            "the model times the rest\n",
            hw->calibrated.gemm_ops_len);
+  guint split = 0;
+  double lo = 1, hi = 0;
+  for (guint i = 0; i < hw->calibrated.gemm_ops_len; i++) {
+    double f = hw->calibrated.gemm_ops[i].backward_first;
+    if (f > 0) {
+      split++;
+      lo = MIN(lo, f);
+      hi = MAX(hi, f);
+    }
+  }
+  if (split > 0)
+    printf("  backward's first     %u of them: their first kernel takes %.2f-%.2f of the backward (where copies "
+           "wait for it; the rest, half)\n",
+           split, lo, hi);
 }
 
 static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_rows) {

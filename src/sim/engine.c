@@ -371,6 +371,12 @@ gint64 sim_kernel_until(const SimEngine *e, double share) {
   return MAX(start + (gint64)llround(share * (double)length) - e->now, 0);
 }
 
+gboolean sim_kernel_leaves_cpu(const SimEngine *e) {
+  const SimItemView *v = &e->running_view;
+  return e->running && v->kind == ROK_ACTION_BACKWARD && v->op < e->sim->n_ops && e->sim->bwd_first_idle[v->op] &&
+         last_kernel_began(e) < 0;
+}
+
 guint64 sim_kernel_id(const SimEngine *e) {
   gint64 start = 0, length = 0;
   guint64 launch = e->running ? launch_in_progress(e, &start, &length) : 0;

@@ -277,6 +277,10 @@ void sim_cpu_take(SimEngine *e, gint64 cpu_ns);
 /* engine.c: time until the kernel in progress ends at the current pace
  * (0 while no compute item runs). */
 gint64 sim_kernel_left(const SimEngine *e);
+/* Whether the kernel in progress leaves one of the shared processors
+ * idle (a backward's first kernel of fewer work-groups than processors:
+ * RokSim.bwd_first_idle), which takes a copy at once. */
+gboolean sim_kernel_leaves_cpu(const SimEngine *e);
 /* engine.c: time until `share` of the kernel in progress's own length has
  * passed since it began (0 once it has, or while no compute item runs):
  * when the processor that was slowed least is done with it. On a CPU

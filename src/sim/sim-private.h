@@ -106,6 +106,10 @@ struct _RokSim {
   /* Per op: the share of its backward its first kernel takes (the
    * profile's calibrated_shapes.gemm_ops backward_first; 0.5 otherwise). */
   double *bwd_first;
+  /* Per op on a CPU device (gpu.shared_cpus): its backward's first kernel
+   * has fewer work-groups than the device has processors, so one is idle
+   * through it and takes a copy at once (first_kernel_idle). */
+  gboolean *bwd_first_idle;
   gint64 optimizer_ns;
   /* Per op, activation gradients: taken when its backward starts (those
    * of its inputs it is the first to add to, and of outputs whose gradient

@@ -212,6 +212,23 @@ static double backward_first(const RokHw *hw, const RokOp *op) {
   return timed != NULL && timed->backward_first > 0 ? timed->backward_first : 0.5;
 }
 
+/* Whether a linear op's backward leaves a processor idle through its first
+ * kernel, dW [k x n], on a CPU device that computes a GEMM as one
+ * work-group per output tile (gpu.gemm_tile) on its shared_cpus
+ * processors: fewer tiles than processors. A copy handed over then goes at
+ * once (validate-gpt's attn.proj backward, 2026-12-07: its dW of one
+ * 128x128 tile on two processors let the h2d legs of tba's row through
+ * 0.2-0.4 into it with no wait, and rok calibrate's probe copies 0.15 into
+ * it went as fast as alone). */
+static gboolean first_kernel_idle(const RokHw *hw, const RokOp *op) {
+  if (op->kind != ROK_OP_LINEAR || hw->gpu.shared_cpus == 0 || hw->gpu.gemm_tile[0] == 0 ||
+      hw->gpu.gemm_tile[1] == 0)
+    return FALSE;
+  guint64 tiles = op->dims[0] * ((op->dims[3] + hw->gpu.gemm_tile[0] - 1) / hw->gpu.gemm_tile[0]) *
+                  ((op->dims[2] + hw->gpu.gemm_tile[1] - 1) / hw->gpu.gemm_tile[1]);
+  return tiles < hw->gpu.shared_cpus;
+}
+
 /* Per op: forward and backward time, its backward's first kernel; bytes of
  * its outputs. */
 static void compute_ops(RokSim *sim) {
@@ -221,6 +238,7 @@ static void compute_ops(RokSim *sim) {
     sim->fwd_ns[o] = op_time(sim->hw, op, FALSE);
     sim->bwd_ns[o] = op_time(sim->hw, op, TRUE);
     sim->bwd_first[o] = backward_first(sim->hw, op);
+    sim->bwd_first_idle[o] = first_kernel_idle(sim->hw, op);
     for (guint i = 0; i < op->outputs->len; i++)
       sim->out_bytes[o] += rok_trace_tensor(trace, g_array_index(op->outputs, guint, i))->bytes;
   }
@@ -337,6 +355,7 @@ RokSim *rok_sim_new(const RokTrace *trace, const RokHw *hw, GError **error) {
   sim->fwd_ns = g_new0(gint64, sim->n_ops);
   sim->bwd_ns = g_new0(gint64, sim->n_ops);
   sim->bwd_first = g_new0(double, sim->n_ops);
+  sim->bwd_first_idle = g_new0(gboolean, sim->n_ops);
   sim->grad_start_bytes = g_new0(guint64, sim->n_ops);
   sim->grad_end_bytes = g_new0(guint64, sim->n_ops);
   sim->out_bytes = g_new0(guint64, sim->n_ops);
@@ -370,6 +389,7 @@ void rok_sim_free(RokSim *sim) {
   g_free(sim->fwd_ns);
   g_free(sim->bwd_ns);
   g_free(sim->bwd_first);
+  g_free(sim->bwd_first_idle);
   g_free(sim->comm_fwd_ns);
   g_free(sim->comm_bwd_ns);
   g_free(sim->hidden_bwd_ns);

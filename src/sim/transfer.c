@@ -442,6 +442,8 @@ static gboolean copies_wait_for_kernels(const SimEngine *e) {
  * first copy's end of wait is kept for copy_kernel_wait, whose wait
  * depends on when the copy came. */
 static gint64 wait_in_kernel(SimEngine *e) {
+  if (sim_kernel_leaves_cpu(e))
+    return 0;
   guint64 kernel = sim_kernel_id(e);
   if (kernel == e->free_kernel)
     return MAX(e->free_at - e->now, 0);

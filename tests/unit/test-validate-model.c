@@ -976,7 +976,9 @@ static void test_h2d_primed_in_kernel(void) {
  * backward, as test_h2d_primed_in_kernel, has A come back early in it;
  * A's h2d leg waits for 0.95 of the first kernel, 0.3 of the backward
  * (9 ms), where without the figure it waits for 0.95 of half (15 ms):
- * 5.7 ms sooner. Another shape, or a forward, is not split by it. */
+ * 5.7 ms sooner. Another shape is not split by it. Where the first
+ * kernel, op1's dW, has fewer output tiles (gpu.gemm_tile) than the
+ * device has processors, one is idle and the leg does not wait at all. */
 static void test_backward_first(void) {
   g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", ", \"queue_depth\": 1");
   guint a = 0, a2 = 0, op1 = 0;
@@ -986,9 +988,11 @@ static void test_backward_first(void) {
   linear->bwd_time_s = 30e-3;
   g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
   plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
-  gint64 end[3] = {0};
-  for (guint k = 0; k < 3; k++) {
+  gint64 end[4] = {0}, took = 0;
+  for (guint k = 0; k < 4; k++) {
     g_autoptr(RokHw) with = rok_hw_copy(hw);
+    if (k == 3) /* op1's dW, [1 x 1], is one 128x128 tile on two processors */
+      with->gpu.gemm_tile[0] = with->gpu.gemm_tile[1] = 128;
     with->calibrated.gemm_ops = g_new0(RokHwGemmOp, 1);
     with->calibrated.gemm_ops_len = 1;
     RokHwGemmOp *timed = &with->calibrated.gemm_ops[0];
@@ -1011,9 +1015,11 @@ static void test_backward_first(void) {
     g_assert_true(x != NULL && bwd != NULL);
     g_assert_cmpint(x->start_ns, <, bwd->start_ns + 8000000); /* came back before the first kernel's free point */
     end[k] = x->end_ns - bwd->start_ns;
+    took = x->end_ns - x->start_ns;
   }
   g_assert_cmpint(llabs(end[1] - end[0] + 5700000), <=, 2);
   g_assert_cmpint(end[2], ==, end[0]);
+  g_assert_cmpint(took, ==, 1048576); /* its copy alone: no wait */
 }
 
 /* A copy leg's own processor time (gpu.copy_leg_cpu) with shared_cpus:

@@ -110,6 +110,16 @@ typedef struct {
   double predicted_s, measured_s;
   double median_s, ci_low_s, ci_high_s;
   gboolean within_noise;
+  /* A copy stream (d2h, h2d) of a row but keep on a device whose copies
+   * run on its kernels' processors (gpu.shared_cpus): its error with
+   * keep's taken out, (median / predicted) / (keep's measured step /
+   * predicted) - 1. Every part of such a stream is work on those
+   * processors (hand-offs, copies, checks, the waits for a kernel's free
+   * point), so it runs at the speed keep measured the kernels at (on the
+   * development VM, 2026-12-07: keep +26%, the rok rows' h2d streams
+   * +24..+43%). NaN otherwise (SSD streams: the disk's speed is not the
+   * processors'). */
+  double error_against_keep;
 } RokValidatePart;
 
 /* (measured - predicted) / predicted of a part, measured as its median
@@ -180,6 +190,10 @@ typedef struct {
    * (absolute; NaN without any). */
   guint streams, streams_within_noise;
   double median_stream_error, max_stream_error;
+  /* Over the copy streams that have an error_against_keep, its absolute
+   * value's median and largest (NaN without any). */
+  double median_copy_error_against_keep, max_copy_error_against_keep;
+  gboolean copies_on_cpus; /* the profile's gpu.shared_cpus > 0 */
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
   GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */
@@ -228,12 +242,15 @@ void rok_validation_summarize(RokValidation *validation);
  * measured_activation_peak_bytes, predicted_moved_bytes,
  * measured_moved_bytes, moved_error, integrity_failures, parts [{part,
  * actions, predicted_s, measured_s, and for a transfer stream median_s,
- * ci_low_s, ci_high_s, within_noise}]}], parts (over all rows),
+ * ci_low_s, ci_high_s, within_noise, error_against_keep}]}], parts (over
+ * all rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
  * max_peak_error, max_moved_error, median_noise, max_noise,
  * median_error_against_keep, max_error_against_keep (null without a keep
  * row), rows_within_noise, streams, streams_within_noise,
  * median_stream_error, max_stream_error (null without streams),
+ * median_copy_error_against_keep, max_copy_error_against_keep (null
+ * without such streams),
  * median_taken_share, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);
 

@@ -196,11 +196,19 @@ static void print_streams(const RokValidation *v) {
       g_autofree char *pt = rok_units_format_time(p->predicted_s), *mt = rok_units_format_time(p->median_s);
       g_autofree char *lo = rok_units_format_time(p->ci_low_s), *hi = rok_units_format_time(p->ci_high_s);
       g_autofree char *e = percent(rok_validate_part_error(p));
-      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s\n", first ? row->strategy : "", first ? budget : "", p->part,
-             pt, mt, e, lo, hi, p->within_noise ? " *" : "");
+      g_autofree char *k = isnan(p->error_against_keep) ? g_strdup("") : percent(p->error_against_keep);
+      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s%s%s\n", first ? row->strategy : "", first ? budget : "",
+             p->part, pt, mt, e, lo, hi, p->within_noise ? " *" : "", *k ? "  against keep " : "", k);
       first = FALSE;
     }
   }
+  const RokValidateRow *keep = rok_validation_keep_row(v);
+  if (keep != NULL && !isnan(v->median_copy_error_against_keep))
+    printf("Copy streams against keep (on this device their copies, hand-offs and checks run on the processors that "
+           "run the kernels, at the speed keep measured: each one's error with keep's, %+.1f%%, taken out): median "
+           "%.1f%%, worst %.1f%%.\n",
+           100 * keep->step_time_error, 100 * v->median_copy_error_against_keep,
+           100 * v->max_copy_error_against_keep);
 }
 
 static void print_table(const RokValidation *v, const char *dir) {

@@ -102,6 +102,33 @@ static void streams(RokValidation *v) {
     v->median_stream_error = v->max_stream_error = NAN;
 }
 
+/* Each copy stream's error_against_keep (rok/validate.h), and their
+ * median and largest. */
+static void copies_against_keep(RokValidation *v) {
+  const RokValidateRow *k = rok_validation_keep_row(v);
+  gboolean keep = v->copies_on_cpus && k != NULL && k->predicted_step_time_s > 0 && k->measured_step_time_s > 0;
+  double speed = keep ? k->measured_step_time_s / k->predicted_step_time_s : NAN;
+  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    for (guint j = 0; row->parts != NULL && j < row->parts->len; j++) {
+      RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, j);
+      gboolean copy = g_str_equal(p->part, rok_stream_name(ROK_STREAM_D2H)) ||
+                      g_str_equal(p->part, rok_stream_name(ROK_STREAM_H2D));
+      p->error_against_keep = NAN;
+      if (!keep || row == k || !copy || isnan(p->median_s) || !(p->predicted_s > 0))
+        continue;
+      p->error_against_keep = p->median_s / p->predicted_s / speed - 1;
+      double e = fabs(p->error_against_keep);
+      g_array_append_val(errors, e);
+    }
+  }
+  median_max((double *)(void *)errors->data, errors->len, &v->median_copy_error_against_keep,
+             &v->max_copy_error_against_keep);
+  if (errors->len == 0)
+    v->median_copy_error_against_keep = v->max_copy_error_against_keep = NAN;
+}
+
 void rok_validation_summarize(RokValidation *v) {
   guint n = v->rows->len;
   g_autofree double *time = g_new(double, MAX(n, 1)), *peak = g_new(double, MAX(n, 1));
@@ -127,6 +154,7 @@ void rok_validation_summarize(RokValidation *v) {
   median_max(noise, n, &v->median_noise, &v->max_noise);
   against_keep(v);
   streams(v);
+  copies_against_keep(v);
   v->rows_within_noise = 0;
   for (guint i = 0; i < n; i++)
     v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;
@@ -170,6 +198,7 @@ static json_object *parts_json(const GArray *parts) {
       json_object_object_add(o, "ci_low_s", rok_json_new_double(p->ci_low_s));
       json_object_object_add(o, "ci_high_s", rok_json_new_double(p->ci_high_s));
       json_object_object_add(o, "within_noise", json_object_new_boolean(p->within_noise));
+      json_object_object_add(o, "error_against_keep", rok_json_new_double(p->error_against_keep)); /* NaN: null */
     }
     json_object_array_add(a, o);
   }
@@ -257,6 +286,8 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "streams_within_noise", json_object_new_uint64(v->streams_within_noise));
   add(o, "median_stream_error", rok_json_new_double(v->median_stream_error));
   add(o, "max_stream_error", rok_json_new_double(v->max_stream_error));
+  add(o, "median_copy_error_against_keep", rok_json_new_double(v->median_copy_error_against_keep));
+  add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "parts", parts_json(v->parts));
   json_object *notes = json_object_new_array();

@@ -39,6 +39,7 @@ RokValidation *validate_new(const RokTrace *trace, const RokHw *hw) {
   for (guint i = 0; i < 3; i++)
     v->load_before[i] = v->load_after[i] = -1;
   v->cpus = g_get_num_processors();
+  v->copies_on_cpus = hw->gpu.shared_cpus > 0;
   return v;
 }
 

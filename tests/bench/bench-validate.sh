@@ -153,6 +153,9 @@ for i, d in enumerate(docs, 1):
         print(f"       transfer streams (the median over a row's steps): error median "
               f"{100 * d['median_stream_error']:.1f}%, worst {100 * d['max_stream_error']:.1f}%; "
               f"{d['streams_within_noise']} of {d['streams']} predictions inside their median's interval")
+    if d.get("median_copy_error_against_keep") is not None:
+        print(f"       copy streams against keep (their work on the kernels' processors): median "
+              f"{100 * d['median_copy_error_against_keep']:.1f}%, worst {100 * d['max_copy_error_against_keep']:.1f}%")
 if runs > 1:
     a, b = docs[0]["rows"], docs[1]["rows"]
     same = all(x["predicted_step_time_s"] == y["predicted_step_time_s"] and

@@ -252,6 +252,41 @@ static void test_against_keep_paired(void) {
   g_assert_cmpfloat_with_epsilon(rok->error_against_keep, 1.68 / 1.2 - 1, 1e-12);
 }
 
+/* Copy streams against keep, on a device whose copies run on its kernels'
+ * processors: offload's d2h (median 0.12 of 0.10 predicted) and h2d (0.19
+ * of 0.20) over keep's 1.05 of 1.0; in the document, and null on a device
+ * with copy engines (and for keep's own streams, and SSD streams). */
+static void test_copies_against_keep(void) {
+  g_autoptr(RokValidation) v = made_up();
+  g_assert_false(v->copies_on_cpus); /* the bundled profile: no shared_cpus */
+  g_assert_true(isnan(v->median_copy_error_against_keep));
+  RokValidateRow *offload = g_ptr_array_index(v->rows, 2);
+  add_part(offload, "nvme-write", 0.1, 0.2, 0.2, 0.15, 0.25);
+  v->copies_on_cpus = TRUE;
+  rok_validation_summarize(v);
+  const RokValidatePart *d2h = &g_array_index(offload->parts, RokValidatePart, 1);
+  const RokValidatePart *h2d = &g_array_index(offload->parts, RokValidatePart, 2);
+  const RokValidatePart *ssd = &g_array_index(offload->parts, RokValidatePart, 3);
+  g_assert_cmpfloat_with_epsilon(d2h->error_against_keep, 1.2 / 1.05 - 1, 1e-12);
+  g_assert_cmpfloat_with_epsilon(h2d->error_against_keep, 0.95 / 1.05 - 1, 1e-12);
+  g_assert_true(isnan(ssd->error_against_keep));
+  g_assert_true(isnan(g_array_index(offload->parts, RokValidatePart, 0).error_against_keep)); /* compute */
+  g_assert_cmpfloat_with_epsilon(v->median_copy_error_against_keep, (1.2 / 1.05 - 1 + 1 - 0.95 / 1.05) / 2, 1e-12);
+  g_assert_cmpfloat_with_epsilon(v->max_copy_error_against_keep, 1.2 / 1.05 - 1, 1e-12);
+  json_object *o = rok_validation_to_json(v);
+  json_object *median = NULL;
+  g_assert_true(json_object_object_get_ex(o, "median_copy_error_against_keep", &median));
+  g_assert_cmpfloat_with_epsilon(json_object_get_double(median), v->median_copy_error_against_keep, 1e-12);
+  json_object *rows = json_object_object_get(o, "rows");
+  json_object *parts = json_object_object_get(json_object_array_get_idx(rows, 2), "parts");
+  json_object *against = NULL;
+  g_assert_true(json_object_object_get_ex(json_object_array_get_idx(parts, 1), "error_against_keep", &against));
+  g_assert_cmpfloat_with_epsilon(json_object_get_double(against), d2h->error_against_keep, 1e-12);
+  g_assert_true(json_object_object_get_ex(json_object_array_get_idx(parts, 3), "error_against_keep", &against));
+  g_assert_null(against);
+  json_object_put(o);
+}
+
 /* Medians and maxima of the absolute errors; the document holds every
  * field, consistent with the rows. */
 static void test_summary_json(void) {
@@ -531,6 +566,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/plan-rows", test_plan_rows);
   g_test_add_func("/validate/row-fill", test_row_fill);
   g_test_add_func("/validate/summary-json", test_summary_json);
+  g_test_add_func("/validate/copies-against-keep", test_copies_against_keep);
   g_test_add_func("/validate/no-keep", test_no_keep);
   g_test_add_func("/validate/against-keep-paired", test_against_keep_paired);
   g_test_add_func("/validate/chart", test_chart);

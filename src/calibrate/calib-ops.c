@@ -101,7 +101,7 @@ static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GErr
  * was idle: a first kernel of fewer work-groups than processors), or that
  * waited past FIRST_LATE of it (it came after the first kernel), says
  * nothing of the first kernel and is left out (on the development VM,
- * 2026-12-07, each op's backward: 0-3 of five copies went at once, the
+ * 2026-12-07, five probes of each op's backward: 0-3 went at once, the
  * rest within ±0.04 of their median in most ops, ±0.1 in some). */
 #define FIRST_PASSES 7
 #define FIRST_LEAD 0.15
@@ -191,7 +191,7 @@ static double work_of(const RokTrace *trace, const RokOp *op, guint direction) {
  * charges it apart, as gpu.launch_overhead. */
 static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDevice *d) {
   guint n = p->trace->ops->len;
-  g_autofree double *rates = g_new(double, MAX(trials, FIRST_PASSES));
+  g_autofree double *rates = g_new(double, trials), *shares = g_new(double, FIRST_PASSES);
   for (guint o = 0; o < n; o++) {
     const RokOp *op = rok_trace_op(p->trace, o);
     for (guint dir = 0; dir < D && op->kind != ROK_OP_INPUT; dir++) {
@@ -210,9 +210,9 @@ static void add_knots(const Pass *p, guint trials, const char *label, RokCalibDe
         guint k = 0;
         for (guint t = 0; t < FIRST_PASSES; t++)
           if (!isnan(p->first_free[(gsize)t * n + o]))
-            rates[k++] = p->first_free[(gsize)t * n + o];
+            shares[k++] = p->first_free[(gsize)t * n + o];
         if (k >= 3)
-          knot.first_free = rok_calib_stat(rates, k);
+          knot.first_free = rok_calib_stat(shares, k);
       }
       g_array_append_val(d->ops, knot);
     }

@@ -46,7 +46,7 @@
 # with the VM 21% faster midway (against keep 0.8%, 0.6%); validate-gpt
 # 27.8% and 30.9% on a calibration taken in a slow spell (against keep
 # 1.7%, 1.0%), streams 23.0% and 24.3%, its copy streams against keep
-# 16.7% and 12.4%; each run 3-4 min with its calibration. 2026-12-06
+# 16.7% and 12.4%; about 5 min a model, calibration included. 2026-12-06
 # night, the stream and I/O threads real-time (as
 # root): validate-gpt 5.7% and 21.3% median step-time error (the VM 7% and
 # 14% slower than its calibration; against keep 2.8%, 2.5%), streams 6.0%

@@ -35,10 +35,14 @@
 # rok's 5.9-6.1 (no write ratio worth quoting; 1.36x fio's same bursts).
 # Two runs later (AF, the same recycling without a marker of its own):
 # h2d 2236 against 2355, d2h 4860 against 4572, SSD +10.7% and +8.8%,
-# reads 0.78x fio at QD 32, 1.23x its same bursts. The four runs before
+# reads 0.78x fio at QD 32, 1.23x its same bursts. 2026-12-07 (AH, the
+# simulator's changes of that day): h2d 2010 against 2139, d2h 4797
+# against 4155, SSD -0.8% and +9.1%, reads 1.02x fio at QD 32, 1.25x its
+# same bursts (AG just before: SSD +22.5% and +23.2% on a quick
+# calibration's 8.1 GB/s bursts, h2d 1596 against 2274). The four runs before
 # on another VM: writes 0.77-0.97x (median 0.91x) and reads 0.80-1.12x
 # (0.95x) of fio at QD 32. docs/measurements.md has every run since
-# 2026-12-02 (A-AF) and what changed between them.
+# 2026-12-02 (A-AH) and what changed between them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -202,8 +202,9 @@ static gboolean listed_before(const GArray *ids, guint upto, guint id) {
 /* The share of an op's backward that its first kernel takes, where the
  * profile measured its kind and shape; half otherwise (two GEMMs of equal
  * FLOPs: a linear's dW and dX, which on a CPU device need not take equal
- * time: validate-gpt's and the LLaMA-shaped model's fc2 backward, first
- * kernel 0.35-0.38 of it, 2026-12-07). */
+ * time: in validate-gpt's and the LLaMA-shaped model's fc2 backward the
+ * first h2d leg got through at 0.37-0.41 of it, and rok calibrate put its
+ * first kernel at 0.37-0.40, 2026-12-07). */
 static double backward_first(const RokHw *hw, const RokOp *op) {
   const RokHwGemmOp *timed = rok_op_kind_is_gemm(op->kind)
                                  ? rok_hw_gemm_op_find(hw->calibrated.gemm_ops, hw->calibrated.gemm_ops_len,

@@ -72,7 +72,7 @@ static void append_device(GString *s, const RokCalibration *c) {
                        "them; per op kind but those the GEMM model times, and per direction, the work the trace "
                        "counts for the op (FLOPs for flash attention, bytes for the others) over its time less the "
                        "launch overhead, ops of equal work averaged. ");
-  if (d->ops->len > 0 && g_strcmp0(d->type, "cpu") == 0)
+  if (d->ops->len > 0 && c->model_name != NULL && g_strcmp0(d->type, "cpu") == 0)
     g_string_append(s, "calibrated_shapes.gemm_ops' backward_first: in seven more passes, a 1 MiB copy out of the "
                        "device handed over 0.15 into each GEMM op's backward of 0.3 ms or more; when its wait "
                        "ended (its time less its least of five alone), over the backward's median time and "

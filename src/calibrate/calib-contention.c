@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "calib-private.h"
 #include "rok/calibrate.h"
 #include "rok/device.h"
 #include "rok/core.h"
@@ -79,10 +80,7 @@ static double now_s(void) {
  * commands can wait more: a kernel launched meanwhile can run before its
  * next command.) */
 static gboolean copy_s(RokClBuffer *dev, RokClHostBuffer *host, double *seconds, GError **error) {
-  double start = now_s();
-  gboolean ok = rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, 0, MIB, host->ptr, TRUE, 0, NULL, NULL, error);
-  *seconds = now_s() - start;
-  return ok;
+  return calib_copy_seconds(dev, host, MIB, FALSE, seconds, error);
 }
 
 /* Kernels one after the other, each launched when the one before has

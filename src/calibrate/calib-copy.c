@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "calib-private.h"
 #include "rok/calibrate.h"
 #include "rok/device.h"
 #include "rok/core.h"
@@ -27,9 +28,8 @@ static double seconds_since(gint64 start_us) {
   return (double)MAX(g_get_monotonic_time() - start_us, 1) / 1e6;
 }
 
-/* One blocking copy of BYTES in direction H2D (else D2H). */
-static gboolean copy_once(RokClBuffer *dev, RokClHostBuffer *host, guint64 bytes, gboolean h2d, double *seconds,
-                          GError **error) {
+gboolean calib_copy_seconds(RokClBuffer *dev, RokClHostBuffer *host, guint64 bytes, gboolean h2d, double *seconds,
+                            GError **error) {
   gint64 start = g_get_monotonic_time();
   gboolean ok = h2d ? rok_cl_buffer_write(dev, ROK_CL_QUEUE_H2D, 0, bytes, host->ptr, TRUE, 0, NULL, NULL, error)
                     : rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, 0, bytes, host->ptr, TRUE, 0, NULL, NULL, error);
@@ -42,10 +42,10 @@ static gboolean bandwidth(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d,
                           RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
   g_autofree double *rates = g_new(double, trials);
   double s = 0;
-  if (!copy_once(dev, host, host->bytes, h2d, &s, error))
+  if (!calib_copy_seconds(dev, host, host->bytes, h2d, &s, error))
     return FALSE;
   for (guint t = 0; t < trials; t++) {
-    if (rok_calib_check_cancelled(cancel, error) || !copy_once(dev, host, host->bytes, h2d, &s, error))
+    if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(dev, host, host->bytes, h2d, &s, error))
       return FALSE;
     rates[t] = (double)host->bytes / s;
   }
@@ -98,7 +98,7 @@ static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *s
     for (guint i = 0; ok && i < LATENCY_GROUP_SAMPLES + 2; i++) {
       double s = 0;
       g_usleep(LATENCY_SPACING_US);
-      ok = copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error);
+      ok = calib_copy_seconds(dev, host, SMALL_COPY, i % 2 == 0, &s, error);
       if (i >= 2) /* the first of each direction warms up */
         samples[i - 2] = s;
     }
@@ -126,7 +126,7 @@ static gboolean copy_cpu(RokClBuffer *dev, RokClHostBuffer *host, double *cpu, G
   for (guint g = 0; g < CPU_GROUPS; g++) {
     double cpu0 = rok_host_own_cpu_seconds(), s = 0;
     for (guint i = 0; i < CPU_GROUP_COPIES; i++)
-      if (!copy_once(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
+      if (!calib_copy_seconds(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
         return FALSE;
     double cpu1 = rok_host_own_cpu_seconds();
     if (cpu0 < 0 || cpu1 < cpu0) { /* not measured: unknown */

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "calib-private.h"
 #include "rok/calibrate.h"
 #include "rok/core.h"
 
@@ -111,11 +112,7 @@ static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GErr
 #define COPY_BYTES ((guint64)1 << 20)
 
 static gboolean copy_out(Pass *p, double *seconds, GError **error) {
-  double start = now();
-  gboolean ok = rok_cl_buffer_read(p->copy_dev, ROK_CL_QUEUE_D2H, 0, COPY_BYTES, p->copy_host->ptr, TRUE, 0, NULL,
-                                   NULL, error);
-  *seconds = now() - start;
-  return ok;
+  return calib_copy_seconds(p->copy_dev, p->copy_host, COPY_BYTES, FALSE, seconds, error);
 }
 
 static gboolean probe_backward(Pass *p, guint op, double *first_free, GError **error) {

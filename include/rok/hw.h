@@ -306,6 +306,10 @@ double rok_hw_gemm_efficiency(const RokHw *hw, double flops);
  * it runs (NVIDIA's Matrix Multiplication Background User's Guide, tile and
  * wave quantisation); 1 without sm_count. */
 double rok_hw_gemm_utilisation(const RokHw *hw, guint64 batch, guint64 m, guint64 n, guint64 k);
+/* The output tiles (gpu.gemm_tile) of `batch` products C[m×n]: the
+ * thread blocks, or a CPU device's work-groups, a GEMM runs as; 0 without
+ * gemm_tile. */
+guint64 rok_hw_gemm_tiles(const RokHw *hw, guint64 batch, guint64 m, guint64 n);
 
 /* How an op's GEMMs map onto thread blocks: a plain (batched) GEMM, whose
  * backward runs dX [m×k] over n and dW [k×n] over m; or flash attention

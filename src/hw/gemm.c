@@ -49,12 +49,18 @@ void hw_gemm_tiling_to_json(const RokHw *hw, json_object *gpu) {
   json_object_object_add(gpu, "gemm_tile", tile);
 }
 
+guint64 rok_hw_gemm_tiles(const RokHw *hw, guint64 batch, guint64 m, guint64 n) {
+  guint64 tm = hw->gpu.gemm_tile[0], tn = hw->gpu.gemm_tile[1];
+  if (tm == 0 || tn == 0)
+    return 0;
+  return batch * ((m + tm - 1) / tm) * ((n + tn - 1) / tn);
+}
+
 double rok_hw_gemm_utilisation(const RokHw *hw, guint64 batch, guint64 m, guint64 n, guint64 k) {
   if (hw->gpu.sm_count == 0 || batch == 0 || m == 0 || n == 0 || k == 0)
     return 1.0;
   double tm = (double)hw->gpu.gemm_tile[0], tn = (double)hw->gpu.gemm_tile[1];
-  double rows = ceil((double)m / tm), cols = ceil((double)n / tn);
-  double tiles = (double)batch * rows * cols, sms = (double)hw->gpu.sm_count;
+  double tiles = (double)rok_hw_gemm_tiles(hw, batch, m, n), sms = (double)hw->gpu.sm_count;
   double waves = ceil(tiles / sms);
   return (double)batch * (double)m * (double)n / (waves * sms * tm * tn);
 }

@@ -222,12 +222,10 @@ static double backward_first(const RokHw *hw, const RokOp *op) {
  * 0.2-0.4 into it with no wait, and rok calibrate's probe copies 0.15 into
  * it went as fast as alone). */
 static gboolean first_kernel_idle(const RokHw *hw, const RokOp *op) {
-  if (op->kind != ROK_OP_LINEAR || hw->gpu.shared_cpus == 0 || hw->gpu.gemm_tile[0] == 0 ||
-      hw->gpu.gemm_tile[1] == 0)
+  if (op->kind != ROK_OP_LINEAR || hw->gpu.shared_cpus == 0)
     return FALSE;
-  guint64 tiles = op->dims[0] * ((op->dims[3] + hw->gpu.gemm_tile[0] - 1) / hw->gpu.gemm_tile[0]) *
-                  ((op->dims[2] + hw->gpu.gemm_tile[1] - 1) / hw->gpu.gemm_tile[1]);
-  return tiles < hw->gpu.shared_cpus;
+  guint64 tiles = rok_hw_gemm_tiles(hw, op->dims[0], op->dims[3], op->dims[2]);
+  return tiles > 0 && tiles < hw->gpu.shared_cpus;
 }
 
 /* Per op: forward and backward time, its backward's first kernel; bytes of

@@ -169,13 +169,18 @@ static double stream_time(const RokExecFigures *f, RokStream s) {
   return counts_past_slots(s) ? f->active_s[s] : f->busy_s[s];
 }
 
+RokStream validate_part_stream(const RokValidatePart *part) {
+  RokStream s = ROK_STREAM_D2H;
+  while (s < ROK_STREAM_COUNT && !g_str_equal(part->part, rok_stream_name(s)))
+    s++;
+  return s;
+}
+
 void validate_parts_spread(GArray *parts, const GPtrArray *reports) {
   g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint k = 0; k < parts->len; k++) {
     RokValidatePart *p = &g_array_index(parts, RokValidatePart, k);
-    RokStream s = ROK_STREAM_D2H;
-    while (s < ROK_STREAM_COUNT && !g_str_equal(p->part, rok_stream_name(s)))
-      s++;
+    RokStream s = validate_part_stream(p);
     if (s == ROK_STREAM_COUNT)
       continue; /* compute, or communication placeholders */
     g_array_set_size(times, 0);

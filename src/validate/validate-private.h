@@ -37,6 +37,9 @@ void validate_taken(RokValidateRow *row, double *taken_s, guint n);
 GArray *validate_parts_new(void);
 /* The parts of a row's median step, from its report's timeline. */
 void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSchedule *schedule);
+/* The transfer stream a part is ("d2h", ...); ROK_STREAM_COUNT for a
+ * compute part. */
+RokStream validate_part_stream(const RokValidatePart *part);
 /* Each transfer stream part's interval over every measured step of REPORTS
  * (RokExecReport *, the row's runs) and its within_noise. */
 void validate_parts_spread(GArray *parts, const GPtrArray *reports);

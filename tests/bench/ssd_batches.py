@@ -81,7 +81,9 @@ def main():
             with open(path) as f:
                 events = json.load(f)["traceEvents"]
             measured, predicted = batches(events, 1), batches(events, 2)
-            if [b[:3] for b in measured] != [b[:3] for b in predicted]:  # stream, legs, bytes
+            def shape(bs):  # the same legs batched alike, or the runs are not comparable
+                return [(b.stream, b.legs, b.bytes) for b in bs]
+            if shape(measured) != shape(predicted):
                 continue
             for m, p in zip(measured, predicted):
                 if m.idle is None or p.idle is None:

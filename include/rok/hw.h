@@ -130,6 +130,13 @@ typedef struct {
      * until then, one after it does not wait (measured: the point hardly
      * moves with when the copy comes). */
     double copy_kernel_free_at;
+    /* Optional, with shared_cpus and copy_kernel_free_at: a copy handed
+     * over within copy_launch_window (ns) of an item's launch, before the
+     * device's threads are at work on its kernel, goes ahead of it in
+     * copy_launch_ahead of the cases (0-1), and waits for the kernel's
+     * free point in the others. 0 (absent): it waits. */
+    gint64 copy_launch_window;
+    double copy_launch_ahead;
     /* Optional, with shared_cpus: the device's copy queues run in order
      * (it cannot run them out of order, as rok's executor opens them where
      * it can): a copy command enqueued behind another is ready only once

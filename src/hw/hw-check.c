@@ -187,13 +187,27 @@ static void check_retired(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *war
          "is ignored: gpu.copy_kernel_free_at, given too, says when a copy handed over during a kernel goes");
 }
 
+/* gpu.copy_launch_window and copy_launch_ahead say together how often a
+ * copy goes ahead of a kernel just launched; one without the other says
+ * nothing, and the simulator leaves it. */
+static void check_launch_pair(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *warnings) {
+  if (member(doc, "gpu", "copy_launch_window") != NULL && hw->gpu.copy_launch_ahead <= 0)
+    warn(warnings, doc, "gpu", "copy_launch_window",
+         "is ignored without gpu.copy_launch_ahead above 0: how often a copy within it goes ahead of the kernel");
+  if (member(doc, "gpu", "copy_launch_ahead") != NULL && hw->gpu.copy_launch_window <= 0)
+    warn(warnings, doc, "gpu", "copy_launch_ahead",
+         "is ignored without gpu.copy_launch_window above 0: how long after a launch a copy may go ahead");
+}
+
 /* The figures of a device whose copies run on its kernels' processors mean
  * nothing without gpu.shared_cpus: the simulator ignores them. */
 static void check_cpu_device(const RokHw *hw, const RokJsonDoc *doc, GPtrArray *warnings) {
-  static const char *const keys[] = {"copy_kernel_wait", "copy_kernel_free_at", "copy_queues_in_order",
-                                     "copy_leg_cpu"};
-  if (hw->gpu.shared_cpus > 0)
+  static const char *const keys[] = {"copy_kernel_wait",  "copy_kernel_free_at", "copy_launch_window",
+                                     "copy_launch_ahead", "copy_queues_in_order", "copy_leg_cpu"};
+  if (hw->gpu.shared_cpus > 0) {
+    check_launch_pair(hw, doc, warnings);
     return;
+  }
   for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
     if (member(doc, "gpu", keys[i]) != NULL)
       warn(warnings, doc, "gpu", keys[i],

@@ -14,7 +14,8 @@ static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "
                                       "calibrated_shapes", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
-                                       "copy_kernel_wait", "copy_kernel_free_at", "copy_queues_in_order", "copy_leg_cpu",
+                                       "copy_kernel_wait", "copy_kernel_free_at", "copy_launch_window", "copy_launch_ahead",
+                                       "copy_queues_in_order", "copy_leg_cpu",
                                        "checksum_bandwidth", "checksum_overhead",
                                        "copy_wait" /* retired: hw-check.c warns */, "sm_count", "gemm_tile", NULL};
 static const char *const direction_keys[] = {"forward", "backward", "rebuild", NULL};
@@ -253,6 +254,8 @@ static gboolean read_gpu(const RokJsonObj *root, RokHw *hw, GError **error) {
          rok_json_get_uint(&o, "shared_cpus", FALSE, 0, 65536, &hw->gpu.shared_cpus, error) &&
          rok_json_get_double(&o, "copy_kernel_wait", FALSE, 0.0, 100.0, &hw->gpu.copy_kernel_wait, error) &&
          rok_json_get_double(&o, "copy_kernel_free_at", FALSE, 0.0, 1.0, &hw->gpu.copy_kernel_free_at, error) &&
+         read_latency(&o, "copy_launch_window", &hw->gpu.copy_launch_window, error) &&
+         rok_json_get_double(&o, "copy_launch_ahead", FALSE, 0.0, 1.0, &hw->gpu.copy_launch_ahead, error) &&
          rok_json_get_bool(&o, "copy_queues_in_order", FALSE, &hw->gpu.copy_queues_in_order, error) &&
          read_latency(&o, "copy_leg_cpu", &hw->gpu.copy_leg_cpu, error) &&
          rok_json_get_rate(&o, "checksum_bandwidth", FALSE, &hw->gpu.checksum_bandwidth, error) &&
@@ -444,6 +447,10 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(gpu, "copy_kernel_wait", rok_json_new_double(hw->gpu.copy_kernel_wait));
   if (hw->gpu.copy_kernel_free_at > 0)
     json_object_object_add(gpu, "copy_kernel_free_at", rok_json_new_double(hw->gpu.copy_kernel_free_at));
+  if (hw->gpu.copy_launch_window > 0)
+    json_object_object_add(gpu, "copy_launch_window", seconds(hw->gpu.copy_launch_window));
+  if (hw->gpu.copy_launch_ahead > 0)
+    json_object_object_add(gpu, "copy_launch_ahead", rok_json_new_double(hw->gpu.copy_launch_ahead));
   if (hw->gpu.copy_queues_in_order)
     json_object_object_add(gpu, "copy_queues_in_order", json_object_new_boolean(TRUE));
   if (hw->gpu.copy_leg_cpu > 0)

@@ -95,6 +95,9 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->copy_overhead = hw->host.copy_overhead;
   e->copy_kernel_wait = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_wait : 0;
   e->copy_kernel_free_at = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_kernel_free_at : 0;
+  gboolean launch_race = hw->gpu.shared_cpus > 0 && hw->gpu.copy_launch_ahead > 0;
+  e->copy_launch_window = launch_race ? hw->gpu.copy_launch_window : 0;
+  e->copy_launch_ahead = launch_race && e->copy_launch_window > 0 ? hw->gpu.copy_launch_ahead : 0;
   e->copies_in_order = hw->gpu.shared_cpus > 0 && hw->gpu.copy_queues_in_order;
   e->p2p_busy = 0;
   gboolean p2p = hw->interconnect.intra_node_pcie && hw->interconnect.gpus_per_node > 0;

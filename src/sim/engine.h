@@ -142,6 +142,8 @@ typedef struct {
   gint64 ssd_submitted_at;                /* when the I/O thread is done issuing the SSD legs begun so far */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double copy_kernel_free_at;             /* gpu.copy_kernel_free_at, 0 without shared_cpus */
+  gint64 copy_launch_window;              /* gpu.copy_launch_window, ns; 0 without shared_cpus or ahead */
+  double copy_launch_ahead;               /* gpu.copy_launch_ahead, with the window */
   gboolean copies_in_order;               /* gpu.copy_queues_in_order, FALSE without shared_cpus */
   double d2h_speed, h2d_speed;
   /* Peer-to-peer traffic on the PCIe link (interconnect.intra_node_pcie):

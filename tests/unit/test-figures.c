@@ -103,6 +103,18 @@ static void test_hw_warnings(void) {
   const char *const wait_only[] = {"gpu.shared_cpus=2", "gpu.copy_kernel_wait=0.9", NULL};
   g_autoptr(GPtrArray) w1 = warnings_of(wait_only);
   g_assert_cmpuint(w1->len, ==, 0);
+  /* half of the launch race: ignored, and said to be; both: no warning */
+  const char *const window_only[] = {"gpu.shared_cpus=2", "gpu.copy_launch_window=50us", NULL};
+  g_autoptr(GPtrArray) lw = warnings_of(window_only);
+  g_assert_cmpuint(lw->len, ==, 1);
+  assert_warned(lw, "\"gpu.copy_launch_window\": is ignored without gpu.copy_launch_ahead above 0");
+  const char *const ahead_only[] = {"gpu.shared_cpus=2", "gpu.copy_launch_ahead=0.3", NULL};
+  g_autoptr(GPtrArray) la = warnings_of(ahead_only);
+  g_assert_cmpuint(la->len, ==, 1);
+  assert_warned(la, "\"gpu.copy_launch_ahead\": is ignored without gpu.copy_launch_window above 0");
+  const char *const race[] = {"gpu.shared_cpus=2", "gpu.copy_launch_window=50us", "gpu.copy_launch_ahead=0.3", NULL};
+  g_autoptr(GPtrArray) lr = warnings_of(race);
+  g_assert_cmpuint(lr->len, ==, 0);
   /* a CPU device's copy figures on a device that has no shared_cpus: ignored, and said to be */
   const char *const on_gpu[] = {"gpu.copy_kernel_wait=0.9", NULL};
   g_autoptr(GPtrArray) g = warnings_of(on_gpu);

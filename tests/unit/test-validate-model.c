@@ -692,6 +692,39 @@ static void test_copy_kernel_free_at(void) {
   }
 }
 
+/* gpu.copy_launch_window and copy_launch_ahead: A2 (as in
+ * test_copy_kernel_free_at) comes 1.07 ms after op1's launch; within a
+ * window of 1.1 ms it goes ahead of op1 in a quarter of the cases, and
+ * the model waits three quarters of its wait; within one of 1 ms it
+ * waits all of it. Read and written back. */
+static void test_copy_launch_window(void) {
+  GError *error = NULL;
+  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_free_at\": 0.5, "
+                                                         "\"copy_launch_window\": \"1.1 ms\", \"copy_launch_ahead\": 0.25, "
+                                                         "\"copy_queues_in_order\": true");
+  g_autoptr(RokHw) hw = parse(text, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(hw->gpu.copy_launch_window, ==, 1100000);
+  g_autoptr(RokHw) back = round_trip(hw);
+  g_assert_cmpint(back->gpu.copy_launch_window, ==, 1100000);
+  g_assert_cmpfloat(back->gpu.copy_launch_ahead, ==, 0.25);
+  hw->pcie.latency = 0;
+  hw->host.copy_overhead = 50000;
+  guint a = 0, a2 = 0, op1 = 0;
+  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
+  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
+  gint64 t1 = 1000000 + 25000 + 1048576, wait = 1000000 + 5000000 - t1; /* op1 from 1 ms, free at 6 */
+  for (guint k = 0; k < 2; k++) {
+    hw->gpu.copy_launch_window = k == 0 ? 1100000 : 1000000;
+    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+    const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
+    g_assert_nonnull(second);
+    g_assert_cmpint(second->start_ns, ==, t1);
+    gint64 waited = k == 0 ? (gint64)llround(0.75 * (double)wait) : wait;
+    g_assert_cmpint(llabs(second->end_ns - (t1 + waited + 50000 + 2097152)), <=, 2);
+  }
+}
+
 /* A d2h leg made as its producer ends is primed (the executor enqueues
  * its copy ahead of the next kernel, the leg before it still running, on
  * copy queues that run out of order): A2 (256 KiB) starts when A ends, in
@@ -1159,6 +1192,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
   g_test_add_func("/validate-model/copy-kernel-free-at", test_copy_kernel_free_at);
+  g_test_add_func("/validate-model/copy-launch-window", test_copy_launch_window);
   g_test_add_func("/validate-model/d2h-primed", test_d2h_primed);
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);

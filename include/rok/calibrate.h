@@ -173,6 +173,10 @@ typedef struct {
    * wait for the processors, and a hand-off to another thread and back;
    * contention FALSE when not measured. */
   RokCalibStat copy_kernel_free_at; /* when a copy's wait ended, over the kernel's length */
+  /* Copies issued moments after a kernel's launch: how long after it one
+   * still went ahead of the kernel (seconds; 0: none did), and the share
+   * of those issued within that time that did. */
+  double copy_launch_window, copy_launch_ahead;
   RokCalibStat handoff;   /* seconds */
   RokHostWake handoff_wake; /* how the thread handed to was scheduled */
   gboolean contention;

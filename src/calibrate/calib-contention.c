@@ -25,6 +25,8 @@
 #define MIB ((guint64)1 << 20)
 #define HANDOFF_SAMPLES 200
 #define GEMM_N 512 /* a kernel of a small transformer layer's size */
+#define LAUNCH_COPIES 48
+#define LAUNCH_SPAN_S 200e-6 /* copies issued up to this long after a launch */
 
 typedef struct {
   RokClKernels *kernels;
@@ -165,6 +167,104 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
   if (ok && n > 0)
     *stat = rok_calib_stat(samples, n);
   return ok && n > 0;
+}
+
+/* Copies issued moments after a kernel's launch, before the device's
+ * threads are at work on it, may go ahead of it: PoCL's workers take a
+ * while to wake to a new kernel, and one that takes the copy first runs
+ * it (the development VM, 2026-12-07: 1 MiB copies issued 10-60 us after
+ * a 512^3 GEMM's launch went ahead in 29 of 69, none of 15 at once, none
+ * of 36 at 100-200 us). LAUNCH_COPIES copies at spread times up to
+ * LAUNCH_SPAN_S after a launch (a fixed shuffle, so that a drift in the
+ * machine's speed falls on all), each from a thread scheduled as the
+ * executor's stream threads are, spinning until its time as a stream
+ * thread woken by a completion is awake: one that took less than the copy
+ * alone and a quarter of the kernel went ahead. The window is the latest
+ * of those (past the latest tenth of them: a stray late one says little),
+ * the share how many issued within it went ahead. */
+typedef struct {
+  RokClDevice *cl;
+  Busy *busy;
+  RokCalibCancel *cancel;
+  double kernel, alone, delay[LAUNCH_COPIES];
+  gboolean went[LAUNCH_COPIES], ok;
+  GError *error;
+} Launch;
+
+static gpointer launch_run(gpointer data) {
+  Launch *l = data;
+  rok_host_thread_prompt();
+  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(l->cl, MIB, 64, &l->error);
+  g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(l->cl, ROK_DTYPE_U8, MIB, "calibrate.launch", TRUE, &l->error)
+                                    : NULL;
+  l->ok = dev != NULL;
+  if (!l->ok)
+    return NULL;
+  memset(host->ptr, 0x5a, host->bytes);
+  for (guint i = 0; l->ok && i < LAUNCH_COPIES; i++) {
+    double copy = 0;
+    l->ok = !rok_calib_check_cancelled(l->cancel, &l->error) && copy_s(dev, host, &copy, &l->error);
+    l->alone = i == 0 ? copy : MIN(l->alone, copy);
+    if (!l->ok)
+      break;
+    g_usleep(500); /* the device's threads asleep, as between a step's kernels */
+    double launched = now_s();
+    l->ok = rok_cl_gemm(l->busy->kernels, &l->busy->gemm, &l->error) &&
+            rok_cl_device_flush(l->cl, ROK_CL_QUEUE_COMPUTE, &l->error);
+    while (l->ok && now_s() < launched + l->delay[i])
+      ;
+    l->ok = l->ok && copy_s(dev, host, &copy, &l->error) &&
+            rok_cl_device_finish(l->cl, ROK_CL_QUEUE_COMPUTE, &l->error);
+    l->went[i] = copy < l->alone + l->kernel / 4;
+  }
+  return NULL;
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static gboolean measure_launch(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibDevice *d, GError **error) {
+  Launch l = {.cl = cl, .busy = b, .cancel = cancel};
+  double start = now_s();
+  if (!busy_start(b, cl, 2, error) || !rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error))
+    return FALSE;
+  l.kernel = (now_s() - start) / 2;
+  GRand *rand = g_rand_new_with_seed(23); /* the same order every run */
+  for (guint i = 0; i < LAUNCH_COPIES; i++)
+    l.delay[i] = LAUNCH_SPAN_S * (i + 0.5) / LAUNCH_COPIES;
+  for (guint i = LAUNCH_COPIES - 1; i > 0; i--) {
+    guint j = (guint)g_rand_int_range(rand, 0, (gint32)i + 1);
+    double t = l.delay[i];
+    l.delay[i] = l.delay[j];
+    l.delay[j] = t;
+  }
+  g_rand_free(rand);
+  g_thread_join(g_thread_new("rok-calib-launch", launch_run, &l));
+  if (!l.ok) {
+    g_propagate_error(error, g_steal_pointer(&l.error));
+    return FALSE;
+  }
+  double went[LAUNCH_COPIES];
+  guint n = 0;
+  for (guint i = 0; i < LAUNCH_COPIES; i++)
+    if (l.went[i])
+      went[n++] = l.delay[i];
+  d->copy_launch_window = d->copy_launch_ahead = 0;
+  if (n == 0)
+    return TRUE;
+  qsort(went, n, sizeof *went, compare_double);
+  double window = went[(guint)floor(0.9 * (n - 1))];
+  guint within = 0, ahead = 0;
+  for (guint i = 0; i < LAUNCH_COPIES; i++)
+    if (l.delay[i] <= window) {
+      within++;
+      ahead += l.went[i];
+    }
+  d->copy_launch_window = window;
+  d->copy_launch_ahead = (double)ahead / within;
+  return TRUE;
 }
 
 /* Kernels back to back on a thread of their own, each launched when the
@@ -336,7 +436,7 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
   rok_calib_progress(o, "copies, hand-offs and checks beside kernels");
   Busy b;
   gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_free_at, error) &&
-                measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) && measure_checks(cl, &b, o, cancel, d, error);
+                measure_launch(cl, &b, cancel, d, error) && measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) && measure_checks(cl, &b, o, cancel, d, error);
   busy_clear(&b);
   d->contention = ok;
   return ok;

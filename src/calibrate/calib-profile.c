@@ -176,8 +176,11 @@ static gboolean fill_gpu(const RokCalibration *c, RokHw *hw, GError **error) {
     return FALSE;
   /* A CPU device computes on the host's processors, and copies run there. */
   hw->gpu.shared_cpus = g_strcmp0(d->type, "cpu") == 0 ? d->compute_units : 0;
-  if (d->contention) /* copies issued at spread points of a kernel: when they typically went */
+  if (d->contention) { /* copies issued at spread points of a kernel: when they typically went */
     hw->gpu.copy_kernel_free_at = d->copy_kernel_free_at.median;
+    hw->gpu.copy_launch_window = (gint64)llround(d->copy_launch_window * 1e9);
+    hw->gpu.copy_launch_ahead = d->copy_launch_ahead;
+  }
   hw->gpu.copy_queues_in_order = hw->gpu.shared_cpus > 0 && !d->out_of_order;
   if (hw->gpu.shared_cpus > 0) /* a copy's own processor time is the kernels' loss */
     hw->gpu.copy_leg_cpu = (gint64)llround(d->copy_cpu * 1e9);

@@ -54,6 +54,11 @@ static void append_device(GString *s, const RokCalibration *c) {
                               "GEMM's first half ended (its time less the same copy's alone), over the GEMM's length, "
                               "median, while another thread runs 512x512x512 GEMMs one after another (the device "
                               "gives a copy a processor only when one is done with the kernel); "
+                              "gpu.copy_launch_window and copy_launch_ahead: of 48 such copies issued 0-200 us "
+                              "after a GEMM's launch, from a thread scheduled as the executor's stream threads are, awake "
+                              "until then, the latest that "
+                              "took less than the copy alone and a quarter of the GEMM (past the latest tenth of "
+                              "them), and the share of those issued within it that did; "
                               "host.copy_overhead: the median time of a message to another thread and back through a "
                               "GAsyncQueue while those GEMMs run (the executor's hand-offs of each leg to its "
                               "stream's thread), to a thread scheduled as the executor's stream threads are: %s. ",

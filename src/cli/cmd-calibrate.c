@@ -283,6 +283,13 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
     printf("  beside kernels       a copy waits until %.2f of the kernel in progress is done; a thread hand-off "
            "%s (to a %s thread)\n",
            d->copy_kernel_free_at.median, handoff, rok_host_wake_name(d->handoff_wake));
+    g_autofree char *window = rok_units_format_time(d->copy_launch_window);
+    if (d->copy_launch_window > 0)
+      printf("  after a launch       a copy issued within %s of a kernel's launch went ahead of it in %.0f%% of "
+             "the cases\n",
+             window, 100 * d->copy_launch_ahead);
+    else
+      printf("  after a launch       no copy issued after a kernel's launch went ahead of it\n");
   }
 }
 

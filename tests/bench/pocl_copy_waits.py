@@ -47,6 +47,8 @@ def read(path):
             for extra in p[6:]:
                 if extra.startswith("name="):
                     e["name"] = extra[5:]
+                elif extra.startswith("size="):
+                    e["size"] = int(extra[5:])
     return [e for e in events.values() if "running" in e and "complete" in e]
 
 

@@ -41,7 +41,15 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-07, the backward's first kernel measured: the
+# --runs 2, 2026-12-07 morning on a new host under it (an Intel Xeon),
+# the launch race calibrated: the LLaMA-shaped model 2.2% and 2.6%
+# (worst 4.2%, 3.4%; against keep 1.9%, 0.7%), streams 9.1% and 8.8%
+# median, 10 of 14 within 15% in each run (the rok rows' h2d 22-30%
+# long: tests/bench/pocl_legs.py); validate-gpt 10.7% and 16.3% with the
+# VM 9-11% slower than its calibration (against keep 1.9%, 8.8%), an hour
+# before on the build before 1.3% (worst 9.0%) and 4.0%; about 2-3 min a
+# model. Beside two busy loops, calibrated idle: 8 of 8 rows inside their
+# intervals. Earlier that day, the backward's first kernel measured: the
 # LLaMA-shaped model 2.8% (worst 4.0%), streams 6.6% median, then 20.8%
 # with the VM 21% faster midway (against keep 0.8%, 0.6%); validate-gpt
 # 27.8% and 30.9% on a calibration taken in a slow spell (against keep

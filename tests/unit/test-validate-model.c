@@ -663,49 +663,21 @@ static void test_copy_kernel_free(void) {
  * is done first), then its hand-offs and bytes; with op1 free from 5% on,
  * A2 comes after that and does not wait. With op1 of 60 ms, which the
  * executor launches as three of 20 ms (ROK_KERNEL_CHUNK_SECONDS), A2
- * waits for half of the first launch, not of op1. Read and written back;
- * beside it copy_kernel_wait is ignored. */
+ * waits for half of the first launch, not of op1. A2 comes 1.07 ms
+ * after op1's launch: within a gpu.copy_launch_window of 1.1 ms it goes
+ * ahead of op1 in copy_launch_ahead (a quarter) of the cases, and the
+ * model waits three quarters of its wait; within one of 1 ms, all of it.
+ * Read and written back; beside it copy_kernel_wait is ignored. */
 static void test_copy_kernel_free_at(void) {
   GError *error = NULL;
   g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, "
-                                                         "\"copy_kernel_free_at\": 0.5, \"copy_queues_in_order\": true");
+                                                         "\"copy_kernel_free_at\": 0.5, \"copy_launch_window\": \"1.1 ms\", "
+                                                         "\"copy_launch_ahead\": 0.25, \"copy_queues_in_order\": true");
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat(hw->gpu.copy_kernel_free_at, ==, 0.5);
   g_autoptr(RokHw) back = round_trip(hw);
   g_assert_cmpfloat(back->gpu.copy_kernel_free_at, ==, 0.5);
-  hw->pcie.latency = 0;
-  hw->host.copy_overhead = 50000;
-  guint a = 0, a2 = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
-  g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
-  gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
-  for (guint k = 0; k < 3; k++) {
-    hw->gpu.copy_kernel_free_at = k == 1 ? 0.05 : 0.5;
-    rok_trace_op(trace, op1)->fwd_time_s = k == 2 ? 60e-3 : 10e-3;
-    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
-    const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
-    g_assert_nonnull(second);
-    g_assert_cmpint(second->start_ns, ==, t1);
-    gint64 wait = k == 1 ? 0 : 1000000 + (k == 0 ? 5000000 : 10000000) - t1; /* op1 began at 1 ms */
-    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
-  }
-}
-
-/* gpu.copy_launch_window and copy_launch_ahead: A2 (as in
- * test_copy_kernel_free_at) comes 1.07 ms after op1's launch; within a
- * window of 1.1 ms it goes ahead of op1 in a quarter of the cases, and
- * the model waits three quarters of its wait; within one of 1 ms it
- * waits all of it. Read and written back. */
-static void test_copy_launch_window(void) {
-  GError *error = NULL;
-  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_free_at\": 0.5, "
-                                                         "\"copy_launch_window\": \"1.1 ms\", \"copy_launch_ahead\": 0.25, "
-                                                         "\"copy_queues_in_order\": true");
-  g_autoptr(RokHw) hw = parse(text, &error);
-  g_assert_no_error(error);
-  g_assert_cmpint(hw->gpu.copy_launch_window, ==, 1100000);
-  g_autoptr(RokHw) back = round_trip(hw);
   g_assert_cmpint(back->gpu.copy_launch_window, ==, 1100000);
   g_assert_cmpfloat(back->gpu.copy_launch_ahead, ==, 0.25);
   hw->pcie.latency = 0;
@@ -713,15 +685,19 @@ static void test_copy_launch_window(void) {
   guint a = 0, a2 = 0, op1 = 0;
   g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 2097152, &a, &a2, &op1);
   g_autoptr(RokStepPlan) plan = both_to_host(trace, a, a2);
-  gint64 t1 = 1000000 + 25000 + 1048576, wait = 1000000 + 5000000 - t1; /* op1 from 1 ms, free at 6 */
-  for (guint k = 0; k < 2; k++) {
-    hw->gpu.copy_launch_window = k == 0 ? 1100000 : 1000000;
+  gint64 t1 = 1000000 + 25000 + 1048576; /* A's end, as in test_copy_kernel_wait */
+  for (guint k = 0; k < 5; k++) {
+    hw->gpu.copy_kernel_free_at = k == 1 ? 0.05 : 0.5;
+    hw->gpu.copy_launch_window = k == 3 ? 1100000 : k == 4 ? 1000000 : 0;
+    rok_trace_op(trace, op1)->fwd_time_s = k == 2 ? 60e-3 : 10e-3;
     g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
     const RokAction *second = first_action(r, ROK_ACTION_OFFLOAD, ROK_NO_ID, a2);
     g_assert_nonnull(second);
     g_assert_cmpint(second->start_ns, ==, t1);
-    gint64 waited = k == 0 ? (gint64)llround(0.75 * (double)wait) : wait;
-    g_assert_cmpint(llabs(second->end_ns - (t1 + waited + 50000 + 2097152)), <=, 2);
+    gint64 wait = k == 1 ? 0 : 1000000 + (k == 2 ? 10000000 : 5000000) - t1; /* op1 began at 1 ms */
+    if (k == 3)
+      wait = (gint64)llround(0.75 * (double)wait);
+    g_assert_cmpint(llabs(second->end_ns - (t1 + wait + 50000 + 2097152)), <=, 2);
   }
 }
 
@@ -1192,7 +1168,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/copy-costs", test_copy_costs);
   g_test_add_func("/validate-model/copy-kernel-wait", test_copy_kernel_wait);
   g_test_add_func("/validate-model/copy-kernel-free-at", test_copy_kernel_free_at);
-  g_test_add_func("/validate-model/copy-launch-window", test_copy_launch_window);
   g_test_add_func("/validate-model/d2h-primed", test_d2h_primed);
   g_test_add_func("/validate-model/copy-commands", test_copy_commands);
   g_test_add_func("/validate-model/copy-kernel-free", test_copy_kernel_free);

@@ -92,6 +92,11 @@ typedef struct {
 typedef struct {
   char *name;
   char *source; /* free text: datasheets or the calibration run (may be NULL) */
+  /* Optional ("calibrated_busy", as `rok calibrate` writes it): the share
+   * of the host's processors other processes used while the profile was
+   * measured, which can have made its figures that much slower. 0
+   * (absent): none known. */
+  double calibrated_busy;
   struct {
     guint64 memory;
     double peak_flops;        /* dense 16-bit FLOP/s */

@@ -184,6 +184,7 @@ typedef struct {
   double median_error_against_keep, max_error_against_keep;
   guint rows_within_noise; /* rows whose prediction lies inside their measured interval */
   double median_taken_share; /* of the rows' taken_s over their measured step; negative: unknown */
+  double calibrated_busy;    /* the profile's: what others used while it was measured (0: none known) */
   GArray *parts; /* RokValidatePart summed over the rows, in the rows' order */
   /* The rows' transfer streams: how many, how many whose prediction lies
    * inside their interval, and their errors' median and largest

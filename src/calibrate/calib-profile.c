@@ -309,6 +309,7 @@ RokHw *rok_calib_profile(const RokCalibration *c, const char *name, GError **err
   g_autoptr(RokHw) hw = g_new0(RokHw, 1);
   hw->name = g_strdup(name);
   hw->source = rok_calib_source(c);
+  hw->calibrated_busy = MAX(c->others_share, 0); /* unknown (no /proc/stat): none recorded */
   if (!fill_gpu(c, hw, error) || !fill_host(c, hw, error) || !fill_nvme(c, hw, error))
     return NULL;
   return checked(hw, error);

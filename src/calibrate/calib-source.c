@@ -220,5 +220,8 @@ char *rok_calib_source(const RokCalibration *c) {
   append_device(s, c);
   append_host(s, c);
   append_disks(s, c);
+  if (c->others_share >= 0)
+    g_string_append(s, " calibrated_busy: the share of the processors other processes used while it ran "
+                       "(/proc/stat, less this process's time and its own busy processes beside the disks).");
   return g_string_free(s, FALSE);
 }

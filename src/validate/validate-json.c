@@ -289,6 +289,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "median_copy_error_against_keep", rok_json_new_double(v->median_copy_error_against_keep));
   add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
+  add(o, "calibrated_busy", rok_json_new_double(v->calibrated_busy));
   add(o, "parts", parts_json(v->parts));
   json_object *notes = json_object_new_array();
   for (guint i = 0; i < v->notes->len; i++)

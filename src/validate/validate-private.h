@@ -29,9 +29,9 @@ double validate_relative(double measured, double predicted);
  * values (rok/validate.h) and its coverage. */
 void validate_median_interval(const double *sorted, guint n, double *low, double *high, double *coverage);
 /* A row's taken_s (the median of `n` per-step figures, sorted in place)
- * and, from it and ci_low_s/ci_high_s, its error's interval and
- * within_noise. */
-void validate_taken(RokValidateRow *row, double *taken_s, guint n);
+ * and, from it, ci_low_s/ci_high_s and the profile's calibrated_busy, its
+ * error's interval and within_noise. */
+void validate_taken(RokValidateRow *row, double *taken_s, guint n, double calibrated_busy);
 
 /* validate-parts.c: a GArray of RokValidatePart (freeing its names). */
 GArray *validate_parts_new(void);

@@ -40,6 +40,7 @@ RokValidation *validate_new(const RokTrace *trace, const RokHw *hw) {
     v->load_before[i] = v->load_after[i] = -1;
   v->cpus = g_get_num_processors();
   v->copies_on_cpus = hw->gpu.shared_cpus > 0;
+  v->calibrated_busy = hw->calibrated_busy;
   return v;
 }
 

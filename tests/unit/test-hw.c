@@ -24,6 +24,7 @@ static void test_bundled(void) {
 
 static void test_round_trip(void) {
   g_autoptr(RokHw) hw = test_bundled_hw("h100-80g-sxm-4xgen5");
+  hw->calibrated_busy = 0.25; /* as a calibration beside other work writes it */
   json_object *o = rok_hw_to_json(hw);
   g_autofree char *text = rok_json_to_string(o);
   json_object_put(o);
@@ -35,6 +36,7 @@ static void test_round_trip(void) {
   json_object_put(p);
   g_assert_cmpstr(text, ==, again);
   g_assert_cmpint(back->pcie.latency, ==, hw->pcie.latency);
+  g_assert_cmpfloat(back->calibrated_busy, ==, 0.25);
 }
 
 static void test_bad(void) {
@@ -58,6 +60,10 @@ static void test_bad(void) {
        "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}}",
        "\"gpu.tdp\""},
       {"{\"gpu\": {}}", "\"memory\" is missing"},
+      {"{\"calibrated_busy\": 1.5, \"gpu\": {\"memory\": \"40GiB\", \"peak_flops\": 1e12, \"matmul_efficiency\": 0.5, "
+       "\"hbm_bandwidth\": 1e12}, \"pcie\": {\"h2d_bandwidth\": 1e9, \"d2h_bandwidth\": 1e9}, "
+       "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}}",
+       "\"calibrated_busy\""},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     GError *error = NULL;

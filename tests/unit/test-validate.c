@@ -425,28 +425,42 @@ static void test_median_interval(void) {
 }
 
 /* What other processes took of the steps widens the interval downwards
- * only: a busy machine can make a step slower, never faster. */
+ * (a busy machine can make a step slower, never faster); what they took
+ * while the profile was measured, upwards. */
 static void test_taken(void) {
   RokValidateRow row = {.predicted_step_time_s = 1.0, .ci_low_s = 1.2, .ci_high_s = 1.5};
   double none[1] = {0};
-  validate_taken(&row, none, 0); /* unknown: the plain interval */
+  validate_taken(&row, none, 0, 0); /* unknown: the plain interval */
   g_assert_cmpfloat(row.taken_s, <, 0);
   g_assert_false(row.within_noise);
   g_assert_cmpfloat_with_epsilon(row.error_ci_low, 0.2, 1e-12);
   double taken[] = {0.3, 0.1, 0.25}; /* median 0.25: the interval reaches 0.95 */
-  validate_taken(&row, taken, 3);
+  validate_taken(&row, taken, 3, 0);
   g_assert_cmpfloat(row.taken_s, ==, 0.25);
   g_assert_true(row.within_noise);
   g_assert_cmpfloat_with_epsilon(row.error_ci_low, -0.05, 1e-12);
   g_assert_cmpfloat_with_epsilon(row.error_ci_high, 0.5, 1e-12);
   row.predicted_step_time_s = 1.6; /* above the interval: still outside */
-  validate_taken(&row, taken, 3);
+  validate_taken(&row, taken, 3, 0);
   g_assert_false(row.within_noise);
   row.predicted_step_time_s = 1.0;
   double most[] = {1.7, 1.8, 1.9}; /* more than the interval's low end: it stops at a step of 0 s */
-  validate_taken(&row, most, 3);
+  validate_taken(&row, most, 3, 0);
   g_assert_true(row.within_noise);
   g_assert_cmpfloat(row.error_ci_low, ==, -1);
+  /* Measured while others used half the processors, the profile may make
+   * the prediction twice what the machine takes: the interval reaches up
+   * to there, and a prediction above the measured steps' interval lies
+   * inside it. */
+  row.predicted_step_time_s = 2.0;
+  validate_taken(&row, taken, 3, 0);
+  g_assert_false(row.within_noise);
+  validate_taken(&row, taken, 3, 0.5);
+  g_assert_true(row.within_noise);
+  g_assert_cmpfloat_with_epsilon(row.error_ci_high, 0.5, 1e-12); /* 1.5 over the 1.0 it may be */
+  g_assert_cmpfloat_with_epsilon(row.error_ci_low, -0.525, 1e-12); /* below: as before */
+  validate_taken(&row, taken, 3, 0.2);
+  g_assert_false(row.within_noise); /* 1.6 > 1.5 */
 }
 
 /* For real: the baselines that need no disk and the planner at two

@@ -177,9 +177,9 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
  * of 36 at 100-200 us). LAUNCH_COPIES copies at spread times up to
  * LAUNCH_SPAN_S after a launch (a fixed shuffle, so that a drift in the
  * machine's speed falls on all), each from a thread scheduled as the
- * executor's stream threads are, spinning until its time as a stream
- * thread woken by a completion is awake: one that took less than the copy
- * alone and a quarter of the kernel went ahead. The window is the latest
+ * executor's stream threads are and awake until its time, as a stream
+ * thread woken by a read's completion is: one that took less than the
+ * copy alone and a quarter of the kernel went ahead. The window is the latest
  * of those (past the latest tenth of them: a stray late one says little),
  * the share how many issued within it went ahead. */
 typedef struct {
@@ -436,7 +436,8 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
   rok_calib_progress(o, "copies, hand-offs and checks beside kernels");
   Busy b;
   gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_free_at, error) &&
-                measure_launch(cl, &b, cancel, d, error) && measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) && measure_checks(cl, &b, o, cancel, d, error);
+                measure_launch(cl, &b, cancel, d, error) &&
+                measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) && measure_checks(cl, &b, o, cancel, d, error);
   busy_clear(&b);
   d->contention = ok;
   return ok;

@@ -173,8 +173,8 @@ static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, R
  * threads are at work on it, may go ahead of it: PoCL's workers take a
  * while to wake to a new kernel, and one that takes the copy first runs
  * it (the development VM, 2026-12-07: 1 MiB copies issued 10-60 us after
- * a 512^3 GEMM's launch went ahead in 29 of 69, none of 15 at once, none
- * of 36 at 100-200 us). LAUNCH_COPIES copies at spread times up to
+ * a 384^3 or 512^3 GEMM's launch went ahead in 42 of 114, none of 30 at
+ * once, none of 72 at 100-200 us). LAUNCH_COPIES copies at spread times up to
  * LAUNCH_SPAN_S after a launch (a fixed shuffle, so that a drift in the
  * machine's speed falls on all), each from a thread scheduled as the
  * executor's stream threads are and awake until its time, as a stream

@@ -459,7 +459,8 @@ static gint64 wait_in_kernel(SimEngine *e) {
  * ahead of it in gpu.copy_launch_ahead of the cases, and the model waits
  * for the rest of them, an expectation over a step's many legs (the
  * development VM, 2026-12-07: 1 MiB copies issued 10-60 us after a
- * 512^3 GEMM's launch went ahead in 29 of 69, none of 36 at 100-200 us;
+ * 384^3 or 512^3 GEMM's launch went ahead in 42 of 114, none of 72 at
+ * 100-200 us;
  * validate-gpt's tba row, 12-06: h2d legs +10..+62 us after a GEMM's
  * launch went at once, +76..+122 us waited). */
 static gint64 launch_wait(SimEngine *e) {

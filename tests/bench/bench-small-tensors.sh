@@ -24,6 +24,11 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
+# 2026-12-07 morning on a new host under it (an Intel Xeon, run AI):
+# writes 0.94x and reads 1.09x fio at QD 32 (fio 3.19 and 1.85 GB/s),
+# 1.02x and 0.91x fio's same bursts; SSD streams -7.8% and -12.1% of
+# their prediction, h2d 1233 MB/s against 1403, d2h 3311 against 3216.
+# Before, on the AMD host,
 # 2026-12-06 late night, the device's buffers recycled (a freed tensor's
 # memory backs the next of its size): h2d 2012 MB/s against 2204
 # predicted (734 against 2394 on the build before, an hour earlier: a

@@ -69,7 +69,7 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    implied = {}
+    implied, compared, skipped = {}, 0, []
     for out in sys.argv[1:]:
         try:
             with open(os.path.join(out, "hw.json")) as f:
@@ -81,9 +81,13 @@ def main():
             with open(path) as f:
                 events = json.load(f)["traceEvents"]
             measured, predicted = batches(events, 1), batches(events, 2)
+            if not measured and not predicted:
+                continue
+            compared += 1
             def shape(bs):  # the same legs batched alike, or the runs are not comparable
                 return [(b.stream, b.legs, b.bytes) for b in bs]
             if shape(measured) != shape(predicted):
+                skipped.append((path, len(measured), len(predicted)))
                 continue
             for m, p in zip(measured, predicted):
                 if m.idle is None or p.idle is None:
@@ -98,6 +102,11 @@ def main():
         v = implied[(kind, out, cls)]
         print(f"{kind:<6} {os.path.basename(os.path.normpath(out))[:28]:<28} {cls:>9} {len(v):>7}"
               f" {statistics.median(v):>10.0f} us")
+    if skipped:  # say why a row is missing rather than print less
+        print(f"{len(skipped)} of {compared} timelines with SSD legs left out, their legs batched otherwise than "
+              "predicted (measured / predicted batches):")
+        for path, m, p in skipped:
+            print(f"  {path}: {m} / {p}")
     return 0
 
 

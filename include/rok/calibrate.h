@@ -159,6 +159,10 @@ typedef struct {
   guint64 copy_bytes;
   gboolean pinned;          /* host buffers were CL_MEM_ALLOC_HOST_PTR (else wrapped host memory) */
   RokCalibStat h2d, d2h;    /* bytes/s */
+  /* A CPU device only: each direction's rate over copies of a staging
+   * slot's size or less at successive places, as a step's legs copy
+   * (bytes/s, the slope of their times); 0: not measured. */
+  double h2d_legs, d2h_legs;
   RokCalibStat copy_latency; /* seconds of a 4 KiB copy */
   /* The host's check of a leg's bytes right after their copy out of the
    * device, as the executor's d2h thread takes it, over legs of

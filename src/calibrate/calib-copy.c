@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #ifdef ROK_WITH_OPENCL
 
+#include <gsl/gsl_fit.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,8 @@
 #define CPU_GROUPS 5
 #define CPU_GROUP_COPIES 20
 #define CPU_GROUP_GAP_US 20000
+#define LEG_SIZES 3 /* 256 KiB, 512 KiB, 1 MiB: a staging slot's size and less */
+#define LEG_TRIALS 9
 
 static double seconds_since(gint64 start_us) {
   return (double)MAX(g_get_monotonic_time() - start_us, 1) / 1e6;
@@ -208,6 +211,45 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
   return TRUE;
 }
 
+/* Each direction's rate as a step's legs copy, on a CPU device: a
+ * command of a staging slot or less (a leg copies slot by slot), at the
+ * next place in the pinned buffer each time (a leg's bytes were written
+ * long before, and go to a tensor's own buffer), 1 ms apart. The whole
+ * buffer copied again and again runs faster than a leg's copies do: on
+ * the development VM's Intel host, 2026-12-07, 11.5 GB/s where 192-704
+ * KiB legs copied at 5.8-7.0 GB/s (tests/bench/pocl_legs.py) and such
+ * copies in a probe at ~7 both ways; the rate is the slope of the
+ * sizes' median times (least squares), so that the copy's own latency,
+ * timed apart, does not count twice. */
+static gboolean leg_rate(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d, RokCalibCancel *cancel, double *rate,
+                         GError **error) {
+  double bytes[LEG_SIZES], median[LEG_SIZES], times[LEG_TRIALS];
+  guint64 at = 0;
+  for (guint k = 0; k < LEG_SIZES; k++) {
+    guint64 n = (MIB / 4) << k;
+    bytes[k] = (double)n;
+    for (guint t = 0; t < LEG_TRIALS; t++) {
+      if (at + n > host->bytes)
+        at = 0;
+      char *place = (char *)host->ptr + at;
+      g_usleep(LATENCY_SPACING_US);
+      gint64 start = g_get_monotonic_time();
+      gboolean ok = !rok_calib_check_cancelled(cancel, error) &&
+                    (h2d ? rok_cl_buffer_write(dev, ROK_CL_QUEUE_H2D, at, n, place, TRUE, 0, NULL, NULL, error)
+                         : rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, at, n, place, TRUE, 0, NULL, NULL, error));
+      if (!ok)
+        return FALSE;
+      times[t] = seconds_since(start);
+      at += n;
+    }
+    median[k] = rok_calib_stat(times, LEG_TRIALS).median;
+  }
+  double c0 = 0, c1 = 0, cov00 = 0, cov01 = 0, cov11 = 0, sumsq = 0;
+  gsl_fit_linear(bytes, 1, median, 1, LEG_SIZES, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
+  *rate = c1 > 0 ? 1.0 / c1 : 0; /* 0: no slope to take (the whole buffer's rate stands) */
+  return TRUE;
+}
+
 gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *o, RokCalibCancel *cancel,
                                   RokCalibDevice *d, GError **error) {
   guint64 bytes = (o->quick ? 64 : 256) * MIB;
@@ -223,8 +265,12 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *o, Rok
   memset(host->ptr, 0x3c, bytes);
   d->copy_bytes = bytes;
   d->pinned = host->pinned;
+  gboolean cpu = g_strcmp0(d->type, "cpu") == 0;
+  d->h2d_legs = d->d2h_legs = 0;
   return bandwidth(dev, host, TRUE, o->trials, cancel, &d->h2d, error) &&
          bandwidth(dev, host, FALSE, o->trials, cancel, &d->d2h, error) &&
+         (!cpu || (leg_rate(dev, host, TRUE, cancel, &d->h2d_legs, error) &&
+                   leg_rate(dev, host, FALSE, cancel, &d->d2h_legs, error))) &&
          latency(dev, host, &d->copy_latency, error) && copy_cpu(dev, host, &d->copy_cpu, error);
 }
 

@@ -213,8 +213,9 @@ static void fill_check_rates(const RokCalibration *c, RokHw *hw) {
 
 static gboolean fill_host(const RokCalibration *c, RokHw *hw, GError **error) {
   const RokCalibDevice *d = &c->device;
-  hw->pcie.h2d_bandwidth = d->h2d.median;
-  hw->pcie.d2h_bandwidth = d->d2h.median;
+  /* A CPU device's at the rate its legs copy (calib-copy.c, leg_rate). */
+  hw->pcie.h2d_bandwidth = d->h2d_legs > 0 ? d->h2d_legs : d->h2d.median;
+  hw->pcie.d2h_bandwidth = d->d2h_legs > 0 ? d->d2h_legs : d->d2h.median;
   hw->pcie.latency = (gint64)llround(d->copy_latency.median * 1e9);
   hw->host.memory = c->host.memory;
   /* A choice, not a measurement (the source says so): pinning much more

@@ -105,6 +105,11 @@ static void append_device(GString *s, const RokCalibration *c) {
                            moved ? " while they were measured, and their rates are of another speed than the rest"
                                  : " of its time around them");
   }
+  if (d->h2d_legs > 0 && d->d2h_legs > 0)
+    g_string_append(s, "pcie.h2d_bandwidth and d2h_bandwidth: the slope (least squares) of the median times of "
+                       "copies of 256 KiB, 512 KiB and 1 MiB, nine of each, 1 ms apart, each at the next place in "
+                       "the pinned buffer and the device's, as a step's legs copy (a staging slot at a time, bytes "
+                       "written long before): the whole buffer copied again and again runs faster than they do. ");
   g_string_append_printf(s, "pcie: blocking copies between the device and %s host buffers%s; latency: the median "
                             "of 4 KiB copies 1 ms apart, as a step's legs come, the least of five groups of ten, "
                             "each with the timing thread on another processor in turn. ",

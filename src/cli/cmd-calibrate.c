@@ -267,6 +267,12 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   printf("  host -> device       %s (%s host buffer)\n  device -> host       %s\n  copy latency         %s (%s of "
          "processor time)\n",
          h2d, d->pinned ? "pinned" : "page-aligned", d2h, latency, copy_cpu);
+  if (d->h2d_legs > 0 && d->d2h_legs > 0) {
+    g_autofree char *in = rok_units_format_rate(d->h2d_legs), *out = rok_units_format_rate(d->d2h_legs);
+    printf("  as legs copy         host -> device %s, device -> host %s (slot-sized copies at successive places; "
+           "the profile's rates)\n",
+           in, out);
+  }
   if (d->copied_check[0].n > 0) {
     printf("  checked as copied   ");
     for (guint i = 0; i < ROK_CALIB_CHECK_SIZES && d->copied_check[i].n > 0; i++) {

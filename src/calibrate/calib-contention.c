@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* sched_getcpu, sched_setaffinity, CPU_SET */
 #ifdef ROK_WITH_OPENCL
 
+#include <gsl/gsl_sort.h>
 #include <math.h>
 #include <sched.h>
 #include <string.h>
@@ -81,8 +82,17 @@ static double now_s(void) {
  * staging slot, the size of most legs of a small model. (A leg of several
  * commands can wait more: a kernel launched meanwhile can run before its
  * next command.) */
-static gboolean copy_s(RokClBuffer *dev, RokClHostBuffer *host, double *seconds, GError **error) {
-  return calib_copy_seconds(dev, host, MIB, FALSE, seconds, error);
+static gboolean copy_s(const CalibCopyPair *pair, double *seconds, GError **error) {
+  return calib_copy_seconds(pair, 0, MIB, FALSE, seconds, error);
+}
+
+/* One of B's kernels' time alone, two back to back. */
+static gboolean busy_seconds(Busy *b, RokClDevice *cl, double *seconds, GError **error) {
+  double start = now_s();
+  if (!busy_start(b, cl, 2, error) || !rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error))
+    return FALSE;
+  *seconds = (now_s() - start) / 2;
+  return TRUE;
 }
 
 /* Kernels one after the other, each launched when the one before has
@@ -127,28 +137,22 @@ static gint kernel_at(const Chain *c, double t) {
  * A copy issued in the second half may come after that point and say
  * nothing of it. */
 static gboolean measure_wait(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
-  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, MIB, 64, error);
-  g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, MIB, "calibrate.wait", TRUE, error) : NULL;
-  if (dev == NULL)
-    return FALSE;
-  memset(host->ptr, 0x5a, host->bytes);
+  g_auto(CalibCopyPair) pair = {0};
   double kernel = 0, alone = 0, samples[WAIT_SAMPLES];
-  double start = now_s();
-  if (!busy_start(b, cl, 2, error) || !rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error))
+  if (!calib_copy_pair_init(&pair, cl, MIB, "calibrate.wait", error) || !busy_seconds(b, cl, &kernel, error))
     return FALSE;
-  kernel = (now_s() - start) / 2;
   GRand *rand = g_rand_new_with_seed(17); /* the same points every run */
   gboolean ok = TRUE;
   guint n = 0;
   for (guint i = 0; ok && n < WAIT_SAMPLES && i < WAIT_TRIES; i++) {
-    ok = !rok_calib_check_cancelled(cancel, error) && copy_s(dev, host, &alone, error);
+    ok = !rok_calib_check_cancelled(cancel, error) && copy_s(&pair, &alone, error);
     if (!ok)
       break;
     Chain chain = {.busy = b, .cl = cl};
     GThread *thread = g_thread_new("rok-calib-kernels", chain_run, &chain);
     g_usleep((gulong)((2 + 0.5 * g_rand_double(rand)) * kernel * 1e6));
     double issued = now_s(), busy = 0;
-    ok = copy_s(dev, host, &busy, error);
+    ok = copy_s(&pair, &busy, error);
     g_thread_join(thread);
     if (ok && !chain.ok)
       g_propagate_error(error, g_steal_pointer(&chain.error));
@@ -194,16 +198,11 @@ typedef struct {
 static gpointer launch_run(gpointer data) {
   Launch *l = data;
   rok_host_thread_prompt();
-  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(l->cl, MIB, 64, &l->error);
-  g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(l->cl, ROK_DTYPE_U8, MIB, "calibrate.launch", TRUE, &l->error)
-                                    : NULL;
-  l->ok = dev != NULL;
-  if (!l->ok)
-    return NULL;
-  memset(host->ptr, 0x5a, host->bytes);
+  g_auto(CalibCopyPair) pair = {0};
+  l->ok = calib_copy_pair_init(&pair, l->cl, MIB, "calibrate.launch", &l->error);
   for (guint i = 0; l->ok && i < LAUNCH_COPIES; i++) {
     double copy = 0;
-    l->ok = !rok_calib_check_cancelled(l->cancel, &l->error) && copy_s(dev, host, &copy, &l->error);
+    l->ok = !rok_calib_check_cancelled(l->cancel, &l->error) && copy_s(&pair, &copy, &l->error);
     l->alone = i == 0 ? copy : MIN(l->alone, copy);
     if (!l->ok)
       break;
@@ -213,24 +212,17 @@ static gpointer launch_run(gpointer data) {
             rok_cl_device_flush(l->cl, ROK_CL_QUEUE_COMPUTE, &l->error);
     while (l->ok && now_s() < launched + l->delay[i])
       ;
-    l->ok = l->ok && copy_s(dev, host, &copy, &l->error) &&
+    l->ok = l->ok && copy_s(&pair, &copy, &l->error) &&
             rok_cl_device_finish(l->cl, ROK_CL_QUEUE_COMPUTE, &l->error);
     l->went[i] = copy < l->alone + l->kernel / 4;
   }
   return NULL;
 }
 
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static gboolean measure_launch(RokClDevice *cl, Busy *b, RokCalibCancel *cancel, RokCalibDevice *d, GError **error) {
   Launch l = {.cl = cl, .busy = b, .cancel = cancel};
-  double start = now_s();
-  if (!busy_start(b, cl, 2, error) || !rok_cl_device_finish(cl, ROK_CL_QUEUE_COMPUTE, error))
+  if (!busy_seconds(b, cl, &l.kernel, error))
     return FALSE;
-  l.kernel = (now_s() - start) / 2;
   GRand *rand = g_rand_new_with_seed(23); /* the same order every run */
   for (guint i = 0; i < LAUNCH_COPIES; i++)
     l.delay[i] = LAUNCH_SPAN_S * (i + 0.5) / LAUNCH_COPIES;
@@ -254,7 +246,7 @@ static gboolean measure_launch(RokClDevice *cl, Busy *b, RokCalibCancel *cancel,
   d->copy_launch_window = d->copy_launch_ahead = 0;
   if (n == 0)
     return TRUE;
-  qsort(went, n, sizeof *went, compare_double);
+  gsl_sort(went, 1, n);
   double window = went[(guint)floor(0.9 * (n - 1))];
   guint within = 0, ahead = 0;
   for (guint i = 0; i < LAUNCH_COPIES; i++)

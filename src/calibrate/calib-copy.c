@@ -31,26 +31,44 @@ static double seconds_since(gint64 start_us) {
   return (double)MAX(g_get_monotonic_time() - start_us, 1) / 1e6;
 }
 
-gboolean calib_copy_seconds(RokClBuffer *dev, RokClHostBuffer *host, guint64 bytes, gboolean h2d, double *seconds,
+gboolean calib_copy_pair_init(CalibCopyPair *pair, RokClDevice *cl, guint64 bytes, const char *label,
+                              GError **error) {
+  *pair = (CalibCopyPair){.host = rok_cl_host_buffer_new(cl, bytes, 64, error)};
+  pair->dev = pair->host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, bytes, label, TRUE, error) : NULL;
+  if (pair->dev == NULL) {
+    calib_copy_pair_clear(pair);
+    return FALSE;
+  }
+  memset(pair->host->ptr, 0x5a, bytes);
+  return TRUE;
+}
+
+void calib_copy_pair_clear(CalibCopyPair *pair) {
+  g_clear_pointer(&pair->dev, rok_cl_buffer_free);
+  g_clear_pointer(&pair->host, rok_cl_host_buffer_free);
+}
+
+gboolean calib_copy_seconds(const CalibCopyPair *pair, guint64 at, guint64 bytes, gboolean h2d, double *seconds,
                             GError **error) {
+  void *place = (guint8 *)pair->host->ptr + at;
   gint64 start = g_get_monotonic_time();
-  gboolean ok = h2d ? rok_cl_buffer_write(dev, ROK_CL_QUEUE_H2D, 0, bytes, host->ptr, TRUE, 0, NULL, NULL, error)
-                    : rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, 0, bytes, host->ptr, TRUE, 0, NULL, NULL, error);
+  gboolean ok = h2d ? rok_cl_buffer_write(pair->dev, ROK_CL_QUEUE_H2D, at, bytes, place, TRUE, 0, NULL, NULL, error)
+                    : rok_cl_buffer_read(pair->dev, ROK_CL_QUEUE_D2H, at, bytes, place, TRUE, 0, NULL, NULL, error);
   *seconds = seconds_since(start);
   return ok;
 }
 
 /* Median bandwidth of TRIALS copies after one untimed (first touch). */
-static gboolean bandwidth(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d, guint trials,
-                          RokCalibCancel *cancel, RokCalibStat *stat, GError **error) {
+static gboolean bandwidth(const CalibCopyPair *pair, gboolean h2d, guint trials, RokCalibCancel *cancel,
+                          RokCalibStat *stat, GError **error) {
   g_autofree double *rates = g_new(double, trials);
   double s = 0;
-  if (!calib_copy_seconds(dev, host, host->bytes, h2d, &s, error))
+  if (!calib_copy_seconds(pair, 0, pair->host->bytes, h2d, &s, error))
     return FALSE;
   for (guint t = 0; t < trials; t++) {
-    if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(dev, host, host->bytes, h2d, &s, error))
+    if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(pair, 0, pair->host->bytes, h2d, &s, error))
       return FALSE;
-    rates[t] = (double)host->bytes / s;
+    rates[t] = (double)pair->host->bytes / s;
   }
   *stat = rok_calib_stat(rates, trials);
   return TRUE;
@@ -88,7 +106,7 @@ static void keep_on(const cpu_set_t *allowed, guint nth) {
     }
 }
 
-static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *stat, GError **error) {
+static gboolean latency(const CalibCopyPair *pair, RokCalibStat *stat, GError **error) {
   double samples[LATENCY_GROUP_SAMPLES]; /* one group's: only its median is kept */
   cpu_set_t allowed;
   gboolean pinned = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
@@ -101,7 +119,7 @@ static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *s
     for (guint i = 0; ok && i < LATENCY_GROUP_SAMPLES + 2; i++) {
       double s = 0;
       g_usleep(LATENCY_SPACING_US);
-      ok = calib_copy_seconds(dev, host, SMALL_COPY, i % 2 == 0, &s, error);
+      ok = calib_copy_seconds(pair, 0, SMALL_COPY, i % 2 == 0, &s, error);
       if (i >= 2) /* the first of each direction warms up */
         samples[i - 2] = s;
     }
@@ -124,12 +142,12 @@ static gboolean latency(RokClBuffer *dev, RokClHostBuffer *host, RokCalibStat *s
  * the development VM, 2026-12-05), and back to back the slow speed above
  * comes with spinning too (52-60 us); its groups at the fast one took
  * 5-14 us. */
-static gboolean copy_cpu(RokClBuffer *dev, RokClHostBuffer *host, double *cpu, GError **error) {
+static gboolean copy_cpu(const CalibCopyPair *pair, double *cpu, GError **error) {
   *cpu = 0;
   for (guint g = 0; g < CPU_GROUPS; g++) {
     double cpu0 = rok_host_own_cpu_seconds(), s = 0;
     for (guint i = 0; i < CPU_GROUP_COPIES; i++)
-      if (!calib_copy_seconds(dev, host, SMALL_COPY, i % 2 == 0, &s, error))
+      if (!calib_copy_seconds(pair, 0, SMALL_COPY, i % 2 == 0, &s, error))
         return FALSE;
     double cpu1 = rok_host_own_cpu_seconds();
     if (cpu0 < 0 || cpu1 < cpu0) { /* not measured: unknown */
@@ -151,16 +169,17 @@ static gboolean copy_cpu(RokClBuffer *dev, RokClHostBuffer *host, double *cpu, G
  * the next place in the host buffer, as legs take the pool's slots in
  * turn; a trial is as many legs as make 32 MiB (4 to 32), its figure their
  * bytes over their time. */
-static gboolean copied_check(RokClBuffer *dev, RokClHostBuffer *host, guint64 bytes, guint trial,
-                             RokCalibCancel *cancel, double *seconds, GError **error) {
+static gboolean copied_check(const CalibCopyPair *pair, guint64 bytes, guint trial, RokCalibCancel *cancel,
+                             double *seconds, GError **error) {
   guint legs = (guint)CLAMP(32 * MIB / bytes, 4, 32);
   volatile guint64 sink = 0;
-  guint64 places = MAX(host->bytes / bytes, 1);
+  guint64 places = MAX(pair->host->bytes / bytes, 1);
   *seconds = 0;
   for (guint i = 0; i < legs; i++) {
-    guint8 *slot = (guint8 *)host->ptr + ((guint64)trial * legs + i) % places * bytes;
-    if (rok_calib_check_cancelled(cancel, error) ||
-        !rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, 0, bytes, slot, TRUE, 0, NULL, NULL, error))
+    guint64 at = ((guint64)trial * legs + i) % places * bytes;
+    guint8 *slot = (guint8 *)pair->host->ptr + at;
+    double copied = 0;
+    if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(pair, at, bytes, FALSE, &copied, error))
       return FALSE;
     struct timespec start, end; /* ns: a 64 KiB check takes 10 us */
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -184,11 +203,9 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
   guint64 largest = (guint64)64 << 10 << (2 * (ROK_CALIB_CHECK_SIZES - 1)), bytes = 4 * largest;
   while (bytes > largest && bytes > d->memory / 8)
     bytes /= 2;
-  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, bytes, 64, error);
-  g_autoptr(RokClBuffer) dev = host ? rok_cl_buffer_new(cl, ROK_DTYPE_U8, bytes, "calibrate.check", TRUE, error) : NULL;
-  if (dev == NULL)
+  g_auto(CalibCopyPair) pair = {0};
+  if (!calib_copy_pair_init(&pair, cl, bytes, "calibrate.check", error))
     return FALSE;
-  memset(host->ptr, 0x3c, bytes);
   guint trials = MAX(o->trials, 5), sizes = 0;
   while (sizes < ROK_CALIB_CHECK_SIZES && (guint64)64 << 10 << (2 * sizes) <= bytes)
     sizes++; /* 64 KiB (a small model's leg) to 16 MiB, 4x apart */
@@ -198,7 +215,7 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
     for (guint i = 0; i < sizes; i++) {
       guint64 leg = (guint64)64 << 10 << (2 * i);
       double seconds = 0;
-      if (!copied_check(dev, host, leg, t, cancel, &seconds, error))
+      if (!copied_check(&pair, leg, t, cancel, &seconds, error))
         return FALSE;
       rates[i * trials + t] = (double)leg / seconds;
       total[i] += seconds;
@@ -221,7 +238,7 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
  * copies in a probe at ~7 both ways; the rate is the slope of the
  * sizes' median times (least squares), so that the copy's own latency,
  * timed apart, does not count twice. */
-static gboolean leg_rate(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d, RokCalibCancel *cancel, double *rate,
+static gboolean leg_rate(const CalibCopyPair *pair, gboolean h2d, RokCalibCancel *cancel, double *rate,
                          GError **error) {
   double bytes[LEG_SIZES], median[LEG_SIZES], times[LEG_TRIALS];
   guint64 at = 0;
@@ -229,17 +246,11 @@ static gboolean leg_rate(RokClBuffer *dev, RokClHostBuffer *host, gboolean h2d, 
     guint64 n = (MIB / 4) << k;
     bytes[k] = (double)n;
     for (guint t = 0; t < LEG_TRIALS; t++) {
-      if (at + n > host->bytes)
+      if (at + n > pair->host->bytes)
         at = 0;
-      char *place = (char *)host->ptr + at;
       g_usleep(LATENCY_SPACING_US);
-      gint64 start = g_get_monotonic_time();
-      gboolean ok = !rok_calib_check_cancelled(cancel, error) &&
-                    (h2d ? rok_cl_buffer_write(dev, ROK_CL_QUEUE_H2D, at, n, place, TRUE, 0, NULL, NULL, error)
-                         : rok_cl_buffer_read(dev, ROK_CL_QUEUE_D2H, at, n, place, TRUE, 0, NULL, NULL, error));
-      if (!ok)
+      if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(pair, at, n, h2d, &times[t], error))
         return FALSE;
-      times[t] = seconds_since(start);
       at += n;
     }
     median[k] = rok_calib_stat(times, LEG_TRIALS).median;
@@ -256,22 +267,18 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *o, Rok
   while (bytes > 4 * MIB && bytes > d->memory / 8)
     bytes /= 2;
   rok_calib_progress(o, "host <-> device copies");
-  g_autoptr(RokClHostBuffer) host = rok_cl_host_buffer_new(cl, bytes, 64, error);
-  if (host == NULL)
+  g_auto(CalibCopyPair) pair = {0};
+  if (!calib_copy_pair_init(&pair, cl, bytes, "calibrate.copy", error))
     return FALSE;
-  g_autoptr(RokClBuffer) dev = rok_cl_buffer_new(cl, ROK_DTYPE_U8, bytes, "calibrate.copy", TRUE, error);
-  if (dev == NULL)
-    return FALSE;
-  memset(host->ptr, 0x3c, bytes);
   d->copy_bytes = bytes;
-  d->pinned = host->pinned;
+  d->pinned = pair.host->pinned;
   gboolean cpu = g_strcmp0(d->type, "cpu") == 0;
   d->h2d_legs = d->d2h_legs = 0;
-  return bandwidth(dev, host, TRUE, o->trials, cancel, &d->h2d, error) &&
-         bandwidth(dev, host, FALSE, o->trials, cancel, &d->d2h, error) &&
-         (!cpu || (leg_rate(dev, host, TRUE, cancel, &d->h2d_legs, error) &&
-                   leg_rate(dev, host, FALSE, cancel, &d->d2h_legs, error))) &&
-         latency(dev, host, &d->copy_latency, error) && copy_cpu(dev, host, &d->copy_cpu, error);
+  return bandwidth(&pair, TRUE, o->trials, cancel, &d->h2d, error) &&
+         bandwidth(&pair, FALSE, o->trials, cancel, &d->d2h, error) &&
+         (!cpu || (leg_rate(&pair, TRUE, cancel, &d->h2d_legs, error) &&
+                   leg_rate(&pair, FALSE, cancel, &d->d2h_legs, error))) &&
+         latency(&pair, &d->copy_latency, error) && copy_cpu(&pair, &d->copy_cpu, error);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -51,8 +51,7 @@ typedef struct {
   /* A CPU device's backward probes (probe_backward): the copy's buffers,
    * its time alone, each op's typical backward, and what each probe pass
    * found, [pass][op] (NaN: nothing). */
-  RokClBuffer *copy_dev;
-  RokClHostBuffer *copy_host;
+  CalibCopyPair copy;
   double copy_alone_s;
   double *backward_s;
   double *first_free;
@@ -112,7 +111,7 @@ static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GErr
 #define COPY_BYTES ((guint64)1 << 20)
 
 static gboolean copy_out(Pass *p, double *seconds, GError **error) {
-  return calib_copy_seconds(p->copy_dev, p->copy_host, COPY_BYTES, FALSE, seconds, error);
+  return calib_copy_seconds(&p->copy, 0, COPY_BYTES, FALSE, seconds, error);
 }
 
 static gboolean probe_backward(Pass *p, guint op, double *first_free, GError **error) {
@@ -169,8 +168,7 @@ static void pass_clear(Pass *p) {
   g_free(p->seconds);
   g_free(p->backward_s);
   g_free(p->first_free);
-  g_clear_pointer(&p->copy_dev, rok_cl_buffer_free);
-  g_clear_pointer(&p->copy_host, rok_cl_host_buffer_free);
+  calib_copy_pair_clear(&p->copy);
 }
 
 /* The work of an op in a direction: what the trace counts for it; for a
@@ -230,11 +228,8 @@ static guint64 model_bytes(const RokTrace *trace) {
  * the timed passes', the copy alone the least of five. */
 static gboolean probe_passes(Pass *p, guint trials, GError **error) {
   guint n = p->trace->ops->len;
-  p->copy_host = rok_cl_host_buffer_new(p->cl, COPY_BYTES, 64, error);
-  p->copy_dev = p->copy_host ? rok_cl_buffer_new(p->cl, ROK_DTYPE_U8, COPY_BYTES, "calibrate.copy", TRUE, error) : NULL;
-  if (p->copy_dev == NULL)
+  if (!calib_copy_pair_init(&p->copy, p->cl, COPY_BYTES, "calibrate.copy", error))
     return FALSE;
-  memset(p->copy_host->ptr, 0x5a, COPY_BYTES);
   p->copy_alone_s = G_MAXDOUBLE;
   for (guint i = 0; i < 5; i++) {
     double s = 0;

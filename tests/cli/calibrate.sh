@@ -53,6 +53,23 @@ within write_latency 0 1
 if grep -q '"shared_cpus"' "$disk/hw.json"; then
   within copy_kernel_free_at 0.01 1
   expect_in "$(cat "$tmp/out")" "a copy waits until"
+  # The race at a launch: both figures, or neither where no copy went
+  # ahead; and the copy rates as a step's legs copy, the profile's.
+  expect_in "$(cat "$tmp/out")" "after a launch "
+  if grep -q '"copy_launch_window"' "$disk/hw.json"; then
+    within copy_launch_window 1e-7 2e-4
+    within copy_launch_ahead 0.01 1
+  elif grep -q '"copy_launch_ahead"' "$disk/hw.json"; then
+    echo "copy_launch_ahead without copy_launch_window" >&2
+    exit 1
+  fi
+  expect_in "$(cat "$tmp/out")" "as legs copy "
+fi
+# What other processes used while it ran (from /proc/stat, read here):
+# said in the source, recorded where more than none.
+grep -q 'calibrated_busy: the share of the processors other processes used' "$disk/hw.json"
+if grep -q '"calibrated_busy"' "$disk/hw.json"; then
+  within calibrated_busy 0 1
 fi
 grep -q "\"write_leg_overhead\": " "$disk/hw.json"
 # The grid's SSD rates at the executor's 1 MiB requests (the quick grid

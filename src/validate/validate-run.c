@@ -123,6 +123,13 @@ void validate_median_interval(const double *sorted, guint n, double *low, double
   *high = n > 0 ? sorted[n - j] : 0;
 }
 
+/* How far below the prediction a step may lie, as a share of it, for a
+ * profile measured while others used CALIBRATED_BUSY of the processors:
+ * that share, short of all of it. */
+static double busy_reach(double calibrated_busy) {
+  return CLAMP(calibrated_busy, 0, 0.99);
+}
+
 void validate_taken(RokValidateRow *row, double *taken_s, guint n, double calibrated_busy) {
   gsl_sort(taken_s, 1, n);
   row->taken_s = n > 0 ? median_of_sorted(taken_s, n) : -1;
@@ -136,7 +143,7 @@ void validate_taken(RokValidateRow *row, double *taken_s, guint n, double calibr
    * busy loops, 2026-12-07: calibrated while they took 68%, run while
    * they took 49%, keep came out 16% faster than predicted, 14 points
    * past the top of its interval). */
-  double fastest = row->predicted_step_time_s * (1 - CLAMP(calibrated_busy, 0, 0.99));
+  double fastest = row->predicted_step_time_s * (1 - busy_reach(calibrated_busy));
   row->error_ci_low = validate_relative(low, row->predicted_step_time_s);
   row->error_ci_high = validate_relative(row->ci_high_s, fastest);
   row->within_noise = low <= row->predicted_step_time_s && fastest <= row->ci_high_s;
@@ -223,7 +230,7 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
                                               "processors (its calibrated_busy): its figures may be that much slow, "
                                               "so each interval reaches up to a step %.0f%% shorter than predicted; "
                                               "calibrate on an idle machine for intervals that say more",
-                                              100 * v->calibrated_busy, 100 * MIN(v->calibrated_busy, 0.99)));
+                                              100 * v->calibrated_busy, 100 * busy_reach(v->calibrated_busy)));
   double busiest = MAX(v->load_before[0], v->load_after[0]);
   /* What others took of the processors says it directly; the load average
    * also counts tasks waiting on a disk (a virtual one's host threads). */

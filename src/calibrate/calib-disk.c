@@ -164,10 +164,14 @@ static void start_pass(gpointer data) {
 
 /* Moves [FROM, TO) with QD requests in flight, stopping after SECONDS (< 0:
  * never); the pass's start_us and last_us say when it began and when its
- * last request completed. Writes begin on the backend's own thread where
- * it has one, as the executor's write legs do (runner-storage.c), so that
- * a write burst's time holds no hand-off those legs do not pay (30-130 us
- * on the development VM); reads are handed over, as the read legs are. */
+ * last request completed. A pass begins on the backend's own thread where
+ * it has one, as the executor's staged SSD legs do (runner-storage.c:
+ * writes since 2026-12-02, reads since 12-04), so that a burst's time
+ * holds no hand-off those legs do not pay (30-130 us on the development
+ * VM; with reads still handed over, calibrations fitted a read leg's
+ * fixed part 131 us against a write's 78, and the LLaMA-shaped offload
+ * row's 128-512 KiB reads, one right after another, came out 1.3-1.7x
+ * shorter than predicted on 2026-12-07). */
 static gboolean run_io(Run *run, RokIoOp op, gsize block, guint qd, guint64 from, guint64 to, double seconds,
                        GError **error) {
   Pass *p = &run->pass;
@@ -182,7 +186,7 @@ static gboolean run_io(Run *run, RokIoOp op, gsize block, guint qd, guint64 from
   p->error = 0;
   p->started = FALSE;
   g_mutex_unlock(&p->lock);
-  if (op != ROK_IO_WRITE || !rok_io_backend_call(run->backend, start_pass, run))
+  if (!rok_io_backend_call(run->backend, start_pass, run))
     start_pass(run);
   g_mutex_lock(&p->lock);
   while (!p->started || p->in_flight > 0)

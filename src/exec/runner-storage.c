@@ -184,7 +184,6 @@ static void leg_on_store(Runner *r, guint id) {
       g_async_queue_push(r->work[s], runner_msg(id));
       return;
     }
-    r->rec[id].start_ns = rok_host_now_ns();
     gboolean ok = s == ROK_STREAM_NVME_WRITE ? runner_nvme_write_leg(r, id, &deferred, &error)
                                              : runner_nvme_read_leg(r, id, &deferred, &error);
     if (ok && deferred)

@@ -121,7 +121,13 @@ static gint64 leg_wake(SimEngine *e, const SimJob *j, gint64 submitted) {
  * bursts), a write's own latency and leg overhead where the profile has
  * them. A copy leg that follows the one before it on its stream
  * (leg_follows) pays no hand-off and, of its latency, what is left since
- * its copies were enqueued. */
+ * its copies were enqueued. A primed h2d leg that does not follow pays
+ * half a hand-off more: its thread, once it has the leg, waits for the
+ * copies and PoCL's completion wakes it (PoCL's traces of validate-gpt's
+ * and the LLaMA-shaped model's rok rows, 2026-12-07, tests/bench/
+ * pocl_legs.py: such legs ended 24 and 30 us after their copies beyond
+ * their checks, median, where the hand-off round trip was 24 and 26; the
+ * streams came out 32% and 28% long). */
 static gint64 leg_fixed(const SimEngine *e, const SimJob *j) {
   const RokHw *hw = e->sim->hw;
   gint64 base = 0;
@@ -134,6 +140,8 @@ static gint64 leg_fixed(const SimEngine *e, const SimJob *j) {
     base += rok_hw_nvme_latency(hw, write) + rok_hw_nvme_leg_overhead(hw, write);
   }
   gint64 handoff = j->follows ? 0 : j->ahead ? e->copy_overhead / 2 : e->copy_overhead;
+  if (!j->follows && leg_stream(j) == ROK_STREAM_H2D && j->primed)
+    handoff += e->copy_overhead / 2;
   return base + handoff;
 }
 

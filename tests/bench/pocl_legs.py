@@ -2,7 +2,11 @@
 """Each copy leg of a `rok execute` on PoCL's CPU device taken apart: the
 wait before PoCL ran its copy command, the copy, and what came after it
 (the stream's thread taking it, the check of its bytes, the wait for the
-leg before it on that thread), beside the leg's prediction.
+leg before it on that thread), beside the leg's prediction; with --hw,
+what the thread spent beyond each check (the profile's rate for its
+size, as the simulator interpolates it), for legs whose copies it waited
+for and was woken by, and for those whose copies were done when it came
+to them.
 
     cd OUT && POCL_TRACING=text rok execute SCHEDULE --dir DIR --repeat 2 -t tl.json
     tests/bench/pocl_legs.py OUT/pocl_trace_events.log OUT/tl.json [--stream h2d] [--hw hw.json]
@@ -23,9 +27,16 @@ h2d legs of 192-704 KiB waited 26 us (median; 3-44) for their copy against
 pcie.latency's 16, copied at 5.8 GB/s over all (most at 6.4-8.4, 704 KiB
 ones at 3.2-3.9 where they ran beside a GEMM's start and the check of the
 leg before) against 11.5, and took 91-292 us after it (a 512 KiB check:
-~118 us at the calibrated 4.4-4.5 GB/s); the stream ran 28% longer than predicted."""
+~118 us at the calibrated 4.4-4.5 GB/s); the stream ran 28% longer than predicted.
+Later that day, validate-gpt's rok row at 17.9 MiB and the LLaMA-shaped
+model's at 63.8 MiB: legs whose thread waited for their copies ended a
+median 24 and 30 us after them beyond their checks (the hand-off round
+trip 24 and 26 us, of which the model charged half for that wake; it now
+charges a whole one), those it came to with their copies done 1 and 26."""
 import argparse
 import collections
+import ctypes
+import ctypes.util
 import json
 import math
 import statistics
@@ -98,6 +109,50 @@ def check_rates(hw, size):
     return " and ".join(f"{r / 1e9:.2f} GB/s at {b / 1024:.0f} KiB" for b, r in sorted(set(map(tuple, below + above))))
 
 
+def check_seconds(hw, size):
+    """The check of a leg of SIZE bytes as the simulator times it
+    (rok_hw_host_check_seconds): host.checksum_rates interpolated in
+    log(bytes) by GSL's Steffen method (linear below three knots), clamped
+    to the end knots, else host.checksum_bandwidth."""
+    pts = hw["host"].get("checksum_rates") or []
+    if not pts:
+        rate = hw["host"].get("checksum_bandwidth", 0)
+        return size / rate if rate > 0 else 0.0
+    if size <= pts[0][0] or size >= pts[-1][0]:
+        return size / (pts[0][1] if size <= pts[0][0] else pts[-1][1])
+    ctypes.CDLL(ctypes.util.find_library("gslcblas"), mode=ctypes.RTLD_GLOBAL)
+    gsl = ctypes.CDLL(ctypes.util.find_library("gsl"))
+    gsl.gsl_interp_alloc.restype = ctypes.c_void_p
+    gsl.gsl_interp_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    gsl.gsl_interp_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    gsl.gsl_interp_eval.restype = ctypes.c_double
+    gsl.gsl_interp_eval.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p]
+    gsl.gsl_interp_free.argtypes = [ctypes.c_void_p]
+    n = len(pts)
+    x = (ctypes.c_double * n)(*(math.log(b) for b, _ in pts))
+    y = (ctypes.c_double * n)(*(r for _, r in pts))
+    kind = ctypes.c_void_p.in_dll(gsl, "gsl_interp_steffen" if n >= 3 else "gsl_interp_linear")
+    interp = gsl.gsl_interp_alloc(kind, n)
+    gsl.gsl_interp_init(interp, x, y, n)
+    rate = gsl.gsl_interp_eval(interp, x, y, math.log(size), None)
+    gsl.gsl_interp_free(interp)
+    return size / rate
+
+
+def thread_waits(rows, hw):
+    """What a leg's thread spent beyond its check, split by whether it had
+    to wait for the leg's copies (it ended the leg before it, or was idle,
+    before they completed: PoCL's completion wakes it) or found them done
+    (it goes straight on from the leg before). ROWS: (complete, end, bytes)
+    in the thread's order, times in us."""
+    woken, queued, before = [], [], -math.inf
+    for complete, end, size in rows:
+        beyond = end - max(complete, before) - check_seconds(hw, size) * 1e6
+        (woken if complete > before else queued).append(beyond)
+        before = end
+    return woken, queued
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
@@ -123,11 +178,13 @@ def main():
           f"(their starts within {spread:.0f} us of one offset)")
     print(f"  {'leg':28s} {'bytes':>8s} {'wait':>6s} {'copy':>6s} {'GB/s':>5s} {'after':>6s} {'leg':>6s} {'pred.':>6s}")
     parts = collections.defaultdict(list)
+    rows = []
     for leg, g, p in zip(legs, groups, predicted + [None] * len(legs)):
         queued = g[0]["queued"] / 1e3 - offset
         running, complete = g[0]["running"] / 1e3 - offset, max(c["complete"] for c in g) / 1e3 - offset
         wait, copy, after = running - queued, complete - running, leg["ts"] + leg["dur"] - complete
         size = leg["args"]["bytes"]
+        rows.append((complete, leg["ts"] + leg["dur"], size))
         print(f"  {leg['name'][:28]:28s} {size:8d} {wait:6.0f} {copy:6.0f} {size / copy / 1e3:5.2f} {after:6.0f} "
               f"{leg['dur']:6.0f} {p['dur'] if p else float('nan'):6.0f}")
         for k, v in (("wait", wait), ("copy", copy), ("after", after), ("leg", leg["dur"]),
@@ -146,6 +203,12 @@ def main():
               f"{a.stream} {link / 1e9:.2f} GB/s, the check for the median leg's {size / 1024:.0f} KiB between "
               f"{check_rates(hw, size)}, host.copy_overhead "
               f"{hw['host'].get('copy_overhead', 0) * 1e6:.0f} us")
+        for name, v in zip(("waited for the copy (woken by its end)", "found the copy done"), thread_waits(rows, hw)):
+            if v:
+                q = statistics.quantiles(v) if len(v) > 1 else [v[0]] * 3
+                print(f"legs whose thread {name}: {len(v)}, each ending {statistics.median(v):.0f} us "
+                      f"(median; quartiles {q[0]:.0f}..{q[2]:.0f}) after {'it' if 'waited' in name else 'the leg before'}"
+                      f", beyond its check at the profile's rates")
 
 
 if __name__ == "__main__":

@@ -168,10 +168,11 @@ static void start_pass(gpointer data) {
  * it has one, as the executor's staged SSD legs do (runner-storage.c:
  * writes since 2026-12-02, reads since 12-04), so that a burst's time
  * holds no hand-off those legs do not pay (30-130 us on the development
- * VM; with reads still handed over, calibrations fitted a read leg's
+ * VM; with reads still handed over, a calibration fitted a read leg's
  * fixed part 131 us against a write's 78, and the LLaMA-shaped offload
  * row's 128-512 KiB reads, one right after another, came out 1.3-1.7x
- * shorter than predicted on 2026-12-07). */
+ * shorter than predicted on 2026-12-07; the disk's own drift moves it as
+ * much: 75-144 us in nine calibrations after). */
 static gboolean run_io(Run *run, RokIoOp op, gsize block, guint qd, guint64 from, guint64 to, double seconds,
                        GError **error) {
   Pass *p = &run->pass;

@@ -24,7 +24,11 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
-# 2026-12-07 morning on a new host under it (an Intel Xeon, run AI):
+# 2026-12-07 (stop 59, run AJ), SSD legs timed from their issue: writes
+# 1.00x and reads 1.08x fio at QD 32 (fio 3.10 and 1.98 GB/s), 1.09x and
+# 0.92x fio's same bursts; SSD streams -9.5% and -21.9% of their
+# prediction (its quick calibration's read legs at 131 us, 1.76 GB/s).
+# That morning on a new host under it (an Intel Xeon, run AI):
 # writes 0.94x and reads 1.09x fio at QD 32 (fio 3.19 and 1.85 GB/s),
 # 1.02x and 0.91x fio's same bursts; SSD streams -7.8% and -12.1% of
 # their prediction, h2d 1233 MB/s against 1403, d2h 3311 against 3216.

@@ -41,7 +41,16 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-07 morning on a new host under it (an Intel Xeon),
+# --runs 2, 2026-12-07 (stop 59), read bursts begun on the I/O thread as
+# the executor's read legs are and SSD legs timed from their issue: the
+# LLaMA-shaped model 0.3% and 0.7% (worst 3.6%, 2.1%; keep +0.3%, -1.4%),
+# streams 8.9% and 7.8% median, 14 and 13 of 14 within 15%; with the
+# backward probe asleep and a primed h2d leg's wake too, validate-gpt
+# 4.3% and 3.0% (worst 10.3%, 11.6%), the rok rows' h2d -11..+3% (+20..+46%
+# before), and the LLaMA-shaped model in a noisier spell 16.8% and 3.2%
+# (worst 10.2%), SSD reads 12-27% long on a calibration whose read legs
+# came out at 111 us and 1.78 GB/s (77 us and 2.39 an hour before: the
+# disk's drift). Earlier, 2026-12-07 morning on a new host under it (an Intel Xeon),
 # the launch race calibrated: the LLaMA-shaped model 2.2% and 2.6%
 # (worst 4.2%, 3.4%; against keep 1.9%, 0.7%), streams 9.1% and 8.8%
 # median, 10 of 14 within 15% in each run (the rok rows' h2d 22-30%

@@ -269,6 +269,11 @@ typedef struct {
    * 0.6 or more (the simulator's nvme.completes_together). */
   RokCalibStat join_ratio[2];
   gboolean completes_together;
+  /* The bursts after 1 ms idle timed again after all the rest, in rounds
+   * of one of each, writes then reads: each round's time over the sum of
+   * the same bursts' medians at first (n 0: not timed;
+   * rok_calib_disk_change). */
+  RokCalibStat again[2];
   /* What the processor time of the bursts says a leg and a request take
    * (seconds, rok_calib_disk_fit_cpu). */
   double request_cpu, leg_cpu;
@@ -427,6 +432,12 @@ double rok_calib_speed_change(const RokCalibDevice *device);
  * differs from its rate right before and after them; NAN where not
  * timed. */
 double rok_calib_elementwise_change(const RokCalibDevice *device);
+
+/* How much longer (> 0) or shorter the disk's bursts took when timed
+ * again at the end in direction WRITE (else read), as a fraction; NaN
+ * when they were not timed again. Beyond ROK_CALIB_SPEED_CHANGE either
+ * way, rok_calib_check warns that the disk's speed changed. */
+double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write);
 /* Beyond this either way, rok_calib_check warns that the speed changed. */
 #define ROK_CALIB_SPEED_CHANGE 0.10
 

@@ -135,6 +135,11 @@ double rok_calib_elementwise_change(const RokCalibDevice *d) {
   return d->elementwise_ops.median / d->elementwise_around.median - 1;
 }
 
+double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write) {
+  const RokCalibStat *again = &disk->again[write ? 0 : 1];
+  return again->n == 0 || !(again->median > 0) ? NAN : again->median - 1;
+}
+
 void rok_calib_check(RokCalibration *c) {
   double busiest = MAX(c->load[0], c->load[1]);
   if (c->others_share > ROK_HOST_BUSY_SHARE)
@@ -171,6 +176,15 @@ void rok_calib_check(RokCalibration *c) {
            d->virtual_reason);
     else if (d->disk == NULL)
       warn(c, "%s: no block device under its file system: cannot tell whether the disk is real", d->dir);
+    for (guint w = 0; w < 2; w++) {
+      double change = rok_calib_disk_change(d, w == 0);
+      if (fabs(change) > ROK_CALIB_SPEED_CHANGE)
+        warn(c, "%s: its %s bursts took %.0f%% %s when timed again at the end than at first: the disk's speed "
+                "changed while it was measured (a virtual disk's host, another tenant's I/O), so its SSD figures "
+                "mix both speeds and predictions made from them can be off by as much; calibrate again when it "
+                "holds steady",
+             d->dir, w == 0 ? "write" : "read", 100 * fabs(change), change > 0 ? "longer" : "less time");
+    }
     if (d->points->len > 0) {
       check_speed(c, d, "reads", g_array_index(d->points, RokCalibDiskPoint, d->best_read).read.median);
       check_speed(c, d, "writes", g_array_index(d->points, RokCalibDiskPoint, d->best_write).write.median);

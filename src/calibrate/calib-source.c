@@ -216,6 +216,17 @@ static void append_disks(GString *s, const RokCalibration *c) {
                               "processor of a virtual machine wakes late for a completion).",
                            first->busy_processors, streamed, ROK_CL_CPU_WORKER_NICE);
   }
+  for (guint i = 0; i < c->disks->len; i++) {
+    const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
+    double w = rok_calib_disk_change(d, TRUE), r = rok_calib_disk_change(d, FALSE);
+    if (isnan(w) && isnan(r))
+      continue;
+    gboolean moved = fabs(w) > ROK_CALIB_SPEED_CHANGE || fabs(r) > ROK_CALIB_SPEED_CHANGE;
+    g_string_append_printf(s, " %s: the bursts after 1 ms idle were timed again at the end: %s %.0f%%%s.", d->dir,
+                           moved ? "the disk's speed changed by more than" : "within", 100 * ROK_CALIB_SPEED_CHANGE,
+                           moved ? " while they were measured, and its figures mix both speeds"
+                                 : " of their first times, the disk held its speed");
+  }
 }
 
 char *rok_calib_source(const RokCalibration *c) {

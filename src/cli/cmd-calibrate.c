@@ -355,6 +355,13 @@ static void print_disk(const RokCalibDisk *d) {
              "was left of them: %s (nvme.completes_together)\n", d->join_ratio[0].median, d->join_ratio[1].median,
              d->completes_together ? "the disk completes what was queued together at one moment"
                                    : "each request completes on its own");
+    double again_w = rok_calib_disk_change(d, TRUE), again_r = rok_calib_disk_change(d, FALSE);
+    if (!isnan(again_w) || !isnan(again_r))
+      printf("  timed again at the end, the bursts after 1 ms idle: write %+.1f%%, read %+.1f%% against their first "
+             "times (%s)\n", 100 * again_w, 100 * again_r,
+             fabs(again_w) > ROK_CALIB_SPEED_CHANGE || fabs(again_r) > ROK_CALIB_SPEED_CHANGE
+                 ? "the disk's speed changed while it was measured"
+                 : "the disk held its speed");
     g_autofree char *qc = rok_units_format_time(d->request_cpu), *lc = rok_units_format_time(d->leg_cpu);
     printf("  processor time on the bursts: %s per request, %s per leg (nvme.request_cpu, leg_cpu: with a CPU "
            "device)\n", qc, lc);

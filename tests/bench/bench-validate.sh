@@ -21,7 +21,7 @@
 # offload and tba rows alone.
 #
 # The calibration is taken again, up to --calibrations times in all,
-# while `rok calibrate` warns that its speed changed as it measured or
+# while `rok calibrate` warns that its speed (or a disk's) changed as it measured or
 # that other processes took 10% or more of the processors: a profile
 # taken then is off by about as much on every row (on the development VM
 # on 2026-12-03: a calibration whose reference GEMM ran 17% slower at the
@@ -130,13 +130,13 @@ while :; do
   "$rok" calibrate $quick "${calibrate_for[@]}" --dir "$dir" -o "$work/hw.json" >"$work/calibrate.txt" \
     2>"$work/calibrate.err" || { cat "$work/calibrate.err" >&2; exit 1; }
   cat "$work/calibrate.err" >&2
-  unsteady=$(grep -oE "other processes used ([1-9][0-9]|100)% of the processors|the machine's speed changed" \
+  unsteady=$(grep -oE "other processes used ([1-9][0-9]|100)% of the processors|the machine's speed changed|the disk's speed changed" \
     "$work/calibrate.err" | paste -sd, - | sed "s/,/, /g" || true)
   [ -n "$unsteady" ] && [ "$calibrated" -lt "$calibrations" ] || break
   echo "   (calibration $calibrated of at most $calibrations: $unsteady; calibrating again)"
   calibrated=$((calibrated + 1))
 done
-grep -E "^Profile|GEMM model|held out|speed at the end|element-wise|launch|device ->|-> device|copy latency|beside kernels|bursts:|idle or more" "$work/calibrate.txt"
+grep -E "^Profile|GEMM model|held out|speed at the end|element-wise|launch|device ->|-> device|copy latency|beside kernels|bursts:|idle or more|timed again" "$work/calibrate.txt"
 echo "   ($(( $(date +%s) - start )) s; calibration $calibrated of at most $calibrations${unsteady:+, still: $unsteady})"
 validate_for=()
 if [ -n "$ssd" ]; then

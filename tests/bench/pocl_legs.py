@@ -109,45 +109,51 @@ def check_rates(hw, size):
     return " and ".join(f"{r / 1e9:.2f} GB/s at {b / 1024:.0f} KiB" for b, r in sorted(set(map(tuple, below + above))))
 
 
-def check_seconds(hw, size):
-    """The check of a leg of SIZE bytes as the simulator times it
-    (rok_hw_host_check_seconds): host.checksum_rates interpolated in
+def check_timer(hw):
+    """The check of a leg as the simulator times it (rok_hw_host_check_seconds),
+    as a function of the leg's bytes: host.checksum_rates interpolated in
     log(bytes) by GSL's Steffen method (linear below three knots), clamped
-    to the end knots, else host.checksum_bandwidth."""
+    to the end knots, else host.checksum_bandwidth. GSL is loaded and the
+    interpolation set up once."""
     pts = hw["host"].get("checksum_rates") or []
     if not pts:
         rate = hw["host"].get("checksum_bandwidth", 0)
-        return size / rate if rate > 0 else 0.0
-    if size <= pts[0][0] or size >= pts[-1][0]:
-        return size / (pts[0][1] if size <= pts[0][0] else pts[-1][1])
-    ctypes.CDLL(ctypes.util.find_library("gslcblas"), mode=ctypes.RTLD_GLOBAL)
-    gsl = ctypes.CDLL(ctypes.util.find_library("gsl"))
-    gsl.gsl_interp_alloc.restype = ctypes.c_void_p
-    gsl.gsl_interp_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    gsl.gsl_interp_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-    gsl.gsl_interp_eval.restype = ctypes.c_double
-    gsl.gsl_interp_eval.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p]
-    gsl.gsl_interp_free.argtypes = [ctypes.c_void_p]
+        return lambda size: size / rate if rate > 0 else 0.0
     n = len(pts)
-    x = (ctypes.c_double * n)(*(math.log(b) for b, _ in pts))
-    y = (ctypes.c_double * n)(*(r for _, r in pts))
-    kind = ctypes.c_void_p.in_dll(gsl, "gsl_interp_steffen" if n >= 3 else "gsl_interp_linear")
-    interp = gsl.gsl_interp_alloc(kind, n)
-    gsl.gsl_interp_init(interp, x, y, n)
-    rate = gsl.gsl_interp_eval(interp, x, y, math.log(size), None)
-    gsl.gsl_interp_free(interp)
-    return size / rate
+    interp = None
+    if n >= 2:
+        ctypes.CDLL(ctypes.util.find_library("gslcblas"), mode=ctypes.RTLD_GLOBAL)
+        gsl = ctypes.CDLL(ctypes.util.find_library("gsl"))
+        gsl.gsl_interp_alloc.restype = ctypes.c_void_p
+        gsl.gsl_interp_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        gsl.gsl_interp_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        gsl.gsl_interp_eval.restype = ctypes.c_double
+        gsl.gsl_interp_eval.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double,
+                                        ctypes.c_void_p]
+        x = (ctypes.c_double * n)(*(math.log(b) for b, _ in pts))
+        y = (ctypes.c_double * n)(*(r for _, r in pts))
+        interp = gsl.gsl_interp_alloc(ctypes.c_void_p.in_dll(gsl, "gsl_interp_steffen" if n >= 3
+                                                             else "gsl_interp_linear"), n)
+        gsl.gsl_interp_init(interp, x, y, n)
+
+    def seconds(size):
+        if size <= pts[0][0]:
+            return size / pts[0][1]
+        if size >= pts[-1][0]:
+            return size / pts[-1][1]
+        return size / gsl.gsl_interp_eval(interp, x, y, math.log(size), None)
+    return seconds
 
 
-def thread_waits(rows, hw):
+def thread_waits(rows, check):
     """What a leg's thread spent beyond its check, split by whether it had
     to wait for the leg's copies (it ended the leg before it, or was idle,
     before they completed: PoCL's completion wakes it) or found them done
     (it goes straight on from the leg before). ROWS: (complete, end, bytes)
-    in the thread's order, times in us."""
+    in the thread's order, times in us; CHECK: check_timer's."""
     woken, queued, before = [], [], -math.inf
     for complete, end, size in rows:
-        beyond = end - max(complete, before) - check_seconds(hw, size) * 1e6
+        beyond = end - max(complete, before) - check(size) * 1e6
         (woken if complete > before else queued).append(beyond)
         before = end
     return woken, queued
@@ -203,7 +209,7 @@ def main():
               f"{a.stream} {link / 1e9:.2f} GB/s, the check for the median leg's {size / 1024:.0f} KiB between "
               f"{check_rates(hw, size)}, host.copy_overhead "
               f"{hw['host'].get('copy_overhead', 0) * 1e6:.0f} us")
-        for name, v in zip(("waited for the copy (woken by its end)", "found the copy done"), thread_waits(rows, hw)):
+        for name, v in zip(("waited for the copy (woken by its end)", "found the copy done"), thread_waits(rows, check_timer(hw))):
             if v:
                 q = statistics.quantiles(v) if len(v) > 1 else [v[0]] * 3
                 print(f"legs whose thread {name}: {len(v)}, each ending {statistics.median(v):.0f} us "

@@ -429,7 +429,8 @@ gboolean rok_calib_measure_contention(RokClDevice *cl, const RokCalibOptions *o,
   Busy b;
   gboolean ok = busy_init(&b, cl, error) && measure_wait(cl, &b, cancel, &d->copy_kernel_free_at, error) &&
                 measure_launch(cl, &b, cancel, d, error) &&
-                measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) && measure_checks(cl, &b, o, cancel, d, error);
+                measure_handoff(cl, &b, &d->handoff, &d->handoff_wake, error) &&
+                measure_checks(cl, &b, o, cancel, d, error);
   busy_clear(&b);
   d->contention = ok;
   return ok;

@@ -670,9 +670,10 @@ static void test_copy_kernel_free(void) {
  * Read and written back; beside it copy_kernel_wait is ignored. */
 static void test_copy_kernel_free_at(void) {
   GError *error = NULL;
-  g_autofree char *text = g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, "
-                                                         "\"copy_kernel_free_at\": 0.5, \"copy_launch_window\": \"1.1 ms\", "
-                                                         "\"copy_launch_ahead\": 0.25, \"copy_queues_in_order\": true");
+  g_autofree char *text =
+      g_strdup_printf(PROFILE("%s"), ", \"shared_cpus\": 2, \"copy_kernel_wait\": 0.9, \"copy_kernel_free_at\": 0.5, "
+                                     "\"copy_launch_window\": \"1.1 ms\", \"copy_launch_ahead\": 0.25, "
+                                     "\"copy_queues_in_order\": true");
   g_autoptr(RokHw) hw = parse(text, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat(hw->gpu.copy_kernel_free_at, ==, 0.5);

@@ -8,9 +8,6 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 
-printf 'leak:libpocl.so\nleak:libLLVM\n' >"$tmp/lsan.supp"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
-
 small=(--set hidden=256 --set heads=4 --set seq_len=256 --set vocab=2048 --set micro_batch=1)
 run_or_skip_opencl "$tmp/out" "$tmp/err" \
   "$rok" calibrate --quick --trials 1 --model gpt2-small "${small[@]}" --show-fit -o "$tmp/hw.json"

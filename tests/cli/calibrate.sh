@@ -6,12 +6,6 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 
-# Under the sanitizers: PoCL keeps its LLVM compiler state until exit, which
-# LeakSanitizer would report whenever kernels are compiled (a fresh kernel
-# cache). Not rok's leaks.
-printf 'leak:libpocl.so\nleak:libLLVM\n' >"$tmp/lsan.supp"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
-
 # The profile calibrated to stdout below is left at $ROK_TEST_PROFILE for
 # cli/docs (tests/CMakeLists.txt); none from an earlier run.
 [ -z "${ROK_TEST_PROFILE:-}" ] || rm -f "$ROK_TEST_PROFILE"

@@ -7,8 +7,6 @@
 set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
-printf 'leak:libpocl.so\nleak:libLLVM\nleak:libfontconfig\n' > "$tmp/lsan.supp"
-export LSAN_OPTIONS="suppressions=$tmp/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 if ! "$rok" execute --list-devices > /dev/null 2> "$tmp/stderr"; then
   echo "no OpenCL device: $(cat "$tmp/stderr")" >&2

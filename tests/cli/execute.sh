@@ -8,11 +8,6 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 
-# Under the sanitizers: PoCL and LLVM keep their compiler state until exit,
-# fontconfig (the plan's charts) its caches. Not our leaks.
-printf 'leak:libpocl.so\nleak:libLLVM\nleak:libfontconfig\n' > "$tmp/lsan.supp"
-export LSAN_OPTIONS="suppressions=$tmp/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-
 # No OpenCL device here: skip.
 if ! "$rok" execute --list-devices > "$tmp/devices.txt" 2> "$tmp/stderr"; then
   echo "no OpenCL device: $(cat "$tmp/stderr")" >&2

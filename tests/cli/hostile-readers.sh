@@ -14,8 +14,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 data="$tmp/made"
 source "$here/hostile-lib.bash"
 mkdir -p "$data"/{plan,hf,captured}
-printf 'leak:libpocl.so\nleak:libLLVM\nleak:libfontconfig\n' > "$tmp/lsan.supp"
-export LSAN_OPTIONS="suppressions=$tmp/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 hw=a100-40g-pcie4-4xp5800x
 model="$tmp/model.json"

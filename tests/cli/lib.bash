@@ -3,6 +3,13 @@
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# Under the sanitizers, LeakSanitizer's suppressions are tests/lsan.supp
+# (the one list: leaks inside PoCL's compiler and fontconfig, not rok's),
+# where a test runs by hand too; an absolute path, as a test may cd.
+lib_dir=${BASH_SOURCE[0]%/*}
+[[ $lib_dir == /* ]] || lib_dir=$PWD/$lib_dir
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$lib_dir/../lsan.supp"
+
 # Checks use bash's own matching, not grep: a CLI test makes hundreds of
 # checks, and a process costs 5-15 ms on a small VM.
 expect_in() { # TEXT NEEDLE

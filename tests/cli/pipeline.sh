@@ -8,9 +8,6 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 
-printf 'leak:libpocl.so\nleak:libLLVM\nleak:libfontconfig\n' > "$tmp/lsan.supp"
-export LSAN_OPTIONS="suppressions=$tmp/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-
 big=(gpt3-175b --hw h100-80g-sxm-4xgen5 --strategy selective --set pipeline_parallel=8 --set data_parallel=6
   --set global_batch=192 --set zero_stage=1)
 out="$("$rok" simulate "${big[@]}" 2> "$tmp/stderr")"

@@ -8,11 +8,6 @@ set -euo pipefail
 rok="$1"
 source "$(dirname "$0")/lib.bash"
 
-# Under the sanitizers: PoCL keeps its LLVM compiler state until exit, which
-# LeakSanitizer would report whenever kernels are compiled. Not rok's leaks.
-printf 'leak:libpocl.so\nleak:libLLVM\n' >"$tmp/lsan.supp"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$tmp/lsan.supp"
-
 # Usage errors come before any device is needed.
 expect_in "$("$rok" help)" "validate"
 expect_in "$("$rok" validate --help)" "--budgets"

@@ -206,7 +206,9 @@ typedef struct {
 } RokCalibDiskPoint;
 
 /* REQUESTS requests of REQUEST_BYTES submitted together after GAP_S with
- * the disk idle, as the executor submits a leg's: seconds to the last
+ * the disk idle, as the executor submits a leg's (GAP_S 0: from the last
+ * completion of a burst like it, itself after the shortest gap, as the
+ * executor begins a leg the end of another made ready): seconds to the last
  * completion, and the processor time this process spent on it (getrusage:
  * the submitting thread, the backend's thread and the kernel's work on
  * their behalf); medians over the repetitions. */
@@ -217,7 +219,7 @@ typedef struct {
   RokCalibStat write, read;
   RokCalibStat write_cpu, read_cpu;
 } RokCalibBurst;
-#define ROK_CALIB_MAX_BURSTS 10
+#define ROK_CALIB_MAX_BURSTS 12
 
 /* What an SSD leg pays more after the disk has been idle AFTER seconds or
  * longer, writing and reading (seconds): one level per gap the bursts
@@ -263,6 +265,11 @@ typedef struct {
   RokCalibLegFit legs;
   RokCalibWake wakes[ROK_CALIB_WAKES];
   guint n_wakes;
+  /* What a leg begun from the completion of another takes less than one
+   * after the shortest gap, writes then reads (seconds,
+   * rok_calib_disk_fit_warm; warm_fitted FALSE: not timed). */
+  double warm[2];
+  gboolean warm_fitted;
   /* Legs joined by another (4 x 1 MiB, then 64 KiB a quarter of the way
    * through), writes then reads: the second's time over the rest of the
    * first's (n 0: not timed); completes_together when both medians are
@@ -317,6 +324,12 @@ double rok_calib_disk_leg_ceiling(const RokCalibDisk *d, gboolean write);
  * the gap's and the one before's geometric mean. WAKES gets *N levels;
  * FALSE (*N 0) without bursts after two gaps. */
 gboolean rok_calib_disk_fit_wakes(const RokCalibDisk *d, RokCalibWake *wakes, guint *n);
+/* nvme.warm_write and warm_read: what a lone request begun from the last
+ * completion of one like it (a chained burst) took less than one after
+ * the shortest gap, the median over request sizes timed both ways, at
+ * least 0, writes into WARM[0], reads into WARM[1]; FALSE (both 0) where
+ * no size was. */
+gboolean rok_calib_disk_fit_warm(const RokCalibDisk *d, double warm[2]);
 /* The simulator's nvme.request_cpu and nvme.leg_cpu: the processor time
  * of a burst of N requests (after the shortest gap) taken as leg + N *
  * request, least squares over both directions' medians (0 with one burst

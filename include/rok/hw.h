@@ -242,6 +242,12 @@ typedef struct {
      * longer (more than wake_after), in place of the wake above. */
     gint64 wake_write, wake_read, wake_after;
     gint64 deep_wake_write, deep_wake_read, deep_wake_after;
+    /* Optional: what an SSD leg begun the moment another ended (the
+     * executor issues it from that leg's completion) pays less, writing
+     * or reading (ns), and each leg that goes with it: the disk and its
+     * host thread still busy. At most latency (reads) and the write's
+     * latency (writes). 0: nothing. */
+    gint64 warm_write, warm_read;
     /* Optional: the disk completes the requests queued together at one
      * moment (a virtual disk whose host signals a batch of completions
      * at once), so that an SSD leg another SSD leg joins (of either

@@ -279,6 +279,11 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
       *read[k] = MAX(*read[k], (gint64)llround(d->wakes[k].read * 1e9));
       *after[k] = MAX(*after[k], (gint64)llround(d->wakes[k].after * 1e9));
     }
+    /* A saving the array has only where every member has it: the least. */
+    gint64 warm_write = d->warm_fitted ? (gint64)llround(d->warm[0] * 1e9) : 0;
+    gint64 warm_read = d->warm_fitted ? (gint64)llround(d->warm[1] * 1e9) : 0;
+    hw->nvme.warm_write = i == 0 ? warm_write : MIN(hw->nvme.warm_write, warm_write);
+    hw->nvme.warm_read = i == 0 ? warm_read : MIN(hw->nvme.warm_read, warm_read);
     hw->nvme.completes_together |= d->completes_together; /* the array's legs end as its slowest member's */
     if (hw->gpu.shared_cpus > 0) { /* the SSD legs' processor time is the kernels' loss */
       hw->nvme.leg_cpu = MAX(hw->nvme.leg_cpu, (gint64)llround(d->leg_cpu * 1e9));
@@ -287,6 +292,9 @@ static gboolean fill_nvme(const RokCalibration *c, RokHw *hw, GError **error) {
     hw->nvme.queue_depth = MAX(hw->nvme.queue_depth, MAX(r->queue_depth, w->queue_depth));
     hw->nvme.capacity = MIN(hw->nvme.capacity, d->capacity);
   }
+  /* Out of a leg's latency: no more than it (the fit may leave that 0). */
+  hw->nvme.warm_read = MIN(hw->nvme.warm_read, hw->nvme.latency);
+  hw->nvme.warm_write = MIN(hw->nvme.warm_write, rok_hw_nvme_latency(hw, TRUE));
   hw->nvme.endurance_pbw = 0; /* unknown: no interface tells it */
   hw->nvme.gpudirect = FALSE;
   return positive(hw->nvme.read_bandwidth, "nvme.read_bandwidth", error) &&

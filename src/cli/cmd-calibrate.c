@@ -331,7 +331,8 @@ static void print_disk(const RokCalibDisk *d) {
     const RokCalibBurst *b = &d->bursts[i];
     g_autofree char *size = rok_units_format_size(b->request_bytes), *gap = rok_units_format_time(b->gap_s);
     g_autofree char *w = rok_units_format_time(b->write.median), *r = rok_units_format_time(b->read.median);
-    printf("  bursts of %2u x %-8s after %5s idle: write %-10s read %s\n", b->requests, size, gap, w, r);
+    g_autofree char *when = b->gap_s > 0 ? g_strdup_printf("after %5s idle:", gap) : g_strdup("right after one:");
+    printf("  bursts of %2u x %-8s %-19s write %-10s read %s\n", b->requests, size, when, w, r);
   }
   if (d->n_bursts > 0) {
     const RokCalibLegFit *f = &d->legs;
@@ -349,6 +350,11 @@ static void print_disk(const RokCalibDisk *d) {
       const char *key = k == 0 ? "" : "deep_";
       printf("  a leg after %s idle or more: write %s, read %s more (nvme.%swake_after, %swake_write, %swake_read)\n",
              wa, ww, wr, key, key, key);
+    }
+    if (d->warm_fitted) {
+      g_autofree char *ww = rok_units_format_time(d->warm[0]), *wr = rok_units_format_time(d->warm[1]);
+      printf("  a leg begun from the completion of one before it: write %s, read %s less (nvme.warm_write, "
+             "warm_read)\n", ww, wr);
     }
     if (d->join_ratio[0].n > 0)
       printf("  a 64 KiB request a quarter of the way through 4 x 1 MiB took %.2f (write) and %.2f (read) of what "

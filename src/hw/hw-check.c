@@ -50,6 +50,8 @@ static const Check checks[] = {
     {"nvme", "deep_wake_write", TIME, 0, 0.1, "250us"},
     {"nvme", "deep_wake_read", TIME, 0, 0.1, "250us"},
     {"nvme", "deep_wake_after", TIME, 0, 100, "50ms"},
+    {"nvme", "warm_write", TIME, 0, 0.1, "50us"},
+    {"nvme", "warm_read", TIME, 0, 0.1, "50us"},
     {"nvme", "leg_cpu", TIME, 0, 10e-3, "50us"},
     {"nvme", "request_cpu", TIME, 0, 10e-3, "10us"},
 };
@@ -89,6 +91,8 @@ static double value_of(const RokHw *hw, const Check *c) {
       {"nvme", "deep_wake_write", (double)hw->nvme.deep_wake_write / 1e9},
       {"nvme", "deep_wake_read", (double)hw->nvme.deep_wake_read / 1e9},
       {"nvme", "deep_wake_after", (double)hw->nvme.deep_wake_after / 1e9},
+      {"nvme", "warm_write", (double)hw->nvme.warm_write / 1e9},
+      {"nvme", "warm_read", (double)hw->nvme.warm_read / 1e9},
       {"nvme", "leg_cpu", (double)hw->nvme.leg_cpu / 1e9},
       {"nvme", "request_cpu", (double)hw->nvme.request_cpu / 1e9},
   };

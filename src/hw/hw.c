@@ -27,7 +27,7 @@ static const char *const nvme_keys[] = {"devices", "read_bandwidth", "write_band
                                         "request_overhead", "request_overhead_per_mib", "leg_overhead",
                                         "write_latency", "write_leg_overhead",
                                         "wake_write", "wake_read", "wake_after", "deep_wake_write",
-                                        "deep_wake_read", "deep_wake_after", "completes_together",
+                                        "deep_wake_read", "deep_wake_after", "warm_write", "warm_read", "completes_together",
                                         "leg_cpu", "request_cpu", NULL};
 
 static void op_rates_free(RokHwOpRates *rates, guint n) {
@@ -312,6 +312,16 @@ static gboolean deep_wake_deeper(const RokJsonObj *o, const RokHw *hw, GError **
   return TRUE;
 }
 
+/* A warm leg's saving comes out of its latency, so it is no more than it. */
+static gboolean warm_within_latency(const RokJsonObj *o, const RokHw *hw, GError **error) {
+  gboolean read = hw->nvme.warm_read > hw->nvme.latency;
+  if (!read && hw->nvme.warm_write <= rok_hw_nvme_latency(hw, TRUE))
+    return TRUE;
+  g_autofree char *path = g_strconcat(o->path, read ? ".warm_read" : ".warm_write", NULL);
+  rok_json_error(error, o->doc, path, "must be at most %s", read ? "latency" : "a write's latency");
+  return FALSE;
+}
+
 /* The SSD section may be left out (a machine without SSDs: devices 0). */
 static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
   g_auto(RokJsonObj) o = {0};
@@ -339,6 +349,8 @@ static gboolean read_nvme(const RokJsonObj *root, RokHw *hw, GError **error) {
          read_latency(&o, "deep_wake_write", &hw->nvme.deep_wake_write, error) &&
          read_latency(&o, "deep_wake_read", &hw->nvme.deep_wake_read, error) &&
          read_latency(&o, "deep_wake_after", &hw->nvme.deep_wake_after, error) && deep_wake_deeper(&o, hw, error) &&
+         read_latency(&o, "warm_write", &hw->nvme.warm_write, error) &&
+         read_latency(&o, "warm_read", &hw->nvme.warm_read, error) && warm_within_latency(&o, hw, error) &&
          rok_json_get_bool(&o, "completes_together", FALSE, &hw->nvme.completes_together, error) &&
          read_latency(&o, "leg_cpu", &hw->nvme.leg_cpu, error) &&
          read_latency(&o, "request_cpu", &hw->nvme.request_cpu, error);
@@ -510,6 +522,10 @@ json_object *rok_hw_to_json(const RokHw *hw) {
       json_object_object_add(nvme, "deep_wake_write", seconds(hw->nvme.deep_wake_write));
       json_object_object_add(nvme, "deep_wake_read", seconds(hw->nvme.deep_wake_read));
       json_object_object_add(nvme, "deep_wake_after", seconds(hw->nvme.deep_wake_after));
+    }
+    if (hw->nvme.warm_write > 0 || hw->nvme.warm_read > 0) {
+      json_object_object_add(nvme, "warm_write", seconds(hw->nvme.warm_write));
+      json_object_object_add(nvme, "warm_read", seconds(hw->nvme.warm_read));
     }
     if (hw->nvme.completes_together)
       json_object_object_add(nvme, "completes_together", json_object_new_boolean(TRUE));

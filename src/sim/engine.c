@@ -105,6 +105,7 @@ static void reset(SimEngine *e, const RokStepPlan *plan) {
   e->p2p_link[1] = p2p ? MIN(1.0, hw->interconnect.intra_node_bandwidth / hw->pcie.h2d_bandwidth) : 0;
   e->ssd_last_end = G_MININT64 / 4; /* long idle: the step's first leg finds the disk asleep */
   e->ssd_awake_at = e->ssd_submitted_at = 0;
+  e->ssd_warm = FALSE;
   e->leg_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.leg_cpu : 0;
   e->request_cpu = hw->gpu.shared_cpus > 0 ? hw->nvme.request_cpu : 0;
   e->copy_leg_cpu = hw->gpu.shared_cpus > 0 ? hw->gpu.copy_leg_cpu : 0;

@@ -66,6 +66,7 @@ typedef struct {
   guint8 primed;  /* a d2h or h2d leg whose copy was enqueued ahead of the kernels as it was queued (transfer.c: primed) */
   guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
   guint8 follows; /* a primed copy leg its stream's thread took straight after the leg before (transfer.c: leg_follows) */
+  guint8 chained; /* an SSD leg begun as another ended, from the I/O thread's completion (transfer.c: leg_chained) */
   gint64 made;    /* when it was queued */
   double demand;  /* an SSD leg's share of the array's rate alone, as it was queued (transfer.c: leg_demand) */
   guint64 bytes;
@@ -139,6 +140,7 @@ typedef struct {
   gint64 copy_leg_cpu;                    /* a d2h or h2d leg's, ns (0: none or no shared_cpus) */
   gint64 ssd_last_end;                    /* when the last SSD leg ended (nvme.wake_after) */
   gint64 ssd_awake_at;                    /* when the disk's last wake ended or ends */
+  gboolean ssd_warm;                      /* the SSD legs in progress began chained (nvme.warm_*) */
   gint64 ssd_submitted_at;                /* when the I/O thread is done issuing the SSD legs begun so far */
   double copy_kernel_wait;                /* gpu.copy_kernel_wait, 0 without shared_cpus */
   double copy_kernel_free_at;             /* gpu.copy_kernel_free_at, 0 without shared_cpus */

@@ -73,6 +73,9 @@ expect_in "$(cat "$tmp/out")" "fitted to the bursts: a leg takes "
 # The disk's wakes after 20 ms and after 100 ms idle.
 expect_in "$(cat "$tmp/out")" "(nvme.wake_after, wake_write, wake_read)"
 expect_in "$(cat "$tmp/out")" "(nvme.deep_wake_after, deep_wake_write, deep_wake_read)"
+# Bursts begun from the completion of one like them, and what they save.
+expect_in "$(cat "$tmp/out")" "right after one:"
+expect_in "$(cat "$tmp/out")" "less (nvme.warm_write, warm_read)"
 # A request joined to a burst (the quick grid's queue of 32 takes both),
 # and the profile says what it found.
 expect_in "$(cat "$tmp/out")" "a 64 KiB request a quarter of the way through 4 x 1 MiB took "

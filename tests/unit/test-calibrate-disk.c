@@ -76,10 +76,13 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.write_latency.median, >, 0);
   g_assert_cmpuint(disk.write_latency.n, >=, 10);
   /* Bursts of 1 and 4 requests of 1 MiB and 256 KiB and one of 64 KiB
-   * after 1 ms (16 is deeper than --qd 4) and lone ones of 1 MiB and 256
-   * KiB after 20 ms and after 100 ms, 5 each. */
-  g_assert_cmpuint(disk.n_bursts, ==, 9);
+   * after 1 ms (16 is deeper than --qd 4), lone ones of 1 MiB and 256
+   * KiB after 20 ms and after 100 ms, and chained to one like them, 5
+   * each. */
+  g_assert_cmpuint(disk.n_bursts, ==, 11);
   g_assert_cmpfloat(disk.bursts[8].gap_s, >, disk.bursts[6].gap_s);
+  g_assert_cmpfloat(disk.bursts[9].gap_s, ==, 0);
+  g_assert_cmpuint(disk.bursts[10].request_bytes, ==, MIB / 4);
   g_assert_cmpuint(disk.bursts[1].requests, ==, 4);
   g_assert_cmpuint(disk.bursts[3].request_bytes, ==, MIB / 4);
   g_assert_cmpuint(disk.bursts[4].request_bytes, ==, MIB / 16);
@@ -112,6 +115,9 @@ static void test_measure(void) {
   g_assert_cmpfloat(disk.wakes[1].read, >=, disk.wakes[0].read);
   g_assert_cmpfloat(disk.wakes[1].after, >, 20e-3);
   g_assert_cmpfloat(disk.wakes[1].after, <, 100e-3);
+  g_assert_true(disk.warm_fitted);
+  g_assert_cmpfloat(disk.warm[0], >=, 0);
+  g_assert_cmpfloat(disk.warm[1], >=, 0);
   /* A leg joined by another takes a queue of 5: not timed at --qd 4. */
   g_assert_cmpuint(disk.join_ratio[0].n + disk.join_ratio[1].n, ==, 0);
   g_assert_false(disk.completes_together);
@@ -134,10 +140,10 @@ static const struct {
   double gap_s;
 } shapes[] = {{1, MIB, 1e-3},     {4, MIB, 1e-3},       {16, MIB, 1e-3},     {1, MIB / 4, 1e-3},
               {4, MIB / 4, 1e-3}, {1, MIB / 16, 1e-3}, {1, MIB, 20e-3},     {1, MIB / 4, 20e-3},
-              {1, MIB, 100e-3},   {1, MIB / 4, 100e-3}};
+              {1, MIB, 100e-3},   {1, MIB / 4, 100e-3}, {1, MIB, 0},        {1, MIB / 4, 0}};
 
 typedef struct {
-  double fixed[2], request, per_mib[2], wake, bandwidth[2], deep_wake;
+  double fixed[2], request, per_mib[2], wake, bandwidth[2], deep_wake, warm;
 } DiskModel;
 
 static void burst_disk(RokCalibDisk *d, const DiskModel *m) {
@@ -153,7 +159,7 @@ static void burst_disk(RokCalibDisk *d, const DiskModel *m) {
     *b = (RokCalibBurst){.requests = shapes[i].requests, .request_bytes = shapes[i].request_bytes,
                          .gap_s = shapes[i].gap_s};
     double mib = (double)b->request_bytes / MIB;
-    double more = b->gap_s > 50e-3 ? m->deep_wake : b->gap_s > 1e-3 ? m->wake : 0;
+    double more = b->gap_s > 50e-3 ? m->deep_wake : b->gap_s > 1e-3 ? m->wake : b->gap_s == 0 ? -m->warm : 0;
     double t[2];
     for (guint k = 0; k < 2; k++)
       t[k] = m->fixed[k] + more +
@@ -296,6 +302,40 @@ static void test_fit_wakes(void) {
   d.n_bursts = 6;
   g_assert_false(rok_calib_disk_fit_wakes(&d, w, &n));
   g_assert_cmpuint(n, ==, 0);
+  g_array_unref(d.points);
+}
+
+/* The warm saving: what lone requests chained to one like them took less
+ * than after the short gap, the median over sizes, never negative, and
+ * nothing without chained bursts; the legs and wakes fitted without them. */
+static void test_fit_warm(void) {
+  RokCalibDisk d;
+  RokCalibLegFit f;
+  RokCalibWake w[ROK_CALIB_WAKES];
+  guint n = 0;
+  double warm[2];
+  DiskModel chained = alike;
+  chained.warm = 40e-6, chained.wake = 150e-6;
+  burst_disk(&d, &chained);
+  g_assert_true(rok_calib_disk_fit_warm(&d, warm));
+  g_assert_cmpfloat_with_epsilon(warm[0], 40e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(warm[1], 40e-6, 1e-12);
+  g_assert_true(rok_calib_disk_fit_legs(&d, &f));
+  g_assert_cmpfloat_with_epsilon(f.fixed[0], 160e-6, 1e-9);
+  g_assert_true(rok_calib_disk_fit_wakes(&d, w, &n));
+  g_assert_cmpfloat_with_epsilon(w[0].after, sqrt(1e-3 * 20e-3), 1e-12);
+  g_assert_cmpfloat_with_epsilon(w[0].read, 150e-6, 1e-12);
+  /* One size slower chained: the median of the two; both slower: none. */
+  d.bursts[11].read.median += 60e-6;
+  g_assert_true(rok_calib_disk_fit_warm(&d, warm));
+  g_assert_cmpfloat_with_epsilon(warm[1], 10e-6, 1e-12);
+  d.bursts[10].read.median += 60e-6;
+  g_assert_true(rok_calib_disk_fit_warm(&d, warm));
+  g_assert_cmpfloat(warm[1], ==, 0);
+  g_assert_cmpfloat_with_epsilon(warm[0], 40e-6, 1e-12);
+  d.n_bursts = 10;
+  g_assert_false(rok_calib_disk_fit_warm(&d, warm));
+  g_assert_cmpfloat(warm[0] + warm[1], ==, 0);
   g_array_unref(d.points);
 }
 
@@ -450,6 +490,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate-disk/measure", test_measure);
   g_test_add_func("/calibrate-disk/fit-legs", test_fit_legs);
   g_test_add_func("/calibrate-disk/fit-wakes", test_fit_wakes);
+  g_test_add_func("/calibrate-disk/fit-warm", test_fit_warm);
   g_test_add_func("/calibrate-disk/fit-cpu", test_fit_cpu);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
   g_test_add_func("/calibrate-disk/busy", test_busy);

@@ -254,6 +254,24 @@ static void test_profile_fitted_legs(void) {
   g_assert_cmpint(hw->nvme.deep_wake_write, ==, 200000);
   g_assert_cmpint(hw->nvme.deep_wake_read, ==, 300000);
   g_assert_cmpint(hw->nvme.deep_wake_after, ==, 44700000);
+  /* The warm saving: the least of the disks' (one without it: none),
+   * no more than the array's latency. */
+  g_assert_cmpint(hw->nvme.warm_write + hw->nvme.warm_read, ==, 0);
+  a->warm_fitted = b->warm_fitted = TRUE;
+  a->warm[0] = 30e-6, a->warm[1] = 90e-6;
+  b->warm[0] = 45e-6, b->warm[1] = 20e-6;
+  g_autoptr(RokHw) warm = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(warm->nvme.warm_write, ==, 30000);
+  g_assert_cmpint(warm->nvme.warm_read, ==, 20000);
+  b->warm[1] = 80e-6;
+  g_autoptr(RokHw) capped = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(capped->nvme.warm_read, ==, 70000);
+  b->warm_fitted = FALSE;
+  g_autoptr(RokHw) one = rok_calib_profile(c, "lab", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(one->nvme.warm_write + one->nvme.warm_read, ==, 0);
 }
 
 /* What is written reads back equal, without a date, and a model simulates

@@ -121,14 +121,16 @@ static void test_nvme_overheads(void) {
       "\"host\": {\"memory\": \"1GiB\", \"pinned_buffer\": \"1GiB\", \"memcpy_bandwidth\": 1e9}, "
       "\"nvme\": {\"read_bandwidth\": 1e9, \"write_bandwidth\": 1e9, \"capacity\": \"1TB\"%s}}";
   static const char *const keys[] = {"\"request_overhead", "\"leg_overhead\"", "\"leg_cpu\"", "\"request_cpu\"",
-                                     "\"wake", "\"deep_wake", "\"completes_together"};
+                                     "\"wake", "\"deep_wake", "\"warm", "\"completes_together"};
   GError *error = NULL;
   g_autofree char *json = g_strdup_printf(base, ", \"request_overhead\": \"250us\", \"leg_overhead\": \"120us\", "
                                                 "\"leg_cpu\": \"60us\", \"request_cpu\": 2e-6, "
                                                 "\"request_overhead_per_mib\": \"35us\", \"wake_write\": \"90us\", "
                                                 "\"wake_read\": \"30us\", \"wake_after\": \"4.5ms\", "
                                                 "\"deep_wake_write\": \"250us\", \"deep_wake_read\": \"300us\", "
-                                                "\"deep_wake_after\": \"45ms\", \"completes_together\": true");
+                                                "\"deep_wake_after\": \"45ms\", \"completes_together\": true, "
+                                                "\"latency\": \"100us\", \"warm_write\": \"20us\", "
+                                                "\"warm_read\": \"35us\"");
   g_autoptr(RokHw) hw = rok_hw_parse("hw.json", json, strlen(json), &error);
   g_assert_no_error(error);
   json_object *o = rok_hw_to_json(hw);
@@ -149,6 +151,8 @@ static void test_nvme_overheads(void) {
     g_assert_cmpint(h->nvme.deep_wake_read, ==, 300000);
     g_assert_cmpint(h->nvme.deep_wake_after, ==, 45000000);
     g_assert_true(h->nvme.completes_together);
+    g_assert_cmpint(h->nvme.warm_write, ==, 20000);
+    g_assert_cmpint(h->nvme.warm_read, ==, 35000);
     g_assert_cmpint(h->gpu.copy_leg_cpu, ==, 25000);
   }
   g_autofree char *none = g_strdup_printf(base, "");
@@ -163,6 +167,9 @@ static void test_nvme_overheads(void) {
   static const char *const bad[] = {"\"leg_overhead\": \"2h\"", "\"leg_cpu\": \"2h\"", "\"request_cpu\": -1e-6",
                                     "\"request_cpu\": \"5 GB\"", "\"completes_together\": \"yes\"",
                                     "\"deep_wake_read\": -1e-6",
+                                    /* a saving out of the latency, more than it */
+                                    "\"warm_read\": \"50us\", \"latency\": \"40us\"",
+                                    "\"warm_write\": \"50us\", \"latency\": \"60us\", \"write_latency\": \"40us\"",
                                     /* a deeper sleep than the wake's, after a longer idle */
                                     "\"deep_wake_after\": \"5ms\", \"wake_write\": \"90us\", \"wake_after\": \"5ms\", "
                                     "\"deep_wake_write\": \"200us\""};

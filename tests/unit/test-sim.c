@@ -288,6 +288,24 @@ static void test_wake(void) {
   }
 }
 
+/* Op0 (1 ms) makes four 100 KB tensors T (T0-T3) that op1 reads, all
+ * offloaded to the SSDs, run on HW. */
+static RokSimResult *run_four_to_ssd(RokTrace *trace, const RokHw *hw, guint t[4]) {
+  guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
+  for (guint i = 0; i < 4; i++) {
+    g_autofree char *name = g_strdup_printf("T%u", i);
+    t[i] = add_tensor(trace, name, -1, 100000, op0);
+  }
+  guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
+  for (guint i = 0; i < 4; i++)
+    rok_trace_need(trace, t[i], op1);
+  finish(trace);
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+  for (guint i = 0; i < 4; i++)
+    plan->decisions[t[i]] = ROK_DECISION_OFFLOAD_NVME;
+  return run(trace, hw, plan);
+}
+
 /* An SSD stream's lanes (ROK_SSD_LANES): op0 (1 ms) makes four 100 KB
  * tensors that op1 reads, all written gpudirect as op0 ends, at 1 ms.
  * With 400 us of nvme.request_overhead per request a leg moves 0.2 GB/s
@@ -310,25 +328,13 @@ static void test_ssd_lanes(void) {
   };
   for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autoptr(RokTrace) trace = new_trace();
-    guint op0 = add_op(trace, "op0", -1, ROK_OP_OTHER, 1, 1);
     guint t[4];
-    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
-      g_autofree char *name = g_strdup_printf("T%u", i);
-      t[i] = add_tensor(trace, name, -1, 100000, op0);
-    }
-    guint op1 = add_op(trace, "op1", -1, ROK_OP_OTHER, 2, 0.5);
-    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
-      rok_trace_need(trace, t[i], op1);
-    finish(trace);
     RokHw hw = ssd_hw();
     hw.nvme.request_overhead = cases[c].request;
     hw.nvme.queue_depth = cases[c].depth;
     hw.nvme.wake_write = cases[c].wake;
     hw.nvme.wake_after = 5 * MS;
-    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
-      plan->decisions[t[i]] = ROK_DECISION_OFFLOAD_NVME;
-    g_autoptr(RokSimResult) r = run(trace, &hw, plan);
+    g_autoptr(RokSimResult) r = run_four_to_ssd(trace, &hw, t);
     for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
       const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
       gint64 start = 1 * MS + cases[c].start[i];
@@ -336,6 +342,46 @@ static void test_ssd_lanes(void) {
       g_assert_cmpint(llabs(w->end_ns - (start + cases[c].took)), <=, 2);
     }
     g_assert_cmpint(llabs(r->busy_ns[ROK_STREAM_NVME_WRITE] - cases[c].busy), <=, 2);
+    test_sim_check_log(r);
+  }
+}
+
+/* A leg begun the moment another SSD leg ended (the executor issues it
+ * from that leg's completion, on the I/O thread) pays no hand-off and
+ * nvme.warm_write less, and so does each leg begun beside it: the four
+ * writes of test_ssd_lanes (400 us per request: 530 us each), in turn
+ * with a queue of one request, the first 530 us, the others 15 us less;
+ * with 50 us of host.copy_overhead the first pays it, the others not.
+ * With 100 us per request two go together, then, as they end, the other
+ * two, each 15 us less than the first two. */
+static void test_warm(void) {
+  const struct {
+    gint64 request, overhead;
+    guint64 depth;
+    gint64 start[4], took[4];
+  } cases[] = {
+      {400 * US, 0, 1, {0, 530 * US, 1045 * US, 1560 * US}, {530 * US, 515 * US, 515 * US, 515 * US}},
+      {400 * US, 50 * US, 1, {0, 580 * US, 1095 * US, 1610 * US}, {580 * US, 515 * US, 515 * US, 515 * US}},
+      {100 * US, 0, 32, {0, 0, 230 * US, 230 * US}, {230 * US, 230 * US, 215 * US, 215 * US}},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autoptr(RokTrace) trace = new_trace();
+    guint t[4];
+    RokHw hw = ssd_hw();
+    hw.nvme.request_overhead = cases[c].request;
+    hw.nvme.queue_depth = cases[c].depth;
+    hw.nvme.warm_write = 15 * US;
+    hw.nvme.warm_read = 5 * US;
+    hw.host.copy_overhead = cases[c].overhead;
+    g_autoptr(RokSimResult) r = run_four_to_ssd(trace, &hw, t);
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
+      const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
+      gint64 start = 1 * MS + cases[c].start[i];
+      g_test_message("case %u T%u: %" G_GINT64_FORMAT " +%" G_GINT64_FORMAT, c, i, w->start_ns - 1 * MS,
+                     w->end_ns - w->start_ns);
+      g_assert_cmpint(llabs(w->start_ns - start), <=, 2);
+      g_assert_cmpint(llabs(w->end_ns - w->start_ns - cases[c].took[i]), <=, 2);
+    }
     test_sim_check_log(r);
   }
 }
@@ -871,6 +917,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/leg-overhead", test_leg_overhead);
   g_test_add_func("/sim/write-fixed", test_write_fixed);
   g_test_add_func("/sim/wake", test_wake);
+  g_test_add_func("/sim/warm", test_warm);
   g_test_add_func("/sim/ssd-lanes", test_ssd_lanes);
   g_test_add_func("/sim/gathered-writes", test_gathered_writes);
   g_test_add_func("/sim/gather-submitted-in-turn", test_gather_submitted_in_turn);

@@ -436,6 +436,17 @@ double rok_calib_busy_stop(RokCalibBusy *busy);
 gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options, RokCalibCancel *cancel,
                                 RokCalibDisk *disk, GPtrArray *notes, GError **error);
 
+/* How fast the disk under DIR runs its bursts now against HW's leg model
+ * (nvme.latency or write_latency, request_overhead, the bandwidths: what
+ * rok calibrate fitted to the same bursts): ROUNDS rounds of bursts after
+ * 1 ms idle of 1 and 4 requests of 1 MiB and 256 KiB and one of 64 KiB, as
+ * rok calibrate times them (beside gpu.shared_cpus spinners), writes then
+ * reads, each direction's summed medians over what the model gives them:
+ * RATIO[0] writes, [1] reads (1.25: 25% slower than the profile). On a
+ * file of its own in a work folder under DIR, removed after. */
+gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, RokCalibCancel *cancel,
+                              double ratio[2], GError **error);
+
 /* ---- Checks ------------------------------------------------------------- */
 
 /* How the reference GEMM's rate timed again at the end differs from its

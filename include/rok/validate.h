@@ -85,6 +85,10 @@ typedef struct {
   /* dirs, device, seed, ...; repeat is the measured steps of one run
    * (default ROK_VALIDATE_DEFAULT_REPEAT); its progress is not used */
   RokExecOptions exec;
+  /* Time each directory's disk before every measured round, in bursts
+   * like the SSD legs, against the profile's leg model
+   * (rok_calib_disk_speed), where the profile has SSDs (default TRUE). */
+  gboolean disk_speed;
   RokValidateProgressFunc progress;
   gpointer progress_data;
 } RokValidateOptions;
@@ -195,6 +199,21 @@ typedef struct {
    * value's median and largest (NaN without any). */
   double median_copy_error_against_keep, max_copy_error_against_keep;
   gboolean copies_on_cpus; /* the profile's gpu.shared_cpus > 0 */
+  /* The disks timed before each measured round (RokValidateOptions.
+   * disk_speed): their bursts' time over the profile's leg model, writes
+   * [0] and reads [1], the slowest directory's each time: the median over
+   * the rounds, the least and largest (disk_rounds 0: not timed, all 0).
+   * How far the disk has moved since its calibration, beside the SSD
+   * streams' errors; not taken out of them, as keep's error is of the
+   * copies': on the development VM, 2026-12-07, it took the SSD streams'
+   * median error from 6.9% and 4.3% to 4.3% and 2.6% in two runs of
+   * validate-gpt and from 8.5% to 14.2% in one of the LLaMA-shaped model,
+   * whose writes follow 5-40 ms idle (the wake), where these bursts follow
+   * 1 ms; and a run whose SSD streams came out 18-39% long had the
+   * disk's medians within 9% of its calibration: the processors, not the
+   * disk, slow. */
+  guint disk_rounds;
+  double disk_speed[2], disk_speed_min[2], disk_speed_max[2];
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
   GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */

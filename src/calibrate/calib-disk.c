@@ -50,6 +50,8 @@
  * rows (all those not after 4.5 ms idle or more) took 1.28x and 1.38x
  * less than the bursts after 1 ms idle had them take, median. */
 #define BURST_CHAINED 0.0
+/* rok_calib_disk_speed's data file: room for a round of its bursts. */
+#define SPEED_FILE_BYTES ((guint64)32 << 20)
 #define POOL_BYTES ((guint64)256 << 20)
 #define MIN_POOL_BYTES ((guint64)8 << 20)
 
@@ -978,5 +980,63 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *o, RokCa
   /* On failure the first error stands; a folder left behind then gets
    * the workdir module's own warning. */
   disk->busy_seconds = rok_calib_busy_stop(run.busy);
+  return run_clear(&run, cancel, ok ? error : NULL) && ok;
+}
+
+/* What HW's leg model gives burst B (rok_calib_disk_fit_legs's line). */
+static double modelled_burst(const RokHw *hw, const RokCalibBurst *b, gboolean write) {
+  double rate = write ? hw->nvme.write_bandwidth : hw->nvme.read_bandwidth;
+  double fixed = (double)rok_hw_nvme_latency(hw, write) / 1e9;
+  return fixed + b->requests * ((double)hw->nvme.request_overhead / 1e9 + (double)b->request_bytes / rate);
+}
+
+gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, RokCalibCancel *cancel,
+                              double ratio[2], GError **error) {
+  ratio[0] = ratio[1] = 0;
+  if (!check_dir(dir, error))
+    return FALSE;
+  static const struct {
+    guint requests;
+    guint64 request_bytes;
+  } shapes[] = {{1, MIB}, {4, MIB}, {1, MIB / 4}, {4, MIB / 4}, {1, MIB / 16}};
+  RokCalibOptions o;
+  rok_calib_options_init(&o);
+  o.file_bytes = SPEED_FILE_BYTES;
+  o.blocks[0] = MIB;
+  o.n_blocks = 1;
+  o.queue_depths[0] = 4;
+  o.n_queue_depths = 1;
+  RokCalibDisk disk = {0};
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
+    disk.bursts[disk.n_bursts++] = (RokCalibBurst){.requests = shapes[i].requests,
+                                                   .request_bytes = shapes[i].request_bytes,
+                                                   .gap_s = BURST_GAP_SHORT_S};
+  guint reps[ROK_CALIB_MAX_BURSTS];
+  for (guint i = 0; i < disk.n_bursts; i++)
+    reps[i] = MAX(rounds, 1);
+  Run run = {.file.fd = -1};
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  if (hw->gpu.shared_cpus > 0) /* as rok calibrate times them with a CPU device (calib-run.c) */
+    run.busy = rok_calib_busy_start(hw->gpu.shared_cpus);
+  g_mutex_init(&run.pass.lock);
+  g_cond_init(&run.pass.idle);
+  double s = 0;
+  guint64 bytes = 0;
+  gboolean ok = run_open(&run, dir, &o, cancel, &disk, notes, error) &&
+                run_pass(&run, ROK_IO_WRITE, MIB, 4, 0, o.file_bytes, -1, &s, &bytes, error);
+  for (guint d = 0; ok && d < 2; d++) {
+    gboolean write = d == 0;
+    drop_cache(&run);
+    ok = time_bursts(&run, reps, cancel, write ? ROK_IO_WRITE : ROK_IO_READ, &disk, o.file_bytes, error);
+    double took = 0, modelled = 0;
+    for (guint i = 0; ok && i < disk.n_bursts; i++) {
+      took += (write ? disk.bursts[i].write : disk.bursts[i].read).median;
+      modelled += modelled_burst(hw, &disk.bursts[i], write);
+    }
+    if (ok)
+      ratio[d] = took / modelled;
+  }
+  rok_calib_busy_stop(run.busy);
+  g_free(disk.backend);
   return run_clear(&run, cancel, ok ? error : NULL) && ok;
 }

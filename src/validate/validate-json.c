@@ -209,6 +209,21 @@ static void add(json_object *o, const char *key, json_object *value) {
   json_object_object_add(o, key, value);
 }
 
+/* The disks' speed against the profile (null: not timed). */
+static json_object *disk_json(const RokValidation *v) {
+  if (v->disk_rounds == 0)
+    return NULL;
+  json_object *o = json_object_new_object();
+  add(o, "rounds", json_object_new_uint64(v->disk_rounds));
+  static const char *const keys[2][3] = {{"write", "write_min", "write_max"}, {"read", "read_min", "read_max"}};
+  for (guint d = 0; d < 2; d++) {
+    add(o, keys[d][0], rok_json_new_double(v->disk_speed[d]));
+    add(o, keys[d][1], rok_json_new_double(v->disk_speed_min[d]));
+    add(o, keys[d][2], rok_json_new_double(v->disk_speed_max[d]));
+  }
+  return o;
+}
+
 static json_object *load_json(const double load[3]) {
   if (load[0] < 0)
     return NULL;
@@ -288,6 +303,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_stream_error", rok_json_new_double(v->max_stream_error));
   add(o, "median_copy_error_against_keep", rok_json_new_double(v->median_copy_error_against_keep));
   add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
+  add(o, "disk_speed", disk_json(v));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "calibrated_busy", rok_json_new_double(v->calibrated_busy));
   add(o, "parts", parts_json(v->parts));

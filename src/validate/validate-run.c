@@ -5,8 +5,10 @@
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include "validate-private.h"
+#include "rok/calibrate.h"
 #include "rok/core.h"
 #include "rok/schedule.h"
 #include "rok/sim.h"
@@ -247,6 +249,47 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
                                               busiest, v->cpus));
 }
 
+/* Rounds of bursts per direction each time the disks are timed: about
+ * 0.1 s of them on the development VM, so that a signal meanwhile is
+ * answered within the second rok allows (cli_stop_within_a_second). */
+#define DISK_SPEED_ROUNDS 5
+
+/* The disks timed before a measured round (RokValidateOptions.disk_speed):
+ * each direction's slowest directory (the array moves at its slowest
+ * member's pace) appended to SPEEDS, writes then reads; FALSE, with a
+ * note and nothing appended, where a disk could not be timed. */
+static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray *speeds, RokValidation *v) {
+  double slowest[2] = {0, 0};
+  for (guint i = 0; o->exec.dirs[i] != NULL; i++) {
+    double ratio[2];
+    GError *error = NULL;
+    if (!rok_calib_disk_speed(o->exec.dirs[i], hw, DISK_SPEED_ROUNDS, NULL, ratio, &error)) {
+      g_ptr_array_add(v->notes, g_strdup_printf("the disks were not timed against the profile: %s", error->message));
+      g_error_free(error);
+      return FALSE;
+    }
+    for (guint d = 0; d < 2; d++)
+      slowest[d] = MAX(slowest[d], ratio[d]);
+  }
+  g_array_append_vals(speeds, slowest, 2);
+  return TRUE;
+}
+
+/* The disks' speed over the rounds: each direction's median, least and
+ * largest. */
+static void disk_speed_summary(const GArray *speeds, RokValidation *v) {
+  v->disk_rounds = speeds->len / 2;
+  for (guint d = 0; d < 2 && v->disk_rounds > 0; d++) {
+    g_autofree double *x = g_new(double, v->disk_rounds);
+    for (guint r = 0; r < v->disk_rounds; r++)
+      x[r] = g_array_index(speeds, double, 2 * r + d);
+    gsl_sort(x, 1, v->disk_rounds);
+    v->disk_speed[d] = gsl_stats_median_from_sorted_data(x, 1, v->disk_rounds);
+    v->disk_speed_min[d] = x[0];
+    v->disk_speed_max[d] = x[v->disk_rounds - 1];
+  }
+}
+
 RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
                             GError **error) {
   g_return_val_if_fail(trace != NULL && hw != NULL && options != NULL, NULL);
@@ -283,8 +326,13 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
       return NULL;
   }
   read_load(v->load_before);
+  g_autoptr(GArray) disk_speeds = g_array_new(FALSE, FALSE, sizeof(double));
+  gboolean time_the_disks = options->disk_speed && hw->nvme.devices > 0;
   for (guint round = 0; round <= options->rounds; round++)
     for (guint i = 0; i < rows->len && (round > 0 || i == 0); i++) {
+      gboolean cancelled = options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel);
+      if (i == 0 && round > 0 && time_the_disks && !cancelled)
+        time_the_disks = time_disks(options, hw, disk_speeds, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
@@ -298,6 +346,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     }
   for (guint i = 0; i < rows->len; i++)
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));
+  disk_speed_summary(disk_speeds, v);
   read_load(v->load_after);
   rok_validation_summarize(v);
   standing_notes(options, v);

@@ -179,6 +179,10 @@ for i, d in enumerate(docs, 1):
     if d.get("median_copy_error_against_keep") is not None:
         print(f"       copy streams against keep (their work on the kernels' processors): median "
               f"{100 * d['median_copy_error_against_keep']:.1f}%, worst {100 * d['max_copy_error_against_keep']:.1f}%")
+    if d.get("disk_speed"):
+        s = d["disk_speed"]
+        print(f"       the disks before each round against the profile's leg model: writes "
+              f"{100 * (s['write'] - 1):+.1f}%, reads {100 * (s['read'] - 1):+.1f}%")
 if runs > 1:
     a, b = docs[0]["rows"], docs[1]["rows"]
     same = all(x["predicted_step_time_s"] == y["predicted_step_time_s"] and

@@ -121,6 +121,12 @@ assert any(p["part"] == "d2h" for p in rows[3]["parts"])  # offload copies out
 assert v["streams"] == len(stream_errors) and v["streams_within_noise"] == within
 assert math.isclose(v["max_stream_error"], max(stream_errors), rel_tol=1e-9)
 assert all("median_s" not in p for p in v["parts"])
+# The disk timed before each of the 3 rounds against the profile's leg
+# model (cpu-2core-virtio has one).
+d = v["disk_speed"]
+assert d["rounds"] == 3, d
+for k in ("write", "read"):
+    assert 0 < d[k + "_min"] <= d[k] <= d[k + "_max"], d
 EOF
 
 # The table.
@@ -128,6 +134,7 @@ out=$("$rok" validate "${tiny[@]}" --no-baselines --repeat 1)
 expect_in "$out" "Step time error: median"
 expect_in "$out" "Peak memory error"
 expect_in "$out" "Noise"
+expect_in "$out" "The disks, timed before each round in bursts like the SSD legs"
 expect_in "$out" "Furthest off"
 expect_in "$out" "Transfer streams, the time each had a leg running"
 case $out in *"Against keep"*) echo "no keep row, yet a line against keep" >&2; exit 1 ;; esac

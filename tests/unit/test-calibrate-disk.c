@@ -388,6 +388,37 @@ static void test_cancelled(void) {
   remove_dir(dir);
 }
 
+/* The disk's speed against a profile's leg model: a positive ratio each
+ * way and the folder left empty; cancelled, an error and nothing left; a
+ * directory that is not there, an input error. */
+static void test_disk_speed(void) {
+  char *dir = g_dir_make_tmp("rok-calib-disk-XXXXXX", NULL);
+  RokHw hw = {0};
+  hw.nvme.devices = 1;
+  hw.nvme.latency = 100000;
+  hw.nvme.read_bandwidth = hw.nvme.write_bandwidth = 2e9;
+  double ratio[2], half[2];
+  GError *error = NULL;
+  g_assert_true(rok_calib_disk_speed(dir, &hw, 2, NULL, ratio, &error));
+  g_assert_no_error(error);
+  g_test_message("write %.3f, read %.3f of the model", ratio[0], ratio[1]);
+  g_assert_cmpfloat(ratio[0], >, 0);
+  g_assert_cmpfloat(ratio[1], >, 0);
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  RokCalibCancel cancel;
+  rok_calib_cancel_init(&cancel);
+  rok_calib_cancel_now(&cancel);
+  g_assert_false(rok_calib_disk_speed(dir, &hw, 2, &cancel, half, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_CANCELLED);
+  g_clear_error(&error);
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  rok_calib_cancel_clear(&cancel);
+  g_assert_false(rok_calib_disk_speed("/nonexistent/rok", &hw, 2, NULL, half, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_INPUT);
+  g_clear_error(&error);
+  remove_dir(dir);
+}
+
 /* Child processes of this one still there (none reaped or running):
  * waitpid(-1) finds none once the spinners are gone. */
 static gboolean no_children(void) {
@@ -493,6 +524,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate-disk/fit-warm", test_fit_warm);
   g_test_add_func("/calibrate-disk/fit-cpu", test_fit_cpu);
   g_test_add_func("/calibrate-disk/cancelled", test_cancelled);
+  g_test_add_func("/calibrate-disk/disk-speed", test_disk_speed);
   g_test_add_func("/calibrate-disk/busy", test_busy);
   g_test_add_func("/calibrate-disk/sweeps-stale", test_sweeps_stale);
   g_test_add_func("/calibrate-disk/bad-dir", test_bad_dir);

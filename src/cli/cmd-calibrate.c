@@ -362,9 +362,12 @@ static void print_disk(const RokCalibDisk *d) {
              d->completes_together ? "the disk completes what was queued together at one moment"
                                    : "each request completes on its own");
     double again_w = rok_calib_disk_change(d, TRUE), again_r = rok_calib_disk_change(d, FALSE);
+    /* A direction whose bursts were not timed again has no change. */
+    g_autofree char *aw = isnan(again_w) ? g_strdup("not timed") : g_strdup_printf("%+.1f%%", 100 * again_w);
+    g_autofree char *ar = isnan(again_r) ? g_strdup("not timed") : g_strdup_printf("%+.1f%%", 100 * again_r);
     if (!isnan(again_w) || !isnan(again_r))
-      printf("  timed again at the end, the bursts after 1 ms idle: write %+.1f%%, read %+.1f%% against their first "
-             "times (%s)\n", 100 * again_w, 100 * again_r,
+      printf("  timed again at the end, the bursts after 1 ms idle: write %s, read %s against their first "
+             "times (%s)\n", aw, ar,
              fabs(again_w) > ROK_CALIB_SPEED_CHANGE || fabs(again_r) > ROK_CALIB_SPEED_CHANGE
                  ? "the disk's speed changed while it was measured"
                  : "the disk held its speed");

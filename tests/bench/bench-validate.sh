@@ -41,7 +41,15 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-07 (stop 59), read bursts begun on the I/O thread as
+# --runs 2, 2026-12-07 (stop 60), an SSD leg begun from another's
+# completion paying no hand-off and the disk's warm saving, the disks
+# timed before each round: validate-gpt 6.0% and 3.6% (worst 8.4%, 5.5%;
+# keep +0.1%, -4.2%), its SSD streams 24-33% short with the disks 23-31%
+# faster than their calibration a minute before (the summary's `the
+# disks before each round` line); the LLaMA-shaped model 3.5% and 5.5%
+# (worst 9.8%, 9.5%), 11 and 9 of 14 streams within 15%; on the chained
+# legs alone, validate-gpt's SSD reads -9.1..-0.9% (-21..-4% before).
+# Stop 59, read bursts begun on the I/O thread as
 # the executor's read legs are and SSD legs timed from their issue: the
 # LLaMA-shaped model 0.3% and 0.7% (worst 3.6%, 2.1%; keep +0.3%, -1.4%),
 # streams 8.9% and 7.8% median, 14 and 13 of 14 within 15%; with the

@@ -306,6 +306,21 @@ static RokSimResult *run_four_to_ssd(RokTrace *trace, const RokHw *hw, guint t[4
   return run(trace, hw, plan);
 }
 
+/* ssd_hw with REQUEST of nvme.request_overhead and a queue of DEPTH. */
+static RokHw lanes_hw(gint64 request, guint64 depth) {
+  RokHw hw = ssd_hw();
+  hw.nvme.request_overhead = request;
+  hw.nvme.queue_depth = depth;
+  return hw;
+}
+
+/* Tensor T's SSD write began START after op0's end (1 ms) and took TOOK. */
+static void assert_write(const RokSimResult *r, guint t, gint64 start, gint64 took) {
+  const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t, ROK_STREAM_NVME_WRITE);
+  g_assert_cmpint(llabs(w->start_ns - (1 * MS + start)), <=, 2);
+  g_assert_cmpint(llabs(w->end_ns - w->start_ns - took), <=, 2);
+}
+
 /* An SSD stream's lanes (ROK_SSD_LANES): op0 (1 ms) makes four 100 KB
  * tensors that op1 reads, all written gpudirect as op0 ends, at 1 ms.
  * With 400 us of nvme.request_overhead per request a leg moves 0.2 GB/s
@@ -329,18 +344,12 @@ static void test_ssd_lanes(void) {
   for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autoptr(RokTrace) trace = new_trace();
     guint t[4];
-    RokHw hw = ssd_hw();
-    hw.nvme.request_overhead = cases[c].request;
-    hw.nvme.queue_depth = cases[c].depth;
+    RokHw hw = lanes_hw(cases[c].request, cases[c].depth);
     hw.nvme.wake_write = cases[c].wake;
     hw.nvme.wake_after = 5 * MS;
     g_autoptr(RokSimResult) r = run_four_to_ssd(trace, &hw, t);
-    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
-      const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
-      gint64 start = 1 * MS + cases[c].start[i];
-      g_assert_cmpint(llabs(w->start_ns - start), <=, 1);
-      g_assert_cmpint(llabs(w->end_ns - (start + cases[c].took)), <=, 2);
-    }
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
+      assert_write(r, t[i], cases[c].start[i], cases[c].took);
     g_assert_cmpint(llabs(r->busy_ns[ROK_STREAM_NVME_WRITE] - cases[c].busy), <=, 2);
     test_sim_check_log(r);
   }
@@ -367,21 +376,13 @@ static void test_warm(void) {
   for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autoptr(RokTrace) trace = new_trace();
     guint t[4];
-    RokHw hw = ssd_hw();
-    hw.nvme.request_overhead = cases[c].request;
-    hw.nvme.queue_depth = cases[c].depth;
+    RokHw hw = lanes_hw(cases[c].request, cases[c].depth);
     hw.nvme.warm_write = 15 * US;
     hw.nvme.warm_read = 5 * US;
     hw.host.copy_overhead = cases[c].overhead;
     g_autoptr(RokSimResult) r = run_four_to_ssd(trace, &hw, t);
-    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
-      const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t[i], ROK_STREAM_NVME_WRITE);
-      gint64 start = 1 * MS + cases[c].start[i];
-      g_test_message("case %u T%u: %" G_GINT64_FORMAT " +%" G_GINT64_FORMAT, c, i, w->start_ns - 1 * MS,
-                     w->end_ns - w->start_ns);
-      g_assert_cmpint(llabs(w->start_ns - start), <=, 2);
-      g_assert_cmpint(llabs(w->end_ns - w->start_ns - cases[c].took[i]), <=, 2);
-    }
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++)
+      assert_write(r, t[i], cases[c].start[i], cases[c].took[i]);
     test_sim_check_log(r);
   }
 }

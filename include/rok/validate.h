@@ -51,6 +51,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "rok/calibrate.h"
 #include "rok/exec.h"
 #include "rok/hw.h"
 #include "rok/plan.h"
@@ -201,8 +202,8 @@ typedef struct {
   gboolean copies_on_cpus; /* the profile's gpu.shared_cpus > 0 */
   /* The disks timed before each measured round (RokValidateOptions.
    * disk_speed): their bursts' time over the profile's leg model, writes
-   * [0] and reads [1], the slowest directory's each time: the median over
-   * the rounds, the least and largest (disk_rounds 0: not timed, all 0).
+   * [0] and reads [1], the slowest directory's each time, over the rounds
+   * (n 0: not timed).
    * How far the disk has moved since its calibration, beside the SSD
    * streams' errors; not taken out of them, as keep's error is of the
    * copies': on the development VM, 2026-12-07, it took the SSD streams'
@@ -212,8 +213,7 @@ typedef struct {
    * 1 ms; and a run whose SSD streams came out 18-39% long had the
    * disk's medians within 9% of its calibration: the processors, not the
    * disk, slow. */
-  guint disk_rounds;
-  double disk_speed[2], disk_speed_min[2], disk_speed_max[2];
+  RokCalibStat disk_speed[2];
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
   GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */

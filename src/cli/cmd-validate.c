@@ -209,12 +209,13 @@ static void print_streams(const RokValidation *v) {
            "%.1f%%, worst %.1f%%.\n",
            100 * keep->step_time_error, 100 * v->median_copy_error_against_keep,
            100 * v->max_copy_error_against_keep);
-  if (v->disk_rounds > 0) {
+  const RokCalibStat *w = &v->disk_speed[0], *r = &v->disk_speed[1];
+  if (w->n > 0) {
     printf("The disks, timed before each round in bursts like the SSD legs after 1 ms idle, took %+.1f%% (writes, "
            "%+.1f..%+.1f%%) and %+.1f%% (reads, %+.1f..%+.1f%%) against the profile's leg model: how far they have "
            "moved since their calibration (a virtual disk's host drifts; the SSD streams' errors hold that too).\n",
-           100 * (v->disk_speed[0] - 1), 100 * (v->disk_speed_min[0] - 1), 100 * (v->disk_speed_max[0] - 1),
-           100 * (v->disk_speed[1] - 1), 100 * (v->disk_speed_min[1] - 1), 100 * (v->disk_speed_max[1] - 1));
+           100 * (w->median - 1), 100 * (w->min - 1), 100 * (w->max - 1), 100 * (r->median - 1), 100 * (r->min - 1),
+           100 * (r->max - 1));
   }
 }
 

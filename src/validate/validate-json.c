@@ -211,15 +211,15 @@ static void add(json_object *o, const char *key, json_object *value) {
 
 /* The disks' speed against the profile (null: not timed). */
 static json_object *disk_json(const RokValidation *v) {
-  if (v->disk_rounds == 0)
+  if (v->disk_speed[0].n == 0)
     return NULL;
   json_object *o = json_object_new_object();
-  add(o, "rounds", json_object_new_uint64(v->disk_rounds));
+  add(o, "rounds", json_object_new_uint64(v->disk_speed[0].n));
   static const char *const keys[2][3] = {{"write", "write_min", "write_max"}, {"read", "read_min", "read_max"}};
   for (guint d = 0; d < 2; d++) {
-    add(o, keys[d][0], rok_json_new_double(v->disk_speed[d]));
-    add(o, keys[d][1], rok_json_new_double(v->disk_speed_min[d]));
-    add(o, keys[d][2], rok_json_new_double(v->disk_speed_max[d]));
+    add(o, keys[d][0], rok_json_new_double(v->disk_speed[d].median));
+    add(o, keys[d][1], rok_json_new_double(v->disk_speed[d].min));
+    add(o, keys[d][2], rok_json_new_double(v->disk_speed[d].max));
   }
   return o;
 }

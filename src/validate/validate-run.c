@@ -5,7 +5,6 @@
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 
 #include "validate-private.h"
 #include "rok/calibrate.h"
@@ -256,9 +255,10 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
 
 /* The disks timed before a measured round (RokValidateOptions.disk_speed):
  * each direction's slowest directory (the array moves at its slowest
- * member's pace) appended to SPEEDS, writes then reads; FALSE, with a
- * note and nothing appended, where a disk could not be timed. */
-static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray *speeds, RokValidation *v) {
+ * member's pace) appended to SPEEDS[0] (writes) and SPEEDS[1] (reads);
+ * FALSE, with a note and nothing appended, where a disk could not be
+ * timed. */
+static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray *speeds[2], RokValidation *v) {
   double slowest[2] = {0, 0};
   for (guint i = 0; o->exec.dirs[i] != NULL; i++) {
     double ratio[2];
@@ -271,23 +271,9 @@ static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray 
     for (guint d = 0; d < 2; d++)
       slowest[d] = MAX(slowest[d], ratio[d]);
   }
-  g_array_append_vals(speeds, slowest, 2);
+  for (guint d = 0; d < 2; d++)
+    g_array_append_val(speeds[d], slowest[d]);
   return TRUE;
-}
-
-/* The disks' speed over the rounds: each direction's median, least and
- * largest. */
-static void disk_speed_summary(const GArray *speeds, RokValidation *v) {
-  v->disk_rounds = speeds->len / 2;
-  for (guint d = 0; d < 2 && v->disk_rounds > 0; d++) {
-    g_autofree double *x = g_new(double, v->disk_rounds);
-    for (guint r = 0; r < v->disk_rounds; r++)
-      x[r] = g_array_index(speeds, double, 2 * r + d);
-    gsl_sort(x, 1, v->disk_rounds);
-    v->disk_speed[d] = gsl_stats_median_from_sorted_data(x, 1, v->disk_rounds);
-    v->disk_speed_min[d] = x[0];
-    v->disk_speed_max[d] = x[v->disk_rounds - 1];
-  }
 }
 
 RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokValidateOptions *options,
@@ -326,12 +312,14 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
       return NULL;
   }
   read_load(v->load_before);
-  g_autoptr(GArray) disk_speeds = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) disk_writes = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) disk_reads = g_array_new(FALSE, FALSE, sizeof(double));
+  GArray *disk_speeds[2] = {disk_writes, disk_reads};
   gboolean time_the_disks = options->disk_speed && hw->nvme.devices > 0;
   for (guint round = 0; round <= options->rounds; round++)
     for (guint i = 0; i < rows->len && (round > 0 || i == 0); i++) {
-      gboolean cancelled = options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel);
-      if (i == 0 && round > 0 && time_the_disks && !cancelled)
+      if (i == 0 && round > 0 && time_the_disks &&
+          !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel)))
         time_the_disks = time_disks(options, hw, disk_speeds, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
@@ -346,7 +334,8 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     }
   for (guint i = 0; i < rows->len; i++)
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));
-  disk_speed_summary(disk_speeds, v);
+  for (guint d = 0; d < 2; d++)
+    v->disk_speed[d] = rok_calib_stat((double *)(void *)disk_speeds[d]->data, disk_speeds[d]->len);
   read_load(v->load_after);
   rok_validation_summarize(v);
   standing_notes(options, v);

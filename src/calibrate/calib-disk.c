@@ -118,7 +118,6 @@ static void prepare(Pass *p, Req *q) {
 static guint begin_pass(Pass *p) {
   p->start_us = p->last_us = g_get_monotonic_time();
   p->deadline_us = p->seconds < 0 ? G_MAXINT64 : p->start_us + (gint64)(p->seconds * 1e6);
-  p->then_end = 0;
   guint n = 0;
   for (; n < p->qd && p->next < p->end; n++)
     prepare(p, &p->reqs[n]);
@@ -153,6 +152,7 @@ static void on_done(RokIoReq *r, int res) {
     if (p->error == 0 && p->then_end > p->end) {
       p->next = p->end;
       p->end = p->then_end;
+      p->then_end = 0;
       chained = begin_pass(p);
     }
     if (chained == 0)
@@ -186,9 +186,7 @@ static void start_pass(gpointer data) {
   Run *run = data;
   Pass *p = &run->pass;
   g_mutex_lock(&p->lock);
-  guint64 then_end = p->then_end;
   guint n = begin_pass(p);
-  p->then_end = then_end;
   p->started = TRUE;
   if (n == 0)
     g_cond_signal(&p->idle);
@@ -467,9 +465,11 @@ static gboolean time_burst(Run *run, guint rep, RokCalibCancel *cancel, RokIoOp 
                            guint64 *offset, guint64 file_bytes, double *seconds, double *cpu, GError **error) {
   guint n = b->requests;
   gboolean chained = b->gap_s == BURST_CHAINED;
-  guint64 span = (guint64)n * b->request_bytes, lead = chained ? span : 0;
-  if (*offset + lead + span > file_bytes)
+  guint64 span = (guint64)n * b->request_bytes, end = *offset + (chained ? 2 : 1) * span;
+  if (end > file_bytes) {
     *offset = 0;
+    end = (chained ? 2 : 1) * span;
+  }
   g_usleep((gulong)llround((chained ? BURST_GAP_SHORT_S : b->gap_s) * 1e6));
   for (guint k = 0; op == ROK_IO_WRITE && k < (chained ? 2 * n : n); k++) {
     guint64 state = (guint64)rep << 32 | k;
@@ -478,12 +478,11 @@ static gboolean time_burst(Run *run, guint rep, RokCalibCancel *cancel, RokIoOp 
   if (rok_calib_check_cancelled(cancel, error))
     return FALSE;
   double cpu0 = rok_host_own_cpu_seconds();
-  guint64 end = *offset + lead + span;
-  if (!run_chained(run, op, b->request_bytes, n, *offset, chained ? *offset + lead : end, end, -1, error))
+  if (!run_chained(run, op, b->request_bytes, n, *offset, *offset + span, end, -1, error))
     return FALSE;
   *cpu = MAX(rok_host_own_cpu_seconds() - cpu0, 0);
   *seconds = (double)MAX(run->pass.last_us - run->pass.start_us, 1) / 1e6;
-  *offset += lead + span;
+  *offset = end;
   return TRUE;
 }
 
@@ -762,9 +761,10 @@ gboolean rok_calib_disk_fit_legs(const RokCalibDisk *d, RokCalibLegFit *fit) {
   return TRUE;
 }
 
-/* What a lone request took more after GAP than one of the same size after
- * SHORTEST, the median over the sizes timed after both, writes and reads
- * into MORE; FALSE where no size was. */
+/* What a lone request took more after GAP (or chained, BURST_CHAINED)
+ * than one of the same size after SHORTEST, the median over the sizes
+ * timed after both, writes and reads into MORE (negative: less); FALSE
+ * where no size was. */
 static gboolean wake_after_gap(const RokCalibDisk *d, double shortest, double gap, double more[2]) {
   double m[2][ROK_CALIB_MAX_BURSTS];
   gsize n = 0;
@@ -802,23 +802,11 @@ gboolean rok_calib_disk_fit_wakes(const RokCalibDisk *d, RokCalibWake *wakes, gu
 }
 
 gboolean rok_calib_disk_fit_warm(const RokCalibDisk *d, double warm[2]) {
-  double m[2][ROK_CALIB_MAX_BURSTS], shortest = gap_after(d, 0);
-  gsize n = 0;
-  warm[0] = warm[1] = 0;
-  for (guint i = 0; i < d->n_bursts; i++)
-    for (guint j = 0; j < d->n_bursts; j++) {
-      const RokCalibBurst *a = &d->bursts[i], *b = &d->bursts[j];
-      if (a->requests == b->requests && a->request_bytes == b->request_bytes && a->gap_s == shortest &&
-          b->gap_s == BURST_CHAINED) {
-        m[0][n] = a->write.median - b->write.median;
-        m[1][n++] = a->read.median - b->read.median;
-      }
-    }
-  for (guint k = 0; k < 2 && n > 0; k++) {
-    gsl_sort(m[k], 1, n);
-    warm[k] = MAX(gsl_stats_median_from_sorted_data(m[k], 1, n), 0);
-  }
-  return n > 0;
+  double more[2] = {0, 0}; /* a chained burst's "wake": negative where it is quicker */
+  gboolean timed = wake_after_gap(d, gap_after(d, 0), BURST_CHAINED, more);
+  for (guint k = 0; k < 2; k++)
+    warm[k] = timed ? MAX(-more[k], 0) : 0;
+  return timed;
 }
 
 gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *leg) {

@@ -248,9 +248,10 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
                                               busiest, v->cpus));
 }
 
-/* Rounds of bursts per direction each time the disks are timed: about
- * 0.1 s of them on the development VM, so that a signal meanwhile is
- * answered within the second rok allows (cli_stop_within_a_second). */
+/* Rounds of bursts per direction each time the disks are timed: 0.13-0.17
+ * s in all, the file laid out and the spinners too, on the development VM
+ * (2026-12-07), so that a signal meanwhile is answered within the second
+ * rok allows (cli_stop_within_a_second). */
 #define DISK_SPEED_ROUNDS 5
 
 /* The disks timed before a measured round (RokValidateOptions.disk_speed):

@@ -875,37 +875,50 @@ static gboolean time_again(Run *run, guint reps, RokCalibCancel *cancel, RokCali
   return TRUE;
 }
 
-/* Bursts after the short gap of 1, 4 and 16 requests of 1 MiB, of 1
- * and 4 of 256 KiB and of one of 64 KiB (small tensors: validate-gpt's
- * are 2-256 KiB), those the queue depth and the file allow, and lone
- * requests of 1 MiB and 256 KiB after the long gap and after the deep one
+/* The bursts that fit a leg's costs: shaped like the executor's SSD legs,
+ * after the short gap (rok_calib_disk_speed times them again, those up to
+ * its queue of 4). */
+static const RokCalibBurst LEG_BURSTS[] = {
+    {.requests = 1, .request_bytes = MIB, .gap_s = BURST_GAP_SHORT_S},
+    {.requests = 4, .request_bytes = MIB, .gap_s = BURST_GAP_SHORT_S},
+    {.requests = 16, .request_bytes = MIB, .gap_s = BURST_GAP_SHORT_S},
+    {.requests = 1, .request_bytes = MIB / 4, .gap_s = BURST_GAP_SHORT_S},
+    {.requests = 4, .request_bytes = MIB / 4, .gap_s = BURST_GAP_SHORT_S},
+    {.requests = 1, .request_bytes = MIB / 16, .gap_s = BURST_GAP_SHORT_S}};
+/* Lone bursts after the other gaps, for the wakes and the warm saving. */
+static const RokCalibBurst LONE_BURSTS[] = {
+    {.requests = 1, .request_bytes = MIB, .gap_s = BURST_GAP_LONG_S},
+    {.requests = 1, .request_bytes = MIB / 4, .gap_s = BURST_GAP_LONG_S},
+    {.requests = 1, .request_bytes = MIB, .gap_s = BURST_GAP_DEEP_S},
+    {.requests = 1, .request_bytes = MIB / 4, .gap_s = BURST_GAP_DEEP_S},
+    {.requests = 1, .request_bytes = MIB, .gap_s = BURST_CHAINED},
+    {.requests = 1, .request_bytes = MIB / 4, .gap_s = BURST_CHAINED}};
+G_STATIC_ASSERT(G_N_ELEMENTS(LEG_BURSTS) + G_N_ELEMENTS(LONE_BURSTS) <= ROK_CALIB_MAX_BURSTS);
+
+/* Adds to DISK's bursts those of SHAPES that O's deepest queue and file
+ * hold. */
+static void add_bursts(RokCalibDisk *disk, const RokCalibOptions *o, const RokCalibBurst *shapes, guint n) {
+  for (guint i = 0; i < n; i++)
+    if (shapes[i].requests <= deepest_queue(o) && shapes[i].requests * shapes[i].request_bytes <= o->file_bytes)
+      disk->bursts[disk->n_bursts++] = shapes[i];
+}
+
+/* LEG_BURSTS (small tensors: validate-gpt's are 2-256 KiB) and
+ * LONE_BURSTS, those the queue depth and the file allow: lone requests of
+ * 1 MiB and 256 KiB after the long gap and after the deep one
  * (a step's SSD legs come 60-100 ms apart in a small model's forward; on
  * the development VM's virtio disk a lone 1 MiB write took 123 us more
  * after 20 ms than after 1 ms, 170 more after 60 ms and 231 after 150:
- * fio, 2026-12-04); writes then reads; then as many joined pairs
+ * fio, 2026-12-04) and chained; writes then reads; then as many joined pairs
  * (measure_joins), half as many rounds of the short-gap bursts again
  * (time_again), and the fits. REPS follows --pass-time (10 for
  * --quick, 40 for a full run), half that after the deep gap (at least 5):
  * about 2.9 and 11.6 seconds of idle gaps. */
 static gboolean measure_bursts(Run *run, const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDisk *disk,
                                GError **error) {
-  static const struct {
-    guint requests;
-    guint64 request_bytes;
-    double gap_s;
-  } shapes[] = {{1, MIB, BURST_GAP_SHORT_S},      {4, MIB, BURST_GAP_SHORT_S},
-                {16, MIB, BURST_GAP_SHORT_S},     {1, MIB / 4, BURST_GAP_SHORT_S},
-                {4, MIB / 4, BURST_GAP_SHORT_S},  {1, MIB / 16, BURST_GAP_SHORT_S},
-                {1, MIB, BURST_GAP_LONG_S},       {1, MIB / 4, BURST_GAP_LONG_S},
-                {1, MIB, BURST_GAP_DEEP_S},       {1, MIB / 4, BURST_GAP_DEEP_S},
-                {1, MIB, BURST_CHAINED},          {1, MIB / 4, BURST_CHAINED}};
-  G_STATIC_ASSERT(G_N_ELEMENTS(shapes) <= ROK_CALIB_MAX_BURSTS);
   guint reps = (guint)CLAMP(o->pass_seconds * 50, 5, 40);
-  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
-    if (shapes[i].requests <= deepest_queue(o) && shapes[i].requests * shapes[i].request_bytes <= o->file_bytes)
-      disk->bursts[disk->n_bursts++] = (RokCalibBurst){.requests = shapes[i].requests,
-                                                       .request_bytes = shapes[i].request_bytes,
-                                                       .gap_s = shapes[i].gap_s};
+  add_bursts(disk, o, LEG_BURSTS, G_N_ELEMENTS(LEG_BURSTS));
+  add_bursts(disk, o, LONE_BURSTS, G_N_ELEMENTS(LONE_BURSTS));
   guint shape_reps[ROK_CALIB_MAX_BURSTS];
   for (guint i = 0; i < disk->n_bursts; i++)
     shape_reps[i] = disk->bursts[i].gap_s == BURST_GAP_DEEP_S ? MAX(reps / 2, 5) : reps;
@@ -989,10 +1002,6 @@ gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, Ro
   ratio[0] = ratio[1] = 0;
   if (!check_dir(dir, error))
     return FALSE;
-  static const struct {
-    guint requests;
-    guint64 request_bytes;
-  } shapes[] = {{1, MIB}, {4, MIB}, {1, MIB / 4}, {4, MIB / 4}, {1, MIB / 16}};
   RokCalibOptions o;
   rok_calib_options_init(&o);
   o.file_bytes = SPEED_FILE_BYTES;
@@ -1001,10 +1010,7 @@ gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, Ro
   o.queue_depths[0] = 4;
   o.n_queue_depths = 1;
   RokCalibDisk disk = {0};
-  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
-    disk.bursts[disk.n_bursts++] = (RokCalibBurst){.requests = shapes[i].requests,
-                                                   .request_bytes = shapes[i].request_bytes,
-                                                   .gap_s = BURST_GAP_SHORT_S};
+  add_bursts(&disk, &o, LEG_BURSTS, G_N_ELEMENTS(LEG_BURSTS));
   guint reps[ROK_CALIB_MAX_BURSTS];
   for (guint i = 0; i < disk.n_bursts; i++)
     reps[i] = MAX(rounds, 1);

@@ -64,10 +64,11 @@ typedef struct {
   guint8 ahead;   /* a d2h leg queued ahead of the kernels or primed (transfer.c: queued_ahead, primed), which
                    * pays half of host.copy_overhead; never an h2d leg (it waits for its thread's wake) */
   guint8 primed;  /* a d2h or h2d leg whose copy was enqueued ahead of the kernels as it was queued (transfer.c: primed) */
-  guint8 copied;  /* a primed leg whose copy ran while it waited for its stream (transfer.c) */
   guint8 follows; /* a primed copy leg its stream's thread took straight after the leg before (transfer.c: leg_follows) */
   guint8 chained; /* an SSD leg begun as another ended, from the I/O thread's completion (transfer.c: leg_chained) */
   gint64 made;    /* when it was queued */
+  gint64 copy_from; /* a primed leg's: when its copy began (transfer.c: enqueue_primed) */
+  double copy_left; /* the share of its copy still to run as it starts (transfer.c: start_leg); 0: only its check */
   double demand;  /* an SSD leg's share of the array's rate alone, as it was queued (transfer.c: leg_demand) */
   guint64 bytes;
   guint action;       /* the current leg's action */
@@ -107,6 +108,7 @@ typedef struct {
   guint last_action, last_job; /* the leg started last */
   guint ended_action;           /* the leg ended last, at ended_at */
   gint64 ended_at;
+  gint64 copies_until; /* h2d: when the copies of the legs primed so far are done (transfer.c: enqueue_primed) */
 } SimStream;
 
 typedef struct {

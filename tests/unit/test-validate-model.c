@@ -797,10 +797,14 @@ static void test_h2d_at_launch(void) {
 /* Every h2d leg a kernel's end made ready is primed (the executor issues
  * them all and enqueues their copies before the next kernel), not only
  * the first: A and A2 are read back as op1's backward is launched; A2's
- * leg starts once A's has ended, its copy ran meanwhile, and the stream's
- * thread goes straight on to it, so only its check is left. Its PCIe
- * latency counts from when its copy was enqueued, with A's: A pays a long
- * one, A2 none of it after A. */
+ * leg starts once A's has ended and the stream's thread goes straight on
+ * to it. Its copy runs after A's, at half the rate (QUEUED_COPY_SHARE):
+ * with checks (k = 0) it has run 75 us of A's 2.1 ms leg at half the rate
+ * by then, and A2's leg runs the rest of its copy (224.6 us) and its
+ * check (262 us); without (k = 1) A's leg took 1.12 ms and A2's copy has
+ * not begun: its leg copies all of it. Its PCIe latency counts from when
+ * its copy was enqueued, with A's: A pays a long one, A2 none of it after
+ * A. */
 static void test_h2d_primed(void) {
   g_autoptr(RokHw) hw = out_of_order_hw();
   guint a = 0, a2 = 0, op1 = 0;
@@ -818,8 +822,8 @@ static void test_h2d_primed(void) {
     gint64 t = x->start_ns + 75000 + (k == 0 ? 2 : 1) * 1048576; /* hand-off and wake */
     g_assert_cmpint(llabs(x->end_ns - t), <=, 2);
     g_assert_cmpint(llabs(y->start_ns - x->end_ns), <=, 2);
-    /* copied while it waited: its check left */
-    g_assert_cmpint(llabs(y->end_ns - (y->start_ns + (k == 0 ? 262144 : 0))), <=, 2);
+    /* what its copy has not run by then, and its check */
+    g_assert_cmpint(llabs(y->end_ns - (y->start_ns + (k == 0 ? 262144 - 37500 + 262144 : 262144))), <=, 2);
   }
   hw->pcie.latency = 3000000;
   g_autoptr(RokSimResult) r = simulate_checked(trace, hw, plan, 1);
@@ -981,6 +985,47 @@ static void test_h2d_primed_in_kernel(void) {
   g_assert_cmpint(x->end_ns, >, back->start_ns + 50000000 / 3); /* into the second launch */
   g_assert_cmpint(y->start_ns, ==, x->end_ns);
   g_assert_cmpint(y->end_ns, <, back->start_ns + 25000000);
+}
+
+/* The copies of h2d legs primed in one launch run one after another, at
+ * half the rate (QUEUED_COPY_SHARE: the worker that takes them shares a
+ * processor with the h2d thread's checks), from that launch's free point,
+ * and a leg whose copy has not run by its turn runs the rest in it. As in
+ * test_h2d_primed_in_kernel, A (1 MiB) and A2 (256 KiB) have both copies
+ * go at the first launch's free point: A2's begins once A's has run at
+ * half the rate (2.1 ms in), after A's leg has ended (A's copy at the
+ * full rate, 1.05 ms, with no check in this profile), so A2's leg runs its
+ * whole copy (262 us at 1 GB/s), where taking the copies to run side by
+ * side at the full rate left it nothing to do. With a check of 1 GB/s
+ * (host.checksum_bandwidth) A's leg ends 2.1 ms after the free point and
+ * A2's copy has not begun either: its leg copies and checks its 256 KiB.
+ * With a check of 0.4 GB/s A's leg takes 1.05 + 2.62 ms and A2's copy,
+ * begun 2.1 ms in, is done (1.57 ms at half the rate, over 0.52 ms): its
+ * leg only checks (655 us). */
+static void test_h2d_copies_in_turn(void) {
+  const double check[] = {0, 1e9, 0.4e9};
+  const gint64 took[] = {262144, 2 * 262144, 655360};
+  for (guint k = 0; k < G_N_ELEMENTS(check); k++) {
+    g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", ", \"queue_depth\": 1");
+    hw->host.checksum_bandwidth = check[k];
+    guint a = 0, a2 = 0, op1 = 0;
+    g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
+    rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 100e-3;
+    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
+    plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
+    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+    const RokAction *x = NULL, *y = NULL;
+    for (guint i = 0; i < r->actions->len; i++) {
+      const RokAction *h = &g_array_index(r->actions, RokAction, i);
+      if (h->kind == ROK_ACTION_PREFETCH && h->stream == ROK_STREAM_H2D)
+        *(x == NULL ? &x : &y) = h;
+    }
+    g_assert_true(x != NULL && y != NULL);
+    g_test_message("check %g: A %" G_GINT64_FORMAT " ns, A2 %" G_GINT64_FORMAT " ns", check[k],
+                   x->end_ns - x->start_ns, y->end_ns - y->start_ns);
+    g_assert_cmpint(y->start_ns, ==, x->end_ns);
+    g_assert_cmpint(llabs(y->end_ns - y->start_ns - took[k]), <=, 2);
+  }
 }
 
 /* A backward's first kernel where the profile measured it
@@ -1179,6 +1224,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate-model/h2d-primed", test_h2d_primed);
   g_test_add_func("/validate-model/follow-latency-left", test_follow_latency_left);
   g_test_add_func("/validate-model/h2d-primed-in-kernel", test_h2d_primed_in_kernel);
+  g_test_add_func("/validate-model/h2d-copies-in-turn", test_h2d_copies_in_turn);
   g_test_add_func("/validate-model/backward-first", test_backward_first);
   g_test_add_func("/validate-model/ssd-cpu", test_ssd_cpu);
   g_test_add_func("/validate-model/copy-leg-cpu", test_copy_leg_cpu);

@@ -41,7 +41,13 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-07 (stop 60), an SSD leg begun from another's
+# --runs 2, 2026-12-07 (stop 61), h2d copies primed together run one after
+# another at half the rate: the LLaMA-shaped model 2.1% and 4.2% (worst
+# 5.1%, 13.3%; keep -2.5%, -1.1%), 8 of 8 rows inside their intervals in
+# both, 11 and 12 of 14 streams within 15%; validate-gpt in a slow spell
+# (every calibration warning that the speed changed by 11-34%) 22.2% and
+# 25.9%, against keep 1.9% and 5.4%. Kept runs can be predicted again by
+# another build with repredict.py. Stop 60, an SSD leg begun from another's
 # completion paying no hand-off and the disk's warm saving, the disks
 # timed before each round: validate-gpt 6.0% and 3.6% (worst 8.4%, 5.5%;
 # keep +0.1%, -4.2%), its SSD streams 24-33% short with the disks 23-31%

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Re-predict kept `rok validate` runs with another build of rok: each row's
+plan simulated again on the run's own profile, beside what the row
+measured, so that a change to the simulator is judged on runs already
+taken, free of the machine's noise (the measurements do not change; only
+the predictions do).
+
+    tests/bench/repredict.py [--rok build/rok] [--model validate-gpt] OUT [OUT ...]
+
+OUT is what `tests/bench/bench-validate.sh --keep OUT` leaves (its hw.json
+and run1/, run2/, ... with validation.json and each row's schedule);
+--model is the model those runs validated (a bundled name or a file).
+For every row but keep it prints each transfer stream's error as the run
+predicted it and as this build predicts it (a copy stream's against keep,
+as `rok validate` gives it: its work runs on the kernels' processors at
+the speed keep measured them; an SSD stream's as it is), then, over every
+run, by model and row kind and by stream, the median absolute error, the
+median signed error and how many lie within 15%, and the same for the
+rows' step times against keep.
+
+Measured 2026-12-07 (stop 61) on twelve kept runs of stops 60-61
+(validate-gpt and the LLaMA-shaped model, 120 copy streams each way): h2d
+copies primed together run one after another at half the rate
+(QUEUED_COPY_SHARE) took the h2d streams' median from +3.3% to -0.3%
+against keep, 86 to 89 within 15%, step times unchanged."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+STREAMS = ("d2h", "h2d", "nvme-write", "nvme-read")
+COPIES = ("d2h", "h2d")
+
+
+def runs(out):
+    return sorted(d for d in os.listdir(out) if d.startswith("run") and os.path.isdir(os.path.join(out, d)))
+
+
+def plan_file(base, schedule, path):
+    """A rok-plan/1 file of the schedule's decisions and step options, on
+    BASE (a plan of the same model and profile)."""
+    plan = dict(base, strategy=schedule["strategy"], budget_bytes=schedule["budget_bytes"],
+                options=schedule["options"])
+    decided = {t["id"]: t["decision"] for t in schedule["plan"]}
+    plan["tensors"] = [dict(t, decision=decided[t["id"]]) for t in base["tensors"]]
+    with open(path, "w") as f:
+        json.dump(plan, f)
+
+
+def simulate(rok, model, hw, plan):
+    out = subprocess.run([rok, "simulate", model, "--hw", hw, "--plan", plan, "--json"], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        sys.exit(f"repredict.py: rok simulate: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def summary(label, pairs):
+    was = [p[0] for p in pairs]
+    now = [p[1] for p in pairs]
+    print(f"{label:<28} {len(pairs):4} | {100 * statistics.median(map(abs, was)):5.1f}% "
+          f"{100 * statistics.median(was):+6.1f}% {sum(abs(x) <= 0.15 for x in was):4} | "
+          f"{100 * statistics.median(map(abs, now)):5.1f}% {100 * statistics.median(now):+6.1f}% "
+          f"{sum(abs(x) <= 0.15 for x in now):4}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rok", default="build/rok")
+    ap.add_argument("--model", default="validate-gpt")
+    ap.add_argument("kept", nargs="+")
+    a = ap.parse_args()
+    errors = {}
+    for out in a.kept:
+        hw = os.path.join(out, "hw.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            made = subprocess.run([a.rok, "plan", a.model, "--hw", hw, "-o", tmp], capture_output=True, text=True)
+            if made.returncode != 0:
+                sys.exit(f"repredict.py: {out}: rok plan: {made.stderr.strip()}")
+            with open(os.path.join(tmp, "plan.json")) as f:
+                base = json.load(f)
+            for run in runs(out):
+                with open(os.path.join(out, run, "validation.json")) as f:
+                    validation = json.load(f)
+                keep = 1 + validation["rows"][0]["step_time_error"]
+                line = []
+                for i, row in enumerate(validation["rows"]):
+                    if row["strategy"] == "keep":
+                        continue
+                    name = f"schedule-{i + 1:02d}-{row['strategy']}.json"
+                    with open(os.path.join(out, run, name)) as f:
+                        schedule = json.load(f)
+                    plan_file(base, schedule, os.path.join(tmp, "row.json"))
+                    sim = simulate(a.rok, a.model, hw, os.path.join(tmp, "row.json"))
+                    step = sim["step_time_s"] - row.get("predicted_optimizer_s", 0)
+                    was = (1 + row["step_time_error"]) / keep - 1
+                    now = (1 + row["step_time_error"]) * row["predicted_step_time_s"] / step / keep - 1
+                    errors.setdefault(f"{row['strategy']} step against keep", []).append((was, now))
+                    for part in row["parts"]:
+                        stream = part["part"]
+                        if stream not in STREAMS or not part.get("median_s"):
+                            continue
+                        scale = keep if stream in COPIES else 1
+                        was = part["median_s"] / part["predicted_s"] / scale - 1
+                        now = part["median_s"] / sim["busy_s"][stream] / scale - 1
+                        errors.setdefault(stream, []).append((was, now))
+                        errors.setdefault(f"{row['strategy']} {stream}", []).append((was, now))
+                        line.append(f"{row['strategy']}{i + 1}.{stream} {100 * was:+.0f}>{100 * now:+.0f}%")
+                print(f"{out} {run}: {' '.join(line)}")
+    print(f"\n{'':<28} {'n':>4} | {'as the runs predicted':^19} | {'this build':^19}")
+    print(f"{'':<28} {'':>4} | {'|err|':>6} {'signed':>7} {'<15%':>4} | {'|err|':>6} {'signed':>7} {'<15%':>4}")
+    for key in sorted(errors, key=lambda k: (" " in k, k)):
+        summary(key, errors[key])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

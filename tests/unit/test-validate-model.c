@@ -953,6 +953,30 @@ static void test_ssd_cpu(void) {
   assert_no_change_on_gpu(hw, none, ROK_DECISION_OFFLOAD_NVME);
 }
 
+/* A (1 MiB) and A2 (256 KiB) offloaded to the SSDs beside op1 (100 ms
+ * each way) on a CPU device whose copies pass at 0.95 of a launch, with
+ * one request in the disk's queue (A's read goes before A2's, not beside
+ * it: on lanes of their own the smaller would come back first). TRACE
+ * (the caller's to free after the result) and OP1 are set; X and Y are
+ * the two h2d legs, in order. */
+static RokSimResult *reads_in_kernel(const RokHw *hw, RokTrace **trace, guint *op1, const RokAction **x,
+                                     const RokAction **y) {
+  guint a = 0, a2 = 0;
+  *trace = copies_beside_kernel(1048576, 262144, &a, &a2, op1);
+  rok_trace_op(*trace, *op1)->fwd_time_s = rok_trace_op(*trace, *op1)->bwd_time_s = 100e-3;
+  g_autoptr(RokStepPlan) plan = rok_step_plan_new(*trace);
+  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
+  RokSimResult *r = simulate(*trace, hw, plan);
+  *x = *y = NULL;
+  for (guint i = 0; i < r->actions->len; i++) {
+    const RokAction *h = &g_array_index(r->actions, RokAction, i);
+    if (h->kind == ROK_ACTION_PREFETCH && h->stream == ROK_STREAM_H2D)
+      *(*x == NULL ? x : y) = h;
+  }
+  g_assert_true(*x != NULL && *y != NULL);
+  return r;
+}
+
 /* An h2d leg issued in the middle of a kernel is primed too: its copy
  * goes at the free point of the executor's launch in progress, with every
  * copy queued in that launch, whether or not the leg before it is still
@@ -962,23 +986,13 @@ static void test_ssd_cpu(void) {
  * that point; A2's leg, begun after A's in the second launch, does not
  * wait for that launch's free point (32.5 ms in). */
 static void test_h2d_primed_in_kernel(void) {
-  /* One request in the disk's queue: A's read goes before A2's, not
-   * beside it (on lanes of their own the smaller would come back first). */
   g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", ", \"queue_depth\": 1");
-  guint a = 0, a2 = 0, op1 = 0;
-  g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
-  rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 100e-3;
-  g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-  plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
-  g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
-  const RokAction *back = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
+  g_autoptr(RokTrace) trace = NULL;
+  guint op1 = 0;
   const RokAction *x = NULL, *y = NULL;
-  for (guint i = 0; i < r->actions->len; i++) {
-    const RokAction *h = &g_array_index(r->actions, RokAction, i);
-    if (h->kind == ROK_ACTION_PREFETCH && h->stream == ROK_STREAM_H2D)
-      *(x == NULL ? &x : &y) = h;
-  }
-  g_assert_true(back != NULL && x != NULL && y != NULL);
+  g_autoptr(RokSimResult) r = reads_in_kernel(hw, &trace, &op1, &x, &y);
+  const RokAction *back = first_action(r, ROK_ACTION_BACKWARD, op1, ROK_NO_ID);
+  g_assert_nonnull(back);
   gint64 free_at = back->start_ns + (gint64)llround(0.95 * 50e6 / 3);
   g_assert_cmpint(x->start_ns, <, free_at); /* A came back before it */
   g_assert_cmpint(x->end_ns, >, free_at);
@@ -1008,19 +1022,10 @@ static void test_h2d_copies_in_turn(void) {
   for (guint k = 0; k < G_N_ELEMENTS(check); k++) {
     g_autoptr(RokHw) hw = ssd_profile(", \"copy_kernel_free_at\": 0.95", ", \"queue_depth\": 1");
     hw->host.checksum_bandwidth = check[k];
-    guint a = 0, a2 = 0, op1 = 0;
-    g_autoptr(RokTrace) trace = copies_beside_kernel(1048576, 262144, &a, &a2, &op1);
-    rok_trace_op(trace, op1)->fwd_time_s = rok_trace_op(trace, op1)->bwd_time_s = 100e-3;
-    g_autoptr(RokStepPlan) plan = rok_step_plan_new(trace);
-    plan->decisions[a] = plan->decisions[a2] = ROK_DECISION_OFFLOAD_NVME;
-    g_autoptr(RokSimResult) r = simulate(trace, hw, plan);
+    g_autoptr(RokTrace) trace = NULL;
+    guint op1 = 0;
     const RokAction *x = NULL, *y = NULL;
-    for (guint i = 0; i < r->actions->len; i++) {
-      const RokAction *h = &g_array_index(r->actions, RokAction, i);
-      if (h->kind == ROK_ACTION_PREFETCH && h->stream == ROK_STREAM_H2D)
-        *(x == NULL ? &x : &y) = h;
-    }
-    g_assert_true(x != NULL && y != NULL);
+    g_autoptr(RokSimResult) r = reads_in_kernel(hw, &trace, &op1, &x, &y);
     g_test_message("check %g: A %" G_GINT64_FORMAT " ns, A2 %" G_GINT64_FORMAT " ns", check[k],
                    x->end_ns - x->start_ns, y->end_ns - y->start_ns);
     g_assert_cmpint(y->start_ns, ==, x->end_ns);

@@ -24,7 +24,10 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk, 64 huge
 # pages reserved so that fio too uses them), idle, --calibrate --trials 3,
-# 2026-12-07 (stop 59, run AJ), SSD legs timed from their issue: writes
+# 2026-12-07 (stop 61, run AK): writes 1.04x and reads 0.94x fio at QD 32
+# (fio 2.92 and 2.15 GB/s), 1.13x and 0.86x fio's same bursts; SSD
+# streams -10.5% and -12.8% of their prediction, h2d 1158 MB/s against
+# 1321. Stop 59 (run AJ), SSD legs timed from their issue: writes
 # 1.00x and reads 1.08x fio at QD 32 (fio 3.10 and 1.98 GB/s), 1.09x and
 # 0.92x fio's same bursts; SSD streams -9.5% and -21.9% of their
 # prediction (its quick calibration's read legs at 131 us, 1.76 GB/s).

@@ -219,7 +219,8 @@ static double leg_cap(const SimEngine *e, const SimJob *j, double link) {
   double cap = 0;
   if (check_in_flow(e, j)) {
     double rate = leg_check_rate(e, j);
-    double solo = j->copy_left == 0 ? rate : rate > 0 ? 1.0 / (j->copy_left / link + 1.0 / rate) : link;
+    double left = j->copy_left; /* its copy's share still to run, then its check */
+    double solo = left == 0 ? rate : rate > 0 ? 1.0 / (left / link + 1.0 / rate) : link / left;
     cap = solo * cpu_share(e);
   }
   RokStream s = leg_stream(j);
@@ -260,8 +261,12 @@ static void leg_flow(const SimEngine *e, const SimJob *j, RokFlow *flow) {
   for (gint r = 0; r < ROK_LINK_COUNT; r++)
     if (flow->speed[r] > 0 && (r == ROK_LINK_D2H || r == ROK_LINK_H2D))
       link = flow->speed[r];
-  if (j->copy_left == 0) /* only its check is left, on the host */
+  if (j->copy_left == 0) { /* only its check is left, on the host */
     flow->speed[ROK_LINK_D2H] = flow->speed[ROK_LINK_H2D] = 0;
+  } else if (j->copy_left < 1) { /* the rest of its copy over all its bytes */
+    flow->speed[ROK_LINK_D2H] /= j->copy_left;
+    flow->speed[ROK_LINK_H2D] /= j->copy_left;
+  }
   flow->cap = leg_cap(e, j, link);
 }
 

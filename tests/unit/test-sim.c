@@ -317,7 +317,7 @@ static RokHw lanes_hw(gint64 request, guint64 depth) {
 /* Tensor T's SSD write began START after op0's end (1 ms) and took TOOK. */
 static void assert_write(const RokSimResult *r, guint t, gint64 start, gint64 took) {
   const RokAction *w = find_action(r, ROK_ACTION_OFFLOAD, t, ROK_STREAM_NVME_WRITE);
-  g_assert_cmpint(llabs(w->start_ns - (1 * MS + start)), <=, 2);
+  g_assert_cmpint(llabs(w->start_ns - (1 * MS + start)), <=, 1);
   g_assert_cmpint(llabs(w->end_ns - w->start_ns - took), <=, 2);
 }
 

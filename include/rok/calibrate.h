@@ -437,8 +437,10 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options,
                                 RokCalibDisk *disk, GPtrArray *notes, GError **error);
 
 /* How fast the disk under DIR runs its bursts now against HW's leg model
- * (nvme.latency or write_latency, request_overhead, the bandwidths: what
- * rok calibrate fitted to the same bursts): ROUNDS rounds of bursts after
+ * (nvme.latency or write_latency, leg_overhead or write_leg_overhead,
+ * request_overhead and request_overhead_per_mib, the bandwidths: what rok
+ * calibrate fitted to the same bursts, and a hand-written profile's
+ * figures as the simulator uses them): ROUNDS rounds of bursts after
  * 1 ms idle of 1 and 4 requests of 1 MiB and 256 KiB and one of 64 KiB, as
  * rok calibrate times them (beside gpu.shared_cpus spinners), writes then
  * reads, each direction's summed medians over what the model gives them:

@@ -990,11 +990,16 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *o, RokCa
   return run_clear(&run, cancel, ok ? error : NULL) && ok;
 }
 
-/* What HW's leg model gives burst B (rok_calib_disk_fit_legs's line). */
+/* What HW's leg model gives burst B, as the simulator times an SSD leg
+ * after a short idle: its fixed part (latency and leg overhead), then
+ * each request's cost (request_overhead, request_overhead_per_mib) and
+ * bytes at the array's rate. */
 static double modelled_burst(const RokHw *hw, const RokCalibBurst *b, gboolean write) {
   double rate = write ? hw->nvme.write_bandwidth : hw->nvme.read_bandwidth;
-  double fixed = (double)rok_hw_nvme_latency(hw, write) / 1e9;
-  return fixed + b->requests * ((double)hw->nvme.request_overhead / 1e9 + (double)b->request_bytes / rate);
+  double fixed = (double)(rok_hw_nvme_latency(hw, write) + rok_hw_nvme_leg_overhead(hw, write)) / 1e9;
+  double request = ((double)hw->nvme.request_overhead +
+                    (double)hw->nvme.request_overhead_per_mib * (double)b->request_bytes / MIB) / 1e9;
+  return fixed + b->requests * (request + (double)b->request_bytes / rate);
 }
 
 gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, RokCalibCancel *cancel,

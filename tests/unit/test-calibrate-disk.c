@@ -389,8 +389,11 @@ static void test_cancelled(void) {
 }
 
 /* The disk's speed against a profile's leg model: a positive ratio each
- * way and the folder left empty; cancelled, an error and nothing left; a
- * directory that is not there, an input error. */
+ * way and the folder left empty; against a model that has every leg take
+ * a second more (its leg overhead, or each MiB of a request a second) far
+ * below 1, against one that has it take a nanosecond far above (no disk
+ * moves a burst in microseconds, none in seconds); cancelled, an error and
+ * nothing left; a directory that is not there, an input error. */
 static void test_disk_speed(void) {
   char *dir = g_dir_make_tmp("rok-calib-disk-XXXXXX", NULL);
   RokHw hw = {0};
@@ -404,6 +407,24 @@ static void test_disk_speed(void) {
   g_test_message("write %.3f, read %.3f of the model", ratio[0], ratio[1]);
   g_assert_cmpfloat(ratio[0], >, 0);
   g_assert_cmpfloat(ratio[1], >, 0);
+  g_assert_cmpuint(count_entries(dir), ==, 0);
+  RokHw slow = hw, per_mib = hw, fast = hw;
+  slow.nvme.leg_overhead = 1000000000;
+  per_mib.nvme.request_overhead_per_mib = 1000000000;
+  fast.nvme.latency = 1;
+  fast.nvme.read_bandwidth = fast.nvme.write_bandwidth = 1e18;
+  const RokHw *models[] = {&slow, &per_mib, &fast};
+  for (guint m = 0; m < G_N_ELEMENTS(models); m++) {
+    double against[2];
+    g_assert_true(rok_calib_disk_speed(dir, models[m], 1, NULL, against, &error));
+    g_assert_no_error(error);
+    for (guint d = 0; d < 2; d++) {
+      if (models[m] == &fast)
+        g_assert_cmpfloat(against[d], >, 10);
+      else
+        g_assert_cmpfloat(against[d], <, 0.1);
+    }
+  }
   g_assert_cmpuint(count_entries(dir), ==, 0);
   RokCalibCancel cancel;
   rok_calib_cancel_init(&cancel);

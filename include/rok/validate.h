@@ -86,10 +86,6 @@ typedef struct {
   /* dirs, device, seed, ...; repeat is the measured steps of one run
    * (default ROK_VALIDATE_DEFAULT_REPEAT); its progress is not used */
   RokExecOptions exec;
-  /* Time each directory's disk before every measured round, in bursts
-   * like the SSD legs, against the profile's leg model
-   * (rok_calib_disk_speed), where the profile has SSDs (default TRUE). */
-  gboolean disk_speed;
   RokValidateProgressFunc progress;
   gpointer progress_data;
 } RokValidateOptions;
@@ -200,8 +196,9 @@ typedef struct {
    * value's median and largest (NaN without any). */
   double median_copy_error_against_keep, max_copy_error_against_keep;
   gboolean copies_on_cpus; /* the profile's gpu.shared_cpus > 0 */
-  /* The disks timed before each measured round (RokValidateOptions.
-   * disk_speed): their bursts' time over the profile's leg model, writes
+  /* Where the profile has SSDs, each directory's disk timed before every
+   * measured round in bursts like the SSD legs (rok_calib_disk_speed):
+   * their bursts' time over the profile's leg model, writes
    * [0] and reads [1], the slowest directory's each time, over the rounds
    * (n 0: not timed).
    * How far the disk has moved since its calibration, beside the SSD

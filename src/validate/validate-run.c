@@ -254,7 +254,7 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
  * rok allows (cli_stop_within_a_second). */
 #define DISK_SPEED_ROUNDS 5
 
-/* The disks timed before a measured round (RokValidateOptions.disk_speed):
+/* The disks timed before a measured round (RokValidation.disk_speed):
  * each direction's slowest directory (the array moves at its slowest
  * member's pace) appended to SPEEDS[0] (writes) and SPEEDS[1] (reads);
  * FALSE, with a note and nothing appended, where a disk could not be
@@ -316,7 +316,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(GArray) disk_writes = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) disk_reads = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *disk_speeds[2] = {disk_writes, disk_reads};
-  gboolean time_the_disks = options->disk_speed && hw->nvme.devices > 0;
+  gboolean time_the_disks = hw->nvme.devices > 0;
   for (guint round = 0; round <= options->rounds; round++)
     for (guint i = 0; i < rows->len && (round > 0 || i == 0); i++) {
       if (i == 0 && round > 0 && time_the_disks &&

@@ -12,8 +12,7 @@ void rok_validate_options_init(RokValidateOptions *options) {
   *options = (RokValidateOptions){.budgets = ROK_VALIDATE_DEFAULT_BUDGETS,
                                   .baselines = TRUE,
                                   .offload_min_elements = ROK_VALIDATE_OFFLOAD_MIN_ELEMENTS,
-                                  .rounds = ROK_VALIDATE_DEFAULT_ROUNDS,
-                                  .disk_speed = TRUE};
+                                  .rounds = ROK_VALIDATE_DEFAULT_ROUNDS};
   rok_exec_options_init(&options->exec);
   options->exec.repeat = ROK_VALIDATE_DEFAULT_REPEAT;
 }

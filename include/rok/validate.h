@@ -13,8 +13,9 @@
  * run of a process builds the kernels and warms the allocator and the page
  * cache: it made the first row tens of percent slow); then `rounds`
  * rounds, each running every row in turn (rok_exec_run: a warm-up step of
- * its own, then `repeat` measured steps), so that a slow spell of the
- * machine lands on every row alike instead of on one. A row's measured
+ * its own, then `repeat` measured steps), each round from a row further
+ * on, so that a slow spell of the machine lands on every row alike instead
+ * of on one, and no row always runs first or after the same row. A row's measured
  * step time is the median of its rounds · repeat steps, with a
  * distribution-free confidence interval for that median (order
  * statistics: [x(j), x(n+1-j)] for the largest j whose binomial coverage

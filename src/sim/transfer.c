@@ -30,10 +30,12 @@ static RokStream leg_stream(const SimJob *j) {
 }
 
 /* The share of its rate at which the copy of an h2d leg primed on a
- * device without a copy engine runs before the leg's turn comes: PoCL's
- * worker that takes the queued copies at a kernel's free point runs them
- * one after another on a processor it shares with the h2d thread's checks
- * of the legs before. On the development VM, 2026-12-07, in the kept
+ * device without a copy engine runs before the leg's turn comes: a fit
+ * that stands for when PoCL takes the queued copies and for the wake of a
+ * leg that waits for its own (its trace has them run back to back at the
+ * full rate, from 47 us after they were enqueued; docs/simulator.md
+ * "Copies primed together" says why no calibrated figure takes its place
+ * yet). On the development VM, 2026-12-07, in the kept
  * runs of stops 60-61 (validate-gpt's and the LLaMA-shaped model's
  * offload, tba and rok rows; 3,500 h2d legs begun while the one before
  * ran), such a leg ended after the one before by its check and part of

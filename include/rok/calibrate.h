@@ -449,6 +449,16 @@ gboolean rok_calib_measure_disk(const char *dir, const RokCalibOptions *options,
 gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, RokCalibCancel *cancel,
                               double ratio[2], GError **error);
 
+/* How fast the copies of the OpenCL device DEVICE (-1: the default) run
+ * now against HW's pcie rates: the copies rok calibrate times a CPU
+ * device's leg rates with (256 KiB, 512 KiB and 1 MiB, nine of each, 1 ms
+ * apart, each at the next place in the buffers), each direction's summed
+ * median times over what pcie.latency and its bandwidth give them:
+ * RATIO[0] d2h, [1] h2d (1.25: 25% slower than the profile).
+ * ROK_ERROR_DEVICE when the build has no OpenCL or the machine no device. */
+gboolean rok_calib_copy_speed(gint device, const RokHw *hw, RokCalibCancel *cancel, double ratio[2],
+                              GError **error);
+
 /* ---- Checks ------------------------------------------------------------- */
 
 /* How the reference GEMM's rate timed again at the end differs from its

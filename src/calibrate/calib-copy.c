@@ -26,6 +26,7 @@
 #define CPU_GROUP_GAP_US 20000
 #define LEG_SIZES 3 /* 256 KiB, 512 KiB, 1 MiB: a staging slot's size and less */
 #define LEG_TRIALS 9
+#define COPY_SPEED_BYTES (64 * MIB) /* rok_calib_copy_speed's buffers */
 
 static double seconds_since(gint64 start_us) {
   return (double)MAX(g_get_monotonic_time() - start_us, 1) / 1e6;
@@ -238,9 +239,9 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
  * copies in a probe at ~7 both ways; the rate is the slope of the
  * sizes' median times (least squares), so that the copy's own latency,
  * timed apart, does not count twice. */
-static gboolean leg_rate(const CalibCopyPair *pair, gboolean h2d, RokCalibCancel *cancel, double *rate,
-                         GError **error) {
-  double bytes[LEG_SIZES], median[LEG_SIZES], times[LEG_TRIALS];
+static gboolean leg_medians(const CalibCopyPair *pair, gboolean h2d, RokCalibCancel *cancel,
+                            double bytes[LEG_SIZES], double median[LEG_SIZES], GError **error) {
+  double times[LEG_TRIALS];
   guint64 at = 0;
   for (guint k = 0; k < LEG_SIZES; k++) {
     guint64 n = (MIB / 4) << k;
@@ -255,6 +256,14 @@ static gboolean leg_rate(const CalibCopyPair *pair, gboolean h2d, RokCalibCancel
     }
     median[k] = rok_calib_stat(times, LEG_TRIALS).median;
   }
+  return TRUE;
+}
+
+static gboolean leg_rate(const CalibCopyPair *pair, gboolean h2d, RokCalibCancel *cancel, double *rate,
+                         GError **error) {
+  double bytes[LEG_SIZES], median[LEG_SIZES];
+  if (!leg_medians(pair, h2d, cancel, bytes, median, error))
+    return FALSE;
   double c0 = 0, c1 = 0, cov00 = 0, cov01 = 0, cov11 = 0, sumsq = 0;
   gsl_fit_linear(bytes, 1, median, 1, LEG_SIZES, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
   *rate = c1 > 0 ? 1.0 / c1 : 0; /* 0: no slope to take (the whole buffer's rate stands) */
@@ -279,6 +288,48 @@ gboolean rok_calib_measure_copies(RokClDevice *cl, const RokCalibOptions *o, Rok
          (!cpu || (leg_rate(&pair, TRUE, cancel, &d->h2d_legs, error) &&
                    leg_rate(&pair, FALSE, cancel, &d->d2h_legs, error))) &&
          latency(&pair, &d->copy_latency, error) && copy_cpu(&pair, &d->copy_cpu, error);
+}
+
+gboolean rok_calib_copy_speed(gint device, const RokHw *hw, RokCalibCancel *cancel, double ratio[2],
+                              GError **error) {
+  g_autoptr(RokClDevice) cl = rok_cl_device_open(device, error);
+  if (cl == NULL)
+    return FALSE;
+  /* As large as a quick calibration's, so that the places it copies from
+   * are as far from the caches. */
+  guint64 bytes = COPY_SPEED_BYTES, memory = rok_cl_device_info(cl)->global_memory;
+  while (bytes > 4 * MIB && bytes > memory / 8)
+    bytes /= 2;
+  g_auto(CalibCopyPair) pair = {0};
+  double first = 0; /* the pages touched each way first, as calibrate's whole-buffer copies did */
+  if (!calib_copy_pair_init(&pair, cl, bytes, "validate.copy_speed", error) ||
+      !calib_copy_seconds(&pair, 0, bytes, TRUE, &first, error) ||
+      !calib_copy_seconds(&pair, 0, bytes, FALSE, &first, error))
+    return FALSE;
+  const double rate[2] = {hw->pcie.d2h_bandwidth, hw->pcie.h2d_bandwidth};
+  for (guint d = 0; d < 2; d++) {
+    double sizes[LEG_SIZES], median[LEG_SIZES], took = 0, model = 0;
+    if (!leg_medians(&pair, d == 1, cancel, sizes, median, error))
+      return FALSE;
+    for (guint k = 0; k < LEG_SIZES; k++) {
+      took += median[k];
+      model += (double)hw->pcie.latency / 1e9 + sizes[k] / rate[d];
+    }
+    ratio[d] = took / model;
+  }
+  return TRUE;
+}
+
+#else /* ROK_WITH_OPENCL */
+
+#include "rok/calibrate.h"
+#include "rok/core.h"
+
+gboolean rok_calib_copy_speed(gint device, const RokHw *hw, RokCalibCancel *cancel, double ratio[2],
+                              GError **error) {
+  (void)device, (void)hw, (void)cancel, (void)ratio;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "this rok was built without OpenCL (ROK_WITH_OPENCL=OFF)");
+  return FALSE;
 }
 
 #endif /* ROK_WITH_OPENCL */

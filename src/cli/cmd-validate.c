@@ -209,6 +209,14 @@ static void print_streams(const RokValidation *v) {
            "%.1f%%, worst %.1f%%.\n",
            100 * keep->step_time_error, 100 * v->median_copy_error_against_keep,
            100 * v->max_copy_error_against_keep);
+  const RokCalibStat *out = &v->copy_speed[0], *in = &v->copy_speed[1];
+  if (out->n > 0)
+    printf("The copies, timed before each round as rok calibrate times their rates (256 KiB to 1 MiB, 1 ms apart, "
+           "nothing else running), took %+.1f%% (d2h, %+.1f..%+.1f%%) and %+.1f%% (h2d, %+.1f..%+.1f%%) against the "
+           "profile: how far the host's copies have moved since their calibration (the copy streams' errors hold "
+           "that too).\n",
+           100 * (out->median - 1), 100 * (out->min - 1), 100 * (out->max - 1), 100 * (in->median - 1),
+           100 * (in->min - 1), 100 * (in->max - 1));
   const RokCalibStat *w = &v->disk_speed[0], *r = &v->disk_speed[1];
   if (w->n > 0) {
     printf("The disks, timed before each round in bursts like the SSD legs after 1 ms idle, took %+.1f%% (writes, "

@@ -209,17 +209,18 @@ static void add(json_object *o, const char *key, json_object *value) {
   json_object_object_add(o, key, value);
 }
 
-/* The disks' speed against the profile (null: not timed). */
-static json_object *disk_json(const RokValidation *v) {
-  if (v->disk_speed[0].n == 0)
+/* The disks' or the copies' speed against the profile, each direction's
+ * median, least and largest over the rounds (null: not timed). */
+static json_object *speed_json(const RokCalibStat speed[2], const char *const names[2]) {
+  if (speed[0].n == 0)
     return NULL;
   json_object *o = json_object_new_object();
-  add(o, "rounds", json_object_new_uint64(v->disk_speed[0].n));
-  static const char *const keys[2][3] = {{"write", "write_min", "write_max"}, {"read", "read_min", "read_max"}};
+  add(o, "rounds", json_object_new_uint64(speed[0].n));
   for (guint d = 0; d < 2; d++) {
-    add(o, keys[d][0], rok_json_new_double(v->disk_speed[d].median));
-    add(o, keys[d][1], rok_json_new_double(v->disk_speed[d].min));
-    add(o, keys[d][2], rok_json_new_double(v->disk_speed[d].max));
+    g_autofree char *low = g_strconcat(names[d], "_min", NULL), *high = g_strconcat(names[d], "_max", NULL);
+    add(o, names[d], rok_json_new_double(speed[d].median));
+    add(o, low, rok_json_new_double(speed[d].min));
+    add(o, high, rok_json_new_double(speed[d].max));
   }
   return o;
 }
@@ -303,7 +304,9 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_stream_error", rok_json_new_double(v->max_stream_error));
   add(o, "median_copy_error_against_keep", rok_json_new_double(v->median_copy_error_against_keep));
   add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
-  add(o, "disk_speed", disk_json(v));
+  static const char *const disk[2] = {"write", "read"}, *copy[2] = {"d2h", "h2d"};
+  add(o, "disk_speed", speed_json(v->disk_speed, disk));
+  add(o, "copy_speed", speed_json(v->copy_speed, copy));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "calibrated_busy", rok_json_new_double(v->calibrated_busy));
   add(o, "parts", parts_json(v->parts));

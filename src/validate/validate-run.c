@@ -277,6 +277,22 @@ static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray 
   return TRUE;
 }
 
+/* The device's copies timed before a measured round
+ * (RokValidation.copy_speed), appended to SPEEDS[0] (d2h) and [1] (h2d);
+ * FALSE, with a note and nothing appended, where they could not be. */
+static gboolean time_copies(const RokValidateOptions *o, const RokHw *hw, GArray *speeds[2], RokValidation *v) {
+  double ratio[2];
+  GError *error = NULL;
+  if (!rok_calib_copy_speed(o->exec.device, hw, NULL, ratio, &error)) {
+    g_ptr_array_add(v->notes, g_strdup_printf("the copies were not timed against the profile: %s", error->message));
+    g_error_free(error);
+    return FALSE;
+  }
+  for (guint d = 0; d < 2; d++)
+    g_array_append_val(speeds[d], ratio[d]);
+  return TRUE;
+}
+
 /* The row run K-th in ROUND (0: the warm-up run, of the first row alone):
  * each round begins further on, by ROWS / ROUNDS rows, so that no row
  * always runs first, right after the disks are timed and after the same
@@ -327,13 +343,19 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(GArray) disk_writes = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) disk_reads = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *disk_speeds[2] = {disk_writes, disk_reads};
-  gboolean time_the_disks = hw->nvme.devices > 0;
+  g_autoptr(GArray) copies_out = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) copies_in = g_array_new(FALSE, FALSE, sizeof(double));
+  GArray *copy_speeds[2] = {copies_out, copies_in};
+  gboolean time_the_disks = hw->nvme.devices > 0, time_the_copies = hw->gpu.shared_cpus > 0;
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);
-      if (k == 0 && round > 0 && time_the_disks &&
-          !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel)))
+      gboolean timing = k == 0 && round > 0 &&
+                        !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel));
+      if (timing && time_the_disks)
         time_the_disks = time_disks(options, hw, disk_speeds, v);
+      if (timing && time_the_copies)
+        time_the_copies = time_copies(options, hw, copy_speeds, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
@@ -349,6 +371,8 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));
   for (guint d = 0; d < 2; d++)
     v->disk_speed[d] = rok_calib_stat((double *)(void *)disk_speeds[d]->data, disk_speeds[d]->len);
+  for (guint d = 0; d < 2; d++)
+    v->copy_speed[d] = rok_calib_stat((double *)(void *)copy_speeds[d]->data, copy_speeds[d]->len);
   read_load(v->load_after);
   rok_validation_summarize(v);
   standing_notes(options, v);

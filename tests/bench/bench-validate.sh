@@ -193,6 +193,10 @@ for i, d in enumerate(docs, 1):
     if d.get("median_copy_error_against_keep") is not None:
         print(f"       copy streams against keep (their work on the kernels' processors): median "
               f"{100 * d['median_copy_error_against_keep']:.1f}%, worst {100 * d['max_copy_error_against_keep']:.1f}%")
+    if d.get("copy_speed"):
+        s = d["copy_speed"]
+        print(f"       the copies before each round against the profile's rates: d2h "
+              f"{100 * (s['d2h'] - 1):+.1f}%, h2d {100 * (s['h2d'] - 1):+.1f}%")
     if d.get("disk_speed"):
         s = d["disk_speed"]
         print(f"       the disks before each round against the profile's leg model: writes "

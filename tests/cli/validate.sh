@@ -127,6 +127,8 @@ d = v["disk_speed"]
 assert d["rounds"] == 3, d
 for k in ("write", "read"):
     assert 0 < d[k + "_min"] <= d[k] <= d[k + "_max"], d
+# The copies are timed on a CPU device's profile (gpu.shared_cpus) only.
+assert v["copy_speed"] is None, v["copy_speed"]
 EOF
 
 # The table.
@@ -138,4 +140,17 @@ expect_in "$out" "The disks, timed before each round in bursts like the SSD legs
 expect_in "$out" "Furthest off"
 expect_in "$out" "Transfer streams, the time each had a leg running"
 case $out in *"Against keep"*) echo "no keep row, yet a line against keep" >&2; exit 1 ;; esac
+case $out in *"The copies, timed"*) echo "the copies timed on a profile without gpu.shared_cpus" >&2; exit 1 ;; esac
+[ -z "$(ls -A "$disk")" ]
+
+# A CPU device's profile: its copies timed before each round against the
+# profile's rates.
+"$rok" validate "${tiny[@]}" --no-baselines --repeat 1 --rounds 2 --hw-set gpu.shared_cpus=2 --json >"$tmp/cpu.json"
+python3 - "$tmp/cpu.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))["copy_speed"]
+assert c["rounds"] == 2, c
+for k in ("d2h", "h2d"):
+    assert 0 < c[k + "_min"] <= c[k] <= c[k + "_max"], c
+EOF
 [ -z "$(ls -A "$disk")" ]

@@ -15,6 +15,7 @@
 #include "rok/core.h"
 #include "rok/plan.h"
 #include "rok/sim.h"
+#include "test-bundled.h"
 
 #define GIB ((guint64)1 << 30)
 #define MIB ((guint64)1 << 20)
@@ -480,6 +481,36 @@ static void test_elementwise_change(void) {
  * times, said in the source and not warned of; 13% longer (the
  * development VM's virtio disk in a quick calibration, 2026-12-07),
  * warned of by direction, with the words bench-validate.sh looks for. */
+/* The device's copies against a profile's pcie figures: against one whose
+ * copies take a second more each (latency) or go at 1 MB/s, far faster
+ * (the ratio below 0.1); against one of no latency and 1 PB/s, far slower
+ * (above 10). */
+static void test_copy_speed(void) {
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
+  double ratio[2];
+  GError *error = NULL;
+  hw->pcie.latency = 1000000000;
+  if (!rok_calib_copy_speed(-1, hw, NULL, ratio, &error)) {
+    g_assert_error(error, ROK_ERROR, ROK_ERROR_DEVICE);
+    g_test_skip(error->message);
+    g_error_free(error);
+    return;
+  }
+  for (guint d = 0; d < 2; d++)
+    g_assert_cmpfloat(ratio[d], <, 0.1);
+  hw->pcie.latency = 0;
+  hw->pcie.d2h_bandwidth = hw->pcie.h2d_bandwidth = 1e6;
+  g_assert_true(rok_calib_copy_speed(-1, hw, NULL, ratio, &error));
+  g_assert_no_error(error);
+  for (guint d = 0; d < 2; d++)
+    g_assert_cmpfloat(ratio[d], <, 0.1);
+  hw->pcie.d2h_bandwidth = hw->pcie.h2d_bandwidth = 1e15;
+  g_assert_true(rok_calib_copy_speed(-1, hw, NULL, ratio, &error));
+  g_assert_no_error(error);
+  for (guint d = 0; d < 2; d++)
+    g_assert_cmpfloat(ratio[d], >, 10);
+}
+
 static void test_disk_change(void) {
   g_autoptr(RokCalibration) c = made_up();
   RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, 0);
@@ -615,6 +646,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/speed-change", test_speed_change);
   g_test_add_func("/calibrate/elementwise-change", test_elementwise_change);
   g_test_add_func("/calibrate/disk-change", test_disk_change);
+  g_test_add_func("/calibrate/copy-speed", test_copy_speed);
   g_test_add_func("/calibrate/prompt", test_prompt);
   g_test_add_func("/calibrate/prompt-refused", test_prompt_refused);
   return g_test_run();

@@ -238,23 +238,29 @@ gboolean rok_calib_measure_copied_checks(RokClDevice *cl, const RokCalibOptions 
  * KiB legs copied at 5.8-7.0 GB/s (tests/bench/pocl_legs.py) and such
  * copies in a probe at ~7 both ways; the rate is the slope of the
  * sizes' median times (least squares), so that the copy's own latency,
- * timed apart, does not count twice. */
+ * timed apart, does not count twice. The trials take the sizes in turn, so
+ * that a change in the machine's speed while they run falls on every size
+ * alike rather than tilting the slope (the development VM, 2026-12-07:
+ * one calibration's h2d rate, its sizes taken one after another, came out
+ * 8.5 GB/s where quick calibrations minutes later gave 6.7 and 7.2, and
+ * three with the sizes in turn 6.4-6.6). */
 static gboolean leg_medians(const CalibCopyPair *pair, gboolean h2d, RokCalibCancel *cancel,
                             double bytes[LEG_SIZES], double median[LEG_SIZES], GError **error) {
-  double times[LEG_TRIALS];
+  double times[LEG_SIZES][LEG_TRIALS];
   guint64 at = 0;
-  for (guint k = 0; k < LEG_SIZES; k++) {
-    guint64 n = (MIB / 4) << k;
-    bytes[k] = (double)n;
-    for (guint t = 0; t < LEG_TRIALS; t++) {
+  for (guint t = 0; t < LEG_TRIALS; t++)
+    for (guint k = 0; k < LEG_SIZES; k++) {
+      guint64 n = (MIB / 4) << k;
       if (at + n > pair->host->bytes)
         at = 0;
       g_usleep(LATENCY_SPACING_US);
-      if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(pair, at, n, h2d, &times[t], error))
+      if (rok_calib_check_cancelled(cancel, error) || !calib_copy_seconds(pair, at, n, h2d, &times[k][t], error))
         return FALSE;
       at += n;
     }
-    median[k] = rok_calib_stat(times, LEG_TRIALS).median;
+  for (guint k = 0; k < LEG_SIZES; k++) {
+    bytes[k] = (double)((MIB / 4) << k);
+    median[k] = rok_calib_stat(times[k], LEG_TRIALS).median;
   }
   return TRUE;
 }

@@ -41,7 +41,12 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-07 (stop 61), h2d copies primed together run one after
+# --runs 2, 2026-12-07 (stop 62), each round from a row further on and
+# the copies timed before each round: validate-gpt 4.0% and 2.4% (worst
+# 12.8%, 5.0%; keep +8.2%, +2.6%); the LLaMA-shaped model, calibrated in
+# a slow spell, 20.9% and 15.1% with keep -20.5% and -14.6%, against keep
+# 2.4% and 3.7% (worst 7.6%, 5.9%), the summary's copies (-12..-16%) and
+# disks (-24..-30%) faster than the profile too. Stop 61, h2d copies primed together run one after
 # another at half the rate: the LLaMA-shaped model 2.1% and 4.2% (worst
 # 5.1%, 13.3%; keep -2.5%, -1.1%), 8 of 8 rows inside their intervals in
 # both, 11 and 12 of 14 streams within 15%; validate-gpt in a slow spell

@@ -158,7 +158,8 @@ while :; do
   cat "$work/calibrate-$calibrated.err" >&2
   unsteady=$(grep -oE "$unsteady_pattern" "$work/calibrate-$calibrated.err" | paste -sd, - | sed "s/,/, /g" || true)
   # The largest change a warning names (0: steady): the steadiest calibration is the one used.
-  change=$(grep -E "$unsteady_pattern" "$work/calibrate-$calibrated.err" | grep -oE "[0-9]+%" | tr -d % | sort -n | tail -1)
+  change=$(grep -E "$unsteady_pattern" "$work/calibrate-$calibrated.err" | grep -oE "[0-9]+%" | tr -d % | sort -n |
+    tail -1 || true)
   change=${change:-0}
   if [ -z "$best" ] || [ "$change" -lt "$best_change" ]; then best=$calibrated best_change=$change; fi
   [ -n "$unsteady" ] && [ "$calibrated" -lt "$calibrations" ] || break

@@ -212,11 +212,12 @@ typedef struct {
    * disk's medians within 9% of its calibration: the processors, not the
    * disk, slow. */
   RokCalibStat disk_speed[2];
-  /* On a CPU device (gpu.shared_cpus), its copies timed before every
-   * measured round as rok calibrate times their leg rates
-   * (rok_calib_copy_speed): their time over what the profile's pcie
+  /* On a CPU device (gpu.shared_cpus), where a row copies, its copies
+   * timed before every measured round as rok calibrate times their leg
+   * rates (rok_calib_copy_speed): their time over what the profile's pcie
    * figures give, d2h [0] and h2d [1], over the rounds (n 0: not timed).
-   * How far the host's copies have moved since the calibration, beside
+   * How far the copies run from what the simulator charges one (the
+   * host's drift since the calibration, or that model's own miss), beside
    * the copy streams' errors; not taken out of them. */
   RokCalibStat copy_speed[2];
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */

@@ -293,6 +293,20 @@ static gboolean time_copies(const RokValidateOptions *o, const RokHw *hw, GArray
   return TRUE;
 }
 
+/* Whether a row's schedule copies over the link (a d2h or h2d leg): the
+ * copies are timed only for such rows' streams. */
+static gboolean rows_copy(GArray *rows) {
+  for (guint i = 0; i < rows->len; i++) {
+    const RokSchedule *s = g_array_index(rows, Measuring, i).schedule;
+    for (guint a = 0; a < s->actions->len; a++) {
+      RokStream stream = g_array_index(s->actions, RokAction, a).stream;
+      if (stream == ROK_STREAM_D2H || stream == ROK_STREAM_H2D)
+        return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 /* The row run K-th in ROUND (0: the warm-up run, of the first row alone):
  * each round begins further on, by ROWS / ROUNDS rows, so that no row
  * always runs first, right after the disks are timed and after the same
@@ -346,7 +360,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(GArray) copies_out = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) copies_in = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *copy_speeds[2] = {copies_out, copies_in};
-  gboolean time_the_disks = hw->nvme.devices > 0, time_the_copies = hw->gpu.shared_cpus > 0;
+  gboolean time_the_disks = hw->nvme.devices > 0, time_the_copies = hw->gpu.shared_cpus > 0 && rows_copy(rows);
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);

@@ -162,6 +162,16 @@ static void print_parts(const RokValidation *v) {
 
 /* Each row's transfer streams (the parts with an interval), the worst
  * first named in the summary line. */
+/* "+3.0% (d2h, -1.0..+5.0%) and ..." of a speed against the profile timed
+ * before each round (NULL: not timed). */
+static char *speeds(const RokCalibStat speed[2], const char *const names[2]) {
+  if (speed[0].n == 0)
+    return NULL;
+  return g_strdup_printf("%+.1f%% (%s, %+.1f..%+.1f%%) and %+.1f%% (%s, %+.1f..%+.1f%%)", 100 * (speed[0].median - 1),
+                         names[0], 100 * (speed[0].min - 1), 100 * (speed[0].max - 1), 100 * (speed[1].median - 1),
+                         names[1], 100 * (speed[1].min - 1), 100 * (speed[1].max - 1));
+}
+
 static void print_streams(const RokValidation *v) {
   if (v->streams == 0)
     return;
@@ -209,22 +219,19 @@ static void print_streams(const RokValidation *v) {
            "%.1f%%, worst %.1f%%.\n",
            100 * keep->step_time_error, 100 * v->median_copy_error_against_keep,
            100 * v->max_copy_error_against_keep);
-  const RokCalibStat *out = &v->copy_speed[0], *in = &v->copy_speed[1];
-  if (out->n > 0)
+  static const char *const copies[2] = {"d2h", "h2d"}, *disks[2] = {"writes", "reads"};
+  g_autofree char *copied = speeds(v->copy_speed, copies), *disked = speeds(v->disk_speed, disks);
+  if (copied != NULL)
     printf("The copies, timed before each round as rok calibrate times their rates (256 KiB to 1 MiB, 1 ms apart, "
-           "nothing else running), took %+.1f%% (d2h, %+.1f..%+.1f%%) and %+.1f%% (h2d, %+.1f..%+.1f%%) against the "
-           "profile: how far the host's copies have moved since their calibration (the copy streams' errors hold "
-           "that too).\n",
-           100 * (out->median - 1), 100 * (out->min - 1), 100 * (out->max - 1), 100 * (in->median - 1),
-           100 * (in->min - 1), 100 * (in->max - 1));
-  const RokCalibStat *w = &v->disk_speed[0], *r = &v->disk_speed[1];
-  if (w->n > 0) {
-    printf("The disks, timed before each round in bursts like the SSD legs after 1 ms idle, took %+.1f%% (writes, "
-           "%+.1f..%+.1f%%) and %+.1f%% (reads, %+.1f..%+.1f%%) against the profile's leg model: how far they have "
-           "moved since their calibration (a virtual disk's host drifts; the SSD streams' errors hold that too).\n",
-           100 * (w->median - 1), 100 * (w->min - 1), 100 * (w->max - 1), 100 * (r->median - 1), 100 * (r->min - 1),
-           100 * (r->max - 1));
-  }
+           "nothing else running), took %s against what the profile's pcie.latency and rates give them: how far "
+           "the host's copies run now from what the simulator charges a copy (the machine's drift since the "
+           "calibration, or that model's own miss; the copy streams' errors hold it too).\n",
+           copied);
+  if (disked != NULL)
+    printf("The disks, timed before each round in bursts like the SSD legs after 1 ms idle, took %s against the "
+           "profile's leg model: how far they have moved since their calibration (a virtual disk's host drifts; the "
+           "SSD streams' errors hold that too).\n",
+           disked);
 }
 
 static void print_table(const RokValidation *v, const char *dir) {

@@ -484,7 +484,8 @@ static void test_elementwise_change(void) {
 /* The device's copies against a profile's pcie figures: against one whose
  * copies take a second more each (latency) or go at 1 MB/s, far faster
  * (the ratio below 0.1); against one of no latency and 1 PB/s, far slower
- * (above 10). */
+ * (above 10); and each direction against its own rate: d2h at 1 MB/s and
+ * h2d at 1 PB/s, then the other way round. */
 static void test_copy_speed(void) {
   g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
   double ratio[2];
@@ -509,6 +510,14 @@ static void test_copy_speed(void) {
   g_assert_no_error(error);
   for (guint d = 0; d < 2; d++)
     g_assert_cmpfloat(ratio[d], >, 10);
+  for (guint slow = 0; slow < 2; slow++) { /* ratio[0]: d2h, [1]: h2d */
+    hw->pcie.d2h_bandwidth = slow == 0 ? 1e6 : 1e15;
+    hw->pcie.h2d_bandwidth = slow == 1 ? 1e6 : 1e15;
+    g_assert_true(rok_calib_copy_speed(-1, hw, NULL, ratio, &error));
+    g_assert_no_error(error);
+    g_assert_cmpfloat(ratio[slow], <, 0.1);
+    g_assert_cmpfloat(ratio[1 - slow], >, 10);
+  }
 }
 
 static void test_disk_change(void) {

@@ -29,8 +29,8 @@
 # machine's error, not the model's. Where none holds steady the
 # steadiest is used (the least of the largest change its warnings name:
 # of three in a row on 2026-12-07, 22%, 20% and 18%), and the output
-# says how many it took and which it used; --keep keeps them all. It cannot help a machine whose speed
-# moves after the calibration: the same day, a steady calibration (+0.6%)
+# says how many it took and which it used; --keep keeps them all. It
+# cannot help a machine whose speed moves after the calibration: the same day, a steady calibration (+0.6%)
 # was followed by rows 13-29% slower than predicted, their steps spread
 # by 28% (median).
 #
@@ -48,12 +48,13 @@
 # +1.6%, -4.8%), 8 of 8 rows inside their intervals in both; validate-gpt
 # then in a slow spell (keep +27%, +28%; the copies and disks timed slow
 # too), against keep 9.3% and 4.1%. Before, each round from a row further
-# on and the copies timed before each round: validate-gpt 4.0% and 2.4% (worst
-# 12.8%, 5.0%; keep +8.2%, +2.6%); the LLaMA-shaped model, calibrated in
-# a slow spell, 20.9% and 15.1% with keep -20.5% and -14.6%, against keep
-# 2.4% and 3.7% (worst 7.6%, 5.9%), the summary's copies (-12..-16%) and
-# disks (-24..-30%) faster than the profile too. Stop 61, h2d copies primed together run one after
-# another at half the rate: the LLaMA-shaped model 2.1% and 4.2% (worst
+# on and the copies timed before each round: validate-gpt 4.0% and 2.4%
+# (worst 12.8%, 5.0%; keep +8.2%, +2.6%); the LLaMA-shaped model,
+# calibrated in a slow spell, 20.9% and 15.1% with keep -20.5% and
+# -14.6%, against keep 2.4% and 3.7% (worst 7.6%, 5.9%), the summary's
+# copies (-12..-16%) and disks (-24..-30%) faster than the profile too.
+# Stop 61, h2d copies primed together run one after another at half the
+# rate: the LLaMA-shaped model 2.1% and 4.2% (worst
 # 5.1%, 13.3%; keep -2.5%, -1.1%), 8 of 8 rows inside their intervals in
 # both, 11 and 12 of 14 streams within 15%; validate-gpt in a slow spell
 # (every calibration warning that the speed changed by 11-34%) 22.2% and

@@ -43,71 +43,19 @@
 # Uses build/rok, or $ROK.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 2026-12-07 (stop 62), the steadiest of three calibrations
-# used: the LLaMA-shaped model 2.1% and 2.7% (worst 8.5%, 4.8%; keep
-# +1.6%, -4.8%), 8 of 8 rows inside their intervals in both; validate-gpt
-# then in a slow spell (keep +27%, +28%; the copies and disks timed slow
-# too), against keep 9.3% and 4.1%. Before, each round from a row further
-# on and the copies timed before each round: validate-gpt 4.0% and 2.4%
-# (worst 12.8%, 5.0%; keep +8.2%, +2.6%); the LLaMA-shaped model,
-# calibrated in a slow spell, 20.9% and 15.1% with keep -20.5% and
-# -14.6%, against keep 2.4% and 3.7% (worst 7.6%, 5.9%), the summary's
-# copies (-12..-16%) and disks (-24..-30%) faster than the profile too.
-# Stop 61, h2d copies primed together run one after another at half the
-# rate: the LLaMA-shaped model 2.1% and 4.2% (worst
-# 5.1%, 13.3%; keep -2.5%, -1.1%), 8 of 8 rows inside their intervals in
-# both, 11 and 12 of 14 streams within 15%; validate-gpt in a slow spell
-# (every calibration warning that the speed changed by 11-34%) 22.2% and
-# 25.9%, against keep 1.9% and 5.4%. Kept runs can be predicted again by
-# another build with repredict.py. Stop 60, an SSD leg begun from another's
-# completion paying no hand-off and the disk's warm saving, the disks
-# timed before each round: validate-gpt 6.0% and 3.6% (worst 8.4%, 5.5%;
-# keep +0.1%, -4.2%), its SSD streams 24-33% short with the disks 23-31%
-# faster than their calibration a minute before (the summary's `the
-# disks before each round` line); the LLaMA-shaped model 3.5% and 5.5%
-# (worst 9.8%, 9.5%), 11 and 9 of 14 streams within 15%; on the chained
-# legs alone, validate-gpt's SSD reads -9.1..-0.9% (-21..-4% before).
-# Stop 59, read bursts begun on the I/O thread as
-# the executor's read legs are and SSD legs timed from their issue: the
-# LLaMA-shaped model 0.3% and 0.7% (worst 3.6%, 2.1%; keep +0.3%, -1.4%),
-# streams 8.9% and 7.8% median, 14 and 13 of 14 within 15%; with the
-# backward probe asleep and a primed h2d leg's wake too, validate-gpt
-# 4.3% and 3.0% (worst 10.3%, 11.6%), the rok rows' h2d -11..+3% (+20..+46%
-# before), and the LLaMA-shaped model in a noisier spell 16.8% and 3.2%
-# (worst 10.2%), SSD reads 12-27% long on a calibration whose read legs
-# came out at 111 us and 1.78 GB/s (77 us and 2.39 an hour before: the
-# disk's drift). Earlier, 2026-12-07 morning on a new host under it (an Intel Xeon),
-# the launch race calibrated: the LLaMA-shaped model 2.2% and 2.6%
-# (worst 4.2%, 3.4%; against keep 1.9%, 0.7%), streams 9.1% and 8.8%
-# median, 10 of 14 within 15% in each run (the rok rows' h2d 22-30%
-# long: tests/bench/pocl_legs.py); validate-gpt 10.7% and 16.3% with the
-# VM 9-11% slower than its calibration (against keep 1.9%, 8.8%), an hour
-# before on the build before 1.3% (worst 9.0%) and 4.0%; about 2-3 min a
-# model. Beside two busy loops, calibrated idle: 8 of 8 rows inside their
-# intervals. Earlier that day, the backward's first kernel measured: the
-# LLaMA-shaped model 2.8% (worst 4.0%), streams 6.6% median, then 20.8%
-# with the VM 21% faster midway (against keep 0.8%, 0.6%); validate-gpt
-# 27.8% and 30.9% on a calibration taken in a slow spell (against keep
-# 1.7%, 1.0%), streams 23.0% and 24.3%, its copy streams against keep
-# 16.7% and 12.4%; about 5 min a model, calibration included. 2026-12-06
-# night, the stream and I/O threads real-time (as
-# root): validate-gpt 5.7% and 21.3% median step-time error (the VM 7% and
-# 14% slower than its calibration; against keep 2.8%, 2.5%), streams 6.0%
-# and 9.0% median; the LLaMA-shaped model of other widths (--model FILE:
-# 4 layers, hidden 256, 4 heads, 2 KV heads, ffn 688, seq 256) 10.5% and
-# 7.5% (the VM 9% and 7% faster; against keep 2.6%, 1.6%), streams 10.5%
-# and 13.7% median, its write streams 29-147% long; with the copy latency
-# timed on each processor in turn 7.1% and 7.4% (the VM 6% faster;
-# against keep 2.2%, 0.5%), streams 7.9% and 10.2%, d2h within 15%. Late
-# that night, in a fast spell of the VM: validate-gpt 2.6% and 4.5%
-# (worst 10.7%, 7.0%), the LLaMA-shaped model 14.2% and 9.4% (the VM 12%
-# slower, then 8% faster than its calibration; against keep 2.6%, 0.9%),
-# in 2 min 24 s and 2 min 47 s. That evening, on a steady calibration,
-# the LLaMA-shaped model 1.2% and 0.4% (worst 1.4%, 1.3%), validate-gpt
-# 1.7% and 1.3%. docs/measurements.md has every run quoted since
-# 2026-12-02 and what changed between them; README's `rok validate`
-# section, the latest and what limits them; tests/bench/ssd_batches.py
-# reads the SSD batches of runs kept with --keep.
+# --runs 2, about 6 min a model with its calibrations: 2026-12-07 (stop
+# 63) the LLaMA-shaped model 3.8% and 10.0% median step-time error
+# (worst 13.0%, 14.0%; keep -4.9%, -5.9%), 14 of 14 streams within 15% in
+# the second run, where the copies timed before the rounds ran 4% slower
+# than the profile (16-18% in the first, its rok rows' copy streams
+# 25-33% long). The best runs: the LLaMA-shaped model 0.3% and 0.7%
+# (worst 3.6%, 2.1%; stop 59), 2.1% and 2.7% (worst 8.5%, 4.8%; stop 62);
+# validate-gpt 2.4% (worst 5.0%; stop 62), 1.3% (worst 9.0%). In a slow
+# spell of the VM (keep +27%..+61%) 7-35%, against keep 4-16%.
+# docs/measurements.md has every run quoted since 2026-12-02 and what
+# changed between them; README's `rok validate` section, the latest and
+# what limits them; repredict.py predicts kept runs again with another
+# build, ssd_batches.py reads the SSD batches of runs kept with --keep.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -44,6 +44,7 @@
 G_BEGIN_DECLS
 
 #define ROK_CALIB_MAX_GRID 8
+#define ROK_CALIB_MAX_ATTEMPTS 10
 
 /* Called with a short line saying what is being measured now. */
 typedef void (*RokCalibProgressFunc)(const char *what, gpointer user_data);
@@ -77,6 +78,9 @@ typedef struct {
    * 0: none. rok_calibrate() sets it to the processors' count for a CPU
    * device, whose kernels keep them busy while a step's SSD legs run. */
   guint busy_processors;
+  /* Measure again while the machine's speed moved, up to this many times
+   * in all, keeping the steadiest (rok_calib_unsteadiness): 0: 1 (once). */
+  guint attempts;
 } RokCalibOptions;
 
 /* Defaults (see above), nothing measured yet. */
@@ -347,6 +351,13 @@ typedef struct {
   RokCalibDevice device;
   GArray *disks;       /* RokCalibDisk, in --dir order */
   GPtrArray *warnings; /* strings for the user, in the order found */
+  /* rok_calibrate() measured `attempts` times (RokCalibOptions.attempts)
+   * and kept this, attempt number `attempt` (from 1): each one's
+   * rok_calib_unsteadiness in order. 0 / NULL: not from rok_calibrate(). */
+  gsize attempts;
+  guint attempt;
+  double *unsteadiness;
+  const char **unsteady_what; /* rok_calib_unsteadiness's WHAT of each (static strings; NULL: steady) */
 } RokCalibration;
 
 RokCalibration *rok_calibration_new(void);
@@ -476,6 +487,15 @@ double rok_calib_elementwise_change(const RokCalibDevice *device);
 double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write);
 /* Beyond this either way, rok_calib_check warns that the speed changed. */
 #define ROK_CALIB_SPEED_CHANGE 0.10
+
+/* How unsteady the machine was while C was measured: the largest of the
+ * changes rok_calib_check warns of (the reference GEMM's speed at the end,
+ * the element-wise add's between the op passes, each disk's bursts timed
+ * again: beyond ROK_CALIB_SPEED_CHANGE) and the share of the processors
+ * others used (beyond ROK_HOST_BUSY_SHARE), as a fraction; 0: none beyond
+ * its limit. *WHAT (may be NULL) gets which, in words (NULL for 0).
+ * `rok calibrate --attempts` keeps the attempt where it is least. */
+double rok_calib_unsteadiness(const RokCalibration *c, const char **what);
 
 /* Why a block device is virtual, from what sysfs says of it (any may be
  * NULL): the vendor or model naming QEMU, VirtIO, VMware, Xen, Hyper-V or

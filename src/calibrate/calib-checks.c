@@ -140,6 +140,31 @@ double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write) {
   return again->n == 0 || !(again->median > 0) ? NAN : again->median - 1;
 }
 
+/* Where |CHANGE| is beyond LIMIT and the largest yet, it and WHAT. */
+static void take_larger(double change, double limit, const char *what, double *largest, const char **found) {
+  if (fabs(change) > limit && fabs(change) > *largest) { /* NaN (not timed): neither */
+    *largest = fabs(change);
+    *found = what;
+  }
+}
+
+double rok_calib_unsteadiness(const RokCalibration *c, const char **what) {
+  double largest = 0;
+  const char *found = NULL;
+  take_larger(rok_calib_speed_change(&c->device), ROK_CALIB_SPEED_CHANGE, "the device's GEMM speed", &largest, &found);
+  take_larger(rok_calib_elementwise_change(&c->device), ROK_CALIB_SPEED_CHANGE, "the device's memory speed", &largest,
+              &found);
+  for (guint i = 0; i < c->disks->len; i++)
+    for (guint w = 0; w < 2; w++)
+      take_larger(rok_calib_disk_change(&g_array_index(c->disks, RokCalibDisk, i), w == 0), ROK_CALIB_SPEED_CHANGE,
+                  "a disk's speed", &largest, &found);
+  if (c->others_share > 0) /* negative: unknown */
+    take_larger(c->others_share, ROK_HOST_BUSY_SHARE, "others' share of the processors", &largest, &found);
+  if (what != NULL)
+    *what = found;
+  return largest;
+}
+
 void rok_calib_check(RokCalibration *c) {
   double busiest = MAX(c->load[0], c->load[1]);
   if (c->others_share > ROK_HOST_BUSY_SHARE)
@@ -158,7 +183,7 @@ void rok_calib_check(RokCalibration *c) {
     warn(c, "the device ran its %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM %.0f%% %s "
             "at the end of its measurements than at the start: the machine's speed changed while it was measured (a "
             "virtual machine's host, a power or thermal limit), so the profile mixes both speeds and predictions "
-            "made from it can be off by as much; calibrate again when it holds steady",
+            "made from it can be off by as much; calibrate again when it holds steady (--attempts N measures again by itself)",
          g->m, g->n, g->k, 100 * fabs(change), change < 0 ? "slower" : "faster");
   }
   double ew = rok_calib_elementwise_change(&c->device);
@@ -166,7 +191,7 @@ void rok_calib_check(RokCalibration *c) {
     warn(c, "the device ran its element-wise add %.0f%% %s between the passes of the ops than right before and "
             "after them: the machine's speed changed while it was measured (a virtual machine's host, another "
             "tenant's memory traffic), so the op rates are of another speed than the rest and predictions made "
-            "from them can be off by as much; calibrate again when it holds steady",
+            "from them can be off by as much; calibrate again when it holds steady (--attempts N measures again by itself)",
          100 * fabs(ew), ew < 0 ? "slower" : "faster");
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
@@ -182,7 +207,7 @@ void rok_calib_check(RokCalibration *c) {
         warn(c, "%s: its %s bursts took %.0f%% %s when timed again at the end than at first: the disk's speed "
                 "changed while it was measured (a virtual disk's host, another tenant's I/O), so its SSD figures "
                 "mix both speeds and predictions made from them can be off by as much; calibrate again when it "
-                "holds steady",
+                "holds steady (--attempts N measures again by itself)",
              d->dir, w == 0 ? "write" : "read", 100 * fabs(change), change > 0 ? "longer" : "less time");
     }
     if (d->points->len > 0) {

@@ -73,7 +73,11 @@ gboolean rok_calib_options_resolve(RokCalibOptions *o, GError **error) {
     o->file_bytes = o->quick ? 128 * MIB : 1 * GIB;
   if (!(o->pass_seconds > 0))
     o->pass_seconds = o->quick ? 0.2 : 2.0;
+  if (o->attempts == 0)
+    o->attempts = 1;
   if (o->trials > 100)
     return usage(error, "--trials %u: must be from 1 to 100", o->trials);
+  if (o->attempts > ROK_CALIB_MAX_ATTEMPTS)
+    return usage(error, "--attempts %u: must be from 1 to %d", o->attempts, ROK_CALIB_MAX_ATTEMPTS);
   return check_grid(o, error);
 }

@@ -58,6 +58,32 @@ static gboolean measure_disks(const RokCalibOptions *o, RokCalibCancel *cancel, 
   return TRUE;
 }
 
+/* One measurement of everything, checked; NULL (ERROR set) where it failed
+ * or was cancelled. O's busy_processors is set the first time. */
+static RokCalibration *measure_once(RokCalibOptions *o, RokCalibCancel *cancel, GError **error) {
+  g_autoptr(RokCalibration) c = rok_calibration_new();
+  c->quick = o->quick;
+  c->trials = o->trials;
+  c->model_name = o->model != NULL ? g_strdup(o->model->model_name) : NULL;
+  c->cpus = g_get_num_processors();
+  c->load[0] = load_now();
+  double others = rok_host_others_cpu_seconds();
+  gint64 start = g_get_monotonic_time();
+  gboolean ok = rok_calib_measure_host(o, cancel, &c->host, error) &&
+                rok_calib_measure_device(o, cancel, &c->device, error);
+  if (ok && g_strcmp0(c->device.type, "cpu") == 0 && o->busy_processors == 0)
+    o->busy_processors = c->cpus; /* as the device's kernels keep them during a step */
+  ok = ok && measure_disks(o, cancel, c, error);
+  c->load[1] = load_now();
+  for (guint i = 0; others >= 0 && i < c->disks->len; i++) /* the spinners are not another's load */
+    others += g_array_index(c->disks, RokCalibDisk, i).busy_seconds;
+  c->others_share = rok_host_others_share(others, (double)(g_get_monotonic_time() - start) / 1e6);
+  if (!ok)
+    return NULL;
+  rok_calib_check(c);
+  return g_steal_pointer(&c);
+}
+
 RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   RokCalibOptions o = *options;
   if (!rok_calib_options_resolve(&o, error) || !check_dirs(o.dirs, error))
@@ -75,30 +101,44 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
     rok_calib_cancel_clear(&cancel);
     return NULL;
   }
-  g_autoptr(RokCalibration) c = rok_calibration_new();
-  c->quick = o.quick;
-  c->trials = o.trials;
-  c->model_name = o.model != NULL ? g_strdup(o.model->model_name) : NULL;
-  c->cpus = g_get_num_processors();
-  c->load[0] = load_now();
-  double others = rok_host_others_cpu_seconds();
-  gint64 start = g_get_monotonic_time();
-  gboolean ok = rok_calib_measure_host(&o, &cancel, &c->host, error) &&
-                rok_calib_measure_device(&o, &cancel, &c->device, error);
-  if (ok && g_strcmp0(c->device.type, "cpu") == 0 && o.busy_processors == 0)
-    o.busy_processors = c->cpus; /* as the device's kernels keep them during a step */
-  ok = ok && measure_disks(&o, &cancel, c, error);
-  c->load[1] = load_now();
-  for (guint i = 0; others >= 0 && i < c->disks->len; i++) /* the spinners are not another's load */
-    others += g_array_index(c->disks, RokCalibDisk, i).busy_seconds;
-  c->others_share = rok_host_others_share(others, (double)(g_get_monotonic_time() - start) / 1e6);
+  /* Measured again while the machine's speed moved (o.attempts), the
+   * steadiest kept: the first of the least unsteadiness. */
+  RokCalibration *kept = NULL;
+  g_autoptr(GArray) unsteadiness = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GPtrArray) what = g_ptr_array_new();
+  for (guint attempt = 1; attempt <= o.attempts; attempt++) {
+    if (attempt > 1) {
+      rok_calib_progress(&o, "attempt %u of %u: in the last, %s changed by %.0f%%", attempt, o.attempts,
+                         (const char *)g_ptr_array_index(what, attempt - 2),
+                         100 * g_array_index(unsteadiness, double, attempt - 2));
+    }
+    RokCalibration *c = measure_once(&o, &cancel, error);
+    if (c == NULL) {
+      g_clear_pointer(&kept, rok_calibration_free);
+      break;
+    }
+    const char *why = NULL;
+    double u = rok_calib_unsteadiness(c, &why);
+    g_array_append_val(unsteadiness, u);
+    g_ptr_array_add(what, (gpointer)why);
+    if (kept == NULL || u < g_array_index(unsteadiness, double, kept->attempt - 1)) {
+      g_clear_pointer(&kept, rok_calibration_free);
+      kept = c;
+      kept->attempt = attempt;
+    } else {
+      rok_calibration_free(c);
+    }
+    if (u == 0)
+      break;
+  }
   if (o.signals != NULL)
     rok_signal_watch_retarget(watch, was_func, was_data, NULL, NULL);
   else
     rok_signal_watch_free(watch);
   rok_calib_cancel_clear(&cancel);
-  if (!ok)
-    return NULL;
-  rok_calib_check(c);
-  return g_steal_pointer(&c);
+  if (kept != NULL) {
+    kept->unsteadiness = g_array_steal(unsteadiness, &kept->attempts);
+    kept->unsteady_what = (const char **)g_ptr_array_steal(what, NULL);
+  }
+  return kept;
 }

@@ -235,6 +235,10 @@ char *rok_calib_source(const RokCalibration *c) {
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "Measured on this machine by `rok calibrate`%s, the median of %u trials per figure. ",
                          c->quick ? " --quick (small sizes, short passes)" : "", c->trials);
+  if (c->attempts > 1)
+    g_string_append_printf(s, "Of %zu measurements in a row (--attempts), number %u: the steadiest, whose "
+                              "machine's and disks' speeds moved least while it measured. ",
+                           c->attempts, c->attempt);
   append_device(s, c);
   append_host(s, c);
   append_disks(s, c);

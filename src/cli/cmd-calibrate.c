@@ -12,7 +12,7 @@
 typedef struct {
   char **dirs, **blocks, **depths, **sets;
   char *output, *name, *file_size, *model;
-  gint device, trials;
+  gint device, trials, attempts;
   double pass_time;
   gboolean quick, json, show_fit;
 } Options;
@@ -70,6 +70,9 @@ static gboolean to_calib_options(const Options *o, RokCalibOptions *c, GError **
     return FALSE;
   }
   c->trials = (guint)o->trials;
+  if (!cli_check_range("attempts", o->attempts, 1, ROK_CALIB_MAX_ATTEMPTS, error))
+    return FALSE;
+  c->attempts = o->attempts == CLI_UNSET ? 1 : (guint)o->attempts;
   if (!(o->pass_time >= 0 && o->pass_time <= 3600)) { /* NaN too */
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE, "--pass-time %g: must be from 0 (the default) to 3600 seconds",
                 o->pass_time);
@@ -401,6 +404,21 @@ static void print_warnings(const RokCalibration *c) {
     fprintf(stderr, "rok calibrate: warning: %s\n", (const char *)c->warnings->pdata[i]);
 }
 
+/* Which of --attempts was kept, and why, where there was more than one. */
+static void print_attempts(const RokCalibration *c) {
+  if (c->attempts < 2)
+    return;
+  g_autoptr(GString) changes = g_string_new(NULL);
+  for (gsize i = 0; i < c->attempts; i++)
+    if (c->unsteady_what[i] != NULL)
+      g_string_append_printf(changes, "%s%zu: %s changed by %.0f%%", changes->len > 0 ? "; " : "", i + 1,
+                             c->unsteady_what[i], 100 * c->unsteadiness[i]);
+    else
+      g_string_append_printf(changes, "%s%zu: steady", changes->len > 0 ? "; " : "", i + 1);
+  fprintf(stderr, "rok calibrate: measured %zu times (%s): attempt %u kept, the steadiest%s\n", c->attempts,
+          changes->str, c->attempt, c->unsteady_what[c->attempt - 1] != NULL ? ", its warnings below" : "");
+}
+
 /* --model: one layer of the model (its embedding and head too), the
  * user's --set applied after layers=1 so that they may say otherwise.
  * *trace stays NULL without --model. */
@@ -459,13 +477,14 @@ static gboolean run(const Options *o, GError **error) {
     print_table(c, hw, o->output, o->show_fit);
   /* Last, so that they are not lost above the table. */
   fflush(stdout);
+  print_attempts(c);
   print_warnings(c);
   return ok;
 }
 
 int cli_cmd_calibrate(int argc, char **argv) {
   const RokCommand *self = cli_find("calibrate");
-  g_auto(Options) o = {.device = CLI_UNSET};
+  g_auto(Options) o = {.device = CLI_UNSET, .attempts = CLI_UNSET};
   const GOptionEntry entries[] = {
       {"dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &o.dirs,
        "A directory on a disk to measure (repeatable: one per disk); none: no SSD section", "DIR"},
@@ -475,6 +494,10 @@ int cli_cmd_calibrate(int argc, char **argv) {
       {"name", 0, 0, G_OPTION_ARG_STRING, &o.name, "The profile's name (default: FILE without .json)", "NAME"},
       {"quick", 'q', 0, G_OPTION_ARG_NONE, &o.quick, "Small sizes and short passes: seconds, for tests", NULL},
       {"trials", 0, 0, G_OPTION_ARG_INT, &o.trials, "Timed trials per figure, medians taken (default 3)", "N"},
+      {"attempts", 0, 0, G_OPTION_ARG_INT, &o.attempts,
+       "Measure again while the machine's or a disk's speed changed as it measured, or others used the processors, "
+       "up to N times in all; keep the steadiest (default 1)",
+       "N"},
       {"file-size", 0, 0, G_OPTION_ARG_STRING, &o.file_size,
        "Data file per directory (default 1GiB; --quick 128MiB)", "SIZE"},
       {"block", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.blocks,

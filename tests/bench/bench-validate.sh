@@ -20,19 +20,16 @@
 # prediction, which a calibration that prefers host offload leaves to the
 # offload and tba rows alone.
 #
-# The calibration is taken again, up to --calibrations times in all,
-# while `rok calibrate` warns that its speed (or a disk's) changed as it measured or
-# that other processes took 10% or more of the processors: a profile
-# taken then is off by about as much on every row (on the development VM
-# on 2026-12-03: a calibration whose reference GEMM ran 17% slower at the
-# end, then every row 22-30% faster than predicted), which is the
-# machine's error, not the model's. Where none holds steady the
-# steadiest is used (the least of the largest change its warnings name:
-# of three in a row on 2026-12-07, 22%, 20% and 18%), and the output
-# says how many it took and which it used; --keep keeps them all. It
-# cannot help a machine whose speed moves after the calibration: the same day, a steady calibration (+0.6%)
-# was followed by rows 13-29% slower than predicted, their steps spread
-# by 28% (median).
+# The calibration is taken up to --calibrations times in all (`rok
+# calibrate --attempts`), again while it warns that its speed (or a
+# disk's) changed as it measured or that other processes used the
+# processors, and the steadiest kept: a profile taken then is off by
+# about as much on every row (on the development VM on 2026-12-03: a
+# calibration whose reference GEMM ran 17% slower at the end, then every
+# row 22-30% faster than predicted), which is the machine's error, not
+# the model's. It cannot help a machine whose speed moves after the
+# calibration: the same day, a steady calibration (+0.6%) was followed by
+# rows 13-29% slower than predicted, their steps spread by 28% (median).
 #
 # DIR is where the calibration and the offloaded tensors go (default: a
 # fresh folder under /var/tmp, removed afterwards). --quick calibrates in
@@ -73,7 +70,7 @@ while [ $# -gt 0 ]; do
     --generic) generic=1; shift ;;
     --ssd) ssd=1; shift ;;
     --calibrations) calibrations=$2; shift 2 ;;
-    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     -*) echo "bench-validate.sh: unknown option $1" >&2; exit 2 ;;
     *) dir=$1; shift ;;
   esac
@@ -98,27 +95,14 @@ echo "== $(uname -n): $(nproc) processors; load average before: $(cut -d' ' -f1-
 start=$(date +%s)
 calibrate_for=(--model "$model")
 [ -z "$generic" ] || calibrate_for=()
-echo "== rok calibrate $quick ${calibrate_for[*]} --dir $dir"
-unsteady_pattern="other processes used ([1-9][0-9]|100)% of the processors|the machine's speed changed|the disk's speed changed"
-calibrated=1 best="" best_change=""
-while :; do
-  "$rok" calibrate $quick "${calibrate_for[@]}" --dir "$dir" -o "$work/hw-$calibrated.json" \
-    >"$work/calibrate-$calibrated.txt" 2>"$work/calibrate-$calibrated.err" || { cat "$work/calibrate-$calibrated.err" >&2; exit 1; }
-  cat "$work/calibrate-$calibrated.err" >&2
-  unsteady=$(grep -oE "$unsteady_pattern" "$work/calibrate-$calibrated.err" | paste -sd, - | sed "s/,/, /g" || true)
-  # The largest change a warning names (0: steady): the steadiest calibration is the one used.
-  change=$(grep -E "$unsteady_pattern" "$work/calibrate-$calibrated.err" | grep -oE "[0-9]+%" | tr -d % | sort -n |
-    tail -1 || true)
-  change=${change:-0}
-  if [ -z "$best" ] || [ "$change" -lt "$best_change" ]; then best=$calibrated best_change=$change; fi
-  [ -n "$unsteady" ] && [ "$calibrated" -lt "$calibrations" ] || break
-  echo "   (calibration $calibrated of at most $calibrations: $unsteady; calibrating again)"
-  calibrated=$((calibrated + 1))
-done
-for f in hw.json calibrate.txt calibrate.err; do cp "$work/${f%%.*}-$best.${f#*.}" "$work/$f"; done
-unsteady=$(grep -oE "$unsteady_pattern" "$work/calibrate.err" | paste -sd, - | sed "s/,/, /g" || true)
+echo "== rok calibrate $quick ${calibrate_for[*]} --dir $dir --attempts $calibrations"
+"$rok" calibrate $quick "${calibrate_for[@]}" --dir "$dir" --attempts "$calibrations" -o "$work/hw.json" \
+  >"$work/calibrate.txt" 2>"$work/calibrate.err" || { cat "$work/calibrate.err" >&2; exit 1; }
+cat "$work/calibrate.err" >&2
 grep -E "^Profile|GEMM model|held out|speed at the end|element-wise|launch|device ->|-> device|copy latency|beside kernels|bursts:|idle or more|timed again" "$work/calibrate.txt"
-echo "   ($(( $(date +%s) - start )) s; $calibrated calibration(s) of at most $calibrations; calibration $best used${unsteady:+, the steadiest, still: $unsteady (${best_change}%)})"
+# rok says how many it took and which it kept where it took more than one.
+attempts=$(grep -oE "measured [0-9]+ times.*attempt [0-9]+ kept" "$work/calibrate.err" || echo "measured once")
+echo "   ($(( $(date +%s) - start )) s; $attempts)"
 validate_for=()
 if [ -n "$ssd" ]; then
   pinned=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["host"]["pinned_buffer"])' "$work/hw.json")

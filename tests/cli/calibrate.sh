@@ -124,12 +124,20 @@ fi
 "$rok" simulate gpt3-1.3b --hw "$disk/hw.json" --strategy tba --set layers=2 >/dev/null
 
 # Without -o the profile goes to stdout, named by --name; the grid is the
-# user's; Ctrl-C (SIGINT) during the disk passes leaves nothing behind.
+# user's; with --attempts 2 it is measured again where the first attempt's
+# speed moved, and then the profile and standard error say which was kept;
+# Ctrl-C (SIGINT) during the disk passes leaves nothing behind.
 rm "$disk/hw.json"
-"$rok" calibrate --quick --trials 1 --dir "$disk" --name lab --block 1MiB --qd 8 --file-size 16MiB \
-  >"$tmp/stdout.json" 2>/dev/null
+"$rok" calibrate --quick --trials 1 --attempts 2 --dir "$disk" --name lab --block 1MiB --qd 8 --file-size 16MiB \
+  >"$tmp/stdout.json" 2>"$tmp/attempts"
 grep -q '"name": "lab"' "$tmp/stdout.json"
 grep -q 'block sizes 1.00 MiB x queue depths 8 ' "$tmp/stdout.json"
+if grep -q "rok calibrate: measured 2 times (1: .* changed by [0-9]*%; 2: .*): attempt [12] kept" "$tmp/attempts"; then
+  grep -q 'Of 2 measurements in a row (--attempts), number [12]: the steadiest' "$tmp/stdout.json"
+else
+  ! grep -q "measured 2 times" "$tmp/attempts"
+  ! grep -q 'measurements in a row' "$tmp/stdout.json"
+fi
 [ -z "$(ls -A "$disk")" ] || { echo "left behind: $(ls -A "$disk")" >&2; exit 1; }
 if [ -n "${ROK_TEST_PROFILE:-}" ]; then
   cp "$tmp/stdout.json" "$ROK_TEST_PROFILE.new" && mv "$ROK_TEST_PROFILE.new" "$ROK_TEST_PROFILE"
@@ -156,6 +164,8 @@ expect_fail 2 "--block 1000 B: must be a multiple of 4 KiB" "$rok" calibrate --d
 expect_fail 2 "--block lots" "$rok" calibrate --dir "$disk" --block lots
 expect_fail 2 "--qd 0: must be a whole number" "$rok" calibrate --dir "$disk" --qd 0
 expect_fail 2 "--trials -1" "$rok" calibrate --dir "$disk" --trials -1
+expect_fail 2 "--attempts 0: must be from 1 to 10" "$rok" calibrate --dir "$disk" --attempts 0
+expect_fail 2 "--attempts 11: must be from 1 to 10" "$rok" calibrate --dir "$disk" --attempts 11
 expect_fail 2 "--file-size 1.00 MiB" "$rok" calibrate --dir "$disk" --file-size 1MiB --block 4MiB
 expect_fail 2 "unexpected argument" "$rok" calibrate --dir "$disk" extra
 [ -z "$(ls -A "$disk")" ]

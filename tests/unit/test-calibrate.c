@@ -639,6 +639,32 @@ static void test_prompt_refused(void) {
   g_test_trap_assert_passed();
 }
 
+/* How unsteady a calibration was, as `rok calibrate --attempts` chooses by
+ * it: 0 with nothing beyond its limit (a 5% GEMM change, 4% busy, others'
+ * share unknown); else the largest change beyond its limit and what it
+ * was: the GEMM 35% slower at the end, then a disk's writes 40% longer,
+ * then others using 60% of the processors. */
+static void test_unsteadiness(void) {
+  g_autoptr(RokCalibration) c = made_up();
+  const char *what = "unset";
+  g_assert_cmpfloat(rok_calib_unsteadiness(c, &what), ==, 0);
+  g_assert_null(what);
+  c->device.speed_gemm = 0;
+  c->device.speed_again = (RokCalibStat){.median = 3.8e12, .min = 3.7e12, .max = 3.9e12, .n = 3};
+  c->others_share = 0.04;
+  g_assert_cmpfloat(rok_calib_unsteadiness(c, NULL), ==, 0);
+  c->device.speed_again.median = 2.6e12;
+  g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.35), <, 1e-12);
+  g_assert_cmpstr(what, ==, "the device's GEMM speed");
+  RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, 1);
+  d->again[0] = (RokCalibStat){.median = 1.4, .min = 1.3, .max = 1.5, .n = 5};
+  g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.4), <, 1e-12);
+  g_assert_cmpstr(what, ==, "a disk's speed");
+  c->others_share = 0.6;
+  g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.6), <, 1e-12);
+  g_assert_cmpstr(what, ==, "others' share of the processors");
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/calibrate/stat", test_stat);
@@ -655,6 +681,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/speed-change", test_speed_change);
   g_test_add_func("/calibrate/elementwise-change", test_elementwise_change);
   g_test_add_func("/calibrate/disk-change", test_disk_change);
+  g_test_add_func("/calibrate/unsteadiness", test_unsteadiness);
   g_test_add_func("/calibrate/copy-speed", test_copy_speed);
   g_test_add_func("/calibrate/prompt", test_prompt);
   g_test_add_func("/calibrate/prompt-refused", test_prompt_refused);

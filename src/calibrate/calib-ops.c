@@ -96,8 +96,8 @@ static gboolean run_op(Pass *p, guint op, guint direction, double *seconds, GErr
  * put it at 0.47). A 1 MiB copy out of the device, as a leg's, is handed
  * over FIRST_LEAD into the backward (past the launch, when a copy still
  * goes ahead of the kernels), and its wait's end (its time less its time
- * alone) taken over the backward's typical time, the median where three
- * or more waited. A copy that did not wait (it went ahead, or a processor
+ * alone) taken over that backward's length (probe_backward), the median
+ * where three or more waited. A copy that did not wait (it went ahead, or a processor
  * was idle: a first kernel of fewer work-groups than processors), or that
  * waited past FIRST_LATE of it (it came after the first kernel), says
  * nothing of the first kernel and is left out (on the development VM,
@@ -119,11 +119,22 @@ static gboolean copy_out(Pass *p, double *seconds, GError **error) {
   return calib_copy_seconds(&p->copy, 0, COPY_BYTES, FALSE, seconds, error);
 }
 
+/* The share is of this very backward's length, less what the copy took
+ * of it (its time alone on one of the device's processors), not of the
+ * timed passes' typical one: the machine's speed moves between those
+ * passes and these (the development VM, 2026-12-07: probed backwards up
+ * to 25% shorter or longer than their timed median), and every op's share
+ * moved with it; over their own lengths, six quick calibrations of the
+ * LLaMA-shaped model gave each op's share within 0.061 (the mean over
+ * its ops of the largest less the least) where the typical length gave
+ * 0.116 from the same probes, four of validate-gpt 0.057 against 0.135.
+ * (The simulator's offload and tba h2d streams move by about a quarter
+ * for 0.1 of every op's share.) */
 static gboolean probe_backward(Pass *p, guint op, double *first_free, GError **error) {
-  double typical = p->backward_s[op], start = now(), copy = 0;
+  double start = now(), copy = 0;
   if (!run_direction(p, op, ROK_HW_BACKWARD, error) || !rok_cl_device_flush(p->cl, ROK_CL_QUEUE_COMPUTE, error))
     return FALSE;
-  double lead = start + FIRST_LEAD * typical;
+  double lead = start + FIRST_LEAD * p->backward_s[op];
   if (lead - now() > FIRST_SPIN_S) /* asleep, not on a processor the kernel wants */
     g_usleep((gulong)((lead - now() - FIRST_SPIN_S) * 1e6));
   while (now() < lead) /* a sleep's wake-up is late by tens of microseconds */
@@ -131,8 +142,10 @@ static gboolean probe_backward(Pass *p, guint op, double *first_free, GError **e
   double issued = now();
   if (!copy_out(p, &copy, error) || !rok_cl_device_finish(p->cl, ROK_CL_QUEUE_COMPUTE, error))
     return FALSE;
-  double wait = copy - p->copy_alone_s, at = (issued - start + MAX(wait, 0)) / typical;
-  *first_free = wait > MAX(p->copy_alone_s, FIRST_WAITED * typical) && at < FIRST_LATE ? at : NAN;
+  guint units = MAX(rok_cl_device_info(p->cl)->compute_units, 1);
+  double length = MAX(now() - start - p->copy_alone_s / units, 1e-9);
+  double wait = copy - p->copy_alone_s, at = (issued - start + MAX(wait, 0)) / length;
+  *first_free = wait > MAX(p->copy_alone_s, FIRST_WAITED * length) && at < FIRST_LATE ? at : NAN;
   return TRUE;
 }
 

@@ -80,7 +80,8 @@ static void append_device(GString *s, const RokCalibration *c) {
   if (d->ops->len > 0 && c->model_name != NULL && g_strcmp0(d->type, "cpu") == 0)
     g_string_append(s, "calibrated_shapes.gemm_ops' backward_first: in seven more passes, a 1 MiB copy out of the "
                        "device handed over 0.15 into each GEMM op's backward of 0.3 ms or more; when its wait "
-                       "ended (its time less its least of five alone), over the backward's median time and "
+                       "ended (its time less its least of five alone), over that backward's own length (less the "
+                       "copy's time alone over the device's processors) and "
                        "gpu.copy_kernel_free_at: the share of the backward its first kernel takes (copies that did "
                        "not wait, less than their time alone or 0.05 of the backward, or waited past 0.9 of it, "
                        "left out; the median where three or more waited). ");

@@ -183,7 +183,8 @@ void rok_calib_check(RokCalibration *c) {
     warn(c, "the device ran its %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " GEMM %.0f%% %s "
             "at the end of its measurements than at the start: the machine's speed changed while it was measured (a "
             "virtual machine's host, a power or thermal limit), so the profile mixes both speeds and predictions "
-            "made from it can be off by as much; calibrate again when it holds steady (--attempts N measures again by itself)",
+            "made from it can be off by as much; calibrate again when it holds steady (--attempts N measures again "
+            "by itself)",
          g->m, g->n, g->k, 100 * fabs(change), change < 0 ? "slower" : "faster");
   }
   double ew = rok_calib_elementwise_change(&c->device);
@@ -191,7 +192,8 @@ void rok_calib_check(RokCalibration *c) {
     warn(c, "the device ran its element-wise add %.0f%% %s between the passes of the ops than right before and "
             "after them: the machine's speed changed while it was measured (a virtual machine's host, another "
             "tenant's memory traffic), so the op rates are of another speed than the rest and predictions made "
-            "from them can be off by as much; calibrate again when it holds steady (--attempts N measures again by itself)",
+            "from them can be off by as much; calibrate again when it holds steady (--attempts N measures again by "
+            "itself)",
          100 * fabs(ew), ew < 0 ? "slower" : "faster");
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);

@@ -213,6 +213,7 @@ static void test_speed_note(void) {
   g_assert_nonnull(strstr(note, "keep, the kernels alone, took 22% less time than predicted, outside its interval "
                                 "(-34.6% to -11.3%): the machine ran the kernels 29% faster than the profile says"));
   g_assert_nonnull(strstr(note, "calibrating again right before validating"));
+  g_assert_nonnull(strstr(note, "rok calibrate --attempts N keeps the steadiest of N"));
   keep->within_noise = TRUE;
   g_assert_null(rok_validation_speed_note(v));
   keep->within_noise = FALSE;

@@ -151,15 +151,15 @@ static void take_larger(double change, double limit, const char *what, double *l
 double rok_calib_unsteadiness(const RokCalibration *c, const char **what) {
   double largest = 0;
   const char *found = NULL;
-  take_larger(rok_calib_speed_change(&c->device), ROK_CALIB_SPEED_CHANGE, "the device's GEMM speed", &largest, &found);
-  take_larger(rok_calib_elementwise_change(&c->device), ROK_CALIB_SPEED_CHANGE, "the device's memory speed", &largest,
+  take_larger(rok_calib_speed_change(&c->device), ROK_CALIB_SPEED_CHANGE, "a change in the device's GEMM speed", &largest, &found);
+  take_larger(rok_calib_elementwise_change(&c->device), ROK_CALIB_SPEED_CHANGE, "a change in the device's memory speed", &largest,
               &found);
   for (guint i = 0; i < c->disks->len; i++)
     for (guint w = 0; w < 2; w++)
       take_larger(rok_calib_disk_change(&g_array_index(c->disks, RokCalibDisk, i), w == 0), ROK_CALIB_SPEED_CHANGE,
-                  "a disk's speed", &largest, &found);
+                  "a change in a disk's speed", &largest, &found);
   if (c->others_share > 0) /* negative: unknown */
-    take_larger(c->others_share, ROK_HOST_BUSY_SHARE, "others' share of the processors", &largest, &found);
+    take_larger(c->others_share, ROK_HOST_BUSY_SHARE, "others' use of the processors", &largest, &found);
   if (what != NULL)
     *what = found;
   return largest;

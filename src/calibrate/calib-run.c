@@ -108,7 +108,7 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   g_autoptr(GPtrArray) what = g_ptr_array_new();
   for (guint attempt = 1; attempt <= o.attempts; attempt++) {
     if (attempt > 1) {
-      rok_calib_progress(&o, "attempt %u of %u: in the last, %s changed by %.0f%%", attempt, o.attempts,
+      rok_calib_progress(&o, "attempt %u of %u, the last unsteady (%s, %.0f%%)", attempt, o.attempts,
                          (const char *)g_ptr_array_index(what, attempt - 2),
                          100 * g_array_index(unsteadiness, double, attempt - 2));
     }

@@ -411,7 +411,7 @@ static void print_attempts(const RokCalibration *c) {
   g_autoptr(GString) changes = g_string_new(NULL);
   for (gsize i = 0; i < c->attempts; i++)
     if (c->unsteady_what[i] != NULL)
-      g_string_append_printf(changes, "%s%zu: %s changed by %.0f%%", changes->len > 0 ? "; " : "", i + 1,
+      g_string_append_printf(changes, "%s%zu: %s, %.0f%%", changes->len > 0 ? "; " : "", i + 1,
                              c->unsteady_what[i], 100 * c->unsteadiness[i]);
     else
       g_string_append_printf(changes, "%s%zu: steady", changes->len > 0 ? "; " : "", i + 1);

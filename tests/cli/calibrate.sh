@@ -132,7 +132,7 @@ rm "$disk/hw.json"
   >"$tmp/stdout.json" 2>"$tmp/attempts"
 grep -q '"name": "lab"' "$tmp/stdout.json"
 grep -q 'block sizes 1.00 MiB x queue depths 8 ' "$tmp/stdout.json"
-if grep -q "rok calibrate: measured 2 times (1: .* changed by [0-9]*%; 2: .*): attempt [12] kept" "$tmp/attempts"; then
+if grep -q "rok calibrate: measured 2 times (1: .*, [0-9]*%; 2: .*): attempt [12] kept" "$tmp/attempts"; then
   grep -q 'Of 2 measurements in a row (--attempts), number [12]: the steadiest' "$tmp/stdout.json"
 else
   ! grep -q "measured 2 times" "$tmp/attempts"

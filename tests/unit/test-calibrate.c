@@ -655,14 +655,14 @@ static void test_unsteadiness(void) {
   g_assert_cmpfloat(rok_calib_unsteadiness(c, NULL), ==, 0);
   c->device.speed_again.median = 2.6e12;
   g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.35), <, 1e-12);
-  g_assert_cmpstr(what, ==, "the device's GEMM speed");
+  g_assert_cmpstr(what, ==, "a change in the device's GEMM speed");
   RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, 1);
   d->again[0] = (RokCalibStat){.median = 1.4, .min = 1.3, .max = 1.5, .n = 5};
   g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.4), <, 1e-12);
-  g_assert_cmpstr(what, ==, "a disk's speed");
+  g_assert_cmpstr(what, ==, "a change in a disk's speed");
   c->others_share = 0.6;
   g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.6), <, 1e-12);
-  g_assert_cmpstr(what, ==, "others' share of the processors");
+  g_assert_cmpstr(what, ==, "others' use of the processors");
 }
 
 int main(int argc, char **argv) {

@@ -44,24 +44,25 @@
 # 63), each op's backward_first over its probed backward's own length,
 # the LLaMA-shaped model 3.1% (worst 3.9%) and 1.2% (worst 3.4%) in the
 # first run of two pairs, 9.7% and 5.3% in the second (keep +8.7%,
-# -12.0%); validate-gpt 3.3% (worst 9.3%) and 3.2%, 3.0%, 5.2% (worst
-# 13.8%, 12.0%, 9.9%). Before it, the third attempt steady and kept, the
-# LLaMA-shaped model 11.5% and 20.1% median step-time error (worst
-# 19.3%, 23.6%) with the VM 9% and 18% faster than that calibration by
-# then (keep -9.0%, -17.7%; against keep 4.1%, 5.1%); before, on a
-# calibration whose GEMM ran 18% slower at its end, 3.8% and 10.0%
-# (worst 13.0%, 14.0%), 14 of 14 streams within 15% in the second run,
-# where the copies timed before the rounds ran 4% slower than the
-# profile (16-18% in the first, its rok rows' copy streams 25-33% long);
-# validate-gpt 10.5% and 4.5% (worst 15.3%, 11.7%; keep -15.3%, -6.2%).
-# The best runs: the LLaMA-shaped model 0.3% and 0.7% (worst 3.6%, 2.1%;
-# stop 59), 2.1% and 2.7% (worst 8.5%, 4.8%; stop 62); validate-gpt 2.4%
-# (worst 5.0%; stop 62), 1.3% (worst 9.0%). In a slow spell of the VM
-# (keep +27%..+61%) 7-35%, against keep 4-16%. docs/measurements.md has
-# every run quoted since 2026-12-02 and what changed between them;
-# README's `rok validate` section, the latest and what limits them;
-# repredict.py predicts kept runs again with another build,
-# ssd_batches.py reads the SSD batches of runs kept with --keep.
+# -12.0%); validate-gpt 3.3% (worst 9.3%), 3.2% (worst 6.0%; 8 of 8 rows
+# inside their intervals) and 3.2%, 3.0%, 5.2% (worst 13.8%, 12.0%,
+# 9.9%), in slow spells (keep +21%, +24%) 21%. Before it, the third
+# attempt steady and kept, the LLaMA-shaped model 11.5% and 20.1% median
+# step-time error (worst 19.3%, 23.6%) with the VM 9% and 18% faster
+# than that calibration by then (keep -9.0%, -17.7%; against keep 4.1%,
+# 5.1%); before, on a calibration whose GEMM ran 18% slower at its end,
+# 3.8% and 10.0% (worst 13.0%, 14.0%), 14 of 14 streams within 15% in
+# the second run, where the copies timed before the rounds ran 4% slower
+# than the profile (16-18% in the first, its rok rows' copy streams
+# 25-33% long); validate-gpt 10.5% and 4.5% (worst 15.3%, 11.7%; keep
+# -15.3%, -6.2%). The best runs: the LLaMA-shaped model 0.3% and 0.7%
+# (worst 3.6%, 2.1%; stop 59), 2.1% and 2.7% (worst 8.5%, 4.8%; stop
+# 62); validate-gpt 2.4% (worst 5.0%; stop 62), 1.3% (worst 9.0%). In a
+# slow spell of the VM (keep +27%..+61%) 7-35%, against keep 4-16%.
+# docs/measurements.md has every run quoted since 2026-12-02 and what
+# changed between them; README's `rok validate` section, the latest and
+# what limits them; repredict.py predicts kept runs again with another
+# build, ssd_batches.py reads the SSD batches of runs kept with --keep.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

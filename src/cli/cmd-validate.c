@@ -160,8 +160,6 @@ static void print_parts(const RokValidation *v) {
   }
 }
 
-/* Each row's transfer streams (the parts with an interval), the worst
- * first named in the summary line. */
 /* "+3.0% (d2h, -1.0..+5.0%) and ..." of a speed against the profile timed
  * before each round (NULL: not timed). */
 static char *speeds(const RokCalibStat speed[2], const char *const names[2]) {
@@ -172,6 +170,8 @@ static char *speeds(const RokCalibStat speed[2], const char *const names[2]) {
                          names[1], 100 * (speed[1].min - 1), 100 * (speed[1].max - 1));
 }
 
+/* Each row's transfer streams (the parts with an interval), the worst
+ * first named in the summary line. */
 static void print_streams(const RokValidation *v) {
   if (v->streams == 0)
     return;

@@ -340,6 +340,13 @@ gboolean rok_calib_disk_fit_warm(const RokCalibDisk *d, double warm[2]);
  * size). FALSE (both 0) without bursts. */
 gboolean rok_calib_disk_fit_cpu(const RokCalibDisk *d, double *request, double *leg);
 
+/* One attempt of rok_calibrate(): rok_calib_unsteadiness and its WHAT
+ * (a static string; NULL: steady). */
+typedef struct {
+  double unsteadiness;
+  const char *what;
+} RokCalibAttempt;
+
 typedef struct {
   gboolean quick;
   guint trials;
@@ -352,12 +359,12 @@ typedef struct {
   GArray *disks;       /* RokCalibDisk, in --dir order */
   GPtrArray *warnings; /* strings for the user, in the order found */
   /* rok_calibrate() measured `attempts` times (RokCalibOptions.attempts)
-   * and kept this, attempt number `attempt` (from 1): each one's
-   * rok_calib_unsteadiness in order. 0 / NULL: not from rok_calibrate(). */
+   * and kept this, attempt number `attempt` (from 1): what each one's
+   * rok_calib_unsteadiness said, in order. 0 / NULL: not from
+   * rok_calibrate(). */
   gsize attempts;
   guint attempt;
-  double *unsteadiness;
-  const char **unsteady_what; /* rok_calib_unsteadiness's WHAT of each (static strings; NULL: steady) */
+  RokCalibAttempt *seen;
 } RokCalibration;
 
 RokCalibration *rok_calibration_new(void);

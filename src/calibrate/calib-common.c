@@ -102,7 +102,6 @@ void rok_calibration_free(RokCalibration *c) {
   g_array_unref(c->device.ops);
   g_array_unref(c->disks);
   g_ptr_array_unref(c->warnings);
-  g_free(c->unsteadiness);
-  g_free(c->unsteady_what);
+  g_free(c->seen);
   g_free(c);
 }

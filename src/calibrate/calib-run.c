@@ -104,31 +104,29 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   /* Measured again while the machine's speed moved (o.attempts), the
    * steadiest kept: the first of the least unsteadiness. */
   RokCalibration *kept = NULL;
-  g_autoptr(GArray) unsteadiness = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GPtrArray) what = g_ptr_array_new();
+  g_autoptr(GArray) seen = g_array_new(FALSE, FALSE, sizeof(RokCalibAttempt));
   for (guint attempt = 1; attempt <= o.attempts; attempt++) {
     if (attempt > 1) {
-      rok_calib_progress(&o, "attempt %u of %u, the last unsteady (%s, %.0f%%)", attempt, o.attempts,
-                         (const char *)g_ptr_array_index(what, attempt - 2),
-                         100 * g_array_index(unsteadiness, double, attempt - 2));
+      const RokCalibAttempt *last = &g_array_index(seen, RokCalibAttempt, attempt - 2);
+      rok_calib_progress(&o, "attempt %u of %u, the last unsteady (%s, %.0f%%)", attempt, o.attempts, last->what,
+                         100 * last->unsteadiness);
     }
     RokCalibration *c = measure_once(&o, &cancel, error);
     if (c == NULL) {
       g_clear_pointer(&kept, rok_calibration_free);
       break;
     }
-    const char *why = NULL;
-    double u = rok_calib_unsteadiness(c, &why);
-    g_array_append_val(unsteadiness, u);
-    g_ptr_array_add(what, (gpointer)why);
-    if (kept == NULL || u < g_array_index(unsteadiness, double, kept->attempt - 1)) {
+    RokCalibAttempt now = {0};
+    now.unsteadiness = rok_calib_unsteadiness(c, &now.what);
+    g_array_append_val(seen, now);
+    if (kept == NULL || now.unsteadiness < g_array_index(seen, RokCalibAttempt, kept->attempt - 1).unsteadiness) {
       g_clear_pointer(&kept, rok_calibration_free);
       kept = c;
       kept->attempt = attempt;
     } else {
       rok_calibration_free(c);
     }
-    if (u == 0)
+    if (now.unsteadiness == 0)
       break;
   }
   if (o.signals != NULL)
@@ -136,9 +134,7 @@ RokCalibration *rok_calibrate(const RokCalibOptions *options, GError **error) {
   else
     rok_signal_watch_free(watch);
   rok_calib_cancel_clear(&cancel);
-  if (kept != NULL) {
-    kept->unsteadiness = g_array_steal(unsteadiness, &kept->attempts);
-    kept->unsteady_what = (const char **)g_ptr_array_steal(what, NULL);
-  }
+  if (kept != NULL)
+    kept->seen = g_array_steal(seen, &kept->attempts);
   return kept;
 }

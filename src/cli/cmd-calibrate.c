@@ -409,14 +409,16 @@ static void print_attempts(const RokCalibration *c) {
   if (c->attempts < 2)
     return;
   g_autoptr(GString) changes = g_string_new(NULL);
-  for (gsize i = 0; i < c->attempts; i++)
-    if (c->unsteady_what[i] != NULL)
-      g_string_append_printf(changes, "%s%zu: %s, %.0f%%", changes->len > 0 ? "; " : "", i + 1,
-                             c->unsteady_what[i], 100 * c->unsteadiness[i]);
+  for (gsize i = 0; i < c->attempts; i++) {
+    const RokCalibAttempt *a = &c->seen[i];
+    g_string_append_printf(changes, "%s%zu: ", i > 0 ? "; " : "", i + 1);
+    if (a->what != NULL)
+      g_string_append_printf(changes, "%s, %.0f%%", a->what, 100 * a->unsteadiness);
     else
-      g_string_append_printf(changes, "%s%zu: steady", changes->len > 0 ? "; " : "", i + 1);
+      g_string_append(changes, "steady");
+  }
   fprintf(stderr, "rok calibrate: measured %zu times (%s): attempt %u kept, the steadiest%s\n", c->attempts,
-          changes->str, c->attempt, c->unsteady_what[c->attempt - 1] != NULL ? ", its warnings below" : "");
+          changes->str, c->attempt, c->seen[c->attempt - 1].what != NULL ? ", its warnings below" : "");
 }
 
 /* --model: one layer of the model (its embedding and head too), the

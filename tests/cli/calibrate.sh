@@ -124,24 +124,36 @@ fi
 "$rok" simulate gpt3-1.3b --hw "$disk/hw.json" --strategy tba --set layers=2 >/dev/null
 
 # Without -o the profile goes to stdout, named by --name; the grid is the
-# user's; with --attempts 2 it is measured again where the first attempt's
-# speed moved, and then the profile and standard error say which was kept;
-# Ctrl-C (SIGINT) during the disk passes leaves nothing behind.
+# user's; Ctrl-C (SIGINT) during the disk passes leaves nothing behind.
 rm "$disk/hw.json"
-"$rok" calibrate --quick --trials 1 --attempts 2 --dir "$disk" --name lab --block 1MiB --qd 8 --file-size 16MiB \
-  >"$tmp/stdout.json" 2>"$tmp/attempts"
+"$rok" calibrate --quick --trials 1 --dir "$disk" --name lab --block 1MiB --qd 8 --file-size 16MiB \
+  >"$tmp/stdout.json" 2>/dev/null
 grep -q '"name": "lab"' "$tmp/stdout.json"
 grep -q 'block sizes 1.00 MiB x queue depths 8 ' "$tmp/stdout.json"
-if grep -q "rok calibrate: measured 2 times (1: .*, [0-9]*%; 2: .*): attempt [12] kept" "$tmp/attempts"; then
-  grep -q 'Of 2 measurements in a row (--attempts), number [12]: the steadiest' "$tmp/stdout.json"
-else
-  ! grep -q "measured 2 times" "$tmp/attempts"
-  ! grep -q 'measurements in a row' "$tmp/stdout.json"
-fi
 [ -z "$(ls -A "$disk")" ] || { echo "left behind: $(ls -A "$disk")" >&2; exit 1; }
 if [ -n "${ROK_TEST_PROFILE:-}" ]; then
   cp "$tmp/stdout.json" "$ROK_TEST_PROFILE.new" && mv "$ROK_TEST_PROFILE.new" "$ROK_TEST_PROFILE"
 fi
+
+# --attempts 2 beside processes that take every processor rok leaves idle
+# (nice 19, as another user's batch job would): each attempt sees others
+# use more than 5% of the processors, so it measures twice, says what each
+# attempt saw and which it kept (the steadier, with its warnings), and the
+# profile's source says which of the two it is.
+busy=()
+trap '[ ${#busy[@]} -eq 0 ] || kill "${busy[@]}"; rm -rf "$tmp"' EXIT
+for _ in $(seq "$(nproc)"); do
+  nice -n 19 sh -c 'while :; do :; done' &
+  busy+=($!)
+done
+"$rok" calibrate --quick --trials 1 --attempts 2 >"$tmp/attempts.json" 2>"$tmp/attempts"
+kill "${busy[@]}"
+busy=()
+grep -q "^rok calibrate: measured 2 times (1: [^;]*, [0-9]*%; 2: [^)]*, [0-9]*%): attempt [12] kept, the steadiest, its \
+warnings below$" "$tmp/attempts" || { cat "$tmp/attempts" >&2; exit 1; }
+kept=$(sed -n 's/.*: attempt \([12]\) kept.*/\1/p' "$tmp/attempts")
+grep -q "Of 2 measurements in a row (--attempts), number $kept: the steadiest" "$tmp/attempts.json"
+grep -q "^rok calibrate: warning: the machine was busy: other processes used" "$tmp/attempts"
 
 "$rok" calibrate --quick --trials 1 --dir "$disk" --file-size 512MiB --block 128KiB --qd 1 >/dev/null 2>"$tmp/int" &
 pid=$!

@@ -152,6 +152,11 @@ busy=()
 grep -q "^rok calibrate: measured 2 times (1: [^;]*, [0-9]*%; 2: [^)]*, [0-9]*%): attempt [12] kept, the steadiest, its \
 warnings below$" "$tmp/attempts" || { cat "$tmp/attempts" >&2; exit 1; }
 kept=$(sed -n 's/.*: attempt \([12]\) kept.*/\1/p' "$tmp/attempts")
+first=$(sed -n 's/.*measured 2 times (1: [^;]*, \([0-9]*\)%; 2: .*/\1/p' "$tmp/attempts")
+second=$(sed -n 's/.*; 2: [^)]*, \([0-9]*\)%): attempt.*/\1/p' "$tmp/attempts")
+if [ "$first" -ne "$second" ]; then # the steadier kept (equal to a percent: either)
+  [ "$kept" -eq "$(( second < first ? 2 : 1 ))" ] || { echo "kept $kept of $first% and $second%" >&2; exit 1; }
+fi
 grep -q "Of 2 measurements in a row (--attempts), number $kept: the steadiest" "$tmp/attempts.json"
 grep -q "^rok calibrate: warning: the machine was busy: other processes used" "$tmp/attempts"
 

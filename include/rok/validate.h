@@ -122,6 +122,18 @@ typedef struct {
    * +24..+43%). NaN otherwise (SSD streams: the disk's speed is not the
    * processors'). */
   double error_against_keep;
+  /* A copy stream of a row where validate timed the copies before each
+   * round (RokValidation.copy_speed): predicted again on the profile with
+   * its copy figures at the speed the copies ran at then (pcie rates and
+   * latency, and the host's checks of the legs, which go through the same
+   * memory, over the copies' median ratio; validate_hw_at_copy_speed), and
+   * the stream's error against that, median_s / it - 1. The host's copies
+   * drift with its memory, which a virtual machine's host moves by 10-25%
+   * within minutes (the development VM, 2026-12-07: the copies 0-40% off a
+   * calibration minutes old, the copy streams with them); this is the
+   * prediction the profile would give, calibrated as the copies ran. NaN
+   * otherwise. */
+  double predicted_at_copy_speed_s, error_at_copy_speed;
 } RokValidatePart;
 
 /* (measured - predicted) / predicted of a part, measured as its median
@@ -196,6 +208,9 @@ typedef struct {
   /* Over the copy streams that have an error_against_keep, its absolute
    * value's median and largest (NaN without any). */
   double median_copy_error_against_keep, max_copy_error_against_keep;
+  /* Over the copy streams that have an error_at_copy_speed, its absolute
+   * value's median and largest (NaN without any). */
+  double median_copy_error_at_copy_speed, max_copy_error_at_copy_speed;
   gboolean copies_on_cpus; /* the profile's gpu.shared_cpus > 0 */
   /* Where the profile has SSDs, each directory's disk timed before every
    * measured round in bursts like the SSD legs (rok_calib_disk_speed):
@@ -218,7 +233,8 @@ typedef struct {
    * figures give, d2h [0] and h2d [1], over the rounds (n 0: not timed).
    * How far the copies run from what the simulator charges one (the
    * host's drift since the calibration, or that model's own miss), beside
-   * the copy streams' errors; not taken out of them. */
+   * the copy streams' errors; not taken out of them, but predicted with
+   * (RokValidatePart.predicted_at_copy_speed_s). */
   RokCalibStat copy_speed[2];
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
@@ -268,16 +284,18 @@ void rok_validation_summarize(RokValidation *validation);
  * measured_activation_peak_bytes, predicted_moved_bytes,
  * measured_moved_bytes, moved_error, integrity_failures, parts [{part,
  * actions, predicted_s, measured_s, and for a transfer stream median_s,
- * ci_low_s, ci_high_s, within_noise, error_against_keep}]}], parts (over
- * all rows),
+ * ci_low_s, ci_high_s, within_noise, error_against_keep,
+ * predicted_at_copy_speed_s, error_at_copy_speed}]}], parts (over all
+ * rows),
  * median_step_time_error, max_step_time_error, median_peak_error,
  * max_peak_error, max_moved_error, median_noise, max_noise,
  * median_error_against_keep, max_error_against_keep (null without a keep
  * row), rows_within_noise, streams, streams_within_noise,
  * median_stream_error, max_stream_error (null without streams),
- * median_copy_error_against_keep, max_copy_error_against_keep (null
- * without such streams),
- * median_taken_share, notes}. */
+ * median_copy_error_against_keep, max_copy_error_against_keep,
+ * median_copy_error_at_copy_speed, max_copy_error_at_copy_speed (null
+ * without such streams), disk_speed, copy_speed (null: not timed),
+ * median_taken_share, calibrated_busy, notes}. */
 json_object *rok_validation_to_json(const RokValidation *validation);
 
 /* The chart: measured against predicted step time, one labelled point per

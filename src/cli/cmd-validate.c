@@ -190,9 +190,11 @@ static void print_streams(const RokValidation *v) {
     }
   }
   g_autofree char *where = row_place(worst_row);
+  gboolean copies = !isnan(v->median_copy_error_against_keep) || !isnan(v->median_copy_error_at_copy_speed);
   printf("Transfer streams, the time each had a leg running (predicted, the median over the row's steps, error, "
-         "the median's interval): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions inside "
+         "the median's interval%s): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions inside "
          "their interval.\n",
+         copies ? "; a copy stream's error against keep and against its prediction at the copies' speed, below" : "",
          100 * v->median_stream_error, 100 * v->max_stream_error, worst->part, where, v->streams_within_noise,
          v->streams);
   for (guint i = 0; i < v->rows->len; i++) {
@@ -207,8 +209,10 @@ static void print_streams(const RokValidation *v) {
       g_autofree char *lo = rok_units_format_time(p->ci_low_s), *hi = rok_units_format_time(p->ci_high_s);
       g_autofree char *e = percent(rok_validate_part_error(p));
       g_autofree char *k = isnan(p->error_against_keep) ? g_strdup("") : percent(p->error_against_keep);
-      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s%s%s\n", first ? row->strategy : "", first ? budget : "",
-             p->part, pt, mt, e, lo, hi, p->within_noise ? " *" : "", *k ? "  against keep " : "", k);
+      g_autofree char *c = isnan(p->error_at_copy_speed) ? g_strdup("") : percent(p->error_at_copy_speed);
+      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s%s%s%s%s\n", first ? row->strategy : "",
+             first ? budget : "", p->part, pt, mt, e, lo, hi, p->within_noise ? " *" : "", *k ? "  keep " : "", k,
+             *c ? "  copies " : "", c);
       first = FALSE;
     }
   }
@@ -219,13 +223,19 @@ static void print_streams(const RokValidation *v) {
            "%.1f%%, worst %.1f%%.\n",
            100 * keep->step_time_error, 100 * v->median_copy_error_against_keep,
            100 * v->max_copy_error_against_keep);
-  static const char *const copies[2] = {"d2h", "h2d"}, *disks[2] = {"writes", "reads"};
-  g_autofree char *copied = speeds(v->copy_speed, copies), *disked = speeds(v->disk_speed, disks);
+  if (!isnan(v->median_copy_error_at_copy_speed))
+    printf("Copy streams at the copies' speed (each predicted again with the profile's copy figures as fast as the "
+           "copies ran before the rounds, below: its pcie rates and latency and the host's checks of the legs, "
+           "which go through the same memory): median %.1f%%, worst %.1f%%.\n",
+           100 * v->median_copy_error_at_copy_speed, 100 * v->max_copy_error_at_copy_speed);
+  static const char *const ways[2] = {"d2h", "h2d"}, *disks[2] = {"writes", "reads"};
+  g_autofree char *copied = speeds(v->copy_speed, ways), *disked = speeds(v->disk_speed, disks);
   if (copied != NULL)
     printf("The copies, timed before each round as rok calibrate times their rates (256 KiB to 1 MiB, 1 ms apart, "
            "nothing else running), took %s against what the profile's pcie.latency and rates give them: how far "
            "the host's copies run now from what the simulator charges a copy (the machine's drift since the "
-           "calibration, or that model's own miss; the copy streams' errors hold it too).\n",
+           "calibration, or that model's own miss), which the copy streams' errors hold and their errors at the "
+           "copies' speed take out.\n",
            copied);
   if (disked != NULL)
     printf("The disks, timed before each round in bursts like the SSD legs after 1 ms idle, took %s against the "

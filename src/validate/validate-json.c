@@ -129,6 +129,28 @@ static void copies_against_keep(RokValidation *v) {
     v->median_copy_error_against_keep = v->max_copy_error_against_keep = NAN;
 }
 
+/* Each copy stream's error_at_copy_speed (rok/validate.h), where it was
+ * predicted at the copies' speed, and their median and largest. */
+static void copies_at_speed(RokValidation *v) {
+  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    for (guint j = 0; row->parts != NULL && j < row->parts->len; j++) {
+      RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, j);
+      p->error_at_copy_speed = NAN;
+      if (isnan(p->median_s) || !(p->predicted_at_copy_speed_s > 0))
+        continue;
+      p->error_at_copy_speed = p->median_s / p->predicted_at_copy_speed_s - 1;
+      double e = fabs(p->error_at_copy_speed);
+      g_array_append_val(errors, e);
+    }
+  }
+  median_max((double *)(void *)errors->data, errors->len, &v->median_copy_error_at_copy_speed,
+             &v->max_copy_error_at_copy_speed);
+  if (errors->len == 0)
+    v->median_copy_error_at_copy_speed = v->max_copy_error_at_copy_speed = NAN;
+}
+
 void rok_validation_summarize(RokValidation *v) {
   guint n = v->rows->len;
   g_autofree double *time = g_new(double, MAX(n, 1)), *peak = g_new(double, MAX(n, 1));
@@ -155,6 +177,7 @@ void rok_validation_summarize(RokValidation *v) {
   against_keep(v);
   streams(v);
   copies_against_keep(v);
+  copies_at_speed(v);
   v->rows_within_noise = 0;
   for (guint i = 0; i < n; i++)
     v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;
@@ -200,6 +223,8 @@ static json_object *parts_json(const GArray *parts) {
       json_object_object_add(o, "ci_high_s", rok_json_new_double(p->ci_high_s));
       json_object_object_add(o, "within_noise", json_object_new_boolean(p->within_noise));
       json_object_object_add(o, "error_against_keep", rok_json_new_double(p->error_against_keep)); /* NaN: null */
+      json_object_object_add(o, "predicted_at_copy_speed_s", rok_json_new_double(p->predicted_at_copy_speed_s));
+      json_object_object_add(o, "error_at_copy_speed", rok_json_new_double(p->error_at_copy_speed));
     }
     json_object_array_add(a, o);
   }
@@ -305,6 +330,8 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_stream_error", rok_json_new_double(v->max_stream_error));
   add(o, "median_copy_error_against_keep", rok_json_new_double(v->median_copy_error_against_keep));
   add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
+  add(o, "median_copy_error_at_copy_speed", rok_json_new_double(v->median_copy_error_at_copy_speed));
+  add(o, "max_copy_error_at_copy_speed", rok_json_new_double(v->max_copy_error_at_copy_speed));
   static const char *const disk[2] = {"write", "read"}, *copy[2] = {"d2h", "h2d"};
   add(o, "disk_speed", speed_json(v->disk_speed, disk));
   add(o, "copy_speed", speed_json(v->copy_speed, copy));

@@ -19,8 +19,13 @@ GArray *validate_parts_new(void) {
 
 /* A part of NAME (taken), nothing counted yet, with no interval. */
 static RokValidatePart part_new(char *name) {
-  return (RokValidatePart){
-      .part = name, .median_s = NAN, .ci_low_s = NAN, .ci_high_s = NAN, .error_against_keep = NAN};
+  return (RokValidatePart){.part = name,
+                           .median_s = NAN,
+                           .ci_low_s = NAN,
+                           .ci_high_s = NAN,
+                           .error_against_keep = NAN,
+                           .predicted_at_copy_speed_s = NAN,
+                           .error_at_copy_speed = NAN};
 }
 
 static RokValidatePart *part(GArray *parts, const char *name) {
@@ -101,6 +106,18 @@ static void stream_add(StreamTime *t, RokStream s, guint part, const RokExecSpan
   g_array_append_val(t->moving[s], m);
   g_array_append_val(t->planned[s], q);
   t->part[s] = part;
+}
+
+double validate_schedule_copy_s(const RokSchedule *schedule, RokStream s) {
+  g_autoptr(GArray) legs = g_array_new(FALSE, FALSE, sizeof(Interval));
+  for (guint id = 0; id < schedule->actions->len; id++) {
+    const RokAction *a = rok_schedule_action(schedule, id);
+    if (a->stream != s || a->kind == ROK_ACTION_FREE)
+      continue;
+    Interval v = {(double)a->start_ns / 1e9, (double)a->end_ns / 1e9};
+    g_array_append_val(legs, v);
+  }
+  return covered(legs);
 }
 
 /* Sets the transfer streams' parts' times and frees T's arrays. */

@@ -3,6 +3,7 @@
  *   validate.c        options, the result's life, planning the rows
  *   validate-run.c    each row's schedule run and compared; rok_validate
  *   validate-parts.c  where the time of a step goes, by op kind and stream
+ *   validate-copies.c the copy streams predicted at the copies' speed then
  *   validate-json.c   the summary over the rows, rok-validation/1
  *   validate-chart.c  measured against predicted step time */
 #pragma once
@@ -45,3 +46,18 @@ RokStream validate_part_stream(const RokValidatePart *part);
 void validate_parts_spread(GArray *parts, const GPtrArray *reports);
 /* Add `from` into `into`, part by part (new parts at the end). */
 void validate_parts_add(GArray *into, const GArray *from);
+/* A copy stream's (d2h, h2d) predicted time in SCHEDULE, each moment
+ * once, as its part counts it from the spans of a run of that schedule
+ * (their predicted times are its actions'). */
+double validate_schedule_copy_s(const RokSchedule *schedule, RokStream stream);
+
+/* validate-copies.c: a copy of HW with its copies D2H and H2D times as
+ * slow as it says (the ratios rok_calib_copy_speed gives): pcie rates
+ * over them, its latency and the host's checks over their mean. */
+RokHw *validate_hw_at_copy_speed(const RokHw *hw, double d2h, double h2d);
+/* Where the copies were timed (v->copy_speed), each row's copy streams
+ * predicted again at their median speed (RokValidatePart.
+ * predicted_at_copy_speed_s): PLANNED are the rows' plans, in v->rows'
+ * order. Errors: the simulator's. */
+gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
+                                  GError **error);

@@ -387,6 +387,8 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     v->disk_speed[d] = rok_calib_stat((double *)(void *)disk_speeds[d]->data, disk_speeds[d]->len);
   for (guint d = 0; d < 2; d++)
     v->copy_speed[d] = rok_calib_stat((double *)(void *)copy_speeds[d]->data, copy_speeds[d]->len);
+  if (!validate_copies_at_speed(v, trace, hw, planned, error))
+    return NULL;
   read_load(v->load_after);
   rok_validation_summarize(v);
   standing_notes(options, v);

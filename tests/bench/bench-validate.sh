@@ -154,6 +154,14 @@ for i, d in enumerate(docs, 1):
     if d.get("median_copy_error_against_keep") is not None:
         print(f"       copy streams against keep (their work on the kernels' processors): median "
               f"{100 * d['median_copy_error_against_keep']:.1f}%, worst {100 * d['max_copy_error_against_keep']:.1f}%")
+    if d.get("median_copy_error_at_copy_speed") is not None:
+        parts = [p for r in d["rows"] for p in r["parts"] if p.get("error_at_copy_speed") is not None]
+        within = sum(abs(p["error_at_copy_speed"]) <= 0.15 for p in parts)
+        was = sum(abs(p["median_s"] / p["predicted_s"] - 1) <= 0.15 for p in parts)
+        print(f"       copy streams at the copies' speed timed before the rounds: median "
+              f"{100 * d['median_copy_error_at_copy_speed']:.1f}%, worst "
+              f"{100 * d['max_copy_error_at_copy_speed']:.1f}%; {within} of {len(parts)} within 15% "
+              f"({was} at the profile's)")
     if d.get("copy_speed"):
         s = d["copy_speed"]
         print(f"       the copies before each round against the profile's rates: d2h "

@@ -144,13 +144,28 @@ case $out in *"The copies, timed"*) echo "the copies timed on a profile without 
 [ -z "$(ls -A "$disk")" ]
 
 # A CPU device's profile: its copies timed before each round against the
-# profile's rates.
-"$rok" validate "${tiny[@]}" --no-baselines --repeat 1 --rounds 2 --hw-set gpu.shared_cpus=2 --json >"$tmp/cpu.json"
-python3 - "$tmp/cpu.json" <<'EOF'
-import json, sys
-c = json.load(open(sys.argv[1]))["copy_speed"]
+# profile's rates, and each copy stream predicted again at their speed.
+out=$("$rok" validate "${tiny[@]}" --no-baselines --repeat 1 --rounds 2 --hw-set gpu.shared_cpus=2 -o "$tmp/cpu")
+expect_in "$out" "The copies, timed before each round"
+expect_in "$out" "Copy streams at the copies' speed (each predicted again"
+python3 - "$tmp/cpu/validation.json" <<'EOF'
+import json, math, sys
+v = json.load(open(sys.argv[1]))
+c = v["copy_speed"]
 assert c["rounds"] == 2, c
 for k in ("d2h", "h2d"):
     assert 0 < c[k + "_min"] <= c[k] <= c[k + "_max"], c
+errors = []
+for r in v["rows"]:
+    for p in r["parts"]:
+        if p["part"] in ("d2h", "h2d"):
+            assert p["predicted_at_copy_speed_s"] > 0, p
+            e = p["median_s"] / p["predicted_at_copy_speed_s"] - 1
+            assert math.isclose(p["error_at_copy_speed"], e, rel_tol=1e-9, abs_tol=1e-12), p
+            errors.append(abs(e))
+        elif "median_s" in p:
+            assert p["predicted_at_copy_speed_s"] is None and p["error_at_copy_speed"] is None, p
+assert errors, "no row copied"
+assert math.isclose(v["max_copy_error_at_copy_speed"], max(errors), rel_tol=1e-9)
 EOF
 [ -z "$(ls -A "$disk")" ]

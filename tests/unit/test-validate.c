@@ -165,7 +165,8 @@ static void add_part(RokValidateRow *row, const char *name, double predicted, do
   gboolean stream = !isnan(median);
   RokValidatePart p = {.part = g_strdup(name), .actions = 1, .predicted_s = predicted, .measured_s = measured,
                        .median_s = median, .ci_low_s = stream ? low : NAN, .ci_high_s = stream ? high : NAN,
-                       .within_noise = stream && low <= predicted && predicted <= high};
+                       .within_noise = stream && low <= predicted && predicted <= high,
+                       .error_against_keep = NAN, .predicted_at_copy_speed_s = NAN, .error_at_copy_speed = NAN};
   g_array_append_val(row->parts, p);
 }
 
@@ -286,6 +287,94 @@ static void test_copies_against_keep(void) {
   g_assert_true(json_object_object_get_ex(json_object_array_get_idx(parts, 3), "error_against_keep", &against));
   g_assert_null(against);
   json_object_put(o);
+}
+
+/* The copy streams predicted again at the copies' speed timed before the
+ * rounds: the profile's pcie rates over each way's ratio, its latency and
+ * the host's checks over their mean; at ratio 1 each copy stream's
+ * prediction is the profile's (as its part counts it), slower copies give
+ * longer streams, a row without copy streams gets none; the summary and
+ * the document carry the errors against them. */
+static void test_copies_at_speed(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
+  hw->nvme.devices = 0; /* the planner offloads to host memory */
+  hw->gpu.shared_cpus = 2;
+  hw->host.checksum_bandwidth = 4e9;
+  hw->host.checksum_rates = g_new(RokHwRatePoint, 2);
+  hw->host.checksum_rates[0] = (RokHwRatePoint){.work = 65536, .rate = 6e9};
+  hw->host.checksum_rates[1] = (RokHwRatePoint){.work = 16 << 20, .rate = 4e9};
+  hw->host.checksum_rates_len = 2;
+  g_autoptr(RokHw) at = validate_hw_at_copy_speed(hw, 1.2, 1.4);
+  g_assert_cmpfloat_with_epsilon(at->pcie.d2h_bandwidth, hw->pcie.d2h_bandwidth / 1.2, 1e-3);
+  g_assert_cmpfloat_with_epsilon(at->pcie.h2d_bandwidth, hw->pcie.h2d_bandwidth / 1.4, 1e-3);
+  g_assert_cmpint(at->pcie.latency, ==, (gint64)llround((double)hw->pcie.latency * 1.3));
+  g_assert_cmpfloat_with_epsilon(at->host.checksum_bandwidth, 4e9 / 1.3, 1e-3);
+  g_assert_cmpfloat_with_epsilon(at->host.checksum_rates[1].rate, 4e9 / 1.3, 1e-3);
+  g_assert_cmpfloat(hw->host.checksum_rates[1].rate, ==, 4e9); /* a copy: the profile as it was */
+
+  RokValidateOptions o;
+  rok_validate_options_init(&o);
+  o.budgets = 2;
+  o.planner_threads = 1;
+  g_autoptr(RokValidation) v = validate_new(trace, hw);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) planned = validate_plan_rows(trace, hw, &o, v, &error);
+  g_assert_no_error(error);
+  guint copying = 0;
+  for (guint i = 0; i < planned->len; i++) {
+    const RokValidatePlanned *p = g_ptr_array_index(planned, i);
+    g_autoptr(RokSchedule) schedule =
+        rok_sim_schedule_new(trace, hw, p->plan, rok_strategy_name(p->strategy), p->budget, &error);
+    g_assert_no_error(error);
+    add_row(v, rok_strategy_name(p->strategy), p->budget, 1.0, 1.0, 0, 1000, 0);
+    RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    add_part(row, "linear forward", 0.5, 0.5, NAN, 0, 0);
+    for (RokStream s = ROK_STREAM_D2H; s <= ROK_STREAM_H2D; s++) {
+      double t = validate_schedule_copy_s(schedule, s);
+      if (t > 0)
+        add_part(row, rok_stream_name(s), t, 1.25 * t, 1.25 * t, t, 1.5 * t);
+    }
+    copying += row->parts->len > 1;
+  }
+  g_assert_cmpuint(copying, >, 0); /* the rok rows offload to host memory */
+  v->copy_speed[0] = v->copy_speed[1] = (RokCalibStat){.median = 1, .min = 1, .max = 1, .n = 3};
+  g_assert_true(validate_copies_at_speed(v, trace, hw, planned, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    g_assert_true(isnan(g_array_index(row->parts, RokValidatePart, 0).predicted_at_copy_speed_s)); /* compute */
+    for (guint k = 1; k < row->parts->len; k++) {
+      const RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, k);
+      g_assert_cmpfloat_with_epsilon(p->predicted_at_copy_speed_s, p->predicted_s, 1e-12);
+    }
+  }
+  v->copy_speed[0].median = 1.5;
+  v->copy_speed[1].median = 2.0;
+  g_assert_true(validate_copies_at_speed(v, trace, hw, planned, &error));
+  g_assert_no_error(error);
+  rok_validation_summarize(v);
+  double largest = 0;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    for (guint k = 1; k < row->parts->len; k++) {
+      const RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, k);
+      g_assert_cmpfloat(p->predicted_at_copy_speed_s, >, p->predicted_s);
+      g_assert_cmpfloat_with_epsilon(p->error_at_copy_speed, p->median_s / p->predicted_at_copy_speed_s - 1, 1e-12);
+      largest = MAX(largest, fabs(p->error_at_copy_speed));
+    }
+  }
+  g_assert_cmpfloat_with_epsilon(v->max_copy_error_at_copy_speed, largest, 1e-12);
+  g_assert_cmpfloat(v->median_copy_error_at_copy_speed, <=, largest);
+  json_object *doc = rok_validation_to_json(v);
+  json_object *max = NULL;
+  g_assert_true(json_object_object_get_ex(doc, "max_copy_error_at_copy_speed", &max));
+  g_assert_cmpfloat_with_epsilon(json_object_get_double(max), largest, 1e-12);
+  json_object_put(doc);
+
+  /* The copies not timed (no CPU device, or no row copies): none. */
+  g_autoptr(RokValidation) untimed = made_up();
+  g_assert_true(isnan(untimed->median_copy_error_at_copy_speed));
 }
 
 /* Medians and maxima of the absolute errors; the document holds every
@@ -583,6 +672,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/row-fill", test_row_fill);
   g_test_add_func("/validate/summary-json", test_summary_json);
   g_test_add_func("/validate/copies-against-keep", test_copies_against_keep);
+  g_test_add_func("/validate/copies-at-speed", test_copies_at_speed);
   g_test_add_func("/validate/no-keep", test_no_keep);
   g_test_add_func("/validate/against-keep-paired", test_against_keep_paired);
   g_test_add_func("/validate/chart", test_chart);

@@ -39,9 +39,19 @@
 # figures are only worth quoting from a machine nothing else is using.
 # Uses build/rok, or $ROK.
 #
+# On a CPU device the summary also gives the copy streams at the copies'
+# speed timed before the rounds (each predicted again at it; rok/validate.h
+# predicted_at_copy_speed_s) and how many come within 15% that way and as
+# the profile predicts them.
+#
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
 # --runs 2, 5-6 min a model with three calibrations: 2026-12-07 (stop
-# 63), each op's backward_first over its probed backward's own length,
+# 64), the copy streams at the copies' speed: 7, 9 of 10 within 15%
+# (the LLaMA-shaped model; 1 and 8 as the profile predicts them, the
+# copies timed 17-45% slow) and 9, 7 of 10 (validate-gpt; 8 and 5), the
+# step times off with the VM (keep +7.0%, +16.1%, -15.5%, -1.3%: 21.0%,
+# 11.1%, 11.6%, 7.7% median). Stop 63, each op's backward_first over its
+# probed backward's own length,
 # the LLaMA-shaped model 3.1% (worst 3.9%) and 1.2% (worst 3.4%) in the
 # first run of two pairs, 9.7% and 5.3% in the second (keep +8.7%,
 # -12.0%); validate-gpt 3.3% (worst 9.3%), 3.2% (worst 6.0%; 8 of 8 rows

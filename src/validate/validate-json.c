@@ -17,6 +17,13 @@ static void median_max(double *values, guint n, double *median, double *max) {
   *max = values[n - 1];
 }
 
+/* median_max over ERRORS (double); NaN for both where there are none. */
+static void median_max_or_nan(GArray *errors, double *median, double *max) {
+  median_max((double *)(void *)errors->data, errors->len, median, max);
+  if (errors->len == 0)
+    *median = *max = NAN;
+}
+
 const RokValidateRow *rok_validation_keep_row(const RokValidation *v) {
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
@@ -97,9 +104,7 @@ static void streams(RokValidation *v) {
     }
   }
   v->streams = errors->len;
-  median_max((double *)(void *)errors->data, errors->len, &v->median_stream_error, &v->max_stream_error);
-  if (errors->len == 0)
-    v->median_stream_error = v->max_stream_error = NAN;
+  median_max_or_nan(errors, &v->median_stream_error, &v->max_stream_error);
 }
 
 /* Each copy stream's error_against_keep (rok/validate.h), and their
@@ -123,10 +128,7 @@ static void copies_against_keep(RokValidation *v) {
       g_array_append_val(errors, e);
     }
   }
-  median_max((double *)(void *)errors->data, errors->len, &v->median_copy_error_against_keep,
-             &v->max_copy_error_against_keep);
-  if (errors->len == 0)
-    v->median_copy_error_against_keep = v->max_copy_error_against_keep = NAN;
+  median_max_or_nan(errors, &v->median_copy_error_against_keep, &v->max_copy_error_against_keep);
 }
 
 /* Each copy stream's error_at_copy_speed (rok/validate.h), where it was
@@ -145,10 +147,7 @@ static void copies_at_speed(RokValidation *v) {
       g_array_append_val(errors, e);
     }
   }
-  median_max((double *)(void *)errors->data, errors->len, &v->median_copy_error_at_copy_speed,
-             &v->max_copy_error_at_copy_speed);
-  if (errors->len == 0)
-    v->median_copy_error_at_copy_speed = v->max_copy_error_at_copy_speed = NAN;
+  median_max_or_nan(errors, &v->median_copy_error_at_copy_speed, &v->max_copy_error_at_copy_speed);
 }
 
 void rok_validation_summarize(RokValidation *v) {

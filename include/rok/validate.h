@@ -124,15 +124,15 @@ typedef struct {
   double error_against_keep;
   /* A copy stream of a row where validate timed the copies before each
    * round (RokValidation.copy_speed): predicted again on the profile with
-   * its copy figures at the speed the copies ran at then (pcie rates and
-   * latency, and the host's checks of the legs, which go through the same
-   * memory, over the copies' median ratio; validate_hw_at_copy_speed), and
-   * the stream's error against that, median_s / it - 1. The host's copies
-   * drift with its memory, which a virtual machine's host moves by 10-25%
-   * within minutes (the development VM, 2026-12-07: the copies 0-40% off a
-   * calibration minutes old, the copy streams with them); this is the
-   * prediction the profile would give, calibrated as the copies ran. NaN
-   * otherwise. */
+   * its copy figures at the speed the copies ran at then (its pcie rates
+   * over each way's median ratio, its pcie.latency and host checksum
+   * rates, the host's checks of the legs, which go through the same
+   * memory, over their mean), and the stream's error against that,
+   * median_s / it - 1. The host's copies drift with its memory, which a
+   * virtual machine's host moves within minutes (the development VM,
+   * 2026-12-07: the copies timed 0-45% slower than a calibration minutes
+   * old, the copy streams with them); this is the prediction the profile
+   * would give, calibrated as the copies ran. NaN otherwise. */
   double predicted_at_copy_speed_s, error_at_copy_speed;
 } RokValidatePart;
 

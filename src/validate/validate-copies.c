@@ -1,10 +1,12 @@
 /* The copy streams predicted again at the speed the copies ran at while
  * the rows ran. On a CPU device a copy leg is the host's memory at work
  * (the copy, the host's check of it) on the processors that run the
- * kernels, and a virtual machine's host moves that memory's speed by
- * 10-25% within minutes: validate times the copies before each round
- * (rok_calib_copy_speed) and predicts each copy stream at their median
- * speed beside the profile's own prediction, which it leaves as it is.
+ * kernels, and a virtual machine's host moves that memory's speed within
+ * minutes (the development VM, 2026-12-07: the copies timed 0-45% slower
+ * than a calibration minutes old): validate times the copies before each
+ * round (rok_calib_copy_speed) and predicts each copy stream at their
+ * median speed beside the profile's own prediction, which it leaves as it
+ * is.
  *
  * Why the host's checks with the copies: they read the bytes a copy just
  * moved, through the same memory. Re-predicting kept runs of the

@@ -46,11 +46,14 @@
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
 # --runs 2, 5-6 min a model with three calibrations: 2026-12-07 (stop
-# 64), the copy streams at the copies' speed: 7, 9 of 10 within 15%
-# (the LLaMA-shaped model; 1 and 8 as the profile predicts them, the
-# copies timed 17-45% slow) and 9, 7 of 10 (validate-gpt; 8 and 5), the
-# step times off with the VM (keep +7.0%, +16.1%, -15.5%, -1.3%: 21.0%,
-# 11.1%, 11.6%, 7.7% median). Stop 63, each op's backward_first over its
+# 64), the copy streams at the copies' speed: 7, 9 and 5, 6 of 10 within
+# 15% (the LLaMA-shaped model; 1, 8 and 3, 4 as the profile predicts
+# them) and 9, 7 and 7, 4 of 10 (validate-gpt; 8, 5 and 9, 7: the last
+# two with the h2d copies timed 23-39% slow and the streams as
+# predicted); validate-gpt's second pair 6.8% and 5.1% median step-time
+# error (worst 13.9%, 15.0%; 8 and 7 of 8 rows inside their intervals),
+# the others off with the VM (keep +7.0%, +16.1%, -15.5%, +18.8%: 21.0%,
+# 11.1%, 11.6%, 19.5%). Stop 63, each op's backward_first over its
 # probed backward's own length,
 # the LLaMA-shaped model 3.1% (worst 3.9%) and 1.2% (worst 3.4%) in the
 # first run of two pairs, 9.7% and 5.3% in the second (keep +8.7%,

@@ -190,11 +190,12 @@ static void print_streams(const RokValidation *v) {
     }
   }
   g_autofree char *where = row_place(worst_row);
-  gboolean copies = !isnan(v->median_copy_error_against_keep) || !isnan(v->median_copy_error_at_copy_speed);
+  gboolean by_keep = !isnan(v->median_copy_error_against_keep), at_speed = !isnan(v->median_copy_error_at_copy_speed);
   printf("Transfer streams, the time each had a leg running (predicted, the median over the row's steps, error, "
-         "the median's interval%s): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions inside "
-         "their interval.\n",
-         copies ? "; a copy stream's error against keep and against its prediction at the copies' speed, below" : "",
+         "the median's interval%s%s%s%s): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions "
+         "inside their interval.\n",
+         by_keep || at_speed ? "; a copy stream's error" : "", by_keep ? " against keep" : "",
+         by_keep && at_speed ? " and" : "", at_speed ? " against its prediction at the copies' speed, below" : "",
          100 * v->median_stream_error, 100 * v->max_stream_error, worst->part, where, v->streams_within_noise,
          v->streams);
   for (guint i = 0; i < v->rows->len; i++) {

@@ -11,7 +11,8 @@
  * Why the host's checks with the copies: they read the bytes a copy just
  * moved, through the same memory. Re-predicting kept runs of the
  * development VM (2026-12-07, 18 runs of validate-gpt and the LLaMA-shaped
- * model, 70 and 80 copy streams each way, tests/bench/repredict.py's way)
+ * model, 70 and 80 copy streams each way, tests/bench/repredict.py
+ * --at-copy-speed)
  * with the pcie figures alone at the copies' speed took the streams within
  * 15% of their prediction from 47 and 29 (d2h) and 35 and 44 (h2d) to 54,
  * 44, 41 and 50; with the checks too, to 55, 56, 47 and 55. In the eight

@@ -5,7 +5,7 @@ measured, so that a change to the simulator is judged on runs already
 taken, free of the machine's noise (the measurements do not change; only
 the predictions do).
 
-    tests/bench/repredict.py [--rok build/rok] [--model validate-gpt] OUT [OUT ...]
+    tests/bench/repredict.py [--rok build/rok] [--model validate-gpt] [--at-copy-speed] OUT [OUT ...]
 
 OUT is what `tests/bench/bench-validate.sh --keep OUT` leaves (its hw.json
 and run1/, run2/, ... with validation.json and each row's schedule);
@@ -17,6 +17,17 @@ the speed keep measured them; an SSD stream's as it is), then, over every
 run, by model and row kind and by stream, the median absolute error, the
 median signed error and how many lie within 15%, and the same for the
 rows' step times against keep.
+
+--at-copy-speed predicts each run on its profile as `rok validate`
+predicts the copy streams at the copies' speed it timed before the
+rounds (the run's copy_speed: the pcie rates over each way's median
+ratio, pcie.latency and the host's checksum rates over their mean), and
+judges the copy streams as they are in both columns: what that
+prediction gains over the profile's own.
+
+Measured 2026-12-07 (stop 64), --at-copy-speed on the 18 kept runs of
+stops 62-63: copy streams within 15%, validate-gpt d2h 47 -> 55 of 70,
+h2d 35 -> 47; the LLaMA-shaped model d2h 29 -> 56 of 80, h2d 44 -> 55.
 
 Measured 2026-12-07 (stop 61) on twelve kept runs of stops 60-61
 (validate-gpt and the LLaMA-shaped model, 120 copy streams each way): h2d
@@ -37,6 +48,24 @@ COPIES = ("d2h", "h2d")
 
 def runs(out):
     return sorted(d for d in os.listdir(out) if d.startswith("run") and os.path.isdir(os.path.join(out, d)))
+
+
+def at_copy_speed(hw, speed):
+    """HW (a profile's JSON) with its copies as slow as SPEED (a
+    validation's copy_speed) says, as rok validate predicts the copy
+    streams at the copies' speed (src/validate/validate-copies.c)."""
+    d2h, h2d = speed["d2h"], speed["h2d"]
+    both = (d2h + h2d) / 2
+    hw = json.loads(json.dumps(hw))
+    pcie, host = hw["pcie"], hw["host"]
+    pcie["d2h_bandwidth"] /= d2h
+    pcie["h2d_bandwidth"] /= h2d
+    pcie["latency"] *= both
+    if "checksum_bandwidth" in host:
+        host["checksum_bandwidth"] /= both
+    if "checksum_rates" in host:
+        host["checksum_rates"] = [[size, rate / both] for size, rate in host["checksum_rates"]]
+    return hw
 
 
 def plan_file(base, schedule, path):
@@ -71,6 +100,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rok", default="build/rok")
     ap.add_argument("--model", default="validate-gpt")
+    ap.add_argument("--at-copy-speed", action="store_true",
+                    help="predict at each run's copies' speed; copy streams as they are")
     ap.add_argument("kept", nargs="+")
     a = ap.parse_args()
     errors = {}
@@ -86,6 +117,15 @@ def main():
                 with open(os.path.join(out, run, "validation.json")) as f:
                     validation = json.load(f)
                 keep = 1 + validation["rows"][0]["step_time_error"]
+                profile = hw
+                if a.at_copy_speed:
+                    if not validation.get("copy_speed"):
+                        continue
+                    with open(hw) as f:
+                        scaled = at_copy_speed(json.load(f), validation["copy_speed"])
+                    profile = os.path.join(tmp, "at-copy-speed.json")
+                    with open(profile, "w") as f:
+                        json.dump(scaled, f)
                 line = []
                 for i, row in enumerate(validation["rows"]):
                     if row["strategy"] == "keep":
@@ -94,7 +134,7 @@ def main():
                     with open(os.path.join(out, run, name)) as f:
                         schedule = json.load(f)
                     plan_file(base, schedule, os.path.join(tmp, "row.json"))
-                    sim = simulate(a.rok, a.model, hw, os.path.join(tmp, "row.json"))
+                    sim = simulate(a.rok, a.model, profile, os.path.join(tmp, "row.json"))
                     step = sim["step_time_s"] - row.get("predicted_optimizer_s", 0)
                     was = (1 + row["step_time_error"]) / keep - 1
                     now = (1 + row["step_time_error"]) * row["predicted_step_time_s"] / step / keep - 1
@@ -103,7 +143,7 @@ def main():
                         stream = part["part"]
                         if stream not in STREAMS or not part.get("median_s"):
                             continue
-                        scale = keep if stream in COPIES else 1
+                        scale = keep if stream in COPIES and not a.at_copy_speed else 1
                         was = part["median_s"] / part["predicted_s"] / scale - 1
                         now = part["median_s"] / sim["busy_s"][stream] / scale - 1
                         errors.setdefault(stream, []).append((was, now))

@@ -151,9 +151,10 @@ static void take_larger(double change, double limit, const char *what, double *l
 double rok_calib_unsteadiness(const RokCalibration *c, const char **what) {
   double largest = 0;
   const char *found = NULL;
-  take_larger(rok_calib_speed_change(&c->device), ROK_CALIB_SPEED_CHANGE, "a change in the device's GEMM speed", &largest, &found);
-  take_larger(rok_calib_elementwise_change(&c->device), ROK_CALIB_SPEED_CHANGE, "a change in the device's memory speed", &largest,
-              &found);
+  take_larger(rok_calib_speed_change(&c->device), ROK_CALIB_SPEED_CHANGE, "a change in the device's GEMM speed",
+              &largest, &found);
+  take_larger(rok_calib_elementwise_change(&c->device), ROK_CALIB_SPEED_CHANGE,
+              "a change in the device's memory speed", &largest, &found);
   for (guint i = 0; i < c->disks->len; i++)
     for (guint w = 0; w < 2; w++)
       take_larger(rok_calib_disk_change(&g_array_index(c->disks, RokCalibDisk, i), w == 0), ROK_CALIB_SPEED_CHANGE,

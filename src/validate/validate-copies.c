@@ -11,11 +11,11 @@
  * Why the host's checks with the copies: they read the bytes a copy just
  * moved, through the same memory. Re-predicting kept runs of the
  * development VM (2026-12-07, 18 runs of validate-gpt and the LLaMA-shaped
- * model, 70 and 80 copy streams each way, tests/bench/repredict.py
- * --at-copy-speed)
- * with the pcie figures alone at the copies' speed took the streams within
- * 15% of their prediction from 47 and 29 (d2h) and 35 and 44 (h2d) to 54,
- * 44, 41 and 50; with the checks too, to 55, 56, 47 and 55. In the eight
+ * model, 70 and 80 copy streams each way; tests/bench/repredict.py
+ * --at-copy-speed) with the pcie figures alone at the copies' speed took
+ * the streams within 15% of their prediction from 47 and 29 (d2h) and 35
+ * and 44 (h2d) to 54, 44, 41 and 50; with the checks too, to 55, 56, 47
+ * and 55. In the eight
  * runs taken after it that day, 54 of 80 against 45, though two came out
  * worse: the probe had the h2d copies 23-39% slow where the streams ran
  * as predicted. A prediction beside the profile's, not in its place. */
@@ -38,17 +38,6 @@ RokHw *validate_hw_at_copy_speed(const RokHw *hw, double d2h, double h2d) {
   return at;
 }
 
-/* Whether ROW has a copy stream measured over its steps. */
-static gboolean has_copy_stream(const RokValidateRow *row) {
-  for (guint k = 0; row->parts != NULL && k < row->parts->len; k++) {
-    const RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, k);
-    RokStream s = validate_part_stream(p);
-    if ((s == ROK_STREAM_D2H || s == ROK_STREAM_H2D) && !isnan(p->median_s))
-      return TRUE;
-  }
-  return FALSE;
-}
-
 gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
                                   GError **error) {
   g_return_val_if_fail(planned->len == v->rows->len, FALSE);
@@ -58,18 +47,17 @@ gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const
   g_autoptr(RokHw) at = validate_hw_at_copy_speed(hw, d2h, h2d);
   for (guint i = 0; i < v->rows->len; i++) {
     RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    if (!has_copy_stream(row))
-      continue;
     const RokValidatePlanned *p = g_ptr_array_index(planned, i);
-    g_autoptr(RokSchedule) schedule =
-        rok_sim_schedule_new(trace, at, p->plan, rok_strategy_name(p->strategy), p->budget, error);
-    if (schedule == NULL)
-      return FALSE;
-    for (guint k = 0; k < row->parts->len; k++) {
+    g_autoptr(RokSchedule) schedule = NULL; /* simulated for a row that copies */
+    for (guint k = 0; row->parts != NULL && k < row->parts->len; k++) {
       RokValidatePart *part = &g_array_index(row->parts, RokValidatePart, k);
-      RokStream s = validate_part_stream(part);
-      if ((s == ROK_STREAM_D2H || s == ROK_STREAM_H2D) && !isnan(part->median_s))
-        part->predicted_at_copy_speed_s = validate_schedule_copy_s(schedule, s);
+      if (!validate_part_copy_measured(part))
+        continue;
+      if (schedule == NULL)
+        schedule = rok_sim_schedule_new(trace, at, p->plan, rok_strategy_name(p->strategy), p->budget, error);
+      if (schedule == NULL)
+        return FALSE;
+      part->predicted_at_copy_speed_s = validate_schedule_copy_s(schedule, validate_part_stream(part));
     }
   }
   return TRUE;

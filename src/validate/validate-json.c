@@ -118,10 +118,8 @@ static void copies_against_keep(RokValidation *v) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     for (guint j = 0; row->parts != NULL && j < row->parts->len; j++) {
       RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, j);
-      RokStream stream = validate_part_stream(p);
-      gboolean copy = stream == ROK_STREAM_D2H || stream == ROK_STREAM_H2D;
       p->error_against_keep = NAN;
-      if (!keep || row == k || !copy || isnan(p->median_s) || !(p->predicted_s > 0))
+      if (!keep || row == k || !validate_part_copy_measured(p) || !(p->predicted_s > 0))
         continue;
       p->error_against_keep = p->median_s / p->predicted_s / speed - 1;
       double e = fabs(p->error_against_keep);

@@ -188,6 +188,11 @@ RokStream validate_part_stream(const RokValidatePart *part) {
   return s;
 }
 
+gboolean validate_part_copy_measured(const RokValidatePart *part) {
+  RokStream s = validate_part_stream(part);
+  return (s == ROK_STREAM_D2H || s == ROK_STREAM_H2D) && !isnan(part->median_s);
+}
+
 void validate_parts_spread(GArray *parts, const GPtrArray *reports) {
   g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint k = 0; k < parts->len; k++) {

@@ -41,6 +41,9 @@ void validate_parts_fill(GArray *parts, const RokExecReport *report, const RokSc
 /* The transfer stream a part is ("d2h", ...); ROK_STREAM_COUNT for a
  * compute part. */
 RokStream validate_part_stream(const RokValidatePart *part);
+/* Whether a part is a copy stream (d2h, h2d) of a row, measured over its
+ * steps (median_s). */
+gboolean validate_part_copy_measured(const RokValidatePart *part);
 /* Each transfer stream part's interval over every measured step of REPORTS
  * (RokExecReport *, the row's runs) and its within_noise. */
 void validate_parts_spread(GArray *parts, const GPtrArray *reports);

@@ -602,7 +602,7 @@ static void test_run(void) {
     g_assert_cmpuint(g_array_index(order, guint, 2 + 2 * k), ==, 1 + k / n);
     g_assert_cmpuint(g_array_index(order, guint, 3 + 2 * k), ==, (k / n * 2 + k % n) % n);
   }
-  guint copied = 0;
+  guint copied = 0, copy_streams = 0;
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     g_assert_cmpstr(row->strategy, ==, strategies[i]);
@@ -644,6 +644,17 @@ static void test_run(void) {
         g_assert_true(part->within_noise ==
                       (part->ci_low_s <= part->predicted_s && part->predicted_s <= part->ci_high_s));
       }
+      /* A copy stream's prediction, from the run's spans, is its
+       * schedule's legs as validate_schedule_copy_s counts them (what the
+       * copies' speed is predicted again with). */
+      if (validate_part_copy_measured(part)) {
+        g_autoptr(RokSchedule) schedule = rok_schedule_parse("row", row->schedule, strlen(row->schedule), &error);
+        g_assert_no_error(error);
+        g_assert_cmpfloat(part->predicted_s, >, 0);
+        double legs = validate_schedule_copy_s(schedule, validate_part_stream(part));
+        g_assert_cmpfloat_with_epsilon(legs / part->predicted_s, 1, 1e-6);
+        copy_streams++;
+      }
       if (strchr(part->part, ' ') != NULL || g_str_equal(part->part, "optimizer")) {
         predicted += part->predicted_s;
         measured += part->measured_s;
@@ -653,6 +664,7 @@ static void test_run(void) {
     g_assert_cmpfloat_with_epsilon(measured, row->report->measured.compute_s, 1e-6);
   }
   g_assert_cmpuint(copied, >, 0); /* the smallest budget offloads */
+  g_assert_cmpuint(copy_streams, >, 0);
   /* Over the rows: every part, summed. */
   double total = 0, rows_total = 0;
   for (guint k = 0; k < v->parts->len; k++)

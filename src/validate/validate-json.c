@@ -107,45 +107,35 @@ static void streams(RokValidation *v) {
   median_max_or_nan(errors, &v->median_stream_error, &v->max_stream_error);
 }
 
-/* Each copy stream's error_against_keep (rok/validate.h), and their
- * median and largest. */
-static void copies_against_keep(RokValidation *v) {
+/* Each copy stream's error_against_keep and error_at_copy_speed
+ * (rok/validate.h), and the medians and largest of each. */
+static void copy_errors(RokValidation *v) {
   const RokValidateRow *k = rok_validation_keep_row(v);
   gboolean keep = v->copies_on_cpus && k != NULL && k->predicted_step_time_s > 0 && k->measured_step_time_s > 0;
   double speed = keep ? k->measured_step_time_s / k->predicted_step_time_s : NAN;
-  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) by_keep = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) at_speed = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     for (guint j = 0; row->parts != NULL && j < row->parts->len; j++) {
       RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, j);
-      p->error_against_keep = NAN;
-      if (!keep || row == k || !validate_part_copy_measured(p) || !(p->predicted_s > 0))
+      p->error_against_keep = p->error_at_copy_speed = NAN;
+      if (!validate_part_copy_measured(p))
         continue;
-      p->error_against_keep = p->median_s / p->predicted_s / speed - 1;
-      double e = fabs(p->error_against_keep);
-      g_array_append_val(errors, e);
+      if (keep && row != k && p->predicted_s > 0) {
+        p->error_against_keep = p->median_s / p->predicted_s / speed - 1;
+        double e = fabs(p->error_against_keep);
+        g_array_append_val(by_keep, e);
+      }
+      if (p->predicted_at_copy_speed_s > 0) {
+        p->error_at_copy_speed = p->median_s / p->predicted_at_copy_speed_s - 1;
+        double e = fabs(p->error_at_copy_speed);
+        g_array_append_val(at_speed, e);
+      }
     }
   }
-  median_max_or_nan(errors, &v->median_copy_error_against_keep, &v->max_copy_error_against_keep);
-}
-
-/* Each copy stream's error_at_copy_speed (rok/validate.h), where it was
- * predicted at the copies' speed, and their median and largest. */
-static void copies_at_speed(RokValidation *v) {
-  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < v->rows->len; i++) {
-    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    for (guint j = 0; row->parts != NULL && j < row->parts->len; j++) {
-      RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, j);
-      p->error_at_copy_speed = NAN;
-      if (isnan(p->median_s) || !(p->predicted_at_copy_speed_s > 0))
-        continue;
-      p->error_at_copy_speed = p->median_s / p->predicted_at_copy_speed_s - 1;
-      double e = fabs(p->error_at_copy_speed);
-      g_array_append_val(errors, e);
-    }
-  }
-  median_max_or_nan(errors, &v->median_copy_error_at_copy_speed, &v->max_copy_error_at_copy_speed);
+  median_max_or_nan(by_keep, &v->median_copy_error_against_keep, &v->max_copy_error_against_keep);
+  median_max_or_nan(at_speed, &v->median_copy_error_at_copy_speed, &v->max_copy_error_at_copy_speed);
 }
 
 void rok_validation_summarize(RokValidation *v) {
@@ -173,8 +163,7 @@ void rok_validation_summarize(RokValidation *v) {
   median_max(noise, n, &v->median_noise, &v->max_noise);
   against_keep(v);
   streams(v);
-  copies_against_keep(v);
-  copies_at_speed(v);
+  copy_errors(v);
   v->rows_within_noise = 0;
   for (guint i = 0; i < n; i++)
     v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;

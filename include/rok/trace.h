@@ -166,6 +166,10 @@ static inline gboolean rok_tensor_is_saved(const RokTensor *tensor) {
 guint64 rok_trace_saved_bytes(const RokTrace *trace, gint layer);
 /* Bytes of all tensors saved for backward. */
 guint64 rok_trace_total_saved_bytes(const RokTrace *trace);
+/* How the trace stores activations: its model's dtype, else its first
+ * bf16, fp16 or fp32 tensor's, else fp32 (the kernels that run it are
+ * built for it). */
+RokDtype rok_trace_activation_dtype(const RokTrace *trace);
 
 const char *rok_op_kind_name(RokOpKind kind);
 /* All kind names, indexed by RokOpKind, NULL-terminated. */

@@ -35,17 +35,6 @@ static guint64 host_available(void) {
   return line != NULL && sscanf(line, "MemAvailable: %" G_GUINT64_FORMAT, &kib) == 1 ? kib * 1024 : 0;
 }
 
-static RokDtype activation_dtype(const RokTrace *trace) {
-  if (trace->model != NULL)
-    return trace->model->dtype;
-  for (guint t = 0; t < trace->tensors->len; t++) {
-    RokDtype d = rok_trace_tensor(trace, t)->dtype;
-    if (d == ROK_DTYPE_BF16 || d == ROK_DTYPE_FP16 || d == ROK_DTYPE_FP32)
-      return d;
-  }
-  return ROK_DTYPE_FP32;
-}
-
 /* Pool sizes. Copies to the SSDs hold staging slots as the simulator's
  * timeline holds its pinned buffer (reservations up to its peak, at least
  * the largest copy: the simulator lets a tensor larger than the buffer
@@ -154,7 +143,7 @@ static gboolean open_compute(Runner *r, GError **error) {
     note(r, g_strdup("the device cannot run command queues out of order, so its copy queues run in order: a copy "
                      "enqueued behind another waits for the kernel launched meanwhile (a profile says so with "
                      "gpu.copy_queues_in_order, which `rok calibrate` sets on this device)"));
-  RokDtype act = activation_dtype(r->trace);
+  RokDtype act = rok_trace_activation_dtype(r->trace);
   if (!check_estimate(r, act, error))
     return FALSE;
   r->kernels = rok_cl_kernels_new(r->device, act, error);

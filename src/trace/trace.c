@@ -216,6 +216,17 @@ gboolean rok_trace_finish(RokTrace *trace, GError **error) {
   return rok_trace_check(trace, error);
 }
 
+RokDtype rok_trace_activation_dtype(const RokTrace *trace) {
+  if (trace->model != NULL)
+    return trace->model->dtype;
+  for (guint t = 0; t < trace->tensors->len; t++) {
+    RokDtype d = rok_trace_tensor(trace, t)->dtype;
+    if (d == ROK_DTYPE_BF16 || d == ROK_DTYPE_FP16 || d == ROK_DTYPE_FP32)
+      return d;
+  }
+  return ROK_DTYPE_FP32;
+}
+
 guint64 rok_trace_saved_bytes(const RokTrace *trace, gint layer) {
   guint64 total = 0;
   for (guint i = 0; i < trace->tensors->len; i++) {

@@ -274,6 +274,30 @@ static gboolean probe_passes(Pass *p, guint trials, GError **error) {
   return TRUE;
 }
 
+/* TRACE's ops on P's kernels: its tensors allocated, a warm-up pass, then
+ * TRIALS timed ones into p->seconds ([trial][op][direction]); *PASS_S
+ * (may be NULL) gets the median pass's time. The caller clears P. */
+static gboolean time_passes(Pass *p, const RokTrace *trace, guint trials, double *pass_s, GError **error) {
+  p->trace = trace;
+  guint n = trace->ops->len;
+  p->model = rok_exec_model_new(p->kernels, trace, 1234, error);
+  gboolean ok = p->model != NULL;
+  p->tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
+  for (guint t = 0; ok && t < trace->tensors->len; t++)
+    ok = (p->tensors[t] = rok_exec_model_alloc_tensor(p->model, t, error)) != NULL;
+  p->seconds = g_new0(double, (gsize)trials * n * D);
+  ok = ok && run_pass(p, NULL, NULL, error);
+  g_autofree double *totals = g_new0(double, trials);
+  for (guint t = 0; ok && t < trials; t++) {
+    ok = (p->probe == NULL || p->probe(p->probe_data, error)) && run_pass(p, &p->seconds[(gsize)t * n * D], NULL, error);
+    for (guint i = 0; ok && i < D * n; i++)
+      totals[t] += p->seconds[(gsize)t * n * D + i];
+  }
+  if (ok && pass_s != NULL)
+    *pass_s = rok_calib_stat(totals, trials).median;
+  return ok;
+}
+
 /* One model: warm-up pass, then the timed ones, then where PROBE on a
  * CPU device the probe passes: for the user's model (--model) alone, as
  * the simulator takes backward_first only for an op of the kind and shape
@@ -283,27 +307,11 @@ static gboolean probe_passes(Pass *p, guint trials, GError **error) {
 static gboolean measure_model(const Pass *how, const RokTrace *trace, guint trials, gboolean probe, const char *label,
                               RokCalibDevice *d, double *pass_s, GError **error) {
   Pass p = *how;
-  p.trace = trace;
-  guint n = trace->ops->len;
-  p.model = rok_exec_model_new(p.kernels, trace, 1234, error);
-  gboolean ok = p.model != NULL;
-  p.tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
-  for (guint t = 0; ok && t < trace->tensors->len; t++)
-    ok = (p.tensors[t] = rok_exec_model_alloc_tensor(p.model, t, error)) != NULL;
-  p.seconds = g_new0(double, (gsize)trials * n * D);
-  ok = ok && run_pass(&p, NULL, NULL, error);
-  g_autofree double *totals = g_new0(double, trials);
-  for (guint t = 0; ok && t < trials; t++) {
-    ok = (p.probe == NULL || p.probe(p.probe_data, error)) && run_pass(&p, &p.seconds[(gsize)t * n * D], NULL, error);
-    for (guint i = 0; ok && i < D * n; i++)
-      totals[t] += p.seconds[(gsize)t * n * D + i];
-  }
+  gboolean ok = time_passes(&p, trace, trials, pass_s, error);
   if (ok && probe && g_strcmp0(d->type, "cpu") == 0)
     ok = probe_passes(&p, trials, error);
-  if (ok) {
+  if (ok)
     add_knots(&p, trials, label, d);
-    *pass_s = rok_calib_stat(totals, trials).median;
-  }
   pass_clear(&p);
   return ok;
 }
@@ -350,6 +358,45 @@ gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, 
     }
   }
   return TRUE;
+}
+
+gboolean rok_calib_op_seconds(gint device, const RokTrace *trace, guint passes, RokCalibCancel *cancel,
+                              double *seconds, GError **error) {
+  g_return_val_if_fail(trace != NULL && passes > 0 && seconds != NULL, FALSE);
+  g_autoptr(RokClDevice) cl = rok_cl_device_open(device, error);
+  if (cl == NULL)
+    return FALSE;
+  guint64 bytes = model_bytes(trace), memory = rok_cl_device_info(cl)->global_memory;
+  if (bytes > memory / 2) {
+    g_autofree char *need = rok_units_format_size(bytes), *have = rok_units_format_size(memory);
+    g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
+                "%s needs about %s on the device to run every op at once, more than half of its %s",
+                trace->model_name, need, have);
+    return FALSE;
+  }
+  g_autoptr(RokClKernels) kernels = rok_cl_kernels_new(cl, rok_trace_activation_dtype(trace), error);
+  if (kernels == NULL)
+    return FALSE;
+  Pass p = {.kernels = kernels, .cl = cl, .cancel = cancel};
+  gboolean ok = time_passes(&p, trace, passes, NULL, error);
+  guint n = trace->ops->len;
+  g_autofree double *times = g_new(double, passes);
+  for (guint i = 0; ok && i < D * n; i++) {
+    for (guint t = 0; t < passes; t++)
+      times[t] = p.seconds[(gsize)t * n * D + i];
+    seconds[i] = rok_calib_stat(times, passes).median;
+  }
+  pass_clear(&p);
+  return ok;
+}
+
+#else /* ROK_WITH_OPENCL */
+
+gboolean rok_calib_op_seconds(gint device, const RokTrace *trace, guint passes, RokCalibCancel *cancel,
+                              double *seconds, GError **error) {
+  (void)device, (void)trace, (void)passes, (void)cancel, (void)seconds;
+  g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "this rok was built without OpenCL (ROK_WITH_OPENCL=OFF)");
+  return FALSE;
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -172,6 +172,21 @@ typedef struct {
    * copies, their waits.
    * NaN for the keep row itself and where there is none. */
   double error_against_keep;
+  /* The step predicted again at the speed the machine ran at right before
+   * each round (validate-speed.c): the profile's kernels as fast as every
+   * op of the model ran when timed alone then (RokValidation.kernel_speed,
+   * each op kind by its own ratio) and, where they were timed, its copies
+   * as fast as the copies ran (copy_speed): one prediction per round
+   * (predicted_at_speed_by_round_s, NULL where the kernels were not timed),
+   * predicted_at_speed_s their median. error_at_speed: each round's median
+   * step over that round's prediction, the median over the rounds (over
+   * all steps against predicted_at_speed_s where a round was not timed).
+   * The profile's prediction stays the one judged: this one says what is
+   * left once the machine's drift since its calibration is taken out by a
+   * measurement that is not the rows', where keep's error takes it out
+   * with keep's own noise. NaN where the kernels were not timed. */
+  GArray *predicted_at_speed_by_round_s;
+  double predicted_at_speed_s, error_at_speed;
   double load_min, load_max; /* 1-minute load average before its runs; negative: unknown */
   double predicted_optimizer_s;    /* left out of the prediction (no kernel here) */
   guint64 predicted_peak_bytes, measured_peak_bytes;
@@ -211,6 +226,9 @@ typedef struct {
   /* Over the copy streams that have an error_at_copy_speed, its absolute
    * value's median and largest (NaN without any). */
   double median_copy_error_at_copy_speed, max_copy_error_at_copy_speed;
+  /* Over the rows with an error_at_speed, its absolute value's median and
+   * largest (NaN without any). */
+  double median_step_time_error_at_speed, max_step_time_error_at_speed;
   gboolean copies_on_cpus; /* the profile's gpu.shared_cpus > 0 */
   /* Where the profile has SSDs, each directory's disk timed before every
    * measured round in bursts like the SSD legs (rok_calib_disk_speed):
@@ -236,6 +254,13 @@ typedef struct {
    * the copy streams' errors; not taken out of them, but predicted with
    * (RokValidatePart.predicted_at_copy_speed_s). */
   RokCalibStat copy_speed[2];
+  /* Every op of the model timed alone before each measured round as rok
+   * calibrate times the op rates (rok_calib_op_seconds), launch aside:
+   * the GEMM ops' [0] and the other ops' [1] time over what the profile
+   * gives them, over the rounds (n 0: not timed). How far the kernels run
+   * from the profile now (the drift keep's error holds, measured apart
+   * from the rows), predicted with (RokValidateRow.predicted_at_speed_s). */
+  RokCalibStat kernel_speed[2];
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */
   GPtrArray *notes;                     /* char *: rows left out and why, what was compared how */

@@ -112,14 +112,24 @@ static void print_load(const RokValidation *v) {
   printf("Load average %.2f before, %.2f after, on %u processors.\n", v->load_before[0], v->load_after[0], v->cpus);
 }
 
-/* The row whose step-time error (AGAINST_KEEP: with keep's taken out)
- * is furthest from 0; NULL where none has one. */
-static const RokValidateRow *worst_row(const RokValidation *v, gboolean against_keep) {
+static double step_error(const RokValidateRow *row) {
+  return row->step_time_error;
+}
+static double against_keep(const RokValidateRow *row) {
+  return row->error_against_keep;
+}
+static double at_speed(const RokValidateRow *row) {
+  return row->error_at_speed;
+}
+
+/* The row whose step-time error as ERROR gives it is furthest from 0;
+ * NULL where none has one. */
+static const RokValidateRow *worst_row(const RokValidation *v, double (*error)(const RokValidateRow *)) {
   const RokValidateRow *worst = NULL;
   double furthest = -1;
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    double e = fabs(against_keep ? row->error_against_keep : row->step_time_error);
+    double e = fabs(error(row));
     if (!isnan(e) && e > furthest) {
       worst = row;
       furthest = e;
@@ -253,19 +263,32 @@ static void print_table(const RokValidation *v, const char *dir) {
          "measured", "error", "interval", "peak pred.", "measured", "error", "moved", "error");
   for (guint i = 0; i < v->rows->len; i++)
     print_row(g_ptr_array_index(v->rows, i));
-  g_autofree char *where = row_place(worst_row(v, FALSE));
+  g_autofree char *where = row_place(worst_row(v, step_error));
   printf("\nStep time error: median %.1f%%, worst %.1f%% (%s). Peak memory error: median %.2f%%, worst "
          "%.2f%%.\n",
          100 * v->median_step_time_error, 100 * v->max_step_time_error, where, 100 * v->median_peak_error,
          100 * v->max_peak_error);
   const RokValidateRow *keep = rok_validation_keep_row(v);
   if (keep != NULL && !isnan(v->median_error_against_keep)) {
-    g_autofree char *against = row_place(worst_row(v, TRUE));
+    g_autofree char *against = row_place(worst_row(v, against_keep));
     printf("Against keep (keep's error, %+.1f%%, taken out of each row round by round: how fast the machine runs "
            "its kernels now against its calibration, with keep's own noise): median %.1f%%, worst %.1f%% (%s), the "
            "error in what the rows add to keep.\n",
            100 * keep->step_time_error, 100 * v->median_error_against_keep, 100 * v->max_error_against_keep,
            against);
+  }
+  if (!isnan(v->median_step_time_error_at_speed)) {
+    g_autofree char *worst = row_place(worst_row(v, at_speed));
+    static const char *const kinds[2] = {"GEMM ops", "the rest"};
+    g_autofree char *kernels = speeds(v->kernel_speed, kinds);
+    g_autofree char *keep_at = keep != NULL && !isnan(keep->error_at_speed) ? percent(keep->error_at_speed) : NULL;
+    printf("At the machine's speed (each row predicted again with the profile's kernels as fast as the model's ops "
+           "ran alone before each round, %s against it, each op kind by its own, and the copies %s): median %.1f%%, "
+           "worst %.1f%% (%s)%s%s: the error left once a measurement apart from the rows takes out the machine's "
+           "drift since the calibration.\n",
+           kernels ? kernels : "(no GEMM timed)", v->copy_speed[0].n > 0 ? "at theirs, below" : "as the profile has them",
+           100 * v->median_step_time_error_at_speed, 100 * v->max_step_time_error_at_speed, worst,
+           keep_at ? "; keep " : "", keep_at ? keep_at : "");
   }
   printf("Bytes moved: %s. Noise (spread of a row's measured steps, (max - min) / median): median %.1f%%, largest "
          "%.1f%%.\n",

@@ -107,6 +107,34 @@ static void streams(RokValidation *v) {
   median_max_or_nan(errors, &v->median_stream_error, &v->max_stream_error);
 }
 
+/* ROW's measured step over its prediction at the machine's speed, round
+ * by round where each round has its own (rok/validate.h), as
+ * measured_over_keep pairs them; over all rounds otherwise. */
+static double error_at_speed(const RokValidation *v, const RokValidateRow *row) {
+  const GArray *by_round = row->predicted_at_speed_by_round_s;
+  g_autofree double *ratios = g_new(double, MAX(v->rounds, 1));
+  if (by_round == NULL || by_round->len != v->rounds || !round_medians(v, row, ratios))
+    return row->measured_step_time_s / row->predicted_at_speed_s - 1;
+  for (guint r = 0; r < v->rounds; r++)
+    ratios[r] /= g_array_index(by_round, double, r);
+  return gsl_stats_median(ratios, 1, v->rounds) - 1;
+}
+
+/* Each row's error_at_speed, and their median and largest. */
+static void errors_at_speed(RokValidation *v) {
+  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < v->rows->len; i++) {
+    RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    row->error_at_speed = NAN;
+    if (row->predicted_at_speed_s > 0) {
+      row->error_at_speed = error_at_speed(v, row);
+      double e = fabs(row->error_at_speed);
+      g_array_append_val(errors, e);
+    }
+  }
+  median_max_or_nan(errors, &v->median_step_time_error_at_speed, &v->max_step_time_error_at_speed);
+}
+
 /* Each copy stream's error_against_keep and error_at_copy_speed
  * (rok/validate.h), and the medians and largest of each. */
 static void copy_errors(RokValidation *v) {
@@ -164,6 +192,7 @@ void rok_validation_summarize(RokValidation *v) {
   against_keep(v);
   streams(v);
   copy_errors(v);
+  errors_at_speed(v);
   v->rows_within_noise = 0;
   for (guint i = 0; i < n; i++)
     v->rows_within_noise += ((const RokValidateRow *)g_ptr_array_index(v->rows, i))->within_noise;
@@ -268,6 +297,14 @@ static json_object *row_json(const RokValidateRow *row) {
   add(o, "error_ci_high", rok_json_new_double(row->error_ci_high));
   add(o, "within_noise", json_object_new_boolean(row->within_noise));
   add(o, "error_against_keep", rok_json_new_double(row->error_against_keep)); /* NaN: null */
+  add(o, "predicted_at_speed_s", rok_json_new_double(row->predicted_at_speed_s > 0 ? row->predicted_at_speed_s : NAN));
+  json_object *by_round = NULL;
+  for (guint i = 0; row->predicted_at_speed_by_round_s != NULL && i < row->predicted_at_speed_by_round_s->len; i++) {
+    by_round = by_round != NULL ? by_round : json_object_new_array();
+    json_object_array_add(by_round, rok_json_new_double(g_array_index(row->predicted_at_speed_by_round_s, double, i)));
+  }
+  add(o, "predicted_at_speed_by_round_s", by_round);
+  add(o, "error_at_speed", rok_json_new_double(row->error_at_speed));
   add(o, "load_min", rok_json_new_double(row->load_min));
   add(o, "load_max", rok_json_new_double(row->load_max));
   add(o, "predicted_optimizer_s", rok_json_new_double(row->predicted_optimizer_s));
@@ -318,9 +355,12 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
   add(o, "median_copy_error_at_copy_speed", rok_json_new_double(v->median_copy_error_at_copy_speed));
   add(o, "max_copy_error_at_copy_speed", rok_json_new_double(v->max_copy_error_at_copy_speed));
-  static const char *const disk[2] = {"write", "read"}, *copy[2] = {"d2h", "h2d"};
+  add(o, "median_step_time_error_at_speed", rok_json_new_double(v->median_step_time_error_at_speed));
+  add(o, "max_step_time_error_at_speed", rok_json_new_double(v->max_step_time_error_at_speed));
+  static const char *const disk[2] = {"write", "read"}, *copy[2] = {"d2h", "h2d"}, *kernel[2] = {"gemm", "other"};
   add(o, "disk_speed", speed_json(v->disk_speed, disk));
   add(o, "copy_speed", speed_json(v->copy_speed, copy));
+  add(o, "kernel_speed", speed_json(v->kernel_speed, kernel));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "calibrated_busy", rok_json_new_double(v->calibrated_busy));
   add(o, "parts", parts_json(v->parts));

@@ -3,7 +3,8 @@
  *   validate.c        options, the result's life, planning the rows
  *   validate-run.c    each row's schedule run and compared; rok_validate
  *   validate-parts.c  where the time of a step goes, by op kind and stream
- *   validate-copies.c the copy streams predicted at the copies' speed then
+ *   validate-speed.c  the kernels timed before each round; the steps and the
+ *                     copy streams predicted again at the speed the machine ran at
  *   validate-json.c   the summary over the rows, rok-validation/1
  *   validate-chart.c  measured against predicted step time */
 #pragma once
@@ -44,6 +45,9 @@ RokStream validate_part_stream(const RokValidatePart *part);
 /* Whether a part is a copy stream (d2h, h2d) of a row, measured over its
  * steps (median_s). */
 gboolean validate_part_copy_measured(const RokValidatePart *part);
+/* A schedule's predicted step without its optimizer step, as the
+ * executor's report counts a step (to its last compute or collective). */
+double validate_schedule_step_s(const RokSchedule *schedule);
 /* Each transfer stream part's interval over every measured step of REPORTS
  * (RokExecReport *, the row's runs) and its within_noise. */
 void validate_parts_spread(GArray *parts, const GPtrArray *reports);
@@ -54,7 +58,7 @@ void validate_parts_add(GArray *into, const GArray *from);
  * (their predicted times are its actions'). */
 double validate_schedule_copy_s(const RokSchedule *schedule, RokStream stream);
 
-/* validate-copies.c: a copy of HW with its copies D2H and H2D times as
+/* validate-speed.c: a copy of HW with its copies D2H and H2D times as
  * slow as it says (the ratios rok_calib_copy_speed gives): pcie rates
  * over them, its latency and the host's checks over their mean. */
 RokHw *validate_hw_at_copy_speed(const RokHw *hw, double d2h, double h2d);
@@ -64,3 +68,38 @@ RokHw *validate_hw_at_copy_speed(const RokHw *hw, double d2h, double h2d);
  * order. Errors: the simulator's. */
 gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
                                   GError **error);
+
+/* The kernels timed before each measured round: every op of the trace run
+ * (rok_calib_op_seconds), each op kind's time in each direction over what
+ * the profile predicts for it. */
+typedef struct _ValidateKernelSpeed ValidateKernelSpeed;
+/* NULL (ROK_ERROR_*) where the simulator refuses TRACE on HW. */
+ValidateKernelSpeed *validate_kernel_speed_new(const RokTrace *trace, const RokHw *hw, GError **error);
+void validate_kernel_speed_free(ValidateKernelSpeed *speed);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ValidateKernelSpeed, validate_kernel_speed_free)
+/* Times them once on DEVICE (validate_kernel_speed_add); errors:
+ * rok_calib_op_seconds's. */
+gboolean validate_kernel_speed_time(ValidateKernelSpeed *speed, gint device, GError **error);
+/* One round's times, SECONDS as rok_calib_op_seconds gives them: each op
+ * kind's (and the GEMM ops' and the others') time, launch aside, over the
+ * profile's. */
+void validate_kernel_speed_add(ValidateKernelSpeed *speed, const double *seconds);
+/* The GEMM ops' and the other ops' times over their prediction, over the
+ * rounds timed ([0], [1]; n 0: none). */
+void validate_kernel_speed_stat(const ValidateKernelSpeed *speed, RokCalibStat stat[2]);
+/* A copy of HW with its kernels as fast as SPEED timed them in its
+ * ROUND-th timing (another ROUND: the median over them): each op kind's
+ * rates, and its timed GEMM ops, over that kind's ratio in each direction
+ * (a dropout's rebuild its forward's; a kind not timed, its class's); the
+ * GEMM peak and the memory's bandwidth, which give the time of a kind
+ * with neither, and the device's checksums over the GEMM ops' or the
+ * other ops' ratio. */
+RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *speed, guint round);
+/* Where the kernels were timed (SPEED not NULL, timed at least once), each
+ * row's step predicted again at the speed the machine ran at before each
+ * round (RokValidateRow.predicted_at_speed_by_round_s and its median): the
+ * kernels at theirs, the copies at COPIES' (the copies' d2h and h2d times
+ * over the profile's each round, as v->copy_speed has their median; empty:
+ * not timed). PLANNED as validate_copies_at_speed's. */
+gboolean validate_steps_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
+                                 const ValidateKernelSpeed *speed, GArray *const copies[2], GError **error);

@@ -30,6 +30,16 @@ static double optimizer_seconds(const RokSchedule *schedule) {
   return (double)ns / 1e9;
 }
 
+double validate_schedule_step_s(const RokSchedule *schedule) {
+  gint64 end = 0;
+  for (guint id = 0; id < schedule->actions->len; id++) {
+    const RokAction *a = rok_schedule_action(schedule, id);
+    if (a->stream == ROK_STREAM_COMPUTE || a->stream == ROK_STREAM_COMM)
+      end = MAX(end, a->end_ns);
+  }
+  return MAX((double)end / 1e9 - optimizer_seconds(schedule), 0);
+}
+
 static guint64 moved(const RokExecFigures *f) {
   return f->d2h_bytes + f->h2d_bytes + f->nvme_write_bytes + f->nvme_read_bytes;
 }
@@ -154,6 +164,7 @@ void validate_taken(RokValidateRow *row, double *taken_s, guint n, double calibr
  * its interval; the figures of the run nearest the median. */
 static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   RokValidateRow *row = g_new0(RokValidateRow, 1);
+  row->predicted_at_speed_s = row->error_at_speed = NAN;
   row->strategy = g_strdup(rok_strategy_name(m->planned->strategy));
   row->budget_bytes = m->planned->budget;
   row->step_times_s = g_array_new(FALSE, FALSE, sizeof(double));
@@ -293,6 +304,18 @@ static gboolean time_copies(const RokValidateOptions *o, const RokHw *hw, GArray
   return TRUE;
 }
 
+/* The kernels timed before a measured round (RokValidation.kernel_speed);
+ * FALSE, with a note, where they could not be. */
+static gboolean time_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, RokValidation *v) {
+  GError *error = NULL;
+  if (!validate_kernel_speed_time(speed, o->exec.device, &error)) {
+    g_ptr_array_add(v->notes, g_strdup_printf("the kernels were not timed against the profile: %s", error->message));
+    g_error_free(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* Whether a row's schedule copies over the link (a d2h or h2d leg): the
  * copies are timed only for such rows' streams. */
 static gboolean rows_copy(GArray *rows) {
@@ -361,6 +384,10 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(GArray) copies_in = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *copy_speeds[2] = {copies_out, copies_in};
   gboolean time_the_disks = hw->nvme.devices > 0, time_the_copies = hw->gpu.shared_cpus > 0 && rows_copy(rows);
+  g_autoptr(ValidateKernelSpeed) kernel_speed = validate_kernel_speed_new(trace, hw, error);
+  if (kernel_speed == NULL)
+    return NULL;
+  gboolean time_the_kernels = TRUE;
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);
@@ -370,6 +397,8 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
         time_the_disks = time_disks(options, hw, disk_speeds, v);
       if (timing && time_the_copies)
         time_the_copies = time_copies(options, hw, copy_speeds, v);
+      if (timing && time_the_kernels)
+        time_the_kernels = time_kernels(options, kernel_speed, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
@@ -387,7 +416,9 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     v->disk_speed[d] = rok_calib_stat((double *)(void *)disk_speeds[d]->data, disk_speeds[d]->len);
   for (guint d = 0; d < 2; d++)
     v->copy_speed[d] = rok_calib_stat((double *)(void *)copy_speeds[d]->data, copy_speeds[d]->len);
-  if (!validate_copies_at_speed(v, trace, hw, planned, error))
+  validate_kernel_speed_stat(kernel_speed, v->kernel_speed);
+  if (!validate_copies_at_speed(v, trace, hw, planned, error) ||
+      !validate_steps_at_speed(v, trace, hw, planned, time_the_kernels ? kernel_speed : NULL, copy_speeds, error))
     return NULL;
   read_load(v->load_after);
   rok_validation_summarize(v);

@@ -1,15 +1,18 @@
-/* The copy streams predicted again at the speed the copies ran at while
- * the rows ran. On a CPU device a copy leg is the host's memory at work
- * (the copy, the host's check of it) on the processors that run the
- * kernels, and a virtual machine's host moves that memory's speed within
- * minutes (the development VM, 2026-12-07: the copies timed 0-45% slower
- * than a calibration minutes old): validate times the copies before each
- * round (rok_calib_copy_speed) and predicts each copy stream at their
- * median speed beside the profile's own prediction, which it leaves as it
- * is.
+/* Predictions again at the speed the machine ran at while the rows ran.
+ * A virtual machine's host moves the speed of its memory, and with it of
+ * the kernels and copies of a CPU device, within minutes (the development
+ * VM, 2026-12-07: every element-wise op 15-25% slower in one calibration
+ * than in the next, the copies timed 0-45% slower than a calibration
+ * minutes old), so a profile can be off by that much by the time its
+ * rows run. Validate times the kernels (every op of the model alone) and
+ * the copies before each round and predicts each row's step, and each
+ * copy stream, again at their median speed, beside the profile's own
+ * prediction, which stays the one judged.
  *
- * Why the host's checks with the copies: they read the bytes a copy just
- * moved, through the same memory. Re-predicting kept runs of the
+ * The copy streams: on a CPU device a copy leg is the host's memory at
+ * work (the copy, the host's check of it) on the processors that run the
+ * kernels. Why the host's checks with the copies: they read the bytes a
+ * copy just moved, through the same memory. Re-predicting kept runs of the
  * development VM (2026-12-07, 18 runs of validate-gpt and the LLaMA-shaped
  * model, 70 and 80 copy streams each way; tests/bench/repredict.py
  * --at-copy-speed) with the pcie figures alone at the copies' speed took
@@ -18,10 +21,11 @@
  * and 55. In the eight
  * runs taken after it that day, 54 of 80 against 45, though two came out
  * worse: the probe had the h2d copies 23-39% slow where the streams ran
- * as predicted. A prediction beside the profile's, not in its place. */
+ * as predicted. */
 #include <math.h>
 
 #include "validate-private.h"
+#include "rok/calibrate.h"
 #include "rok/sim.h"
 
 RokHw *validate_hw_at_copy_speed(const RokHw *hw, double d2h, double h2d) {
@@ -59,6 +63,185 @@ gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const
         return FALSE;
       part->predicted_at_copy_speed_s = validate_schedule_copy_s(schedule, validate_part_stream(part));
     }
+  }
+  return TRUE;
+}
+
+/* Per op kind, forward [0] and backward [1]. */
+#define KINDS (ROK_OP_KIND_COUNT * 2)
+/* A kind's time over the profile's is taken as at least this: kernels
+ * that all took less than the launch overhead say little of their rate. */
+#define MIN_RATIO 0.1
+
+struct _ValidateKernelSpeed {
+  const RokTrace *trace;
+  double *predicted;       /* [op * 2 + backward]: the profile's op time, launch aside (s) */
+  double launch;           /* the profile's launch overhead (s) */
+  GArray *kinds[KINDS];    /* double per round: the kind's time over its prediction */
+  GArray *classes[2];      /* GEMM ops, the others */
+  guint rounds;            /* times timed */
+};
+
+void validate_kernel_speed_free(ValidateKernelSpeed *s) {
+  if (s == NULL)
+    return;
+  for (guint i = 0; i < KINDS; i++)
+    g_array_unref(s->kinds[i]);
+  for (guint c = 0; c < 2; c++)
+    g_array_unref(s->classes[c]);
+  g_free(s->predicted);
+  g_free(s);
+}
+
+ValidateKernelSpeed *validate_kernel_speed_new(const RokTrace *trace, const RokHw *hw, GError **error) {
+  g_autoptr(RokSim) sim = rok_sim_new(trace, hw, error);
+  if (sim == NULL)
+    return NULL;
+  g_autoptr(ValidateKernelSpeed) s = g_new0(ValidateKernelSpeed, 1);
+  s->trace = trace;
+  s->launch = (double)hw->gpu.launch_overhead / 1e9;
+  guint n = trace->ops->len;
+  s->predicted = g_new0(double, 2 * (gsize)MAX(n, 1));
+  for (guint o = 0; o < n; o++) {
+    const RokOp *op = rok_trace_op(trace, o);
+    for (guint b = 0; b < 2; b++) {
+      /* A time the trace itself gives is no rate of the profile's. */
+      gboolean own = (b ? op->bwd_time_s : op->fwd_time_s) >= 0;
+      double ns = (double)rok_sim_op_ns(sim, o, b);
+      s->predicted[2 * o + b] = op->kind == ROK_OP_INPUT || own ? 0 : MAX(ns / 1e9 - s->launch, 0);
+    }
+  }
+  for (guint i = 0; i < KINDS; i++)
+    s->kinds[i] = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint c = 0; c < 2; c++)
+    s->classes[c] = g_array_new(FALSE, FALSE, sizeof(double));
+  return g_steal_pointer(&s);
+}
+
+void validate_kernel_speed_add(ValidateKernelSpeed *s, const double *seconds) {
+  double took[KINDS] = {0}, model[KINDS] = {0}, class_took[2] = {0}, class_model[2] = {0};
+  for (guint o = 0; o < s->trace->ops->len; o++) {
+    const RokOp *op = rok_trace_op(s->trace, o);
+    guint c = rok_op_kind_is_gemm(op->kind) ? 0 : 1;
+    for (guint b = 0; b < 2; b++) {
+      double predicted = s->predicted[2 * o + b];
+      if (!(predicted > 0))
+        continue;
+      /* Launch aside, as the profile's rates have it (a kernel shorter
+       * than the launch overhead counts below 0; a kind's sum is floored). */
+      double m = seconds[ROK_HW_DIRECTIONS * o + (b ? ROK_HW_BACKWARD : ROK_HW_FORWARD)] - s->launch;
+      took[2 * op->kind + b] += m;
+      model[2 * op->kind + b] += predicted;
+      class_took[c] += m;
+      class_model[c] += predicted;
+    }
+  }
+  for (guint i = 0; i < KINDS; i++)
+    if (model[i] > 0) {
+      double ratio = MAX(took[i] / model[i], MIN_RATIO);
+      g_array_append_val(s->kinds[i], ratio);
+    }
+  for (guint c = 0; c < 2; c++)
+    if (class_model[c] > 0) {
+      double ratio = MAX(class_took[c] / class_model[c], MIN_RATIO);
+      g_array_append_val(s->classes[c], ratio);
+    }
+  s->rounds++;
+}
+
+gboolean validate_kernel_speed_time(ValidateKernelSpeed *s, gint device, GError **error) {
+  /* Three passes (their medians): on the development VM a pass of
+   * validate-gpt's ops takes ~0.1 s, a tenth of a round's steps. */
+  g_autofree double *seconds = g_new0(double, ROK_HW_DIRECTIONS * (gsize)MAX(s->trace->ops->len, 1));
+  if (!rok_calib_op_seconds(device, s->trace, 3, NULL, seconds, error))
+    return FALSE;
+  validate_kernel_speed_add(s, seconds);
+  return TRUE;
+}
+
+/* VALUES' ROUND-th (one per round timed), or their median for another
+ * ROUND; 1 where there are none. */
+static double at_round(const GArray *values, guint round) {
+  if (values->len == 0)
+    return 1;
+  if (round < values->len)
+    return g_array_index(values, double, round);
+  g_autofree double *copy = g_memdup2(values->data, sizeof(double) * values->len);
+  return rok_calib_stat(copy, values->len).median;
+}
+
+void validate_kernel_speed_stat(const ValidateKernelSpeed *s, RokCalibStat stat[2]) {
+  for (guint c = 0; c < 2; c++) {
+    g_autofree double *values = g_memdup2(s->classes[c]->data, sizeof(double) * s->classes[c]->len);
+    stat[c] = rok_calib_stat(values, s->classes[c]->len);
+  }
+}
+
+RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *s, guint round) {
+  RokHw *at = rok_hw_copy(hw);
+  double class_ratio[2], kind_ratio[KINDS];
+  for (guint c = 0; c < 2; c++)
+    class_ratio[c] = at_round(s->classes[c], round);
+  const char *const *names = rok_op_kind_names();
+  for (guint k = 0; k < ROK_OP_KIND_COUNT; k++)
+    for (guint b = 0; b < 2; b++)
+      kind_ratio[2 * k + b] = s->kinds[2 * k + b]->len > 0 ? at_round(s->kinds[2 * k + b], round)
+                                                             : class_ratio[rok_op_kind_is_gemm(k) ? 0 : 1];
+  for (guint i = 0; i < at->gpu.op_rates_len; i++) {
+    RokHwOpRates *rates = &at->gpu.op_rates[i];
+    guint k = 0;
+    while (k < ROK_OP_KIND_COUNT && g_strcmp0(names[k], rates->kind) != 0)
+      k++;
+    if (k == ROK_OP_KIND_COUNT) /* not a kind the simulator runs */
+      continue;
+    for (guint d = 0; d < ROK_HW_DIRECTIONS; d++)
+      for (guint j = 0; j < rates->len[d]; j++)
+        rates->curve[d][j].rate /= kind_ratio[2 * k + (d == ROK_HW_BACKWARD)];
+  }
+  for (guint i = 0; i < at->calibrated.gemm_ops_len; i++) {
+    RokHwGemmOp *op = &at->calibrated.gemm_ops[i];
+    guint k = 0;
+    while (k < ROK_OP_KIND_COUNT && g_strcmp0(names[k], op->kind) != 0)
+      k++;
+    for (guint b = 0; b < 2; b++)
+      if (op->ns[b] >= 0)
+        op->ns[b] = llround((double)op->ns[b] * (k < ROK_OP_KIND_COUNT ? kind_ratio[2 * k + b] : class_ratio[0]));
+  }
+  at->gpu.peak_flops /= class_ratio[0];
+  at->gpu.hbm_bandwidth /= class_ratio[1];
+  at->gpu.checksum_bandwidth /= class_ratio[1];
+  return at;
+}
+
+/* ROW's step predicted on HW at SPEED's ROUND-th timing and the copies
+ * at COPIES's (d2h, h2d; the median where COPIES has not as many). */
+static double step_at_speed(const RokTrace *trace, const RokHw *hw, const RokValidatePlanned *p,
+                            const ValidateKernelSpeed *speed, guint round, GArray *const copies[2], GError **error) {
+  g_autoptr(RokHw) kernels = validate_hw_at_kernel_speed(hw, speed, round);
+  g_autoptr(RokHw) at = copies[0]->len > 0 ? validate_hw_at_copy_speed(kernels, at_round(copies[0], round),
+                                                                      at_round(copies[1], round))
+                                           : rok_hw_copy(kernels);
+  g_autoptr(RokSchedule) schedule =
+      rok_sim_schedule_new(trace, at, p->plan, rok_strategy_name(p->strategy), p->budget, error);
+  return schedule != NULL ? validate_schedule_step_s(schedule) : NAN;
+}
+
+gboolean validate_steps_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
+                                 const ValidateKernelSpeed *speed, GArray *const copies[2], GError **error) {
+  g_return_val_if_fail(planned->len == v->rows->len, FALSE);
+  if (speed == NULL || speed->rounds == 0)
+    return TRUE;
+  for (guint i = 0; i < v->rows->len; i++) {
+    RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    const RokValidatePlanned *p = g_ptr_array_index(planned, i);
+    row->predicted_at_speed_by_round_s = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint r = 0; r < speed->rounds; r++) {
+      double s = step_at_speed(trace, hw, p, speed, r, copies, error);
+      if (isnan(s))
+        return FALSE;
+      g_array_append_val(row->predicted_at_speed_by_round_s, s);
+    }
+    row->predicted_at_speed_s = at_round(row->predicted_at_speed_by_round_s, G_MAXUINT);
   }
   return TRUE;
 }

@@ -25,6 +25,8 @@ static void row_free(gpointer data) {
     g_array_unref(row->parts);
   if (row->step_times_s != NULL)
     g_array_unref(row->step_times_s);
+  if (row->predicted_at_speed_by_round_s != NULL)
+    g_array_unref(row->predicted_at_speed_by_round_s);
   g_free(row->schedule);
   g_free(row);
 }

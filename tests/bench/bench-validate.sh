@@ -39,6 +39,11 @@
 # figures are only worth quoting from a machine nothing else is using.
 # Uses build/rok, or $ROK.
 #
+# The summary also gives each run's step-time errors at the machine's
+# speed: every row predicted again with the kernels as fast as the model's
+# ops ran alone right before each round, and the copies at theirs
+# (rok/validate.h predicted_at_speed_s), round by round.
+#
 # On a CPU device the summary also gives the copy streams at the copies'
 # speed timed before the rounds (each predicted again at it; rok/validate.h
 # predicted_at_copy_speed_s) and how many come within 15% that way and as
@@ -160,6 +165,15 @@ for i, d in enumerate(docs, 1):
         print(f"       against keep (keep {100 * keep['step_time_error']:+.1f}%, the machine against its "
               f"calibration): median {100 * d['median_error_against_keep']:.1f}%, "
               f"worst {100 * d['max_error_against_keep']:.1f}%")
+    if d.get("median_step_time_error_at_speed") is not None:
+        keep = next((r for r in d["rows"] if r["strategy"] == "keep"), None)
+        s = d["kernel_speed"]
+        within = sum(abs(r["error_at_speed"]) <= 0.05 for r in d["rows"])
+        print(f"       at the machine's speed (the kernels timed before each round: GEMM ops "
+              f"{100 * (s['gemm'] - 1):+.1f}%, the rest {100 * (s['other'] - 1):+.1f}% against the profile; "
+              f"the copies at theirs): median {100 * d['median_step_time_error_at_speed']:.1f}%, worst "
+              f"{100 * d['max_step_time_error_at_speed']:.1f}%; {within} of {len(d['rows'])} rows within 5%"
+              + (f"; keep {100 * keep['error_at_speed']:+.1f}%" if keep else ""))
     if d.get("streams"):
         print(f"       transfer streams (the median over a row's steps): error median "
               f"{100 * d['median_stream_error']:.1f}%, worst {100 * d['max_stream_error']:.1f}%; "

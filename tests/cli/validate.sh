@@ -129,6 +129,23 @@ for k in ("write", "read"):
     assert 0 < d[k + "_min"] <= d[k] <= d[k + "_max"], d
 # The copies are timed on a CPU device's profile (gpu.shared_cpus) only.
 assert v["copy_speed"] is None, v["copy_speed"]
+# The kernels timed before each round too, and each row's step predicted
+# again at their speed, round by round; the error paired by round.
+k = v["kernel_speed"]
+assert k["rounds"] == 3, k
+for c in ("gemm", "other"):
+    assert 0 < k[c + "_min"] <= k[c] <= k[c + "_max"], k
+errors = []
+for r in rows:
+    by_round = r["predicted_at_speed_by_round_s"]
+    assert len(by_round) == 3 and all(s > 0 for s in by_round), r
+    assert math.isclose(r["predicted_at_speed_s"], statistics.median(by_round), rel_tol=1e-12)
+    steps = r["step_times_s"]
+    e = statistics.median([statistics.median(steps[2 * i:2 * i + 2]) / by_round[i] for i in range(3)]) - 1
+    assert math.isclose(r["error_at_speed"], e, rel_tol=1e-9, abs_tol=1e-12), (r["error_at_speed"], e)
+    errors.append(abs(e))
+assert math.isclose(v["max_step_time_error_at_speed"], max(errors), rel_tol=1e-9)
+assert math.isclose(v["median_step_time_error_at_speed"], statistics.median(errors), rel_tol=1e-9)
 EOF
 
 # The table.
@@ -139,6 +156,7 @@ expect_in "$out" "Noise"
 expect_in "$out" "The disks, timed before each round in bursts like the SSD legs"
 expect_in "$out" "Furthest off"
 expect_in "$out" "Transfer streams, the time each had a leg running"
+expect_in "$out" "At the machine's speed (each row predicted again with the profile's kernels"
 case $out in *"Against keep"*) echo "no keep row, yet a line against keep" >&2; exit 1 ;; esac
 case $out in *"The copies, timed"*) echo "the copies timed on a profile without gpu.shared_cpus" >&2; exit 1 ;; esac
 [ -z "$(ls -A "$disk")" ]

@@ -13,6 +13,7 @@
 
 #include "rok/calibrate.h"
 #include "rok/core.h"
+#include "rok/model.h"
 #include "rok/plan.h"
 #include "rok/sim.h"
 #include "test-bundled.h"
@@ -481,6 +482,48 @@ static void test_elementwise_change(void) {
  * times, said in the source and not warned of; 13% longer (the
  * development VM's virtio disk in a quick calibration, 2026-12-07),
  * warned of by direction, with the words bench-validate.sh looks for. */
+static RokTrace *gpt_trace(const char *widths) {
+  g_autofree char *text = g_strdup_printf("{\"name\": \"t\", \"arch\": \"gpt\", \"layers\": 1, %s, \"micro_batch\": 1, "
+                                          "\"global_batch\": 1, \"data_parallel\": 1}",
+                                          widths);
+  GError *error = NULL;
+  g_autoptr(RokModel) model = rok_model_parse("t.json", text, strlen(text), NULL, &error);
+  g_assert_no_error(error);
+  RokTrace *trace = rok_trace_new_from_model(model, &error);
+  g_assert_no_error(error);
+  return trace;
+}
+
+/* Every op of a trace timed as the op rates are: a time for every op with
+ * work in each direction (a dropout's rebuild too), none where it has
+ * none; a trace too large for half the device refused, naming it. */
+static void test_op_seconds(void) {
+  g_autoptr(RokTrace) trace = gpt_trace("\"hidden\": 64, \"heads\": 1, \"vocab\": 256, \"seq_len\": 64");
+  guint n = trace->ops->len;
+  g_autofree double *seconds = g_new(double, ROK_HW_DIRECTIONS * n);
+  GError *error = NULL;
+  if (!rok_calib_op_seconds(-1, trace, 2, NULL, seconds, &error)) {
+    g_assert_error(error, ROK_ERROR, ROK_ERROR_DEVICE);
+    g_test_skip(error->message);
+    g_error_free(error);
+    return;
+  }
+  for (guint o = 0; o < n; o++) {
+    const RokOp *op = rok_trace_op(trace, o);
+    const double *s = &seconds[ROK_HW_DIRECTIONS * o];
+    g_assert_cmpfloat(s[ROK_HW_FORWARD], >, 0);
+    if (op->kind != ROK_OP_INPUT && rok_op_work(op, TRUE) > 0)
+      g_assert_cmpfloat(s[ROK_HW_BACKWARD], >, 0);
+    g_assert_true((s[ROK_HW_REBUILD] > 0) == (op->kind == ROK_OP_DROPOUT));
+  }
+  g_autoptr(RokTrace) huge = gpt_trace("\"hidden\": 16384, \"heads\": 128, \"vocab\": 256, \"seq_len\": 65536");
+  g_autofree double *unused = g_new(double, ROK_HW_DIRECTIONS * huge->ops->len);
+  g_assert_false(rok_calib_op_seconds(-1, huge, 1, NULL, unused, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
+  g_assert_nonnull(strstr(error->message, "more than half of its"));
+  g_error_free(error);
+}
+
 /* The device's copies against a profile's pcie figures: against one whose
  * copies take a second more each (latency) or go at 1 MB/s, far faster
  * (the ratio below 0.1); against one of no latency and 1 PB/s, far slower
@@ -683,6 +726,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/disk-change", test_disk_change);
   g_test_add_func("/calibrate/unsteadiness", test_unsteadiness);
   g_test_add_func("/calibrate/copy-speed", test_copy_speed);
+  g_test_add_func("/calibrate/op-seconds", test_op_seconds);
   g_test_add_func("/calibrate/prompt", test_prompt);
   g_test_add_func("/calibrate/prompt-refused", test_prompt_refused);
   return g_test_run();

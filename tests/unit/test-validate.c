@@ -377,6 +377,161 @@ static void test_copies_at_speed(void) {
   g_assert_true(isnan(untimed->median_copy_error_at_copy_speed));
 }
 
+/* Rates for every kind of TRACE's ops but the inputs, one knot each way
+ * (and a dropout's rebuild): 2 GFLOP/s or GB/s of work. */
+static void give_op_rates(RokHw *hw, const RokTrace *trace) {
+  gboolean seen[ROK_OP_KIND_COUNT] = {FALSE};
+  guint n = 0;
+  for (guint o = 0; o < trace->ops->len; o++) {
+    RokOpKind k = rok_trace_op(trace, o)->kind;
+    n += !seen[k] && k != ROK_OP_INPUT;
+    seen[k] = TRUE;
+  }
+  hw->gpu.op_rates = g_new0(RokHwOpRates, n);
+  for (guint k = 0; k < ROK_OP_KIND_COUNT; k++) {
+    if (!seen[k] || k == ROK_OP_INPUT)
+      continue;
+    RokHwOpRates *r = &hw->gpu.op_rates[hw->gpu.op_rates_len++];
+    r->kind = g_strdup(rok_op_kind_name(k));
+    for (guint d = 0; d < ROK_HW_DIRECTIONS; d++) {
+      r->curve[d] = g_new(RokHwRatePoint, 1);
+      r->curve[d][0] = (RokHwRatePoint){.work = 1e6, .rate = 2e9};
+      r->len[d] = 1;
+    }
+  }
+}
+
+/* Each op's time, launch aside, at the profile's (RATIO 1) or times
+ * RATIO_GEMM for the GEMM ops and RATIO_REST for the others, plus the
+ * launch, as rok_calib_op_seconds gives them. */
+static double *op_seconds_at(const RokTrace *trace, const RokHw *hw, double ratio_gemm, double ratio_rest) {
+  GError *error = NULL;
+  g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
+  g_assert_no_error(error);
+  double launch = (double)hw->gpu.launch_overhead / 1e9;
+  double *seconds = g_new0(double, ROK_HW_DIRECTIONS * trace->ops->len);
+  for (guint o = 0; o < trace->ops->len; o++) {
+    double ratio = rok_op_kind_is_gemm(rok_trace_op(trace, o)->kind) ? ratio_gemm : ratio_rest;
+    for (guint b = 0; b < 2; b++)
+      seconds[ROK_HW_DIRECTIONS * o + (b ? ROK_HW_BACKWARD : ROK_HW_FORWARD)] =
+          launch + ratio * ((double)rok_sim_op_ns(sim, o, b) / 1e9 - launch);
+  }
+  return seconds;
+}
+
+/* The kernels timed before the rounds: a round whose GEMM ops took 1.5
+ * times the profile's and the rest 0.8 gives a profile on which every op
+ * is predicted that much longer or shorter, launch aside, whether its
+ * kind has measured rates or the GEMM peak and the memory's bandwidth
+ * give its time; the round's own ratios for that round, their median
+ * otherwise; the profile itself left alone. Each row's step at that speed
+ * is its schedule's, and a row's error at speed is paired by round. */
+static void test_kernels_at_speed(void) {
+  g_autoptr(RokTrace) trace = tiny_trace();
+  g_autoptr(RokHw) hw = test_bundled_hw("cpu-2core-virtio");
+  hw->nvme.devices = 0;
+  GError *error = NULL;
+  for (guint rated = 0; rated < 2; rated++) {
+    if (rated)
+      give_op_rates(hw, trace);
+    g_autoptr(ValidateKernelSpeed) speed = validate_kernel_speed_new(trace, hw, &error);
+    g_assert_no_error(error);
+    g_autofree double *same = op_seconds_at(trace, hw, 1, 1), *moved = op_seconds_at(trace, hw, 1.5, 0.8);
+    g_autofree double *faster = op_seconds_at(trace, hw, 0.9, 0.9);
+    validate_kernel_speed_add(speed, same);
+    validate_kernel_speed_add(speed, moved);
+    validate_kernel_speed_add(speed, faster);
+    RokCalibStat stat[2];
+    validate_kernel_speed_stat(speed, stat);
+    g_assert_cmpuint(stat[0].n, ==, 3);
+    g_assert_cmpfloat_with_epsilon(stat[0].median, 1, 1e-6);
+    g_assert_cmpfloat_with_epsilon(stat[0].max, 1.5, 1e-6);
+    g_assert_cmpfloat_with_epsilon(stat[1].min, 0.8, 1e-6);
+    g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
+    g_assert_no_error(error);
+    const double ratios[4][2] = {{1, 1}, {1.5, 0.8}, {0.9, 0.9}, {1, 0.9}}; /* the last: the medians */
+    for (guint round = 0; round < 4; round++) {
+      g_autoptr(RokHw) at = validate_hw_at_kernel_speed(hw, speed, round);
+      g_autoptr(RokSim) at_sim = rok_sim_new(trace, at, &error);
+      g_assert_no_error(error);
+      for (guint o = 0; o < trace->ops->len; o++) {
+        const RokOp *op = rok_trace_op(trace, o);
+        double ratio = ratios[round][rok_op_kind_is_gemm(op->kind) ? 0 : 1];
+        for (guint b = 0; b < 2; b++) {
+          double was = (double)(rok_sim_op_ns(sim, o, b) - hw->gpu.launch_overhead);
+          double now = (double)(rok_sim_op_ns(at_sim, o, b) - hw->gpu.launch_overhead);
+          if (op->kind == ROK_OP_INPUT)
+            g_assert_cmpfloat(now, ==, was);
+          else
+            g_assert_cmpfloat(fabs(now - ratio * was), <=, 2 + 1e-9 * was);
+        }
+      }
+    }
+    g_autoptr(RokHw) profile = test_bundled_hw("cpu-2core-virtio");
+    g_assert_cmpfloat(hw->gpu.peak_flops, ==, profile->gpu.peak_flops); /* left alone */
+  }
+
+  /* The rows at that speed: at the profile's own speed each row's step is
+   * its prediction; each round's prediction its own. */
+  RokValidateOptions o;
+  rok_validate_options_init(&o);
+  o.budgets = 1;
+  o.planner_threads = 1;
+  g_autoptr(RokValidation) v = validate_new(trace, hw);
+  v->rounds = 2;
+  v->repeat = 2;
+  g_autoptr(GPtrArray) planned = validate_plan_rows(trace, hw, &o, v, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < planned->len; i++) {
+    const RokValidatePlanned *p = g_ptr_array_index(planned, i);
+    g_autoptr(RokSchedule) schedule =
+        rok_sim_schedule_new(trace, hw, p->plan, rok_strategy_name(p->strategy), p->budget, &error);
+    g_assert_no_error(error);
+    double s = validate_schedule_step_s(schedule);
+    add_row(v, rok_strategy_name(p->strategy), p->budget, s, s, 0, 1000, 0);
+    set_steps(v, i, (const double[]){s, s, 1.2 * s, 1.2 * s}, 4);
+  }
+  g_autoptr(ValidateKernelSpeed) speed = validate_kernel_speed_new(trace, hw, &error);
+  g_assert_no_error(error);
+  g_autofree double *same = op_seconds_at(trace, hw, 1, 1), *slow = op_seconds_at(trace, hw, 1.2, 1.2);
+  validate_kernel_speed_add(speed, same);
+  validate_kernel_speed_add(speed, slow);
+  g_autoptr(GArray) d2h = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) h2d = g_array_new(FALSE, FALSE, sizeof(double));
+  GArray *copies[2] = {d2h, h2d};
+  g_assert_true(validate_steps_at_speed(v, trace, hw, planned, speed, copies, &error));
+  g_assert_no_error(error);
+  rok_validation_summarize(v);
+  for (guint i = 0; i < v->rows->len; i++) {
+    const RokValidateRow *row = g_ptr_array_index(v->rows, i);
+    const GArray *by_round = row->predicted_at_speed_by_round_s;
+    g_assert_cmpuint(by_round->len, ==, 2);
+    g_assert_cmpfloat_with_epsilon(g_array_index(by_round, double, 0) / row->predicted_step_time_s, 1, 1e-6);
+    /* 20% slower kernels: the step longer, by less than 20% (launches,
+     * copies and waits are in it), keep's, all kernels and launches, by
+     * nearly as much. */
+    double slower = g_array_index(by_round, double, 1) / row->predicted_step_time_s;
+    g_assert_cmpfloat(slower, >, 1.0);
+    g_assert_cmpfloat(slower, <=, 1.2 + 1e-6);
+    if (g_str_equal(row->strategy, "keep"))
+      g_assert_cmpfloat(slower, >, 1.18);
+    /* Each round over its own prediction: 1 and 1.2 / slower. */
+    g_assert_cmpfloat_with_epsilon(row->error_at_speed, (1 + 1.2 / slower) / 2 - 1, 1e-6);
+  }
+  g_assert_false(isnan(v->median_step_time_error_at_speed));
+  json_object *doc = rok_validation_to_json(v);
+  json_object *rows = json_object_object_get(doc, "rows"), *by_round = NULL;
+  g_assert_true(json_object_object_get_ex(json_object_array_get_idx(rows, 0), "predicted_at_speed_by_round_s",
+                                          &by_round));
+  g_assert_cmpuint(json_object_array_length(by_round), ==, 2);
+  json_object_put(doc);
+
+  /* Not timed: none. */
+  g_autoptr(RokValidation) untimed = made_up();
+  g_assert_true(isnan(untimed->median_step_time_error_at_speed));
+  g_assert_true(isnan(((const RokValidateRow *)g_ptr_array_index(untimed->rows, 0))->error_at_speed));
+}
+
 /* Medians and maxima of the absolute errors; the document holds every
  * field, consistent with the rows. */
 static void test_summary_json(void) {
@@ -626,6 +781,15 @@ static void test_run(void) {
     g_assert_cmpfloat(row->moved_error, ==, 0);
     g_assert_cmpuint(row->report->integrity_failures, ==, 0);
     g_assert_nonnull(strstr(row->schedule, "rok-schedule/2"));
+    /* The step as validate_schedule_step_s counts a schedule's (what the
+     * machine's speed is predicted again with) is the report's; the
+     * kernels were timed before both rounds, a prediction for each. */
+    g_autoptr(RokSchedule) own = rok_schedule_parse("row", row->schedule, strlen(row->schedule), &error);
+    g_assert_no_error(error);
+    g_assert_cmpfloat_with_epsilon(validate_schedule_step_s(own) / row->predicted_step_time_s, 1, 1e-6);
+    g_assert_cmpuint(row->predicted_at_speed_by_round_s->len, ==, 2);
+    g_assert_cmpfloat(row->predicted_at_speed_s, >, 0);
+    g_assert_true(isfinite(row->error_at_speed));
     /* The parts of the compute stream add up to its busy time. */
     double predicted = 0, measured = 0;
     for (guint k = 0; k < row->parts->len; k++) {
@@ -665,6 +829,11 @@ static void test_run(void) {
   }
   g_assert_cmpuint(copied, >, 0); /* the smallest budget offloads */
   g_assert_cmpuint(copy_streams, >, 0);
+  for (guint c = 0; c < 2; c++) {
+    g_assert_cmpuint(v->kernel_speed[c].n, ==, 2);
+    g_assert_cmpfloat(v->kernel_speed[c].min, >, 0);
+  }
+  g_assert_true(isfinite(v->median_step_time_error_at_speed));
   /* Over the rows: every part, summed. */
   double total = 0, rows_total = 0;
   for (guint k = 0; k < v->parts->len; k++)
@@ -685,6 +854,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/summary-json", test_summary_json);
   g_test_add_func("/validate/copies-against-keep", test_copies_against_keep);
   g_test_add_func("/validate/copies-at-speed", test_copies_at_speed);
+  g_test_add_func("/validate/kernels-at-speed", test_kernels_at_speed);
   g_test_add_func("/validate/no-keep", test_no_keep);
   g_test_add_func("/validate/against-keep-paired", test_against_keep_paired);
   g_test_add_func("/validate/chart", test_chart);

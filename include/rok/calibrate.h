@@ -477,18 +477,21 @@ gboolean rok_calib_disk_speed(const char *dir, const RokHw *hw, guint rounds, Ro
 gboolean rok_calib_copy_speed(gint device, const RokHw *hw, RokCalibCancel *cancel, double ratio[2],
                               GError **error);
 
-/* How long every op of TRACE takes on the OpenCL device DEVICE (-1: the
- * default) now, as rok calibrate times its op rates (calib-ops.c): the
- * trace's tensors all on the device, its ops run one at a time as the
- * executor's compute thread runs them (forward in order, each dropout's
- * mask rebuilt, backward in reverse), a warm-up pass and PASSES timed
- * ones. SECONDS ([op * ROK_HW_DIRECTIONS + direction]) gets each op's
- * median in each direction, launched and waited for (0 where it has no
- * such direction). ROK_ERROR_USAGE where the trace needs more than half
- * the device's memory; ROK_ERROR_DEVICE when the build has no OpenCL or
- * the machine no device. */
-gboolean rok_calib_op_seconds(gint device, const RokTrace *trace, guint passes, RokCalibCancel *cancel,
-                              double *seconds, GError **error);
+/* Every op of TRACE timed on the OpenCL device DEVICE (-1: the default)
+ * as rok calibrate times its op rates (calib-ops.c), again and again: the
+ * trace's tensors all on the device, made once with a warm-up pass; each
+ * pass runs its ops one at a time as the executor's compute thread runs
+ * them (forward in order, each dropout's mask rebuilt, backward in
+ * reverse), each launched and waited for. NULL with ROK_ERROR_USAGE where
+ * the trace needs more than half the device's memory, ROK_ERROR_DEVICE
+ * when the build has no OpenCL or the machine no device. */
+typedef struct _RokCalibOpTimer RokCalibOpTimer;
+RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, GError **error);
+void rok_calib_op_timer_free(RokCalibOpTimer *timer);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokCalibOpTimer, rok_calib_op_timer_free)
+/* One pass: SECONDS ([op * ROK_HW_DIRECTIONS + direction]) gets each op's
+ * time in each direction (0 where it has no such direction). */
+gboolean rok_calib_op_timer_pass(RokCalibOpTimer *timer, RokCalibCancel *cancel, double *seconds, GError **error);
 
 /* ---- Checks ------------------------------------------------------------- */
 

@@ -172,11 +172,12 @@ typedef struct {
    * copies, their waits.
    * NaN for the keep row itself and where there is none. */
   double error_against_keep;
-  /* The step predicted again at the speed the machine ran at right before
-   * each round (validate-speed.c): the profile's kernels as fast as every
-   * op of the model ran when timed alone then (RokValidation.kernel_speed,
-   * each op kind by its own ratio) and, where they were timed, its copies
-   * as fast as the copies ran (copy_speed): one prediction per round
+  /* The step predicted again at the speed the machine ran at in each
+   * round (validate-speed.c): the profile's kernels as fast as every op of
+   * the model ran when timed alone before each row's run in the round (the
+   * median over the round; RokValidation.kernel_speed, each op kind by its
+   * own ratio) and, where they were timed, its copies as fast as the
+   * copies ran before the round (copy_speed): one prediction per round
    * (predicted_at_speed_by_round_s, NULL where the kernels were not timed),
    * predicted_at_speed_s their median. error_at_speed: each round's median
    * step over that round's prediction, the median over the rounds (over
@@ -254,12 +255,14 @@ typedef struct {
    * the copy streams' errors; not taken out of them, but predicted with
    * (RokValidatePart.predicted_at_copy_speed_s). */
   RokCalibStat copy_speed[2];
-  /* Every op of the model timed alone before each measured round as rok
-   * calibrate times the op rates (rok_calib_op_seconds), launch aside:
-   * the GEMM ops' [0] and the other ops' [1] time over what the profile
-   * gives them, over the rounds (n 0: not timed). How far the kernels run
-   * from the profile now (the drift keep's error holds, measured apart
-   * from the rows), predicted with (RokValidateRow.predicted_at_speed_s). */
+  /* Every op of the model timed alone before each row's run in the
+   * measured rounds as rok calibrate times the op rates
+   * (rok_calib_op_timer_pass, one pass), launch aside: the GEMM ops' [0]
+   * and the other ops' [1] time over what the profile gives them, each
+   * round's median over its passes, over the rounds (n 0: not timed). How
+   * far the kernels run from the profile now (the drift keep's error
+   * holds, measured apart from the rows), predicted with
+   * (RokValidateRow.predicted_at_speed_s). */
   RokCalibStat kernel_speed[2];
   double load_before[3], load_after[3]; /* the load average (1, 5, 15 minutes); negative: unknown */
   guint cpus;                           /* processors online */

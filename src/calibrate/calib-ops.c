@@ -274,26 +274,32 @@ static gboolean probe_passes(Pass *p, guint trials, GError **error) {
   return TRUE;
 }
 
-/* TRACE's ops on P's kernels: its tensors allocated, a warm-up pass, then
- * TRIALS timed ones into p->seconds ([trial][op][direction]); *PASS_S
- * (may be NULL) gets the median pass's time. The caller clears P. */
-static gboolean time_passes(Pass *p, const RokTrace *trace, guint trials, double *pass_s, GError **error) {
+/* TRACE's ops on P's kernels: its model made, its tensors allocated and a
+ * warm-up pass run. The caller clears P. */
+static gboolean prepare_model(Pass *p, const RokTrace *trace, GError **error) {
   p->trace = trace;
-  guint n = trace->ops->len;
   p->model = rok_exec_model_new(p->kernels, trace, 1234, error);
   gboolean ok = p->model != NULL;
   p->tensors = g_new0(RokClBuffer *, MAX(trace->tensors->len, 1));
   for (guint t = 0; ok && t < trace->tensors->len; t++)
     ok = (p->tensors[t] = rok_exec_model_alloc_tensor(p->model, t, error)) != NULL;
+  return ok && run_pass(p, NULL, NULL, error);
+}
+
+/* TRACE's ops prepared (prepare_model), then TRIALS timed passes into
+ * p->seconds ([trial][op][direction]); *PASS_S gets the median pass's
+ * time. The caller clears P. */
+static gboolean time_passes(Pass *p, const RokTrace *trace, guint trials, double *pass_s, GError **error) {
+  guint n = trace->ops->len;
   p->seconds = g_new0(double, (gsize)trials * n * D);
-  ok = ok && run_pass(p, NULL, NULL, error);
+  gboolean ok = prepare_model(p, trace, error);
   g_autofree double *totals = g_new0(double, trials);
   for (guint t = 0; ok && t < trials; t++) {
     ok = (p->probe == NULL || p->probe(p->probe_data, error)) && run_pass(p, &p->seconds[(gsize)t * n * D], NULL, error);
     for (guint i = 0; ok && i < D * n; i++)
       totals[t] += p->seconds[(gsize)t * n * D + i];
   }
-  if (ok && pass_s != NULL)
+  if (ok)
     *pass_s = rok_calib_stat(totals, trials).median;
   return ok;
 }
@@ -360,43 +366,68 @@ gboolean rok_calib_measure_ops(RokClKernels *kernels, const RokCalibOptions *o, 
   return TRUE;
 }
 
-gboolean rok_calib_op_seconds(gint device, const RokTrace *trace, guint passes, RokCalibCancel *cancel,
-                              double *seconds, GError **error) {
-  g_return_val_if_fail(trace != NULL && passes > 0 && seconds != NULL, FALSE);
-  g_autoptr(RokClDevice) cl = rok_cl_device_open(device, error);
-  if (cl == NULL)
-    return FALSE;
-  guint64 bytes = model_bytes(trace), memory = rok_cl_device_info(cl)->global_memory;
+struct _RokCalibOpTimer {
+  RokClDevice *cl;
+  RokClKernels *kernels;
+  Pass pass;
+};
+
+void rok_calib_op_timer_free(RokCalibOpTimer *timer) {
+  if (timer == NULL)
+    return;
+  pass_clear(&timer->pass);
+  rok_cl_kernels_free(timer->kernels);
+  rok_cl_device_free(timer->cl);
+  g_free(timer);
+}
+
+RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, GError **error) {
+  g_return_val_if_fail(trace != NULL, NULL);
+  g_autoptr(RokCalibOpTimer) timer = g_new0(RokCalibOpTimer, 1);
+  timer->cl = rok_cl_device_open(device, error);
+  if (timer->cl == NULL)
+    return NULL;
+  guint64 bytes = model_bytes(trace), memory = rok_cl_device_info(timer->cl)->global_memory;
   if (bytes > memory / 2) {
     g_autofree char *need = rok_units_format_size(bytes), *have = rok_units_format_size(memory);
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
                 "%s needs about %s on the device to run every op at once, more than half of its %s",
                 trace->model_name, need, have);
-    return FALSE;
+    return NULL;
   }
-  g_autoptr(RokClKernels) kernels = rok_cl_kernels_new(cl, rok_trace_activation_dtype(trace), error);
-  if (kernels == NULL)
-    return FALSE;
-  Pass p = {.kernels = kernels, .cl = cl, .cancel = cancel};
-  gboolean ok = time_passes(&p, trace, passes, NULL, error);
-  guint n = trace->ops->len;
-  g_autofree double *times = g_new(double, passes);
-  for (guint i = 0; ok && i < D * n; i++) {
-    for (guint t = 0; t < passes; t++)
-      times[t] = p.seconds[(gsize)t * n * D + i];
-    seconds[i] = rok_calib_stat(times, passes).median;
-  }
-  pass_clear(&p);
-  return ok;
+  timer->kernels = rok_cl_kernels_new(timer->cl, rok_trace_activation_dtype(trace), error);
+  if (timer->kernels == NULL)
+    return NULL;
+  timer->pass = (Pass){.kernels = timer->kernels, .cl = timer->cl};
+  return prepare_model(&timer->pass, trace, error) ? g_steal_pointer(&timer) : NULL;
+}
+
+gboolean rok_calib_op_timer_pass(RokCalibOpTimer *timer, RokCalibCancel *cancel, double *seconds, GError **error) {
+  g_return_val_if_fail(timer != NULL && seconds != NULL, FALSE);
+  memset(seconds, 0, sizeof(double) * D * timer->pass.trace->ops->len);
+  timer->pass.cancel = cancel;
+  return run_pass(&timer->pass, seconds, NULL, error);
 }
 
 #else /* ROK_WITH_OPENCL */
 
-gboolean rok_calib_op_seconds(gint device, const RokTrace *trace, guint passes, RokCalibCancel *cancel,
-                              double *seconds, GError **error) {
-  (void)device, (void)trace, (void)passes, (void)cancel, (void)seconds;
+struct _RokCalibOpTimer {
+  int unused;
+};
+
+RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, GError **error) {
+  (void)device, (void)trace;
   g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "this rok was built without OpenCL (ROK_WITH_OPENCL=OFF)");
-  return FALSE;
+  return NULL;
+}
+
+gboolean rok_calib_op_timer_pass(RokCalibOpTimer *timer, RokCalibCancel *cancel, double *seconds, GError **error) {
+  (void)timer, (void)cancel, (void)seconds, (void)error;
+  g_return_val_if_reached(FALSE);
+}
+
+void rok_calib_op_timer_free(RokCalibOpTimer *timer) {
+  g_free(timer);
 }
 
 #endif /* ROK_WITH_OPENCL */

@@ -3,7 +3,7 @@
  *   validate.c        options, the result's life, planning the rows
  *   validate-run.c    each row's schedule run and compared; rok_validate
  *   validate-parts.c  where the time of a step goes, by op kind and stream
- *   validate-speed.c  the kernels timed before each round; the steps and the
+ *   validate-speed.c  the kernels timed before each row's run; the steps and the
  *                     copy streams predicted again at the speed the machine ran at
  *   validate-json.c   the summary over the rows, rok-validation/1
  *   validate-chart.c  measured against predicted step time */
@@ -69,21 +69,29 @@ RokHw *validate_hw_at_copy_speed(const RokHw *hw, double d2h, double h2d);
 gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
                                   GError **error);
 
-/* The kernels timed before each measured round: every op of the trace run
- * (rok_calib_op_seconds), each op kind's time in each direction over what
- * the profile predicts for it. */
+/* The kernels timed before each row's run: every op of the trace run
+ * alone (rok_calib_op_timer_pass), each op kind's time in each direction
+ * over what the profile predicts for it, the median over a round's
+ * passes. */
 typedef struct _ValidateKernelSpeed ValidateKernelSpeed;
 /* NULL (ROK_ERROR_*) where the simulator refuses TRACE on HW. */
 ValidateKernelSpeed *validate_kernel_speed_new(const RokTrace *trace, const RokHw *hw, GError **error);
 void validate_kernel_speed_free(ValidateKernelSpeed *speed);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ValidateKernelSpeed, validate_kernel_speed_free)
-/* Times them once on DEVICE (validate_kernel_speed_add); errors:
- * rok_calib_op_seconds's. */
-gboolean validate_kernel_speed_time(ValidateKernelSpeed *speed, gint device, GError **error);
-/* One round's times, SECONDS as rok_calib_op_seconds gives them: each op
- * kind's (and the GEMM ops' and the others') time, launch aside, over the
- * profile's. */
+/* The trace's ops made ready on DEVICE (rok_calib_op_timer_new, whose
+ * errors these are), and let go. */
+gboolean validate_kernel_speed_open(ValidateKernelSpeed *speed, gint device, GError **error);
+void validate_kernel_speed_close(ValidateKernelSpeed *speed);
+/* One pass timed (validate_kernel_speed_add); errors:
+ * rok_calib_op_timer_pass's. */
+gboolean validate_kernel_speed_time(ValidateKernelSpeed *speed, GError **error);
+/* One pass's times, SECONDS as rok_calib_op_timer_pass gives them: each
+ * op kind's (and the GEMM ops' and the others') time, launch aside, over
+ * the profile's, into the round under way. */
 void validate_kernel_speed_add(ValidateKernelSpeed *speed, const double *seconds);
+/* The round under way ended: each ratio's median over its passes (none:
+ * nothing). */
+void validate_kernel_speed_end_round(ValidateKernelSpeed *speed);
 /* The GEMM ops' and the other ops' times over their prediction, over the
  * rounds timed ([0], [1]; n 0: none). */
 void validate_kernel_speed_stat(const ValidateKernelSpeed *speed, RokCalibStat stat[2]);

@@ -304,11 +304,12 @@ static gboolean time_copies(const RokValidateOptions *o, const RokHw *hw, GArray
   return TRUE;
 }
 
-/* The kernels timed before a measured round (RokValidation.kernel_speed);
- * FALSE, with a note, where they could not be. */
-static gboolean time_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, RokValidation *v) {
+/* The kernels timed before a row's run in a measured round
+ * (RokValidation.kernel_speed), or made ready (OPEN); FALSE, with a note,
+ * where they could not be. */
+static gboolean time_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, gboolean open, RokValidation *v) {
   GError *error = NULL;
-  if (!validate_kernel_speed_time(speed, o->exec.device, &error)) {
+  if (open ? !validate_kernel_speed_open(speed, o->exec.device, &error) : !validate_kernel_speed_time(speed, &error)) {
     g_ptr_array_add(v->notes, g_strdup_printf("the kernels were not timed against the profile: %s", error->message));
     g_error_free(error);
     return FALSE;
@@ -387,7 +388,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(ValidateKernelSpeed) kernel_speed = validate_kernel_speed_new(trace, hw, error);
   if (kernel_speed == NULL)
     return NULL;
-  gboolean time_the_kernels = TRUE;
+  gboolean time_the_kernels = time_kernels(options, kernel_speed, TRUE, v);
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);
@@ -397,8 +398,13 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
         time_the_disks = time_disks(options, hw, disk_speeds, v);
       if (timing && time_the_copies)
         time_the_copies = time_copies(options, hw, copy_speeds, v);
-      if (timing && time_the_kernels)
-        time_the_kernels = time_kernels(options, kernel_speed, v);
+      /* A pass before every row's run, so that a round's figure is the
+       * median over its length (a pass before the round alone caught the
+       * development VM's transient spells: 2026-12-07, the third of three
+       * rounds' pass 17-45% off the speed its rows then ran at in three
+       * runs of four). */
+      if (round > 0 && time_the_kernels && !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel)))
+        time_the_kernels = time_kernels(options, kernel_speed, FALSE, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
@@ -409,7 +415,10 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
         rok_exec_report_free(report);
       else
         g_ptr_array_add(m->reports, report);
+      if (round > 0 && k + 1 == rows->len && time_the_kernels)
+        validate_kernel_speed_end_round(kernel_speed);
     }
+  validate_kernel_speed_close(kernel_speed);
   for (guint i = 0; i < rows->len; i++)
     g_ptr_array_add(v->rows, measured_row(&g_array_index(rows, Measuring, i), v));
   for (guint d = 0; d < 2; d++)

@@ -73,13 +73,19 @@ gboolean validate_copies_at_speed(RokValidation *v, const RokTrace *trace, const
  * that all took less than the launch overhead say little of their rate. */
 #define MIN_RATIO 0.1
 
+/* A pass's ratios: each kind's [0, KINDS), then the GEMM ops' and the
+ * others' (NaN: none such). */
+#define RATIOS (KINDS + 2)
+
 struct _ValidateKernelSpeed {
   const RokTrace *trace;
   double *predicted;       /* [op * 2 + backward]: the profile's op time, launch aside (s) */
   double launch;           /* the profile's launch overhead (s) */
+  RokCalibOpTimer *timer;  /* NULL until validate_kernel_speed_open */
+  GArray *passes;          /* double[RATIOS] per pass of the round under way */
   GArray *kinds[KINDS];    /* double per round: the kind's time over its prediction */
   GArray *classes[2];      /* GEMM ops, the others */
-  guint rounds;            /* times timed */
+  guint rounds;            /* rounds ended */
 };
 
 void validate_kernel_speed_free(ValidateKernelSpeed *s) {
@@ -89,6 +95,8 @@ void validate_kernel_speed_free(ValidateKernelSpeed *s) {
     g_array_unref(s->kinds[i]);
   for (guint c = 0; c < 2; c++)
     g_array_unref(s->classes[c]);
+  g_array_unref(s->passes);
+  rok_calib_op_timer_free(s->timer);
   g_free(s->predicted);
   g_free(s);
 }
@@ -115,14 +123,15 @@ ValidateKernelSpeed *validate_kernel_speed_new(const RokTrace *trace, const RokH
     s->kinds[i] = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint c = 0; c < 2; c++)
     s->classes[c] = g_array_new(FALSE, FALSE, sizeof(double));
+  s->passes = g_array_new(FALSE, FALSE, sizeof(double[RATIOS]));
   return g_steal_pointer(&s);
 }
 
 void validate_kernel_speed_add(ValidateKernelSpeed *s, const double *seconds) {
-  double took[KINDS] = {0}, model[KINDS] = {0}, class_took[2] = {0}, class_model[2] = {0};
+  double took[RATIOS] = {0}, model[RATIOS] = {0};
   for (guint o = 0; o < s->trace->ops->len; o++) {
     const RokOp *op = rok_trace_op(s->trace, o);
-    guint c = rok_op_kind_is_gemm(op->kind) ? 0 : 1;
+    guint c = KINDS + (rok_op_kind_is_gemm(op->kind) ? 0 : 1);
     for (guint b = 0; b < 2; b++) {
       double predicted = s->predicted[2 * o + b];
       if (!(predicted > 0))
@@ -132,28 +141,50 @@ void validate_kernel_speed_add(ValidateKernelSpeed *s, const double *seconds) {
       double m = seconds[ROK_HW_DIRECTIONS * o + (b ? ROK_HW_BACKWARD : ROK_HW_FORWARD)] - s->launch;
       took[2 * op->kind + b] += m;
       model[2 * op->kind + b] += predicted;
-      class_took[c] += m;
-      class_model[c] += predicted;
+      took[c] += m;
+      model[c] += predicted;
     }
   }
-  for (guint i = 0; i < KINDS; i++)
-    if (model[i] > 0) {
-      double ratio = MAX(took[i] / model[i], MIN_RATIO);
-      g_array_append_val(s->kinds[i], ratio);
+  double ratios[RATIOS];
+  for (guint i = 0; i < RATIOS; i++)
+    ratios[i] = model[i] > 0 ? MAX(took[i] / model[i], MIN_RATIO) : NAN;
+  g_array_append_val(s->passes, ratios);
+}
+
+void validate_kernel_speed_end_round(ValidateKernelSpeed *s) {
+  guint n = s->passes->len;
+  if (n == 0)
+    return;
+  g_autofree double *values = g_new(double, n);
+  for (guint i = 0; i < RATIOS; i++) {
+    guint k = 0;
+    for (guint p = 0; p < n; p++) {
+      double r = ((const double *)(void *)s->passes->data)[(gsize)p * RATIOS + i];
+      if (!isnan(r))
+        values[k++] = r;
     }
-  for (guint c = 0; c < 2; c++)
-    if (class_model[c] > 0) {
-      double ratio = MAX(class_took[c] / class_model[c], MIN_RATIO);
-      g_array_append_val(s->classes[c], ratio);
-    }
+    if (k == 0)
+      continue;
+    double median = rok_calib_stat(values, k).median;
+    g_array_append_val(i < KINDS ? s->kinds[i] : s->classes[i - KINDS], median);
+  }
+  g_array_set_size(s->passes, 0);
   s->rounds++;
 }
 
-gboolean validate_kernel_speed_time(ValidateKernelSpeed *s, gint device, GError **error) {
-  /* Three passes (their medians): on the development VM a pass of
-   * validate-gpt's ops takes ~0.1 s, a tenth of a round's steps. */
+gboolean validate_kernel_speed_open(ValidateKernelSpeed *s, gint device, GError **error) {
+  s->timer = rok_calib_op_timer_new(device, s->trace, error);
+  return s->timer != NULL;
+}
+
+void validate_kernel_speed_close(ValidateKernelSpeed *s) {
+  g_clear_pointer(&s->timer, rok_calib_op_timer_free);
+}
+
+gboolean validate_kernel_speed_time(ValidateKernelSpeed *s, GError **error) {
+  g_return_val_if_fail(s->timer != NULL, FALSE);
   g_autofree double *seconds = g_new0(double, ROK_HW_DIRECTIONS * (gsize)MAX(s->trace->ops->len, 1));
-  if (!rok_calib_op_seconds(device, s->trace, 3, NULL, seconds, error))
+  if (!rok_calib_op_timer_pass(s->timer, NULL, seconds, error))
     return FALSE;
   validate_kernel_speed_add(s, seconds);
   return TRUE;

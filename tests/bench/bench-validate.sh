@@ -41,8 +41,8 @@
 #
 # The summary also gives each run's step-time errors at the machine's
 # speed: every row predicted again with the kernels as fast as the model's
-# ops ran alone right before each round, and the copies at theirs
-# (rok/validate.h predicted_at_speed_s), round by round.
+# ops ran alone before each row's run (a round's median), and the copies
+# at theirs (rok/validate.h predicted_at_speed_s), round by round.
 #
 # On a CPU device the summary also gives the copy streams at the copies'
 # speed timed before the rounds (each predicted again at it; rok/validate.h
@@ -169,7 +169,7 @@ for i, d in enumerate(docs, 1):
         keep = next((r for r in d["rows"] if r["strategy"] == "keep"), None)
         s = d["kernel_speed"]
         within = sum(abs(r["error_at_speed"]) <= 0.05 for r in d["rows"])
-        print(f"       at the machine's speed (the kernels timed before each round: GEMM ops "
+        print(f"       at the machine's speed (the kernels timed before each row's run: GEMM ops "
               f"{100 * (s['gemm'] - 1):+.1f}%, the rest {100 * (s['other'] - 1):+.1f}% against the profile; "
               f"the copies at theirs): median {100 * d['median_step_time_error_at_speed']:.1f}%, worst "
               f"{100 * d['max_step_time_error_at_speed']:.1f}%; {within} of {len(d['rows'])} rows within 5%"

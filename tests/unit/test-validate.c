@@ -419,8 +419,9 @@ static double *op_seconds_at(const RokTrace *trace, const RokHw *hw, double rati
   return seconds;
 }
 
-/* The kernels timed before the rounds: a round whose GEMM ops took 1.5
- * times the profile's and the rest 0.8 gives a profile on which every op
+/* The kernels timed before each row's run: a round whose passes' GEMM
+ * ops took 1.5 times the profile's and the rest 0.8 (the median of three
+ * passes, one at 0.5) gives a profile on which every op
  * is predicted that much longer or shorter, launch aside, whether its
  * kind has measured rates or the GEMM peak and the memory's bandwidth
  * give its time; the round's own ratios for that round, their median
@@ -438,9 +439,16 @@ static void test_kernels_at_speed(void) {
     g_assert_no_error(error);
     g_autofree double *same = op_seconds_at(trace, hw, 1, 1), *moved = op_seconds_at(trace, hw, 1.5, 0.8);
     g_autofree double *faster = op_seconds_at(trace, hw, 0.9, 0.9);
+    g_autofree double *fast = op_seconds_at(trace, hw, 0.5, 0.5);
+    validate_kernel_speed_end_round(speed); /* nothing timed: no round */
     validate_kernel_speed_add(speed, same);
+    validate_kernel_speed_end_round(speed);
+    validate_kernel_speed_add(speed, moved); /* a round's median over its passes */
     validate_kernel_speed_add(speed, moved);
+    validate_kernel_speed_add(speed, fast);
+    validate_kernel_speed_end_round(speed);
     validate_kernel_speed_add(speed, faster);
+    validate_kernel_speed_end_round(speed);
     RokCalibStat stat[2];
     validate_kernel_speed_stat(speed, stat);
     g_assert_cmpuint(stat[0].n, ==, 3);
@@ -495,7 +503,9 @@ static void test_kernels_at_speed(void) {
   g_assert_no_error(error);
   g_autofree double *same = op_seconds_at(trace, hw, 1, 1), *slow = op_seconds_at(trace, hw, 1.2, 1.2);
   validate_kernel_speed_add(speed, same);
+  validate_kernel_speed_end_round(speed);
   validate_kernel_speed_add(speed, slow);
+  validate_kernel_speed_end_round(speed);
   g_autoptr(GArray) d2h = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) h2d = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *copies[2] = {d2h, h2d};

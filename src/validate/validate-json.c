@@ -213,9 +213,9 @@ char *rok_validation_speed_note(const RokValidation *v) {
   double speed = keep->predicted_step_time_s / keep->measured_step_time_s - 1;
   return g_strdup_printf("keep, the kernels alone, took %.0f%% %s time than predicted, outside its interval (%+.1f%% "
                          "to %+.1f%%): the machine ran the kernels %.0f%% %s than the profile says, and every row's "
-                         "error carries that (the errors against keep take it out). Either its speed changed since "
-                         "it was calibrated (a virtual machine's host, a power or thermal limit, a calibration taken "
-                         "under load), and calibrating again right before validating on a machine that holds steady "
+                         "error carries that (the errors against keep and at the machine's speed take it out). Either "
+                         "its speed changed since it was calibrated (a virtual machine's host, a power or thermal "
+                         "limit, a calibration taken under load), and calibrating again right before validating on a machine that holds steady "
                          "fixes it (rok calibrate --attempts N keeps the steadiest of N), or the profile's rates "
                          "miss this model's shapes (rok calibrate --model)",
                          100 * fabs(keep->step_time_error), keep->step_time_error < 0 ? "less" : "more",

@@ -50,8 +50,13 @@
 # the profile predicts them.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 5-6 min a model with three calibrations: 2026-12-07 (stop
-# 64), the copy streams at the copies' speed: 7, 9 and 5, 6 of 10 within
+# --runs 2, 4-5 min a model with three calibrations: 2026-12-07 (stop
+# 65), the kernels timed before every row's run: at the machine's speed
+# 1.0% and 2.1% median step-time error (worst 2.2%, 3.3%; the
+# LLaMA-shaped model, the profile's own prediction 18.3% and 20.6% with
+# the VM 18-21% faster than its calibration) and 1.0%, 1.3% (worst 4.0%,
+# 4.3%; validate-gpt, 11.5% and 12.8%), every row within 5%. Stop
+# 64, the copy streams at the copies' speed: 7, 9 and 5, 6 of 10 within
 # 15% (the LLaMA-shaped model; 1, 8 and 3, 4 as the profile predicts
 # them) and 9, 7 and 7, 4 of 10 (validate-gpt; 8, 5 and 9, 7: the last
 # two with the h2d copies timed 23-39% slow and the streams as

@@ -483,10 +483,11 @@ gboolean rok_calib_copy_speed(gint device, const RokHw *hw, RokCalibCancel *canc
  * pass runs its ops one at a time as the executor's compute thread runs
  * them (forward in order, each dropout's mask rebuilt, backward in
  * reverse), each launched and waited for. NULL with ROK_ERROR_USAGE where
- * the trace needs more than half the device's memory, ROK_ERROR_DEVICE
- * when the build has no OpenCL or the machine no device. */
+ * the trace needs more of the device's memory than leaves BESIDE bytes
+ * for other work (the runs it is timed between), ROK_ERROR_DEVICE when
+ * the build has no OpenCL or the machine no device. */
 typedef struct _RokCalibOpTimer RokCalibOpTimer;
-RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, GError **error);
+RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, guint64 beside, GError **error);
 void rok_calib_op_timer_free(RokCalibOpTimer *timer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RokCalibOpTimer, rok_calib_op_timer_free)
 /* One pass: SECONDS ([op * ROK_HW_DIRECTIONS + direction]) gets each op's

@@ -381,18 +381,20 @@ void rok_calib_op_timer_free(RokCalibOpTimer *timer) {
   g_free(timer);
 }
 
-RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, GError **error) {
+RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, guint64 beside, GError **error) {
   g_return_val_if_fail(trace != NULL, NULL);
   g_autoptr(RokCalibOpTimer) timer = g_new0(RokCalibOpTimer, 1);
   timer->cl = rok_cl_device_open(device, error);
   if (timer->cl == NULL)
     return NULL;
   guint64 bytes = model_bytes(trace), memory = rok_cl_device_info(timer->cl)->global_memory;
-  if (bytes > memory / 2) {
-    g_autofree char *need = rok_units_format_size(bytes), *have = rok_units_format_size(memory);
+  if (bytes > memory || beside > memory - bytes) {
+    g_autofree char *need = rok_units_format_size(bytes), *other = rok_units_format_size(beside);
+    g_autofree char *have = rok_units_format_size(memory);
     g_set_error(error, ROK_ERROR, ROK_ERROR_USAGE,
-                "%s needs about %s on the device to run every op at once, more than half of its %s",
-                trace->model_name, need, have);
+                "%s needs about %s on the device to run every op at once, which with the %s kept for other work "
+                "is more than its %s",
+                trace->model_name, need, other, have);
     return NULL;
   }
   timer->kernels = rok_cl_kernels_new(timer->cl, rok_trace_activation_dtype(trace), error);
@@ -415,8 +417,8 @@ struct _RokCalibOpTimer {
   int unused;
 };
 
-RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, GError **error) {
-  (void)device, (void)trace;
+RokCalibOpTimer *rok_calib_op_timer_new(gint device, const RokTrace *trace, guint64 beside, GError **error) {
+  (void)device, (void)trace, (void)beside;
   g_set_error(error, ROK_ERROR, ROK_ERROR_DEVICE, "this rok was built without OpenCL (ROK_WITH_OPENCL=OFF)");
   return NULL;
 }

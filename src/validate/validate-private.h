@@ -78,9 +78,10 @@ typedef struct _ValidateKernelSpeed ValidateKernelSpeed;
 ValidateKernelSpeed *validate_kernel_speed_new(const RokTrace *trace, const RokHw *hw, GError **error);
 void validate_kernel_speed_free(ValidateKernelSpeed *speed);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ValidateKernelSpeed, validate_kernel_speed_free)
-/* The trace's ops made ready on DEVICE (rok_calib_op_timer_new, whose
- * errors these are), and let go. */
-gboolean validate_kernel_speed_open(ValidateKernelSpeed *speed, gint device, GError **error);
+/* The trace's ops made ready on DEVICE with BESIDE bytes left for the
+ * rows' runs (rok_calib_op_timer_new, whose errors these are), and let
+ * go. */
+gboolean validate_kernel_speed_open(ValidateKernelSpeed *speed, gint device, guint64 beside, GError **error);
 void validate_kernel_speed_close(ValidateKernelSpeed *speed);
 /* One pass timed (validate_kernel_speed_add); errors:
  * rok_calib_op_timer_pass's. */

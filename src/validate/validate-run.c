@@ -304,12 +304,27 @@ static gboolean time_copies(const RokValidateOptions *o, const RokHw *hw, GArray
   return TRUE;
 }
 
+/* The device memory the rows' runs need: the largest predicted peak
+ * (measured within 1.2% of it), a tenth more for the executor's own
+ * buffers. */
+static guint64 rows_memory(GArray *rows) {
+  guint64 peak = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    json_object *bytes = NULL;
+    if (json_object_object_get_ex(g_array_index(rows, Measuring, i).schedule->predicted, "peak_bytes", &bytes))
+      peak = MAX(peak, (guint64)json_object_get_uint64(bytes));
+  }
+  return peak + peak / 10;
+}
+
 /* The kernels timed before a row's run in a measured round
- * (RokValidation.kernel_speed), or made ready (OPEN); FALSE, with a note,
- * where they could not be. */
-static gboolean time_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, gboolean open, RokValidation *v) {
+ * (RokValidation.kernel_speed), or made ready beside the rows' runs (OPEN);
+ * FALSE, with a note, where they could not be. */
+static gboolean time_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, GArray *rows, gboolean open,
+                             RokValidation *v) {
   GError *error = NULL;
-  if (open ? !validate_kernel_speed_open(speed, o->exec.device, &error) : !validate_kernel_speed_time(speed, &error)) {
+  if (open ? !validate_kernel_speed_open(speed, o->exec.device, rows_memory(rows), &error)
+           : !validate_kernel_speed_time(speed, &error)) {
     g_ptr_array_add(v->notes, g_strdup_printf("the kernels were not timed against the profile: %s", error->message));
     g_error_free(error);
     return FALSE;
@@ -388,7 +403,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(ValidateKernelSpeed) kernel_speed = validate_kernel_speed_new(trace, hw, error);
   if (kernel_speed == NULL)
     return NULL;
-  gboolean time_the_kernels = time_kernels(options, kernel_speed, TRUE, v);
+  gboolean time_the_kernels = time_kernels(options, kernel_speed, rows, TRUE, v);
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);
@@ -404,7 +419,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
        * rounds' pass 17-45% off the speed its rows then ran at in three
        * runs of four). */
       if (round > 0 && time_the_kernels && !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel)))
-        time_the_kernels = time_kernels(options, kernel_speed, FALSE, v);
+        time_the_kernels = time_kernels(options, kernel_speed, rows, FALSE, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};

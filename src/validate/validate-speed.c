@@ -172,8 +172,8 @@ void validate_kernel_speed_end_round(ValidateKernelSpeed *s) {
   s->rounds++;
 }
 
-gboolean validate_kernel_speed_open(ValidateKernelSpeed *s, gint device, GError **error) {
-  s->timer = rok_calib_op_timer_new(device, s->trace, error);
+gboolean validate_kernel_speed_open(ValidateKernelSpeed *s, gint device, guint64 beside, GError **error) {
+  s->timer = rok_calib_op_timer_new(device, s->trace, beside, error);
   return s->timer != NULL;
 }
 

@@ -496,14 +496,14 @@ static RokTrace *gpt_trace(const char *widths) {
 
 /* Every op of a trace timed as the op rates are, pass after pass: a time
  * for every op with work in each direction (a dropout's rebuild too), none
- * where it has none; a trace too large for half the device refused,
- * naming it. */
+ * where it has none; a trace too large for the device refused, naming
+ * it, and one that leaves too little beside it for other work. */
 static void test_op_timer(void) {
   g_autoptr(RokTrace) trace = gpt_trace("\"hidden\": 64, \"heads\": 1, \"vocab\": 256, \"seq_len\": 64");
   guint n = trace->ops->len;
   g_autofree double *seconds = g_new(double, ROK_HW_DIRECTIONS * n);
   GError *error = NULL;
-  g_autoptr(RokCalibOpTimer) timer = rok_calib_op_timer_new(-1, trace, &error);
+  g_autoptr(RokCalibOpTimer) timer = rok_calib_op_timer_new(-1, trace, 0, &error);
   if (timer == NULL) {
     g_assert_error(error, ROK_ERROR, ROK_ERROR_DEVICE);
     g_test_skip(error->message);
@@ -527,9 +527,14 @@ static void test_op_timer(void) {
     }
   }
   g_autoptr(RokTrace) huge = gpt_trace("\"hidden\": 16384, \"heads\": 128, \"vocab\": 256, \"seq_len\": 65536");
-  g_assert_null(rok_calib_op_timer_new(-1, huge, &error));
+  g_assert_null(rok_calib_op_timer_new(-1, huge, 0, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
-  g_assert_nonnull(strstr(error->message, "more than half of its"));
+  g_assert_nonnull(strstr(error->message, "is more than its"));
+  g_clear_error(&error);
+  /* The small one, beside all but nothing of the device's memory. */
+  g_assert_null(rok_calib_op_timer_new(-1, trace, G_MAXUINT64 - 1, &error));
+  g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
+  g_assert_nonnull(strstr(error->message, "kept for other work"));
   g_error_free(error);
 }
 

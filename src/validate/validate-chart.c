@@ -1,5 +1,7 @@
 /* The validation chart: measured against predicted step time, a point per
- * row, with the line where the two agree and the ±10% band around it. */
+ * row, with the line where the two agree and the ±10% band around it; where
+ * the kernels were timed, a hollow point per row at its prediction at the
+ * machine's speed beside it. */
 #include <math.h>
 
 #include "validate-private.h"
@@ -16,6 +18,10 @@ static void time_range(const RokValidation *v, double *lo, double *hi) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     *lo = MIN(*lo, MIN(row->predicted_step_time_s, row->measured_step_time_s));
     *hi = MAX(*hi, MAX(row->predicted_step_time_s, row->measured_step_time_s));
+    if (row->predicted_at_speed_s > 0) {
+      *lo = MIN(*lo, row->predicted_at_speed_s);
+      *hi = MAX(*hi, row->predicted_at_speed_s);
+    }
   }
   *lo *= 0.85;
   *hi *= 1.15;
@@ -46,13 +52,26 @@ static void add_rows(RokChart *chart, const RokValidation *v) {
       label = rok_units_format_size(row->budget_bytes);
     rok_chart_add_point(chart, (guint)series[s], row->predicted_step_time_s, row->measured_step_time_s,
                         ROK_POINT_FILLED, label);
+    if (row->predicted_at_speed_s > 0)
+      rok_chart_add_point(chart, (guint)series[s], row->predicted_at_speed_s, row->measured_step_time_s,
+                          ROK_POINT_HOLLOW, NULL);
   }
+}
+
+/* Whether any row has a prediction at the machine's speed. */
+static gboolean any_at_speed(const RokValidation *v) {
+  for (guint i = 0; i < v->rows->len; i++)
+    if (((const RokValidateRow *)g_ptr_array_index(v->rows, i))->predicted_at_speed_s > 0)
+      return TRUE;
+  return FALSE;
 }
 
 gboolean rok_validation_save_chart(const RokValidation *v, const char *path, GError **error) {
   g_autofree char *title = g_strdup_printf("Step time: %s on %s", v->model, v->device ? v->device : v->hw);
   g_autoptr(RokChart) chart = rok_charts_chart_new(title);
-  rok_chart_set_axis(chart, ROK_AXIS_X, "Predicted step time", ROK_UNIT_SECONDS, NULL);
+  rok_chart_set_axis(chart, ROK_AXIS_X,
+                     any_at_speed(v) ? "Predicted step time (hollow: at the machine's speed)" : "Predicted step time",
+                     ROK_UNIT_SECONDS, NULL);
   rok_chart_set_axis(chart, ROK_AXIS_Y, "Measured step time", ROK_UNIT_SECONDS, NULL);
   if (v->rows->len > 0) {
     double lo = 0, hi = 0;

@@ -4,10 +4,23 @@
  * VM, 2026-12-07: every element-wise op 15-25% slower in one calibration
  * than in the next, the copies timed 0-45% slower than a calibration
  * minutes old), so a profile can be off by that much by the time its
- * rows run. Validate times the kernels (every op of the model alone) and
- * the copies before each round and predicts each row's step, and each
- * copy stream, again at their median speed, beside the profile's own
- * prediction, which stays the one judged.
+ * rows run. Validate times the kernels (every op of the model alone,
+ * before each row's run) and the copies (before each round) and predicts
+ * each row's step at each round's speed, and each copy stream at the
+ * copies' median speed, beside the profile's own prediction, which stays
+ * the one judged.
+ *
+ * The steps: on the development VM (2026-12-07, six bench runs of
+ * validate-gpt and the LLaMA-shaped model, the VM 12-38% off calibrations
+ * minutes old) the profile's prediction missed by 11.5-33.5% median, the
+ * prediction at each round's speed by 1.0-2.1% (worst 4.3%). Each op kind
+ * is scaled by its own figure: within a calibration every element-wise
+ * op moved the same way while the GEMM peak held within 2%. A pass before
+ * each round alone caught transient spells (one pass 17-45% off its
+ * round's rows in three runs of four); the median of a pass before each
+ * row's run does not. Adding the kernels' speed to the copy streams'
+ * prediction at the copies' speed changed nothing (30 of 40 within 15%
+ * against 31 in four runs).
  *
  * The copy streams: on a CPU device a copy leg is the host's memory at
  * work (the copy, the host's check of it) on the processors that run the

@@ -295,7 +295,8 @@ static gboolean time_passes(Pass *p, const RokTrace *trace, guint trials, double
   gboolean ok = prepare_model(p, trace, error);
   g_autofree double *totals = g_new0(double, trials);
   for (guint t = 0; ok && t < trials; t++) {
-    ok = (p->probe == NULL || p->probe(p->probe_data, error)) && run_pass(p, &p->seconds[(gsize)t * n * D], NULL, error);
+    ok = (p->probe == NULL || p->probe(p->probe_data, error)) &&
+         run_pass(p, &p->seconds[(gsize)t * n * D], NULL, error);
     for (guint i = 0; ok && i < D * n; i++)
       totals[t] += p->seconds[(gsize)t * n * D + i];
   }

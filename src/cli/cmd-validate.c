@@ -282,13 +282,13 @@ static void print_table(const RokValidation *v, const char *dir) {
     static const char *const kinds[2] = {"GEMM ops", "the rest"};
     g_autofree char *kernels = speeds(v->kernel_speed, kinds);
     g_autofree char *keep_at = keep != NULL && !isnan(keep->error_at_speed) ? percent(keep->error_at_speed) : NULL;
+    const char *copies = v->copy_speed[0].n > 0 ? "at theirs, below" : "as the profile has them";
     printf("At the machine's speed (each row predicted again with the profile's kernels as fast as the model's ops "
-           "ran alone before each row's run, %s against it, each op kind by its own, and the copies %s): median %.1f%%, "
-           "worst %.1f%% (%s)%s%s: the error left once a measurement apart from the rows takes out the machine's "
-           "drift since the calibration.\n",
-           kernels ? kernels : "(no GEMM timed)", v->copy_speed[0].n > 0 ? "at theirs, below" : "as the profile has them",
-           100 * v->median_step_time_error_at_speed, 100 * v->max_step_time_error_at_speed, worst,
-           keep_at ? "; keep " : "", keep_at ? keep_at : "");
+           "ran alone before each row's run, %s against it, each op kind by its own, and the copies %s): median "
+           "%.1f%%, worst %.1f%% (%s)%s%s: the error left once a measurement apart from the rows takes out the "
+           "machine's drift since the calibration.\n",
+           kernels ? kernels : "(no GEMM timed)", copies, 100 * v->median_step_time_error_at_speed,
+           100 * v->max_step_time_error_at_speed, worst, keep_at ? "; keep " : "", keep_at ? keep_at : "");
   }
   printf("Bytes moved: %s. Noise (spread of a row's measured steps, (max - min) / median): median %.1f%%, largest "
          "%.1f%%.\n",

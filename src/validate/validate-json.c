@@ -215,9 +215,9 @@ char *rok_validation_speed_note(const RokValidation *v) {
                          "to %+.1f%%): the machine ran the kernels %.0f%% %s than the profile says, and every row's "
                          "error carries that (the errors against keep and at the machine's speed take it out). Either "
                          "its speed changed since it was calibrated (a virtual machine's host, a power or thermal "
-                         "limit, a calibration taken under load), and calibrating again right before validating on a machine that holds steady "
-                         "fixes it (rok calibrate --attempts N keeps the steadiest of N), or the profile's rates "
-                         "miss this model's shapes (rok calibrate --model)",
+                         "limit, a calibration taken under load), and calibrating again right before validating on a "
+                         "machine that holds steady fixes it (rok calibrate --attempts N keeps the steadiest of N), or "
+                         "the profile's rates miss this model's shapes (rok calibrate --model)",
                          100 * fabs(keep->step_time_error), keep->step_time_error < 0 ? "less" : "more",
                          100 * keep->error_ci_low, 100 * keep->error_ci_high, 100 * fabs(speed),
                          speed > 0 ? "faster" : "slower");

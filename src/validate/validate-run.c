@@ -407,8 +407,8 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);
-      gboolean timing = k == 0 && round > 0 &&
-                        !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel));
+      gboolean measured = round > 0 && !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel));
+      gboolean timing = measured && k == 0;
       if (timing && time_the_disks)
         time_the_disks = time_disks(options, hw, disk_speeds, v);
       if (timing && time_the_copies)
@@ -418,7 +418,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
        * development VM's transient spells: 2026-12-07, the third of three
        * rounds' pass 17-45% off the speed its rows then ran at in three
        * runs of four). */
-      if (round > 0 && time_the_kernels && !(options->exec.cancel != NULL && rok_exec_cancel_is_set(options->exec.cancel)))
+      if (measured && time_the_kernels)
         time_the_kernels = time_kernels(options, kernel_speed, rows, FALSE, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
@@ -440,7 +440,8 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
     v->disk_speed[d] = rok_calib_stat((double *)(void *)disk_speeds[d]->data, disk_speeds[d]->len);
   for (guint d = 0; d < 2; d++)
     v->copy_speed[d] = rok_calib_stat((double *)(void *)copy_speeds[d]->data, copy_speeds[d]->len);
-  validate_kernel_speed_stat(kernel_speed, v->kernel_speed);
+  if (time_the_kernels)
+    validate_kernel_speed_stat(kernel_speed, v->kernel_speed);
   if (!validate_copies_at_speed(v, trace, hw, planned, error) ||
       !validate_steps_at_speed(v, trace, hw, planned, time_the_kernels ? kernel_speed : NULL, copy_speeds, error))
     return NULL;

@@ -10,10 +10,11 @@
  * copies' median speed, beside the profile's own prediction, which stays
  * the one judged.
  *
- * The steps: on the development VM (2026-12-07, six bench runs of
- * validate-gpt and the LLaMA-shaped model, the VM 12-38% off calibrations
- * minutes old) the profile's prediction missed by 11.5-33.5% median, the
- * prediction at each round's speed by 1.0-2.1% (worst 4.3%). Each op kind
+ * The steps: on the development VM (2026-12-07, eight bench runs of
+ * validate-gpt and the LLaMA-shaped model, the VM up to 35% off
+ * calibrations minutes old) the profile's prediction missed by 3.1-31.7%
+ * median, the prediction at each round's speed by 1.0-3.1% (worst 2.2-4.3%
+ * in six, 9.6% and 16.8% in two noisy runs). Each op kind
  * is scaled by its own figure: within a calibration every element-wise
  * op moved the same way while the GEMM peak held within 2%. A pass before
  * each round alone caught transient spells (one pass 17-45% off its

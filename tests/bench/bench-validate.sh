@@ -55,7 +55,10 @@
 # 1.0% and 2.1% median step-time error (worst 2.2%, 3.3%; the
 # LLaMA-shaped model, the profile's own prediction 18.3% and 20.6% with
 # the VM 18-21% faster than its calibration) and 1.0%, 1.3% (worst 4.0%,
-# 4.3%; validate-gpt, 11.5% and 12.8%), every row within 5%. Stop
+# 4.3%; validate-gpt, 11.5% and 12.8%), every row within 5%; the
+# stop's last pair, in a noisier spell, 1.0% and 1.8% (worst 9.6%, 3.1%;
+# validate-gpt) and 2.6% and 3.1% (worst 16.8%: keep 15-18% faster than
+# the rest of its round in two rounds; 3.7%). Stop
 # 64, the copy streams at the copies' speed: 7, 9 and 5, 6 of 10 within
 # 15% (the LLaMA-shaped model; 1, 8 and 3, 4 as the profile predicts
 # them) and 9, 7 and 7, 4 of 10 (validate-gpt; 8, 5 and 9, 7: the last

@@ -1,7 +1,7 @@
 /* The validation chart: measured against predicted step time, a point per
  * row, with the line where the two agree and the ±10% band around it; where
  * the kernels were timed, a hollow point per row at its prediction at the
- * machine's speed beside it. */
+ * machine's speed beside it (at_speed). */
 #include <math.h>
 
 #include "validate-private.h"
@@ -9,6 +9,14 @@
 #include "rok/sweep.h"
 #include "rok/charts.h"
 #include "rok/core.h"
+
+/* Where a row's prediction at the machine's speed stands against its
+ * measured step: as its error places it, each round's step over that
+ * round's prediction (rok/validate.h), not the median of the rounds'
+ * predictions, which a round at another speed moves. */
+static double at_speed(const RokValidateRow *row) {
+  return row->measured_step_time_s / (1 + row->error_at_speed);
+}
 
 /* The rows' range of times, both axes, padded so that the band shows. */
 static void time_range(const RokValidation *v, double *lo, double *hi) {
@@ -18,9 +26,9 @@ static void time_range(const RokValidation *v, double *lo, double *hi) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     *lo = MIN(*lo, MIN(row->predicted_step_time_s, row->measured_step_time_s));
     *hi = MAX(*hi, MAX(row->predicted_step_time_s, row->measured_step_time_s));
-    if (row->predicted_at_speed_s > 0) {
-      *lo = MIN(*lo, row->predicted_at_speed_s);
-      *hi = MAX(*hi, row->predicted_at_speed_s);
+    if (isfinite(row->error_at_speed)) {
+      *lo = MIN(*lo, at_speed(row));
+      *hi = MAX(*hi, at_speed(row));
     }
   }
   *lo *= 0.85;
@@ -52,16 +60,15 @@ static void add_rows(RokChart *chart, const RokValidation *v) {
       label = rok_units_format_size(row->budget_bytes);
     rok_chart_add_point(chart, (guint)series[s], row->predicted_step_time_s, row->measured_step_time_s,
                         ROK_POINT_FILLED, label);
-    if (row->predicted_at_speed_s > 0)
-      rok_chart_add_point(chart, (guint)series[s], row->predicted_at_speed_s, row->measured_step_time_s,
-                          ROK_POINT_HOLLOW, NULL);
+    if (isfinite(row->error_at_speed))
+      rok_chart_add_point(chart, (guint)series[s], at_speed(row), row->measured_step_time_s, ROK_POINT_HOLLOW, NULL);
   }
 }
 
 /* Whether any row has a prediction at the machine's speed. */
 static gboolean any_at_speed(const RokValidation *v) {
   for (guint i = 0; i < v->rows->len; i++)
-    if (((const RokValidateRow *)g_ptr_array_index(v->rows, i))->predicted_at_speed_s > 0)
+    if (isfinite(((const RokValidateRow *)g_ptr_array_index(v->rows, i))->error_at_speed))
       return TRUE;
   return FALSE;
 }

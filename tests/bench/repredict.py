@@ -53,7 +53,7 @@ def runs(out):
 def at_copy_speed(hw, speed):
     """HW (a profile's JSON) with its copies as slow as SPEED (a
     validation's copy_speed) says, as rok validate predicts the copy
-    streams at the copies' speed (src/validate/validate-copies.c)."""
+    streams at the copies' speed (src/validate/validate-speed.c)."""
     d2h, h2d = speed["d2h"], speed["h2d"]
     both = (d2h + h2d) / 2
     hw = json.loads(json.dumps(hw))

@@ -403,7 +403,7 @@ static void give_op_rates(RokHw *hw, const RokTrace *trace) {
 
 /* Each op's time, launch aside, at the profile's (RATIO 1) or times
  * RATIO_GEMM for the GEMM ops and RATIO_REST for the others, plus the
- * launch, as rok_calib_op_seconds gives them. */
+ * launch, as rok_calib_op_timer_pass gives them. */
 static double *op_seconds_at(const RokTrace *trace, const RokHw *hw, double ratio_gemm, double ratio_rest) {
   GError *error = NULL;
   g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);

@@ -134,17 +134,6 @@ typedef struct {
    * old, the copy streams with them); this is the prediction the profile
    * would give, calibrated as the copies ran. NaN otherwise. */
   double predicted_at_copy_speed_s, error_at_copy_speed;
-  /* A copy stream of a row where the kernels were timed
-   * (RokValidation.kernel_speed): predicted again at the machine's speed
-   * (RokValidateRow.predicted_at_speed_s, at the rounds' median), its
-   * copies and the host's checks of them at the memory-bound kernels'
-   * speed, and the stream's error against that, median_s / it - 1. A copy
-   * leg is a memcpy and a check through the host's memory, and on the
-   * development VM the streams followed the element-wise kernels' passes
-   * more than the copy probe (2026-12-07, 12 runs: 106 of 120 copy
-   * streams within 15% that way, 75 at the probe's speed, 80 as the
-   * profile predicts them). NaN otherwise. */
-  double predicted_at_speed_s, error_at_speed;
 } RokValidatePart;
 
 /* (measured - predicted) / predicted of a part, measured as its median
@@ -187,8 +176,8 @@ typedef struct {
    * round (validate-speed.c): the profile's kernels as fast as every op of
    * the model ran when timed alone before each row's run in the round (the
    * median over the round; RokValidation.kernel_speed, each op kind by its
-   * own ratio) and its copies, and the host's checks of them, as fast as
-   * the memory-bound kernels (the other ops' figure): one prediction per round
+   * own ratio) and, where they were timed, its copies as fast as the
+   * copies ran before the round (copy_speed): one prediction per round
    * (predicted_at_speed_by_round_s, NULL where the kernels were not timed),
    * predicted_at_speed_s their median. error_at_speed: each round's median
    * step over that round's prediction, the median over the rounds (over
@@ -238,9 +227,6 @@ typedef struct {
   /* Over the copy streams that have an error_at_copy_speed, its absolute
    * value's median and largest (NaN without any). */
   double median_copy_error_at_copy_speed, max_copy_error_at_copy_speed;
-  /* Over the copy streams that have an error_at_speed, its absolute
-   * value's median and largest (NaN without any). */
-  double median_copy_error_at_speed, max_copy_error_at_speed;
   /* Over the rows with an error_at_speed, its absolute value's median and
    * largest (NaN without any). */
   double median_step_time_error_at_speed, max_step_time_error_at_speed;

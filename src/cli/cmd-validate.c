@@ -200,22 +200,14 @@ static void print_streams(const RokValidation *v) {
     }
   }
   g_autofree char *where = row_place(worst_row);
-  gboolean by_keep = !isnan(v->median_copy_error_against_keep), copies = !isnan(v->median_copy_error_at_copy_speed);
-  gboolean machine = !isnan(v->median_copy_error_at_speed);
-  g_autoptr(GPtrArray) against = g_ptr_array_new();
-  if (by_keep)
-    g_ptr_array_add(against, "keep");
-  if (machine)
-    g_ptr_array_add(against, "its prediction at the machine's speed");
-  if (copies)
-    g_ptr_array_add(against, "its prediction at the copies' speed");
-  g_ptr_array_add(against, NULL);
-  g_autofree char *which = g_strjoinv(" and against ", (char **)against->pdata);
+  gboolean by_keep = !isnan(v->median_copy_error_against_keep), at_speed = !isnan(v->median_copy_error_at_copy_speed);
   printf("Transfer streams, the time each had a leg running (predicted, the median over the row's steps, error, "
-         "the median's interval%s%s%s): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions "
+         "the median's interval%s%s%s%s): error median %.1f%%, worst %.1f%% (%s, %s); * marks %u of %u predictions "
          "inside their interval.\n",
-         *which ? "; a copy stream's error against " : "", which, *which ? ", below" : "", 100 * v->median_stream_error,
-         100 * v->max_stream_error, worst->part, where, v->streams_within_noise, v->streams);
+         by_keep || at_speed ? "; a copy stream's error" : "", by_keep ? " against keep" : "",
+         by_keep && at_speed ? " and" : "", at_speed ? " against its prediction at the copies' speed, below" : "",
+         100 * v->median_stream_error, 100 * v->max_stream_error, worst->part, where, v->streams_within_noise,
+         v->streams);
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     g_autofree char *budget = rok_units_format_size(row->budget_bytes);
@@ -229,10 +221,9 @@ static void print_streams(const RokValidation *v) {
       g_autofree char *e = percent(rok_validate_part_error(p));
       g_autofree char *k = isnan(p->error_against_keep) ? g_strdup("") : percent(p->error_against_keep);
       g_autofree char *c = isnan(p->error_at_copy_speed) ? g_strdup("") : percent(p->error_at_copy_speed);
-      g_autofree char *s = isnan(p->error_at_speed) ? g_strdup("") : percent(p->error_at_speed);
-      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s%s%s%s%s%s%s\n", first ? row->strategy : "",
+      printf("  %-10s %10s  %-10s %10s %10s %7s  %s..%s%s%s%s%s%s\n", first ? row->strategy : "",
              first ? budget : "", p->part, pt, mt, e, lo, hi, p->within_noise ? " *" : "", *k ? "  keep " : "", k,
-             *s ? "  machine " : "", s, *c ? "  copies " : "", c);
+             *c ? "  copies " : "", c);
       first = FALSE;
     }
   }
@@ -243,12 +234,7 @@ static void print_streams(const RokValidation *v) {
            "%.1f%%, worst %.1f%%.\n",
            100 * keep->step_time_error, 100 * v->median_copy_error_against_keep,
            100 * v->max_copy_error_against_keep);
-  if (machine)
-    printf("Copy streams at the machine's speed (each predicted again with the kernels as fast as they ran before "
-           "each row's run and the copies and the host's checks of them as fast as the memory-bound kernels, "
-           "`machine` above): median %.1f%%, worst %.1f%%.\n",
-           100 * v->median_copy_error_at_speed, 100 * v->max_copy_error_at_speed);
-  if (copies)
+  if (!isnan(v->median_copy_error_at_copy_speed))
     printf("Copy streams at the copies' speed (each predicted again with the profile's copy figures as fast as the "
            "copies ran before the rounds, below: its pcie rates and latency and the host's checks of the legs, "
            "which go through the same memory): median %.1f%%, worst %.1f%%.\n",
@@ -296,11 +282,12 @@ static void print_table(const RokValidation *v, const char *dir) {
     static const char *const kinds[2] = {"GEMM ops", "the rest"};
     g_autofree char *kernels = speeds(v->kernel_speed, kinds);
     g_autofree char *keep_at = keep != NULL && !isnan(keep->error_at_speed) ? percent(keep->error_at_speed) : NULL;
+    const char *copies = v->copy_speed[0].n > 0 ? "at theirs, below" : "as the profile has them";
     printf("At the machine's speed (each row predicted again with the profile's kernels as fast as the model's ops "
-           "ran alone before each row's run, %s against it, each op kind by its own, and the copies as fast as the "
-           "memory-bound kernels): median %.1f%%, worst %.1f%% (%s)%s%s: the error left once a measurement apart "
-           "from the rows takes out the machine's drift since the calibration.\n",
-           kernels ? kernels : "(no GEMM timed)", 100 * v->median_step_time_error_at_speed,
+           "ran alone before each row's run, %s against it, each op kind by its own, and the copies %s): median "
+           "%.1f%%, worst %.1f%% (%s)%s%s: the error left once a measurement apart from the rows takes out the "
+           "machine's drift since the calibration.\n",
+           kernels ? kernels : "(no GEMM timed)", copies, 100 * v->median_step_time_error_at_speed,
            100 * v->max_step_time_error_at_speed, worst, keep_at ? "; keep " : "", keep_at ? keep_at : "");
   }
   printf("Bytes moved: %s. Noise (spread of a row's measured steps, (max - min) / median): median %.1f%%, largest "

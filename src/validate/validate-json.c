@@ -135,20 +135,19 @@ static void errors_at_speed(RokValidation *v) {
   median_max_or_nan(errors, &v->median_step_time_error_at_speed, &v->max_step_time_error_at_speed);
 }
 
-/* Each copy stream's error_against_keep, error_at_copy_speed and
- * error_at_speed (rok/validate.h), and the medians and largest of each. */
+/* Each copy stream's error_against_keep and error_at_copy_speed
+ * (rok/validate.h), and the medians and largest of each. */
 static void copy_errors(RokValidation *v) {
   const RokValidateRow *k = rok_validation_keep_row(v);
   gboolean keep = v->copies_on_cpus && k != NULL && k->predicted_step_time_s > 0 && k->measured_step_time_s > 0;
   double speed = keep ? k->measured_step_time_s / k->predicted_step_time_s : NAN;
   g_autoptr(GArray) by_keep = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) at_copy_speed = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) at_speed = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < v->rows->len; i++) {
     const RokValidateRow *row = g_ptr_array_index(v->rows, i);
     for (guint j = 0; row->parts != NULL && j < row->parts->len; j++) {
       RokValidatePart *p = &g_array_index(row->parts, RokValidatePart, j);
-      p->error_against_keep = p->error_at_copy_speed = p->error_at_speed = NAN;
+      p->error_against_keep = p->error_at_copy_speed = NAN;
       if (!validate_part_copy_measured(p))
         continue;
       if (keep && row != k && p->predicted_s > 0) {
@@ -159,18 +158,12 @@ static void copy_errors(RokValidation *v) {
       if (p->predicted_at_copy_speed_s > 0) {
         p->error_at_copy_speed = p->median_s / p->predicted_at_copy_speed_s - 1;
         double e = fabs(p->error_at_copy_speed);
-        g_array_append_val(at_copy_speed, e);
-      }
-      if (p->predicted_at_speed_s > 0) {
-        p->error_at_speed = p->median_s / p->predicted_at_speed_s - 1;
-        double e = fabs(p->error_at_speed);
         g_array_append_val(at_speed, e);
       }
     }
   }
   median_max_or_nan(by_keep, &v->median_copy_error_against_keep, &v->max_copy_error_against_keep);
-  median_max_or_nan(at_copy_speed, &v->median_copy_error_at_copy_speed, &v->max_copy_error_at_copy_speed);
-  median_max_or_nan(at_speed, &v->median_copy_error_at_speed, &v->max_copy_error_at_speed);
+  median_max_or_nan(at_speed, &v->median_copy_error_at_copy_speed, &v->max_copy_error_at_copy_speed);
 }
 
 void rok_validation_summarize(RokValidation *v) {
@@ -247,8 +240,6 @@ static json_object *parts_json(const GArray *parts) {
       json_object_object_add(o, "error_against_keep", rok_json_new_double(p->error_against_keep)); /* NaN: null */
       json_object_object_add(o, "predicted_at_copy_speed_s", rok_json_new_double(p->predicted_at_copy_speed_s));
       json_object_object_add(o, "error_at_copy_speed", rok_json_new_double(p->error_at_copy_speed));
-      json_object_object_add(o, "predicted_at_speed_s", rok_json_new_double(p->predicted_at_speed_s));
-      json_object_object_add(o, "error_at_speed", rok_json_new_double(p->error_at_speed));
     }
     json_object_array_add(a, o);
   }
@@ -364,8 +355,6 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   add(o, "max_copy_error_against_keep", rok_json_new_double(v->max_copy_error_against_keep));
   add(o, "median_copy_error_at_copy_speed", rok_json_new_double(v->median_copy_error_at_copy_speed));
   add(o, "max_copy_error_at_copy_speed", rok_json_new_double(v->max_copy_error_at_copy_speed));
-  add(o, "median_copy_error_at_speed", rok_json_new_double(v->median_copy_error_at_speed));
-  add(o, "max_copy_error_at_speed", rok_json_new_double(v->max_copy_error_at_speed));
   add(o, "median_step_time_error_at_speed", rok_json_new_double(v->median_step_time_error_at_speed));
   add(o, "max_step_time_error_at_speed", rok_json_new_double(v->max_step_time_error_at_speed));
   static const char *const disk[2] = {"write", "read"}, *copy[2] = {"d2h", "h2d"}, *kernel[2] = {"gemm", "other"};

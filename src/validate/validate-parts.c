@@ -20,8 +20,7 @@ GArray *validate_parts_new(void) {
 /* A part of NAME (taken), nothing counted yet, with no interval. */
 static RokValidatePart part_new(char *name) {
   return (RokValidatePart){.part = name, .median_s = NAN, .ci_low_s = NAN, .ci_high_s = NAN,
-                           .error_against_keep = NAN, .predicted_at_copy_speed_s = NAN, .error_at_copy_speed = NAN,
-                           .predicted_at_speed_s = NAN, .error_at_speed = NAN};
+                           .error_against_keep = NAN, .predicted_at_copy_speed_s = NAN, .error_at_copy_speed = NAN};
 }
 
 static RokValidatePart *part(GArray *parts, const char *name) {

@@ -104,15 +104,11 @@ void validate_kernel_speed_stat(const ValidateKernelSpeed *speed, RokCalibStat s
  * with neither, and the device's checksums over the GEMM ops' or the
  * other ops' ratio. */
 RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *speed, guint round);
-/* A copy of HW at the machine's speed in SPEED's ROUND-th round (another
- * ROUND: the median): its kernels as validate_hw_at_kernel_speed makes
- * them, its copies and the host's checks of them at the other ops' ratio
- * (validate_hw_at_copy_speed), the memory-bound kernels' speed. */
-RokHw *validate_hw_at_machine_speed(const RokHw *hw, const ValidateKernelSpeed *speed, guint round);
 /* Where the kernels were timed (SPEED not NULL, timed at least once), each
- * row's step predicted again at the machine's speed in each round
- * (RokValidateRow.predicted_at_speed_by_round_s and its median), and each
- * copy stream at the rounds' median speed (RokValidatePart.
- * predicted_at_speed_s). PLANNED as validate_copies_at_speed's. */
+ * row's step predicted again at the speed the machine ran at before each
+ * round (RokValidateRow.predicted_at_speed_by_round_s and its median): the
+ * kernels at theirs, the copies at COPIES' (the copies' d2h and h2d times
+ * over the profile's each round, as v->copy_speed has their median; empty:
+ * not timed). PLANNED as validate_copies_at_speed's. */
 gboolean validate_steps_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
-                                 const ValidateKernelSpeed *speed, GError **error);
+                                 const ValidateKernelSpeed *speed, GArray *const copies[2], GError **error);

@@ -443,7 +443,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   if (time_the_kernels)
     validate_kernel_speed_stat(kernel_speed, v->kernel_speed);
   if (!validate_copies_at_speed(v, trace, hw, planned, error) ||
-      !validate_steps_at_speed(v, trace, hw, planned, time_the_kernels ? kernel_speed : NULL, error))
+      !validate_steps_at_speed(v, trace, hw, planned, time_the_kernels ? kernel_speed : NULL, copy_speeds, error))
     return NULL;
   read_load(v->load_after);
   rok_validation_summarize(v);

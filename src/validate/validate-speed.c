@@ -19,15 +19,9 @@
  * op moved the same way while the GEMM peak held within 2%. A pass before
  * each round alone caught transient spells (one pass 17-45% off its
  * round's rows in three runs of four); the median of a pass before each
- * row's run does not.
- *
- * The copies at the machine's speed go as the memory-bound kernels (the
- * other ops' figure): a copy leg is a memcpy and a check through the
- * host's memory, and over twelve kept runs of 2026-12-07 the copy streams
- * followed those kernels' passes (eight a round) more than the copy probe
- * (27 small copies once a round): 106 of 120 within 15% that way, 75 at
- * the probe's speed, 80 as the profile predicts them
- * (tests/bench/repredict.py --copies-at-kernel-speed --at-kernel-speed).
+ * row's run does not. Adding the kernels' speed to the copy streams'
+ * prediction at the copies' speed changed nothing (30 of 40 within 15%
+ * against 31 in four runs).
  *
  * The copy streams: on a CPU device a copy leg is the host's memory at
  * work (the copy, the host's check of it) on the processors that run the
@@ -269,46 +263,35 @@ RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *s
   return at;
 }
 
-RokHw *validate_hw_at_machine_speed(const RokHw *hw, const ValidateKernelSpeed *s, guint round) {
-  g_autoptr(RokHw) kernels = validate_hw_at_kernel_speed(hw, s, round);
-  double memory = at_round(s->classes[1], round);
-  return validate_hw_at_copy_speed(kernels, memory, memory);
+/* ROW's step predicted on HW at SPEED's ROUND-th timing and the copies
+ * at COPIES's (d2h, h2d; the median where COPIES has not as many). */
+static double step_at_speed(const RokTrace *trace, const RokHw *hw, const RokValidatePlanned *p,
+                            const ValidateKernelSpeed *speed, guint round, GArray *const copies[2], GError **error) {
+  g_autoptr(RokHw) kernels = validate_hw_at_kernel_speed(hw, speed, round);
+  g_autoptr(RokHw) at = copies[0]->len > 0 ? validate_hw_at_copy_speed(kernels, at_round(copies[0], round),
+                                                                      at_round(copies[1], round))
+                                           : rok_hw_copy(kernels);
+  g_autoptr(RokSchedule) schedule =
+      rok_sim_schedule_new(trace, at, p->plan, rok_strategy_name(p->strategy), p->budget, error);
+  return schedule != NULL ? validate_schedule_step_s(schedule) : NAN;
 }
 
 gboolean validate_steps_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
-                                 const ValidateKernelSpeed *speed, GError **error) {
+                                 const ValidateKernelSpeed *speed, GArray *const copies[2], GError **error) {
   g_return_val_if_fail(planned->len == v->rows->len, FALSE);
   if (speed == NULL || speed->rounds == 0)
     return TRUE;
   for (guint i = 0; i < v->rows->len; i++) {
     RokValidateRow *row = g_ptr_array_index(v->rows, i);
     const RokValidatePlanned *p = g_ptr_array_index(planned, i);
-    const char *strategy = rok_strategy_name(p->strategy);
     row->predicted_at_speed_by_round_s = g_array_new(FALSE, FALSE, sizeof(double));
     for (guint r = 0; r < speed->rounds; r++) {
-      g_autoptr(RokHw) at = validate_hw_at_machine_speed(hw, speed, r);
-      g_autoptr(RokSchedule) schedule = rok_sim_schedule_new(trace, at, p->plan, strategy, p->budget, error);
-      if (schedule == NULL)
+      double s = step_at_speed(trace, hw, p, speed, r, copies, error);
+      if (isnan(s))
         return FALSE;
-      double s = validate_schedule_step_s(schedule);
       g_array_append_val(row->predicted_at_speed_by_round_s, s);
     }
     row->predicted_at_speed_s = at_round(row->predicted_at_speed_by_round_s, G_MAXUINT);
-    /* The copy streams at the rounds' median speed, as their parts count
-     * them over every step. */
-    g_autoptr(RokSchedule) median = NULL;
-    for (guint k = 0; row->parts != NULL && k < row->parts->len; k++) {
-      RokValidatePart *part = &g_array_index(row->parts, RokValidatePart, k);
-      if (!validate_part_copy_measured(part))
-        continue;
-      if (median == NULL) {
-        g_autoptr(RokHw) at = validate_hw_at_machine_speed(hw, speed, G_MAXUINT);
-        median = rok_sim_schedule_new(trace, at, p->plan, strategy, p->budget, error);
-        if (median == NULL)
-          return FALSE;
-      }
-      part->predicted_at_speed_s = validate_schedule_copy_s(median, validate_part_stream(part));
-    }
   }
   return TRUE;
 }

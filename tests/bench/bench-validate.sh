@@ -189,12 +189,6 @@ for i, d in enumerate(docs, 1):
     if d.get("median_copy_error_against_keep") is not None:
         print(f"       copy streams against keep (their work on the kernels' processors): median "
               f"{100 * d['median_copy_error_against_keep']:.1f}%, worst {100 * d['max_copy_error_against_keep']:.1f}%")
-    if d.get("median_copy_error_at_speed") is not None:
-        parts = [p for r in d["rows"] for p in r["parts"] if p.get("error_at_speed") is not None]
-        within = sum(abs(p["error_at_speed"]) <= 0.15 for p in parts)
-        print(f"       copy streams at the machine's speed (the copies as fast as the memory-bound kernels): "
-              f"median {100 * d['median_copy_error_at_speed']:.1f}%, worst "
-              f"{100 * d['max_copy_error_at_speed']:.1f}%; {within} of {len(parts)} within 15%")
     if d.get("median_copy_error_at_copy_speed") is not None:
         parts = [p for r in d["rows"] for p in r["parts"] if p.get("error_at_copy_speed") is not None]
         within = sum(abs(p["error_at_copy_speed"]) <= 0.15 for p in parts)

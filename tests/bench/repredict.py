@@ -44,7 +44,9 @@ the profile predicts them 80; at the copy probe's speed (--at-copy-speed)
 the host's memory, which the element-wise kernels' passes, eight a round,
 track better than the probe's 27 copies once a round (the streams'
 median ratio against the kernels' figure: correlation 0.93 d2h, 0.78
-h2d; against the probe's 0.64, 0.40).
+h2d; against the probe's 0.64, 0.40). Not on the pair taken next
+(validate-gpt, a calibration whose op passes ran in a slow spell): 4 of
+20 that way, 14 as the profile predicts them.
 
 Measured 2026-12-07 (stop 64), --at-copy-speed on the 18 kept runs of
 stops 62-63: copy streams within 15%, validate-gpt d2h 47 -> 55 of 70,

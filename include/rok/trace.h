@@ -174,6 +174,9 @@ RokDtype rok_trace_activation_dtype(const RokTrace *trace);
 const char *rok_op_kind_name(RokOpKind kind);
 /* All kind names, indexed by RokOpKind, NULL-terminated. */
 const char *const *rok_op_kind_names(void);
+/* The op kind NAME names ("linear"); ROK_OP_KIND_COUNT for none (NULL
+ * too). */
+RokOpKind rok_op_kind_from_name(const char *name);
 
 /* rok-trace/1 files. Reading checks every reference; a trace written and
  * read back writes identical bytes. A `model` object in the file is read

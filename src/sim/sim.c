@@ -120,11 +120,8 @@ static gboolean check_magnitude(const RokTrace *trace, const RokHw *hw, GError *
 
 /* Whether KIND names an op kind (a GEMM's, with GEMM). */
 static gboolean known_kind(const char *kind, gboolean gemm) {
-  const char *const *names = rok_op_kind_names();
-  for (guint k = 0; names[k] != NULL; k++)
-    if (g_str_equal(names[k], kind))
-      return !gemm || rok_op_kind_is_gemm((RokOpKind)k);
-  return FALSE;
+  RokOpKind k = rok_op_kind_from_name(kind);
+  return k != ROK_OP_KIND_COUNT && (!gemm || rok_op_kind_is_gemm(k));
 }
 
 static gboolean bad_kind(const RokHw *hw, const char *where, const char *kind, gboolean gemm, GError **error) {

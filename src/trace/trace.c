@@ -36,6 +36,13 @@ const char *const *rok_op_kind_names(void) {
   return op_kind_names;
 }
 
+RokOpKind rok_op_kind_from_name(const char *name) {
+  guint k = 0;
+  while (k < ROK_OP_KIND_COUNT && g_strcmp0(op_kind_names[k], name) != 0)
+    k++;
+  return (RokOpKind)k;
+}
+
 static void op_clear(gpointer data) {
   RokOp *op = data;
   g_free(op->name);

@@ -222,16 +222,6 @@ void validate_kernel_speed_stat(const ValidateKernelSpeed *s, RokCalibStat stat[
   }
 }
 
-/* The op kind a profile names (ROK_OP_KIND_COUNT: none the simulator
- * runs). */
-static guint kind_named(const char *name) {
-  const char *const *names = rok_op_kind_names();
-  guint k = 0;
-  while (k < ROK_OP_KIND_COUNT && g_strcmp0(names[k], name) != 0)
-    k++;
-  return k;
-}
-
 RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *s, guint round) {
   RokHw *at = rok_hw_copy(hw);
   double class_ratio[2], kind_ratio[KINDS];
@@ -243,7 +233,7 @@ RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *s
                                                              : class_ratio[rok_op_kind_is_gemm(k) ? 0 : 1];
   for (guint i = 0; i < at->gpu.op_rates_len; i++) {
     RokHwOpRates *rates = &at->gpu.op_rates[i];
-    guint k = kind_named(rates->kind);
+    guint k = rok_op_kind_from_name(rates->kind);
     if (k == ROK_OP_KIND_COUNT)
       continue;
     for (guint d = 0; d < ROK_HW_DIRECTIONS; d++)
@@ -252,7 +242,7 @@ RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *s
   }
   for (guint i = 0; i < at->calibrated.gemm_ops_len; i++) {
     RokHwGemmOp *op = &at->calibrated.gemm_ops[i];
-    guint k = kind_named(op->kind);
+    guint k = rok_op_kind_from_name(op->kind);
     for (guint b = 0; b < 2; b++)
       if (op->ns[b] >= 0)
         op->ns[b] = llround((double)op->ns[b] * (k < ROK_OP_KIND_COUNT ? kind_ratio[2 * k + b] : class_ratio[0]));

@@ -233,6 +233,17 @@ static void test_layer_limit(void) {
   g_error_free(error);
 }
 
+/* Op kinds by name: every kind's name gives it back; an unknown name and
+ * NULL give ROK_OP_KIND_COUNT. */
+static void test_op_kind_from_name(void) {
+  for (guint k = 0; k < ROK_OP_KIND_COUNT; k++)
+    g_assert_cmpint(rok_op_kind_from_name(rok_op_kind_name((RokOpKind)k)), ==, k);
+  g_assert_cmpint(rok_op_kind_from_name("linear"), ==, ROK_OP_LINEAR);
+  g_assert_cmpint(rok_op_kind_from_name("Linear"), ==, ROK_OP_KIND_COUNT);
+  g_assert_cmpint(rok_op_kind_from_name(""), ==, ROK_OP_KIND_COUNT);
+  g_assert_cmpint(rok_op_kind_from_name(NULL), ==, ROK_OP_KIND_COUNT);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/trace/gpt/dropout", test_gpt_dropout);
@@ -245,6 +256,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/trace/deduplication", test_deduplication);
   g_test_add_func("/trace/structure", test_structure);
   g_test_add_func("/trace/round-trip", test_round_trip);
+  g_test_add_func("/trace/op-kind-from-name", test_op_kind_from_name);
   g_test_add_func("/trace/bad-reference", test_bad_reference);
   g_test_add_func("/trace/bad-references", test_bad_references);
   g_test_add_func("/trace/layer-limit", test_layer_limit);

@@ -253,17 +253,14 @@ RokHw *validate_hw_at_kernel_speed(const RokHw *hw, const ValidateKernelSpeed *s
   return at;
 }
 
-/* ROW's step predicted on HW at SPEED's ROUND-th timing and the copies
- * at COPIES's (d2h, h2d; the median where COPIES has not as many). */
-static double step_at_speed(const RokTrace *trace, const RokHw *hw, const RokValidatePlanned *p,
-                            const ValidateKernelSpeed *speed, guint round, GArray *const copies[2], GError **error) {
+/* HW at SPEED's ROUND-th timing, its copies at COPIES' (d2h, h2d; the
+ * median where COPIES has not as many; as the profile has them where
+ * COPIES is empty). */
+static RokHw *hw_at_round(const RokHw *hw, const ValidateKernelSpeed *speed, guint round, GArray *const copies[2]) {
   g_autoptr(RokHw) kernels = validate_hw_at_kernel_speed(hw, speed, round);
-  g_autoptr(RokHw) at = copies[0]->len > 0 ? validate_hw_at_copy_speed(kernels, at_round(copies[0], round),
-                                                                      at_round(copies[1], round))
-                                           : rok_hw_copy(kernels);
-  g_autoptr(RokSchedule) schedule =
-      rok_sim_schedule_new(trace, at, p->plan, rok_strategy_name(p->strategy), p->budget, error);
-  return schedule != NULL ? validate_schedule_step_s(schedule) : NAN;
+  if (copies[0]->len == 0)
+    return g_steal_pointer(&kernels);
+  return validate_hw_at_copy_speed(kernels, at_round(copies[0], round), at_round(copies[1], round));
 }
 
 gboolean validate_steps_at_speed(RokValidation *v, const RokTrace *trace, const RokHw *hw, const GPtrArray *planned,
@@ -273,14 +270,23 @@ gboolean validate_steps_at_speed(RokValidation *v, const RokTrace *trace, const 
     return TRUE;
   for (guint i = 0; i < v->rows->len; i++) {
     RokValidateRow *row = g_ptr_array_index(v->rows, i);
-    const RokValidatePlanned *p = g_ptr_array_index(planned, i);
-    row->predicted_at_speed_by_round_s = g_array_new(FALSE, FALSE, sizeof(double));
-    for (guint r = 0; r < speed->rounds; r++) {
-      double s = step_at_speed(trace, hw, p, speed, r, copies, error);
-      if (isnan(s))
+    row->predicted_at_speed_by_round_s = g_array_sized_new(FALSE, FALSE, sizeof(double), speed->rounds);
+  }
+  for (guint r = 0; r < speed->rounds; r++) {
+    g_autoptr(RokHw) at = hw_at_round(hw, speed, r, copies);
+    for (guint i = 0; i < v->rows->len; i++) {
+      RokValidateRow *row = g_ptr_array_index(v->rows, i);
+      const RokValidatePlanned *p = g_ptr_array_index(planned, i);
+      g_autoptr(RokSchedule) schedule =
+          rok_sim_schedule_new(trace, at, p->plan, rok_strategy_name(p->strategy), p->budget, error);
+      if (schedule == NULL)
         return FALSE;
+      double s = validate_schedule_step_s(schedule);
       g_array_append_val(row->predicted_at_speed_by_round_s, s);
     }
+  }
+  for (guint i = 0; i < v->rows->len; i++) {
+    RokValidateRow *row = g_ptr_array_index(v->rows, i);
     row->predicted_at_speed_s = at_round(row->predicted_at_speed_by_round_s, G_MAXUINT);
   }
   return TRUE;

@@ -65,19 +65,12 @@ static void add_rows(RokChart *chart, const RokValidation *v) {
   }
 }
 
-/* Whether any row has a prediction at the machine's speed. */
-static gboolean any_at_speed(const RokValidation *v) {
-  for (guint i = 0; i < v->rows->len; i++)
-    if (isfinite(((const RokValidateRow *)g_ptr_array_index(v->rows, i))->error_at_speed))
-      return TRUE;
-  return FALSE;
-}
-
 gboolean rok_validation_save_chart(const RokValidation *v, const char *path, GError **error) {
   g_autofree char *title = g_strdup_printf("Step time: %s on %s", v->model, v->device ? v->device : v->hw);
   g_autoptr(RokChart) chart = rok_charts_chart_new(title);
   rok_chart_set_axis(chart, ROK_AXIS_X,
-                     any_at_speed(v) ? "Predicted step time (hollow: at the machine's speed)" : "Predicted step time",
+                     isnan(v->median_step_time_error_at_speed) ? "Predicted step time"
+                                                               : "Predicted step time (hollow: at the machine's speed)",
                      ROK_UNIT_SECONDS, NULL);
   rok_chart_set_axis(chart, ROK_AXIS_Y, "Measured step time", ROK_UNIT_SECONDS, NULL);
   if (v->rows->len > 0) {

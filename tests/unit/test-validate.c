@@ -639,6 +639,9 @@ static void test_no_keep(void) {
   json_object_put(o);
 }
 
+/* The chart in PNG and SVG, refused in another format; where a row was
+ * predicted at the machine's speed, its hollow point and the axis naming
+ * them. */
 static void test_chart(void) {
   g_autoptr(RokValidation) v = made_up();
   g_autofree char *dir = g_dir_make_tmp("rok-validate-XXXXXX", NULL);
@@ -651,6 +654,19 @@ static void test_chart(void) {
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(svg, &text, NULL, NULL));
   g_assert_nonnull(strstr(text, "<svg"));
+  g_assert_null(strstr(text, "hollow"));
+  /* With predictions at the machine's speed: hollow points, the axis says
+   * so. */
+  RokValidateRow *rok = g_ptr_array_index(v->rows, 3);
+  rok->predicted_at_speed_s = 1.15;
+  rok_validation_summarize(v);
+  g_assert_true(isfinite(rok->error_at_speed));
+  g_assert_true(rok_validation_save_chart(v, svg, &error));
+  g_assert_no_error(error);
+  g_autofree char *hollow = NULL;
+  g_assert_true(g_file_get_contents(svg, &hollow, NULL, NULL));
+  g_assert_nonnull(strstr(hollow, "(hollow: at the machine"));
+  g_assert_cmpuint(strlen(hollow), >, strlen(text));
   g_assert_false(rok_validation_save_chart(v, bad, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
   g_clear_error(&error);

@@ -265,6 +265,14 @@ static void standing_notes(const RokValidateOptions *o, RokValidation *v) {
  * rok allows (cli_stop_within_a_second). */
 #define DISK_SPEED_ROUNDS 5
 
+/* FALSE, with a note that WHAT ("the disks") were not timed against the
+ * profile and why (ERROR, freed). */
+static gboolean not_timed(RokValidation *v, const char *what, GError *error) {
+  g_ptr_array_add(v->notes, g_strdup_printf("%s were not timed against the profile: %s", what, error->message));
+  g_error_free(error);
+  return FALSE;
+}
+
 /* The disks timed before a measured round (RokValidation.disk_speed):
  * each direction's slowest directory (the array moves at its slowest
  * member's pace) appended to SPEEDS[0] (writes) and SPEEDS[1] (reads);
@@ -275,11 +283,8 @@ static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray 
   for (guint i = 0; o->exec.dirs[i] != NULL; i++) {
     double ratio[2];
     GError *error = NULL;
-    if (!rok_calib_disk_speed(o->exec.dirs[i], hw, DISK_SPEED_ROUNDS, NULL, ratio, &error)) {
-      g_ptr_array_add(v->notes, g_strdup_printf("the disks were not timed against the profile: %s", error->message));
-      g_error_free(error);
-      return FALSE;
-    }
+    if (!rok_calib_disk_speed(o->exec.dirs[i], hw, DISK_SPEED_ROUNDS, NULL, ratio, &error))
+      return not_timed(v, "the disks", error);
     for (guint d = 0; d < 2; d++)
       slowest[d] = MAX(slowest[d], ratio[d]);
   }
@@ -294,11 +299,8 @@ static gboolean time_disks(const RokValidateOptions *o, const RokHw *hw, GArray 
 static gboolean time_copies(const RokValidateOptions *o, const RokHw *hw, GArray *speeds[2], RokValidation *v) {
   double ratio[2];
   GError *error = NULL;
-  if (!rok_calib_copy_speed(o->exec.device, hw, NULL, ratio, &error)) {
-    g_ptr_array_add(v->notes, g_strdup_printf("the copies were not timed against the profile: %s", error->message));
-    g_error_free(error);
-    return FALSE;
-  }
+  if (!rok_calib_copy_speed(o->exec.device, hw, NULL, ratio, &error))
+    return not_timed(v, "the copies", error);
   for (guint d = 0; d < 2; d++)
     g_array_append_val(speeds[d], ratio[d]);
   return TRUE;
@@ -317,19 +319,19 @@ static guint64 rows_memory(GArray *rows) {
   return peak + peak / 10;
 }
 
-/* The kernels timed before a row's run in a measured round
- * (RokValidation.kernel_speed), or made ready beside the rows' runs (OPEN);
- * FALSE, with a note, where they could not be. */
-static gboolean time_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, GArray *rows, gboolean open,
-                             RokValidation *v) {
+/* The model's ops made ready for timing the kernels beside the rows' runs
+ * (RokValidation.kernel_speed); FALSE, with a note, where they cannot be. */
+static gboolean open_kernels(const RokValidateOptions *o, ValidateKernelSpeed *speed, GArray *rows, RokValidation *v) {
   GError *error = NULL;
-  if (open ? !validate_kernel_speed_open(speed, o->exec.device, rows_memory(rows), &error)
-           : !validate_kernel_speed_time(speed, &error)) {
-    g_ptr_array_add(v->notes, g_strdup_printf("the kernels were not timed against the profile: %s", error->message));
-    g_error_free(error);
-    return FALSE;
-  }
-  return TRUE;
+  return validate_kernel_speed_open(speed, o->exec.device, rows_memory(rows), &error) ||
+         not_timed(v, "the kernels", error);
+}
+
+/* The kernels timed before a row's run in a measured round; FALSE, with a
+ * note, where they could not be. */
+static gboolean time_kernels(ValidateKernelSpeed *speed, RokValidation *v) {
+  GError *error = NULL;
+  return validate_kernel_speed_time(speed, &error) || not_timed(v, "the kernels", error);
 }
 
 /* Whether a row's schedule copies over the link (a d2h or h2d leg): the
@@ -403,7 +405,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
   g_autoptr(ValidateKernelSpeed) kernel_speed = validate_kernel_speed_new(trace, hw, error);
   if (kernel_speed == NULL)
     return NULL;
-  gboolean time_the_kernels = time_kernels(options, kernel_speed, rows, TRUE, v);
+  gboolean time_the_kernels = open_kernels(options, kernel_speed, rows, v);
   for (guint round = 0; round <= options->rounds; round++)
     for (guint k = 0; k < rows->len && (round > 0 || k == 0); k++) {
       guint i = round_row(round, options->rounds, rows->len, k);
@@ -419,7 +421,7 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
        * rounds' pass 17-45% off the speed its rows then ran at in three
        * runs of four). */
       if (measured && time_the_kernels)
-        time_the_kernels = time_kernels(options, kernel_speed, rows, FALSE, v);
+        time_the_kernels = time_kernels(kernel_speed, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};

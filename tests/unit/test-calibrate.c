@@ -13,7 +13,6 @@
 
 #include "rok/calibrate.h"
 #include "rok/core.h"
-#include "rok/model.h"
 #include "rok/plan.h"
 #include "rok/sim.h"
 #include "test-bundled.h"
@@ -482,13 +481,10 @@ static void test_elementwise_change(void) {
  * times, said in the source and not warned of; 13% longer (the
  * development VM's virtio disk in a quick calibration, 2026-12-07),
  * warned of by direction, with the words bench-validate.sh looks for. */
-static RokTrace *gpt_trace(const char *widths) {
-  g_autofree char *text = g_strdup_printf("{\"name\": \"t\", \"arch\": \"gpt\", \"layers\": 1, %s, \"micro_batch\": 1, "
-                                          "\"global_batch\": 1, \"data_parallel\": 1}",
-                                          widths);
+/* One layer of the bundled validate-gpt at the widths SETS give. */
+static RokTrace *gpt_layer(const char *const *sets) {
+  g_autoptr(RokModel) model = test_bundled_model2("validate-gpt", (const char *const[]){"layers=1", NULL}, sets);
   GError *error = NULL;
-  g_autoptr(RokModel) model = rok_model_parse("t.json", text, strlen(text), NULL, &error);
-  g_assert_no_error(error);
   RokTrace *trace = rok_trace_new_from_model(model, &error);
   g_assert_no_error(error);
   return trace;
@@ -499,7 +495,8 @@ static RokTrace *gpt_trace(const char *widths) {
  * where it has none; a trace too large for the device refused, naming
  * it, and one that leaves too little beside it for other work. */
 static void test_op_timer(void) {
-  g_autoptr(RokTrace) trace = gpt_trace("\"hidden\": 64, \"heads\": 1, \"vocab\": 256, \"seq_len\": 64");
+  g_autoptr(RokTrace) trace = gpt_layer((const char *const[]){"hidden=64", "heads=1", "ffn_hidden=256", "vocab=256",
+                                                              "seq_len=64", NULL});
   guint n = trace->ops->len;
   g_autofree double *seconds = g_new(double, ROK_HW_DIRECTIONS * n);
   GError *error = NULL;
@@ -526,7 +523,7 @@ static void test_op_timer(void) {
       g_assert_cmpfloat(s[ROK_HW_REBUILD], >=, 0);
     }
   }
-  g_autoptr(RokTrace) huge = gpt_trace("\"hidden\": 16384, \"heads\": 128, \"vocab\": 256, \"seq_len\": 65536");
+  g_autoptr(RokTrace) huge = gpt_layer((const char *const[]){"hidden=16384", "heads=128", "seq_len=65536", NULL});
   g_assert_null(rok_calib_op_timer_new(-1, huge, 0, &error));
   g_assert_error(error, ROK_ERROR, ROK_ERROR_USAGE);
   g_assert_nonnull(strstr(error->message, "is more than its"));

@@ -96,8 +96,11 @@ stop_rank KILL "$tmp/kill" --enable-recovery
 # On a loaded machine (the sanitizers' suite, two tests at once) rank 1 can
 # take longer than --mpi-timeout to start asking for work; rank 0 then gives
 # it up before it holds a point, which is the same promise (a complete,
-# identical result) by the other path.
-if ! grep -q "rok: MPI rank 1 never asked for work" "$tmp/kill.err"; then
+# identical result) by the other path. Killed after its last answer, it
+# holds no task and is given up at the end for not finishing (seen once in
+# the README's test command on a clean clone, 2026-12-08): the same
+# promise by a third path. Whichever, rank 0 names rank 1.
+if ! grep -qE "rok: MPI rank 1 (never asked for work|did not finish within)" "$tmp/kill.err"; then
   expect_in "$(cat "$tmp/kill.err")" "rok: MPI rank 1 sent nothing while it held a task"
 fi
 cmp "$tmp/full/search.csv" "$tmp/kill/search.csv"

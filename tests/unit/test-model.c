@@ -198,6 +198,10 @@ static void test_limits(void) {
   parse_fails(gpt, (const char *[]){"layers=1", "hidden=1048576", "heads=16", "seq_len=65536", NULL},
               "big.json: the FLOPs of one micro-batch");
   parse_fails(gpt, (const char *[]){"seq_len=16777216", "micro_batch=16777216", NULL}, "activation bytes");
+  /* ffn_hidden defaults to 4 × hidden, and is at most 2^24 like every width (the fuzzer's find: a config that
+   * did not read back once written out). */
+  parse_fails(gpt, (const char *[]){"hidden=9048576", "heads=1", "seq_len=1", NULL},
+              "--set hidden=9048576: \"hidden\": is over 4194304, so \"ffn_hidden\" (4 × hidden unless given)");
   /* global_batch defaults to micro_batch × data_parallel, and is at most 2^32-1. */
   parse_fails(gpt, (const char *[]){"micro_batch=16777216", "data_parallel=1024", NULL},
               "--set data_parallel=1024: \"data_parallel\": times micro_batch must be at most 4294967295");

@@ -198,11 +198,7 @@ static gboolean validate_pipeline(const RokJsonObj *obj, const RokModel *m, GErr
 static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **error) {
   guint64 t = m->tensor_parallel;
   gboolean t5 = m->arch == ROK_ARCH_T5;
-  /* The default 4 × hidden must read back when the config is written out. */
-  return require(m->ffn_hidden <= MAX_DIM, obj, "hidden", error,
-                 "is over 4194304, so \"ffn_hidden\" (4 × hidden unless given) would be over 16777216: give "
-                 "\"ffn_hidden\"") &&
-         require(m->mask_bytes != 3, obj, "mask_bytes", error, "must be 1, 2 or 4") &&
+  return require(m->mask_bytes != 3, obj, "mask_bytes", error, "must be 1, 2 or 4") &&
          require(t5 || m->decoder_layers == 0, obj, "decoder_layers", error, "is only for arch \"t5\"") &&
          require(t5 || m->decoder_seq_len == 0, obj, "decoder_seq_len", error, "is only for arch \"t5\"") &&
          require(m->heads % m->kv_heads == 0, obj, "kv_heads", error, "must divide \"heads\"") &&
@@ -223,7 +219,11 @@ static gboolean validate(const RokJsonObj *obj, const RokModel *m, GError **erro
          require(m->layers + m->decoder_layers <= ROK_MAX_LAYERS, obj, "layers", error,
                  "and \"decoder_layers\" (as many as \"layers\" unless given) must add up to at most "
                  G_STRINGIFY(ROK_MAX_LAYERS)) &&
-         check_magnitude(obj, m, error);
+         check_magnitude(obj, m, error) &&
+         /* The default 4 × hidden must read back when the config is written out. */
+         require(m->ffn_hidden <= MAX_DIM, obj, "hidden", error,
+                 "is over 4194304, so \"ffn_hidden\" (4 × hidden unless given) would be over 16777216: give "
+                 "\"ffn_hidden\"");
 }
 
 static void fill_defaults(RokModel *m, const char *doc_name) {

@@ -154,6 +154,10 @@ typedef struct {
    * is no reference: 13.8-25.7 GB/s in five calibrations where these took
    * 24.4-25.5 on the development VM. n = 0: not timed. */
   RokCalibStat elementwise_ops, elementwise_around; /* bytes/s */
+  /* The same add five times right before and right after the copies are
+   * timed: how fast the memory went then against the ops
+   * (rok_calib_copies_memory_speed). n = 0: not timed. */
+  RokCalibStat elementwise_copies; /* bytes/s */
   RokCalibStat launch;      /* seconds per tiny kernel, back to back */
   /* The device's checksum of a tensor as the executor takes it after a
    * forward (two kernels, the value read back): seconds per tensor
@@ -405,11 +409,12 @@ gboolean rok_calib_measure_device(const RokCalibOptions *options, RokCalibCancel
 double rok_calib_action_seconds(const RokCalibDevice *device);
 #ifdef ROK_WITH_OPENCL
 typedef struct _RokClDevice RokClDevice;
-/* GEMM curve, element-wise bandwidth and launch overhead on an open device
- * (calib-compute.c); pinned host <-> device copies (calib-copy.c). */
-gboolean rok_calib_measure_compute(RokClDevice *cl, const RokCalibOptions *options, RokCalibCancel *cancel,
-                                   RokCalibDevice *device, GError **error);
 typedef struct _RokClKernels RokClKernels;
+/* GEMM curve, element-wise bandwidth and launch overhead with an open
+ * device's kernels (calib-compute.c); pinned host <-> device copies
+ * (calib-copy.c). */
+gboolean rok_calib_measure_compute(RokClKernels *kernels, const RokCalibOptions *options, RokCalibCancel *cancel,
+                                   RokCalibDevice *device, GError **error);
 /* Run before each timed pass of the ops: the caller's check of the
  * machine's speed meanwhile. */
 typedef gboolean (*RokCalibProbe)(gpointer data, GError **error);
@@ -503,6 +508,10 @@ double rok_calib_speed_change(const RokCalibDevice *device);
  * differs from its rate right before and after them; NAN where not
  * timed. */
 double rok_calib_elementwise_change(const RokCalibDevice *device);
+/* The element-wise add's rate around the copies over its rate between the
+ * op passes (1.1: the memory 10% faster while the copies were timed than
+ * while the ops were); 0 where either was not timed. */
+double rok_calib_copies_memory_speed(const RokCalibDevice *device);
 
 /* How much longer (> 0) or shorter the disk's bursts took when timed
  * again at the end in direction WRITE (else read), as a fraction; NaN

@@ -97,6 +97,13 @@ typedef struct {
    * measured, which can have made its figures that much slower. 0
    * (absent): none known. */
   double calibrated_busy;
+  /* Optional ("calibrated_copies_memory_speed", as `rok calibrate`
+   * writes it): how fast the device's memory went while the copies were
+   * timed, over how fast it went while the ops were (an element-wise add's
+   * rate each time, rok_calib_copies_memory_speed), so that `rok validate`
+   * can carry the kernels' speed it times over to the copies. 0 (absent):
+   * not known. */
+  double calibrated_copies_memory_speed;
   struct {
     guint64 memory;
     double peak_flops;        /* dense 16-bit FLOP/s */

@@ -135,6 +135,12 @@ double rok_calib_elementwise_change(const RokCalibDevice *d) {
   return d->elementwise_ops.median / d->elementwise_around.median - 1;
 }
 
+double rok_calib_copies_memory_speed(const RokCalibDevice *d) {
+  if (d->elementwise_copies.n == 0 || d->elementwise_ops.n == 0 || !(d->elementwise_ops.median > 0))
+    return 0;
+  return d->elementwise_copies.median / d->elementwise_ops.median;
+}
+
 double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write) {
   const RokCalibStat *again = &disk->again[write ? 0 : 1];
   return again->n == 0 || !(again->median > 0) ? NAN : again->median - 1;

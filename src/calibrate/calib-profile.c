@@ -321,5 +321,9 @@ RokHw *rok_calib_profile(const RokCalibration *c, const char *name, GError **err
   hw->calibrated_busy = MAX(c->others_share, 0); /* unknown (no /proc/stat): none recorded */
   if (!fill_gpu(c, hw, error) || !fill_host(c, hw, error) || !fill_nvme(c, hw, error))
     return NULL;
+  /* Only where the copies run on the kernels' processors, through the
+   * memory they stream through (a GPU's go by DMA over the link). */
+  if (hw->gpu.shared_cpus > 0)
+    hw->calibrated_copies_memory_speed = rok_calib_copies_memory_speed(&c->device);
   return checked(hw, error);
 }

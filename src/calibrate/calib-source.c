@@ -246,5 +246,9 @@ char *rok_calib_source(const RokCalibration *c) {
   if (c->others_share >= 0)
     g_string_append(s, " calibrated_busy: the share of the processors other processes used while it ran "
                        "(/proc/stat, less this process's time and its own busy processes beside the disks).");
+  if (g_strcmp0(c->device.type, "cpu") == 0 && rok_calib_copies_memory_speed(&c->device) > 0)
+    g_string_append(s, " calibrated_copies_memory_speed: the element-wise add's rate right before and after the "
+                       "copies over its rate before the passes of the ops, for rok validate to carry the kernels' "
+                       "speed over to the copies.");
   return g_string_free(s, FALSE);
 }

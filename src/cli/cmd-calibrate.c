@@ -250,6 +250,11 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
     printf("; between the passes of the ops %s against %s right before and after them (%+.1f%%)", between, around,
            100 * ew_change);
   }
+  double copies = rok_calib_copies_memory_speed(d);
+  if (copies > 0) {
+    g_autofree char *at = rate_text(&d->elementwise_copies);
+    printf("; around the copies %s (%+.1f%% against the ops')", at, 100 * (copies - 1));
+  }
   printf("\n  launch overhead      %s\n", launch);
   if (d->checksum_bandwidth > 0) {
     g_autofree char *rate = rok_units_format_rate(d->checksum_bandwidth);

@@ -11,7 +11,8 @@
 #include "rok/core.h"
 
 static const char *const hw_keys[] = {"name", "source", "gpu", "pcie", "host", "nvme", "interconnect", "node",
-                                      "calibrated_shapes", "calibrated_busy", NULL};
+                                      "calibrated_shapes", "calibrated_busy",
+                                      "calibrated_copies_memory_speed", NULL};
 static const char *const gpu_keys[] = {"memory", "peak_flops", "matmul_efficiency", "hbm_bandwidth",
                                        "launch_overhead", "gemm_efficiency", "op_rates", "shared_cpus",
                                        "copy_kernel_wait", "copy_kernel_free_at", "copy_launch_window", "copy_launch_ahead",
@@ -363,6 +364,8 @@ static RokHw *hw_from_doc(const RokJsonDoc *doc, GError **error) {
       !rok_json_get_string(&root, "name", FALSE, &hw->name, error) ||
       !rok_json_get_string(&root, "source", FALSE, &hw->source, error) ||
       !rok_json_get_double(&root, "calibrated_busy", FALSE, 0.0, 1.0, &hw->calibrated_busy, error) ||
+      !rok_json_get_double(&root, "calibrated_copies_memory_speed", FALSE, 0.0, 100.0,
+                           &hw->calibrated_copies_memory_speed, error) ||
       !read_gpu(&root, hw, error) ||
       !read_pcie(&root, hw, error) || !read_host(&root, hw, error) || !read_nvme(&root, hw, error) ||
       !hw_interconnect_read(&root, hw, error) || !hw_node_read(&root, hw, error) ||
@@ -447,6 +450,9 @@ json_object *rok_hw_to_json(const RokHw *hw) {
     json_object_object_add(o, "source", json_object_new_string(hw->source));
   if (hw->calibrated_busy > 0)
     json_object_object_add(o, "calibrated_busy", rok_json_new_double(hw->calibrated_busy));
+  if (hw->calibrated_copies_memory_speed > 0)
+    json_object_object_add(o, "calibrated_copies_memory_speed",
+                           rok_json_new_double(hw->calibrated_copies_memory_speed));
   json_object_object_add(gpu, "memory", json_object_new_uint64(hw->gpu.memory));
   json_object_object_add(gpu, "peak_flops", rok_json_new_double(hw->gpu.peak_flops));
   json_object_object_add(gpu, "matmul_efficiency", rok_json_new_double(hw->gpu.matmul_efficiency));

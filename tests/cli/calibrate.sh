@@ -58,6 +58,10 @@ if grep -q '"shared_cpus"' "$disk/hw.json"; then
     exit 1
   fi
   expect_in "$(cat "$tmp/out")" "as legs copy "
+  # How fast the memory went at the copies against the ops, for validate.
+  within calibrated_copies_memory_speed 0.2 5
+  expect_in "$(cat "$tmp/out")" "around the copies "
+  grep -q 'calibrated_copies_memory_speed: the element-wise add' "$disk/hw.json"
 fi
 # What other processes used while it ran (from /proc/stat, read here):
 # said in the source, recorded where more than none.

@@ -464,6 +464,10 @@ static void test_elementwise_change(void) {
   c->device.elementwise_around = (RokCalibStat){.median = 1e12, .min = 0.1e12, .max = 1.1e12, .n = 10};
   c->device.elementwise_ops = (RokCalibStat){.median = 0.96e12, .min = 0.9e12, .max = 1e12, .n = 5};
   g_assert_cmpfloat(fabs(rok_calib_elementwise_change(&c->device) + 0.04), <, 1e-12);
+  /* Around the copies: none timed, none known; else its rate over the ops'. */
+  g_assert_cmpfloat(rok_calib_copies_memory_speed(&c->device), ==, 0);
+  c->device.elementwise_copies = (RokCalibStat){.median = 1.2e12, .min = 1.1e12, .max = 1.3e12, .n = 10};
+  g_assert_cmpfloat(fabs(rok_calib_copies_memory_speed(&c->device) - 1.25), <, 1e-12);
   rok_calib_check(c);
   g_assert_false(has_warning(c, "element-wise add"));
   g_autofree char *source = rok_calib_source(c);

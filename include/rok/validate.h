@@ -253,8 +253,15 @@ typedef struct {
    * How far the copies run from what the simulator charges one (the
    * host's drift since the calibration, or that model's own miss), beside
    * the copy streams' errors; not taken out of them, but predicted with
-   * (RokValidatePart.predicted_at_copy_speed_s). */
+   * (RokValidatePart.predicted_at_copy_speed_s). Where the profile knows
+   * how fast the memory went while its copies were timed against its ops
+   * (calibrated_copies_memory_speed) and the kernels were timed
+   * (kernel_speed), carried over from them instead, no copy timed:
+   * each round's other ops' figure times that, both ways, and
+   * copies_memory_speed that figure of the profile's (0: the copies
+   * timed). */
   RokCalibStat copy_speed[2];
+  double copies_memory_speed;
   /* Every op of the model timed alone before each row's run in the
    * measured rounds as rok calibrate times the op rates
    * (rok_calib_op_timer_pass, one pass), launch aside: the GEMM ops' [0]

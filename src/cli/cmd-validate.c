@@ -236,12 +236,18 @@ static void print_streams(const RokValidation *v) {
            100 * v->max_copy_error_against_keep);
   if (!isnan(v->median_copy_error_at_copy_speed))
     printf("Copy streams at the copies' speed (each predicted again with the profile's copy figures as fast as the "
-           "copies ran before the rounds, below: its pcie rates and latency and the host's checks of the legs, "
-           "which go through the same memory): median %.1f%%, worst %.1f%%.\n",
+           "copies went in the rounds, below: its pcie rates and latency and the host's checks of the legs, which "
+           "go through the same memory): median %.1f%%, worst %.1f%%.\n",
            100 * v->median_copy_error_at_copy_speed, 100 * v->max_copy_error_at_copy_speed);
   static const char *const ways[2] = {"d2h", "h2d"}, *disks[2] = {"writes", "reads"};
   g_autofree char *copied = speeds(v->copy_speed, ways), *disked = speeds(v->disk_speed, disks);
-  if (copied != NULL)
+  if (copied != NULL && v->copies_memory_speed > 0)
+    printf("The copies, carried over from the kernels (each round's other ops' figure times how fast the memory "
+           "went while the calibration timed its copies against its ops, %.3f: a copy is a memcpy and a check "
+           "through the memory those ops stream through), took %s against what the profile's pcie.latency and "
+           "rates give them, which the copy streams' errors at the copies' speed take out.\n",
+           v->copies_memory_speed, copied);
+  else if (copied != NULL)
     printf("The copies, timed before each round as rok calibrate times their rates (256 KiB to 1 MiB, 1 ms apart, "
            "nothing else running), took %s against what the profile's pcie.latency and rates give them: how far "
            "the host's copies run now from what the simulator charges a copy (the machine's drift since the "

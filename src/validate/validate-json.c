@@ -360,6 +360,7 @@ json_object *rok_validation_to_json(const RokValidation *v) {
   static const char *const disk[2] = {"write", "read"}, *copy[2] = {"d2h", "h2d"}, *kernel[2] = {"gemm", "other"};
   add(o, "disk_speed", speed_json(v->disk_speed, disk));
   add(o, "copy_speed", speed_json(v->copy_speed, copy));
+  add(o, "copies_memory_speed", v->copies_memory_speed > 0 ? rok_json_new_double(v->copies_memory_speed) : NULL);
   add(o, "kernel_speed", speed_json(v->kernel_speed, kernel));
   add(o, "median_taken_share", rok_json_new_double(v->median_taken_share));
   add(o, "calibrated_busy", rok_json_new_double(v->calibrated_busy));

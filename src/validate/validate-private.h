@@ -96,6 +96,12 @@ void validate_kernel_speed_end_round(ValidateKernelSpeed *speed);
 /* The GEMM ops' and the other ops' times over their prediction, over the
  * rounds timed ([0], [1]; n 0: none). */
 void validate_kernel_speed_stat(const ValidateKernelSpeed *speed, RokCalibStat stat[2]);
+/* The copies' speed each round timed, carried over from the kernels':
+ * the other ops' figure times MEMORY_SPEED (the profile's
+ * calibrated_copies_memory_speed: a copy leg is a memcpy and a check
+ * through the memory those ops stream through), appended to COPIES[0]
+ * (d2h) and [1] (h2d) as time_copies would append the copy probe's. */
+void validate_kernel_speed_copies(const ValidateKernelSpeed *speed, double memory_speed, GArray *copies[2]);
 /* A copy of HW with its kernels as fast as SPEED timed them in its
  * ROUND-th timing (another ROUND: the median over them): each op kind's
  * rates, and its timed GEMM ops, over that kind's ratio in each direction

@@ -5,10 +5,11 @@
  * than in the next, the copies timed 0-45% slower than a calibration
  * minutes old), so a profile can be off by that much by the time its
  * rows run. Validate times the kernels (every op of the model alone,
- * before each row's run) and the copies (before each round) and predicts
- * each row's step at each round's speed, and each copy stream at the
- * copies' median speed, beside the profile's own prediction, which stays
- * the one judged.
+ * before each row's run) and the copies (carried over from the kernels
+ * where the profile says how fast the memory went at its copies, else a
+ * probe before each round) and predicts each row's step at each round's
+ * speed, and each copy stream at the copies' median speed, beside the
+ * profile's own prediction, which stays the one judged.
  *
  * The steps: on the development VM (2026-12-07, eight bench runs of
  * validate-gpt and the LLaMA-shaped model, the VM up to 35% off
@@ -35,7 +36,19 @@
  * and 55. In the eight
  * runs taken after it that day, 54 of 80 against 45, though two came out
  * worse: the probe had the h2d copies 23-39% slow where the streams ran
- * as predicted. */
+ * as predicted.
+ *
+ * The copies from the kernels: re-predicting stop 65's 12 kept runs with
+ * the copies at the other ops' figure, the copy streams within 15% were
+ * 106 of 120 against 75 at the probe's speed (the streams' median ratio
+ * correlated 0.93 and 0.78 with that figure, 0.64 and 0.40 with the
+ * probe's), but on a calibration whose op passes ran in a slower spell
+ * than its copies 4 of 20 (14 as the profile predicts them): the figure
+ * is against the ops' speed, the copies' figures were taken at another.
+ * The profile's calibrated_copies_memory_speed (an add timed around both)
+ * bridges the two; 2026-12-08, four kept runs (tests/bench/repredict.py
+ * --copies-at-kernel-speed --at-kernel-speed): 34 of 40 within 15% that
+ * way, 29 at the probe's speed, 31 as the profile predicts them. */
 #include <math.h>
 
 #include "validate-private.h"
@@ -219,6 +232,14 @@ void validate_kernel_speed_stat(const ValidateKernelSpeed *s, RokCalibStat stat[
   for (guint c = 0; c < 2; c++) {
     g_autofree double *values = g_memdup2(s->classes[c]->data, sizeof(double) * s->classes[c]->len);
     stat[c] = rok_calib_stat(values, s->classes[c]->len);
+  }
+}
+
+void validate_kernel_speed_copies(const ValidateKernelSpeed *s, double memory_speed, GArray *copies[2]) {
+  for (guint r = 0; r < s->classes[1]->len; r++) {
+    double ratio = g_array_index(s->classes[1], double, r) * memory_speed;
+    for (guint d = 0; d < 2; d++)
+      g_array_append_val(copies[d], ratio);
   }
 }
 

@@ -193,13 +193,18 @@ for i, d in enumerate(docs, 1):
         parts = [p for r in d["rows"] for p in r["parts"] if p.get("error_at_copy_speed") is not None]
         within = sum(abs(p["error_at_copy_speed"]) <= 0.15 for p in parts)
         was = sum(abs(p["median_s"] / p["predicted_s"] - 1) <= 0.15 for p in parts)
-        print(f"       copy streams at the copies' speed timed before the rounds: median "
+        how = ("carried over from the kernels" if d.get("copies_memory_speed") is not None
+               else "timed before the rounds")
+        print(f"       copy streams at the copies' speed {how}: median "
               f"{100 * d['median_copy_error_at_copy_speed']:.1f}%, worst "
               f"{100 * d['max_copy_error_at_copy_speed']:.1f}%; {within} of {len(parts)} within 15% "
               f"({was} at the profile's)")
     if d.get("copy_speed"):
         s = d["copy_speed"]
-        print(f"       the copies before each round against the profile's rates: d2h "
+        how = (f"carried over from the kernels (memory at the calibration's copies "
+               f"{d['copies_memory_speed']:.3f} of its speed at the ops)" if d.get("copies_memory_speed") is not None
+               else "before each round")
+        print(f"       the copies {how} against the profile's rates: d2h "
               f"{100 * (s['d2h'] - 1):+.1f}%, h2d {100 * (s['h2d'] - 1):+.1f}%")
     if d.get("disk_speed"):
         s = d["disk_speed"]

@@ -24,8 +24,11 @@ validate timed them before each row's run (kernel_speed: the GEMM ops'
 and the other kinds' medians, where validate scales each kind by its
 own), --copies-at-kernel-speed with its copies (the pcie rates and
 latency, the host's checks) at the memory-bound kernels' speed
-(kernel_speed's other) instead of the copy probe's; either judges the
-copy streams as they are.
+(kernel_speed's other) instead of the copy probe's, times how fast the
+memory went while the calibration timed the copies over while it timed
+the ops (the profile's calibrated_copies_memory_speed, where it has one;
+--no-copies-memory-speed leaves it out); either judges the copy streams
+as they are.
 
 --at-copy-speed predicts each run on its profile as `rok validate`
 predicts the copy streams at the copies' speed it timed before the
@@ -157,6 +160,8 @@ def main():
                     help="predict at each run's kernels' speed (with --at-copy-speed: both)")
     ap.add_argument("--copies-at-kernel-speed", action="store_true",
                     help="predict the copies at the memory-bound kernels' speed (kernel_speed's other)")
+    ap.add_argument("--no-copies-memory-speed", action="store_true",
+                    help="with --copies-at-kernel-speed, leave out the profile's calibrated_copies_memory_speed")
     ap.add_argument("kept", nargs="+")
     a = ap.parse_args()
     errors = {}
@@ -184,6 +189,8 @@ def main():
                         scaled = at_copy_speed(scaled, validation["copy_speed"])
                     if a.copies_at_kernel_speed:
                         other = validation["kernel_speed"]["other"]
+                        if not a.no_copies_memory_speed:
+                            other *= scaled.get("calibrated_copies_memory_speed", 1)
                         scaled = at_copy_speed(scaled, {"d2h": other, "h2d": other})
                     if a.at_kernel_speed:
                         scaled = at_kernel_speed(scaled, validation["kernel_speed"])

@@ -185,5 +185,24 @@ for r in v["rows"]:
             assert p["predicted_at_copy_speed_s"] is None and p["error_at_copy_speed"] is None, p
 assert errors, "no row copied"
 assert math.isclose(v["max_copy_error_at_copy_speed"], max(errors), rel_tol=1e-9)
+assert v["copies_memory_speed"] is None, v["copies_memory_speed"]
+EOF
+[ -z "$(ls -A "$disk")" ]
+
+# A profile that knows how fast the memory went at its copies: their speed
+# carried over from the kernels timed beside the rows, no copy timed.
+out=$("$rok" validate "${tiny[@]}" --no-baselines --repeat 1 --rounds 2 --hw-set gpu.shared_cpus=2 \
+  --hw-set calibrated_copies_memory_speed=1.25 -o "$tmp/carried")
+expect_in "$out" "The copies, carried over from the kernels"
+expect_in "$out" "Copy streams at the copies' speed (each predicted again"
+python3 - "$tmp/carried/validation.json" <<'EOF'
+import json, math, sys
+v = json.load(open(sys.argv[1]))
+c, k = v["copy_speed"], v["kernel_speed"]
+assert v["copies_memory_speed"] == 1.25, v["copies_memory_speed"]
+assert c["rounds"] == k["rounds"] == 2, (c, k)
+for way in ("d2h", "h2d"):
+    for end in ("", "_min", "_max"):
+        assert math.isclose(c[way + end], 1.25 * k["other" + end], rel_tol=1e-9), (c, k)
 EOF
 [ -z "$(ls -A "$disk")" ]

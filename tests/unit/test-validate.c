@@ -455,6 +455,18 @@ static void test_kernels_at_speed(void) {
     g_assert_cmpfloat_with_epsilon(stat[0].median, 1, 1e-6);
     g_assert_cmpfloat_with_epsilon(stat[0].max, 1.5, 1e-6);
     g_assert_cmpfloat_with_epsilon(stat[1].min, 0.8, 1e-6);
+    /* The copies carried over: each round's other ops' figure times the
+     * memory's speed at the calibration's copies, both ways. */
+    g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) in = g_array_new(FALSE, FALSE, sizeof(double));
+    validate_kernel_speed_copies(speed, 1.25, (GArray *[2]){out, in});
+    g_assert_cmpuint(out->len, ==, 3);
+    g_assert_cmpuint(in->len, ==, 3);
+    const double other[3] = {1, 0.8, 0.9};
+    for (guint r = 0; r < 3; r++) {
+      g_assert_cmpfloat_with_epsilon(g_array_index(out, double, r), 1.25 * other[r], 1e-6);
+      g_assert_cmpfloat_with_epsilon(g_array_index(in, double, r), 1.25 * other[r], 1e-6);
+    }
     g_autoptr(RokSim) sim = rok_sim_new(trace, hw, &error);
     g_assert_no_error(error);
     const double ratios[4][2] = {{1, 1}, {1.5, 0.8}, {0.9, 0.9}, {1, 0.9}}; /* the last: the medians */

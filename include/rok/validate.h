@@ -188,6 +188,12 @@ typedef struct {
    * with keep's own noise. NaN where the kernels were not timed. */
   GArray *predicted_at_speed_by_round_s;
   double predicted_at_speed_s, error_at_speed;
+  /* The kernels' pass timed right before the row's run in each measured
+   * round: the GEMM ops' [0] and the other ops' [1] time over the
+   * profile's, as kernel_speed has a round's median (double[2] per round;
+   * NaN: no such op; NULL where the kernels were not timed). What the
+   * machine's speed did within a round, row by row. */
+  GArray *kernel_speed_before;
   double load_min, load_max; /* 1-minute load average before its runs; negative: unknown */
   double predicted_optimizer_s;    /* left out of the prediction (no kernel here) */
   guint64 predicted_peak_bytes, measured_peak_bytes;

@@ -304,6 +304,16 @@ static json_object *row_json(const RokValidateRow *row) {
     json_object_array_add(by_round, rok_json_new_double(g_array_index(row->predicted_at_speed_by_round_s, double, i)));
   }
   add(o, "predicted_at_speed_by_round_s", by_round);
+  json_object *before = NULL;
+  for (guint i = 0; row->kernel_speed_before != NULL && i < row->kernel_speed_before->len; i++) {
+    const double *pass = &g_array_index(row->kernel_speed_before, double, 2 * i);
+    json_object *pair = json_object_new_array();
+    json_object_array_add(pair, rok_json_new_double(pass[0]));
+    json_object_array_add(pair, rok_json_new_double(pass[1]));
+    before = before != NULL ? before : json_object_new_array();
+    json_object_array_add(before, pair);
+  }
+  add(o, "kernel_speed_before", before);
   add(o, "error_at_speed", rok_json_new_double(row->error_at_speed));
   add(o, "load_min", rok_json_new_double(row->load_min));
   add(o, "load_max", rok_json_new_double(row->load_max));

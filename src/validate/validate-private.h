@@ -83,9 +83,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ValidateKernelSpeed, validate_kernel_speed_free)
  * go. */
 gboolean validate_kernel_speed_open(ValidateKernelSpeed *speed, gint device, guint64 beside, GError **error);
 void validate_kernel_speed_close(ValidateKernelSpeed *speed);
-/* One pass timed (validate_kernel_speed_add); errors:
- * rok_calib_op_timer_pass's. */
-gboolean validate_kernel_speed_time(ValidateKernelSpeed *speed, GError **error);
+/* One pass timed (validate_kernel_speed_add), its GEMM ops' and other
+ * ops' ratio in PASS (NaN: none such); errors: rok_calib_op_timer_pass's. */
+gboolean validate_kernel_speed_time(ValidateKernelSpeed *speed, double pass[2], GError **error);
 /* One pass's times, SECONDS as rok_calib_op_timer_pass gives them: each
  * op kind's (and the GEMM ops' and the others') time, launch aside, over
  * the profile's, into the round under way. */

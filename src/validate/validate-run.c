@@ -81,6 +81,7 @@ typedef struct {
   RokSchedule *schedule;
   GPtrArray *reports; /* RokExecReport *, one per round */
   double load_min, load_max;
+  GArray *kernel_passes; /* double[2] per measured round (RokValidateRow.kernel_speed_before) */
 } Measuring;
 
 static void measuring_clear(gpointer data) {
@@ -88,6 +89,8 @@ static void measuring_clear(gpointer data) {
   rok_schedule_free(m->schedule);
   if (m->reports != NULL)
     g_ptr_array_unref(m->reports);
+  if (m->kernel_passes != NULL)
+    g_array_unref(m->kernel_passes);
 }
 
 static double load_now(void) {
@@ -193,6 +196,7 @@ static RokValidateRow *measured_row(Measuring *m, RokValidation *v) {
   validate_parts_fill(row->parts, g_ptr_array_index(m->reports, nearest), m->schedule);
   validate_parts_spread(row->parts, m->reports);
   row->report = g_ptr_array_steal_index(m->reports, nearest);
+  row->kernel_speed_before = g_steal_pointer(&m->kernel_passes);
   row->schedule = rok_schedule_to_string(m->schedule);
   validate_row_fill(row, m->schedule);
   /* Over every step of every round, not the one run's. */
@@ -327,11 +331,18 @@ static gboolean open_kernels(const RokValidateOptions *o, ValidateKernelSpeed *s
          not_timed(v, "the kernels", error);
 }
 
-/* The kernels timed before a row's run in a measured round; FALSE, with a
- * note, where they could not be. */
-static gboolean time_kernels(ValidateKernelSpeed *speed, RokValidation *v) {
+/* The kernels timed before M's run in a measured round, the pass's
+ * figures appended to its kernel_passes; FALSE, with a note, where they
+ * could not be. */
+static gboolean time_kernels(ValidateKernelSpeed *speed, Measuring *m, RokValidation *v) {
   GError *error = NULL;
-  return validate_kernel_speed_time(speed, &error) || not_timed(v, "the kernels", error);
+  double pass[2];
+  if (!validate_kernel_speed_time(speed, pass, &error))
+    return not_timed(v, "the kernels", error);
+  if (m->kernel_passes == NULL)
+    m->kernel_passes = g_array_new(FALSE, FALSE, sizeof(double[2]));
+  g_array_append_val(m->kernel_passes, pass);
+  return TRUE;
 }
 
 /* Whether a row's schedule copies over the link (a d2h or h2d leg): the
@@ -426,9 +437,9 @@ RokValidation *rok_validate(const RokTrace *trace, const RokHw *hw, const RokVal
        * development VM's transient spells: 2026-12-07, the third of three
        * rounds' pass 17-45% off the speed its rows then ran at in three
        * runs of four). */
-      if (measured && time_the_kernels)
-        time_the_kernels = time_kernels(kernel_speed, v);
       Measuring *m = &g_array_index(rows, Measuring, i);
+      if (measured && time_the_kernels)
+        time_the_kernels = time_kernels(kernel_speed, m, v);
       Progress progress = {.o = options, .round = round, .rounds = options->rounds, .row = i, .rows = rows->len,
                            .strategy = rok_strategy_name(m->planned->strategy), .budget = m->planned->budget};
       RokExecReport *report = run_once(options, m, &progress, error);

@@ -208,12 +208,15 @@ void validate_kernel_speed_close(ValidateKernelSpeed *s) {
   g_clear_pointer(&s->timer, rok_calib_op_timer_free);
 }
 
-gboolean validate_kernel_speed_time(ValidateKernelSpeed *s, GError **error) {
+gboolean validate_kernel_speed_time(ValidateKernelSpeed *s, double pass[2], GError **error) {
   g_return_val_if_fail(s->timer != NULL, FALSE);
   g_autofree double *seconds = g_new0(double, ROK_HW_DIRECTIONS * (gsize)MAX(s->trace->ops->len, 1));
   if (!rok_calib_op_timer_pass(s->timer, NULL, seconds, error))
     return FALSE;
   validate_kernel_speed_add(s, seconds);
+  const double *ratios = &g_array_index(s->passes, double, (gsize)(s->passes->len - 1) * RATIOS);
+  pass[0] = ratios[KINDS];
+  pass[1] = ratios[KINDS + 1];
   return TRUE;
 }
 

@@ -27,6 +27,8 @@ static void row_free(gpointer data) {
     g_array_unref(row->step_times_s);
   if (row->predicted_at_speed_by_round_s != NULL)
     g_array_unref(row->predicted_at_speed_by_round_s);
+  if (row->kernel_speed_before != NULL)
+    g_array_unref(row->kernel_speed_before);
   g_free(row->schedule);
   g_free(row);
 }

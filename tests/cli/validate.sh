@@ -204,5 +204,11 @@ assert c["rounds"] == k["rounds"] == 2, (c, k)
 for way in ("d2h", "h2d"):
     for end in ("", "_min", "_max"):
         assert math.isclose(c[way + end], 1.25 * k["other" + end], rel_tol=1e-9), (c, k)
+# The pass before each row's run in each round: a round's figure is the
+# median over its rows' passes.
+import statistics
+rounds = [statistics.median(r["kernel_speed_before"][n][1] for r in v["rows"]) for n in range(2)]
+assert math.isclose(k["other"], statistics.median(rounds), rel_tol=1e-9), (rounds, k)
+assert math.isclose(k["other_min"], min(rounds), rel_tol=1e-9), (rounds, k)
 EOF
 [ -z "$(ls -A "$disk")" ]

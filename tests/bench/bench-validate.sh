@@ -45,12 +45,21 @@
 # at theirs (rok/validate.h predicted_at_speed_s), round by round.
 #
 # On a CPU device the summary also gives the copy streams at the copies'
-# speed timed before the rounds (each predicted again at it; rok/validate.h
-# predicted_at_copy_speed_s) and how many come within 15% that way and as
-# the profile predicts them.
+# speed (carried over from the kernels where the profile has
+# calibrated_copies_memory_speed, else timed before the rounds; each
+# predicted again at it, rok/validate.h predicted_at_copy_speed_s) and how
+# many come within 15% that way and as the profile predicts them.
 #
 # Measured on the development VM (2 cores, PoCL, virtio disk), idle,
-# --runs 2, 4-5 min a model with three calibrations: 2026-12-07 (stop
+# --runs 2, 4-5 min a model with three calibrations: 2026-12-08 (stop
+# 66), the copies carried over from the kernels: as the profile predicts
+# them 0.7% and 1.1% median step-time error (worst 2.9%, 2.5%) and 2.8%,
+# 6.6% (worst 4.2%, 21.6%; the LLaMA-shaped model), 3.3%, 4.7% (worst
+# 4.0%, 4.9%) and 2.7%, 3.8% (worst 5.3%, 7.6%; validate-gpt), a noisy
+# validate-gpt pair 14.3%, 10.4%; at the machine's speed 0.4-4.1% (worst
+# 1.2-8.2%, one 19.8%); the copy streams at the carried-over speed 8, 8;
+# 8, 6; 8, 10 of 10 within 15% (9, 8; 7, 6; 6, 10 as the profile predicts
+# them). 2026-12-07 (stop
 # 65), the kernels timed before every row's run: at the machine's speed
 # 1.0% and 2.1% median step-time error (worst 2.2%, 3.3%; the
 # LLaMA-shaped model, the profile's own prediction 18.3% and 20.6% with

@@ -140,6 +140,12 @@ typedef struct {
   double comm_s, p2p_s, comm_wait_s;
 } RokExecFigures;
 
+/* Whether a step's time runs to ACTION's end, for what was measured and
+ * what was predicted alike: a step ends with its last compute action or
+ * collective (a data-parallel gather after the optimizer step); its
+ * transfers and pipeline sends are the next step's or the bubble's. */
+gboolean rok_exec_action_ends_step(const RokAction *action);
+
 /* One action of the median step, measured and predicted (seconds from the
  * step's start). */
 typedef struct {

@@ -5,6 +5,10 @@
 #include "runner-private.h"
 #include "rok/core.h"
 
+gboolean rok_exec_action_ends_step(const RokAction *a) {
+  return a->stream == ROK_STREAM_COMPUTE || a->stream == ROK_STREAM_COMM;
+}
+
 RokExecReport *exec_report_new(void) {
   RokExecReport *r = g_new0(RokExecReport, 1);
   r->dirs = g_ptr_array_new_with_free_func(g_free);

@@ -152,9 +152,7 @@ static void figures(const RunnerProgram *p, const Span *span, gint64 origin, Rok
     recompute += a->kind == ROK_ACTION_RECOMPUTE ? length : 0;
     gd_out += a->gpudirect && a->stream == ROK_STREAM_NVME_WRITE ? span[id].moved : 0;
     gd_in += a->gpudirect && a->stream == ROK_STREAM_NVME_READ ? span[id].moved : 0;
-    /* The step ends with its last compute or collective (a data-parallel
-     * gather after the optimizer step); pipeline sends are the bubble's. */
-    if (a->stream == ROK_STREAM_COMPUTE || a->stream == ROK_STREAM_COMM)
+    if (rok_exec_action_ends_step(a))
       end = MAX(end, span[id].end);
   }
   double active[ROK_STREAM_COUNT] = {0};

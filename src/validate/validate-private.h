@@ -45,8 +45,9 @@ RokStream validate_part_stream(const RokValidatePart *part);
 /* Whether a part is a copy stream (d2h, h2d) of a row, measured over its
  * steps (median_s). */
 gboolean validate_part_copy_measured(const RokValidatePart *part);
-/* A schedule's predicted step without its optimizer step, as the
- * executor's report counts a step (to its last compute or collective). */
+/* A schedule's predicted step without its optimizer step, to the end of
+ * the last action that ends a step (rok_exec_action_ends_step), as the
+ * executor's report counts it. */
 double validate_schedule_step_s(const RokSchedule *schedule);
 /* Each transfer stream part's interval over every measured step of REPORTS
  * (RokExecReport *, the row's runs) and its within_noise. */

@@ -34,7 +34,7 @@ double validate_schedule_step_s(const RokSchedule *schedule) {
   gint64 end = 0;
   for (guint id = 0; id < schedule->actions->len; id++) {
     const RokAction *a = rok_schedule_action(schedule, id);
-    if (a->stream == ROK_STREAM_COMPUTE || a->stream == ROK_STREAM_COMM)
+    if (rok_exec_action_ends_step(a))
       end = MAX(end, a->end_ns);
   }
   return MAX((double)end / 1e9 - optimizer_seconds(schedule), 0);

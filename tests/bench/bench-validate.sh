@@ -56,10 +56,11 @@
 # them 0.7% and 1.1% median step-time error (worst 2.9%, 2.5%) and 2.8%,
 # 6.6% (worst 4.2%, 21.6%; the LLaMA-shaped model), 3.3%, 4.7% (worst
 # 4.0%, 4.9%) and 2.7%, 3.8% (worst 5.3%, 7.6%; validate-gpt), a noisy
-# validate-gpt pair 14.3%, 10.4%; at the machine's speed 0.4-4.1% (worst
-# 1.2-8.2%, one 19.8%); the copy streams at the carried-over speed 8, 8;
-# 8, 6; 8, 10 of 10 within 15% (9, 8; 7, 6; 6, 10 as the profile predicts
-# them). 2026-12-07 (stop
+# validate-gpt pair 14.3%, 10.4%; the last pairs 3.9%, 5.2% (worst 5.7%,
+# 5.6%) and 5.1%, 5.6% (worst 5.6%, 7.4%); at the machine's speed
+# 0.4-4.1% (worst 0.9-8.4%, one 19.8%); the copy streams at the
+# carried-over speed 8, 8; 8, 6; 8, 10; 9, 9; 7, 6 of 10 within 15% (9, 8;
+# 7, 6; 6, 10; 9, 9; 9, 9 as the profile predicts them). 2026-12-07 (stop
 # 65), the kernels timed before every row's run: at the machine's speed
 # 1.0% and 2.1% median step-time error (worst 2.2%, 3.3%; the
 # LLaMA-shaped model, the profile's own prediction 18.3% and 20.6% with

@@ -155,9 +155,11 @@ typedef struct {
    * 24.4-25.5 on the development VM. n = 0: not timed. */
   RokCalibStat elementwise_ops, elementwise_around; /* bytes/s */
   /* The same add five times right before and right after the copies are
-   * timed: how fast the memory went then against the ops
-   * (rok_calib_copies_memory_speed). n = 0: not timed. */
+   * timed, all ten: how fast the memory went then against the ops
+   * (rok_calib_copies_memory_speed); and the five before [0] and after
+   * [1] apart (rok_calib_copies_memory_change). n = 0: not timed. */
   RokCalibStat elementwise_copies; /* bytes/s */
+  RokCalibStat elementwise_copies_around[2];
   RokCalibStat launch;      /* seconds per tiny kernel, back to back */
   /* The device's checksum of a tensor as the executor takes it after a
    * forward (two kernels, the value read back): seconds per tensor
@@ -512,6 +514,11 @@ double rok_calib_elementwise_change(const RokCalibDevice *device);
  * op passes (1.1: the memory 10% faster while the copies were timed than
  * while the ops were); 0 where either was not timed. */
 double rok_calib_copies_memory_speed(const RokCalibDevice *device);
+/* How the element-wise add's rate right after the copies differs from its
+ * rate right before them (-0.2: 20% slower after); NAN where not timed.
+ * Beyond ROK_CALIB_SPEED_CHANGE either way, rok_calib_check warns that the
+ * memory's speed changed while the copies were timed. */
+double rok_calib_copies_memory_change(const RokCalibDevice *device);
 
 /* How much longer (> 0) or shorter the disk's bursts took when timed
  * again at the end in direction WRITE (else read), as a fraction; NaN
@@ -523,7 +530,8 @@ double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write);
 
 /* How unsteady the machine was while C was measured: the largest of the
  * changes rok_calib_check warns of (the reference GEMM's speed at the end,
- * the element-wise add's between the op passes, each disk's bursts timed
+ * the element-wise add's between the op passes and across the copies,
+ * each disk's bursts timed
  * again: beyond ROK_CALIB_SPEED_CHANGE) and the share of the processors
  * others used (beyond ROK_HOST_BUSY_SHARE), as a fraction; 0: none beyond
  * its limit. *WHAT (may be NULL) gets which, in words (NULL for 0).

@@ -141,6 +141,13 @@ double rok_calib_copies_memory_speed(const RokCalibDevice *d) {
   return d->elementwise_copies.median / d->elementwise_ops.median;
 }
 
+double rok_calib_copies_memory_change(const RokCalibDevice *d) {
+  const RokCalibStat *around = d->elementwise_copies_around;
+  if (around[0].n == 0 || around[1].n == 0 || !(around[0].median > 0))
+    return NAN;
+  return around[1].median / around[0].median - 1;
+}
+
 double rok_calib_disk_change(const RokCalibDisk *disk, gboolean write) {
   const RokCalibStat *again = &disk->again[write ? 0 : 1];
   return again->n == 0 || !(again->median > 0) ? NAN : again->median - 1;
@@ -161,6 +168,8 @@ double rok_calib_unsteadiness(const RokCalibration *c, const char **what) {
               &largest, &found);
   take_larger(rok_calib_elementwise_change(&c->device), ROK_CALIB_SPEED_CHANGE,
               "a change in the device's memory speed", &largest, &found);
+  take_larger(rok_calib_copies_memory_change(&c->device), ROK_CALIB_SPEED_CHANGE,
+              "a change in the device's memory speed across the copies", &largest, &found);
   for (guint i = 0; i < c->disks->len; i++)
     for (guint w = 0; w < 2; w++)
       take_larger(rok_calib_disk_change(&g_array_index(c->disks, RokCalibDisk, i), w == 0), ROK_CALIB_SPEED_CHANGE,
@@ -202,6 +211,13 @@ void rok_calib_check(RokCalibration *c) {
             "from them can be off by as much; calibrate again when it holds steady (--attempts N measures again by "
             "itself)",
          100 * fabs(ew), ew < 0 ? "slower" : "faster");
+  double copies = rok_calib_copies_memory_change(&c->device);
+  if (fabs(copies) > ROK_CALIB_SPEED_CHANGE)
+    warn(c, "the device ran its element-wise add %.0f%% %s right after the copies than right before them: the "
+            "machine's speed changed while they were measured, so the copy figures mix both speeds and `rok "
+            "validate`'s copies carried over from its kernels (calibrated_copies_memory_speed) can be off by as "
+            "much; calibrate again when it holds steady (--attempts N measures again by itself)",
+         100 * fabs(copies), copies < 0 ? "slower" : "faster");
   for (guint i = 0; i < c->disks->len; i++) {
     const RokCalibDisk *d = &g_array_index(c->disks, RokCalibDisk, i);
     if (d->virtual_reason != NULL)

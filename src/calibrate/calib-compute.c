@@ -437,12 +437,17 @@ static gboolean measure_copies_probed(RokClKernels *kernels, const RokCalibOptio
   gboolean ok = add_job(kernels, d->elementwise_bytes / 6, &p.job, error) && add_probe_ready(&p, error);
   for (guint i = 0; ok && i < AROUND; i++)
     ok = add_probe(&p, error);
+  guint before = p.rates->len;
   ok = ok && rok_calib_measure_copies(t.cl, o, cancel, d, error);
   for (guint i = 0; ok && i < AROUND; i++)
     ok = add_probe(&p, error);
   job_clear(&p.job);
-  if (ok)
-    d->elementwise_copies = rok_calib_stat((double *)p.rates->data, p.rates->len);
+  if (ok) {
+    double *rates = (double *)p.rates->data;
+    d->elementwise_copies_around[0] = rok_calib_stat(rates, before);
+    d->elementwise_copies_around[1] = rok_calib_stat(rates + before, p.rates->len - before);
+    d->elementwise_copies = rok_calib_stat(rates, p.rates->len);
+  }
   g_array_unref(p.rates);
   return ok;
 }

@@ -253,7 +253,9 @@ static void print_device(const RokCalibDevice *d, const RokHw *hw, gboolean fit_
   double copies = rok_calib_copies_memory_speed(d);
   if (copies > 0) {
     g_autofree char *at = rate_text(&d->elementwise_copies);
-    printf("; around the copies %s (%+.1f%% against the ops')", at, 100 * (copies - 1));
+    double across = rok_calib_copies_memory_change(d);
+    printf("; around the copies %s (%+.1f%% against the ops'; %+.1f%% after them against before)", at,
+           100 * (copies - 1), 100 * across);
   }
   printf("\n  launch overhead      %s\n", launch);
   if (d->checksum_bandwidth > 0) {

@@ -468,6 +468,24 @@ static void test_elementwise_change(void) {
   g_assert_cmpfloat(rok_calib_copies_memory_speed(&c->device), ==, 0);
   c->device.elementwise_copies = (RokCalibStat){.median = 1.2e12, .min = 1.1e12, .max = 1.3e12, .n = 10};
   g_assert_cmpfloat(fabs(rok_calib_copies_memory_speed(&c->device) - 1.25), <, 1e-12);
+  /* Across the copies: the five after against the five before, within 10%
+   * not warned of, 25% slower warned of and counted as unsteadiness. */
+  g_assert_true(isnan(rok_calib_copies_memory_change(&c->device)));
+  c->device.elementwise_copies_around[0] = (RokCalibStat){.median = 1.2e12, .min = 1.1e12, .max = 1.3e12, .n = 5};
+  c->device.elementwise_copies_around[1] = (RokCalibStat){.median = 1.14e12, .min = 1.1e12, .max = 1.2e12, .n = 5};
+  g_assert_cmpfloat(fabs(rok_calib_copies_memory_change(&c->device) + 0.05), <, 1e-12);
+  rok_calib_check(c);
+  g_assert_false(has_warning(c, "right after the copies"));
+  g_assert_cmpfloat(rok_calib_unsteadiness(c, NULL), ==, 0);
+  c->device.elementwise_copies_around[1].median = 0.9e12;
+  rok_calib_check(c);
+  g_assert_true(has_warning(c, "the device ran its element-wise add 25% slower right after the copies than right "
+                               "before them: the machine's speed changed while they were measured"));
+  const char *what = NULL;
+  g_assert_cmpfloat(fabs(rok_calib_unsteadiness(c, &what) - 0.25), <, 1e-12);
+  g_assert_cmpstr(what, ==, "a change in the device's memory speed across the copies");
+  c->device.elementwise_copies_around[1].median = 1.2e12;
+  g_ptr_array_set_size(c->warnings, 0);
   rok_calib_check(c);
   g_assert_false(has_warning(c, "element-wise add"));
   g_autofree char *source = rok_calib_source(c);

@@ -3,6 +3,7 @@
  * the element-wise add over large buffers the memory bandwidth, tiny
  * kernels back to back the launch overhead. */
 #include <math.h>
+#include <string.h>
 
 #include "rok/calibrate.h"
 #include "rok/core.h"
@@ -181,34 +182,66 @@ static gboolean add_probe(gpointer data, GError **error) {
   return TRUE;
 }
 
-/* P's add run once untimed: its buffers' pages touched (the first run on
- * them took 20-40 times as long, 2026-12-08). */
-static gboolean add_probe_ready(AddProbe *p, GError **error) {
-  double s = 0;
-  return run_reps(p->t, run_add, &p->job, 1, &s, error);
+/* The add of measure_elementwise run once untimed (its buffers' pages
+ * touched: the first run on them took 20-40 times as long, 2026-12-08),
+ * then AROUND times right before WORK and AROUND times right after it;
+ * WORK may run the add between its own passes (PROBE). RATES gets every
+ * add's rate in order, N how many came before, during and after WORK. */
+typedef gboolean (*AddBracketed)(gpointer data, AddProbe *probe, GError **error);
+
+static gboolean between_adds(RokClKernels *kernels, const Timer *t, const RokCalibDevice *d, AddBracketed work,
+                             gpointer data, GArray *rates, guint n[3], GError **error) {
+  AddProbe p = {.t = t, .d = d, .rates = rates};
+  double first = 0;
+  gboolean ok = add_job(kernels, d->elementwise_bytes / 6, &p.job, error) &&
+                run_reps(t, run_add, &p.job, 1, &first, error);
+  for (guint i = 0; ok && i < AROUND; i++)
+    ok = add_probe(&p, error);
+  n[0] = rates->len;
+  ok = ok && work(data, &p, error);
+  n[1] = rates->len - n[0];
+  for (guint i = 0; ok && i < AROUND; i++)
+    ok = add_probe(&p, error);
+  n[2] = rates->len - n[0] - n[1];
+  job_clear(&p.job);
+  return ok;
 }
 
+/* What the measurements between the adds need besides the probe. */
+typedef struct {
+  RokClKernels *kernels;
+  const RokCalibOptions *o;
+  RokCalibCancel *cancel;
+  RokCalibDevice *d;
+} Bracketed;
+
+static gboolean ops_work(gpointer data, AddProbe *probe, GError **error) {
+  Bracketed *b = data;
+  return rok_calib_measure_ops(b->kernels, b->o, b->cancel, b->d, add_probe, probe, error);
+}
+
+static gboolean copies_work(gpointer data, AddProbe *probe, GError **error) {
+  (void)probe;
+  Bracketed *b = data;
+  return rok_calib_measure_copies(rok_cl_kernels_device(b->kernels), b->o, b->cancel, b->d, error);
+}
+
+/* The ops timed, the add before each pass (elementwise_ops) and around
+ * them (elementwise_around). */
 static gboolean measure_ops_probed(RokClKernels *kernels, const Timer *t, const RokCalibOptions *o,
                                    RokCalibCancel *cancel, RokCalibDevice *d, GError **error) {
-  AddProbe p = {.t = t, .d = d, .rates = g_array_new(FALSE, FALSE, sizeof(double))};
-  g_autoptr(GArray) around = g_array_new(FALSE, FALSE, sizeof(double));
-  gboolean ok = add_job(kernels, d->elementwise_bytes / 6, &p.job, error) && add_probe_ready(&p, error);
-  for (guint i = 0; ok && i < AROUND; i++)
-    ok = add_probe(&p, error);
-  g_array_append_vals(around, p.rates->data, p.rates->len);
-  g_array_set_size(p.rates, 0);
-  ok = ok && rok_calib_measure_ops(kernels, o, cancel, d, add_probe, &p, error);
-  guint between = p.rates->len;
-  for (guint i = 0; ok && i < AROUND; i++)
-    ok = add_probe(&p, error);
-  job_clear(&p.job);
-  if (ok && between > 0) {
-    d->elementwise_ops = rok_calib_stat((double *)p.rates->data, between);
-    g_array_append_vals(around, (double *)p.rates->data + between, p.rates->len - between);
-    d->elementwise_around = rok_calib_stat((double *)around->data, around->len);
+  Bracketed b = {.kernels = kernels, .o = o, .cancel = cancel, .d = d};
+  g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
+  guint n[3];
+  if (!between_adds(kernels, t, d, ops_work, &b, rates, n, error))
+    return FALSE;
+  if (n[1] > 0) {
+    double *r = (double *)(void *)rates->data;
+    d->elementwise_ops = rok_calib_stat(r + n[0], n[1]);
+    memmove(r + n[0], r + n[0] + n[1], sizeof(double) * n[2]); /* before and after, together */
+    d->elementwise_around = rok_calib_stat(r, n[0] + n[2]);
   }
-  g_array_unref(p.rates);
-  return ok;
+  return TRUE;
 }
 
 /* ---- The device's checksum of a tensor ---------------------------------- */
@@ -428,28 +461,21 @@ gboolean rok_calib_measure_compute(RokClKernels *kernels, const RokCalibOptions 
          measure_ops_probed(kernels, &t, o, cancel, d, error) && recheck_speed(kernels, &t, o, d, error);
 }
 
-/* The copies timed, the add of measure_elementwise AROUND times right
- * before and after them (RokCalibDevice.elementwise_copies). */
+/* The copies timed, the add right before and after them
+ * (elementwise_copies, elementwise_copies_around). */
 static gboolean measure_copies_probed(RokClKernels *kernels, const RokCalibOptions *o, RokCalibCancel *cancel,
                                       RokCalibDevice *d, GError **error) {
   Timer t = {.cl = rok_cl_kernels_device(kernels), .cancel = cancel, .trials = 1};
-  AddProbe p = {.t = &t, .d = d, .rates = g_array_new(FALSE, FALSE, sizeof(double))};
-  gboolean ok = add_job(kernels, d->elementwise_bytes / 6, &p.job, error) && add_probe_ready(&p, error);
-  for (guint i = 0; ok && i < AROUND; i++)
-    ok = add_probe(&p, error);
-  guint before = p.rates->len;
-  ok = ok && rok_calib_measure_copies(t.cl, o, cancel, d, error);
-  for (guint i = 0; ok && i < AROUND; i++)
-    ok = add_probe(&p, error);
-  job_clear(&p.job);
-  if (ok) {
-    double *rates = (double *)p.rates->data;
-    d->elementwise_copies_around[0] = rok_calib_stat(rates, before);
-    d->elementwise_copies_around[1] = rok_calib_stat(rates + before, p.rates->len - before);
-    d->elementwise_copies = rok_calib_stat(rates, p.rates->len);
-  }
-  g_array_unref(p.rates);
-  return ok;
+  Bracketed b = {.kernels = kernels, .o = o, .cancel = cancel, .d = d};
+  g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
+  guint n[3];
+  if (!between_adds(kernels, &t, d, copies_work, &b, rates, n, error))
+    return FALSE;
+  double *r = (double *)(void *)rates->data;
+  d->elementwise_copies_around[0] = rok_calib_stat(r, n[0]);
+  d->elementwise_copies_around[1] = rok_calib_stat(r + n[0], n[2]);
+  d->elementwise_copies = rok_calib_stat(r, n[0] + n[2]);
+  return TRUE;
 }
 
 gboolean rok_calib_measure_device(const RokCalibOptions *o, RokCalibCancel *cancel, RokCalibDevice *d,
